@@ -1,0 +1,30 @@
+# chronoq — run `make help` for the targets.
+GO ?= go
+PKGS := ./...
+
+.PHONY: help deps test test-race test-short bench lint fmt
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+deps: ## install redis-server (and redis-cli) when missing (as root, from Debian's packages)
+	@scripts/ensure-deps.sh
+
+test: deps lint ## the whole suite, race detector on, single Redis and Redis Cluster
+	$(GO) test -race -count=1 -timeout 10m $(PKGS)
+
+test-race: test ## same as test (the suite always runs with -race)
+
+test-short: deps ## quick run: no race detector, no cluster suite
+	$(GO) test -short -count=1 $(PKGS)
+
+bench: deps ## benchmarks: end-to-end throughput and scheduled-job lateness on real Redis
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 10m ./queue/ ./delayed/
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fmt: ## format the code
+	gofmt -w .

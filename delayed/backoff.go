@@ -1,0 +1,92 @@
+package delayed
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Backoff is an exponential retry policy: the n-th failed attempt (n >= 1)
+// waits Initial·Factor^(n-1), capped at Max, then spread by ±Jitter of itself
+// (and capped at Max again). With Jitter 0.2 a 10 s delay becomes a delay in
+// [8 s, 12 s].
+//
+// The queue's fail script computes the same formula inside Redis from the
+// policy stored with the job, so a retry is one atomic step; [Backoff.Delay]
+// is the reference that the script is tested against.
+type Backoff struct {
+	// Initial is the delay after the first failed attempt. Defaults to 1 s.
+	Initial time.Duration
+	// Factor multiplies the delay for each further attempt. Defaults to 2.
+	Factor float64
+	// Max caps the delay. Defaults to 1 h.
+	Max time.Duration
+	// Jitter is the fraction (0 to 1) by which a delay is spread at random
+	// to keep retries of many jobs from arriving together. Defaults to 0.2
+	// through [DefaultBackoff]; a Backoff built by hand with Jitter 0 has none.
+	Jitter float64
+}
+
+// DefaultBackoff is the policy of a job that names none.
+var DefaultBackoff = Backoff{Initial: time.Second, Factor: 2, Max: time.Hour, Jitter: 0.2}
+
+// Limits of a backoff policy.
+const (
+	MaxBackoffDelay  = 30 * 24 * time.Hour // the longest Initial or Max accepted
+	MaxBackoffFactor = 100
+)
+
+// ErrInvalidBackoff is wrapped by every error of [Backoff.Validate].
+var ErrInvalidBackoff = errors.New("invalid backoff")
+
+// Validate reports the first field of b that is out of range.
+func (b Backoff) Validate() error {
+	switch {
+	case b.Initial <= 0 || b.Initial > MaxBackoffDelay:
+		return fmt.Errorf("%w: initial must be in (0, %s], got %s", ErrInvalidBackoff, MaxBackoffDelay, b.Initial)
+	case math.IsNaN(b.Factor) || b.Factor < 1 || b.Factor > MaxBackoffFactor:
+		return fmt.Errorf("%w: factor must be in [1, %d], got %v", ErrInvalidBackoff, MaxBackoffFactor, b.Factor)
+	case b.Max < b.Initial || b.Max > MaxBackoffDelay:
+		return fmt.Errorf("%w: max must be in [initial, %s], got %s", ErrInvalidBackoff, MaxBackoffDelay, b.Max)
+	case math.IsNaN(b.Jitter) || b.Jitter < 0 || b.Jitter > 1:
+		return fmt.Errorf("%w: jitter must be in [0, 1], got %v", ErrInvalidBackoff, b.Jitter)
+	}
+	return nil
+}
+
+// Delay is the wait after failed attempt number attempt (1 for the first),
+// for a uniform random r in [0, 1). It is truncated to whole milliseconds,
+// the resolution of scheduled times.
+func (b Backoff) Delay(attempt int, r float64) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	initial, maxMs := float64(b.Initial.Milliseconds()), float64(b.Max.Milliseconds())
+	d := math.Min(initial*math.Pow(b.Factor, float64(attempt-1)), maxMs)
+	d = math.Min(d*(1+b.Jitter*(2*r-1)), maxMs)
+	return time.Duration(math.Floor(d)) * time.Millisecond
+}
+
+// Bounds are the least and the greatest delay [Backoff.Delay] can give for
+// attempt.
+func (b Backoff) Bounds(attempt int) (lo, hi time.Duration) {
+	return b.Delay(attempt, 0), b.Delay(attempt, math.Nextafter(1, 0))
+}
+
+// Encode is the compact form stored in a job's hash and read by the Lua
+// scripts: "initial_ms:factor:max_ms:jitter".
+func (b Backoff) Encode() string {
+	return fmt.Sprintf("%d:%g:%d:%g", b.Initial.Milliseconds(), b.Factor, b.Max.Milliseconds(), b.Jitter)
+}
+
+// DecodeBackoff parses the form written by [Backoff.Encode].
+func DecodeBackoff(s string) (Backoff, error) {
+	var ini, mx int64
+	var b Backoff
+	if _, err := fmt.Sscanf(s, "%d:%g:%d:%g", &ini, &b.Factor, &mx, &b.Jitter); err != nil {
+		return Backoff{}, fmt.Errorf("%w: cannot decode %q: %v", ErrInvalidBackoff, s, err)
+	}
+	b.Initial, b.Max = time.Duration(ini)*time.Millisecond, time.Duration(mx)*time.Millisecond
+	return b, nil
+}

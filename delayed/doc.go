@@ -1,0 +1,20 @@
+// Package delayed decides when jobs run: the exponential [Backoff] policy of
+// retries, and the [Promoter], the loop that moves scheduled jobs into their
+// queue's pending list the moment they are due.
+//
+// It is a package of its own, below queue, because both halves are about
+// time and not about Redis: the promoter drives any [Source] (the queue
+// client is one) and sleeps on a clockwork clock, so its timing is tested
+// with a fake clock and no Redis at all, while queue stores the backoff
+// policy with every job. Dependencies point one way: queue imports delayed.
+//
+// # Never early, rarely late
+//
+// A Promoter runs one loop per queue. Each pass promotes what is due in
+// bounded batches and learns the due time of the next scheduled job; the
+// loop then sleeps exactly until then, never longer than MaxSleep. A
+// [Nudge] (a job scheduled earlier than the one the loop waits for, from
+// this process or, through Redis pub/sub, from another) wakes it at once.
+// A job is promoted when the clock has reached its due time in whole
+// milliseconds, so never before it.
+package delayed

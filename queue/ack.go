@@ -1,0 +1,213 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// The answers of the fenced scripts (complete, fail, heartbeat, release).
+const (
+	codeNotFound  = -1
+	codeLeaseLost = 0
+	codeDone      = 1
+	codeRepeated  = 2 // the same token's call was done before: idempotent
+)
+
+func codeErr(code int64, queue, id string) error {
+	switch code {
+	case codeDone, codeRepeated:
+		return nil
+	case codeLeaseLost:
+		return fmt.Errorf("%w: job %s/%s", ErrLeaseLost, queue, id)
+	case codeNotFound:
+		return fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
+	}
+	return fmt.Errorf("queue: job %s/%s: unexpected script answer %d", queue, id, code)
+}
+
+// Ack completes one claimed job.
+type Ack struct {
+	ID, Token string
+	// Result is stored with the job (any JSON, at most
+	// Config.MaxPayloadBytes). Optional.
+	Result json.RawMessage
+}
+
+// Complete marks a claimed job done, storing result (optional JSON). It
+// answers ErrLeaseLost, and changes nothing, when token is not the job's
+// current claim.
+func (c *Client) Complete(ctx context.Context, queue, id, token string, result json.RawMessage) error {
+	errs, err := c.CompleteMany(ctx, queue, []Ack{{ID: id, Token: token, Result: result}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// CompleteMany completes up to MaxBatch claimed jobs of one queue in one
+// script call. The first error is for the call as a whole; otherwise
+// errs[i] is the answer for acks[i] (nil, ErrLeaseLost or ErrNotFound).
+func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (errs []error, err error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	if len(acks) == 0 || len(acks) > MaxBatch {
+		return nil, invalid("acks", "a batch holds 1 to %d, got %d", MaxBatch, len(acks))
+	}
+	args := make([]any, 0, 3+3*len(acks))
+	retention := c.cfg.Retention.Milliseconds()
+	args = append(args, max(retention, 0), c.cfg.CompletedHistory, len(acks))
+	for _, a := range acks {
+		if err := ValidateID(a.ID); err != nil {
+			return nil, err
+		}
+		if len(a.Result) > c.cfg.MaxPayloadBytes {
+			return nil, &FieldError{Index: -1, Field: "result", Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrPayloadTooLarge, len(a.Result), c.cfg.MaxPayloadBytes)}
+		}
+		if len(a.Result) > 0 && !json.Valid(a.Result) {
+			return nil, invalid("result", "not valid JSON")
+		}
+		args = append(args, a.ID, a.Token, string(a.Result))
+	}
+	v, err := c.run(ctx, completeScript, k, c.nowMs(), []string{k.processing, k.leases, k.completed, k.stats}, args...)
+	if err != nil {
+		return nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != len(acks) {
+		return nil, fmt.Errorf("queue: complete in %s: unexpected reply %v", queue, v)
+	}
+	errs = make([]error, len(acks))
+	for i, r := range res {
+		code, _ := r.(int64)
+		errs[i] = codeErr(code, queue, acks[i].ID)
+	}
+	return errs, nil
+}
+
+// FailOptions describe a failed attempt.
+type FailOptions struct {
+	// Error is recorded as the job's last error.
+	Error string
+	// RetryAt, when set, is the next run instead of now + backoff.
+	RetryAt time.Time
+	// Dead sends the job to the dead set whatever attempts are left.
+	Dead bool
+}
+
+// FailResult is where a failed job went.
+type FailResult struct {
+	Status Status    // StatusScheduled or StatusPending (a retry), or StatusDead
+	RunAt  time.Time // the retry's due time; the time of death when dead
+}
+
+// MaxErrorBytes caps the error message stored with a job.
+const MaxErrorBytes = 64 << 10
+
+// Fail records a failed attempt of a claimed job: it retries at now + the
+// job's backoff (or at o.RetryAt), or goes to the dead set when its
+// attempts are spent or o.Dead is set. It answers ErrLeaseLost, and changes
+// nothing, when token is not the job's current claim.
+func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOptions) (FailResult, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return FailResult{}, err
+	}
+	if err := ValidateID(id); err != nil {
+		return FailResult{}, err
+	}
+	msg := o.Error
+	if len(msg) > MaxErrorBytes {
+		msg = msg[:MaxErrorBytes] + "…(truncated)"
+	}
+	retryAt := int64(-1)
+	if !o.RetryAt.IsZero() {
+		retryAt = max(toMs(o.RetryAt), 0)
+	}
+	dead := "0"
+	if o.Dead {
+		dead = "1"
+	}
+	v, err := c.run(ctx, failScript, k, c.nowMs(),
+		[]string{k.scheduled, k.pending, k.processing, k.leases, k.dead, k.stats},
+		id, token, msg, retryAt, dead, rand.Float64(), c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds())
+	if err != nil {
+		return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 4 {
+		return FailResult{}, fmt.Errorf("queue: fail %s/%s: unexpected reply %v", queue, id, v)
+	}
+	code, _ := res[0].(int64)
+	if err := codeErr(code, queue, id); err != nil {
+		return FailResult{}, err
+	}
+	status, _ := res[1].(string)
+	at, _ := res[2].(int64)
+	if head, _ := res[3].(int64); head == 1 {
+		c.nudge(ctx, queue, at)
+	}
+	return FailResult{Status: Status(status), RunAt: time.UnixMilli(at).UTC()}, nil
+}
+
+// Lease is the answer to a heartbeat.
+type Lease struct {
+	Until time.Time
+	// CancelRequested: someone asked for this job to be canceled; the
+	// worker should stop and fail it (or complete it) soon.
+	CancelRequested bool
+}
+
+// Heartbeat extends the lease of a claimed job to now + extend (the job's
+// visibility when extend is 0); a lease is never shortened. It answers
+// ErrLeaseLost when token is not the job's current claim.
+func (c *Client) Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (Lease, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := ValidateID(id); err != nil {
+		return Lease{}, err
+	}
+	if extend != 0 && (extend < MinVisibility || extend > MaxVisibility) {
+		return Lease{}, invalid("extend", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, extend)
+	}
+	v, err := c.run(ctx, heartbeatScript, k, c.nowMs(), []string{k.leases}, id, token, extend.Milliseconds())
+	if err != nil {
+		return Lease{}, fmt.Errorf("queue: heartbeat %s/%s: %w", queue, id, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 3 {
+		return Lease{}, fmt.Errorf("queue: heartbeat %s/%s: unexpected reply %v", queue, id, v)
+	}
+	code, _ := res[0].(int64)
+	if err := codeErr(code, queue, id); err != nil {
+		return Lease{}, err
+	}
+	until, _ := res[1].(int64)
+	cancel, _ := res[2].(int64)
+	return Lease{Until: time.UnixMilli(until).UTC(), CancelRequested: cancel == 1}, nil
+}
+
+// Release hands a claimed job straight back to the head of pending, as a
+// worker does when it shuts down before the job ran. The attempt stays
+// counted, but a released job is never sent to the dead set by the release.
+func (c *Client) Release(ctx context.Context, queue, id, token string) error {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return err
+	}
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	v, err := c.run(ctx, releaseScript, k, c.nowMs(), []string{k.pending, k.processing, k.leases}, id, token)
+	if err != nil {
+		return fmt.Errorf("queue: release %s/%s: %w", queue, id, err)
+	}
+	code, _ := v.(int64)
+	return codeErr(code, queue, id)
+}

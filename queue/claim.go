@@ -1,0 +1,139 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClaimOptions shape a claim.
+type ClaimOptions struct {
+	// Max is the most jobs to claim, 1 to MaxBatch. Defaults to 1.
+	Max int
+	// Wait is how long to wait for a job when none is pending, up to
+	// MaxClaimWait; 0 answers at once. The wait is a BLMOVE on the
+	// blocking pool.
+	Wait time.Duration
+	// Visibility overrides the jobs' own lease length (100 ms to 24 h).
+	Visibility time.Duration
+}
+
+// Claim takes up to o.Max pending jobs of queue, each under a fresh token
+// and a lease of its visibility. It answers no job, and no error, when none
+// came within o.Wait or the queue is paused.
+func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Job, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	if o.Max == 0 {
+		o.Max = 1
+	}
+	switch {
+	case o.Max < 1 || o.Max > MaxBatch:
+		return nil, invalid("max", "must be in [1, %d], got %d", MaxBatch, o.Max)
+	case o.Wait < 0 || o.Wait > MaxClaimWait:
+		return nil, invalid("wait", "must be in [0, %s], got %s", MaxClaimWait, o.Wait)
+	case o.Visibility != 0 && (o.Visibility < MinVisibility || o.Visibility > MaxVisibility):
+		return nil, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
+	}
+	jobs, paused, err := c.claimNow(ctx, queue, k, o)
+	if err != nil || len(jobs) > 0 || o.Wait == 0 {
+		return jobs, err
+	}
+	if paused {
+		// A paused queue hands out nothing: wait out the poll, then answer
+		// empty-handed.
+		t := c.clock.NewTimer(o.Wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.Chan():
+		}
+		return nil, nil
+	}
+	return c.claimBlocking(ctx, queue, k, o)
+}
+
+func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions) ([]*Job, bool, error) {
+	v, err := c.run(ctx, claimScript, k, c.nowMs(), []string{k.pending, k.processing, k.leases, k.paused},
+		o.Max, newToken(), o.Visibility.Milliseconds())
+	if err != nil {
+		return nil, false, fmt.Errorf("queue: claim from %s: %w", queue, err)
+	}
+	res, _ := v.([]any)
+	if len(res) == 0 {
+		return nil, false, fmt.Errorf("queue: claim from %s: unexpected reply %v", queue, v)
+	}
+	paused, _ := res[0].(int64)
+	jobs := make([]*Job, 0, len(res)-1)
+	for _, r := range res[1:] {
+		j, err := claimedJob(queue, flatToMap(r))
+		if err != nil {
+			return nil, false, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, paused == 1, nil
+}
+
+func claimedJob(queue string, h map[string]string) (*Job, error) {
+	j, err := jobFromHash(queue, h["id"], h)
+	if err != nil {
+		return nil, err
+	}
+	j.Token = h[fToken]
+	return j, nil
+}
+
+// claimBlocking waits in BLMOVE for one job, then activates it. If the
+// process dies between the two, the id waits in processing with no lease
+// until a reclaim sweep finds it.
+func (c *Client) claimBlocking(ctx context.Context, queue string, k keys, o ClaimOptions) ([]*Job, error) {
+	id, err := c.blocking.BLMove(ctx, k.pending, k.processing, "RIGHT", "LEFT", o.Wait).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("queue: claim from %s: %w", queue, wrapRedis(err))
+	}
+	// The id is ours now: finish the claim even when ctx has ended, and hand
+	// the job straight back if the caller is gone.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimMarkerTimeout)
+	defer cancel()
+	token := newToken()
+	v, err := c.run(actx, activateScript, k, c.nowMs(), []string{k.pending, k.processing, k.leases, k.paused},
+		id, token, o.Visibility.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("queue: claim from %s: activating %s: %w", queue, id, err)
+	}
+	if v == nil {
+		return nil, nil // a reclaim sweep took it back first, or the queue was paused
+	}
+	h := flatToMap(v)
+	h["id"] = id
+	j, err := claimedJob(queue, h)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		if err := c.Release(actx, queue, j.ID, j.Token); err != nil {
+			return nil, fmt.Errorf("queue: claim from %s: handing back %s: %w", queue, id, err)
+		}
+		return nil, nil
+	}
+	jobs := []*Job{j}
+	if o.Max > 1 {
+		more, _, err := c.claimNow(ctx, queue, k, ClaimOptions{Max: o.Max - 1, Visibility: o.Visibility})
+		if err == nil {
+			jobs = append(jobs, more...)
+		}
+	}
+	return jobs, nil
+}

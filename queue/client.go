@@ -1,0 +1,317 @@
+package queue
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/delayed"
+)
+
+// Caps and defaults. Each is documented where it is configured.
+const (
+	DefaultNamespace        = "chronoq"
+	DefaultQueue            = "default"
+	DefaultMaxPayloadBytes  = 1 << 20
+	DefaultMaxQueues        = 1000
+	DefaultMaxAttempts      = 3
+	DefaultVisibility       = 30 * time.Second
+	DefaultRetention        = time.Hour
+	DefaultCompletedHistory = 1000
+	DefaultDeadMaxJobs      = 10_000
+	DefaultDeadMaxAge       = 30 * 24 * time.Hour
+	DefaultIdempotencyTTL   = 24 * time.Hour
+	DefaultBlockingPoolSize = 64
+
+	MaxAttemptsLimit   = 1000 // the most MaxAttempts a job may ask for
+	MinVisibility      = 100 * time.Millisecond
+	MaxVisibility      = 24 * time.Hour
+	MaxResultTTL       = 30 * 24 * time.Hour
+	MaxIdempotencyKey  = 256              // bytes
+	MaxBatch           = 1000             // jobs in one EnqueueBatch, CompleteMany, Claim
+	MaxClaimWait       = 30 * time.Second // the longest blocking claim
+	MaxDelay           = 10 * 365 * 24 * time.Hour
+	promoteBatch       = 500 // jobs per promote.lua call
+	reclaimBatch       = 500 // leases and processing entries per reclaim.lua call
+	maxScriptLoops     = 10_000
+	claimMarkerTimeout = 5 * time.Second
+)
+
+// Config configures a [Client]. Only Redis is required.
+type Config struct {
+	// Redis is the connection: a *redis.Client (one server, or Sentinel
+	// through redis.NewFailoverClient) or a *redis.ClusterClient. Required.
+	// The Client derives a second pool from its options for blocking
+	// claims, so that workers parked in BLMOVE never hold the connections
+	// completes and heartbeats need.
+	Redis redis.UniversalClient
+	// BlockingPoolSize is the size of that second pool: the most blocking
+	// claims that wait at once (more wait for a connection). Defaults to 64.
+	BlockingPoolSize int
+	// Namespace prefixes every key. Defaults to "chronoq".
+	Namespace string
+	// Clock is the source of time; scripts get it as an argument. Defaults
+	// to the real clock.
+	Clock clockwork.Clock
+	// MaxPayloadBytes caps a job's payload and its result. Defaults to 1 MiB.
+	MaxPayloadBytes int
+	// MaxQueues caps the number of queues. Defaults to 1000.
+	MaxQueues int
+	// DefaultMaxAttempts is the attempts of a job that names none.
+	// Defaults to 3.
+	DefaultMaxAttempts int
+	// DefaultVisibility is the lease of a claim when neither the job nor the
+	// claim names one. Defaults to 30 s.
+	DefaultVisibility time.Duration
+	// DefaultBackoff is the retry policy of a job that names none. Defaults
+	// to delayed.DefaultBackoff (1 s, ×2, at most 1 h, ±20 %).
+	DefaultBackoff *delayed.Backoff
+	// Retention is how long a completed job's hash is kept when the job
+	// names no ResultTTL; negative deletes it at completion. Defaults to 1 h.
+	Retention time.Duration
+	// CompletedHistory caps the list of recently completed ids per queue.
+	// Defaults to 1000.
+	CompletedHistory int
+	// DeadMaxJobs caps the dead set of a queue: the oldest go first.
+	// Defaults to 10,000.
+	DeadMaxJobs int
+	// DeadMaxAge drops dead jobs older than this. Defaults to 30 days.
+	DeadMaxAge time.Duration
+	// IdempotencyTTL is how long an idempotency key is remembered.
+	// Defaults to 24 h.
+	IdempotencyTTL time.Duration
+	// DisableEvents stops the scripts publishing job events (saves a
+	// little Redis time when nobody listens). Defaults to false.
+	DisableEvents bool
+}
+
+// Client is the queue's store: every state change of a job is one Lua
+// script on Redis. It is safe for concurrent use.
+type Client struct {
+	cfg      Config
+	rdb      redis.UniversalClient
+	blocking redis.UniversalClient
+	clock    clockwork.Clock
+	ns       string
+	pubcmd   string
+	cluster  bool
+	backoff  delayed.Backoff
+
+	known sync.Map // queue name -> struct{}: registered in the queues set
+
+	mu        sync.Mutex
+	listeners map[chan delayed.Nudge]struct{}
+}
+
+// NewClient checks cfg, fills its defaults and opens the blocking pool.
+func NewClient(cfg Config) (*Client, error) {
+	if cfg.Redis == nil {
+		return nil, errors.New("queue: Config.Redis is required")
+	}
+	cfg.Namespace = cmp.Or(cfg.Namespace, DefaultNamespace)
+	if err := validateNamespace(cfg.Namespace); err != nil {
+		return nil, err
+	}
+	cfg.BlockingPoolSize = cmp.Or(cfg.BlockingPoolSize, DefaultBlockingPoolSize)
+	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	cfg.MaxQueues = cmp.Or(cfg.MaxQueues, DefaultMaxQueues)
+	cfg.DefaultMaxAttempts = cmp.Or(cfg.DefaultMaxAttempts, DefaultMaxAttempts)
+	cfg.DefaultVisibility = cmp.Or(cfg.DefaultVisibility, DefaultVisibility)
+	cfg.Retention = cmp.Or(cfg.Retention, DefaultRetention)
+	cfg.CompletedHistory = cmp.Or(cfg.CompletedHistory, DefaultCompletedHistory)
+	cfg.DeadMaxJobs = cmp.Or(cfg.DeadMaxJobs, DefaultDeadMaxJobs)
+	cfg.DeadMaxAge = cmp.Or(cfg.DeadMaxAge, DefaultDeadMaxAge)
+	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
+	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: delayed.DefaultBackoff,
+		clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()), listeners: map[chan delayed.Nudge]struct{}{}}
+	if cfg.DefaultBackoff != nil {
+		if err := cfg.DefaultBackoff.Validate(); err != nil {
+			return nil, fmt.Errorf("queue: Config.DefaultBackoff: %w", err)
+		}
+		c.backoff = *cfg.DefaultBackoff
+	}
+	if err := c.checkDefaults(); err != nil {
+		return nil, err
+	}
+	switch r := cfg.Redis.(type) {
+	case *redis.Client:
+		o := *r.Options()
+		o.PoolSize, o.MinIdleConns, o.MaxIdleConns = cfg.BlockingPoolSize, 0, 0
+		c.blocking = redis.NewClient(&o)
+		c.pubcmd = "PUBLISH"
+	case *redis.ClusterClient:
+		o := *r.Options()
+		o.PoolSize, o.MinIdleConns, o.MaxIdleConns = cfg.BlockingPoolSize, 0, 0
+		c.blocking = redis.NewClusterClient(&o)
+		c.pubcmd = "SPUBLISH" // sharded pub/sub: an event stays on its queue's node
+		c.cluster = true
+	default:
+		return nil, fmt.Errorf("queue: Config.Redis must be a *redis.Client or *redis.ClusterClient, not %T", cfg.Redis)
+	}
+	if cfg.DisableEvents {
+		c.pubcmd = ""
+	}
+	return c, nil
+}
+
+func (c *Client) checkDefaults() error {
+	switch {
+	case c.cfg.DefaultMaxAttempts < 1 || c.cfg.DefaultMaxAttempts > MaxAttemptsLimit:
+		return fmt.Errorf("queue: Config.DefaultMaxAttempts must be in [1, %d]", MaxAttemptsLimit)
+	case c.cfg.DefaultVisibility < MinVisibility || c.cfg.DefaultVisibility > MaxVisibility:
+		return fmt.Errorf("queue: Config.DefaultVisibility must be in [%s, %s]", MinVisibility, MaxVisibility)
+	case c.cfg.MaxPayloadBytes < 0 || c.cfg.MaxQueues < 0 || c.cfg.CompletedHistory < 0 || c.cfg.DeadMaxJobs < 0:
+		return errors.New("queue: Config caps must not be negative")
+	}
+	return nil
+}
+
+// Close closes the blocking pool. The Redis client given in Config is the
+// caller's to close.
+func (c *Client) Close() error { return c.blocking.Close() }
+
+// Namespace is the prefix of every key.
+func (c *Client) Namespace() string { return c.ns }
+
+// Clock is the client's clock.
+func (c *Client) Clock() clockwork.Clock { return c.clock }
+
+// Redis is the client's connection.
+func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+
+// keysFor validates queue and builds its keys.
+func (c *Client) keysFor(queue string) (keys, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return keys{}, err
+	}
+	return queueKeys(c.ns, queue), nil
+}
+
+// register adds queue to the set of known queues (once per process).
+func (c *Client) register(ctx context.Context, queue string) error {
+	if _, ok := c.known.Load(queue); ok {
+		return nil
+	}
+	qk := queuesKey(c.ns)
+	isMember, err := c.rdb.SIsMember(ctx, qk, queue).Result()
+	if err != nil {
+		return wrapRedis(err)
+	}
+	if !isMember {
+		n, err := c.rdb.SCard(ctx, qk).Result()
+		if err != nil {
+			return wrapRedis(err)
+		}
+		if n >= int64(c.cfg.MaxQueues) {
+			return fmt.Errorf("%w: %d queues exist, the cap is %d (Config.MaxQueues)", ErrTooManyQueues, n, c.cfg.MaxQueues)
+		}
+		if err := c.rdb.SAdd(ctx, qk, queue).Err(); err != nil {
+			return wrapRedis(err)
+		}
+	}
+	c.known.Store(queue, struct{}{})
+	return nil
+}
+
+// Queues lists the known queues, sorted by name.
+func (c *Client) Queues(ctx context.Context) ([]string, error) {
+	qs, err := c.rdb.SMembers(ctx, queuesKey(c.ns)).Result()
+	if err != nil {
+		return nil, wrapRedis(err)
+	}
+	slices.Sort(qs)
+	return qs, nil
+}
+
+// nowMs is the clock's time in Unix ms.
+func (c *Client) nowMs() int64 { return c.clock.Now().UnixMilli() }
+
+// newToken is a fresh random claim token.
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}
+
+// Nudges implements delayed.Source: it delivers a nudge when a job of any
+// queue is scheduled ahead of that queue's earliest one, from this process
+// directly and from other processes through Redis pub/sub.
+func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
+	ch := make(chan delayed.Nudge, 256)
+	c.mu.Lock()
+	c.listeners[ch] = struct{}{}
+	c.mu.Unlock()
+	sub := c.rdb.Subscribe(ctx, nudgeChannel(c.ns))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		msgs := sub.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-msgs:
+				if !ok {
+					return
+				}
+				if n, ok := parseNudge(m.Payload); ok {
+					c.mu.Lock()
+					select {
+					case ch <- n:
+					default:
+					}
+					c.mu.Unlock()
+				}
+			}
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = sub.Close()
+		<-done
+		c.mu.Lock()
+		delete(c.listeners, ch)
+		close(ch)
+		c.mu.Unlock()
+	}()
+	return ch
+}
+
+func parseNudge(s string) (delayed.Nudge, bool) {
+	q, ms, ok := strings.Cut(s, "|")
+	if !ok || ValidateQueue(q) != nil {
+		return delayed.Nudge{}, false
+	}
+	at, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return delayed.Nudge{}, false
+	}
+	return delayed.Nudge{Queue: q, At: time.UnixMilli(at).UTC()}, true
+}
+
+// nudge tells promoters here and elsewhere that queue has a job due at
+// atMs ahead of all others. A lost nudge only costs the promoter's
+// MaxSleep, so a failed publish is not an error of the enqueue.
+func (c *Client) nudge(ctx context.Context, queue string, atMs int64) {
+	n := delayed.Nudge{Queue: queue, At: time.UnixMilli(atMs).UTC()}
+	c.mu.Lock()
+	for ch := range c.listeners {
+		select {
+		case ch <- n:
+		default:
+		}
+	}
+	c.mu.Unlock()
+	_ = c.rdb.Publish(ctx, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(atMs, 10)).Err()
+}

@@ -1,0 +1,262 @@
+package queue
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+
+	"github.com/chronoq/chronoq/delayed"
+)
+
+// NewJob is what a producer asks for. Only Kind is required.
+type NewJob struct {
+	// Queue defaults to "default".
+	Queue string
+	// Kind names the handler: 1 to 128 of [A-Za-z0-9._:-].
+	Kind string
+	// Payload is any JSON value, at most Config.MaxPayloadBytes. Defaults
+	// to {}.
+	Payload json.RawMessage
+	// RunAt is when the job is due; zero or past means now. It is rounded
+	// up to the millisecond: a job never runs before the instant it asked.
+	RunAt time.Time
+	// Delay is the alternative to RunAt: due this long from now (>= 0).
+	Delay time.Duration
+	// MaxAttempts is the number of claims the job may have, 1 to 1000.
+	// Defaults to Config.DefaultMaxAttempts.
+	MaxAttempts int
+	// Backoff is the retry policy. Defaults to Config.DefaultBackoff.
+	Backoff *delayed.Backoff
+	// Visibility is the lease of a claim, 100 ms to 24 h. Defaults to
+	// Config.DefaultVisibility.
+	Visibility time.Duration
+	// IdempotencyKey, when set, makes a repeat within Config.IdempotencyTTL
+	// answer the first job and enqueue nothing. At most 256 bytes, no
+	// control characters.
+	IdempotencyKey string
+	// ResultTTL is how long the job is kept once completed, up to 30 days.
+	// Defaults to Config.Retention.
+	ResultTTL time.Duration
+}
+
+// Enqueued is the answer to one NewJob.
+type Enqueued struct {
+	Job *Job
+	// Replayed is true when the idempotency key named an earlier job: Job
+	// is that job, and nothing new was enqueued.
+	Replayed bool
+}
+
+// FieldError is an invalid field of a NewJob (or of a batch's job Index).
+type FieldError struct {
+	Index int // the job's place in a batch; -1 for a single job
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string {
+	if e.Index >= 0 {
+		return fmt.Sprintf("jobs[%d].%s: %v", e.Index, e.Field, e.Err)
+	}
+	return e.Field + ": " + e.Err.Error()
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func invalid(field, format string, args ...any) *FieldError {
+	return &FieldError{Index: -1, Field: field, Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)}
+}
+
+// Enqueue adds one job.
+func (c *Client) Enqueue(ctx context.Context, nj NewJob) (Enqueued, error) {
+	out, err := c.EnqueueBatch(ctx, []NewJob{nj})
+	if err != nil {
+		if fe, ok := err.(*FieldError); ok {
+			fe.Index = -1
+		}
+		return Enqueued{}, err
+	}
+	return out[0], nil
+}
+
+// prepared is a validated NewJob, ready for enqueue.lua.
+type prepared struct {
+	job  *Job
+	args []any
+}
+
+// prepare validates nj (index i of a batch) against the clock's now.
+func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
+	fail := func(fe *FieldError) (prepared, error) {
+		fe.Index = i
+		return prepared{}, fe
+	}
+	nj.Queue = cmp.Or(nj.Queue, DefaultQueue)
+	if err := ValidateQueue(nj.Queue); err != nil {
+		return fail(&FieldError{Field: "queue", Err: err})
+	}
+	if err := ValidateKind(nj.Kind); err != nil {
+		return fail(&FieldError{Field: "kind", Err: err})
+	}
+	if len(nj.Payload) == 0 {
+		nj.Payload = json.RawMessage("{}")
+	}
+	if len(nj.Payload) > c.cfg.MaxPayloadBytes {
+		return fail(&FieldError{Field: "payload", Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrPayloadTooLarge, len(nj.Payload), c.cfg.MaxPayloadBytes)})
+	}
+	if !json.Valid(nj.Payload) {
+		return fail(invalid("payload", "not valid JSON"))
+	}
+	if !nj.RunAt.IsZero() && nj.Delay != 0 {
+		return fail(invalid("delay", "give run_at or delay, not both"))
+	}
+	if nj.Delay < 0 || nj.Delay > MaxDelay {
+		return fail(invalid("delay", "must be in [0, %s], got %s", MaxDelay, nj.Delay))
+	}
+	runAt := now.Add(nj.Delay)
+	if !nj.RunAt.IsZero() {
+		if nj.RunAt.After(now.Add(MaxDelay)) {
+			return fail(invalid("run_at", "more than %s ahead", MaxDelay))
+		}
+		runAt = nj.RunAt
+	}
+	runAt = time.UnixMilli(max(toMs(runAt), now.UnixMilli())).UTC()
+	maxAttempts := cmp.Or(nj.MaxAttempts, c.cfg.DefaultMaxAttempts)
+	if maxAttempts < 1 || maxAttempts > MaxAttemptsLimit {
+		return fail(invalid("max_attempts", "must be in [1, %d], got %d", MaxAttemptsLimit, nj.MaxAttempts))
+	}
+	bo := c.backoff
+	if nj.Backoff != nil {
+		if err := nj.Backoff.Validate(); err != nil {
+			return fail(&FieldError{Field: "backoff", Err: fmt.Errorf("%w: %w", ErrInvalid, err)})
+		}
+		bo = *nj.Backoff
+	}
+	vis := cmp.Or(nj.Visibility, c.cfg.DefaultVisibility)
+	if vis < MinVisibility || vis > MaxVisibility {
+		return fail(invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, nj.Visibility))
+	}
+	if nj.ResultTTL < 0 || nj.ResultTTL > MaxResultTTL {
+		return fail(invalid("result_ttl", "must be in [0, %s], got %s", MaxResultTTL, nj.ResultTTL))
+	}
+	if len(nj.IdempotencyKey) > MaxIdempotencyKey || slices.ContainsFunc([]rune(nj.IdempotencyKey), unicode.IsControl) {
+		return fail(invalid("idempotency_key", "at most %d bytes without control characters", MaxIdempotencyKey))
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return prepared{}, fmt.Errorf("queue: new job id: %w", err)
+	}
+	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
+		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
+		EnqueuedAt: time.UnixMilli(now.UnixMilli()).UTC(), RunAt: runAt, IdempotencyKey: nj.IdempotencyKey}
+	if !runAt.After(now) {
+		j.Status = StatusPending
+	}
+	rttl := ""
+	if nj.ResultTTL > 0 {
+		rttl = strconv.FormatInt(nj.ResultTTL.Milliseconds(), 10)
+	}
+	args := []any{j.ID, j.Kind, string(j.Payload), maxAttempts, bo.Encode(), vis.Milliseconds(),
+		runAt.UnixMilli(), nj.IdempotencyKey, rttl}
+	return prepared{job: j, args: args}, nil
+}
+
+func hexID(u uuid.UUID) string {
+	var b [32]byte
+	const digits = "0123456789abcdef"
+	for i, x := range u {
+		b[2*i], b[2*i+1] = digits[x>>4], digits[x&15]
+	}
+	return string(b[:])
+}
+
+// EnqueueBatch adds up to MaxBatch jobs, validated as a whole: one invalid
+// job (a *FieldError naming its index) and nothing is enqueued. Jobs of one
+// queue go in one script call.
+func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
+	if len(jobs) == 0 || len(jobs) > MaxBatch {
+		return nil, &FieldError{Index: -1, Field: "jobs", Err: fmt.Errorf("%w: a batch holds 1 to %d jobs, got %d", ErrInvalid, MaxBatch, len(jobs))}
+	}
+	now := c.clock.Now()
+	preps := make([]prepared, len(jobs))
+	var order []string            // queues in first-seen order
+	byQueue := map[string][]int{} // queue -> indexes into preps
+	for i, nj := range jobs {
+		p, err := c.prepare(nj, now, i)
+		if err != nil {
+			return nil, err
+		}
+		preps[i] = p
+		q := p.job.Queue
+		if _, ok := byQueue[q]; !ok {
+			order = append(order, q)
+		}
+		byQueue[q] = append(byQueue[q], i)
+	}
+	out := make([]Enqueued, len(jobs))
+	for _, q := range order {
+		if err := c.register(ctx, q); err != nil {
+			return nil, err
+		}
+		if err := c.enqueueQueue(ctx, q, now.UnixMilli(), preps, byQueue[q], out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) enqueueQueue(ctx context.Context, queue string, nowMs int64, preps []prepared, idx []int, out []Enqueued) error {
+	k := queueKeys(c.ns, queue)
+	args := make([]any, 0, 2+9*len(idx))
+	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), len(idx))
+	for _, i := range idx {
+		args = append(args, preps[i].args...)
+	}
+	v, err := c.run(ctx, enqueueScript, k, nowMs, []string{k.scheduled, k.pending, k.stats}, args...)
+	if err != nil {
+		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 1+2*len(idx) {
+		return fmt.Errorf("queue: enqueue into %s: unexpected reply %v", queue, v)
+	}
+	for n, i := range idx {
+		id, _ := res[1+2*n].(string)
+		if replayed, _ := res[2+2*n].(int64); replayed == 1 {
+			j, err := c.Get(ctx, queue, id)
+			if err != nil {
+				return fmt.Errorf("queue: enqueue into %s: reading replayed job: %w", queue, err)
+			}
+			out[i] = Enqueued{Job: j, Replayed: true}
+			continue
+		}
+		out[i] = Enqueued{Job: preps[i].job}
+	}
+	if head, _ := res[0].(int64); head >= 0 {
+		c.nudge(ctx, queue, head)
+	}
+	return nil
+}
+
+// Get reads one job.
+func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	h, err := c.rdb.HGetAll(ctx, k.job(id)).Result()
+	if err != nil {
+		return nil, wrapRedis(err)
+	}
+	return jobFromHash(queue, id, h)
+}

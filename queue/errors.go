@@ -1,0 +1,23 @@
+package queue
+
+import "errors"
+
+// Sentinel errors. Match them with errors.Is; the errors returned carry
+// more detail (which queue, which field).
+var (
+	// ErrInvalid is wrapped by every error about bad input: a bad queue
+	// name, kind, payload, option or time.
+	ErrInvalid = errors.New("invalid")
+	// ErrNotFound: no such job (or it has expired).
+	ErrNotFound = errors.New("job not found")
+	// ErrLeaseLost: the claim token is not the job's current one — the job
+	// was reclaimed, finished, or claimed again. Nothing was changed.
+	ErrLeaseLost = errors.New("lease lost: stale or wrong claim token")
+	// ErrConflict: the job is in a state that does not allow the operation
+	// (rescheduling a completed job, say).
+	ErrConflict = errors.New("conflict with the job's state")
+	// ErrPayloadTooLarge: a payload or result over Config.MaxPayloadBytes.
+	ErrPayloadTooLarge = errors.New("payload too large")
+	// ErrTooManyQueues: a new queue would pass Config.MaxQueues.
+	ErrTooManyQueues = errors.New("too many queues")
+)

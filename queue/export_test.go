@@ -1,0 +1,13 @@
+package queue
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RunScript runs one of the package's scripts with raw arguments, for tests
+// that call a script twice as a retried command would.
+func RunScript(ctx context.Context, rdb redis.UniversalClient, name string, keys []string, args ...any) (any, error) {
+	return script(name).Run(ctx, rdb, keys, args...).Result()
+}

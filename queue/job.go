@@ -1,0 +1,161 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/chronoq/chronoq/delayed"
+)
+
+// Status is where a job is in its life.
+type Status string
+
+// The statuses of a job.
+const (
+	StatusScheduled  Status = "scheduled"  // waiting for its run-at time
+	StatusPending    Status = "pending"    // due, waiting for a worker
+	StatusProcessing Status = "processing" // claimed by a worker under a lease
+	StatusCompleted  Status = "completed"  // done; kept for its retention
+	StatusDead       Status = "dead"       // attempts spent, or failed for good
+	StatusCanceled   Status = "canceled"   // canceled before it ran
+)
+
+// Valid reports whether s is one of the statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusScheduled, StatusPending, StatusProcessing, StatusCompleted, StatusDead, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Job is a job as stored. Times are zero when they have not happened.
+type Job struct {
+	ID      string
+	Queue   string
+	Kind    string
+	Payload json.RawMessage
+	Status  Status
+	// Attempts counts claims. It only grows: it is the job's fencing number.
+	Attempts       int
+	MaxAttempts    int
+	Backoff        delayed.Backoff
+	Visibility     time.Duration // lease length of a claim
+	ResultTTL      time.Duration // how long the finished job is kept
+	EnqueuedAt     time.Time
+	RunAt          time.Time
+	ClaimedAt      time.Time
+	LeaseUntil     time.Time
+	CompletedAt    time.Time
+	DiedAt         time.Time
+	Result         json.RawMessage
+	LastError      string
+	IdempotencyKey string
+	// CancelRequested is set on a processing job whose cancellation was
+	// asked for; its worker sees it on its next heartbeat.
+	CancelRequested bool
+	// Token is the claim token; set only on jobs returned by a claim.
+	Token string
+}
+
+// Hash fields of a job. The Lua scripts use the same names.
+const (
+	fKind        = "kind"
+	fPayload     = "payload"
+	fStatus      = "status"
+	fAttempts    = "attempts"
+	fMaxAttempts = "max_attempts"
+	fBackoff     = "backoff"
+	fVisibility  = "visibility_ms"
+	fResultTTL   = "result_ttl_ms"
+	fEnqueuedAt  = "enqueued_at_ms"
+	fRunAt       = "run_at_ms"
+	fClaimedAt   = "claimed_at_ms"
+	fLeaseUntil  = "lease_until_ms"
+	fCompletedAt = "completed_at_ms"
+	fDiedAt      = "died_at_ms"
+	fResult      = "result"
+	fLastError   = "last_error"
+	fIdemKey     = "idempotency_key"
+	fToken       = "claim_token"
+	fCancelReq   = "cancel_requested"
+)
+
+// jobFromHash builds a Job from its hash fields (as a map or a flat
+// field/value list from a script).
+func jobFromHash(queue, id string, h map[string]string) (*Job, error) {
+	if len(h) == 0 {
+		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
+	}
+	j := &Job{ID: id, Queue: queue, Kind: h[fKind], Status: Status(h[fStatus]),
+		LastError: h[fLastError], IdempotencyKey: h[fIdemKey], CancelRequested: h[fCancelReq] == "1"}
+	if p := h[fPayload]; p != "" {
+		j.Payload = json.RawMessage(p)
+	}
+	if r := h[fResult]; r != "" {
+		j.Result = json.RawMessage(r)
+	}
+	j.Attempts = atoi(h[fAttempts])
+	j.MaxAttempts = atoi(h[fMaxAttempts])
+	j.Visibility = msDuration(h[fVisibility])
+	j.ResultTTL = msDuration(h[fResultTTL])
+	j.EnqueuedAt = msTime(h[fEnqueuedAt])
+	j.RunAt = msTime(h[fRunAt])
+	j.ClaimedAt = msTime(h[fClaimedAt])
+	j.LeaseUntil = msTime(h[fLeaseUntil])
+	j.CompletedAt = msTime(h[fCompletedAt])
+	j.DiedAt = msTime(h[fDiedAt])
+	if b := h[fBackoff]; b != "" {
+		bo, err := delayed.DecodeBackoff(b)
+		if err != nil {
+			return nil, fmt.Errorf("queue: job %s/%s: %w", queue, id, err)
+		}
+		j.Backoff = bo
+	}
+	return j, nil
+}
+
+// flatToMap turns a script's HGETALL reply into a map.
+func flatToMap(v any) map[string]string {
+	xs, _ := v.([]any)
+	m := make(map[string]string, len(xs)/2)
+	for i := 0; i+1 < len(xs); i += 2 {
+		k, _ := xs[i].(string)
+		val, _ := xs[i+1].(string)
+		m[k] = val
+	}
+	return m
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func msTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func msDuration(s string) time.Duration {
+	ms, _ := strconv.ParseInt(s, 10, 64)
+	return time.Duration(ms) * time.Millisecond
+}
+
+// toMs is a time in Unix milliseconds, rounded up: a job is never due
+// before the instant it asked for.
+func toMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	return ms
+}

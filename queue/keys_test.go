@@ -1,0 +1,59 @@
+package queue
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Every per-queue key holds the queue's hash tag exactly once, and it is the
+// first brace pair, so Redis Cluster puts the queue in one slot.
+func TestQueueKeysCarryHashTag(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{"default", "a", "emails.v2", "x-y_z", "0"} {
+		k := queueKeys("chronoq", q)
+		v := reflect.ValueOf(k)
+		all := []string{k.job("0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"), k.idem("some {odd} key")}
+		for i := range v.NumField() {
+			all = append(all, v.Field(i).String())
+		}
+		tag := "{" + q + "}"
+		for _, key := range all {
+			require.Equal(t, 1, strings.Count(key, tag), key)
+			require.True(t, strings.HasPrefix(key, "chronoq:"+tag+":"), key)
+			require.Equal(t, strings.Index(key, "{"), len("chronoq:"), "the queue's tag is the first brace pair: %s", key)
+		}
+	}
+}
+
+func TestValidateQueue(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{"default", "a", "0-9._x", strings.Repeat("a", 64)} {
+		require.NoError(t, ValidateQueue(q), q)
+	}
+	for _, q := range []string{"", "A", "-a", ".a", "a{b}", "a}", "a b", "a:b", strings.Repeat("a", 65), "é"} {
+		err := ValidateQueue(q)
+		require.ErrorIs(t, err, ErrInvalid, q)
+		require.ErrorIs(t, err, ErrInvalidQueue, q)
+	}
+}
+
+func TestValidateKindAndID(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, ValidateKind("email:send.v2"))
+	require.ErrorIs(t, ValidateKind(""), ErrInvalidKind)
+	require.ErrorIs(t, ValidateKind("a|b"), ErrInvalidKind) // '|' separates event fields
+	require.ErrorIs(t, ValidateKind(strings.Repeat("k", 129)), ErrInvalidKind)
+	require.NoError(t, ValidateID("0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"))
+	require.ErrorIs(t, ValidateID("a:b"), ErrInvalidID)
+	require.ErrorIs(t, ValidateID(""), ErrInvalidID)
+}
+
+func TestNamespaceRejectsBraces(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, validateNamespace("chronoq"))
+	require.Error(t, validateNamespace("a{b}"))
+	require.Error(t, validateNamespace(""))
+}

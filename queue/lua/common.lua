@@ -1,0 +1,112 @@
+-- common.lua: prepended to every script (the scripts are one chunk each).
+-- Every script takes the same first four arguments:
+--   ARGV[1] -> key prefix of the queue, "<ns>:{<queue>}:" (job and
+--              idempotency keys are built from it: same hash tag, same slot)
+--   ARGV[2] -> now, Unix ms (from the caller's clock: tests drive it)
+--   ARGV[3] -> publish command for events: "PUBLISH", "SPUBLISH", or "" (off)
+--   ARGV[4] -> events channel of the queue
+local prefix = ARGV[1]
+local now = tonumber(ARGV[2])
+local pubcmd = ARGV[3]
+local channel = ARGV[4]
+
+local function jobkey(id)
+  return prefix .. 'job:' .. id
+end
+
+-- emit publishes "type|id|kind|status|attempts|at_ms".
+local function emit(typ, id, kind, status, attempts)
+  if pubcmd ~= '' then
+    redis.call(pubcmd, channel, typ .. '|' .. id .. '|' .. (kind or '') .. '|' .. status .. '|' .. (attempts or '0') .. '|' .. now)
+  end
+end
+
+-- drop deletes a job's hash and the idempotency record that points at it.
+local function drop(id)
+  local key = jobkey(id)
+  local ik = redis.call('HGET', key, 'idempotency_key')
+  if ik then
+    local idk = prefix .. 'idem:' .. ik
+    if redis.call('GET', idk) == id then
+      redis.call('DEL', idk)
+    end
+  end
+  redis.call('DEL', key)
+end
+
+-- trim_dead removes dead jobs older than max_age_ms or past max_count,
+-- oldest first, at most 100 a call (the next call takes the rest).
+local function trim_dead(deadkey, max_count, max_age_ms)
+  local budget = 100
+  local old = redis.call('ZRANGEBYSCORE', deadkey, '-inf', now - max_age_ms, 'LIMIT', 0, budget)
+  for _, id in ipairs(old) do
+    redis.call('ZREM', deadkey, id)
+    drop(id)
+  end
+  budget = budget - #old
+  local excess = redis.call('ZCARD', deadkey) - max_count
+  if excess > 0 and budget > 0 then
+    local popped = redis.call('ZPOPMIN', deadkey, math.min(excess, budget))
+    for i = 1, #popped, 2 do
+      drop(popped[i])
+    end
+  end
+end
+
+-- kill moves a job that is out of every list into the dead set.
+local function kill(id, deadkey, statskey, err, kind, attempts, max_count, max_age_ms)
+  local key = jobkey(id)
+  redis.call('HSET', key, 'status', 'dead', 'died_at_ms', now, 'last_error', err)
+  redis.call('HDEL', key, 'cancel_requested')
+  redis.call('ZADD', deadkey, now, id)
+  redis.call('HINCRBY', statskey, 'dead', 1)
+  emit('dead', id, kind, 'dead', attempts)
+  trim_dead(deadkey, max_count, max_age_ms)
+end
+
+-- schedule puts a job that is out of every list back to wait until run_at
+-- (or straight into pending when that is now or past). It answers the new
+-- status and whether the job is now the earliest scheduled one.
+local function schedule(id, run_at, schedkey, pendkey)
+  local key = jobkey(id)
+  if run_at <= now then
+    redis.call('HSET', key, 'status', 'pending', 'run_at_ms', run_at)
+    redis.call('LPUSH', pendkey, id)
+    return 'pending', 0
+  end
+  local head = redis.call('ZRANGE', schedkey, 0, 0, 'WITHSCORES')
+  redis.call('HSET', key, 'status', 'scheduled', 'run_at_ms', run_at)
+  redis.call('ZADD', schedkey, run_at, id)
+  if head[2] == nil or run_at < tonumber(head[2]) then
+    return 'scheduled', 1
+  end
+  return 'scheduled', 0
+end
+
+-- activate makes a job just moved into the processing list a claim of
+-- token: attempts + 1, a lease. Answers the job's fields, or nil when the
+-- id is not a pending job (it is then taken out of processing unless
+-- another claim holds it).
+local function activate(id, token, vis_override, procKey, leaseKey)
+  local key = jobkey(id)
+  local f = redis.call('HMGET', key, 'status', 'visibility_ms', 'kind')
+  if f[1] ~= 'pending' then
+    if f[1] ~= 'processing' and f[1] ~= 'scheduled' then
+      redis.call('LREM', procKey, 1, id)
+    end
+    return nil
+  end
+  local attempts = redis.call('HINCRBY', key, 'attempts', 1)
+  local vis = vis_override
+  if vis <= 0 then
+    vis = tonumber(f[2])
+  end
+  local lease = now + vis
+  redis.call('HSET', key, 'status', 'processing', 'claim_token', token, 'claimed_at_ms', now, 'lease_until_ms', lease)
+  redis.call('HDEL', key, 'cancel_requested')
+  redis.call('ZADD', leaseKey, lease, id)
+  emit('claimed', id, f[3], 'processing', attempts)
+  return redis.call('HGETALL', key)
+end
+
+-- END common.lua

@@ -1,0 +1,75 @@
+-- enqueue.lua: adds jobs to one queue, each due now (pending) or later
+-- (scheduled), honouring idempotency keys.
+-- KEYS[1] -> <prefix>scheduled (ZSET)
+-- KEYS[2] -> <prefix>pending   (LIST)
+-- KEYS[3] -> <prefix>stats     (HASH)
+-- ARGV[1..4] -> common (prefix, now ms, publish command, events channel)
+-- ARGV[5] -> idempotency record TTL ms
+-- ARGV[6] -> number of jobs n; then 9 values per job:
+--            id, kind, payload, max_attempts, backoff, visibility_ms,
+--            run_at_ms, idempotency_key ("" none), result_ttl_ms ("" default)
+-- Returns: { head_ms, id_1, replayed_1, ..., id_n, replayed_n } where
+--          head_ms is the due time of a job that became the queue's
+--          earliest scheduled one (-1 when none did), id_i the job that
+--          answers job i (its own id, or the first job of its idempotency
+--          key) and replayed_i 1 when that job existed before.
+-- Safe to run twice: a job whose hash exists already is answered as is.
+local idem_ttl = tonumber(ARGV[5])
+local n = tonumber(ARGV[6])
+local out = { -1 }
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local head_ms = tonumber(head[2] or '-1')
+local new_head = -1
+local added = 0
+for i = 0, n - 1 do
+  local b = 7 + i * 9
+  local id, kind, payload, max_attempts, backoff, vis, run_at, idem, rttl =
+    ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], tonumber(ARGV[b + 6]), ARGV[b + 7], ARGV[b + 8]
+  local key = jobkey(id)
+  local answer, replayed = id, 0
+  if redis.call('EXISTS', key) == 1 then
+    -- written by an earlier run of this same call
+  else
+    if idem ~= '' then
+      local idk = prefix .. 'idem:' .. idem
+      local first = redis.call('GET', idk)
+      if first and redis.call('EXISTS', jobkey(first)) == 1 then
+        answer, replayed = first, 1
+      else
+        redis.call('SET', idk, id, 'PX', idem_ttl)
+      end
+    end
+    if replayed == 0 then
+      local status = 'scheduled'
+      if run_at <= now then
+        status = 'pending'
+      end
+      redis.call('HSET', key, 'kind', kind, 'payload', payload, 'status', status, 'attempts', 0,
+        'max_attempts', max_attempts, 'backoff', backoff, 'visibility_ms', vis,
+        'enqueued_at_ms', now, 'run_at_ms', run_at)
+      if idem ~= '' then
+        redis.call('HSET', key, 'idempotency_key', idem)
+      end
+      if rttl ~= '' then
+        redis.call('HSET', key, 'result_ttl_ms', rttl)
+      end
+      if status == 'pending' then
+        redis.call('LPUSH', KEYS[2], id)
+      else
+        redis.call('ZADD', KEYS[1], run_at, id)
+        if (head_ms < 0 or run_at < head_ms) and (new_head < 0 or run_at < new_head) then
+          new_head = run_at
+        end
+      end
+      added = added + 1
+      emit('enqueued', id, kind, status, 0)
+    end
+  end
+  out[#out + 1] = answer
+  out[#out + 1] = replayed
+end
+if added > 0 then
+  redis.call('HINCRBY', KEYS[3], 'enqueued', added)
+end
+out[1] = new_head
+return out

@@ -1,0 +1,28 @@
+-- promote.lua: moves due scheduled jobs into the pending list, earliest
+-- first, one bounded batch.
+-- KEYS[1] -> <prefix>scheduled (ZSET)
+-- KEYS[2] -> <prefix>pending   (LIST)
+-- KEYS[3] -> <prefix>stats     (HASH)
+-- ARGV[1..4] -> common
+-- ARGV[5] -> batch limit
+-- Returns: { moved, next_ms } with next_ms the score of the earliest job
+--          still scheduled, -1 when none is.
+-- Safe to run twice: a second run finds only what is still due.
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[5]))
+local moved = 0
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
+  local key = jobkey(id)
+  local f = redis.call('HMGET', key, 'status', 'kind', 'attempts')
+  if f[1] == 'scheduled' then
+    redis.call('HSET', key, 'status', 'pending')
+    redis.call('LPUSH', KEYS[2], id)
+    moved = moved + 1
+    emit('promoted', id, f[2], 'pending', f[3])
+  end
+end
+if moved > 0 then
+  redis.call('HINCRBY', KEYS[3], 'promoted', moved)
+end
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return { moved, tonumber(head[2] or '-1') }

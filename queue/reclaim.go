@@ -1,0 +1,159 @@
+package queue
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Reclaim takes back, now, the jobs of queue whose worker is gone: those
+// whose lease has lapsed go back to the head of pending with their attempts
+// kept (or to the dead set when their attempts are spent), and ids left in
+// processing with no lease (a claimer that died between BLMOVE and its
+// lease write) go back to pending. It works in bounded batches and answers
+// the ids taken back.
+func (c *Client) Reclaim(ctx context.Context, queue string) ([]string, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	cursor := int64(0)
+	for range maxScriptLoops {
+		v, err := c.run(ctx, reclaimScript, k, c.nowMs(),
+			[]string{k.pending, k.processing, k.leases, k.dead, k.stats},
+			reclaimBatch, cursor, c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds())
+		if err != nil {
+			return ids, fmt.Errorf("queue: reclaim %s: %w", queue, err)
+		}
+		res, _ := v.([]any)
+		if len(res) < 2 {
+			return ids, fmt.Errorf("queue: reclaim %s: unexpected reply %v", queue, v)
+		}
+		more, _ := res[0].(int64)
+		cursor, _ = res[1].(int64)
+		for _, r := range res[2:] {
+			id, _ := r.(string)
+			ids = append(ids, id)
+		}
+		if more == 0 && cursor < 0 {
+			return ids, nil
+		}
+	}
+	return ids, nil
+}
+
+// ReclaimerConfig configures a [Reclaimer].
+type ReclaimerConfig struct {
+	// Client is the queue store. Required.
+	Client *Client
+	// Queues to sweep. Defaults to every known queue.
+	Queues []string
+	// Interval between sweeps. A lapsed lease waits at most this long on
+	// top of its visibility. Defaults to 5 s.
+	Interval time.Duration
+	// OnReclaim, when set, is called with the ids each sweep took back.
+	OnReclaim func(queue string, ids []string)
+	// Logger receives errors. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Reclaimer runs [Client.Reclaim] over the queues on a schedule. Any number
+// may run at once: each reclaim is atomic per batch.
+type Reclaimer struct {
+	cfg    ReclaimerConfig
+	clock  clockwork.Clock
+	log    *slog.Logger
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewReclaimer checks cfg and fills its defaults.
+func NewReclaimer(cfg ReclaimerConfig) (*Reclaimer, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("queue: ReclaimerConfig.Client is required")
+	}
+	for _, q := range cfg.Queues {
+		if err := ValidateQueue(q); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Second)
+	return &Reclaimer{cfg: cfg, clock: cfg.Client.clock, log: cmp.Or(cfg.Logger, slog.Default())}, nil
+}
+
+// Start starts the sweeps and returns at once.
+func (r *Reclaimer) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		return errors.New("queue: reclaimer already started")
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.done = make(chan struct{})
+	go r.loop(ctx)
+	return nil
+}
+
+// Stop ends the sweeps and waits for the one under way, or for ctx.
+func (r *Reclaimer) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Reclaimer) loop(ctx context.Context) {
+	defer close(r.done)
+	for {
+		r.sweep(ctx)
+		t := r.clock.NewTimer(r.cfg.Interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.Chan():
+		}
+	}
+}
+
+func (r *Reclaimer) sweep(ctx context.Context) {
+	qs := r.cfg.Queues
+	if len(qs) == 0 {
+		var err error
+		if qs, err = r.cfg.Client.Queues(ctx); err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("reclaimer: listing queues failed", "err", err)
+			}
+			return
+		}
+	}
+	for _, q := range qs {
+		ids, err := r.cfg.Client.Reclaim(ctx, q)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("reclaimer: sweep failed", "queue", q, "err", err)
+		}
+		if len(ids) > 0 {
+			r.log.Info("reclaimer: took back jobs of lost workers", "queue", q, "count", len(ids))
+			if r.cfg.OnReclaim != nil {
+				r.cfg.OnReclaim(q, ids)
+			}
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package queue
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+// script is one Lua file with lua/common.lua in front of it.
+func script(name string) *redis.Script {
+	common, err := luaFS.ReadFile("lua/common.lua")
+	if err != nil {
+		panic(err) // embedded at build time: cannot happen
+	}
+	body, err := luaFS.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(string(common) + "\n" + string(body))
+}
+
+var (
+	enqueueScript   = script("enqueue")
+	promoteScript   = script("promote")
+	claimScript     = script("claim")
+	activateScript  = script("activate")
+	completeScript  = script("complete")
+	failScript      = script("fail")
+	heartbeatScript = script("heartbeat")
+	reclaimScript   = script("reclaim")
+	releaseScript   = script("release")
+)
+
+// run runs a script with the common arguments in front of args. Script.Run
+// sends EVALSHA and falls back to EVAL when the server has lost its script
+// cache (restart, failover, SCRIPT FLUSH; per node in a cluster).
+func (c *Client) run(ctx context.Context, s *redis.Script, k keys, now int64, keys []string, args ...any) (any, error) {
+	all := make([]any, 0, 4+len(args))
+	all = append(all, k.prefix, now, c.pubcmd, k.events)
+	all = append(all, args...)
+	v, err := s.Run(ctx, c.rdb, keys, all...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrapRedis(err)
+	}
+	return v, nil
+}
+
+// ErrUnavailable wraps errors from Redis (unreachable, timed out, failing
+// over): the operation may be retried.
+var ErrUnavailable = errors.New("redis unavailable")
+
+type unavailableError struct{ err error }
+
+func (e unavailableError) Error() string { return "queue: redis: " + e.err.Error() }
+func (e unavailableError) Unwrap() []error {
+	return []error{ErrUnavailable, e.err}
+}
+
+func wrapRedis(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if strings.HasPrefix(err.Error(), "ERR Error running script") || strings.Contains(err.Error(), "user_script") {
+		return err // a script bug, not an outage
+	}
+	return unavailableError{err}
+}

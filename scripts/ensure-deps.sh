@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Makes sure the programs the tests need are on this machine: redis-server
+# and redis-cli (the tests start real servers and a local Redis Cluster),
+# and, with --browser, Chromium for the dashboard's end-to-end test.
+# Installs them from Debian's packages when run as root; otherwise says
+# exactly what is missing.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+if [ "${1:-}" = "--browser" ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+fi
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "missing: ${need[*]}. Install them (Debian: sudo apt-get install ${need[*]}), or point the tests at running servers with CHRONOQ_TEST_REDIS_ADDR and CHRONOQ_TEST_CLUSTER_ADDRS." >&2
+  exit 1
+fi
+echo "installing ${need[*]} from Debian's packages" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

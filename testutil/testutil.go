@@ -1,0 +1,185 @@
+package testutil
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// EnvRedisAddr names an existing redis-server (host:port) to use instead
+	// of starting one.
+	EnvRedisAddr = "CHRONOQ_TEST_REDIS_ADDR"
+	// EnvClusterAddrs names the comma-separated seed addresses of an
+	// existing Redis Cluster to use instead of starting one.
+	EnvClusterAddrs = "CHRONOQ_TEST_CLUSTER_ADDRS"
+)
+
+// shared holds the processes and directories started for the whole test
+// binary; Main releases them.
+var shared struct {
+	mu    sync.Mutex
+	procs []*proc
+	dirs  []string
+}
+
+func registerShared(p *proc) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	shared.procs = append(shared.procs, p)
+}
+
+// sharedDir creates a temporary directory removed by Main.
+func sharedDir(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", fmt.Errorf("create temp dir: %w", err)
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	shared.dirs = append(shared.dirs, dir)
+	return dir, nil
+}
+
+// Main runs the package's tests and then stops every server this package
+// started. Use as:
+//
+//	func TestMain(m *testing.M) { testutil.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	stopShared()
+	os.Exit(code)
+}
+
+// stopShared stops all shared servers (in parallel) and removes their
+// directories.
+func stopShared() {
+	shared.mu.Lock()
+	procs, dirs := shared.procs, shared.dirs
+	shared.procs, shared.dirs = nil, nil
+	shared.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(p.stop)
+	}
+	wg.Wait()
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+var single struct {
+	once sync.Once
+	addr string
+	err  error
+}
+
+// RedisAddr returns host:port of the shared single redis-server for this
+// test binary.
+//
+// If CHRONOQ_TEST_REDIS_ADDR is set, that server is used instead (not
+// started, not stopped). Otherwise the first call starts redis-server on
+// 127.0.0.1 and a free port, without persistence, and waits until it answers
+// PING; later calls (from any test) return the same address.
+func RedisAddr(t testing.TB) string {
+	t.Helper()
+	if addr := strings.TrimSpace(os.Getenv(EnvRedisAddr)); addr != "" {
+		return addr
+	}
+	single.once.Do(func() { single.addr, single.err = startSingle() })
+	if single.err != nil {
+		t.Fatal(single.err)
+	}
+	return single.addr
+}
+
+func startSingle() (string, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", fmt.Errorf("%s or set %s", notFoundMsg, EnvRedisAddr)
+	}
+	dir, err := sharedDir("chronoq-redis-*")
+	if err != nil {
+		return "", fmt.Errorf("testutil: %w", err)
+	}
+	p, err := startOnFreePort(bin, dir, nil, false)
+	if err != nil {
+		return "", fmt.Errorf("testutil: start shared redis-server: %w", err)
+	}
+	registerShared(p)
+	return p.addr, nil
+}
+
+// Redis returns a new client to the shared server (see [RedisAddr]),
+// closed at t.Cleanup.
+func Redis(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: RedisAddr(t)})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// namespaceMax is the maximum length of a namespace.
+const namespaceMax = 64
+
+// issued remembers the namespaces handed out by this binary, making them
+// certainly (not just probably) unique within it.
+var issued sync.Map
+
+// Namespace returns a key namespace unique to this test, and, thanks to a
+// random suffix, also unique across test binaries running concurrently
+// against one server: "t" + the sanitized test name (without its "Test"
+// prefix, shortened if needed) + "-" + 8 random hex characters, e.g.
+// "tEnqueue_retry-9f86d081".
+//
+// The result consists only of [a-zA-Z0-9_-] (a subset of the promised
+// [a-zA-Z0-9:_-]), never contains '{' or '}', and is at most 64 characters.
+// Each call returns a new namespace.
+func Namespace(t testing.TB) string {
+	t.Helper()
+	name := sanitize(strings.TrimPrefix(t.Name(), "Test"))
+	const suffixLen = 1 + 8 // "-" + hex
+	if maxName := namespaceMax - 1 - suffixLen; len(name) > maxName {
+		name = name[:maxName]
+	}
+	for {
+		var b [4]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
+		ns := "t" + name + "-" + hex.EncodeToString(b[:])
+		if _, dup := issued.LoadOrStore(ns, struct{}{}); !dup {
+			return ns
+		}
+	}
+}
+
+// sanitize maps every character outside [a-zA-Z0-9_-] (such as the '/' of
+// subtest names) to '_'.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		default:
+			return '_'
+		}
+	}, s)
+}
+
+// fakeInstant is the time FakeClock starts at.
+var fakeInstant = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// FakeClock returns a new clockwork fake clock set to
+// 2030-01-02T03:04:05Z (a fixed instant, so that tests are reproducible).
+func FakeClock() *clockwork.FakeClock {
+	return clockwork.NewFakeClockAt(fakeInstant)
+}
