@@ -202,7 +202,9 @@ func (p *Promoter) loop(ctx context.Context, queue string, wake <-chan struct{})
 				p.log.Warn("promoter: promote failed", "queue", queue, "err", err)
 			}
 		case !next.IsZero():
-			wait = min(wait, next.Sub(now))
+			// From the clock as it is now, after the round trip: the sleep
+			// ends at the due time, not a round trip after it.
+			wait = min(wait, p.clock.Until(next))
 		}
 		if moved > 0 && p.cfg.OnPromote != nil {
 			p.cfg.OnPromote(queue, moved)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -120,9 +121,9 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if err := ValidateID(id); err != nil {
 		return FailResult{}, err
 	}
-	msg := o.Error
+	msg := strings.ToValidUTF8(strings.ReplaceAll(o.Error, "\x00", "\uFFFD"), "\uFFFD")
 	if len(msg) > MaxErrorBytes {
-		msg = msg[:MaxErrorBytes] + "…(truncated)"
+		msg = strings.ToValidUTF8(msg[:MaxErrorBytes], "") + "…(truncated)"
 	}
 	retryAt := int64(-1)
 	if !o.RetryAt.IsZero() {

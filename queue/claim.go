@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,13 +73,25 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 	paused, _ := res[0].(int64)
 	jobs := make([]*Job, 0, len(res)-1)
 	for _, r := range res[1:] {
-		j, err := claimedJob(queue, flatToMap(r))
+		packed, _ := r.(string)
+		j, err := claimedJob(queue, unpackFields(packed))
 		if err != nil {
 			return nil, false, err
 		}
 		jobs = append(jobs, j)
 	}
 	return jobs, paused == 1, nil
+}
+
+// unpackFields reads a hash packed by a script as NUL-joined fields and
+// values.
+func unpackFields(s string) map[string]string {
+	parts := strings.Split(s, "\x00")
+	m := make(map[string]string, len(parts)/2)
+	for i := 0; i+1 < len(parts); i += 2 {
+		m[parts[i]] = parts[i+1]
+	}
+	return m
 }
 
 func claimedJob(queue string, h map[string]string) (*Job, error) {
@@ -93,7 +107,8 @@ func claimedJob(queue string, h map[string]string) (*Job, error) {
 // process dies between the two, the id waits in processing with no lease
 // until a reclaim sweep finds it.
 func (c *Client) claimBlocking(ctx context.Context, queue string, k keys, o ClaimOptions) ([]*Job, error) {
-	id, err := c.blocking.BLMove(ctx, k.pending, k.processing, "RIGHT", "LEFT", o.Wait).Result()
+	id, err := c.blocking.Do(ctx, "BLMOVE", k.pending, k.processing, "RIGHT", "LEFT",
+		strconv.FormatFloat(o.Wait.Seconds(), 'f', 3, 64)).Text()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}

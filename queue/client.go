@@ -34,18 +34,22 @@ const (
 	DefaultIdempotencyTTL   = 24 * time.Hour
 	DefaultBlockingPoolSize = 64
 
-	MaxAttemptsLimit   = 1000 // the most MaxAttempts a job may ask for
-	MinVisibility      = 100 * time.Millisecond
-	MaxVisibility      = 24 * time.Hour
-	MaxResultTTL       = 30 * 24 * time.Hour
-	MaxIdempotencyKey  = 256              // bytes
-	MaxBatch           = 1000             // jobs in one EnqueueBatch, CompleteMany, Claim
-	MaxClaimWait       = 30 * time.Second // the longest blocking claim
-	MaxDelay           = 10 * 365 * 24 * time.Hour
-	promoteBatch       = 500 // jobs per promote.lua call
-	reclaimBatch       = 500 // leases and processing entries per reclaim.lua call
-	maxScriptLoops     = 10_000
-	claimMarkerTimeout = 5 * time.Second
+	MaxAttemptsLimit  = 1000 // the most MaxAttempts a job may ask for
+	MinVisibility     = 100 * time.Millisecond
+	MaxVisibility     = 24 * time.Hour
+	MaxResultTTL      = 30 * 24 * time.Hour
+	MaxIdempotencyKey = 256              // bytes
+	MaxBatch          = 1000             // jobs in one EnqueueBatch, CompleteMany, Claim
+	MaxClaimWait      = 30 * time.Second // the longest blocking claim
+	MaxDelay          = 10 * 365 * 24 * time.Hour
+	promoteBatch      = 500 // jobs per promote.lua call
+	reclaimBatch      = 500 // leases and processing entries per reclaim.lua call
+	maxScriptLoops    = 10_000
+	// blockingReadTimeout is the read deadline of the blocking pool: the
+	// longest claim wait and a margin. BLMOVE is sent with a fractional
+	// timeout (go-redis's BLMove rounds it to whole seconds).
+	blockingReadTimeout = MaxClaimWait + 5*time.Second
+	claimMarkerTimeout  = 5 * time.Second
 )
 
 // Config configures a [Client]. Only Redis is required.
@@ -107,6 +111,7 @@ type Client struct {
 	pubcmd   string
 	cluster  bool
 	backoff  delayed.Backoff
+	instance string // tells this client's nudges from others' on the nudge channel
 
 	known sync.Map // queue name -> struct{}: registered in the queues set
 
@@ -133,7 +138,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.DeadMaxJobs = cmp.Or(cfg.DeadMaxJobs, DefaultDeadMaxJobs)
 	cfg.DeadMaxAge = cmp.Or(cfg.DeadMaxAge, DefaultDeadMaxAge)
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
-	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: delayed.DefaultBackoff,
+	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: delayed.DefaultBackoff, instance: newToken()[:12],
 		clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()), listeners: map[chan delayed.Nudge]struct{}{}}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {
@@ -148,11 +153,15 @@ func NewClient(cfg Config) (*Client, error) {
 	case *redis.Client:
 		o := *r.Options()
 		o.PoolSize, o.MinIdleConns, o.MaxIdleConns = cfg.BlockingPoolSize, 0, 0
+		o.PushNotificationProcessor = nil // each client registers its own handlers
+		o.ReadTimeout = blockingReadTimeout
 		c.blocking = redis.NewClient(&o)
 		c.pubcmd = "PUBLISH"
 	case *redis.ClusterClient:
 		o := *r.Options()
 		o.PoolSize, o.MinIdleConns, o.MaxIdleConns = cfg.BlockingPoolSize, 0, 0
+		o.PushNotificationProcessor = nil
+		o.ReadTimeout = blockingReadTimeout
 		c.blocking = redis.NewClusterClient(&o)
 		c.pubcmd = "SPUBLISH" // sharded pub/sub: an event stays on its queue's node
 		c.cluster = true
@@ -265,7 +274,7 @@ func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
 				if !ok {
 					return
 				}
-				if n, ok := parseNudge(m.Payload); ok {
+				if n, from, ok := parseNudge(m.Payload); ok && from != c.instance {
 					c.mu.Lock()
 					select {
 					case ch <- n:
@@ -288,19 +297,21 @@ func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
 	return ch
 }
 
-func parseNudge(s string) (delayed.Nudge, bool) {
-	q, ms, ok := strings.Cut(s, "|")
-	if !ok || ValidateQueue(q) != nil {
-		return delayed.Nudge{}, false
+// parseNudge reads "<queue>|<due ms>|<instance>".
+func parseNudge(s string) (n delayed.Nudge, from string, ok bool) {
+	parts := strings.SplitN(s, "|", 3)
+	if len(parts) != 3 || ValidateQueue(parts[0]) != nil {
+		return delayed.Nudge{}, "", false
 	}
-	at, err := strconv.ParseInt(ms, 10, 64)
+	at, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil {
-		return delayed.Nudge{}, false
+		return delayed.Nudge{}, "", false
 	}
-	return delayed.Nudge{Queue: q, At: time.UnixMilli(at).UTC()}, true
+	return delayed.Nudge{Queue: parts[0], At: time.UnixMilli(at).UTC()}, parts[2], true
 }
 
-// nudge tells promoters here and elsewhere that queue has a job due at
+// nudge tells promoters here (directly) and elsewhere (by pub/sub; a
+// client ignores its own echo) that queue has a job due at
 // atMs ahead of all others. A lost nudge only costs the promoter's
 // MaxSleep, so a failed publish is not an error of the enqueue.
 func (c *Client) nudge(ctx context.Context, queue string, atMs int64) {
@@ -313,5 +324,5 @@ func (c *Client) nudge(ctx context.Context, queue string, atMs int64) {
 		}
 	}
 	c.mu.Unlock()
-	_ = c.rdb.Publish(ctx, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(atMs, 10)).Err()
+	_ = c.rdb.Publish(ctx, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(atMs, 10)+"|"+c.instance).Err()
 }

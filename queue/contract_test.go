@@ -152,6 +152,46 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Equal(t, j.ID, b.claimOne(t).ID)
 	})
 
+	t.Run("PromoterLoopPromotesExactlyAtRunAt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.enqueue(t, queue.NewJob{Delay: 10 * time.Second})
+		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
+		require.NoError(t, err)
+		require.NoError(t, p.Start(b.ctx))
+		t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // asleep until run-at
+		b.clock.Advance(10*time.Second - time.Millisecond)
+		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
+		b.claimNone(t)
+		b.clock.Advance(time.Millisecond)
+		require.Eventually(t, func() bool { return b.stats(t).Pending == 1 }, 5*time.Second, time.Millisecond)
+		require.Equal(t, j.ID, b.claimOne(t).ID)
+	})
+
+	t.Run("EnqueueOnAnotherInstanceWakesThePromoter", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
+		require.NoError(t, err)
+		require.NoError(t, p.Start(b.ctx))
+		t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // asleep for an hour
+		other, err := queue.NewClient(queue.Config{Redis: newRDB(t), Namespace: b.ns, Clock: b.clock})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = other.Close() })
+		_, err = other.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "k", Delay: 5 * time.Second})
+		require.NoError(t, err)
+		// Only a nudge through Redis pub/sub can make this loop promote
+		// before its hour is up.
+		require.Eventually(t, func() bool {
+			if b.clock.Since(testutil.FakeClock().Now()) < 5*time.Second {
+				b.clock.Advance(5 * time.Second)
+			}
+			return b.stats(t).Pending == 1
+		}, 10*time.Second, 2*time.Millisecond)
+	})
+
 	t.Run("SubMillisecondRunAtRoundsUp", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -161,6 +201,21 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		moved, _, err := b.client.Promote(b.ctx, b.queue, at) // at is past 5 ms but before the job's 6th ms
 		require.NoError(t, err)
 		require.Zero(t, moved)
+	})
+
+	t.Run("ImmediateJobIsPendingWhateverTheSubMillisecond", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.clock.Advance(700 * time.Microsecond) // real clocks are rarely on a whole millisecond
+		j := b.enqueue(t, queue.NewJob{})
+		require.Equal(t, queue.StatusPending, j.Status)
+		j2 := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now()})
+		require.Equal(t, queue.StatusPending, j2.Status)
+		require.Equal(t, int64(2), b.stats(t).Pending)
+		// Due 0.1 ms from now: scheduled, at the next whole millisecond.
+		j3 := b.enqueue(t, queue.NewJob{Delay: 100 * time.Microsecond})
+		require.Equal(t, queue.StatusScheduled, j3.Status)
+		require.Equal(t, b.clock.Now().Truncate(time.Millisecond).Add(time.Millisecond), j3.RunAt)
 	})
 
 	t.Run("PastRunAtMeansNow", func(t *testing.T) {
@@ -654,6 +709,24 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Equal(t, r1, r2)
 		require.Equal(t, int64(2), b.stats(t).Processing)
 		require.Equal(t, int64(2), b.stats(t).Pending)
+
+		// An enqueue sent twice makes one job, and a job claimed between the
+		// two runs is left alone.
+		job := []any{"0192f3c4a1b27c9e8d1f0a3b4c5d6e7f", "k", "{}", 3, delayed.DefaultBackoff.Encode(), 30000, b.clock.Now().UnixMilli(), "", ""}
+		enq := append([]any{b.ns + ":{" + b.queue + "}:", b.clock.Now().UnixMilli(), "", "", 60000, 1}, job...)
+		ekeys := []string{b.key("scheduled"), b.key("pending"), b.key("stats")}
+		_, err = queue.RunScript(b.ctx, b.rdb, "enqueue", ekeys, enq...)
+		require.NoError(t, err)
+		claimed, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		require.NoError(t, err)
+		require.Len(t, claimed, 3)
+		_, err = queue.RunScript(b.ctx, b.rdb, "enqueue", ekeys, enq...)
+		require.NoError(t, err)
+		s := b.stats(t)
+		require.Zero(t, s.Pending)
+		require.Equal(t, int64(5), s.Processing)
+		require.Equal(t, int64(5), s.EnqueuedTotal)
+		require.Equal(t, queue.StatusProcessing, b.get(t, "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f").Status)
 	})
 
 	t.Run("TwoPromotersRacing10000DueJobsPromoteEachOnce", func(t *testing.T) {

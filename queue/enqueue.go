@@ -127,7 +127,13 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 		}
 		runAt = nj.RunAt
 	}
-	runAt = time.UnixMilli(max(toMs(runAt), now.UnixMilli())).UTC()
+	// Due now or earlier: pending at once, run-at is now's millisecond. Due
+	// later: run-at rounded up, so the job never runs before it asked.
+	if runAt.After(now) {
+		runAt = time.UnixMilli(toMs(runAt)).UTC()
+	} else {
+		runAt = time.UnixMilli(now.UnixMilli()).UTC()
+	}
 	maxAttempts := cmp.Or(nj.MaxAttempts, c.cfg.DefaultMaxAttempts)
 	if maxAttempts < 1 || maxAttempts > MaxAttemptsLimit {
 		return fail(invalid("max_attempts", "must be in [1, %d], got %d", MaxAttemptsLimit, nj.MaxAttempts))
@@ -156,7 +162,7 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
 		EnqueuedAt: time.UnixMilli(now.UnixMilli()).UTC(), RunAt: runAt, IdempotencyKey: nj.IdempotencyKey}
-	if !runAt.After(now) {
+	if runAt.UnixMilli() <= now.UnixMilli() {
 		j.Status = StatusPending
 	}
 	rttl := ""

@@ -5,11 +5,14 @@
 -- KEYS[4] -> <prefix>paused     (STRING)
 -- ARGV[1..4] -> common
 -- ARGV[5] -> max jobs
--- ARGV[6] -> token base: job i of this claim gets token "<base>.<i>"
+-- ARGV[6] -> token base: the i-th id popped gets token "<base>.<i>"
 -- ARGV[7] -> visibility override ms (0: each job's own)
--- Returns: { paused, fields_1, ..., fields_k }: paused 1 when the queue is
---          paused (then no job), and each fields_i an HGETALL of a claimed
---          job with "id" appended.
+-- Returns: { paused, job_1, ..., job_k }: paused 1 when the queue is paused
+--          (then no job), and each job_i the claimed job's hash as one
+--          string, field and value alternating, joined by NUL bytes, with
+--          "id" appended. (One string is much cheaper for Redis to reply
+--          than 30 array elements; no value can hold a NUL: payloads and
+--          results are JSON, names are validated, errors are scrubbed.)
 -- Safe to run twice: the ids of a claim are remembered under its token base
 -- for 60 s, and a second run answers the same jobs.
 local marker = prefix .. 'claim:' .. ARGV[6]
@@ -20,7 +23,7 @@ if prior then
     local f = redis.call('HGETALL', jobkey(id))
     f[#f + 1] = 'id'
     f[#f + 1] = id
-    out[#out + 1] = f
+    out[#out + 1] = table.concat(f, '\0')
   end
   return out
 end
@@ -28,23 +31,61 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   return { 1 }
 end
 local max, vis = tonumber(ARGV[5]), tonumber(ARGV[7])
-local ids = {}
-local i = 0
-while #ids < max and i < max + 100 do
-  local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT')
-  if not id then
-    break
+local popped = redis.call('RPOP', KEYS[1], max)
+if not popped then
+  return out
+end
+batch_events()
+local ids, leases = {}, {}
+for i, id in ipairs(popped) do
+  local key = jobkey(id)
+  local h = redis.call('HGETALL', key)
+  local f = {}
+  for j = 1, #h, 2 do
+    f[h[j]] = j + 1
   end
-  i = i + 1
-  local f = activate(id, ARGV[6] .. '.' .. i, vis, KEYS[2], KEYS[3])
-  if f then
-    f[#f + 1] = 'id'
-    f[#f + 1] = id
-    out[#out + 1] = f
+  -- Only a pending job can be claimed; anything else popped here is a
+  -- stale id (a canceled job, say) and is dropped.
+  if f['status'] and h[f['status']] == 'pending' then
+    local attempts = tonumber(h[f['attempts']]) + 1
+    local v = vis
+    if v <= 0 then
+      v = tonumber(h[f['visibility_ms']])
+    end
+    local lease, token = now + v, ARGV[6] .. '.' .. i
+    redis.call('HSET', key, 'status', 'processing', 'attempts', attempts, 'claim_token', token,
+      'claimed_at_ms', now, 'lease_until_ms', lease)
+    local function set(name, value)
+      if f[name] then
+        h[f[name]] = value
+      else
+        h[#h + 1] = name
+        h[#h + 1] = value
+        f[name] = #h
+      end
+    end
+    set('status', 'processing')
+    set('attempts', tostring(attempts))
+    set('claim_token', token)
+    set('claimed_at_ms', tostring(now))
+    set('lease_until_ms', tostring(lease))
+    if f['cancel_requested'] then
+      redis.call('HDEL', key, 'cancel_requested')
+      h[f['cancel_requested']] = '0'
+    end
+    h[#h + 1] = 'id'
+    h[#h + 1] = id
+    out[#out + 1] = table.concat(h, '\0')
     ids[#ids + 1] = id
+    leases[#leases + 1] = lease
+    leases[#leases + 1] = id
+    emit('claimed', id, h[f['kind']], 'processing', attempts)
   end
 end
 if #ids > 0 then
+  redis.call('LPUSH', KEYS[2], unpack(ids))
+  redis.call('ZADD', KEYS[3], unpack(leases))
   redis.call('SET', marker, table.concat(ids, ','), 'PX', 60000)
 end
+publish_events()
 return out

@@ -14,11 +14,33 @@ local function jobkey(id)
   return prefix .. 'job:' .. id
 end
 
--- emit publishes "type|id|kind|status|attempts|at_ms".
+-- Events: one line "type|id|kind|status|attempts|at_ms" per state change.
+-- A message holds one or more lines separated by "\n": the batch scripts
+-- call batch_events() first and publish_events() last, so a batch of 500
+-- costs one PUBLISH, not 500.
+local event_lines = nil
+
+local function batch_events()
+  event_lines = {}
+end
+
 local function emit(typ, id, kind, status, attempts)
-  if pubcmd ~= '' then
-    redis.call(pubcmd, channel, typ .. '|' .. id .. '|' .. (kind or '') .. '|' .. status .. '|' .. (attempts or '0') .. '|' .. now)
+  if pubcmd == '' then
+    return
   end
+  local line = typ .. '|' .. id .. '|' .. (kind or '') .. '|' .. status .. '|' .. (attempts or '0') .. '|' .. now
+  if event_lines then
+    event_lines[#event_lines + 1] = line
+  else
+    redis.call(pubcmd, channel, line)
+  end
+end
+
+local function publish_events()
+  if event_lines and #event_lines > 0 then
+    redis.call(pubcmd, channel, table.concat(event_lines, '\n'))
+  end
+  event_lines = nil
 end
 
 -- drop deletes a job's hash and the idempotency record that points at it.
@@ -89,21 +111,23 @@ end
 -- another claim holds it).
 local function activate(id, token, vis_override, procKey, leaseKey)
   local key = jobkey(id)
-  local f = redis.call('HMGET', key, 'status', 'visibility_ms', 'kind')
+  local f = redis.call('HMGET', key, 'status', 'visibility_ms', 'kind', 'attempts', 'cancel_requested')
   if f[1] ~= 'pending' then
     if f[1] ~= 'processing' and f[1] ~= 'scheduled' then
       redis.call('LREM', procKey, 1, id)
     end
     return nil
   end
-  local attempts = redis.call('HINCRBY', key, 'attempts', 1)
+  local attempts = tonumber(f[4]) + 1
   local vis = vis_override
   if vis <= 0 then
     vis = tonumber(f[2])
   end
   local lease = now + vis
-  redis.call('HSET', key, 'status', 'processing', 'claim_token', token, 'claimed_at_ms', now, 'lease_until_ms', lease)
-  redis.call('HDEL', key, 'cancel_requested')
+  redis.call('HSET', key, 'status', 'processing', 'attempts', attempts, 'claim_token', token, 'claimed_at_ms', now, 'lease_until_ms', lease)
+  if f[5] then
+    redis.call('HDEL', key, 'cancel_requested')
+  end
   redis.call('ZADD', leaseKey, lease, id)
   emit('claimed', id, f[3], 'processing', attempts)
   return redis.call('HGETALL', key)

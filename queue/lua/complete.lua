@@ -14,10 +14,12 @@
 local retention, cap, n = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out = {}
 local done = 0
+local finished = {}
+batch_events()
 for i = 0, n - 1 do
   local id, token, result = ARGV[8 + i * 3], ARGV[9 + i * 3], ARGV[10 + i * 3]
   local key = jobkey(id)
-  local f = redis.call('HMGET', key, 'status', 'claim_token', 'kind', 'attempts', 'result_ttl_ms', 'idempotency_key')
+  local f = redis.call('HMGET', key, 'status', 'claim_token', 'kind', 'attempts', 'result_ttl_ms', 'idempotency_key', 'cancel_requested')
   local code = 1
   if not f[1] then
     code = -1
@@ -29,11 +31,14 @@ for i = 0, n - 1 do
     code = 0
   else
     redis.call('LREM', KEYS[1], -1, id)
-    redis.call('ZREM', KEYS[2], id)
-    redis.call('HSET', key, 'status', 'completed', 'completed_at_ms', now)
-    redis.call('HDEL', key, 'cancel_requested')
+    finished[#finished + 1] = id
     if result ~= '' then
-      redis.call('HSET', key, 'result', result)
+      redis.call('HSET', key, 'status', 'completed', 'completed_at_ms', now, 'result', result)
+    else
+      redis.call('HSET', key, 'status', 'completed', 'completed_at_ms', now)
+    end
+    if f[7] then
+      redis.call('HDEL', key, 'cancel_requested')
     end
     local ttl = tonumber(f[5] or retention)
     if f[6] then
@@ -46,16 +51,18 @@ for i = 0, n - 1 do
     else
       drop(id)
     end
-    if cap > 0 then
-      redis.call('LPUSH', KEYS[3], id)
-    end
     done = done + 1
     emit('completed', id, f[3], 'completed', f[4])
   end
   out[#out + 1] = code
 end
 if done > 0 then
-  redis.call('LTRIM', KEYS[3], 0, cap - 1)
+  redis.call('ZREM', KEYS[2], unpack(finished))
+  if cap > 0 then
+    redis.call('LPUSH', KEYS[3], unpack(finished))
+    redis.call('LTRIM', KEYS[3], 0, cap - 1)
+  end
   redis.call('HINCRBY', KEYS[4], 'completed', done)
 end
+publish_events()
 return out

@@ -13,7 +13,10 @@
 --          earliest scheduled one (-1 when none did), id_i the job that
 --          answers job i (its own id, or the first job of its idempotency
 --          key) and replayed_i 1 when that job existed before.
--- Safe to run twice: a job whose hash exists already is answered as is.
+-- Safe to run twice: each call marks itself with its first job's id for
+-- 60 s; a second run finds the mark and then checks each job, answering one
+-- whose hash exists as it is. (A first run skips that check: it costs a
+-- command per job.)
 local idem_ttl = tonumber(ARGV[5])
 local n = tonumber(ARGV[6])
 local out = { -1 }
@@ -21,13 +24,16 @@ local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local head_ms = tonumber(head[2] or '-1')
 local new_head = -1
 local added = 0
+local pend, sched = {}, {}
+local rerun = not redis.call('SET', prefix .. 'enq:' .. ARGV[7], '1', 'NX', 'PX', 60000)
+batch_events()
 for i = 0, n - 1 do
   local b = 7 + i * 9
   local id, kind, payload, max_attempts, backoff, vis, run_at, idem, rttl =
     ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], tonumber(ARGV[b + 6]), ARGV[b + 7], ARGV[b + 8]
   local key = jobkey(id)
   local answer, replayed = id, 0
-  if redis.call('EXISTS', key) == 1 then
+  if rerun and redis.call('EXISTS', key) == 1 then
     -- written by an earlier run of this same call
   else
     if idem ~= '' then
@@ -54,9 +60,10 @@ for i = 0, n - 1 do
         redis.call('HSET', key, 'result_ttl_ms', rttl)
       end
       if status == 'pending' then
-        redis.call('LPUSH', KEYS[2], id)
+        pend[#pend + 1] = id
       else
-        redis.call('ZADD', KEYS[1], run_at, id)
+        sched[#sched + 1] = run_at
+        sched[#sched + 1] = id
         if (head_ms < 0 or run_at < head_ms) and (new_head < 0 or run_at < new_head) then
           new_head = run_at
         end
@@ -68,8 +75,15 @@ for i = 0, n - 1 do
   out[#out + 1] = answer
   out[#out + 1] = replayed
 end
+if #pend > 0 then
+  redis.call('LPUSH', KEYS[2], unpack(pend))
+end
+if #sched > 0 then
+  redis.call('ZADD', KEYS[1], unpack(sched))
+end
 if added > 0 then
   redis.call('HINCRBY', KEYS[3], 'enqueued', added)
 end
 out[1] = new_head
+publish_events()
 return out

@@ -10,19 +10,25 @@
 -- Safe to run twice: a second run finds only what is still due.
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[5]))
 local moved = 0
+batch_events()
+local pend = {}
 for _, id in ipairs(ids) do
-  redis.call('ZREM', KEYS[1], id)
   local key = jobkey(id)
   local f = redis.call('HMGET', key, 'status', 'kind', 'attempts')
   if f[1] == 'scheduled' then
     redis.call('HSET', key, 'status', 'pending')
-    redis.call('LPUSH', KEYS[2], id)
-    moved = moved + 1
+    pend[#pend + 1] = id
     emit('promoted', id, f[2], 'pending', f[3])
   end
 end
+if #ids > 0 then
+  redis.call('ZREM', KEYS[1], unpack(ids))
+end
+moved = #pend
 if moved > 0 then
+  redis.call('LPUSH', KEYS[2], unpack(pend))
   redis.call('HINCRBY', KEYS[3], 'promoted', moved)
 end
+publish_events()
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return { moved, tonumber(head[2] or '-1') }

@@ -23,6 +23,7 @@ local limit, cursor = tonumber(ARGV[5]), tonumber(ARGV[6])
 local dead_max, dead_age = tonumber(ARGV[7]), tonumber(ARGV[8])
 local out = { 0, -1 }
 local reclaimed = 0
+batch_events()
 
 local function take_back(id, f)
   -- f: status, attempts, max_attempts, kind
@@ -80,4 +81,5 @@ end
 if reclaimed > 0 then
   redis.call('HINCRBY', KEYS[5], 'reclaimed', reclaimed)
 end
+publish_events()
 return out

@@ -1,0 +1,221 @@
+package delayed_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/delayed"
+)
+
+// fakeSource is a sorted set of due times per queue, in memory: these tests
+// are about the promoter's timing, not about Redis (the queue package's
+// tests drive the promoter against real Redis).
+type fakeSource struct {
+	mu       sync.Mutex
+	due      map[string][]time.Time
+	promoted map[string][]time.Time // due times, in the order promoted
+	at       map[string][]time.Time // clock time of each promotion
+	nudges   chan delayed.Nudge
+	passes   chan string
+}
+
+func newFakeSource() *fakeSource {
+	return &fakeSource{due: map[string][]time.Time{}, promoted: map[string][]time.Time{}, at: map[string][]time.Time{},
+		nudges: make(chan delayed.Nudge, 16), passes: make(chan string, 1024)}
+}
+
+func (s *fakeSource) add(q string, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.due[q] = append(s.due[q], t)
+	slices.SortFunc(s.due[q], time.Time.Compare)
+}
+
+func (s *fakeSource) Promote(_ context.Context, q string, now time.Time) (int, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	moved := 0
+	for len(s.due[q]) > 0 && !s.due[q][0].After(now) && moved < 2 { // batches of 2
+		s.promoted[q] = append(s.promoted[q], s.due[q][0])
+		s.at[q] = append(s.at[q], now)
+		s.due[q] = s.due[q][1:]
+		moved++
+	}
+	var next time.Time
+	if len(s.due[q]) > 0 {
+		next = s.due[q][0]
+	}
+	select {
+	case s.passes <- q:
+	default:
+	}
+	return moved, next, nil
+}
+
+func (s *fakeSource) Queues(context.Context) ([]string, error) { return []string{"a"}, nil }
+
+func (s *fakeSource) Nudges(ctx context.Context) <-chan delayed.Nudge {
+	out := make(chan delayed.Nudge)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case n := <-s.nudges:
+				select {
+				case out <- n:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+func (s *fakeSource) snapshot(q string) (promoted, at []time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.promoted[q]), slices.Clone(s.at[q])
+}
+
+type promoterBundle struct {
+	ctx   context.Context
+	clock *clockwork.FakeClock
+	src   *fakeSource
+	p     *delayed.Promoter
+}
+
+func setupPromoter(t *testing.T, cfg delayed.Config) *promoterBundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	clock := clockwork.NewFakeClockAt(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	src := newFakeSource()
+	cfg.Source, cfg.Clock = src, clock
+	p, err := delayed.NewPromoter(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+	return &promoterBundle{ctx: ctx, clock: clock, src: src, p: p}
+}
+
+// parked waits until the loops sleep on n timers.
+func (b *promoterBundle) parked(t *testing.T, n int) {
+	t.Helper()
+	require.NoError(t, b.clock.BlockUntilContext(b.ctx, n))
+}
+
+func TestPromoterSleepsExactlyUntilNextDue(t *testing.T) {
+	t.Parallel()
+	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Minute})
+	start := b.clock.Now()
+	b.src.add("a", start.Add(10*time.Second))
+	b.src.add("a", start.Add(25*time.Second))
+	require.NoError(t, b.p.Start(b.ctx))
+	b.parked(t, 1)
+	b.clock.Advance(10*time.Second - time.Millisecond)
+	b.parked(t, 1)
+	promoted, _ := b.src.snapshot("a")
+	require.Empty(t, promoted, "nothing before its due time")
+	b.clock.Advance(time.Millisecond)
+	b.parked(t, 1)
+	promoted, at := b.src.snapshot("a")
+	require.Equal(t, []time.Time{start.Add(10 * time.Second)}, promoted)
+	require.Equal(t, []time.Time{start.Add(10 * time.Second)}, at, "promoted at its due time exactly")
+	b.clock.Advance(15 * time.Second)
+	b.parked(t, 1)
+	_, at = b.src.snapshot("a")
+	require.Equal(t, start.Add(25*time.Second), at[1])
+}
+
+func TestPromoterCapsItsSleep(t *testing.T) {
+	t.Parallel()
+	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: 2 * time.Second})
+	require.NoError(t, b.p.Start(b.ctx))
+	<-b.src.passes
+	b.parked(t, 1)
+	// A job appears without a nudge (a nudge lost): found after MaxSleep.
+	b.src.add("a", b.clock.Now())
+	b.clock.Advance(2 * time.Second)
+	<-b.src.passes
+	b.parked(t, 1)
+	promoted, _ := b.src.snapshot("a")
+	require.Len(t, promoted, 1)
+}
+
+func TestPromoterWakesOnNudge(t *testing.T) {
+	t.Parallel()
+	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Hour})
+	start := b.clock.Now()
+	b.src.add("a", start.Add(time.Hour))
+	require.NoError(t, b.p.Start(b.ctx))
+	<-b.src.passes
+	b.parked(t, 1)
+	// An earlier job: without the nudge the loop would sleep an hour.
+	b.src.add("a", start.Add(3*time.Second))
+	b.src.nudges <- delayed.Nudge{Queue: "a", At: start.Add(3 * time.Second)}
+	<-b.src.passes // the nudged pass
+	b.parked(t, 1)
+	b.clock.Advance(3 * time.Second)
+	<-b.src.passes
+	b.parked(t, 1)
+	promoted, at := b.src.snapshot("a")
+	require.Equal(t, []time.Time{start.Add(3 * time.Second)}, promoted)
+	require.Equal(t, []time.Time{start.Add(3 * time.Second)}, at)
+}
+
+func TestPromoterDrainsInBatchesWithoutSleeping(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var batches []int
+	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, OnPromote: func(_ string, n int) {
+		mu.Lock()
+		batches = append(batches, n)
+		mu.Unlock()
+	}})
+	for i := range 7 {
+		b.src.add("a", b.clock.Now().Add(-time.Duration(i)*time.Second))
+	}
+	require.NoError(t, b.p.Start(b.ctx))
+	b.parked(t, 1) // all seven moved before the first sleep
+	promoted, _ := b.src.snapshot("a")
+	require.Len(t, promoted, 7)
+	require.True(t, slices.IsSortedFunc(promoted, time.Time.Compare), "earliest first")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int{2, 2, 2, 1}, batches)
+}
+
+func TestPromoterFollowsNewQueues(t *testing.T) {
+	t.Parallel()
+	b := setupPromoter(t, delayed.Config{RefreshInterval: time.Hour, MaxSleep: time.Hour})
+	require.NoError(t, b.p.Start(b.ctx))
+	b.parked(t, 2) // queue "a" from the listing, and the refresh timer
+	b.src.add("new", b.clock.Now())
+	b.src.nudges <- delayed.Nudge{Queue: "new", At: b.clock.Now()}
+	b.parked(t, 3)
+	promoted, _ := b.src.snapshot("new")
+	require.Len(t, promoted, 1)
+}
+
+func TestPromoterStopWaitsForLoops(t *testing.T) {
+	t.Parallel()
+	b := setupPromoter(t, delayed.Config{Queues: []string{"a", "b"}})
+	require.NoError(t, b.p.Start(b.ctx))
+	require.Error(t, b.p.Start(b.ctx), "a second Start is refused")
+	b.parked(t, 2)
+	require.NoError(t, b.p.Stop(b.ctx))
+	// Stopped loops hold no timers.
+	ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+	defer cancel()
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 0))
+	_, err := delayed.NewPromoter(delayed.Config{})
+	require.Error(t, err)
+}
