@@ -15,6 +15,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/chronoq/chronoq/delayed"
 )
@@ -154,6 +155,7 @@ func NewClient(cfg Config) (*Client, error) {
 		o := *r.Options()
 		o.PoolSize, o.MinIdleConns, o.MaxIdleConns = cfg.BlockingPoolSize, 0, 0
 		o.PushNotificationProcessor = nil // each client registers its own handlers
+		o.MaintNotificationsConfig = blockingMaint()
 		o.ReadTimeout = blockingReadTimeout
 		c.blocking = redis.NewClient(&o)
 		c.pubcmd = "PUBLISH"
@@ -161,6 +163,7 @@ func NewClient(cfg Config) (*Client, error) {
 		o := *r.Options()
 		o.PoolSize, o.MinIdleConns, o.MaxIdleConns = cfg.BlockingPoolSize, 0, 0
 		o.PushNotificationProcessor = nil
+		o.MaintNotificationsConfig = blockingMaint()
 		o.ReadTimeout = blockingReadTimeout
 		c.blocking = redis.NewClusterClient(&o)
 		c.pubcmd = "SPUBLISH" // sharded pub/sub: an event stays on its queue's node
@@ -172,6 +175,14 @@ func NewClient(cfg Config) (*Client, error) {
 		c.pubcmd = ""
 	}
 	return c, nil
+}
+
+// blockingMaint is the maintenance-notification config of the blocking
+// pool: its own, because go-redis writes to the caller's config while a
+// connection handshakes (copying it would race), and off, because the pool
+// only ever runs BLMOVE.
+func blockingMaint() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
 func (c *Client) checkDefaults() error {

@@ -106,6 +106,23 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		return &testBundle{ctx: ctx, rdb: rdb, client: c, clock: clock, ns: cfg.Namespace, queue: "q1"}
 	}
 
+	t.Run("NewClientOnAConnectionInUse", func(t *testing.T) {
+		t.Parallel()
+		for range 10 {
+			rdb := newRDB(t)
+			var wg sync.WaitGroup
+			for range 8 { // new connections handshake while the client is built
+				wg.Go(func() { _ = rdb.Ping(context.Background()).Err() })
+			}
+			c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t)})
+			require.NoError(t, err)
+			wg.Wait()
+			_, err = c.Claim(context.Background(), "q", queue.ClaimOptions{Wait: 10 * time.Millisecond})
+			require.NoError(t, err)
+			require.NoError(t, c.Close())
+		}
+	})
+
 	t.Run("EnqueueNowIsPendingAndClaimable", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
