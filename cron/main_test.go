@@ -1,0 +1,122 @@
+package cron_test
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+// base is the start of the scheduler tests: on a whole minute, so that the
+// ticks of every spec are easy to count.
+var base = time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+
+type testBundle struct {
+	ctx context.Context
+	rdb *redis.Client
+	ns  string
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{ctx: t.Context(), rdb: testutil.Redis(t), ns: testutil.Namespace(t)}
+}
+
+// client is a queue client of the bundle's namespace on clock: an
+// instance of the service.
+func (b *testBundle) client(t *testing.T, clock clockwork.Clock) *queue.Client {
+	t.Helper()
+	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: clock, DisableEvents: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// scheduler starts a scheduler on client (and its clock), stopped at the
+// end of the test.
+func (b *testBundle) scheduler(t *testing.T, cfg cron.Config) *cron.Scheduler {
+	t.Helper()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	s, err := cron.NewScheduler(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Start(b.ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, s.Stop(ctx))
+	})
+	return s
+}
+
+// parked waits until n loops sleep on clock.
+func parked(t *testing.T, clock *clockwork.FakeClock, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, clock.BlockUntilContext(ctx, n), "loops did not park on the clock")
+}
+
+// step advances clock by d once its n loops sleep on it.
+func step(t *testing.T, clock *clockwork.FakeClock, n int, d time.Duration) {
+	t.Helper()
+	parked(t, clock, n)
+	clock.Advance(d)
+}
+
+// jobTicks counts the jobs of entry name waiting in q by the tick of their
+// idempotency key (ms), and checks the queue's totals agree: every job
+// enqueued is there (or was claimed by the test).
+func (b *testBundle) jobTicks(t *testing.T, c *queue.Client, q, name string) map[int64]int {
+	t.Helper()
+	ids, err := b.rdb.LRange(b.ctx, b.ns+":{"+q+"}:pending", 0, -1).Result()
+	require.NoError(t, err)
+	got := map[int64]int{}
+	for _, id := range ids {
+		j, err := c.Get(b.ctx, q, id)
+		require.NoError(t, err)
+		ms, ok := strings.CutPrefix(j.IdempotencyKey, "cron:"+name+":")
+		require.True(t, ok, "job %s has key %q", id, j.IdempotencyKey)
+		tick, err := strconv.ParseInt(ms, 10, 64)
+		require.NoError(t, err)
+		got[tick]++
+	}
+	st, err := c.Stats(b.ctx, q)
+	require.NoError(t, err)
+	// Jobs a test claimed are processing or completed, not pending.
+	require.EqualValues(t, len(ids), st.EnqueuedTotal-st.Processing-st.CompletedTotal, "enqueued total of %s", q)
+	require.EqualValues(t, len(ids), st.Pending, "pending of %s", q)
+	return got
+}
+
+// wantTicks is one job per tick of spec in (from, to].
+func wantTicks(t *testing.T, spec, zone string, from, to time.Time) map[int64]int {
+	t.Helper()
+	s, err := cron.Parse(spec, zone)
+	require.NoError(t, err)
+	want := map[int64]int{}
+	for at := s.Next(from); !at.IsZero() && !at.After(to); at = s.Next(at) {
+		want[at.UnixMilli()] = 1
+	}
+	return want
+}
+
+// ticks is one job per given tick.
+func ticks(at ...time.Time) map[int64]int {
+	m := map[int64]int{}
+	for _, a := range at {
+		m[a.UnixMilli()] = 1
+	}
+	return m
+}

@@ -1,0 +1,326 @@
+package cron
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+//go:embed lua/record.lua
+var luaFS embed.FS
+
+var recordScript = func() *redis.Script {
+	b, err := luaFS.ReadFile("lua/record.lua")
+	if err != nil {
+		panic(err) // embedded at build time: cannot happen
+	}
+	return redis.NewScript(string(b))
+}()
+
+const (
+	// tickMemory is how long a tick stays in an entry's set of done ticks
+	// (counted from the latest tick recorded). An instance reaching a tick
+	// this much later than another finds it done without asking the queue;
+	// past it, the queue's idempotency key still answers (Config.Grace is
+	// capped below it).
+	tickMemory = time.Hour
+	// maxTxAttempts bounds the optimistic-locking retries of Put.
+	maxTxAttempts = 20
+)
+
+// Store keeps the cron entries in Redis. Any number of instances may share
+// it; the [Scheduler] of each one sees a change within its
+// RefreshInterval. It is safe for concurrent use.
+type Store struct {
+	client *queue.Client
+	rdb    redis.UniversalClient
+	clock  clockwork.Clock
+	ns     string
+}
+
+// NewStore is the store of client's namespace. Its clock is the client's.
+func NewStore(client *queue.Client) *Store {
+	return &Store{client: client, rdb: client.Redis(), clock: client.Clock(), ns: client.Namespace()}
+}
+
+// Put creates or replaces the entry e.Name. created is true when it was
+// new. Errors for bad input are *FieldError (wrapping queue.ErrInvalid).
+//
+// Putting settings equal to the stored ones changes nothing. Any other
+// change restarts the entry's ticks from now: ticks before it are neither
+// run nor caught up, whatever the Missed policy (this is also what
+// unpausing does).
+func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
+	e, _, err = normalize(e)
+	if err != nil {
+		return false, err
+	}
+	settings, err := json.Marshal(e)
+	if err != nil {
+		return false, fmt.Errorf("cron: put %q: %w", e.Name, err)
+	}
+	key := entriesKey(s.ns)
+	for range maxTxAttempts {
+		created = false
+		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			cur, err := tx.HGet(ctx, key, e.Name).Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+				created = true
+			case err != nil:
+				return err
+			default:
+				if old, err := decodeStored(cur); err == nil {
+					if b, err := json.Marshal(old.Entry); err == nil && string(b) == string(settings) {
+						return nil // unchanged: keep UpdatedAtMs
+					}
+				}
+			}
+			raw, err := json.Marshal(stored{Entry: e, UpdatedAtMs: s.clock.Now().UnixMilli()})
+			if err != nil {
+				return err
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.HSet(ctx, key, e.Name, raw)
+				return nil
+			})
+			return err
+		}, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue // changed under us: read again
+		}
+		if err != nil {
+			return false, redisErr("put "+strconv.Quote(e.Name), err)
+		}
+		if created {
+			// Bookkeeping left by a deleted entry of the same name.
+			if err := s.rdb.Del(ctx, runKey(s.ns, e.Name), ticksKey(s.ns, e.Name)).Err(); err != nil {
+				return true, redisErr("put "+strconv.Quote(e.Name), err)
+			}
+		}
+		return created, nil
+	}
+	return false, fmt.Errorf("cron: put %q: %w: the entry kept changing", e.Name, queue.ErrConflict)
+}
+
+// Register puts entries declared in code, typically at start-up: each
+// replaces the stored entry of its name (entries of other names, put over
+// the API, stay). All are validated before any is stored. Registering
+// unchanged entries again, as every restart does, keeps their history, so
+// the Missed policy sees the ticks missed while the service was down.
+func (s *Store) Register(ctx context.Context, entries ...Entry) error {
+	seen := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if _, _, err := normalize(e); err != nil {
+			return fmt.Errorf("cron: register %q: %w", e.Name, err)
+		}
+		if seen[e.Name] {
+			return fmt.Errorf("cron: register: %w", invalid("name", "%q given twice", e.Name))
+		}
+		seen[e.Name] = true
+	}
+	for _, e := range entries {
+		if _, err := s.Put(ctx, e); err != nil {
+			return fmt.Errorf("cron: register %q: %w", e.Name, err)
+		}
+	}
+	return nil
+}
+
+// Get reads the entry name with its last run and next tick. An absent
+// entry is an error wrapping queue.ErrNotFound.
+func (s *Store) Get(ctx context.Context, name string) (Entry, error) {
+	if err := validateName(name); err != nil {
+		return Entry{}, err
+	}
+	raw, err := s.rdb.HGet(ctx, entriesKey(s.ns), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return Entry{}, notFoundError{name}
+	}
+	if err != nil {
+		return Entry{}, redisErr("get "+strconv.Quote(name), err)
+	}
+	st, err := decodeStored(raw)
+	if err != nil {
+		return Entry{}, err
+	}
+	runs, err := s.lastRuns(ctx, []string{name})
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.view(st, runs[0]), nil
+}
+
+// List reads every entry, sorted by name.
+func (s *Store) List(ctx context.Context) ([]Entry, error) {
+	all, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(all))
+	for name := range all {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	runs, err := s.lastRuns(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(names))
+	for i, name := range names {
+		st, err := decodeStored(all[name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s.view(st, runs[i]))
+	}
+	return out, nil
+}
+
+// Delete removes the entry name and its history. An absent entry is an
+// error wrapping queue.ErrNotFound. Jobs already enqueued stay.
+func (s *Store) Delete(ctx context.Context, name string) error {
+	if err := validateName(name); err != nil {
+		return err
+	}
+	n, err := s.rdb.HDel(ctx, entriesKey(s.ns), name).Result()
+	if err != nil {
+		return redisErr("delete "+strconv.Quote(name), err)
+	}
+	if n == 0 {
+		return notFoundError{name}
+	}
+	if err := s.rdb.Del(ctx, runKey(s.ns, name), ticksKey(s.ns, name)).Err(); err != nil {
+		return redisErr("delete "+strconv.Quote(name), err)
+	}
+	return nil
+}
+
+// Trigger enqueues one run of the entry name now, outside its schedule
+// (also when it is paused; its Overlap policy is not applied). The run
+// becomes the entry's last run.
+func (s *Store) Trigger(ctx context.Context, name string) (*queue.Job, error) {
+	e, err := s.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.client.Enqueue(ctx, newJob(e, ""))
+	if err != nil {
+		return nil, fmt.Errorf("cron: trigger %q: %w", name, err)
+	}
+	if err := s.record(ctx, name, time.Time{}, res.Job); err != nil {
+		return nil, err
+	}
+	return res.Job, nil
+}
+
+func newJob(e Entry, idempotencyKey string) queue.NewJob {
+	return queue.NewJob{Queue: e.Queue, Kind: e.Kind, Payload: e.Payload, MaxAttempts: e.MaxAttempts,
+		IdempotencyKey: idempotencyKey}
+}
+
+// view is the entry as Get answers it.
+func (s *Store) view(st stored, run lastRun) Entry {
+	e := st.Entry
+	e.LastRunAt, e.LastJobID = run.at, run.jobID
+	if !e.Paused {
+		if sched, err := Parse(e.Schedule, e.Timezone); err == nil {
+			e.NextRunAt = sched.Next(s.clock.Now())
+		}
+	}
+	return e
+}
+
+// load reads the entries hash: name -> stored JSON.
+func (s *Store) load(ctx context.Context) (map[string]string, error) {
+	all, err := s.rdb.HGetAll(ctx, entriesKey(s.ns)).Result()
+	if err != nil {
+		return nil, redisErr("list", err)
+	}
+	return all, nil
+}
+
+func decodeStored(raw string) (stored, error) {
+	var st stored
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return stored{}, fmt.Errorf("cron: stored entry: %w", err)
+	}
+	return st, nil
+}
+
+// lastRun is an entry's last run as recorded.
+type lastRun struct {
+	tickMs int64 // the latest tick run; 0 when none
+	at     time.Time
+	queue  string
+	jobID  string
+}
+
+// lastRuns reads the last runs of names, in their order, in one round trip.
+func (s *Store) lastRuns(ctx context.Context, names []string) ([]lastRun, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(names))
+	for i, name := range names {
+		cmds[i] = pipe.HGetAll(ctx, runKey(s.ns, name))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, redisErr("read last runs", err)
+	}
+	out := make([]lastRun, len(names))
+	for i, c := range cmds {
+		out[i] = parseLastRun(c.Val())
+	}
+	return out, nil
+}
+
+func parseLastRun(h map[string]string) lastRun {
+	tick, _ := strconv.ParseInt(h["tick_ms"], 10, 64)
+	r := lastRun{tickMs: tick, queue: h["queue"], jobID: h["job_id"]}
+	if ms, err := strconv.ParseInt(h["run_at_ms"], 10, 64); err == nil && ms > 0 {
+		r.at = time.UnixMilli(ms).UTC()
+	}
+	return r
+}
+
+// record runs record.lua for job, the run of tick (zero: a trigger).
+func (s *Store) record(ctx context.Context, name string, tick time.Time, j *queue.Job) error {
+	tickArg, trim := "", int64(0)
+	if !tick.IsZero() {
+		tickArg = strconv.FormatInt(tick.UnixMilli(), 10)
+		trim = tick.Add(-tickMemory).UnixMilli()
+	}
+	err := recordScript.Run(ctx, s.rdb, []string{runKey(s.ns, name), ticksKey(s.ns, name)},
+		tickArg, j.EnqueuedAt.UnixMilli(), j.Queue, j.ID, trim).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return redisErr("record run of "+strconv.Quote(name), err)
+	}
+	return nil
+}
+
+// notFoundError is an absent entry; it wraps queue.ErrNotFound.
+type notFoundError struct{ name string }
+
+func (e notFoundError) Error() string { return "cron: no entry " + strconv.Quote(e.name) }
+func (e notFoundError) Unwrap() error { return queue.ErrNotFound }
+
+// redisErr wraps a Redis failure as queue.ErrUnavailable (context errors
+// stay as they are).
+func redisErr(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("cron: %s: %w: %w", op, queue.ErrUnavailable, err)
+}

@@ -1,0 +1,152 @@
+package cron_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/queue"
+)
+
+func TestStoreCRUD(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clock := clockwork.NewFakeClockAt(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	store := cron.NewStore(b.client(t, clock))
+
+	e := cron.Entry{Name: "report", Schedule: "0 9 * * 1-5", Timezone: "Europe/Berlin", Kind: "report.daily",
+		Payload: json.RawMessage(`{ "to": "ops" }`)}
+	created, err := store.Put(b.ctx, e)
+	require.NoError(t, err)
+	require.True(t, created)
+	created, err = store.Put(b.ctx, e)
+	require.NoError(t, err)
+	require.False(t, created, "same settings again")
+
+	got, err := store.Get(b.ctx, "report")
+	require.NoError(t, err)
+	require.Equal(t, cron.Entry{Name: "report", Schedule: "0 9 * * 1-5", Timezone: "Europe/Berlin",
+		Queue: queue.DefaultQueue, Kind: "report.daily", Payload: json.RawMessage(`{"to":"ops"}`),
+		Missed: cron.MissedSkip, Overlap: cron.OverlapAllow,
+		NextRunAt: time.Date(2030, 1, 2, 8, 0, 0, 0, time.UTC)}, got)
+
+	e.Schedule, e.Paused = "@every 1m", true
+	created, err = store.Put(b.ctx, e)
+	require.NoError(t, err)
+	require.False(t, created)
+	_, err = store.Put(b.ctx, cron.Entry{Name: "another", Schedule: "@hourly", Kind: "k", Queue: "q2"})
+	require.NoError(t, err)
+
+	list, err := store.List(b.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, "another", list[0].Name)
+	require.Equal(t, time.Date(2030, 1, 2, 4, 0, 0, 0, time.UTC), list[0].NextRunAt)
+	require.Equal(t, "report", list[1].Name)
+	require.Equal(t, "@every 1m", list[1].Schedule)
+	require.True(t, list[1].Paused)
+	require.True(t, list[1].NextRunAt.IsZero(), "paused")
+
+	out, err := json.Marshal(list[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"another","schedule":"@hourly","timezone":"UTC","queue":"q2","kind":"k",
+		"missed":"skip","overlap":"allow","paused":false,"next_run_at":"2030-01-02T04:00:00Z"}`, string(out))
+
+	require.NoError(t, store.Delete(b.ctx, "report"))
+	_, err = store.Get(b.ctx, "report")
+	require.ErrorIs(t, err, queue.ErrNotFound)
+	require.ErrorIs(t, store.Delete(b.ctx, "report"), queue.ErrNotFound)
+	_, err = store.Trigger(b.ctx, "report")
+	require.ErrorIs(t, err, queue.ErrNotFound)
+	list, err = store.List(b.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+}
+
+func TestStoreValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	store := cron.NewStore(b.client(t, clockwork.NewFakeClockAt(base)))
+	good := cron.Entry{Name: "ok", Schedule: "@hourly", Kind: "k"}
+	for _, tc := range []struct {
+		field string
+		edit  func(*cron.Entry)
+	}{
+		{"name", func(e *cron.Entry) { e.Name = "" }},
+		{"name", func(e *cron.Entry) { e.Name = "Upper" }},
+		{"name", func(e *cron.Entry) { e.Name = "{tag}" }},
+		{"schedule", func(e *cron.Entry) { e.Schedule = "not a spec" }},
+		{"schedule", func(e *cron.Entry) { e.Schedule = "" }},
+		{"timezone", func(e *cron.Entry) { e.Timezone = "Europe/Atlantis" }},
+		{"queue", func(e *cron.Entry) { e.Queue = "a{b}" }},
+		{"kind", func(e *cron.Entry) { e.Kind = "" }},
+		{"payload", func(e *cron.Entry) { e.Payload = json.RawMessage(`{nope`) }},
+		{"max_attempts", func(e *cron.Entry) { e.MaxAttempts = -1 }},
+		{"max_attempts", func(e *cron.Entry) { e.MaxAttempts = queue.MaxAttemptsLimit + 1 }},
+		{"missed", func(e *cron.Entry) { e.Missed = "all" }},
+		{"overlap", func(e *cron.Entry) { e.Overlap = "never" }},
+	} {
+		e := good
+		tc.edit(&e)
+		_, err := store.Put(b.ctx, e)
+		var fe *cron.FieldError
+		require.ErrorAs(t, err, &fe, tc.field)
+		require.Equal(t, tc.field, fe.Field, "%v", err)
+		require.True(t, errors.Is(err, queue.ErrInvalid), tc.field)
+
+		err = store.Register(b.ctx, good, e)
+		require.ErrorAs(t, err, &fe, tc.field)
+		require.Equal(t, tc.field, fe.Field)
+	}
+	list, err := store.List(b.ctx)
+	require.NoError(t, err)
+	require.Empty(t, list, "a failed Register stores nothing")
+
+	err = store.Register(b.ctx, good, good)
+	var fe *cron.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "name", fe.Field)
+
+	for _, name := range []string{"", "Bad Name"} {
+		_, err = store.Get(b.ctx, name)
+		require.ErrorIs(t, err, queue.ErrInvalid)
+		require.ErrorIs(t, store.Delete(b.ctx, name), queue.ErrInvalid)
+	}
+}
+
+func TestStoreTrigger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clock := clockwork.NewFakeClockAt(base)
+	c := b.client(t, clock)
+	store := cron.NewStore(c)
+	_, err := store.Put(b.ctx, cron.Entry{Name: "nightly", Schedule: "@daily", Queue: "batch", Kind: "nightly",
+		Payload: json.RawMessage(`{"n":1}`), MaxAttempts: 7, Paused: true})
+	require.NoError(t, err)
+
+	clock.Advance(90 * time.Second)
+	j, err := store.Trigger(b.ctx, "nightly")
+	require.NoError(t, err)
+	require.Equal(t, "batch", j.Queue)
+	require.Equal(t, "nightly", j.Kind)
+	require.Equal(t, 7, j.MaxAttempts)
+	require.JSONEq(t, `{"n":1}`, string(j.Payload))
+	require.Equal(t, queue.StatusPending, j.Status)
+
+	e, err := store.Get(b.ctx, "nightly")
+	require.NoError(t, err)
+	require.Equal(t, j.ID, e.LastJobID)
+	require.Equal(t, base.Add(90*time.Second), e.LastRunAt)
+
+	j2, err := store.Trigger(b.ctx, "nightly")
+	require.NoError(t, err)
+	require.NotEqual(t, j.ID, j2.ID, "every trigger is a run of its own")
+	st, err := c.Stats(b.ctx, "batch")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, st.Pending)
+}
