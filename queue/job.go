@@ -38,7 +38,9 @@ type Job struct {
 	Kind    string
 	Payload json.RawMessage
 	Status  Status
-	// Attempts counts claims. It only grows: it is the job's fencing number.
+	// Attempts counts claims. It grows with each claim; requeueing a dead
+	// job (RunNow, RequeueDead) starts it again from 0 so the job gets its
+	// full MaxAttempts. Claims are fenced by their token, not by Attempts.
 	Attempts       int
 	MaxAttempts    int
 	Backoff        delayed.Backoff
@@ -50,6 +52,7 @@ type Job struct {
 	LeaseUntil     time.Time
 	CompletedAt    time.Time
 	DiedAt         time.Time
+	CanceledAt     time.Time
 	Result         json.RawMessage
 	LastError      string
 	IdempotencyKey string
@@ -76,6 +79,7 @@ const (
 	fLeaseUntil  = "lease_until_ms"
 	fCompletedAt = "completed_at_ms"
 	fDiedAt      = "died_at_ms"
+	fCanceledAt  = "canceled_at_ms"
 	fResult      = "result"
 	fLastError   = "last_error"
 	fIdemKey     = "idempotency_key"
@@ -107,6 +111,7 @@ func jobFromHash(queue, id string, h map[string]string) (*Job, error) {
 	j.LeaseUntil = msTime(h[fLeaseUntil])
 	j.CompletedAt = msTime(h[fCompletedAt])
 	j.DiedAt = msTime(h[fDiedAt])
+	j.CanceledAt = msTime(h[fCanceledAt])
 	if b := h[fBackoff]; b != "" {
 		bo, err := delayed.DecodeBackoff(b)
 		if err != nil {

@@ -35,6 +35,13 @@ var (
 	heartbeatScript = script("heartbeat")
 	reclaimScript   = script("reclaim")
 	releaseScript   = script("release")
+
+	// Job management (manage.go).
+	listScript       = script("list")
+	cancelScript     = script("cancel")
+	rescheduleScript = script("reschedule")
+	runNowScript     = script("runnow")
+	deadScript       = script("dead")
 )
 
 // run runs a script with the common arguments in front of args. Script.Run

@@ -21,6 +21,9 @@ type Stats struct {
 	CompletedHistory int64
 	// Totals since the queue was first used.
 	EnqueuedTotal, PromotedTotal, CompletedTotal, FailedTotal, RetriedTotal, ReclaimedTotal, DeadTotal int64
+	// CanceledTotal counts cancels; RequeuedTotal dead jobs sent back to
+	// pending.
+	CanceledTotal, RequeuedTotal int64
 	// OldestPendingAge is how long the next job to be claimed has been due;
 	// zero when none is pending.
 	OldestPendingAge time.Duration
@@ -49,7 +52,8 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 	s := Stats{Queue: queue, Paused: paused.Val() == 1,
 		Scheduled: sched.Val(), Pending: pend.Val(), Processing: proc.Val(), Dead: dead.Val(), CompletedHistory: hist.Val(),
 		EnqueuedTotal: n("enqueued"), PromotedTotal: n("promoted"), CompletedTotal: n("completed"), FailedTotal: n("failed"),
-		RetriedTotal: n("retried"), ReclaimedTotal: n("reclaimed"), DeadTotal: n("dead")}
+		RetriedTotal: n("retried"), ReclaimedTotal: n("reclaimed"), DeadTotal: n("dead"),
+		CanceledTotal: n("canceled"), RequeuedTotal: n("requeued")}
 	if h := head.Val(); len(h) == 1 {
 		s.NextRunAt = time.UnixMilli(int64(h[0].Score)).UTC()
 	}

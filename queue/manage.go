@@ -1,0 +1,427 @@
+package queue
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Job management: the calls an operator (the HTTP API, the dashboard, the
+// CLI) makes on jobs that are not theirs to run. Each change of state is
+// one script; the dead-set sweeps work in bounded batches.
+
+// Limits of the management calls.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 1000
+	// deadBatch is the most dead-set entries one dead.lua call examines:
+	// 50 requeues or deletes take well under a millisecond of Redis time
+	// (about 1 ms on a loaded 2-core test machine).
+	deadBatch = 50
+)
+
+// ListOptions select a page of [Client.List].
+type ListOptions struct {
+	// Status picks what to list, and in which order:
+	//   - StatusScheduled: by run-at, soonest first
+	//   - StatusPending: next to be claimed first
+	//   - StatusProcessing: longest claimed first
+	//   - StatusCompleted: the capped history of completions, newest first
+	//   - StatusDead: newest death first
+	// Canceled jobs sit in no list and cannot be listed. Required.
+	Status Status
+	// Limit is the most jobs in the page, 1 to 1000. Defaults to 50.
+	Limit int
+	// Cursor is the nextCursor of the previous page; empty for the first.
+	Cursor string
+}
+
+// List reads one page of the jobs of queue in one status, and the cursor of
+// the next page ("" after the last). Ids are read in one script call, their
+// hashes in one pipeline; jobs that expired in between are left out, so a
+// page may hold fewer than Limit jobs.
+//
+// Paging while jobs move:
+//   - Scheduled and dead (sorted sets): the cursor is the (score, id) of
+//     the last job of the page, found again by binary search. A job that
+//     stays in the set while the pages are read appears exactly once, even
+//     when the cursor's own job has left it; jobs added ahead of the cursor
+//     are not shown.
+//   - Pending and processing (lists, read from the end where jobs leave):
+//     the next page starts right after the cursor's job. Jobs claimed from
+//     the head or added at the tail while paging are neither missed nor
+//     repeated. When the cursor's job itself has left the list, the next
+//     page starts again at the head: nothing is missed, but jobs still
+//     there that were shown before (those behind a job canceled,
+//     rescheduled or, for processing, completed out of order) are shown
+//     again.
+//   - Completed (a capped list, newest first): new completions never shift
+//     a page; once the cursor's job has been trimmed off the end, the
+//     listing ends.
+func (c *Client) List(ctx context.Context, queue string, o ListOptions) (jobs []*Job, nextCursor string, err error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := cmp.Or(o.Limit, DefaultListLimit)
+	if limit < 1 || limit > MaxListLimit {
+		return nil, "", invalid("limit", "must be in [1, %d], got %d", MaxListLimit, o.Limit)
+	}
+	var key, mode string
+	switch o.Status {
+	case StatusScheduled:
+		key, mode = k.scheduled, "zasc"
+	case StatusDead:
+		key, mode = k.dead, "zdesc"
+	case StatusPending:
+		key, mode = k.pending, "lright"
+	case StatusProcessing:
+		key, mode = k.processing, "lright"
+	case StatusCompleted:
+		key, mode = k.completed, "lleft"
+	default:
+		return nil, "", invalid("status", "must be scheduled, pending, processing, completed or dead, got %q", o.Status)
+	}
+	cnum, cid := "0", ""
+	if o.Cursor != "" {
+		if cnum, cid, err = decodeCursor(o.Status, o.Cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	v, err := c.run(ctx, listScript, k, c.nowMs(), []string{key}, mode, limit, cnum, cid)
+	if err != nil {
+		return nil, "", fmt.Errorf("queue: list %s of %s: %w", o.Status, queue, err)
+	}
+	res, _ := v.([]any)
+	if len(res)%2 != 1 {
+		return nil, "", fmt.Errorf("queue: list %s of %s: unexpected reply %v", o.Status, queue, v)
+	}
+	more, _ := res[0].(int64)
+	ids := make([]string, 0, len(res)/2)
+	var lastNum string
+	for i := 1; i+1 < len(res); i += 2 {
+		id, _ := res[i].(string)
+		ids = append(ids, id)
+		lastNum = fmt.Sprint(res[i+1]) // a score (string) or a position (int64)
+	}
+	jobs, err = c.getMany(ctx, queue, k, ids)
+	if err != nil {
+		return nil, "", fmt.Errorf("queue: list %s of %s: %w", o.Status, queue, err)
+	}
+	if more == 1 && len(ids) > 0 {
+		nextCursor = encodeCursor(o.Status, lastNum, ids[len(ids)-1])
+	}
+	return jobs, nextCursor, nil
+}
+
+// getMany reads the hashes of ids in one pipeline, leaving out the jobs
+// that no longer exist.
+func (c *Client) getMany(ctx context.Context, queue string, k keys, ids []string) ([]*Job, error) {
+	if len(ids) == 0 {
+		return []*Job{}, nil
+	}
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, k.job(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrapRedis(err)
+	}
+	jobs := make([]*Job, 0, len(ids))
+	for i, cmd := range cmds {
+		h := cmd.Val()
+		if len(h) == 0 {
+			continue // expired or deleted since the ids were read
+		}
+		j, err := jobFromHash(queue, ids[i], h)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// A cursor is "<status>:<score or position>:<id>", base64url encoded so
+// that callers treat it as opaque.
+func encodeCursor(s Status, num, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(string(s) + ":" + num + ":" + id))
+}
+
+func decodeCursor(s Status, cursor string) (num, id string, err error) {
+	bad := invalid("cursor", "not a cursor of a %s listing", s)
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return "", "", bad
+	}
+	parts := strings.Split(string(b), ":")
+	if len(parts) != 3 || parts[0] != string(s) || ValidateID(parts[2]) != nil {
+		return "", "", bad
+	}
+	switch s {
+	case StatusScheduled, StatusDead:
+		f, err := strconv.ParseFloat(parts[1], 64)
+		if err != nil || math.IsNaN(f) {
+			return "", "", bad
+		}
+	default:
+		if n, err := strconv.ParseInt(parts[1], 10, 64); err != nil || n < 0 {
+			return "", "", bad
+		}
+	}
+	return parts[1], parts[2], nil
+}
+
+// The answers of cancel.lua.
+const (
+	cancelConflict  = 0
+	cancelDone      = 1
+	cancelRepeated  = 2
+	cancelRequested = 3
+	cancelDeleted   = 4
+)
+
+// Cancel cancels a job or deletes a finished one, depending on its status:
+//   - scheduled or pending: it is canceled (status StatusCanceled) and
+//     leaves its set or list; its hash is kept for the job's retention
+//     (ResultTTL, or Config.Retention), then expires.
+//   - processing: its cancellation is requested (CancelRequested); the
+//     worker sees it on its next heartbeat, cancels the handler's context
+//     and ends the job with [Client.CancelClaimed]. The job is answered as
+//     it is, still processing.
+//   - completed, dead or canceled: it is deleted, with its idempotency
+//     record; the job is answered as it was.
+//
+// It is one script. A call retried after a lost reply answers the same,
+// except a delete, whose retry answers ErrNotFound.
+func (c *Client) Cancel(ctx context.Context, queue, id string) (*Job, error) {
+	j, _, err := c.cancel(ctx, queue, id, "")
+	return j, err
+}
+
+// CancelClaimed ends, as canceled, a claimed job whose cancellation was
+// requested (its worker saw Lease.CancelRequested): the job leaves
+// processing and is kept for its retention as Cancel keeps it. It answers
+// ErrLeaseLost, and changes nothing, when token is not the job's current
+// claim.
+func (c *Client) CancelClaimed(ctx context.Context, queue, id, token string) error {
+	if token == "" {
+		return invalid("token", "a claim token is required")
+	}
+	_, _, err := c.cancel(ctx, queue, id, token)
+	return err
+}
+
+func (c *Client) cancel(ctx context.Context, queue, id, claim string) (*Job, int64, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ValidateID(id); err != nil {
+		return nil, 0, err
+	}
+	req := claim
+	if req == "" {
+		req = newToken()
+	}
+	v, err := c.run(ctx, cancelScript, k, c.nowMs(),
+		[]string{k.scheduled, k.pending, k.processing, k.leases, k.completed, k.dead, k.stats},
+		id, req, max(c.cfg.Retention.Milliseconds(), 0), claim)
+	if err != nil {
+		return nil, 0, fmt.Errorf("queue: cancel %s/%s: %w", queue, id, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 3 {
+		return nil, 0, fmt.Errorf("queue: cancel %s/%s: unexpected reply %v", queue, id, v)
+	}
+	code, _ := res[0].(int64)
+	status, _ := res[1].(string)
+	switch code {
+	case codeNotFound:
+		return nil, code, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
+	case cancelConflict:
+		if claim != "" {
+			return nil, code, fmt.Errorf("%w: job %s/%s is %s", ErrLeaseLost, queue, id, status)
+		}
+		return nil, code, fmt.Errorf("%w: job %s/%s is %s", ErrConflict, queue, id, status)
+	case cancelDone, cancelRepeated, cancelRequested, cancelDeleted:
+		j, err := jobFromHash(queue, id, flatToMap(res[2]))
+		return j, code, err
+	}
+	return nil, code, fmt.Errorf("queue: cancel %s/%s: unexpected answer %d", queue, id, code)
+}
+
+// Reschedule gives a scheduled or pending job a new run-at, keeping its
+// id: a run-at ahead puts it in scheduled (waking the promoters when it is
+// now the earliest), a due one puts it at the back of pending. runAt is
+// rounded up to the millisecond, as at enqueue. Jobs in any other status
+// answer ErrConflict.
+func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Time) (*Job, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	now := c.clock.Now()
+	if runAt.IsZero() {
+		return nil, invalid("run_at", "is required")
+	}
+	if runAt.After(now.Add(MaxDelay)) {
+		return nil, invalid("run_at", "more than %s ahead", MaxDelay)
+	}
+	at := max(toMs(runAt), now.UnixMilli())
+	v, err := c.run(ctx, rescheduleScript, k, now.UnixMilli(), []string{k.scheduled, k.pending}, id, at)
+	if err != nil {
+		return nil, fmt.Errorf("queue: reschedule %s/%s: %w", queue, id, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 4 {
+		return nil, fmt.Errorf("queue: reschedule %s/%s: unexpected reply %v", queue, id, v)
+	}
+	code, _ := res[0].(int64)
+	status, _ := res[1].(string)
+	switch code {
+	case codeNotFound:
+		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
+	case 0:
+		return nil, fmt.Errorf("%w: job %s/%s is %s, only scheduled and pending jobs can be rescheduled", ErrConflict, queue, id, status)
+	}
+	if head, _ := res[2].(int64); head == 1 {
+		c.nudge(ctx, queue, at)
+	}
+	return jobFromHash(queue, id, flatToMap(res[3]))
+}
+
+// RunNow sends a scheduled job, or a dead one, to the back of pending now.
+// A dead job starts afresh: its attempts go back to 0, so it has its
+// MaxAttempts again and its backoff starts over from the first delay (its
+// last error is kept). A job already pending is answered as it is. Other
+// statuses answer ErrConflict.
+func (c *Client) RunNow(ctx context.Context, queue, id string) (*Job, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	v, err := c.run(ctx, runNowScript, k, c.nowMs(), []string{k.scheduled, k.pending, k.dead, k.stats}, id)
+	if err != nil {
+		return nil, fmt.Errorf("queue: run now %s/%s: %w", queue, id, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 3 {
+		return nil, fmt.Errorf("queue: run now %s/%s: unexpected reply %v", queue, id, v)
+	}
+	code, _ := res[0].(int64)
+	status, _ := res[1].(string)
+	switch code {
+	case codeNotFound:
+		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
+	case 0:
+		return nil, fmt.Errorf("%w: job %s/%s is %s, only scheduled and dead jobs can be run now", ErrConflict, queue, id, status)
+	}
+	return jobFromHash(queue, id, flatToMap(res[2]))
+}
+
+// RequeueDead sends the dead jobs of queue (those of kind only, unless kind
+// is empty) to the back of pending, each afresh as [Client.RunNow] does,
+// and answers how many went. It works in batches of 50 per script call,
+// so Redis is never blocked for long, and leaves alone jobs that die while
+// it runs.
+func (c *Client) RequeueDead(ctx context.Context, queue, kind string) (int, error) {
+	return c.sweepDead(ctx, queue, kind, "requeue")
+}
+
+// PurgeDead deletes the dead jobs of queue (those of kind only, unless kind
+// is empty), with their idempotency records, and answers how many went. It
+// works in batches as [Client.RequeueDead] does.
+func (c *Client) PurgeDead(ctx context.Context, queue, kind string) (int, error) {
+	return c.sweepDead(ctx, queue, kind, "purge")
+}
+
+func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return 0, err
+	}
+	if kind != "" {
+		if err := ValidateKind(kind); err != nil {
+			return 0, err
+		}
+	}
+	upto := c.nowMs()
+	total := 0
+	cscore, cid := "", ""
+	for range maxScriptLoops {
+		v, err := c.run(ctx, deadScript, k, c.nowMs(), []string{k.dead, k.pending, k.stats},
+			mode, kind, deadBatch, upto, cscore, cid)
+		if err != nil {
+			return total, fmt.Errorf("queue: %s dead of %s: %w", mode, queue, err)
+		}
+		res, _ := v.([]any)
+		if len(res) != 4 {
+			return total, fmt.Errorf("queue: %s dead of %s: unexpected reply %v", mode, queue, v)
+		}
+		done, _ := res[0].(int64)
+		n, _ := res[1].(int64)
+		total += int(n)
+		if done == 1 {
+			return total, nil
+		}
+		cscore, _ = res[2].(string)
+		cid, _ = res[3].(string)
+	}
+	return total, fmt.Errorf("queue: %s dead of %s: stopped after %d batches, call again for the rest", mode, queue, maxScriptLoops)
+}
+
+// WaitPending waits until queue has a pending job, for at most wait (1 ms
+// to MaxClaimWait), and reports whether it has one. It claims nothing: a
+// worker runtime waits with it when idle, then claims as many jobs as it
+// has room for with [Client.Claim], so an idle wait holds none of its
+// slots. A paused queue waits out wait on the clock and answers false.
+//
+// The wait is a BLMOVE of the pending list onto itself, right end to right
+// end (the list is left as it was), on the blocking pool.
+func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return false, err
+	}
+	if wait < time.Millisecond || wait > MaxClaimWait {
+		return false, invalid("wait", "must be in [1ms, %s], got %s", MaxClaimWait, wait)
+	}
+	paused, err := c.rdb.Exists(ctx, k.paused).Result()
+	if err != nil {
+		return false, fmt.Errorf("queue: wait for %s: %w", queue, wrapRedis(err))
+	}
+	if paused == 1 {
+		t := c.clock.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.Chan():
+		}
+		return false, nil
+	}
+	err = c.blocking.Do(ctx, "BLMOVE", k.pending, k.pending, "RIGHT", "RIGHT",
+		strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)).Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, redis.Nil), ctx.Err() != nil:
+		return false, nil
+	}
+	return false, fmt.Errorf("queue: wait for %s: %w", queue, wrapRedis(err))
+}

@@ -1,0 +1,54 @@
+package worker
+
+import (
+	"errors"
+	"time"
+)
+
+// Causes of a handler's cancelled context, read with context.Cause. A lost
+// lease is a cause that wraps queue.ErrLeaseLost.
+var (
+	// ErrJobCanceled: someone asked for the job to be canceled
+	// (queue.Client.Cancel of a processing job). Unless the handler still
+	// succeeds, the job ends as canceled, not retried.
+	ErrJobCanceled = errors.New("worker: job cancellation requested")
+	// ErrTimeout: the job ran past its timeout (Config.Timeout or
+	// Config.KindTimeouts). The attempt fails and is retried.
+	ErrTimeout = errors.New("worker: job timed out")
+	// ErrStopped: the worker stopped before the handler returned; the job
+	// was handed back to pending.
+	ErrStopped = errors.New("worker: stopped")
+)
+
+// SkipRetry marks err as final: the job goes to the dead set at once,
+// whatever attempts it has left. Use it for failures a retry cannot fix
+// (bad input).
+func SkipRetry(err error) error {
+	if err == nil {
+		err = errors.New("failed, not to be retried")
+	}
+	return &skipRetryError{err: err}
+}
+
+type skipRetryError struct{ err error }
+
+func (e *skipRetryError) Error() string { return e.err.Error() }
+func (e *skipRetryError) Unwrap() error { return e.err }
+
+// RetryAfter fails the attempt and asks for the next one d from now,
+// instead of after the job's backoff (rate limits, Retry-After headers).
+// The job still dies when its attempts are spent. A negative d means now.
+func RetryAfter(d time.Duration, err error) error {
+	if err == nil {
+		err = errors.New("retry requested")
+	}
+	return &retryAfterError{delay: max(d, 0), err: err}
+}
+
+type retryAfterError struct {
+	delay time.Duration
+	err   error
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }

@@ -1,0 +1,280 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// run is one claimed job on its way through a handler.
+type run struct {
+	job    *queue.Job
+	q      *queueState
+	cancel context.CancelCauseFunc
+	// state: runRunning until the handler returns (runFinished) or Stop
+	// hands the job back (runHandedBack), whichever comes first.
+	state   atomic.Int32
+	hbStop  chan struct{}
+	hbClose sync.Once
+}
+
+const (
+	runRunning = iota
+	runFinished
+	runHandedBack
+)
+
+func (r *run) stopHeartbeat() { r.hbClose.Do(func() { close(r.hbStop) }) }
+
+// ack is a successful run waiting for its queue's completer.
+type ack struct {
+	job    *queue.Job
+	result json.RawMessage
+	o      Outcome
+}
+
+// start takes a slot for job and runs it, with its heartbeat, in
+// goroutines of their own. Only the claim loop calls it.
+func (w *Worker) start(q *queueState, job *queue.Job) {
+	ctx, cancel := context.WithCancelCause(w.jobCtx)
+	r := &run{job: job, q: q, cancel: cancel, hbStop: make(chan struct{})}
+	w.mu.Lock()
+	w.free--
+	q.running++
+	w.running[r] = struct{}{}
+	w.mu.Unlock()
+	w.live.Add(1)
+	w.wg.Add(1)
+	go w.heartbeat(ctx, r)
+	go w.execute(ctx, r)
+}
+
+// execute runs the handler, frees the slot and settles the job.
+func (w *Worker) execute(ctx context.Context, r *run) {
+	start := w.clock.Now()
+	res, err := w.call(ctx, r.job)
+	dur := w.clock.Since(start)
+	r.stopHeartbeat()
+	cause := context.Cause(ctx)
+	r.cancel(nil)
+	finished := r.state.CompareAndSwap(runRunning, runFinished)
+	w.mu.Lock()
+	w.free++
+	r.q.running--
+	delete(w.running, r)
+	w.mu.Unlock()
+	select {
+	case w.slotFreed <- struct{}{}:
+	default:
+	}
+	if !finished {
+		return // handed back by Stop, which settled it
+	}
+	defer w.live.Done()
+	w.settle(r, res, err, cause, dur)
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (w *Worker) call(ctx context.Context, job *queue.Job) (res json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, recovered(v)
+		}
+	}()
+	return w.cfg.Handler.Work(ctx, job)
+}
+
+// settle records the run's outcome: a success goes to the completer, a
+// failure to Fail (or CancelClaimed when the job's cancellation was asked).
+func (w *Worker) settle(r *run, res json.RawMessage, err, cause error, dur time.Duration) {
+	j := r.job
+	o := Outcome{Job: j, Duration: dur, Err: err}
+	if err == nil {
+		if len(res) == 0 || json.Valid(res) {
+			r.q.acks <- ack{job: j, result: res, o: o}
+			return
+		}
+		err = errors.New("worker: the handler's result is not valid JSON")
+		o.Err = err
+	}
+	if errors.Is(cause, ErrJobCanceled) {
+		o.StoreErr = w.client.CancelClaimed(w.bg, j.Queue, j.ID, j.Token)
+		if o.StoreErr == nil {
+			o.Status = queue.StatusCanceled
+		}
+		w.finish(o)
+		return
+	}
+	w.fail(o, errorText(err, cause))
+}
+
+// fail records a failed attempt of o.Job with msg as its last error.
+func (w *Worker) fail(o Outcome, msg string) {
+	j := o.Job
+	fo := queue.FailOptions{Error: msg}
+	var skip *skipRetryError
+	var after *retryAfterError
+	switch {
+	case errors.As(o.Err, &skip):
+		fo.Dead = true
+	case errors.As(o.Err, &after):
+		fo.RetryAt = w.clock.Now().Add(after.delay)
+	}
+	res, err := w.client.Fail(w.bg, j.Queue, j.ID, j.Token, fo)
+	if err != nil {
+		o.StoreErr = err
+	} else {
+		o.Status, o.RunAt = res.Status, res.RunAt
+	}
+	w.finish(o)
+}
+
+// finish logs what the store refused and reports the outcome.
+func (w *Worker) finish(o Outcome) {
+	if o.StoreErr != nil {
+		level, msg := w.log.Warn, "worker: the store refused the job's outcome"
+		if errors.Is(o.StoreErr, queue.ErrLeaseLost) {
+			level, msg = w.log.Info, "worker: late outcome refused: the job's lease was lost"
+		}
+		level(msg, "queue", o.Job.Queue, "id", o.Job.ID, "err", o.StoreErr)
+	}
+	w.report(o)
+}
+
+// errorText is the last error recorded for a failed run: the handler's
+// error, and why its context was cancelled when that is not in it.
+func errorText(err, cause error) string {
+	if cause != nil && !errors.Is(err, cause) {
+		return fmt.Sprintf("%v (%v)", err, cause)
+	}
+	return err.Error()
+}
+
+// heartbeat extends r's lease every interval while the handler runs, and
+// cancels the handler's context when the lease is lost, the job's
+// cancellation is requested, or its timeout passes. After a cancellation
+// it goes on extending the lease until the handler returns, so that no
+// other worker runs the job meanwhile.
+func (w *Worker) heartbeat(ctx context.Context, r *run) {
+	defer w.wg.Done()
+	j := r.job
+	interval := w.cfg.HeartbeatInterval
+	if interval <= 0 {
+		interval = max(j.Visibility/3, minHeartbeat)
+	}
+	var timeoutC <-chan time.Time
+	timeout := w.cfg.Timeout
+	if d, ok := w.cfg.KindTimeouts[j.Kind]; ok {
+		timeout = d
+	}
+	if timeout > 0 {
+		tt := w.clock.NewTimer(timeout)
+		defer tt.Stop()
+		timeoutC = tt.Chan()
+	}
+	t := w.clock.NewTimer(interval)
+	defer t.Stop()
+	leaseUntil := j.LeaseUntil
+	for {
+		select {
+		case <-r.hbStop:
+			return
+		case <-timeoutC:
+			timeoutC = nil
+			r.cancel(fmt.Errorf("%w after %s", ErrTimeout, timeout))
+			continue
+		case <-t.Chan():
+		}
+		lease, err := w.client.Heartbeat(w.bg, j.Queue, j.ID, j.Token, 0)
+		switch {
+		case errors.Is(err, queue.ErrLeaseLost):
+			r.cancel(err)
+			return
+		case errors.Is(err, queue.ErrNotFound):
+			r.cancel(fmt.Errorf("%w: %w", queue.ErrLeaseLost, err))
+			return
+		case err != nil:
+			if ctx.Err() == nil && !w.clock.Now().Before(leaseUntil) {
+				// The lease has lapsed for all we know: another worker may
+				// have the job by now.
+				r.cancel(fmt.Errorf("%w: lease expired while heartbeats failed: %w", queue.ErrLeaseLost, err))
+			}
+			w.log.Warn("worker: heartbeat failed", "queue", j.Queue, "id", j.ID, "err", err)
+		default:
+			leaseUntil = lease.Until
+			if lease.CancelRequested {
+				r.cancel(ErrJobCanceled)
+			}
+		}
+		t.Reset(interval)
+	}
+}
+
+// complete is the completer of q: it sends in one CompleteMany every ack
+// that arrived while its previous call was in flight (group commit), until
+// Stop closes q.acks.
+func (w *Worker) complete(q *queueState) {
+	defer w.wg.Done()
+	batch := make([]ack, 0, 64)
+	for a := range q.acks {
+		batch = append(batch[:0], a)
+	more:
+		for len(batch) < queue.MaxBatch {
+			select {
+			case a, ok := <-q.acks:
+				if !ok {
+					break more
+				}
+				batch = append(batch, a)
+			default:
+				break more
+			}
+		}
+		w.flush(q, batch)
+	}
+}
+
+func (w *Worker) flush(q *queueState, batch []ack) {
+	acks := make([]queue.Ack, len(batch))
+	for i, a := range batch {
+		acks[i] = queue.Ack{ID: a.job.ID, Token: a.job.Token, Result: a.result}
+	}
+	errs, err := w.client.CompleteMany(w.bg, q.Name, acks)
+	if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
+		// A result was refused (too large): one by one, so that only its
+		// job fails.
+		for _, a := range batch {
+			o := a.o
+			err := w.client.Complete(w.bg, q.Name, a.job.ID, a.job.Token, a.result)
+			if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
+				o.Err = fmt.Errorf("worker: the handler's result was refused: %w", err)
+				w.fail(o, o.Err.Error())
+				continue
+			}
+			w.settleAck(o, err)
+		}
+		return
+	}
+	for i, a := range batch {
+		e := err
+		if e == nil {
+			e = errs[i]
+		}
+		w.settleAck(a.o, e)
+	}
+}
+
+func (w *Worker) settleAck(o Outcome, err error) {
+	if err != nil {
+		o.StoreErr = err
+	} else {
+		o.Status = queue.StatusCompleted
+	}
+	w.finish(o)
+}

@@ -1,0 +1,523 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// Priority is how a worker with several queues shares its slots.
+type Priority int
+
+const (
+	// Weighted tries the queues, at each claim, in a random order drawn by
+	// their weights: a queue of weight 3 is tried first three times as
+	// often as one of weight 1, so busy queues share the slots in about
+	// that ratio, and none starves.
+	Weighted Priority = iota
+	// Strict serves the queues in the order given: a queue gets slots only
+	// when every queue before it is empty (or at its own concurrency cap).
+	Strict
+)
+
+// QueueConfig is one queue a worker serves.
+type QueueConfig struct {
+	// Name of the queue. Required.
+	Name string
+	// Concurrency caps the handlers running jobs of this queue at once.
+	// Defaults to the worker's Concurrency.
+	Concurrency int
+	// Weight is the queue's share under Weighted priority, 1 to 1000.
+	// Defaults to 1.
+	Weight int
+}
+
+// Outcome is what became of one run of a job, reported to
+// Config.OnOutcome (metrics).
+type Outcome struct {
+	// Job is the job as claimed.
+	Job *queue.Job
+	// Duration is the handler's run time.
+	Duration time.Duration
+	// Err is the handler's error: nil when it succeeded, ErrStopped when
+	// the worker stopped and handed the job back.
+	Err error
+	// Status is where the job went: queue.StatusCompleted,
+	// StatusScheduled or StatusPending (a retry, or handed back at stop),
+	// StatusDead or StatusCanceled. Empty when the store took no change
+	// (StoreErr says why).
+	Status queue.Status
+	// RunAt is the next run of a retried job.
+	RunAt time.Time
+	// StoreErr is the store's refusal: queue.ErrLeaseLost for a late
+	// complete or fail (the job was reclaimed), or a Redis error.
+	StoreErr error
+}
+
+// Config configures a [Worker]. Client and Handler are required.
+type Config struct {
+	// Client is the queue store. Required.
+	Client *queue.Client
+	// Handler runs the jobs: usually a *Mux. Required.
+	Handler Handler
+	// Queues to serve, in priority order for Strict. Defaults to one
+	// queue, "default".
+	Queues []QueueConfig
+	// Priority shares the slots between the queues. Defaults to Weighted.
+	Priority Priority
+	// Concurrency caps the handlers running at once over all queues.
+	// Defaults to 10.
+	Concurrency int
+	// MaxClaim caps the jobs taken in one claim call, 1 to queue.MaxBatch.
+	// Defaults to Concurrency.
+	MaxClaim int
+	// Timeout cancels a handler's context this long after it started
+	// (cause ErrTimeout); 0 for none. Defaults to none.
+	Timeout time.Duration
+	// KindTimeouts overrides Timeout for the kinds it names (0: none).
+	KindTimeouts map[string]time.Duration
+	// HeartbeatInterval is how often a running job's lease is extended;
+	// keep it well under the jobs' visibility. Defaults to a third of each
+	// job's visibility.
+	HeartbeatInterval time.Duration
+	// IdleWait is how long one blocking wait for jobs lasts when the
+	// queues are empty (1 ms to queue.MaxClaimWait); Stop may wait this
+	// long for the waits under way. Defaults to 1 s.
+	IdleWait time.Duration
+	// Clock is the source of time for heartbeats, timeouts and retry
+	// times. Defaults to the Client's clock.
+	Clock clockwork.Clock
+	// Logger receives store errors and refused results. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+	// OnOutcome, when set, is called once per run with what became of the
+	// job, from the worker's goroutines: keep it quick. Defaults to nil.
+	OnOutcome func(Outcome)
+}
+
+// Defaults of Config.
+const (
+	DefaultConcurrency = 10
+	DefaultIdleWait    = time.Second
+	maxWeight          = 1000
+	// minHeartbeat keeps a tiny visibility from spinning the heartbeats.
+	minHeartbeat = 10 * time.Millisecond
+)
+
+// Worker claims and runs jobs. Create it with [New], run it with Start
+// and end it with Stop; it runs once.
+type Worker struct {
+	cfg    Config
+	client *queue.Client
+	clock  clockwork.Clock
+	log    *slog.Logger
+	queues []*queueState
+
+	mu      sync.Mutex
+	state   int // stateNew, stateRunning, stateStopping
+	free    int // slots not running a job
+	running map[*run]struct{}
+	stopErr error
+
+	quit         chan struct{} // closed by Stop: claim no more
+	stopped      chan struct{} // closed when Stop has finished
+	dispatchDone chan struct{} // closed when the claim loop has returned
+	slotFreed    chan struct{} // a slot came free (capacity 1)
+	wake         chan struct{} // a watched queue has jobs (capacity 1)
+
+	bg         context.Context // Start's ctx without its cancellation: store calls that must finish
+	runCtx     context.Context // cancelled at Stop: idle waits
+	cancelRun  context.CancelFunc
+	jobCtx     context.Context // parent of the handlers' contexts
+	cancelJobs context.CancelCauseFunc
+	stopAfter  func() bool
+
+	live sync.WaitGroup // runs neither settled nor handed back
+	wg   sync.WaitGroup // watchers, completers, heartbeats
+}
+
+const (
+	stateNew = iota
+	stateRunning
+	stateStopping
+)
+
+// queueState is a served queue and its bookkeeping.
+type queueState struct {
+	QueueConfig
+	running int           // under Worker.mu
+	acks    chan ack      // completed runs, to this queue's completer
+	arm     chan struct{} // start watching (capacity 1)
+	wanted  atomic.Bool   // the claim loop is idle and wants to hear of jobs
+}
+
+// New checks cfg and fills its defaults.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("worker: Config.Client is required")
+	}
+	if cfg.Handler == nil {
+		return nil, errors.New("worker: Config.Handler is required")
+	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	cfg.MaxClaim = cmp.Or(cfg.MaxClaim, min(cfg.Concurrency, queue.MaxBatch))
+	cfg.IdleWait = cmp.Or(cfg.IdleWait, DefaultIdleWait)
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = []QueueConfig{{Name: queue.DefaultQueue}}
+	}
+	switch {
+	case cfg.Concurrency < 1:
+		return nil, fmt.Errorf("worker: Config.Concurrency must be at least 1, got %d", cfg.Concurrency)
+	case cfg.MaxClaim < 1 || cfg.MaxClaim > queue.MaxBatch:
+		return nil, fmt.Errorf("worker: Config.MaxClaim must be in [1, %d], got %d", queue.MaxBatch, cfg.MaxClaim)
+	case cfg.IdleWait < time.Millisecond || cfg.IdleWait > queue.MaxClaimWait:
+		return nil, fmt.Errorf("worker: Config.IdleWait must be in [1ms, %s], got %s", queue.MaxClaimWait, cfg.IdleWait)
+	case cfg.Timeout < 0 || cfg.HeartbeatInterval < 0:
+		return nil, errors.New("worker: Config.Timeout and Config.HeartbeatInterval must not be negative")
+	case cfg.Priority != Weighted && cfg.Priority != Strict:
+		return nil, fmt.Errorf("worker: Config.Priority must be Weighted or Strict, got %d", cfg.Priority)
+	}
+	for kind, d := range cfg.KindTimeouts {
+		if d < 0 {
+			return nil, fmt.Errorf("worker: Config.KindTimeouts[%q] must not be negative", kind)
+		}
+	}
+	w := &Worker{cfg: cfg, client: cfg.Client, free: cfg.Concurrency, running: map[*run]struct{}{},
+		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
+		quit: make(chan struct{}), stopped: make(chan struct{}), dispatchDone: make(chan struct{}),
+		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	seen := map[string]bool{}
+	for i, qc := range cfg.Queues {
+		if err := queue.ValidateQueue(qc.Name); err != nil {
+			return nil, fmt.Errorf("worker: Config.Queues[%d]: %w", i, err)
+		}
+		if seen[qc.Name] {
+			return nil, fmt.Errorf("worker: Config.Queues[%d]: %s is listed twice", i, qc.Name)
+		}
+		seen[qc.Name] = true
+		qc.Concurrency = cmp.Or(qc.Concurrency, cfg.Concurrency)
+		qc.Weight = cmp.Or(qc.Weight, 1)
+		if qc.Concurrency < 1 || qc.Weight < 1 || qc.Weight > maxWeight {
+			return nil, fmt.Errorf("worker: Config.Queues[%d]: concurrency must be positive and weight in [1, %d]", i, maxWeight)
+		}
+		w.queues = append(w.queues, &queueState{QueueConfig: qc, acks: make(chan ack, cfg.Concurrency),
+			arm: make(chan struct{}, 1)})
+	}
+	return w, nil
+}
+
+// Start starts claiming and returns at once. Cancelling ctx is a hard
+// stop: like a Stop whose ctx has ended, it hands running jobs back at
+// once. Values of ctx reach the handlers' contexts.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != stateNew {
+		return errors.New("worker: Start called twice")
+	}
+	w.state = stateRunning
+	w.bg = context.WithoutCancel(ctx)
+	w.runCtx, w.cancelRun = context.WithCancel(w.bg)
+	w.jobCtx, w.cancelJobs = context.WithCancelCause(w.bg)
+	for _, q := range w.queues {
+		w.wg.Add(2)
+		go w.watch(q)
+		go w.complete(q)
+	}
+	go w.dispatch()
+	w.stopAfter = context.AfterFunc(ctx, func() {
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = w.Stop(ended)
+	})
+	return nil
+}
+
+// Stop stops claiming, waits for the running handlers to return until ctx
+// ends, then hands the jobs still running straight back to pending and
+// cancels their contexts (cause ErrStopped). It flushes the completions
+// under way before it returns. It answers ctx's error, wrapped, when it
+// had to hand jobs back. Stopping a worker that never started does
+// nothing; a second Stop waits for the first.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	switch w.state {
+	case stateNew:
+		w.mu.Unlock()
+		return nil
+	case stateStopping:
+		w.mu.Unlock()
+		select {
+		case <-w.stopped:
+			return w.stopErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	w.state = stateStopping
+	close(w.quit)
+	w.cancelRun()
+	w.mu.Unlock()
+	w.stopAfter()
+	defer close(w.stopped)
+
+	<-w.dispatchDone // a claim under way finishes; its jobs are running
+	settled := make(chan struct{})
+	go func() {
+		w.live.Wait()
+		close(settled)
+	}()
+	select {
+	case <-settled:
+	case <-ctx.Done():
+		n := w.handBack()
+		<-settled
+		w.stopErr = fmt.Errorf("worker: stop: %d running jobs handed back to pending: %w", n, ctx.Err())
+	}
+	for _, q := range w.queues {
+		close(q.acks) // every run has settled: no more acks come
+	}
+	w.cancelJobs(ErrStopped)
+	w.wg.Wait()
+	return w.stopErr
+}
+
+// handBack releases every job still running to the head of pending and
+// cancels its handler's context; it answers how many it released.
+func (w *Worker) handBack() int {
+	w.mu.Lock()
+	runs := make([]*run, 0, len(w.running))
+	for r := range w.running {
+		runs = append(runs, r)
+	}
+	w.mu.Unlock()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		if !r.state.CompareAndSwap(runRunning, runHandedBack) {
+			continue // it returned meanwhile and settles itself
+		}
+		wg.Go(func() {
+			defer w.live.Done()
+			// Release before cancelling: a handler that returns at once
+			// must find its fail refused, not retry the job with backoff.
+			err := w.client.Release(w.bg, r.job.Queue, r.job.ID, r.job.Token)
+			r.stopHeartbeat()
+			r.cancel(ErrStopped)
+			o := Outcome{Job: r.job, Err: ErrStopped, Status: queue.StatusPending}
+			if err != nil {
+				o.Status, o.StoreErr = "", err
+				w.log.Warn("worker: handing a job back at stop failed; it runs again once its lease lapses",
+					"queue", r.job.Queue, "id", r.job.ID, "err", err)
+			}
+			w.report(o)
+			n.Add(1)
+		})
+	}
+	wg.Wait()
+	return int(n.Load())
+}
+
+func (w *Worker) quitting() bool {
+	select {
+	case <-w.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// pause waits d on the clock; false when the worker stops first.
+func (w *Worker) pause(d time.Duration) bool {
+	t := w.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return true
+	case <-w.quit:
+		return false
+	}
+}
+
+// dispatch is the claim loop: while there are free slots, claim from the
+// queues in priority order; when they are all empty, wait for a watcher to
+// see a job or for a slot to come free. It runs until Stop.
+func (w *Worker) dispatch() {
+	defer close(w.dispatchDone)
+	for !w.quitting() {
+		free := w.waitFree()
+		if free == 0 {
+			return
+		}
+		n, err := w.claimRound(free)
+		switch {
+		case n > 0:
+		case err != nil:
+			if !w.pause(w.cfg.IdleWait) {
+				return
+			}
+		default:
+			if !w.idle() {
+				return
+			}
+		}
+	}
+}
+
+// waitFree waits for a free slot and answers how many are free, 0 when
+// the worker stops first.
+func (w *Worker) waitFree() int {
+	for {
+		w.mu.Lock()
+		free := w.free
+		w.mu.Unlock()
+		if free > 0 {
+			return free
+		}
+		select {
+		case <-w.slotFreed:
+		case <-w.quit:
+			return 0
+		}
+	}
+}
+
+// roomLocked is how many jobs q may start with free slots over all. Call with
+// w.mu held.
+func (w *Worker) roomLocked(q *queueState, free int) int {
+	return max(min(free, q.Concurrency-q.running), 0)
+}
+
+// claimRound claims from each queue in turn, at most as many jobs as there
+// are free slots, and starts them.
+func (w *Worker) claimRound(free int) (int, error) {
+	total := 0
+	var firstErr error
+	for _, q := range w.order() {
+		if free == 0 || w.quitting() {
+			break
+		}
+		w.mu.Lock()
+		room := w.roomLocked(q, free)
+		w.mu.Unlock()
+		if room == 0 {
+			continue
+		}
+		// Not cancelled by Stop: jobs claimed must reach a handler (or be
+		// handed back), not be lost with a cancelled reply.
+		jobs, err := w.client.Claim(w.bg, q.Name, queue.ClaimOptions{Max: min(room, w.cfg.MaxClaim)})
+		if err != nil {
+			w.log.Warn("worker: claim failed", "queue", q.Name, "err", err)
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		for _, j := range jobs {
+			w.start(q, j)
+		}
+		free -= len(jobs)
+		total += len(jobs)
+	}
+	return total, firstErr
+}
+
+// order is the order in which a claim round tries the queues.
+func (w *Worker) order() []*queueState {
+	if w.cfg.Priority == Strict || len(w.queues) == 1 {
+		return w.queues
+	}
+	rest := slices.Clone(w.queues)
+	total := 0
+	for _, q := range rest {
+		total += q.Weight
+	}
+	out := make([]*queueState, 0, len(rest))
+	for len(rest) > 0 {
+		x := rand.IntN(total)
+		i := 0
+		for ; x >= rest[i].Weight; i++ {
+			x -= rest[i].Weight
+		}
+		out = append(out, rest[i])
+		total -= rest[i].Weight
+		rest = slices.Delete(rest, i, i+1)
+	}
+	return out
+}
+
+// idle arms the watchers of the queues that have room and waits for one
+// of them to see a job, for a slot to come free, or for Stop (false).
+func (w *Worker) idle() bool {
+	w.mu.Lock()
+	for _, q := range w.queues {
+		if w.roomLocked(q, w.free) > 0 {
+			q.wanted.Store(true)
+			select {
+			case q.arm <- struct{}{}:
+			default:
+			}
+		}
+	}
+	w.mu.Unlock()
+	defer func() {
+		for _, q := range w.queues {
+			q.wanted.Store(false)
+		}
+	}()
+	select {
+	case <-w.wake:
+		return true
+	case <-w.slotFreed:
+		return true
+	case <-w.quit:
+		return false
+	}
+}
+
+// watch waits, while the claim loop is idle, for q to have a pending job,
+// and then wakes the loop. The wait holds no slot: the loop claims.
+func (w *Worker) watch(q *queueState) {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-q.arm:
+		case <-w.quit:
+			return
+		}
+		for q.wanted.Load() && !w.quitting() {
+			ok, err := w.client.WaitPending(w.runCtx, q.Name, w.cfg.IdleWait)
+			if err != nil {
+				if w.runCtx.Err() == nil {
+					w.log.Warn("worker: waiting for jobs failed", "queue", q.Name, "err", err)
+				}
+				if !w.pause(w.cfg.IdleWait) {
+					return
+				}
+				continue
+			}
+			if ok {
+				select {
+				case w.wake <- struct{}{}:
+				default:
+				}
+				break
+			}
+		}
+	}
+}
+
+func (w *Worker) report(o Outcome) {
+	if w.cfg.OnOutcome != nil {
+		w.cfg.OnOutcome(o)
+	}
+}
