@@ -347,6 +347,28 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Equal(t, queue.StatusProcessing, b.get(t, j.ID).Status)
 	})
 
+	t.Run("ClaimedJobsLiveInLeasesNotInProcessing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for range 3 {
+			b.enqueue(t, queue.NewJob{})
+		}
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 2})
+		require.NoError(t, err)
+		require.Len(t, jobs, 2)
+		// The blocking path: BLMOVE into processing, then activation takes
+		// the id out again.
+		blocked, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Wait: time.Second})
+		require.NoError(t, err)
+		require.Len(t, blocked, 1)
+		require.Zero(t, b.rdb.LLen(b.ctx, b.key("processing")).Val(), "processing holds only ids between BLMOVE and activation")
+		require.Equal(t, int64(3), b.rdb.ZCard(b.ctx, b.key("leases")).Val())
+		require.Equal(t, int64(3), b.stats(t).Processing)
+		listed, _, err := b.client.List(b.ctx, b.queue, queue.ListOptions{Status: queue.StatusProcessing})
+		require.NoError(t, err)
+		require.Len(t, listed, 3)
+	})
+
 	t.Run("BlockingClaimTimesOutEmpty", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

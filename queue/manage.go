@@ -50,19 +50,21 @@ type ListOptions struct {
 // page may hold fewer than Limit jobs.
 //
 // Paging while jobs move:
-//   - Scheduled and dead (sorted sets): the cursor is the (score, id) of
+//   - Scheduled, processing and dead (sorted sets; processing is read
+//     from the leases set, soonest deadline first, and a heartbeat that
+//     extends a lease while pages are read can show its job again, never
+//     hide it): the cursor is the (score, id) of
 //     the last job of the page, found again by binary search. A job that
 //     stays in the set while the pages are read appears exactly once, even
 //     when the cursor's own job has left it; jobs added ahead of the cursor
 //     are not shown.
-//   - Pending and processing (lists, read from the end where jobs leave):
+//   - Pending (a list, read from the end where jobs leave):
 //     the next page starts right after the cursor's job. Jobs claimed from
 //     the head or added at the tail while paging are neither missed nor
 //     repeated. When the cursor's job itself has left the list, the next
 //     page starts again at the head: nothing is missed, but jobs still
-//     there that were shown before (those behind a job canceled,
-//     rescheduled or, for processing, completed out of order) are shown
-//     again.
+//     there that were shown before (those behind a job canceled or
+//     rescheduled) are shown again.
 //   - Completed (a capped list, newest first): new completions never shift
 //     a page; once the cursor's job has been trimmed off the end, the
 //     listing ends.
@@ -84,7 +86,7 @@ func (c *Client) List(ctx context.Context, queue string, o ListOptions) (jobs []
 	case StatusPending:
 		key, mode = k.pending, "lright"
 	case StatusProcessing:
-		key, mode = k.processing, "lright"
+		key, mode = k.leases, "zasc"
 	case StatusCompleted:
 		key, mode = k.completed, "lleft"
 	default:
@@ -168,7 +170,7 @@ func decodeCursor(s Status, cursor string) (num, id string, err error) {
 		return "", "", bad
 	}
 	switch s {
-	case StatusScheduled, StatusDead:
+	case StatusScheduled, StatusDead, StatusProcessing:
 		f, err := strconv.ParseFloat(parts[1], 64)
 		if err != nil || math.IsNaN(f) {
 			return "", "", bad

@@ -40,8 +40,8 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 		return Stats{}, err
 	}
 	pipe := c.rdb.Pipeline()
-	sched, pend, proc, dead, hist := pipe.ZCard(ctx, k.scheduled), pipe.LLen(ctx, k.pending),
-		pipe.LLen(ctx, k.processing), pipe.ZCard(ctx, k.dead), pipe.LLen(ctx, k.completed)
+	sched, pend, leased, gap := pipe.ZCard(ctx, k.scheduled), pipe.LLen(ctx, k.pending), pipe.ZCard(ctx, k.leases), pipe.LLen(ctx, k.processing)
+	dead, hist := pipe.ZCard(ctx, k.dead), pipe.LLen(ctx, k.completed)
 	totals, paused := pipe.HGetAll(ctx, k.stats), pipe.Exists(ctx, k.paused)
 	oldest, head := pipe.LIndex(ctx, k.pending, -1), pipe.ZRangeWithScores(ctx, k.scheduled, 0, 0)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -50,7 +50,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 	t := totals.Val()
 	n := func(f string) int64 { v, _ := strconv.ParseInt(t[f], 10, 64); return v }
 	s := Stats{Queue: queue, Paused: paused.Val() == 1,
-		Scheduled: sched.Val(), Pending: pend.Val(), Processing: proc.Val(), Dead: dead.Val(), CompletedHistory: hist.Val(),
+		Scheduled: sched.Val(), Pending: pend.Val(), Processing: leased.Val() + gap.Val(), Dead: dead.Val(), CompletedHistory: hist.Val(),
 		EnqueuedTotal: n("enqueued"), PromotedTotal: n("promoted"), CompletedTotal: n("completed"), FailedTotal: n("failed"),
 		RetriedTotal: n("retried"), ReclaimedTotal: n("reclaimed"), DeadTotal: n("dead"),
 		CanceledTotal: n("canceled"), RequeuedTotal: n("requeued")}

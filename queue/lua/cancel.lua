@@ -63,7 +63,6 @@ if claim ~= '' then
   if status ~= 'processing' or f[2] ~= claim then
     return { 0, status, {} }
   end
-  redis.call('LREM', KEYS[3], -1, id)
   redis.call('ZREM', KEYS[4], id)
   return finish()
 end

@@ -1,6 +1,6 @@
 -- claim.lua: claims up to max pending jobs without blocking (the hot path).
 -- KEYS[1] -> <prefix>pending    (LIST)
--- KEYS[2] -> <prefix>processing (LIST)
+-- KEYS[2] -> <prefix>processing (LIST; unused here, kept for the key layout)
 -- KEYS[3] -> <prefix>leases     (ZSET)
 -- KEYS[4] -> <prefix>paused     (STRING)
 -- ARGV[1..4] -> common
@@ -83,7 +83,6 @@ for i, id in ipairs(popped) do
   end
 end
 if #ids > 0 then
-  redis.call('LPUSH', KEYS[2], unpack(ids))
   redis.call('ZADD', KEYS[3], unpack(leases))
   redis.call('SET', marker, table.concat(ids, ','), 'PX', 60000)
 end

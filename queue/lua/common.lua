@@ -105,10 +105,12 @@ local function schedule(id, run_at, schedkey, pendkey)
   return 'scheduled', 0
 end
 
--- activate makes a job just moved into the processing list a claim of
--- token: attempts + 1, a lease. Answers the job's fields, or nil when the
--- id is not a pending job (it is then taken out of processing unless
--- another claim holds it).
+-- activate makes a job that BLMOVE just moved into the processing list a
+-- claim of token: attempts + 1, a lease, and the id leaves processing (the
+-- leases set holds every claimed job; processing only holds ids between
+-- BLMOVE and this). Answers the job's fields, or nil when the id is not a
+-- pending job (it is then taken out of processing unless another claim
+-- holds it).
 local function activate(id, token, vis_override, procKey, leaseKey)
   local key = jobkey(id)
   local f = redis.call('HMGET', key, 'status', 'visibility_ms', 'kind', 'attempts', 'cancel_requested')
@@ -129,6 +131,7 @@ local function activate(id, token, vis_override, procKey, leaseKey)
     redis.call('HDEL', key, 'cancel_requested')
   end
   redis.call('ZADD', leaseKey, lease, id)
+  redis.call('LREM', procKey, 1, id)
   emit('claimed', id, f[3], 'processing', attempts)
   return redis.call('HGETALL', key)
 end

@@ -1,5 +1,5 @@
 -- complete.lua: completes claimed jobs whose token is current.
--- KEYS[1] -> <prefix>processing (LIST)
+-- KEYS[1] -> <prefix>processing (LIST; unused: claimed jobs are in leases)
 -- KEYS[2] -> <prefix>leases     (ZSET)
 -- KEYS[3] -> <prefix>completed  (LIST, capped history)
 -- KEYS[4] -> <prefix>stats      (HASH)
@@ -30,7 +30,6 @@ for i = 0, n - 1 do
   elseif f[1] ~= 'processing' then
     code = 0
   else
-    redis.call('LREM', KEYS[1], -1, id)
     finished[#finished + 1] = id
     if result ~= '' then
       redis.call('HSET', key, 'status', 'completed', 'completed_at_ms', now, 'result', result)

@@ -3,7 +3,7 @@
 -- the dead set when its attempts are spent or it is failed for good.
 -- KEYS[1] -> <prefix>scheduled  (ZSET)
 -- KEYS[2] -> <prefix>pending    (LIST)
--- KEYS[3] -> <prefix>processing (LIST)
+-- KEYS[3] -> <prefix>processing (LIST; unused: claimed jobs are in leases)
 -- KEYS[4] -> <prefix>leases     (ZSET)
 -- KEYS[5] -> <prefix>dead       (ZSET)
 -- KEYS[6] -> <prefix>stats      (HASH)
@@ -36,7 +36,6 @@ if f[1] ~= 'processing' then
   return { 2, f[1], tonumber(f[7] or '0'), 0 }
 end
 local attempts, max_attempts = tonumber(f[3]), tonumber(f[4])
-redis.call('LREM', KEYS[3], -1, id)
 redis.call('ZREM', KEYS[4], id)
 redis.call('HSET', key, 'last_error', ARGV[7])
 redis.call('HDEL', key, 'lease_until_ms')

@@ -3,8 +3,9 @@
 --    O(expired)): back to the head of pending with attempts kept, or dead
 --    when their attempts are spent (a job that kills its worker each time
 --    must not loop for ever).
--- 2. Ids in processing with no lease: a claimer died between BLMOVE and
---    activate.lua. The list is scanned in windows from a cursor.
+-- 2. Ids in processing: a claimer died between BLMOVE and activate.lua
+--    (activation takes the id out of processing, so the list only holds
+--    such gaps). The list is scanned in windows from a cursor.
 -- KEYS[1] -> <prefix>pending    (LIST)
 -- KEYS[2] -> <prefix>processing (LIST)
 -- KEYS[3] -> <prefix>leases     (ZSET)
@@ -44,7 +45,6 @@ end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
 for _, id in ipairs(expired) do
   redis.call('ZREM', KEYS[3], id)
-  redis.call('LREM', KEYS[2], -1, id)
   local f = redis.call('HMGET', jobkey(id), 'status', 'attempts', 'max_attempts', 'kind')
   if f[1] == 'processing' then
     take_back(id, f)

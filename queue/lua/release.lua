@@ -3,7 +3,7 @@
 -- attempt stays counted (attempts only grows), but a released job is never
 -- sent to the dead set here: it gets its run.
 -- KEYS[1] -> <prefix>pending    (LIST)
--- KEYS[2] -> <prefix>processing (LIST)
+-- KEYS[2] -> <prefix>processing (LIST; unused: claimed jobs are in leases)
 -- KEYS[3] -> <prefix>leases     (ZSET)
 -- ARGV[1..4] -> common
 -- ARGV[5] -> job id
@@ -19,7 +19,6 @@ end
 if f[2] ~= token or f[1] ~= 'processing' then
   return 0
 end
-redis.call('LREM', KEYS[2], -1, id)
 redis.call('ZREM', KEYS[3], id)
 redis.call('HSET', key, 'status', 'pending', 'claim_token', '')
 redis.call('HDEL', key, 'lease_until_ms', 'cancel_requested')

@@ -1,0 +1,247 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// eventWait bounds the wait for one event: pub/sub on loopback takes
+// microseconds, so only a lost event waits this long.
+const eventWait = 5 * time.Second
+
+func nextEvent(t *testing.T, ch <-chan queue.Event) queue.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		require.True(t, ok, "events channel closed")
+		return ev
+	case <-time.After(eventWait):
+		t.Fatal("no event within", eventWait)
+		return queue.Event{}
+	}
+}
+
+type eventsBundle struct {
+	ctx    context.Context
+	client *queue.Client
+	clock  *clockwork.FakeClock
+}
+
+func setupEvents(t *testing.T, rdb redis.UniversalClient) *eventsBundle {
+	t.Helper()
+	clock := testutil.FakeClock()
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return &eventsBundle{ctx: t.Context(), client: c, clock: clock}
+}
+
+func TestSubscribe(t *testing.T) {
+	t.Parallel()
+	for name, connect := range map[string]func(*testing.T) redis.UniversalClient{
+		"single":  func(t *testing.T) redis.UniversalClient { return testutil.Redis(t) },
+		"cluster": func(t *testing.T) redis.UniversalClient { return testutil.Cluster(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if name == "cluster" && testing.Short() {
+				t.Skip("cluster skipped in -short mode")
+			}
+
+			t.Run("a job's life", func(t *testing.T) {
+				t.Parallel()
+				b := setupEvents(t, connect(t))
+				events, err := b.client.Subscribe(b.ctx, "mail")
+				require.NoError(t, err)
+
+				e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: "mail", Kind: "send:welcome"})
+				require.NoError(t, err)
+				id := e.Job.ID
+				at := testutil.FakeClock().Now()
+				require.Equal(t, queue.Event{Type: "enqueued", Queue: "mail", ID: id, Kind: "send:welcome",
+					Status: queue.StatusPending, Attempts: 0, At: at}, nextEvent(t, events))
+
+				b.clock.Advance(time.Second)
+				jobs, err := b.client.Claim(b.ctx, "mail", queue.ClaimOptions{})
+				require.NoError(t, err)
+				require.Len(t, jobs, 1)
+				require.Equal(t, queue.Event{Type: "claimed", Queue: "mail", ID: id, Kind: "send:welcome",
+					Status: queue.StatusProcessing, Attempts: 1, At: at.Add(time.Second)}, nextEvent(t, events))
+
+				_, err = b.client.Fail(b.ctx, "mail", id, jobs[0].Token, queue.FailOptions{Error: "smtp down"})
+				require.NoError(t, err)
+				ev := nextEvent(t, events)
+				require.Equal(t, "retried", ev.Type)
+				require.Equal(t, queue.StatusScheduled, ev.Status)
+				require.Equal(t, 1, ev.Attempts)
+
+				b.clock.Advance(time.Hour)
+				n, _, err := b.client.Promote(b.ctx, "mail", b.clock.Now())
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				ev = nextEvent(t, events)
+				require.Equal(t, "promoted", ev.Type)
+				require.Equal(t, queue.StatusPending, ev.Status)
+
+				jobs, err = b.client.Claim(b.ctx, "mail", queue.ClaimOptions{})
+				require.NoError(t, err)
+				require.Equal(t, "claimed", nextEvent(t, events).Type)
+				require.NoError(t, b.client.Complete(b.ctx, "mail", id, jobs[0].Token, nil))
+				ev = nextEvent(t, events)
+				require.Equal(t, "completed", ev.Type)
+				require.Equal(t, queue.StatusCompleted, ev.Status)
+				require.Equal(t, 2, ev.Attempts)
+			})
+
+			t.Run("only the queues asked for", func(t *testing.T) {
+				t.Parallel()
+				b := setupEvents(t, connect(t))
+				// Several queues, so that on the cluster they sit on more
+				// than one node.
+				qs := []string{"q0", "q1", "q2", "q3", "q4", "q5"}
+				events, err := b.client.Subscribe(b.ctx, qs...)
+				require.NoError(t, err)
+				_, err = b.client.Enqueue(b.ctx, queue.NewJob{Queue: "other", Kind: "k"})
+				require.NoError(t, err)
+				want := map[string]string{}
+				for _, q := range qs {
+					e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: q, Kind: "k"})
+					require.NoError(t, err)
+					want[q] = e.Job.ID
+				}
+				got := map[string]string{}
+				for range qs {
+					ev := nextEvent(t, events)
+					got[ev.Queue] = ev.ID
+				}
+				require.Equal(t, want, got)
+			})
+
+			t.Run("channel closes with the context", func(t *testing.T) {
+				t.Parallel()
+				b := setupEvents(t, connect(t))
+				ctx, cancel := context.WithCancel(b.ctx)
+				events, err := b.client.Subscribe(ctx, "q")
+				require.NoError(t, err)
+				cancel()
+				select {
+				case _, ok := <-events:
+					for ok {
+						_, ok = <-events
+					}
+				case <-time.After(eventWait):
+					t.Fatal("channel still open")
+				}
+			})
+
+			t.Run("invalid queue", func(t *testing.T) {
+				t.Parallel()
+				b := setupEvents(t, connect(t))
+				_, err := b.client.Subscribe(b.ctx, "ok", "Bad{name}")
+				require.ErrorIs(t, err, queue.ErrInvalidQueue)
+			})
+		})
+	}
+}
+
+func TestSubscribeBatchEvents(t *testing.T) {
+	t.Parallel()
+	b := setupEvents(t, testutil.Redis(t))
+	events, err := b.client.Subscribe(b.ctx, "batch")
+	require.NoError(t, err)
+	njs := make([]queue.NewJob, 50)
+	for i := range njs {
+		njs[i] = queue.NewJob{Queue: "batch", Kind: fmt.Sprint("k", i)}
+	}
+	res, err := b.client.EnqueueBatch(b.ctx, njs)
+	require.NoError(t, err)
+	for i := range njs {
+		ev := nextEvent(t, events)
+		require.Equal(t, "enqueued", ev.Type)
+		require.Equal(t, res[i].Job.ID, ev.ID)
+		require.Equal(t, fmt.Sprint("k", i), ev.Kind)
+	}
+	jobs, err := b.client.Claim(b.ctx, "batch", queue.ClaimOptions{Max: 50})
+	require.NoError(t, err)
+	require.Len(t, jobs, 50)
+	for range jobs {
+		require.Equal(t, "claimed", nextEvent(t, events).Type)
+	}
+}
+
+func TestSubscribeEveryQueueSingle(t *testing.T) {
+	t.Parallel()
+	b := setupEvents(t, testutil.Redis(t))
+	events, err := b.client.Subscribe(b.ctx)
+	require.NoError(t, err)
+	// Queues that did not exist when the subscription began.
+	for i := range 3 {
+		q := fmt.Sprintf("new-%d", i)
+		e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: q, Kind: "k"})
+		require.NoError(t, err)
+		ev := nextEvent(t, events)
+		require.Equal(t, q, ev.Queue)
+		require.Equal(t, e.Job.ID, ev.ID)
+	}
+}
+
+func TestSubscribeEveryQueueCluster(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster skipped in -short mode")
+	}
+	b := setupEvents(t, testutil.Cluster(t))
+	_, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: "known", Kind: "k"})
+	require.NoError(t, err)
+
+	events, err := b.client.Subscribe(b.ctx)
+	require.NoError(t, err)
+	e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: "known", Kind: "k"})
+	require.NoError(t, err)
+	require.Equal(t, e.Job.ID, nextEvent(t, events).ID)
+
+	// A queue created later is followed from the next refresh on: the
+	// refresh loop parks on its timer again only after it subscribed.
+	_, err = b.client.Enqueue(b.ctx, queue.NewJob{Queue: "later", Kind: "k"})
+	require.NoError(t, err)
+	require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
+	b.clock.Advance(queue.EventsRefresh)
+	require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
+	e, err = b.client.Enqueue(b.ctx, queue.NewJob{Queue: "later", Kind: "k"})
+	require.NoError(t, err)
+	ev := nextEvent(t, events)
+	require.Equal(t, "later", ev.Queue)
+	require.Equal(t, e.Job.ID, ev.ID)
+}
+
+func TestParseEvent(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2000, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+	for _, tt := range []struct {
+		payload string
+		want    queue.Event
+		ok      bool
+	}{
+		{"claimed|abc|mail:send|processing|2|" + fmt.Sprint(at.UnixMilli()),
+			queue.Event{Type: "claimed", Queue: "q", ID: "abc", Kind: "mail:send", Status: queue.StatusProcessing, Attempts: 2, At: at}, true},
+		{"enqueued|abc||pending|0|1", queue.Event{Type: "enqueued", Queue: "q", ID: "abc", Status: queue.StatusPending, At: time.UnixMilli(1).UTC()}, true},
+		{"", queue.Event{}, false},
+		{"claimed|abc|k|processing|x|1", queue.Event{}, false},
+		{"claimed|abc|k|processing|1|x", queue.Event{}, false},
+		{"claimed|abc|k|processing|1", queue.Event{}, false},
+		{"|abc|k|processing|1|1", queue.Event{}, false},
+	} {
+		got, ok := queue.ParseEvent("q", tt.payload)
+		require.Equal(t, tt.ok, ok, tt.payload)
+		require.Equal(t, tt.want, got, tt.payload)
+	}
+}
