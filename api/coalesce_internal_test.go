@@ -1,0 +1,184 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// gatedProducer records the batches it gets; while gate is set, each call
+// waits for it, after saying so on entered.
+type gatedProducer struct {
+	mu      sync.Mutex
+	batches [][]string // kinds
+	gate    chan struct{}
+	entered chan struct{}
+	fail    func(njs []queue.NewJob) error
+}
+
+func (p *gatedProducer) Enqueue(ctx context.Context, nj queue.NewJob) (queue.Enqueued, error) {
+	res, err := p.EnqueueBatch(ctx, []queue.NewJob{nj})
+	if err != nil {
+		return queue.Enqueued{}, err
+	}
+	return res[0], nil
+}
+
+func (p *gatedProducer) EnqueueBatch(_ context.Context, njs []queue.NewJob) ([]queue.Enqueued, error) {
+	kinds := make([]string, len(njs))
+	for i, nj := range njs {
+		kinds[i] = nj.Kind
+	}
+	p.mu.Lock()
+	p.batches = append(p.batches, kinds)
+	gate, fail := p.gate, p.fail
+	p.mu.Unlock()
+	if gate != nil {
+		p.entered <- struct{}{}
+		<-gate
+	}
+	if fail != nil {
+		if err := fail(njs); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]queue.Enqueued, len(njs))
+	for i, nj := range njs {
+		out[i] = queue.Enqueued{Job: &queue.Job{ID: fmt.Sprint("id-", nj.Kind), Queue: nj.Queue, Kind: nj.Kind}}
+	}
+	return out, nil
+}
+
+func (c *coalescer) waiting(q string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pb, ok := c.queues[q]; ok {
+		return len(pb.calls)
+	}
+	return 0
+}
+
+type result struct {
+	kind string
+	res  queue.Enqueued
+	err  error
+}
+
+// enqueueAsync enqueues in the background; the result arrives on out.
+func enqueueAsync(c *coalescer, q, kind string, out chan<- result) {
+	go func() {
+		res, err := c.Enqueue(context.Background(), queue.NewJob{Queue: q, Kind: kind})
+		out <- result{kind, res, err}
+	}()
+}
+
+func TestCoalescerBatchesWhatArrivesMeanwhile(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	p := &gatedProducer{gate: gate, entered: make(chan struct{}, 20)}
+	c := newCoalescer(p, slog.New(slog.DiscardHandler))
+	out := make(chan result, 20)
+
+	enqueueAsync(c, "q", "first", out)
+	<-p.entered // the first goes alone, at once
+	enqueueAsync(c, "other", "elsewhere", out)
+	<-p.entered // another queue is not held up behind it
+	for i := range 10 {
+		enqueueAsync(c, "q", fmt.Sprint("k", i), out)
+	}
+	require.Eventually(t, func() bool { return c.waiting("q") == 10 }, 5*time.Second, time.Millisecond)
+	close(gate)
+	for range 12 {
+		r := <-out
+		require.NoError(t, r.err)
+		require.Equal(t, r.kind, r.res.Job.Kind) // each caller its own job
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.Len(t, p.batches, 3)
+	require.ElementsMatch(t, [][]string{{"first"}, {"elsewhere"}}, p.batches[:2])
+	require.ElementsMatch(t, []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"}, p.batches[2])
+	require.Equal(t, 0, c.waiting("q"))
+}
+
+// held makes n calls of queue q wait behind a first one, then runs them
+// with fail in force, and answers their results by kind.
+func held(t *testing.T, kinds []string, fail func([]queue.NewJob) error) (*gatedProducer, map[string]result) {
+	t.Helper()
+	gate := make(chan struct{})
+	p := &gatedProducer{gate: gate, entered: make(chan struct{}, 100)}
+	c := newCoalescer(p, slog.New(slog.DiscardHandler))
+	out := make(chan result, len(kinds)+1)
+	enqueueAsync(c, "q", "first", out)
+	<-p.entered
+	for _, k := range kinds {
+		enqueueAsync(c, "q", k, out)
+	}
+	require.Eventually(t, func() bool { return c.waiting("q") == len(kinds) }, 5*time.Second, time.Millisecond)
+	p.mu.Lock()
+	p.fail = fail
+	p.mu.Unlock()
+	close(gate)
+	got := map[string]result{}
+	for range len(kinds) + 1 {
+		r := <-out
+		got[r.kind] = r
+	}
+	return p, got
+}
+
+func TestCoalescerAnswersABadJobAlone(t *testing.T) {
+	t.Parallel()
+	p, got := held(t, []string{"a", "bad", "b", "bad2"}, func(njs []queue.NewJob) error {
+		for i, nj := range njs {
+			if len(nj.Kind) >= 3 && nj.Kind[:3] == "bad" {
+				return &queue.FieldError{Index: i, Field: "kind", Err: queue.ErrInvalidKind}
+			}
+		}
+		return nil
+	})
+	for _, k := range []string{"first", "a", "b"} {
+		require.NoError(t, got[k].err)
+		require.Equal(t, k, got[k].res.Job.Kind)
+	}
+	for _, k := range []string{"bad", "bad2"} {
+		var fe *queue.FieldError
+		require.ErrorAs(t, got[k].err, &fe)
+		require.Equal(t, -1, fe.Index) // as for a single enqueue
+		require.Equal(t, "kind", fe.Field)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Sent again without each bad one in turn.
+	require.Len(t, p.batches, 4)
+	require.Equal(t, []string{"first"}, p.batches[0])
+	require.ElementsMatch(t, []string{"a", "bad", "b", "bad2"}, p.batches[1])
+	require.Len(t, p.batches[2], 3)
+	require.ElementsMatch(t, []string{"a", "b"}, p.batches[3])
+}
+
+func TestCoalescerStoreErrorReachesEveryone(t *testing.T) {
+	t.Parallel()
+	_, got := held(t, []string{"a", "b"}, func([]queue.NewJob) error { return queue.ErrUnavailable })
+	require.NoError(t, got["first"].err) // sent before the failure
+	require.ErrorIs(t, got["a"].err, queue.ErrUnavailable)
+	require.ErrorIs(t, got["b"].err, queue.ErrUnavailable)
+}
+
+func TestCoalescerRecoversAPanic(t *testing.T) {
+	t.Parallel()
+	_, got := held(t, []string{"a", "b"}, func([]queue.NewJob) error { panic("store bug") })
+	for _, k := range []string{"a", "b"} {
+		var e *Error
+		require.True(t, errors.As(got[k].err, &e))
+		require.Equal(t, CodeInternal, e.Code)
+	}
+}

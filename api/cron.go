@@ -1,0 +1,184 @@
+package api
+
+import (
+	"cmp"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// cronRequest is the body of PUT /v1/cron/{name}.
+type cronRequest struct {
+	Schedule    string          `json:"schedule"`
+	Timezone    string          `json:"timezone"`
+	Queue       string          `json:"queue"`
+	Kind        string          `json:"kind"`
+	Payload     json.RawMessage `json:"payload"`
+	MaxAttempts *int            `json:"max_attempts"`
+	Missed      string          `json:"missed"`
+	Overlap     string          `json:"overlap"`
+	Paused      bool            `json:"paused"`
+}
+
+type cronJSON struct {
+	Name        string          `json:"name"`
+	Schedule    string          `json:"schedule"`
+	Timezone    string          `json:"timezone"`
+	Queue       string          `json:"queue"`
+	Kind        string          `json:"kind"`
+	Payload     json.RawMessage `json:"payload"`
+	MaxAttempts int             `json:"max_attempts"`
+	Missed      string          `json:"missed"`
+	Overlap     string          `json:"overlap"`
+	Paused      bool            `json:"paused"`
+	NextRunAt   *string         `json:"next_run_at"`
+	LastRunAt   *string         `json:"last_run_at"`
+	LastJobID   *string         `json:"last_job_id"`
+}
+
+func toCronJSON(e CronEntry) cronJSON {
+	out := cronJSON{Name: e.Name, Schedule: e.Schedule, Timezone: e.Timezone, Queue: e.Queue, Kind: e.Kind,
+		Payload: e.Payload, MaxAttempts: e.MaxAttempts, Missed: e.Missed, Overlap: e.Overlap, Paused: e.Paused,
+		NextRunAt: fmtTime(e.NextRunAt), LastRunAt: fmtTime(e.LastRunAt), LastJobID: nilIfEmpty(e.LastJobID)}
+	if len(out.Payload) == 0 {
+		out.Payload = json.RawMessage("{}")
+	}
+	return out
+}
+
+// pathCronName is the {name} of the path: names match the queue-name
+// pattern.
+func pathCronName(c echo.Context) (string, error) {
+	name := c.Param("name")
+	if err := queue.ValidateQueue(name); err != nil {
+		return "", invalidArg("name", "cron entry names match ^[a-z0-9][a-z0-9._-]{0,63}$, got %q", name)
+	}
+	return name, nil
+}
+
+// entry checks what the API can check (the store checks the schedule) and
+// fills in the defaults.
+func (r *cronRequest) entry(name string) (CronEntry, error) {
+	e := CronEntry{Name: name, Schedule: r.Schedule, Timezone: cmp.Or(r.Timezone, "UTC"),
+		Queue: cmp.Or(r.Queue, queue.DefaultQueue), Kind: r.Kind, Payload: r.Payload,
+		Missed: cmp.Or(r.Missed, "skip"), Overlap: cmp.Or(r.Overlap, "allow"), Paused: r.Paused}
+	switch {
+	case e.Schedule == "":
+		return e, invalidArg("schedule", "schedule is required")
+	case queue.ValidateQueue(e.Queue) != nil:
+		return e, invalidArg("queue", "%v", queue.ValidateQueue(e.Queue))
+	case e.Kind == "":
+		return e, invalidArg("kind", "kind is required")
+	case queue.ValidateKind(e.Kind) != nil:
+		return e, invalidArg("kind", "%v", queue.ValidateKind(e.Kind))
+	case e.Missed != "skip" && e.Missed != "once":
+		return e, invalidArg("missed", `must be "skip" or "once", got %q`, e.Missed)
+	case e.Overlap != "allow" && e.Overlap != "skip":
+		return e, invalidArg("overlap", `must be "allow" or "skip", got %q`, e.Overlap)
+	}
+	if _, err := time.LoadLocation(e.Timezone); err != nil {
+		return e, invalidArg("timezone", "unknown time zone %q: want an IANA name such as \"Europe/Berlin\"", e.Timezone)
+	}
+	if string(e.Payload) == "null" || len(e.Payload) == 0 {
+		e.Payload = json.RawMessage("{}")
+	}
+	if r.MaxAttempts != nil {
+		if *r.MaxAttempts < 1 || *r.MaxAttempts > queue.MaxAttemptsLimit {
+			return e, invalidArg("max_attempts", "must be in [1, %d], got %d", queue.MaxAttemptsLimit, *r.MaxAttempts)
+		}
+		e.MaxAttempts = *r.MaxAttempts
+	}
+	return e, nil
+}
+
+// putCron: PUT /v1/cron/{name}; 201 when new, 200 when replaced.
+func (s *Server) putCron(c echo.Context) error {
+	name, err := pathCronName(c)
+	if err != nil {
+		return err
+	}
+	var req cronRequest
+	if err := s.decode(c, &req, false); err != nil {
+		return err
+	}
+	e, err := req.entry(name)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	created, err := s.cron.Put(ctx, e)
+	if err != nil {
+		return err
+	}
+	if got, err := s.cron.Get(ctx, name); err == nil {
+		e = got // with its next run time
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return writeJSON(c, status, toCronJSON(e))
+}
+
+type cronListJSON struct {
+	Entries []cronJSON `json:"entries"`
+}
+
+// listCron: GET /v1/cron.
+func (s *Server) listCron(c echo.Context) error {
+	es, err := s.cron.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := cronListJSON{Entries: make([]cronJSON, len(es))}
+	for i, e := range es {
+		out.Entries[i] = toCronJSON(e)
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// getCron: GET /v1/cron/{name}.
+func (s *Server) getCron(c echo.Context) error {
+	name, err := pathCronName(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.cron.Get(c.Request().Context(), name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toCronJSON(e))
+}
+
+// deleteCron: DELETE /v1/cron/{name}; 204.
+func (s *Server) deleteCron(c echo.Context) error {
+	name, err := pathCronName(c)
+	if err != nil {
+		return err
+	}
+	if err := s.cron.Delete(c.Request().Context(), name); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// triggerCron: POST /v1/cron/{name}/trigger; 201 and the job.
+func (s *Server) triggerCron(c echo.Context) error {
+	name, err := pathCronName(c)
+	if err != nil {
+		return err
+	}
+	if err := s.decode(c, &struct{}{}, true); err != nil {
+		return err
+	}
+	j, err := s.cron.Trigger(c.Request().Context(), name)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, jobLocation(j))
+	return writeJob(c, http.StatusCreated, j)
+}

@@ -1,0 +1,49 @@
+// Package api is chronoq's HTTP service: the JSON API of docs/API.md on
+// Echo, over the job engine of package queue.
+//
+// # Shape
+//
+// [New] builds a [Server] from a [Config]. The handlers see the engine only
+// through small interfaces — [Producer], [Reader], [Operator], [Claimer],
+// [EventSource], [Manager] and [CronStore] — so each can be tested alone
+// and the engine can grow without the API changing. A *queue.Client is a
+// [Store] (all of the core ones) and, once it has them, a [Manager].
+//
+//	client, _ := queue.NewClient(queue.Config{Redis: rdb})
+//	srv, _ := api.New(api.Config{Store: client, Token: token})
+//	http.ListenAndServe("127.0.0.1:8080", srv)
+//
+// # Errors
+//
+// Every error answers {"error":{"code","message","field"}}: bad input is a
+// 400 naming its field (never a 500), an unknown JSON field is a 400, a
+// body over Config.BodyLimit is a 413, a stale claim token a 409
+// "lease_lost", Redis out of reach a 503 "unavailable" (the server keeps
+// running and answers again when Redis is back), and anything unexpected a
+// 500 "internal" whose detail goes to the log, not to the client. A panic
+// in a handler is recovered into that 500.
+//
+// # Throughput
+//
+// Single enqueues that arrive while another of the same queue is in flight
+// go to Redis together, in one script call, and each request still gets
+// exactly its own answer (see coalesce.go; Config.DisableCoalescing turns
+// it off). The Job resource is written by hand, not by reflection.
+//
+// # Streams
+//
+// GET /v1/events streams job events as Server-Sent Events; POST
+// /v1/queues/{queue}/claim long-polls. Both end at once when
+// [Server.Drain] is called, which the serve command registers with
+// http.Server.RegisterOnShutdown so that a graceful shutdown does not wait
+// for them.
+//
+// # Metrics
+//
+// GET /metrics answers the Prometheus text format from the server's own
+// registry ([Server.Registry]): queue depths and job totals read from Redis
+// at scrape time, processing-time and lateness histograms observed on the
+// HTTP worker routes, promoter batch sizes ([Server.ObservePromote], for
+// delayed.Config.OnPromote) and HTTP request counts and durations by route
+// template.
+package api

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// maxEventQueues caps the queues one event stream names.
+const maxEventQueues = 100
+
+type eventJSON struct {
+	Queue    string       `json:"queue"`
+	ID       string       `json:"id"`
+	Kind     string       `json:"kind"`
+	Status   queue.Status `json:"status"`
+	Attempts int          `json:"attempts"`
+	At       *string      `json:"at"`
+}
+
+// events: GET /v1/events?queue=Q — Server-Sent Events of the jobs of the
+// queues named (repeated, or comma-separated), or of every queue. Each
+// event's "event:" is its type and its "data:" the job's
+// {"queue","id","kind","status","attempts","at"}. A comment line is sent
+// every SSEHeartbeat so that proxies keep the stream open.
+func (s *Server) events(c echo.Context) error {
+	var queues []string
+	for _, v := range c.QueryParams()["queue"] {
+		for q := range strings.SplitSeq(v, ",") {
+			if q = strings.TrimSpace(q); q == "" {
+				continue
+			}
+			if err := queue.ValidateQueue(q); err != nil {
+				return invalidArg("queue", "%v", err)
+			}
+			queues = append(queues, q)
+		}
+	}
+	if len(queues) > maxEventQueues {
+		return invalidArg("queue", "at most %d queues, got %d", maxEventQueues, len(queues))
+	}
+	if n := s.streams.Add(1); n > int64(s.cfg.MaxEventStreams) {
+		s.streams.Add(-1)
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("too many event streams open (%d); retry later", s.cfg.MaxEventStreams)}
+	}
+	defer s.streams.Add(-1)
+	ctx, cancel := s.streamContext(c)
+	defer cancel()
+	evs, err := s.store.Subscribe(ctx, queues...)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	// The subscription is live: say so at once, so a client knows every
+	// later event reaches it.
+	if _, err := w.Write([]byte(": connected\n\n")); err != nil {
+		return nil
+	}
+	w.Flush()
+	tick := s.clock.NewTicker(s.cfg.SSEHeartbeat)
+	defer tick.Stop()
+	var buf []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.Chan():
+			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
+				return nil
+			}
+		case ev, ok := <-evs:
+			if !ok {
+				return nil
+			}
+			data, err := json.Marshal(eventJSON{Queue: ev.Queue, ID: ev.ID, Kind: ev.Kind, Status: ev.Status,
+				Attempts: ev.Attempts, At: fmtTime(ev.At)})
+			if err != nil {
+				return nil
+			}
+			buf = append(buf[:0], "event: "...)
+			buf = append(buf, ev.Type...)
+			buf = append(buf, "\ndata: "...)
+			buf = append(buf, data...)
+			buf = append(buf, "\n\n"...)
+			if _, err := w.Write(buf); err != nil {
+				return nil
+			}
+		}
+		w.Flush()
+	}
+}

@@ -1,0 +1,165 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/queue"
+)
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// enqueueRequest is the body of POST /v1/jobs and one job of a batch.
+// Durations and times are strings, parsed after decoding so that a bad one
+// is named by its field.
+type enqueueRequest struct {
+	Queue          string          `json:"queue"`
+	Kind           string          `json:"kind"`
+	Payload        json.RawMessage `json:"payload"`
+	RunAt          *string         `json:"run_at"`
+	Delay          *string         `json:"delay"`
+	MaxAttempts    *int            `json:"max_attempts"`
+	Backoff        json.RawMessage `json:"backoff"` // a backoffRequest, decoded apart to name its fields
+	Visibility     *string         `json:"visibility"`
+	IdempotencyKey *string         `json:"idempotency_key"`
+	ResultTTL      *string         `json:"result_ttl"`
+}
+
+// backoffRequest is a retry policy; a field left out takes the value of
+// delayed.DefaultBackoff.
+type backoffRequest struct {
+	Initial *string  `json:"initial"`
+	Factor  *float64 `json:"factor"`
+	Max     *string  `json:"max"`
+	Jitter  *float64 `json:"jitter"`
+}
+
+// newJob checks the fields only the API sees (formats, explicit zeros) and
+// leaves the rest to queue's validation. index is the job's place in a
+// batch, -1 for a single job.
+func (r *enqueueRequest) newJob(index int) (queue.NewJob, error) {
+	nj := queue.NewJob{Queue: r.Queue, Kind: r.Kind, Payload: r.Payload}
+	if r.RunAt == nil && r.Delay == nil && r.MaxAttempts == nil && r.Visibility == nil && r.ResultTTL == nil &&
+		r.IdempotencyKey == nil && len(r.Backoff) == 0 && nj.Kind != "" && string(nj.Payload) != "null" {
+		return nj, nil // the common case: nothing to check here
+	}
+	prefix := ""
+	if index >= 0 {
+		prefix = fmt.Sprintf("jobs[%d].", index)
+	}
+	if string(nj.Payload) == "null" {
+		nj.Payload = nil // the default, {}
+	}
+	if nj.Kind == "" {
+		return nj, invalidArg(prefix+"kind", "kind is required")
+	}
+	if r.RunAt != nil && r.Delay != nil {
+		return nj, invalidArg(prefix+"delay", "give run_at or delay, not both")
+	}
+	var err error
+	if r.RunAt != nil {
+		// A time in the past (the zero time too) means now.
+		if nj.RunAt, err = parseTime(prefix+"run_at", *r.RunAt); err != nil {
+			return nj, err
+		}
+	}
+	if r.Delay != nil {
+		if nj.Delay, err = parseDuration(prefix+"delay", *r.Delay, 0, queue.MaxDelay); err != nil {
+			return nj, err
+		}
+	}
+	if r.MaxAttempts != nil {
+		if *r.MaxAttempts < 1 || *r.MaxAttempts > queue.MaxAttemptsLimit {
+			return nj, invalidArg(prefix+"max_attempts", "must be in [1, %d], got %d", queue.MaxAttemptsLimit, *r.MaxAttempts)
+		}
+		nj.MaxAttempts = *r.MaxAttempts
+	}
+	if r.Visibility != nil {
+		if nj.Visibility, err = parseDuration(prefix+"visibility", *r.Visibility, queue.MinVisibility, queue.MaxVisibility); err != nil {
+			return nj, err
+		}
+	}
+	if r.ResultTTL != nil {
+		if nj.ResultTTL, err = parseDuration(prefix+"result_ttl", *r.ResultTTL, 0, queue.MaxResultTTL); err != nil {
+			return nj, err
+		}
+	}
+	if r.IdempotencyKey != nil {
+		nj.IdempotencyKey = *r.IdempotencyKey
+	}
+	if len(r.Backoff) > 0 && string(r.Backoff) != "null" {
+		var br backoffRequest
+		if err := decodeRaw(r.Backoff, &br, prefix+"backoff."); err != nil {
+			return nj, err
+		}
+		b, err := br.backoff(prefix + "backoff.")
+		if err != nil {
+			return nj, err
+		}
+		nj.Backoff = &b
+	}
+	return nj, nil
+}
+
+func (r *backoffRequest) backoff(prefix string) (delayed.Backoff, error) {
+	b := delayed.DefaultBackoff
+	var err error
+	if r.Initial != nil {
+		if b.Initial, err = parseDuration(prefix+"initial", *r.Initial, time.Millisecond, delayed.MaxBackoffDelay); err != nil {
+			return b, err
+		}
+	}
+	if r.Max != nil {
+		if b.Max, err = parseDuration(prefix+"max", *r.Max, time.Millisecond, delayed.MaxBackoffDelay); err != nil {
+			return b, err
+		}
+	}
+	if r.Factor != nil {
+		b.Factor = *r.Factor
+	}
+	if r.Jitter != nil {
+		b.Jitter = *r.Jitter
+	}
+	if err := b.Validate(); err != nil {
+		// "invalid backoff: factor must be in ...": name the field.
+		msg := strings.TrimPrefix(err.Error(), delayed.ErrInvalidBackoff.Error()+": ")
+		field, _, _ := strings.Cut(msg, " ")
+		return b, invalidArg(prefix+field, "%s", msg)
+	}
+	return b, nil
+}
+
+// queueJSON is a queue's depths and totals.
+type queueJSON struct {
+	Name               string  `json:"name"`
+	Paused             bool    `json:"paused"`
+	Scheduled          int64   `json:"scheduled"`
+	Pending            int64   `json:"pending"`
+	Processing         int64   `json:"processing"`
+	Dead               int64   `json:"dead"`
+	CompletedTotal     int64   `json:"completed_total"`
+	FailedTotal        int64   `json:"failed_total"`
+	RetriedTotal       int64   `json:"retried_total"`
+	ReclaimedTotal     int64   `json:"reclaimed_total"`
+	EnqueuedTotal      int64   `json:"enqueued_total"`
+	PromotedTotal      int64   `json:"promoted_total"`
+	DeadTotal          int64   `json:"dead_total"`
+	OldestPendingAgeMs int64   `json:"oldest_pending_age_ms"`
+	NextRunAt          *string `json:"next_run_at"`
+}
+
+func toQueueJSON(s queue.Stats) queueJSON {
+	return queueJSON{Name: s.Queue, Paused: s.Paused, Scheduled: s.Scheduled, Pending: s.Pending,
+		Processing: s.Processing, Dead: s.Dead, CompletedTotal: s.CompletedTotal, FailedTotal: s.FailedTotal,
+		RetriedTotal: s.RetriedTotal, ReclaimedTotal: s.ReclaimedTotal, EnqueuedTotal: s.EnqueuedTotal,
+		PromotedTotal: s.PromotedTotal, DeadTotal: s.DeadTotal,
+		OldestPendingAgeMs: s.OldestPendingAge.Milliseconds(), NextRunAt: fmtTime(s.NextRunAt)}
+}

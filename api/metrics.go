@@ -1,0 +1,159 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Bounds of one scrape: its Redis reads, and the queues it reports (the
+// first by name).
+const (
+	scrapeTimeout   = 5 * time.Second
+	maxScrapeQueues = 1000
+)
+
+type metrics struct {
+	reg          *prometheus.Registry
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+	processing   *prometheus.HistogramVec
+	lateness     *prometheus.HistogramVec
+	promoted     *prometheus.HistogramVec
+}
+
+func newMetrics(r Reader) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chronoq_http_requests_total",
+			Help: "HTTP requests answered, by route template, method and status code.",
+		}, []string{"route", "method", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chronoq_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route template and method (long polls and event streams included).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10), // 100 µs to 26 s
+		}, []string{"route", "method"}),
+		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chronoq_job_processing_seconds",
+			Help:    "From claim to completion of jobs completed over HTTP, by queue.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16), // 5 ms to 164 s
+		}, []string{"queue"}),
+		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chronoq_job_lateness_seconds",
+			Help:    "Scheduling lateness of jobs claimed over HTTP (claimed_at - run_at), by queue.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms to 33 s
+		}, []string{"queue"}),
+		promoted: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chronoq_promoter_batch_size",
+			Help:    "Jobs moved from scheduled to pending by one promoter pass, by queue.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 to 512 (a batch is at most 500)
+		}, []string{"queue"}),
+	}
+	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.processing, m.lateness, m.promoted,
+		&queueCollector{r: r},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (s *Server) metricsHandler() echo.HandlerFunc {
+	h := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return echo.WrapHandler(h)
+}
+
+// observe counts and times every request by its route template.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := s.clock.Now()
+		err := next(c)
+		route := c.Path()
+		if route == "" || route == "/*" || strings.HasSuffix(route, "/*") {
+			route = "unmatched"
+		} else {
+			route = templatePath(route)
+		}
+		method := c.Request().Method
+		switch method {
+		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		default:
+			method = "other" // a client's made-up method must not grow the label set
+		}
+		s.metrics.httpRequests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
+		s.metrics.httpDuration.WithLabelValues(route, method).Observe(s.clock.Since(start).Seconds())
+		return err
+	}
+}
+
+// templatePath turns Echo's "/v1/queues/:queue" into "/v1/queues/{queue}".
+func templatePath(p string) string {
+	if !strings.Contains(p, ":") {
+		return p
+	}
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if name, ok := strings.CutPrefix(s, ":"); ok {
+			parts[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// queueCollector reads every queue's depths and totals from Redis at
+// scrape time: statsParallel queues at a time, within scrapeTimeout, at
+// most maxScrapeQueues of them.
+type queueCollector struct{ r Reader }
+
+var (
+	descDepth = prometheus.NewDesc("chronoq_queue_jobs",
+		"Jobs in a queue now, by status (scheduled, pending, processing, dead).", []string{"queue", "status"}, nil)
+	descPaused = prometheus.NewDesc("chronoq_queue_paused",
+		"1 when the queue is paused.", []string{"queue"}, nil)
+	descOldest = prometheus.NewDesc("chronoq_queue_oldest_pending_age_seconds",
+		"How long the next job to be claimed has been due.", []string{"queue"}, nil)
+	descTotal = prometheus.NewDesc("chronoq_jobs_total",
+		"Jobs by outcome since the queue was first used (enqueued, promoted, completed, failed, retried, reclaimed, dead), from the queue's totals in Redis: the same on every instance.",
+		[]string{"queue", "outcome"}, nil)
+	descUp = prometheus.NewDesc("chronoq_store_up",
+		"1 when the scrape could read the queues from Redis.", nil, nil)
+)
+
+func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descDepth, descPaused, descOldest, descTotal, descUp} {
+		ch <- d
+	}
+}
+
+func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	stats, err := allStats(ctx, q.r, maxScrapeQueues)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1)
+	for _, s := range stats {
+		for status, n := range map[string]int64{"scheduled": s.Scheduled, "pending": s.Pending,
+			"processing": s.Processing, "dead": s.Dead} {
+			ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(n), s.Queue, status)
+		}
+		paused := 0.0
+		if s.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, paused, s.Queue)
+		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, s.OldestPendingAge.Seconds(), s.Queue)
+		for outcome, n := range map[string]int64{"enqueued": s.EnqueuedTotal, "promoted": s.PromotedTotal,
+			"completed": s.CompletedTotal, "failed": s.FailedTotal, "retried": s.RetriedTotal,
+			"reclaimed": s.ReclaimedTotal, "dead": s.DeadTotal} {
+			ch <- prometheus.MustNewConstMetric(descTotal, prometheus.CounterValue, float64(n), s.Queue, outcome)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// Headers of idempotent enqueues.
+const (
+	HeaderIdempotencyKey     = "Idempotency-Key"
+	HeaderIdempotentReplayed = "Idempotent-Replayed"
+)
+
+func jobLocation(j *queue.Job) string { return "/v1/queues/" + j.Queue + "/jobs/" + j.ID }
+
+// enqueueOne: POST /v1/jobs and POST /v1/queues/{queue}/jobs.
+func (s *Server) enqueueOne(c echo.Context) error {
+	var req enqueueRequest
+	if err := s.decode(c, &req, false); err != nil {
+		return err
+	}
+	if q := c.Param("queue"); q != "" {
+		if err := queue.ValidateQueue(q); err != nil {
+			return invalidArg("queue", "%v", err)
+		}
+		if req.Queue != "" && req.Queue != q {
+			return invalidArg("queue", "the body names queue %q, the path %q", req.Queue, q)
+		}
+		req.Queue = q
+	}
+	if h := c.Request().Header.Get(HeaderIdempotencyKey); h != "" {
+		if req.IdempotencyKey != nil && *req.IdempotencyKey != h {
+			return invalidArg("idempotency_key", "the body and the %s header name different keys", HeaderIdempotencyKey)
+		}
+		req.IdempotencyKey = &h
+	}
+	nj, err := req.newJob(-1)
+	if err != nil {
+		return err
+	}
+	e, err := s.enqueue(c.Request().Context(), nj)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, jobLocation(e.Job))
+	status := http.StatusCreated
+	if e.Replayed {
+		c.Response().Header().Set(HeaderIdempotentReplayed, "true")
+		status = http.StatusOK
+	}
+	return writeJob(c, status, e.Job)
+}
+
+// decodeBatch reads {"jobs":[...]} in one pass; when that fails it reads
+// the body again job by job, to name the bad one ("jobs[3].kind").
+func decodeBatch(body []byte) ([]queue.NewJob, error) {
+	var fast struct {
+		Jobs []enqueueRequest `json:"jobs"`
+	}
+	if err := decodeStrict(body, &fast, ""); err != nil {
+		var slow struct {
+			Jobs []json.RawMessage `json:"jobs"`
+		}
+		if err := decodeStrict(body, &slow, ""); err != nil {
+			return nil, err
+		}
+		for i, raw := range slow.Jobs {
+			var jr enqueueRequest
+			if err := decodeRaw(raw, &jr, fmt.Sprintf("jobs[%d].", i)); err != nil {
+				return nil, err
+			}
+		}
+		return nil, err
+	}
+	if len(fast.Jobs) == 0 || len(fast.Jobs) > queue.MaxBatch {
+		return nil, invalidArg("jobs", "a batch holds 1 to %d jobs, got %d", queue.MaxBatch, len(fast.Jobs))
+	}
+	njs := make([]queue.NewJob, len(fast.Jobs))
+	for i := range fast.Jobs {
+		nj, err := fast.Jobs[i].newJob(i)
+		if err != nil {
+			return nil, err
+		}
+		njs[i] = nj
+	}
+	return njs, nil
+}
+
+// enqueueBatch: POST /v1/jobs/batch. The batch is validated as a whole:
+// one bad job is a 400 naming it ("jobs[3].kind") and nothing is
+// enqueued.
+func (s *Server) enqueueBatch(c echo.Context) error {
+	if c.Request().Header.Get(HeaderIdempotencyKey) != "" {
+		return invalidArg("idempotency_key", "a batch takes no %s header: give each job its idempotency_key", HeaderIdempotencyKey)
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	njs, err := decodeBatch(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.EnqueueBatch(c.Request().Context(), njs)
+	if err != nil {
+		return err
+	}
+	jobs := make([]*queue.Job, len(res))
+	replayed := 0
+	for i, e := range res {
+		jobs[i] = e.Job
+		if e.Replayed {
+			replayed++
+		}
+	}
+	status := http.StatusCreated
+	if replayed == len(res) {
+		// Every job's idempotency key named an earlier job: nothing new.
+		c.Response().Header().Set(HeaderIdempotentReplayed, "true")
+		status = http.StatusOK
+	}
+	return writeJobs(c, status, jobs, false)
+}

@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+func TestWorkerProtocol(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := b.enqueue(t, map[string]any{"queue": "w", "kind": "resize", "payload": map[string]any{"w": 10}})
+
+	b.clock.Advance(1500 * time.Millisecond)
+	r := b.do(t, http.MethodPost, "/v1/queues/w/claim", map[string]any{"max": 10, "visibility": "10s"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	got := r.object(t)["jobs"].([]any)
+	require.Len(t, got, 1)
+	claimed := got[0].(map[string]any)
+	token, _ := claimed["token"].(string)
+	require.NotEmpty(t, token)
+	require.Equal(t, "processing", claimed["status"])
+	require.Equal(t, float64(1), claimed["attempts"])
+	require.Equal(t, "2030-01-02T03:04:06.500Z", claimed["claimed_at"])
+	require.Equal(t, "2030-01-02T03:04:16.500Z", claimed["lease_until"])
+	// The job as read has no token.
+	r = b.do(t, http.MethodGet, "/v1/queues/w/jobs/"+j.ID, nil)
+	require.NotContains(t, r.object(t), "token")
+
+	t.Run("heartbeat", func(t *testing.T) {
+		b.clock.Advance(time.Second)
+		r := b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/heartbeat", map[string]any{"token": token, "extend": "1m"})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		require.Equal(t, map[string]any{"lease_until": "2030-01-02T03:05:07.500Z", "cancel_requested": false}, r.object(t))
+		r = b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/heartbeat", map[string]any{"token": token})
+		require.Equal(t, http.StatusOK, r.status) // never shortened
+		require.Equal(t, "2030-01-02T03:05:07.500Z", r.object(t)["lease_until"])
+	})
+
+	t.Run("stale token: 409 lease_lost, nothing changes", func(t *testing.T) {
+		for _, op := range []string{"complete", "fail", "heartbeat"} {
+			r := b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/"+op, map[string]any{"token": "not-the-token"})
+			requireError(t, r, http.StatusConflict, "lease_lost", "")
+		}
+		got, err := b.client.Get(b.ctx, "w", j.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusProcessing, got.Status)
+	})
+
+	t.Run("bad requests", func(t *testing.T) {
+		for _, op := range []string{"complete", "fail", "heartbeat"} {
+			path := "/v1/queues/w/jobs/" + j.ID + "/" + op
+			requireError(t, b.do(t, http.MethodPost, path, `{}`), 400, "invalid_argument", "token")
+			requireError(t, b.do(t, http.MethodPost, path, ``), 400, "invalid_argument", "")
+			requireError(t, b.do(t, http.MethodPost, path, `{"token":"x","nope":1}`), 400, "invalid_argument", "nope")
+			requireError(t, b.do(t, http.MethodPost, "/v1/queues/w/jobs/no.such/"+op, `{"token":"x"}`), 400, "invalid_argument", "id")
+			requireError(t, b.do(t, http.MethodPost, "/v1/queues/w/jobs/nosuch/"+op, `{"token":"x"}`), 404, "not_found", "")
+		}
+		requireError(t, b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/heartbeat", `{"token":"x","extend":"1ms"}`), 400, "invalid_argument", "extend")
+		requireError(t, b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/fail", `{"token":"x","retry_after":"-1s"}`), 400, "invalid_argument", "retry_after")
+		requireError(t, b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/fail", `{"token":"x","retry_after":"1s","dead":true}`), 400, "invalid_argument", "retry_after")
+		requireError(t, b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/complete", `{"token":"x","result":{`), 400, "invalid_argument", "")
+	})
+
+	t.Run("complete", func(t *testing.T) {
+		b.clock.Advance(2 * time.Second)
+		r := b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/complete", map[string]any{"token": token, "result": map[string]any{"ok": true}})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		done := decodeAs[jobView](t, r)
+		require.Equal(t, "completed", done.Status)
+		require.Equal(t, "2030-01-02T03:04:09.500Z", *done.CompletedAt)
+		require.JSONEq(t, `{"ok":true}`, string(done.Result))
+		// Completing again with the same token is idempotent (a retried
+		// request); with another token it is not.
+		r = b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/complete", map[string]any{"token": token})
+		require.Equal(t, http.StatusOK, r.status)
+		requireError(t, b.do(t, http.MethodPost, "/v1/queues/w/jobs/"+j.ID+"/fail", map[string]any{"token": token}), 409, "lease_lost", "")
+	})
+}
+
+func TestFail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := b.enqueue(t, map[string]any{"queue": "f", "max_attempts": 3, "backoff": map[string]any{"initial": "10s", "jitter": 0}})
+
+	tok := b.claim(t, "f", 1)[0].Token
+	r := b.do(t, http.MethodPost, "/v1/queues/f/jobs/"+j.ID+"/fail", map[string]any{"token": tok, "error": "boom"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	got := decodeAs[jobView](t, r)
+	require.Equal(t, "scheduled", got.Status)
+	require.Equal(t, "boom", *got.LastError)
+	require.Equal(t, "2030-01-02T03:04:15.000Z", *got.RunAt) // now + 10 s of backoff
+
+	// retry_after instead of the backoff.
+	b.clock.Advance(10 * time.Second)
+	_, _, err := b.client.Promote(b.ctx, "f", b.clock.Now())
+	require.NoError(t, err)
+	tok = b.claim(t, "f", 1)[0].Token
+	r = b.do(t, http.MethodPost, "/v1/queues/f/jobs/"+j.ID+"/fail", map[string]any{"token": tok, "error": "later", "retry_after": "1m"})
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, "2030-01-02T03:05:15.000Z", *decodeAs[jobView](t, r).RunAt)
+
+	// dead: true ends it whatever attempts are left.
+	b.clock.Advance(time.Minute)
+	_, _, err = b.client.Promote(b.ctx, "f", b.clock.Now())
+	require.NoError(t, err)
+	tok = b.claim(t, "f", 1)[0].Token
+	r = b.do(t, http.MethodPost, "/v1/queues/f/jobs/"+j.ID+"/fail", map[string]any{"token": tok, "error": "fatal", "dead": true})
+	require.Equal(t, http.StatusOK, r.status)
+	got = decodeAs[jobView](t, r)
+	require.Equal(t, "dead", got.Status)
+	require.Equal(t, 3, got.Attempts)
+}
+
+func TestClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("several at once, empty list when none", func(t *testing.T) {
+		for range 3 {
+			b.enqueue(t, map[string]any{"queue": "c"})
+		}
+		require.Len(t, b.claim(t, "c", 2), 2)
+		require.Len(t, b.claim(t, "c", 2), 1)
+		r := b.do(t, http.MethodPost, "/v1/queues/c/claim", nil)
+		require.Equal(t, http.StatusOK, r.status)
+		require.JSONEq(t, `{"jobs":[]}`, string(r.body))
+	})
+
+	t.Run("invalid", func(t *testing.T) {
+		for body, field := range map[string]string{
+			`{"wait":"31s"}`:            "wait",
+			`{"wait":"-1s"}`:            "wait",
+			`{"wait":5}`:                "wait",
+			`{"max":0}`:                 "max",
+			`{"max":1001}`:              "max",
+			`{"visibility":"1ms"}`:      "visibility",
+			`{"visibility":"1s","x":1}`: "x",
+		} {
+			requireError(t, b.do(t, http.MethodPost, "/v1/queues/c/claim", body), 400, "invalid_argument", field)
+		}
+		requireError(t, b.do(t, http.MethodPost, "/v1/queues/C/claim", nil), 400, "invalid_argument", "queue")
+	})
+
+	t.Run("long poll wakes on a new job", func(t *testing.T) {
+		got := make(chan response, 1)
+		go func() { got <- b.do(t, http.MethodPost, "/v1/queues/lp/claim", map[string]any{"wait": "20s"}) }()
+		// Whether the claim is parked in BLMOVE yet or not, it gets this job.
+		j := b.enqueue(t, map[string]any{"queue": "lp"})
+		select {
+		case r := <-got:
+			require.Equal(t, http.StatusOK, r.status)
+			jobs := decodeAs[jobsView](t, r).Jobs
+			require.Len(t, jobs, 1)
+			require.Equal(t, j.ID, jobs[0].ID)
+		case <-time.After(15 * time.Second):
+			t.Fatal("long poll did not wake")
+		}
+	})
+
+	t.Run("long poll answers empty after wait", func(t *testing.T) {
+		start := time.Now()
+		r := b.do(t, http.MethodPost, "/v1/queues/empty/claim", map[string]any{"wait": "200ms"})
+		require.Equal(t, http.StatusOK, r.status)
+		require.JSONEq(t, `{"jobs":[]}`, string(r.body))
+		require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond) // Redis's BLMOVE timeout
+	})
+
+	t.Run("drain ends long polls", func(t *testing.T) {
+		b := setup(t)
+		got := make(chan response, 1)
+		go func() { got <- b.do(t, http.MethodPost, "/v1/queues/d/claim", map[string]any{"wait": "30s"}) }()
+		b.srv.Drain()
+		select {
+		case r := <-got:
+			require.Equal(t, http.StatusOK, r.status)
+			require.JSONEq(t, `{"jobs":[]}`, string(r.body))
+		case <-time.After(10 * time.Second):
+			t.Fatal("drain did not end the long poll")
+		}
+	})
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/queue"
+)
+
+// serveConfig is everything `chronoq serve` is told.
+type serveConfig struct {
+	listen       string
+	redisURL     string
+	redisCluster []string
+	token        string
+	namespace    string
+	insecure     bool
+	metricsAuth  bool
+
+	bodyLimit        int64
+	maxPayloadBytes  int
+	maxQueues        int
+	retention        time.Duration
+	completedHistory int
+	deadMaxJobs      int
+	deadMaxAge       time.Duration
+	idempotencyTTL   time.Duration
+	reclaimInterval  time.Duration
+	promoteMaxSleep  time.Duration
+	shutdownTimeout  time.Duration
+	readTimeout      time.Duration
+
+	logFormat string
+	logLevel  slog.Level
+}
+
+// envFlags defines flags whose default comes from an environment variable
+// when it is set: a flag given on the command line wins over it.
+type envFlags struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	errs   []error
+}
+
+// env reads variable env, and adds its name to usage.
+func (e *envFlags) env(env, usage string) (string, string, bool) {
+	v := e.getenv(env)
+	return v, fmt.Sprintf("%s (env %s)", usage, env), v != ""
+}
+
+func (e *envFlags) String(p *string, name, env, def, usage string) {
+	v, u, ok := e.env(env, usage)
+	if !ok {
+		v = def
+	}
+	e.fs.StringVar(p, name, v, u)
+}
+
+func (e *envFlags) Bool(p *bool, name, env string, usage string) {
+	v, u, ok := e.env(env, usage)
+	def := false
+	if ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", env, v))
+		}
+		def = b
+	}
+	e.fs.BoolVar(p, name, def, u)
+}
+
+func (e *envFlags) Int(p *int, name, env string, def int, usage string) {
+	v, u, ok := e.env(env, usage)
+	if ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want an integer", env, v))
+		}
+		def = n
+	}
+	e.fs.IntVar(p, name, def, u)
+}
+
+func (e *envFlags) Int64(p *int64, name, env string, def int64, usage string) {
+	v, u, ok := e.env(env, usage)
+	if ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want an integer", env, v))
+		}
+		def = n
+	}
+	e.fs.Int64Var(p, name, def, u)
+}
+
+func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	v, u, ok := e.env(env, usage)
+	if ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: want a duration such as 30s or 1h", env, v))
+		}
+		def = d
+	}
+	e.fs.DurationVar(p, name, def, u)
+}
+
+// parseServe reads the flags and the environment.
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	fs := flag.NewFlagSet("chronoq serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := &envFlags{fs: fs, getenv: getenv}
+	var cluster, level string
+	e.String(&c.listen, "listen", "CHRONOQ_LISTEN", "127.0.0.1:8080", "address to listen on; other than loopback only with --token (or --insecure)")
+	e.String(&c.redisURL, "redis-url", "REDIS_URL", "", "Redis to use: redis://[user:password@]host:port[/db] or rediss:// for TLS; with --redis-cluster only its credentials and TLS are used. Empty: an embedded in-memory Redis whose jobs live only as long as the process")
+	e.String(&cluster, "redis-cluster", "CHRONOQ_REDIS_CLUSTER", "", "Redis Cluster seed addresses, comma-separated host:port")
+	e.String(&c.token, "token", "CHRONOQ_TOKEN", "", "API token: /v1 and the dashboard need \"Authorization: Bearer <token>\"")
+	e.String(&c.namespace, "namespace", "CHRONOQ_NAMESPACE", queue.DefaultNamespace, "prefix of every Redis key")
+	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
+	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
+	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
+	e.Int(&c.maxPayloadBytes, "max-payload-bytes", "CHRONOQ_MAX_PAYLOAD_BYTES", queue.DefaultMaxPayloadBytes, "largest job payload or result in bytes")
+	e.Int(&c.maxQueues, "max-queues", "CHRONOQ_MAX_QUEUES", queue.DefaultMaxQueues, "most queues")
+	e.Duration(&c.retention, "retention", "CHRONOQ_RETENTION", queue.DefaultRetention, "how long a completed job is kept when it names no result_ttl")
+	e.Int(&c.completedHistory, "completed-history", "CHRONOQ_COMPLETED_HISTORY", queue.DefaultCompletedHistory, "completed job ids listed per queue")
+	e.Int(&c.deadMaxJobs, "dead-max-jobs", "CHRONOQ_DEAD_MAX_JOBS", queue.DefaultDeadMaxJobs, "most dead jobs kept per queue (the oldest go first)")
+	e.Duration(&c.deadMaxAge, "dead-max-age", "CHRONOQ_DEAD_MAX_AGE", queue.DefaultDeadMaxAge, "how long a dead job is kept")
+	e.Duration(&c.idempotencyTTL, "idempotency-ttl", "CHRONOQ_IDEMPOTENCY_TTL", queue.DefaultIdempotencyTTL, "how long an idempotency key is remembered")
+	e.Duration(&c.reclaimInterval, "reclaim-interval", "CHRONOQ_RECLAIM_INTERVAL", 5*time.Second, "time between reclaim sweeps")
+	e.Duration(&c.promoteMaxSleep, "promote-max-sleep", "CHRONOQ_PROMOTE_MAX_SLEEP", time.Second, "longest promoter sleep (the most a lost wake-up delays a job)")
+	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
+	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
+	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
+	e.String(&level, "log-level", "CHRONOQ_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	if err := errors.Join(e.errs...); err != nil {
+		return c, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	for a := range strings.SplitSeq(cluster, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.redisCluster = append(c.redisCluster, a)
+		}
+	}
+	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
+		return c, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return c, fmt.Errorf("--log-format %q: want text or json", c.logFormat)
+	}
+	host, _, err := net.SplitHostPort(c.listen)
+	if err != nil {
+		return c, fmt.Errorf("--listen %q: %v", c.listen, err)
+	}
+	if !isLoopback(host) && c.token == "" && !c.insecure {
+		return c, fmt.Errorf("refusing to listen on %s without an API token: anyone who reaches it could run and delete jobs. "+
+			"Set --token (or CHRONOQ_TOKEN), listen on 127.0.0.1, or pass --insecure", c.listen)
+	}
+	return c, nil
+}
+
+// isLoopback reports whether host (of a listen address) is loopback only.
+// An empty host listens on every interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newLogger(c serveConfig, w io.Writer) *slog.Logger {
+	o := &slog.HandlerOptions{Level: c.logLevel}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+func runServe(ctx context.Context, args []string, env func(string) string, _, stderr io.Writer) int {
+	c, err := parseServe(args, env, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "chronoq serve: %v\n", err)
+		return 2
+	}
+	log := newLogger(c, stderr)
+	if err := serve(ctx, c, log, serveHooks{}); err != nil {
+		log.Error("chronoq serve: stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serveHooks let tests drive serve.
+type serveHooks struct {
+	clock    clockwork.Clock   // defaults to the real clock
+	onListen func(addr string) // called once the listener is open
+}
+
+// connect opens the Redis connection serve uses, starting the embedded
+// in-memory Redis when none is configured. close releases it all.
+func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, close func(), err error) {
+	switch {
+	case len(c.redisCluster) > 0:
+		o := &redis.ClusterOptions{Addrs: c.redisCluster, DialerRetries: 2}
+		if c.redisURL != "" {
+			u, err := redis.ParseURL(c.redisURL)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--redis-url: %w", err)
+			}
+			o.Username, o.Password, o.TLSConfig = u.Username, u.Password, u.TLSConfig
+		}
+		cl := redis.NewClusterClient(o)
+		log.Info("using Redis Cluster", "seeds", c.redisCluster, "tls", o.TLSConfig != nil)
+		return cl, func() { _ = cl.Close() }, nil
+	case c.redisURL != "":
+		o, err := redis.ParseURL(c.redisURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--redis-url: %w", err)
+		}
+		o.DialerRetries = 2 // answer 503 quickly while Redis is away
+		cl := redis.NewClient(o)
+		log.Info("using Redis", "addr", o.Addr, "db", o.DB, "tls", o.TLSConfig != nil)
+		return cl, func() { _ = cl.Close() }, nil
+	}
+	m, err := miniredis.Run()
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the embedded Redis: %w", err)
+	}
+	log.Warn("no --redis-url or REDIS_URL: using an embedded in-memory Redis. " +
+		"Jobs live only as long as this process: everything is lost when it stops. " +
+		"Set REDIS_URL (or --redis-url) to keep them.")
+	cl := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	return cl, func() { _ = cl.Close(); m.Close() }, nil
+}
+
+// serve runs the API, the promoter and the reclaimer until ctx ends, then
+// shuts them down gracefully.
+func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHooks) error {
+	clock := hooks.clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	rdb, closeRedis, err := connect(c, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: c.namespace, Clock: clock,
+		MaxPayloadBytes: c.maxPayloadBytes, MaxQueues: c.maxQueues, Retention: c.retention,
+		CompletedHistory: c.completedHistory, DeadMaxJobs: c.deadMaxJobs, DeadMaxAge: c.deadMaxAge,
+		IdempotencyTTL: c.idempotencyTTL})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	srv, err := api.New(api.Config{Store: client, Token: c.token, MetricsAuth: c.metricsAuth,
+		BodyLimit: c.bodyLimit, Logger: log})
+	if err != nil {
+		return err
+	}
+	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep,
+		OnPromote: srv.ObservePromote, Logger: log})
+	if err != nil {
+		return err
+	}
+	reclaimer, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: client, Interval: c.reclaimInterval, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		// Not fatal: the API answers 503 until Redis answers.
+		log.Warn("Redis does not answer yet; serving 503s until it does", "err", err)
+	}
+
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return err
+	}
+	// ReadTimeout bounds receiving a request (a client trickling its body
+	// cannot hold a handler for ever); net/http lifts it once the body is
+	// read, so event streams and long polls outlive it. No WriteTimeout:
+	// they outlive any.
+	hs := &http.Server{Handler: srv, ReadTimeout: c.readTimeout, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs.RegisterOnShutdown(srv.Drain) // event streams and long polls end at once
+
+	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBg()
+	if err := promoter.Start(bg); err != nil {
+		return err
+	}
+	if err := reclaimer.Start(bg); err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
+	if hooks.onListen != nil {
+		hooks.onListen(ln.Addr().String())
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case serveErr = <-served:
+		log.Error("http server failed", "err", serveErr)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	if err := promoter.Stop(sctx); err != nil {
+		log.Warn("promoter stop", "err", err)
+	}
+	if err := reclaimer.Stop(sctx); err != nil {
+		log.Warn("reclaimer stop", "err", err)
+	}
+	log.Info("stopped")
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return serveErr
+}

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestParseServe(t *testing.T) {
+	t.Parallel()
+	c, err := parseServe(nil, env(), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8080", c.listen)
+	require.Empty(t, c.redisURL)
+	require.Empty(t, c.redisCluster)
+	require.Equal(t, "chronoq", c.namespace)
+	require.EqualValues(t, 1<<20, c.bodyLimit)
+	require.Equal(t, time.Hour, c.retention)
+	require.Equal(t, slog.LevelInfo, c.logLevel)
+
+	// The environment, and a flag over it.
+	e := env("CHRONOQ_LISTEN", "127.0.0.1:9000", "REDIS_URL", "rediss://u:p@redis:6380/2", "CHRONOQ_TOKEN", "t",
+		"CHRONOQ_NAMESPACE", "ns", "CHRONOQ_REDIS_CLUSTER", "a:1, b:2,", "CHRONOQ_RETENTION", "2h",
+		"CHRONOQ_BODY_LIMIT", "2048", "CHRONOQ_METRICS_AUTH", "true", "CHRONOQ_LOG_LEVEL", "debug")
+	c, err = parseServe(nil, e, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9000", c.listen)
+	require.Equal(t, "rediss://u:p@redis:6380/2", c.redisURL)
+	require.Equal(t, []string{"a:1", "b:2"}, c.redisCluster)
+	require.Equal(t, "t", c.token)
+	require.Equal(t, "ns", c.namespace)
+	require.Equal(t, 2*time.Hour, c.retention)
+	require.EqualValues(t, 2048, c.bodyLimit)
+	require.True(t, c.metricsAuth)
+	require.Equal(t, slog.LevelDebug, c.logLevel)
+	c, err = parseServe([]string{"--listen", "127.0.0.1:9100", "--namespace", "flag", "--retention", "1m", "--metrics-auth=false"}, e, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9100", c.listen)
+	require.Equal(t, "flag", c.namespace)
+	require.Equal(t, time.Minute, c.retention)
+	require.False(t, c.metricsAuth)
+
+	for _, tt := range []struct {
+		args []string
+		env  func(string) string
+		ok   bool
+	}{
+		{[]string{"--listen", "0.0.0.0:8080"}, env(), false},
+		{[]string{"--listen", ":8080"}, env(), false},
+		{[]string{"--listen", "example.com:8080"}, env(), false},
+		{[]string{"--listen", "0.0.0.0:8080", "--token", "t"}, env(), true},
+		{[]string{"--listen", "0.0.0.0:8080"}, env("CHRONOQ_TOKEN", "t"), true},
+		{[]string{"--listen", "0.0.0.0:8080", "--insecure"}, env(), true},
+		{[]string{"--listen", "[::1]:8080"}, env(), true},
+		{[]string{"--listen", "localhost:8080"}, env(), true},
+		{[]string{"--listen", "nonsense"}, env(), false},
+		{nil, env("CHRONOQ_RETENTION", "forever"), false},
+		{nil, env("CHRONOQ_MAX_QUEUES", "many"), false},
+		{nil, env("CHRONOQ_INSECURE", "maybe"), false},
+		{[]string{"--log-level", "loud"}, env(), false},
+		{[]string{"--log-format", "xml"}, env(), false},
+		{[]string{"--no-such-flag"}, env(), false},
+		{[]string{"extra"}, env(), false},
+	} {
+		_, err := parseServe(tt.args, tt.env, io.Discard)
+		require.Equal(t, tt.ok, err == nil, "%v: %v", tt.args, err)
+	}
+}
+
+func TestRun(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.Equal(t, 2, run(t.Context(), nil, env(), &out, &out))
+	require.Contains(t, out.String(), "serve")
+	out.Reset()
+	require.Equal(t, 0, run(t.Context(), []string{"help"}, env(), &out, &out))
+	require.Equal(t, 2, run(t.Context(), []string{"nope"}, env(), &out, &out))
+	out.Reset()
+	require.Equal(t, 0, run(t.Context(), []string{"serve", "-h"}, env(), &out, &out))
+	require.Contains(t, out.String(), "CHRONOQ_TOKEN")
+	out.Reset()
+	require.Equal(t, 2, run(t.Context(), []string{"serve", "--listen", "0.0.0.0:0"}, env(), &out, &out))
+	require.Contains(t, out.String(), "refusing to listen")
+}
+
+// syncBuffer is a log sink the test reads while serve writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type served struct {
+	base  string
+	token string
+	logs  *syncBuffer
+	stop  func() // ends serve and waits for it
+}
+
+// startServe runs serve until the test ends (or stop).
+func startServe(t *testing.T, args []string, clock clockwork.Clock) *served {
+	t.Helper()
+	c, err := parseServe(append([]string{"--listen", "127.0.0.1:0"}, args...), env(), io.Discard)
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, c, newLogger(c, logs), serveHooks{clock: clock, onListen: func(a string) { addr <- a }})
+	}()
+	s := &served{token: c.token, logs: logs}
+	select {
+	case a := <-addr:
+		s.base = "http://" + a
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve ended at start: %v\n%s", err, logs)
+	}
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(15 * time.Second):
+				t.Fatalf("serve did not stop\n%s", logs)
+			}
+		})
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *served) do(t *testing.T, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, s.base+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	var m map[string]any
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(data, &m), "%s", data)
+	}
+	return res.StatusCode, m
+}
+
+// TestServeEmbeddedRedis: with no Redis configured serve runs on the
+// embedded in-memory Redis, says so, and the engine's scripts work on it:
+// enqueue, delayed promotion, claim, complete.
+func TestServeEmbeddedRedis(t *testing.T) {
+	t.Parallel()
+	clock := testutil.FakeClock()
+	s := startServe(t, nil, clock)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.logs)
+		}
+	})
+	require.Contains(t, s.logs.String(), "embedded in-memory Redis")
+	require.Contains(t, s.logs.String(), "Jobs live only as long as this process")
+
+	status, body := s.do(t, http.MethodPost, "/v1/jobs", `{"queue":"smoke","kind":"k","delay":"10s","payload":{"n":1}}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	require.Equal(t, "scheduled", body["status"])
+	id := body["id"].(string)
+	status, body = s.do(t, http.MethodPost, "/v1/jobs", `{"queue":"smoke","kind":"k","idempotency_key":"i"}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	status, _ = s.do(t, http.MethodPost, "/v1/jobs", `{"queue":"smoke","kind":"k","idempotency_key":"i"}`)
+	require.Equal(t, http.StatusOK, status)
+	other := body["id"].(string)
+
+	// Take the due job first; the delayed one is not due.
+	status, body = s.do(t, http.MethodPost, "/v1/queues/smoke/claim", `{"max":10}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	jobs := body["jobs"].([]any)
+	require.Len(t, jobs, 1)
+	require.Equal(t, other, jobs[0].(map[string]any)["id"])
+
+	// Due: the promoter (on the fake clock) moves it; the long poll gets it.
+	clock.Advance(10 * time.Second)
+	status, body = s.do(t, http.MethodPost, "/v1/queues/smoke/claim", `{"wait":"10s"}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	jobs = body["jobs"].([]any)
+	require.Len(t, jobs, 1)
+	job := jobs[0].(map[string]any)
+	require.Equal(t, id, job["id"])
+
+	status, body = s.do(t, http.MethodPost, "/v1/queues/smoke/jobs/"+id+"/heartbeat", `{"token":"`+job["token"].(string)+`"}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	status, body = s.do(t, http.MethodPost, "/v1/queues/smoke/jobs/"+id+"/complete", `{"token":"`+job["token"].(string)+`","result":"done"}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Equal(t, "completed", body["status"])
+
+	status, body = s.do(t, http.MethodGet, "/v1/queues/smoke", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, float64(1), body["completed_total"])
+	require.Equal(t, float64(1), body["promoted_total"])
+	require.Equal(t, float64(1), body["processing"])
+
+	status, _ = s.do(t, http.MethodGet, "/readyz", "")
+	require.Equal(t, http.StatusOK, status)
+	status, _ = s.do(t, http.MethodGet, "/metrics", "")
+	require.Equal(t, http.StatusOK, status)
+	s.stop()
+	require.Contains(t, s.logs.String(), "stopped")
+}
+
+// TestServeRealRedis: serve on a real Redis with a token, beyond the
+// default listen address rules; a graceful shutdown ends open event
+// streams instead of waiting for them.
+func TestServeRealRedis(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, []string{"--redis-url", "redis://" + testutil.RedisAddr(t) + "/0",
+		"--namespace", testutil.Namespace(t), "--token", "tok"}, nil)
+	require.NotContains(t, s.logs.String(), "embedded")
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/v1/queues", nil)
+	require.NoError(t, err)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+
+	status, body := s.do(t, http.MethodPost, "/v1/jobs", `{"queue":"real","kind":"k"}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+
+	// An open event stream.
+	req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/v1/events?queue=real", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer tok")
+	res, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	line, err := bufio.NewReader(res.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, ": connected\n", line)
+
+	start := time.Now()
+	s.stop()
+	require.Less(t, time.Since(start), 10*time.Second)
+	_, err = io.ReadAll(res.Body) // the stream ended
+	require.NoError(t, err)
+}
+
+// TestServeReadTimeout: a client that trickles its body is cut off, with a
+// 400, once --read-timeout has passed; the deadline does not touch a
+// request whose body arrived.
+func TestServeReadTimeout(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, []string{"--read-timeout", "300ms"}, nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"kind\":")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	data, _ := io.ReadAll(res.Body)
+	require.Contains(t, string(data), "did not arrive in time")
+
+	// A long poll's body arrived: its deadline is lifted, and the poll
+	// still gets a job that comes well after it.
+	got := make(chan map[string]any, 1)
+	go func() {
+		_, body := s.do(t, http.MethodPost, "/v1/queues/bt/claim", `{"wait":"10s"}`)
+		got <- body
+	}()
+	<-time.After(700 * time.Millisecond) // past the read timeout
+	status, job := s.do(t, http.MethodPost, "/v1/jobs", `{"queue":"bt","kind":"k"}`)
+	require.Equal(t, http.StatusCreated, status)
+	select {
+	case body := <-got:
+		jobs, _ := body["jobs"].([]any)
+		require.Len(t, jobs, 1, "%v", body)
+		require.Equal(t, job["id"], jobs[0].(map[string]any)["id"])
+	case <-time.After(15 * time.Second):
+		t.Fatal("long poll did not answer")
+	}
+}
+
+// TestServeRedisPassword: the URL's user and password reach Redis; a wrong
+// password leaves the service up, answering 503.
+func TestServeRedisPassword(t *testing.T) {
+	t.Parallel()
+	rdb := testutil.Redis(t)
+	ns := testutil.Namespace(t)
+	user := "u" + ns // an ACL user of this test's own on the shared server
+	require.NoError(t, rdb.Do(t.Context(), "ACL", "SETUSER", user, "on", ">s3cret", "~*", "&*", "+@all").Err())
+	t.Cleanup(func() { _ = rdb.Do(context.Background(), "ACL", "DELUSER", user).Err() })
+	addr := testutil.RedisAddr(t)
+
+	s := startServe(t, []string{"--redis-url", "redis://" + user + ":s3cret@" + addr + "/0", "--namespace", ns}, nil)
+	status, body := s.do(t, http.MethodPost, "/v1/jobs", `{"kind":"k"}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+
+	wrong := startServe(t, []string{"--redis-url", "redis://" + user + ":nope@" + addr + "/0", "--namespace", ns}, nil)
+	require.Contains(t, wrong.logs.String(), "Redis does not answer yet")
+	status, body = wrong.do(t, http.MethodPost, "/v1/jobs", `{"kind":"k"}`)
+	require.Equal(t, http.StatusServiceUnavailable, status, "%v", body)
+	status, _ = wrong.do(t, http.MethodGet, "/readyz", "")
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	status, _ = wrong.do(t, http.MethodGet, "/healthz", "")
+	require.Equal(t, http.StatusOK, status)
+}
