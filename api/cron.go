@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -42,7 +43,7 @@ type cronJSON struct {
 
 func toCronJSON(e CronEntry) cronJSON {
 	out := cronJSON{Name: e.Name, Schedule: e.Schedule, Timezone: e.Timezone, Queue: e.Queue, Kind: e.Kind,
-		Payload: e.Payload, MaxAttempts: e.MaxAttempts, Missed: e.Missed, Overlap: e.Overlap, Paused: e.Paused,
+		Payload: e.Payload, MaxAttempts: e.MaxAttempts, Missed: string(e.Missed), Overlap: string(e.Overlap), Paused: e.Paused,
 		NextRunAt: fmtTime(e.NextRunAt), LastRunAt: fmtTime(e.LastRunAt), LastJobID: nilIfEmpty(e.LastJobID)}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("{}")
@@ -65,7 +66,7 @@ func pathCronName(c echo.Context) (string, error) {
 func (r *cronRequest) entry(name string) (CronEntry, error) {
 	e := CronEntry{Name: name, Schedule: r.Schedule, Timezone: cmp.Or(r.Timezone, "UTC"),
 		Queue: cmp.Or(r.Queue, queue.DefaultQueue), Kind: r.Kind, Payload: r.Payload,
-		Missed: cmp.Or(r.Missed, "skip"), Overlap: cmp.Or(r.Overlap, "allow"), Paused: r.Paused}
+		Missed: cron.Missed(cmp.Or(r.Missed, "skip")), Overlap: cron.Overlap(cmp.Or(r.Overlap, "allow")), Paused: r.Paused}
 	switch {
 	case e.Schedule == "":
 		return e, invalidArg("schedule", "schedule is required")

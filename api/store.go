@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -82,33 +83,9 @@ type CronStore interface {
 	Trigger(ctx context.Context, name string) (*queue.Job, error)
 }
 
-// CronEntry is a recurring job as the cron routes read and write it.
-type CronEntry struct {
-	// Name matches the queue-name pattern.
-	Name string
-	// Schedule is a 5-field cron spec, a 6-field one with leading seconds,
-	// a descriptor such as "@hourly", or "@every <duration>".
-	Schedule string
-	// Timezone is an IANA zone name. The API fills in "UTC".
-	Timezone string
-	// Queue, Kind, Payload and MaxAttempts make each run's job. The API
-	// fills in "default" and {} for Queue and Payload; MaxAttempts 0 is
-	// the queue's default.
-	Queue       string
-	Kind        string
-	Payload     json.RawMessage
-	MaxAttempts int
-	// Missed is "skip" or "once"; Overlap "allow" or "skip". The API fills
-	// in "skip" and "allow".
-	Missed  string
-	Overlap string
-	Paused  bool
-
-	// Read only: filled in by the store.
-	NextRunAt time.Time
-	LastRunAt time.Time
-	LastJobID string
-}
+// CronEntry is a recurring job as the cron routes read and write it: the
+// cron package's Entry, so *cron.Store is a CronStore as it is.
+type CronEntry = cron.Entry
 
 // ListOptions select a page of [Manager.List].
 type ListOptions = queue.ListOptions

@@ -97,10 +97,10 @@ func normalize(e Entry) (Entry, *Schedule, error) {
 	}
 	e.Queue = cmp.Or(e.Queue, queue.DefaultQueue)
 	if err := queue.ValidateQueue(e.Queue); err != nil {
-		return Entry{}, nil, &FieldError{Field: "queue", Err: err}
+		return Entry{}, nil, &FieldError{Index: -1, Field: "queue", Err: err}
 	}
 	if err := queue.ValidateKind(e.Kind); err != nil {
-		return Entry{}, nil, &FieldError{Field: "kind", Err: err}
+		return Entry{}, nil, &FieldError{Index: -1, Field: "kind", Err: err}
 	}
 	if len(e.Payload) > 0 {
 		var buf bytes.Buffer

@@ -197,19 +197,13 @@ func repeatedUntil(t time.Time) (end time.Time, repeated bool) {
 	return end, t.Before(end)
 }
 
-// FieldError is an invalid field of an [Entry]. It wraps
+// FieldError is an invalid field of an [Entry] (the queue package's type,
+// with Index -1). It wraps
 // [queue.ErrInvalid], so errors.Is(err, queue.ErrInvalid) holds, and Field
 // is the entry's JSON field name: "name", "schedule", "timezone", "queue",
 // "kind", "payload", "max_attempts", "missed" or "overlap".
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
-
-func (e *FieldError) Unwrap() error { return e.Err }
+type FieldError = queue.FieldError
 
 func invalid(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Err: fmt.Errorf("%w: "+format, append([]any{queue.ErrInvalid}, args...)...)}
+	return &FieldError{Index: -1, Field: field, Err: fmt.Errorf("%w: "+format, append([]any{queue.ErrInvalid}, args...)...)}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/queue"
 )
@@ -277,7 +278,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer client.Close()
-	srv, err := api.New(api.Config{Store: client, Token: c.token, MetricsAuth: c.metricsAuth,
+	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Token: c.token, MetricsAuth: c.metricsAuth,
 		BodyLimit: c.bodyLimit, Logger: log})
 	if err != nil {
 		return err
@@ -288,6 +289,10 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	reclaimer, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: client, Interval: c.reclaimInterval, Logger: log})
+	if err != nil {
+		return err
+	}
+	scheduler, err := cron.NewScheduler(cron.Config{Client: client, Clock: clock, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -316,6 +321,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err := reclaimer.Start(bg); err != nil {
 		return err
 	}
+	if err := scheduler.Start(bg); err != nil {
+		return err
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
@@ -340,6 +348,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	}
 	if err := reclaimer.Stop(sctx); err != nil {
 		log.Warn("reclaimer stop", "err", err)
+	}
+	if err := scheduler.Stop(sctx); err != nil {
+		log.Warn("cron scheduler stop", "err", err)
 	}
 	log.Info("stopped")
 	if errors.Is(serveErr, http.ErrServerClosed) {

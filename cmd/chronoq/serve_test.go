@@ -348,3 +348,36 @@ func TestServeRedisPassword(t *testing.T) {
 	status, _ = wrong.do(t, http.MethodGet, "/healthz", "")
 	require.Equal(t, http.StatusOK, status)
 }
+
+// TestServeRunsCron: serve exposes the cron routes and runs the scheduler
+// (the scheduler's own timing is tested in package cron).
+func TestServeRunsCron(t *testing.T) {
+	t.Parallel()
+	clock := testutil.FakeClock()
+	s := startServe(t, []string{"--redis-url", "redis://" + testutil.RedisAddr(t) + "/0",
+		"--namespace", testutil.Namespace(t)}, clock)
+
+	status, body := s.do(t, http.MethodPut, "/v1/cron/tick", `{"schedule":"@every 1m","queue":"crons","kind":"report"}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	status, body = s.do(t, http.MethodPut, "/v1/cron/bad", `{"schedule":"61 * * * *","kind":"report"}`)
+	require.Equal(t, http.StatusBadRequest, status, "%v", body)
+	require.Equal(t, "schedule", body["error"].(map[string]any)["field"])
+
+	status, body = s.do(t, http.MethodPost, "/v1/cron/tick/trigger", "")
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	require.Equal(t, "report", body["kind"])
+
+	// The scheduler enqueues the next tick once the clock reaches it.
+	require.Eventually(t, func() bool {
+		_, q := s.do(t, http.MethodGet, "/v1/queues/crons", "")
+		if n, _ := q["enqueued_total"].(float64); n >= 2 {
+			return true
+		}
+		clock.Advance(time.Minute)
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
+	status, body = s.do(t, http.MethodGet, "/v1/cron/tick", "")
+	require.Equal(t, http.StatusOK, status)
+	require.NotNil(t, body["last_run_at"])
+	require.NotNil(t, body["next_run_at"])
+}
