@@ -112,7 +112,9 @@ type Client struct {
 	pubcmd   string
 	cluster  bool
 	backoff  delayed.Backoff
-	instance string // tells this client's nudges from others' on the nudge channel
+	// backoffEnc is backoff.Encode(), once: most jobs use the default.
+	backoffEnc string
+	instance   string // tells this client's nudges from others' on the nudge channel
 
 	known sync.Map // queue name -> struct{}: registered in the queues set
 
@@ -147,6 +149,7 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 		c.backoff = *cfg.DefaultBackoff
 	}
+	c.backoffEnc = c.backoff.Encode()
 	if err := c.checkDefaults(); err != nil {
 		return nil, err
 	}

@@ -698,6 +698,12 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		b.enqueue(t, queue.NewJob{Queue: "a"})
 		_, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: "c", Kind: "k"})
 		require.ErrorIs(t, err, queue.ErrTooManyQueues)
+		// A batch refused for one of its queues enqueues nothing at all.
+		_, err = b.client.EnqueueBatch(b.ctx, []queue.NewJob{{Queue: "a", Kind: "k"}, {Queue: "c", Kind: "k"}})
+		require.ErrorIs(t, err, queue.ErrTooManyQueues)
+		s, err := b.client.Stats(b.ctx, "a")
+		require.NoError(t, err)
+		require.Equal(t, int64(2), s.EnqueuedTotal)
 	})
 
 	t.Run("PausedQueueAcceptsAndPromotesButHandsOutNothing", func(t *testing.T) {

@@ -169,7 +169,11 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if nj.ResultTTL > 0 {
 		rttl = strconv.FormatInt(nj.ResultTTL.Milliseconds(), 10)
 	}
-	args := []any{j.ID, j.Kind, string(j.Payload), maxAttempts, bo.Encode(), vis.Milliseconds(),
+	boEnc := c.backoffEnc
+	if nj.Backoff != nil {
+		boEnc = bo.Encode()
+	}
+	args := []any{j.ID, j.Kind, string(j.Payload), maxAttempts, boEnc, vis.Milliseconds(),
 		runAt.UnixMilli(), nj.IdempotencyKey, rttl}
 	return prepared{job: j, args: args}, nil
 }
@@ -184,8 +188,11 @@ func hexID(u uuid.UUID) string {
 }
 
 // EnqueueBatch adds up to MaxBatch jobs, validated as a whole: one invalid
-// job (a *FieldError naming its index) and nothing is enqueued. Jobs of one
-// queue go in one script call.
+// job (a *FieldError naming its index), or a queue past Config.MaxQueues,
+// and nothing is enqueued. Jobs of one queue go in one atomic script call;
+// a batch over several queues makes one call per queue, so a Redis failure
+// part-way can leave the earlier queues' jobs written (retrying the batch
+// with idempotency keys is safe).
 func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
 	if len(jobs) == 0 || len(jobs) > MaxBatch {
 		return nil, &FieldError{Index: -1, Field: "jobs", Err: fmt.Errorf("%w: a batch holds 1 to %d jobs, got %d", ErrInvalid, MaxBatch, len(jobs))}
@@ -206,11 +213,15 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 		}
 		byQueue[q] = append(byQueue[q], i)
 	}
-	out := make([]Enqueued, len(jobs))
+	// Every queue is known (or within the cap) before any job is written:
+	// a batch refused for its queues enqueues nothing.
 	for _, q := range order {
 		if err := c.register(ctx, q); err != nil {
 			return nil, err
 		}
+	}
+	out := make([]Enqueued, len(jobs))
+	for _, q := range order {
 		if err := c.enqueueQueue(ctx, q, now.UnixMilli(), preps, byQueue[q], out); err != nil {
 			return nil, err
 		}

@@ -73,7 +73,8 @@ func wrapRedis(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	if strings.HasPrefix(err.Error(), "ERR Error running script") || strings.Contains(err.Error(), "user_script") {
+	if msg := err.Error(); strings.HasPrefix(msg, "ERR Error running script") || strings.HasPrefix(msg, "ERR Error compiling script") ||
+		strings.Contains(msg, "user_script") {
 		return err // a script bug, not an outage
 	}
 	return unavailableError{err}
