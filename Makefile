@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help deps test test-race test-short bench lint fmt
+.PHONY: help deps test test-race test-short bench lint fmt fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -20,6 +20,16 @@ test-short: deps ## quick run: no race detector, no cluster suite
 
 bench: deps ## benchmarks: end-to-end throughput and scheduled-job lateness on real Redis
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 10m ./queue/ ./delayed/
+
+bench-peer: deps ## chronoq vs asynq side by side on one redis-server (module bench/); BENCH_ARGS="-n 20000 -only e2e,late"
+	cd bench && $(GO) run . $(BENCH_ARGS)
+
+FUZZTIME ?= 10s
+fuzz: deps ## fuzz the request decoding, each target for FUZZTIME (default 10s)
+	@for f in FuzzEnqueueRequest FuzzBatchRequest FuzzRequest FuzzAppendString; do \
+	  echo "fuzzing $$f for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./api/ || exit 1; \
+	done
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
