@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help deps test test-race test-short bench lint fmt fuzz
+.PHONY: help deps test test-race test-short bench bench-peer lint fmt fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'

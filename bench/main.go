@@ -1,0 +1,243 @@
+// Command bench runs the same scenarios on chronoq and on
+// github.com/hibiken/asynq against one redis-server, in one run, and
+// prints the figures side by side with their ratio. See README.md.
+//
+//	go run . [-n 100000] [-only e2e,drain,enqueue,late,retry,mem] [-deadline 120s] [-redis host:port]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	concurrency      = 50          // handlers running at once, on both sides
+	e2eProducers     = 4           // scenario 1
+	fillProducers    = 8           // scenarios 2, 3 and 6, and the fill of 2
+	lateProducers    = 4           // scenario 4
+	enqueueBatch     = 100         // jobs per chronoq EnqueueBatch
+	lateSpread       = time.Second // scenario 4: due times spread over this
+	lateLead         = time.Second // scenario 4: the first due this long after the enqueues start
+	retryDelay       = 100 * time.Millisecond
+	tunedCheck       = 100 * time.Millisecond // asynq's DelayedTaskCheckInterval, tuned
+	memAhead         = time.Hour              // scenario 6: how far ahead the jobs are due
+	stopTimeout      = 15 * time.Second       // a worker's, server's or promoter's stop
+	maxJobs          = 10_000_000             // the largest -n accepted
+	fallbackDeadline = 10 * time.Minute       // bounds a loop whose ctx has no deadline
+)
+
+var scenarioNames = []string{"e2e", "drain", "enqueue", "late", "retry", "mem"}
+
+// bench holds the run's settings and the control connection (INFO,
+// FLUSHALL) to the shared redis-server.
+type bench struct {
+	addr     string
+	ctl      *redis.Client
+	deadline time.Duration
+	n        int // scenarios 1, 2, 3
+	lateN    int
+	retryN   int
+	memN     int
+	runtime  string // chronoq's consumer: runtimeWorker or runtimeLoop
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	b := &bench{}
+	redisAddr := flag.String("redis", "", "an EMPTY redis-server to use (it is FLUSHALLed between scenarios); empty: start one on a free loopback port")
+	force := flag.Bool("force", false, "with -redis: run even if the server holds keys (they are deleted)")
+	only := flag.String("only", "", "comma-separated scenarios to run, of "+strings.Join(scenarioNames, ",")+"; empty: all")
+	flag.IntVar(&b.n, "n", 100_000, "jobs in the end-to-end, drain and enqueue scenarios")
+	flag.IntVar(&b.lateN, "late-n", 2000, "scheduled jobs in the lateness scenario, due evenly over 1 s")
+	flag.IntVar(&b.retryN, "retry-n", 500, "jobs in the retry-delay scenario")
+	flag.IntVar(&b.memN, "mem-n", 50_000, "jobs scheduled 1 h ahead in the memory scenario")
+	flag.DurationVar(&b.deadline, "deadline", 120*time.Second, "the most one side of one scenario may run; then it stops and reports what it got (marked *)")
+	flag.StringVar(&b.runtime, "runtime", runtimeWorker, "chronoq's consumer: worker (package worker, concurrency 50) or loop (50 goroutines: Claim(Max 32, Wait 50 ms) + CompleteMany)")
+	flag.Parse()
+
+	selected, err := parseOnly(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"-n", b.n}, {"-late-n", b.lateN}, {"-retry-n", b.retryN}, {"-mem-n", b.memN}} {
+		if v.n < 1 || v.n > maxJobs {
+			fmt.Fprintf(os.Stderr, "bench: %s must be in [1, %d]\n", v.name, maxJobs)
+			return 2
+		}
+	}
+	if b.deadline <= 0 || b.deadline > time.Hour {
+		fmt.Fprintln(os.Stderr, "bench: -deadline must be in (0, 1h]")
+		return 2
+	}
+	if b.runtime != runtimeWorker && b.runtime != runtimeLoop {
+		fmt.Fprintf(os.Stderr, "bench: -runtime must be %s or %s\n", runtimeWorker, runtimeLoop)
+		return 2
+	}
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	b.addr = *redisAddr
+	if b.addr == "" {
+		srv, err := startRedis()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer srv.stop()
+		b.addr = srv.addr
+	}
+	b.ctl = redis.NewClient(&redis.Options{Addr: b.addr})
+	defer b.ctl.Close()
+	keys, err := keyCount(b.ctl)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: redis at %s: %v\n", b.addr, err)
+		return 1
+	}
+	if keys > 0 && !*force {
+		fmt.Fprintf(os.Stderr, "bench: the redis-server at %s holds %d keys and the benchmark FLUSHALLs it: use an empty server, or -force\n", b.addr, keys)
+		return 1
+	}
+	srvInfo, _ := info(b.ctl, "server")
+
+	t := &table{}
+	for _, name := range scenarioNames {
+		if !selected[name] {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		logf("scenario %s", name)
+		switch name {
+		case "e2e":
+			b.e2e(ctx, t)
+		case "drain":
+			b.drain(ctx, t)
+		case "enqueue":
+			b.enqueue(ctx, t)
+		case "late":
+			b.late(ctx, t)
+		case "retry":
+			b.retry(ctx, t)
+		case "mem":
+			b.mem(ctx, t)
+		}
+	}
+	_ = flushAll(b.ctl)
+
+	chronoqRuntime := "package worker (worker.Worker, Concurrency 50)"
+	if b.runtime == runtimeLoop {
+		chronoqRuntime = "no worker package: 50 goroutines doing Claim(Max 32, Wait 50 ms) + CompleteMany"
+	}
+	fmt.Printf("chronoq vs asynq %s, redis-server %s at %s, %s, GOMAXPROCS %d, %s\n",
+		depVersion("github.com/hibiken/asynq"), srvInfo["redis_version"], b.addr, runtime.Version(),
+		runtime.GOMAXPROCS(0), time.Now().Format(time.DateTime))
+	fmt.Printf("chronoq's consumer: %s; asynq: Server{Concurrency: 50}, defaults otherwise\n", chronoqRuntime)
+	fmt.Printf("n=%d late-n=%d retry-n=%d mem-n=%d deadline=%s\n\n", b.n, b.lateN, b.retryN, b.memN, b.deadline)
+	t.print(os.Stdout)
+	fmt.Println()
+	fmt.Println("ratio: how many times better chronoq did. (c/a) = chronoq/asynq, for higher-is-better rows;")
+	fmt.Println("(a/c) = asynq/chronoq, for lower-is-better rows (times, CPU, bytes). n/a: no meaningful ratio")
+	fmt.Println("(a side ran early, or has no such call).")
+	printNotes(b, selected)
+	if t.incomplete {
+		fmt.Println("* incomplete: that side stopped at the deadline, on an error or on Ctrl-C; the figure is what it got.")
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "bench: interrupted")
+		return 130
+	}
+	return 0
+}
+
+// printNotes says, for each scenario run, what its rows measure.
+func printNotes(b *bench, selected map[string]bool) {
+	notes := map[string][]string{
+		"e2e": {"1. n no-op jobs enqueued by 4 producers (chronoq: EnqueueBatch of 100; asynq: one Enqueue a job,",
+			"   it has no batch or pipelined enqueue) while 50 handlers run; first enqueue to last completion."},
+		"drain":   {"2. n jobs enqueued first, untimed; then the consumer starts; time until all are completed."},
+		"enqueue": {"3. n jobs by 8 producers. redis CPU µs/job (1-3): INFO cpu user+sys delta over the run / jobs."},
+		"late": {fmt.Sprintf("4. %d jobs due evenly over 1 s from 1 s after the enqueues start (4 producers). Lateness =", b.lateN),
+			"   handler start − requested run time; negative = early. chronoq: a delayed.Promoter."},
+		"retry": {fmt.Sprintf("5. %d jobs fail their first run asking a retry 100 ms later (chronoq: worker.RetryAfter or", b.retryN),
+			"   FailOptions.RetryAt; asynq: RetryDelayFunc). Second run's start − (failure + 100 ms)."},
+		"mem": {fmt.Sprintf("6. %d jobs due 1 h ahead, payload {\"i\":n}: INFO used_memory delta / jobs.", b.memN)},
+	}
+	for _, name := range scenarioNames {
+		if selected[name] {
+			for _, l := range notes[name] {
+				fmt.Println(l)
+			}
+		}
+	}
+}
+
+func parseOnly(s string) (map[string]bool, error) {
+	sel := map[string]bool{}
+	if strings.TrimSpace(s) == "" {
+		for _, n := range scenarioNames {
+			sel[n] = true
+		}
+		return sel, nil
+	}
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(scenarioNames, n) {
+			return nil, fmt.Errorf("-only: unknown scenario %q (have %s)", n, strings.Join(scenarioNames, ","))
+		}
+		sel[n] = true
+	}
+	return sel, nil
+}
+
+// depVersion is the version of module path this program was built with.
+func depVersion(path string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			return d.Version
+		}
+	}
+	return "(unknown version)"
+}
+
+var started = time.Now()
+
+// logf prints progress to stderr; the table goes to stdout.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// roundsUntil bounds a loop that waits every per round: the rounds until
+// ctx's deadline (fallbackDeadline when it has none), plus one.
+func roundsUntil(ctx context.Context, every time.Duration) int {
+	left := fallbackDeadline
+	if d, ok := ctx.Deadline(); ok {
+		left = time.Until(d)
+	}
+	return max(int(left/every), 0) + 1
+}
+
+// errStopped says a run ended by its deadline or Ctrl-C.
+var errStopped = errors.New("stopped by the deadline or Ctrl-C")
