@@ -772,6 +772,19 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Equal(t, int64(5), s.Processing)
 		require.Equal(t, int64(5), s.EnqueuedTotal)
 		require.Equal(t, queue.StatusProcessing, b.get(t, "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f").Status)
+
+		// A call of several jobs, sent twice, makes them once.
+		two := append([]any{b.ns + ":{" + b.queue + "}:", b.clock.Now().UnixMilli(), "", "", 60000, 2},
+			"0192f3c4a1b27c9e8d1f0a3b4c5d6e80", "k", "{}", 3, delayed.DefaultBackoff.Encode(), 30000, b.clock.Now().UnixMilli(), "", "",
+			"0192f3c4a1b27c9e8d1f0a3b4c5d6e81", "k", "{}", 3, delayed.DefaultBackoff.Encode(), 30000, b.clock.Now().Add(time.Hour).UnixMilli(), "", "")
+		for range 2 {
+			_, err = queue.RunScript(b.ctx, b.rdb, "enqueue", ekeys, two...)
+			require.NoError(t, err)
+		}
+		s = b.stats(t)
+		require.Equal(t, int64(1), s.Pending)
+		require.Equal(t, int64(1), s.Scheduled)
+		require.Equal(t, int64(7), s.EnqueuedTotal)
 	})
 
 	t.Run("TwoPromotersRacing10000DueJobsPromoteEachOnce", func(t *testing.T) {

@@ -13,19 +13,21 @@
 --          earliest scheduled one (-1 when none did), id_i the job that
 --          answers job i (its own id, or the first job of its idempotency
 --          key) and replayed_i 1 when that job existed before.
--- Safe to run twice: each call marks itself with its first job's id for
--- 60 s; a second run finds the mark and then checks each job, answering one
--- whose hash exists as it is. (A first run skips that check: it costs a
--- command per job.)
+-- Safe to run twice: a job whose hash exists already is answered as it is.
+-- A call of several jobs marks itself with its first job's id for 60 s and
+-- checks its jobs one by one only when it finds its mark (a rerun); a call
+-- of one job just checks it.
 local idem_ttl = tonumber(ARGV[5])
 local n = tonumber(ARGV[6])
 local out = { -1 }
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local head_ms = tonumber(head[2] or '-1')
+local head_ms = nil -- the earliest scheduled score before this call, read once if needed
 local new_head = -1
 local added = 0
 local pend, sched = {}, {}
-local rerun = not redis.call('SET', prefix .. 'enq:' .. ARGV[7], '1', 'NX', 'PX', 60000)
+local rerun = true
+if n > 1 then
+  rerun = not redis.call('SET', prefix .. 'enq:' .. ARGV[7], '1', 'NX', 'PX', 60000)
+end
 batch_events()
 for i = 0, n - 1 do
   local b = 7 + i * 9
@@ -64,6 +66,10 @@ for i = 0, n - 1 do
       else
         sched[#sched + 1] = run_at
         sched[#sched + 1] = id
+        if not head_ms then
+          local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+          head_ms = tonumber(head[2] or '-1')
+        end
         if (head_ms < 0 or run_at < head_ms) and (new_head < 0 or run_at < new_head) then
           new_head = run_at
         end
