@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -80,13 +82,23 @@ func (b Backoff) Encode() string {
 	return fmt.Sprintf("%d:%g:%d:%g", b.Initial.Milliseconds(), b.Factor, b.Max.Milliseconds(), b.Jitter)
 }
 
-// DecodeBackoff parses the form written by [Backoff.Encode].
+// DecodeBackoff parses the form written by [Backoff.Encode]. (It runs for
+// every job read, so it splits by hand rather than with fmt.Sscanf.)
 func DecodeBackoff(s string) (Backoff, error) {
-	var ini, mx int64
-	var b Backoff
-	if _, err := fmt.Sscanf(s, "%d:%g:%d:%g", &ini, &b.Factor, &mx, &b.Jitter); err != nil {
-		return Backoff{}, fmt.Errorf("%w: cannot decode %q: %v", ErrInvalidBackoff, s, err)
+	bad := func() (Backoff, error) {
+		return Backoff{}, fmt.Errorf("%w: cannot decode %q: want initial_ms:factor:max_ms:jitter", ErrInvalidBackoff, s)
 	}
-	b.Initial, b.Max = time.Duration(ini)*time.Millisecond, time.Duration(mx)*time.Millisecond
-	return b, nil
+	parts := strings.Split(s, ":")
+	if len(parts) != 4 {
+		return bad()
+	}
+	ini, err1 := strconv.ParseInt(parts[0], 10, 64)
+	factor, err2 := strconv.ParseFloat(parts[1], 64)
+	mx, err3 := strconv.ParseInt(parts[2], 10, 64)
+	jitter, err4 := strconv.ParseFloat(parts[3], 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		return bad()
+	}
+	return Backoff{Initial: time.Duration(ini) * time.Millisecond, Factor: factor,
+		Max: time.Duration(mx) * time.Millisecond, Jitter: jitter}, nil
 }

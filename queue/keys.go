@@ -3,7 +3,6 @@ package queue
 import (
 	"errors"
 	"fmt"
-	"regexp"
 )
 
 // Every Redis key chronoq uses is built in this file.
@@ -13,12 +12,29 @@ import (
 // script touches one slot only. Queue names are validated before any key
 // is built: a name can hold no brace, so nothing can move the hash tag.
 
-var (
-	queueNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	kindRE      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-	namespaceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:_-]{0,63}$`)
-	jobIDRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
+// The name rules are checked with byte loops, not regexps: they run on
+// every call.
+
+// nameOK reports whether s is 1 to max bytes, starting with a letter or
+// digit of first, the rest from rest.
+func nameOK(s string, max int, first, rest func(byte) bool) bool {
+	if len(s) == 0 || len(s) > max || !first(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !rest(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerOrDigit(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+func alnum(c byte) bool        { return lowerOrDigit(c) || c >= 'A' && c <= 'Z' }
+func queueRest(c byte) bool    { return lowerOrDigit(c) || c == '.' || c == '_' || c == '-' }
+func kindRest(c byte) bool     { return alnum(c) || c == '.' || c == '_' || c == ':' || c == '-' }
+func idByte(c byte) bool       { return alnum(c) || c == '_' || c == '-' }
+func nsRest(c byte) bool       { return alnum(c) || c == ':' || c == '_' || c == '-' }
 
 // Validation errors; each error returned for bad input wraps one of them and
 // [ErrInvalid].
@@ -31,7 +47,7 @@ var (
 // ValidateQueue reports whether name is a valid queue name: 1 to 64 of
 // [a-z0-9._-], starting with a letter or digit.
 func ValidateQueue(name string) error {
-	if !queueNameRE.MatchString(name) {
+	if !nameOK(name, 64, lowerOrDigit, queueRest) {
 		return fmt.Errorf("%w %q: want ^[a-z0-9][a-z0-9._-]{0,63}$", ErrInvalidQueue, name)
 	}
 	return nil
@@ -40,7 +56,7 @@ func ValidateQueue(name string) error {
 // ValidateKind reports whether kind is a valid job kind: 1 to 128 of
 // [A-Za-z0-9._:-], starting with a letter or digit.
 func ValidateKind(kind string) error {
-	if !kindRE.MatchString(kind) {
+	if !nameOK(kind, 128, alnum, kindRest) {
 		return fmt.Errorf("%w %q: want ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$", ErrInvalidKind, kind)
 	}
 	return nil
@@ -48,14 +64,14 @@ func ValidateKind(kind string) error {
 
 // ValidateID reports whether id can name a job: 1 to 64 of [A-Za-z0-9_-].
 func ValidateID(id string) error {
-	if !jobIDRE.MatchString(id) {
+	if !nameOK(id, 64, idByte, idByte) {
 		return fmt.Errorf("%w %q", ErrInvalidID, id)
 	}
 	return nil
 }
 
 func validateNamespace(ns string) error {
-	if !namespaceRE.MatchString(ns) {
+	if !nameOK(ns, 64, alnum, nsRest) {
 		return errors.New("queue: namespace must match ^[A-Za-z0-9][A-Za-z0-9:_-]{0,63}$ (no braces)")
 	}
 	return nil

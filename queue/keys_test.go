@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -56,4 +58,35 @@ func TestNamespaceRejectsBraces(t *testing.T) {
 	require.NoError(t, validateNamespace("chronoq"))
 	require.Error(t, validateNamespace("a{b}"))
 	require.Error(t, validateNamespace(""))
+}
+
+// The byte-loop validators accept exactly what the documented patterns do.
+func TestValidatorsMatchTheirPatterns(t *testing.T) {
+	t.Parallel()
+	patterns := []struct {
+		re    *regexp.Regexp
+		valid func(string) bool
+	}{
+		{regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`), func(s string) bool { return ValidateQueue(s) == nil }},
+		{regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`), func(s string) bool { return ValidateKind(s) == nil }},
+		{regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`), func(s string) bool { return ValidateID(s) == nil }},
+		{regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:_-]{0,63}$`), func(s string) bool { return validateNamespace(s) == nil }},
+	}
+	const alphabet = "aZ09._:-{} /é\x00"
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20_000 {
+		b := make([]byte, rng.IntN(140))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if rng.IntN(2) == 0 && len(b) > 0 { // mostly valid characters too
+			for i := range b {
+				b[i] = "az09AZ._-:"[rng.IntN(10)]
+			}
+		}
+		s := string(b)
+		for _, p := range patterns {
+			require.Equal(t, p.re.MatchString(s), p.valid(s), "%q against %s", s, p.re)
+		}
+	}
 }
