@@ -15,6 +15,7 @@ import (
 const (
 	CodeInvalidArgument  = "invalid_argument"   // 400
 	CodeUnauthenticated  = "unauthenticated"    // 401
+	CodeForbidden        = "forbidden"          // 403
 	CodeNotFound         = "not_found"          // 404
 	CodeMethodNotAllowed = "method_not_allowed" // 405
 	CodeConflict         = "conflict"           // 409
@@ -55,6 +56,8 @@ func tooLarge(field, msg string) *Error {
 var (
 	errUnauthenticated = &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated,
 		Message: "a valid bearer token is required (Authorization: Bearer <token>)"}
+	errCrossOrigin = &Error{Status: http.StatusForbidden, Code: CodeForbidden,
+		Message: "a state-changing request from a browser must come from the dashboard's own origin"}
 	errNoManager = &Error{Status: http.StatusNotImplemented, Code: CodeNotImplemented,
 		Message: "this server's store does not manage single jobs"}
 )

@@ -3,9 +3,11 @@ package api
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,8 +46,9 @@ type Config struct {
 	// is set. Defaults to nil.
 	Cron CronStore
 	// Token, when set, is the API token: every /v1 route and the dashboard
-	// need "Authorization: Bearer <token>". /healthz and /readyz stay open.
-	// Defaults to none (no authentication).
+	// need "Authorization: Bearer <token>", or the dashboard's session
+	// cookie (see [Server.ServeHTTP] and docs/DASHBOARD.md). /healthz and
+	// /readyz stay open. Defaults to none (no authentication).
 	Token string
 	// MetricsAuth makes /metrics need the token too. Defaults to false
 	// (/metrics open).
@@ -62,6 +65,9 @@ type Config struct {
 	// Dashboard, when set, serves GET /. Defaults to a small page that
 	// points at the API.
 	Dashboard http.Handler
+	// Routes are more routes, registered behind the same authentication as
+	// the API's own (the demo's /v1/demo routes). Defaults to none.
+	Routes []Route
 	// DisableCoalescing sends each single enqueue (POST /v1/jobs) to the
 	// store on its own instead of batching those that arrive together.
 	// Defaults to false.
@@ -88,6 +94,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	token   [sha256.Size]byte
+	session [sha256.Size]byte // sha256 of the session cookie's value
 	enqueue func(context.Context, queue.NewJob) (queue.Enqueued, error)
 	streams atomic.Int64 // event streams open
 
@@ -129,6 +136,7 @@ func New(cfg Config) (*Server, error) {
 		log: cmp.Or(cfg.Logger, slog.Default())}
 	if cfg.Token != "" {
 		s.token = sha256.Sum256([]byte(cfg.Token))
+		s.session = sha256.Sum256([]byte(sessionValue(cfg.Token)))
 	}
 	s.drainCtx, s.drain = context.WithCancel(context.Background())
 	s.metrics = newMetrics(cfg.Store)
@@ -174,6 +182,14 @@ func (s *Server) streamContext(c echo.Context) (context.Context, context.CancelF
 	return ctx, func() { stop(); cancel() }
 }
 
+// Route is a route added to the server by [Config.Routes]. Path is in
+// Echo's form ("/v1/demo/:name"). Errors the handler returns are answered
+// as the API's errors (an [*Error] as it is, anything else a 500).
+type Route struct {
+	Method, Path string
+	Handler      echo.HandlerFunc
+}
+
 // route is one route of the API.
 type route struct {
 	method, path string
@@ -183,7 +199,7 @@ type route struct {
 
 func (s *Server) routes() {
 	rs := []route{
-		{http.MethodGet, "/", s.dashboard, false},
+		{http.MethodGet, "/", s.dashboard, true}, // checks the token itself: see dashboard
 		{http.MethodGet, "/healthz", s.healthz, true},
 		{http.MethodGet, "/readyz", s.readyz, true},
 		{http.MethodGet, "/metrics", s.metricsHandler(), !s.cfg.MetricsAuth},
@@ -223,30 +239,122 @@ func (s *Server) routes() {
 			route{http.MethodPost, "/v1/cron/:name/trigger", s.triggerCron, false},
 		)
 	}
+	for _, r := range s.cfg.Routes {
+		rs = append(rs, route{r.Method, r.Path, r.Handler, false})
+	}
 	for _, r := range rs {
 		var mw []echo.MiddlewareFunc
-		if !r.open && s.cfg.Token != "" {
+		switch {
+		case !r.open && s.cfg.Token != "":
 			mw = append(mw, s.auth)
+		case !r.open:
+			mw = append(mw, noCrossSite)
 		}
 		s.e.Add(r.method, r.path, r.h, mw...)
 	}
 }
 
-// auth checks the bearer token in constant time (both sides hashed first,
-// so not even the length leaks).
+// auth lets a request through with the bearer token, or with the
+// dashboard's session cookie; a state-changing request authenticated by
+// the cookie must also come from the dashboard's own origin (see
+// sameOrigin). Both are compared in constant time (both sides hashed
+// first, so not even the length leaks).
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Request().Header.Get(echo.HeaderAuthorization)
-		scheme, tok, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
+		r := c.Request()
+		if h := r.Header.Get(echo.HeaderAuthorization); h != "" {
+			if !s.bearerOK(h) {
+				return errUnauthenticated
+			}
+			return next(c)
+		}
+		if !s.cookieOK(r) {
 			return errUnauthenticated
 		}
-		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-		if subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
-			return errUnauthenticated
+		if stateChanging(r.Method) && !sameOrigin(r) {
+			return errCrossOrigin
 		}
 		return next(c)
 	}
+}
+
+// noCrossSite guards a server without a token: anyone who reaches it may
+// change jobs, but a web page of another site, open in a browser on the
+// same machine, may not. A state-changing request that a browser marks as
+// coming from another origin (Origin, or Sec-Fetch-Site) is refused;
+// clients that send neither (curl, workers) are not browsers.
+func noCrossSite(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if stateChanging(r.Method) {
+			o, site := r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")
+			if (o != "" || (site != "" && site != "none")) && !sameOrigin(r) {
+				return errCrossOrigin
+			}
+		}
+		return next(c)
+	}
+}
+
+func stateChanging(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// bearerOK checks an Authorization header.
+func (s *Server) bearerOK(h string) bool {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return s.tokenOK(strings.TrimSpace(tok))
+}
+
+// tokenOK compares tok with the configured token in constant time.
+func (s *Server) tokenOK(tok string) bool {
+	sum := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+}
+
+// cookieOK checks the dashboard's session cookie.
+func (s *Server) cookieOK(r *http.Request) bool {
+	ck, err := r.Cookie(SessionCookie)
+	if err != nil || ck.Value == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(ck.Value))
+	return subtle.ConstantTimeCompare(sum[:], s.session[:]) == 1
+}
+
+// SessionCookie is the name of the dashboard's session cookie.
+const SessionCookie = "chronoq_session"
+
+// sessionValue is the session cookie's value for token: derived from it,
+// so the token itself is not kept in the browser, and stable, so every
+// instance that shares the token accepts the cookie.
+func sessionValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("chronoq dashboard session v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sameOrigin reports whether a request comes from a page of this server:
+// its Origin header is this request's own scheme and host, or, without an
+// Origin, the browser says Sec-Fetch-Site: same-origin. A request with
+// neither (not a browser's fetch) is refused: a cookie is the browser's
+// credential.
+func sameOrigin(r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		return o == scheme+"://"+r.Host
+	}
+	return r.Header.Get("Sec-Fetch-Site") == "same-origin"
 }
 
 // writeErrors writes a handler's error at once, so that observe sees the
@@ -314,9 +422,31 @@ const dashboardPlaceholder = `<!doctype html>
 </body></html>
 `
 
+// dashboard serves GET /. With a token configured it needs the token
+// like any route, or: GET /?token=T with the right T sets the session
+// cookie (HttpOnly, SameSite=Strict, Secure over TLS) and redirects to /,
+// so the token leaves the address bar; a wrong T is a 401.
 func (s *Server) dashboard(c echo.Context) error {
+	r := c.Request()
+	h := c.Response().Header()
+	h.Set("Referrer-Policy", "no-referrer") // the ?token= URL must not leak
+	if s.cfg.Token != "" {
+		if tok, ok := r.URL.Query()["token"]; ok {
+			if len(tok) != 1 || !s.tokenOK(tok[0]) {
+				return errUnauthenticated
+			}
+			http.SetCookie(c.Response(), &http.Cookie{Name: SessionCookie, Value: sessionValue(s.cfg.Token), Path: "/",
+				HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+			h.Set("Cache-Control", "no-store")
+			return c.Redirect(http.StatusSeeOther, "/")
+		}
+		next := func(echo.Context) error { return nil }
+		if err := s.auth(next)(c); err != nil {
+			return err
+		}
+	}
 	if s.cfg.Dashboard != nil {
-		s.cfg.Dashboard.ServeHTTP(c.Response(), c.Request())
+		s.cfg.Dashboard.ServeHTTP(c.Response(), r)
 		return nil
 	}
 	return c.HTML(http.StatusOK, dashboardPlaceholder)

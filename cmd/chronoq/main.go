@@ -1,6 +1,9 @@
 // Command chronoq is the chronoq service and its tools, in one binary.
 //
-//	chronoq serve     the HTTP API, the promoter and the reclaimer
+//	chronoq serve     the HTTP API, the dashboard, the promoter and the reclaimer
+//	chronoq demo      serve, plus a simulated worker pool driven from the dashboard
+//	chronoq enqueue, stats, list, inspect, cancel, dead, cron
+//	                  operator commands over the HTTP API (--url, --token)
 //
 // Run "chronoq <command> -h" for a command's flags. Every flag can also be
 // given in the environment (a flag wins over the environment).
@@ -23,9 +26,17 @@ type command struct {
 	run     func(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int
 }
 
-// commands are the subcommands, by name. More (worker, demo) register here.
+// commands are the subcommands, by name.
 var commands = map[string]command{
-	"serve": {"run the HTTP API, the promoter and the reclaimer", runServe},
+	"serve":   {"run the HTTP API, the dashboard, the promoter and the reclaimer", runServe},
+	"demo":    {"serve (on the embedded Redis by default) with a simulated worker pool", runDemo},
+	"enqueue": {"enqueue a job: --queue Q --kind K [--payload JSON] [--in 10s | --at TIME]", runEnqueue},
+	"stats":   {"the queues' depths and totals: stats [queue]", runStats},
+	"list":    {"list jobs: --queue Q --status S [--limit N]", runList},
+	"inspect": {"one job: --queue Q ID", runInspect},
+	"cancel":  {"cancel a scheduled or pending job (delete a finished one): --queue Q ID", runCancel},
+	"dead":    {"dead jobs: dead requeue|purge --queue Q [--kind K]", runDead},
+	"cron":    {"cron entries: cron list", runCron},
 }
 
 func main() {

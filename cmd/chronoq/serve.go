@@ -19,7 +19,9 @@ import (
 
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/dashboard"
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/demo"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -48,6 +50,9 @@ type serveConfig struct {
 
 	logFormat string
 	logLevel  slog.Level
+
+	demo        bool // `chronoq demo`: the simulated worker pool and /v1/demo
+	demoWorkers int  // workers the demo starts with
 }
 
 // envFlags defines flags whose default comes from an environment variable
@@ -121,17 +126,23 @@ func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duratio
 	e.fs.DurationVar(p, name, def, u)
 }
 
-// parseServe reads the flags and the environment.
+// parseServe reads the flags and the environment of `chronoq serve`.
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	return parseServeFlags("serve", args, getenv, stderr)
+}
+
+// parseServeFlags reads the flags of `chronoq serve` or, for name "demo",
+// of `chronoq demo`: the same, and the demo's own.
+func parseServeFlags(name string, args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
 	var c serveConfig
-	fs := flag.NewFlagSet("chronoq serve", flag.ContinueOnError)
+	fs := flag.NewFlagSet("chronoq "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	e := &envFlags{fs: fs, getenv: getenv}
 	var cluster, level string
 	e.String(&c.listen, "listen", "CHRONOQ_LISTEN", "127.0.0.1:8080", "address to listen on; other than loopback only with --token (or --insecure)")
 	e.String(&c.redisURL, "redis-url", "REDIS_URL", "", "Redis to use: redis://[user:password@]host:port[/db] or rediss:// for TLS; with --redis-cluster only its credentials and TLS are used. Empty: an embedded in-memory Redis whose jobs live only as long as the process")
 	e.String(&cluster, "redis-cluster", "CHRONOQ_REDIS_CLUSTER", "", "Redis Cluster seed addresses, comma-separated host:port")
-	e.String(&c.token, "token", "CHRONOQ_TOKEN", "", "API token: /v1 and the dashboard need \"Authorization: Bearer <token>\"")
+	e.String(&c.token, "token", "CHRONOQ_TOKEN", "", "API token: /v1 and the dashboard need \"Authorization: Bearer <token>\" (the dashboard: open /?token=<token> once)")
 	e.String(&c.namespace, "namespace", "CHRONOQ_NAMESPACE", queue.DefaultNamespace, "prefix of every Redis key")
 	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
 	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
@@ -149,6 +160,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
 	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
 	e.String(&level, "log-level", "CHRONOQ_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	if name == "demo" {
+		c.demo = true
+		e.Int(&c.demoWorkers, "workers", "CHRONOQ_DEMO_WORKERS", 0, "simulated workers to start with (the page changes it)")
+	}
 	if err := errors.Join(e.errs...); err != nil {
 		return c, err
 	}
@@ -157,6 +172,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if c.demoWorkers < 0 || c.demoWorkers > demo.MaxSize {
+		return c, fmt.Errorf("--workers %d: want 0 to %d", c.demoWorkers, demo.MaxSize)
 	}
 	for a := range strings.SplitSeq(cluster, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -199,17 +217,25 @@ func newLogger(c serveConfig, w io.Writer) *slog.Logger {
 }
 
 func runServe(ctx context.Context, args []string, env func(string) string, _, stderr io.Writer) int {
-	c, err := parseServe(args, env, stderr)
+	return runServeAs(ctx, "serve", args, env, stderr)
+}
+
+func runDemo(ctx context.Context, args []string, env func(string) string, _, stderr io.Writer) int {
+	return runServeAs(ctx, "demo", args, env, stderr)
+}
+
+func runServeAs(ctx context.Context, name string, args []string, env func(string) string, stderr io.Writer) int {
+	c, err := parseServeFlags(name, args, env, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "chronoq serve: %v\n", err)
+		fmt.Fprintf(stderr, "chronoq %s: %v\n", name, err)
 		return 2
 	}
 	log := newLogger(c, stderr)
 	if err := serve(ctx, c, log, serveHooks{}); err != nil {
-		log.Error("chronoq serve: stopped", "err", err)
+		log.Error("chronoq "+name+": stopped", "err", err)
 		return 1
 	}
 	return 0
@@ -278,8 +304,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer client.Close()
+	var pool *demo.Pool
+	var routes []api.Route
+	if c.demo {
+		if pool, err = demo.New(demo.Config{Client: client, Logger: log}); err != nil {
+			return err
+		}
+		routes = pool.Routes()
+	}
 	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Token: c.token, MetricsAuth: c.metricsAuth,
-		BodyLimit: c.bodyLimit, Logger: log})
+		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes})
 	if err != nil {
 		return err
 	}
@@ -324,9 +358,24 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err := scheduler.Start(bg); err != nil {
 		return err
 	}
+	if pool != nil {
+		if err := pool.Start(bg); err != nil {
+			return err
+		}
+		if err := pool.Configure(demo.Settings{Size: c.demoWorkers, Latency: 300 * time.Millisecond, FailRate: 0.1}); err != nil {
+			return err
+		}
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
+	if c.demo {
+		page := "http://" + ln.Addr().String() + "/"
+		if c.token != "" {
+			page += "?token=<your token>"
+		}
+		log.Info("demo: open the dashboard", "url", page, "queue", pool.Queue())
+	}
 	if hooks.onListen != nil {
 		hooks.onListen(ln.Addr().String())
 	}
@@ -342,6 +391,11 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
+	}
+	if pool != nil {
+		if err := pool.Stop(sctx); err != nil {
+			log.Warn("demo pool stop", "err", err)
+		}
 	}
 	if err := promoter.Stop(sctx); err != nil {
 		log.Warn("promoter stop", "err", err)

@@ -135,7 +135,13 @@ type served struct {
 // startServe runs serve until the test ends (or stop).
 func startServe(t *testing.T, args []string, clock clockwork.Clock) *served {
 	t.Helper()
-	c, err := parseServe(append([]string{"--listen", "127.0.0.1:0"}, args...), env(), io.Discard)
+	return startServeAs(t, "serve", args, clock)
+}
+
+// startServeAs runs `chronoq <name>` (serve or demo) until the test ends.
+func startServeAs(t *testing.T, name string, args []string, clock clockwork.Clock) *served {
+	t.Helper()
+	c, err := parseServeFlags(name, append([]string{"--listen", "127.0.0.1:0"}, args...), env(), io.Discard)
 	require.NoError(t, err)
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDemo: `chronoq demo` needs no set-up (the embedded Redis), serves
+// the dashboard and the /v1/demo routes, and its workers run the batches;
+// `serve` has no demo routes.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	s := startServeAs(t, "demo", []string{"--workers", "2"}, nil)
+	require.Contains(t, s.logs.String(), "embedded in-memory Redis")
+	require.Contains(t, s.logs.String(), "demo: open the dashboard")
+
+	status, body := s.do(t, http.MethodGet, "/v1/demo", "")
+	require.Equal(t, http.StatusOK, status)
+	require.EqualValues(t, 2, body["size"])
+	status, body = s.do(t, http.MethodPost, "/v1/demo/pool", `{"fail_rate":0,"latency":"10ms"}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	status, body = s.do(t, http.MethodPost, "/v1/demo/batch", `{"count":5}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	require.Eventually(t, func() bool {
+		_, q := s.do(t, http.MethodGet, "/v1/queues/demo", "")
+		return q["completed_total"] == float64(5)
+	}, 10*time.Second, 20*time.Millisecond)
+
+	res, err := http.Get(s.base + "/")
+	require.NoError(t, err)
+	page, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, string(page), `id="demo-panel"`)
+	require.NotEmpty(t, res.Header.Get("Content-Security-Policy"))
+
+	plain := startServe(t, nil, nil)
+	status, _ = plain.do(t, http.MethodGet, "/v1/demo", "")
+	require.Equal(t, http.StatusNotFound, status)
+
+	for _, args := range [][]string{{"--workers", "-1"}, {"--workers", "33"}} {
+		_, err := parseServeFlags("demo", args, env(), io.Discard)
+		require.Error(t, err, "%v", args)
+	}
+	_, err = parseServe([]string{"--workers", "1"}, env(), io.Discard) // a demo flag only
+	require.Error(t, err)
+}

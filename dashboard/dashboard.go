@@ -1,0 +1,68 @@
+// Package dashboard is chronoq's web page: one HTML document, its CSS and
+// JavaScript inlined, embedded in the binary (no CDN: it works offline).
+// The page polls the JSON API once a second and acts through it; it holds
+// no credential of its own: the browser sends the session cookie that
+// GET /?token=T set (see package api).
+//
+// Serve it as api.Config.Dashboard:
+//
+//	srv, err := api.New(api.Config{Store: client, Dashboard: dashboard.Handler()})
+package dashboard
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+//go:embed static
+var static embed.FS
+
+// page is the document with its assets inlined, and its
+// Content-Security-Policy, which allows exactly the inlined script and
+// style (by hash) and requests to this origin.
+type page struct {
+	html []byte
+	csp  string
+}
+
+var built = sync.OnceValue(func() page {
+	read := func(name string) string {
+		b, err := static.ReadFile("static/" + name)
+		if err != nil {
+			panic("dashboard: " + err.Error()) // embedded: cannot happen
+		}
+		return string(b)
+	}
+	css, js := read("app.css"), read("app.js")
+	html := strings.NewReplacer("{{CSS}}", css, "{{JS}}", js).Replace(read("index.html"))
+	hash := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	csp := "default-src 'none'; script-src " + hash(js) + "; style-src " + hash(css) +
+		"; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	return page{html: []byte(html), csp: csp}
+})
+
+// Handler serves the dashboard page. It answers every request with the
+// page: mount it at "/" only.
+func Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := built()
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", p.csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		if r.Method == http.MethodHead {
+			return
+		}
+		_, _ = w.Write(p.html)
+	})
+}

@@ -1,0 +1,57 @@
+package dashboard_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/dashboard"
+)
+
+// TestHandler: one self-contained page, nothing loaded from elsewhere, and
+// a CSP that allows exactly its inline script and style.
+func TestHandler(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	dashboard.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	res := rec.Result()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "text/html; charset=utf-8", res.Header.Get("Content-Type"))
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	html := string(body)
+	require.NotContains(t, html, "{{")
+	require.Contains(t, html, `id="queues"`)
+	require.Contains(t, html, "/v1/queues")
+	// Offline: no external resource.
+	require.NotRegexp(t, `(src|href)="(https?:)?//`, html)
+	require.Equal(t, 1, strings.Count(html, "<link"))
+	require.Contains(t, html, `<link rel="icon" href="data:,">`) // no /favicon.ico request
+
+	csp := res.Header.Get("Content-Security-Policy")
+	require.Contains(t, csp, "default-src 'none'")
+	require.Contains(t, csp, "connect-src 'self'")
+	require.Contains(t, csp, "frame-ancestors 'none'")
+	for tag, dir := range map[string]string{"script": "script-src", "style": "style-src"} {
+		m := regexp.MustCompile(`(?s)<`+tag+`>(.*?)</`+tag+`>`).FindAllStringSubmatch(html, -1)
+		require.Len(t, m, 1, tag)
+		sum := sha256.Sum256([]byte(m[0][1]))
+		require.Contains(t, csp, dir+" 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+	}
+	// No inline handlers or style attributes, which the CSP would block.
+	require.NotRegexp(t, `<[^>]+\s(on[a-z]+|style)=`, strings.ReplaceAll(html, m0(html), ""))
+	require.Equal(t, "no-store", res.Header.Get("Cache-Control"))
+	require.Equal(t, "DENY", res.Header.Get("X-Frame-Options"))
+}
+
+// m0 is the inline script, left out of the markup checks.
+func m0(html string) string {
+	return regexp.MustCompile(`(?s)<script>.*?</script>`).FindString(html)
+}
