@@ -109,7 +109,7 @@ func claimedJob(queue string, h map[string]string) (*Job, error) {
 func (c *Client) claimBlocking(ctx context.Context, queue string, k keys, o ClaimOptions) ([]*Job, error) {
 	id, err := c.blocking.Do(ctx, "BLMOVE", k.pending, k.processing, "RIGHT", "LEFT",
 		strconv.FormatFloat(o.Wait.Seconds(), 'f', 3, 64)).Text()
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) || blockAborted(err) {
 		return nil, nil
 	}
 	if err != nil {

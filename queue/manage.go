@@ -422,7 +422,7 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, redis.Nil), ctx.Err() != nil:
+	case errors.Is(err, redis.Nil), blockAborted(err), ctx.Err() != nil:
 		return false, nil
 	}
 	return false, fmt.Errorf("queue: wait for %s: %w", queue, wrapRedis(err))
