@@ -38,3 +38,12 @@ lint: ## gofmt and go vet
 
 fmt: ## format the code
 	gofmt -w .
+
+.PHONY: chaos chaos-short
+CHAOS_FLAGS ?=
+
+chaos: deps ## fault-injection battery, full size: scenarios single, cluster and client (about 7 min)
+	$(GO) run ./cmd/chronoq-chaos run -go $(GO) -scenarios single,cluster,client $(CHAOS_FLAGS)
+
+chaos-short: deps ## fault-injection battery, CI form: every scenario scaled down (about 2 min)
+	$(GO) run ./cmd/chronoq-chaos run -go $(GO) -short -scenarios single,cluster,client $(CHAOS_FLAGS)

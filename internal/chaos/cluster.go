@@ -1,0 +1,247 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Bounds of the cluster waits.
+const (
+	clusterCreateTimeout = 60 * time.Second
+	clusterOKTimeout     = 60 * time.Second
+)
+
+// Cluster is a local Redis Cluster: masters, each with replicas, every
+// node durable (AOF, fsync always).
+type Cluster struct {
+	Nodes []*RedisServer
+	cli   string
+}
+
+// ClusterNode is one line of CLUSTER NODES.
+type ClusterNode struct {
+	ID, Addr, MasterID string
+	Master, Failed     bool
+	Slots              [][2]int
+}
+
+// StartCluster starts masters*(1+replicas) nodes under root and joins them
+// with redis-cli --cluster create. nodeTimeout is cluster-node-timeout: a
+// master restarted faster than that is not failed over.
+func StartCluster(ctx context.Context, grp *Group, bin, cli, root string, masters, replicas int, nodeTimeout time.Duration, extra []string) (*Cluster, error) {
+	c := &Cluster{cli: cli}
+	var addrs []string
+	for i := range masters * (1 + replicas) {
+		args := append(append([]string(nil), DurableArgs...),
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+			"--cluster-require-full-coverage", "no")
+		args = append(args, extra...)
+		s, err := StartRedis(ctx, grp, fmt.Sprintf("cluster-node-%d", i), bin, filepath.Join(root, fmt.Sprintf("node%d", i)), args, true)
+		if err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, s)
+		addrs = append(addrs, s.Addr)
+	}
+	cctx, cancel := context.WithTimeout(ctx, clusterCreateTimeout)
+	defer cancel()
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	cmd := exec.CommandContext(cctx, cli, args...)
+	cmd.WaitDelay = time.Second
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("chaos: redis-cli --cluster create: %w\n%s", err, out)
+	}
+	if err := c.WaitOK(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Seeds are the nodes' addresses.
+func (c *Cluster) Seeds() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// Node finds the server at addr.
+func (c *Cluster) Node(addr string) *RedisServer {
+	for _, n := range c.Nodes {
+		if n.Addr == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// Topology reads CLUSTER NODES from the first node that answers.
+func (c *Cluster) Topology() ([]ClusterNode, error) {
+	var lastErr error
+	for _, n := range c.Nodes {
+		v, err := Do(n.Addr, "CLUSTER", "NODES")
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		return parseClusterNodes(asString(v)), nil
+	}
+	return nil, fmt.Errorf("chaos: CLUSTER NODES: %w", lastErr)
+}
+
+func parseClusterNodes(s string) []ClusterNode {
+	var out []ClusterNode
+	for line := range strings.Lines(s) {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		n := ClusterNode{ID: f[0], Addr: addr, MasterID: f[3],
+			Master: strings.Contains(f[2], "master"), Failed: strings.Contains(f[2], "fail")}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue // a slot being migrated
+			}
+			lo, hi, ok := strings.Cut(r, "-")
+			a, _ := strconv.Atoi(lo)
+			b := a
+			if ok {
+				b, _ = strconv.Atoi(hi)
+			}
+			n.Slots = append(n.Slots, [2]int{a, b})
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// MasterOf answers the master that serves slot.
+func MasterOf(nodes []ClusterNode, slot int) (ClusterNode, bool) {
+	for _, n := range nodes {
+		if !n.Master || n.Failed {
+			continue
+		}
+		for _, r := range n.Slots {
+			if slot >= r[0] && slot <= r[1] {
+				return n, true
+			}
+		}
+	}
+	return ClusterNode{}, false
+}
+
+// ReplicaOf answers a healthy replica of the master with id.
+func ReplicaOf(nodes []ClusterNode, id string) (ClusterNode, bool) {
+	for _, n := range nodes {
+		if !n.Master && !n.Failed && n.MasterID == id {
+			return n, true
+		}
+	}
+	return ClusterNode{}, false
+}
+
+// KeySlot asks the cluster for the slot of key.
+func (c *Cluster) KeySlot(key string) (int, error) {
+	v, err := Do(c.Nodes[0].Addr, "CLUSTER", "KEYSLOT", key)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := v.(int64)
+	return int(n), nil
+}
+
+// WaitOK waits until every node reports cluster_state:ok with all slots
+// assigned and every node known, and every replica's link to its master is
+// up.
+func (c *Cluster) WaitOK(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, clusterOKTimeout)
+	defer cancel()
+	for {
+		problem := c.health()
+		if problem == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("chaos: cluster not healthy: %s", problem)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) health() string {
+	for _, n := range c.Nodes {
+		v, err := Do(n.Addr, "CLUSTER", "INFO")
+		if err != nil {
+			return n.Addr + ": " + err.Error()
+		}
+		info := asString(v)
+		for f, want := range map[string]string{"cluster_state": "ok", "cluster_slots_assigned": "16384",
+			"cluster_known_nodes": strconv.Itoa(len(c.Nodes)), "cluster_slots_fail": "0", "cluster_slots_pfail": "0"} {
+			if got := infoField(info, f); got != want {
+				return fmt.Sprintf("%s: %s is %q", n.Addr, f, got)
+			}
+		}
+		v, err = Do(n.Addr, "INFO", "replication")
+		if err != nil {
+			return n.Addr + ": " + err.Error()
+		}
+		repl := asString(v)
+		if infoField(repl, "role") == "slave" && infoField(repl, "master_link_status") != "up" {
+			return n.Addr + ": replica link down"
+		}
+	}
+	return ""
+}
+
+// Failover makes the replica at addr take over its master with CLUSTER
+// FAILOVER (coordinated: the replica first catches up with the master, so
+// no acknowledged write is lost), and waits until it serves as master and
+// the cluster is healthy again.
+func (c *Cluster) Failover(ctx context.Context, addr string) error {
+	if _, err := Do(addr, "CLUSTER", "FAILOVER"); err != nil {
+		return fmt.Errorf("chaos: CLUSTER FAILOVER on %s: %w", addr, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, clusterOKTimeout)
+	defer cancel()
+	for {
+		v, err := Do(addr, "ROLE")
+		if xs, ok := v.([]any); err == nil && ok && len(xs) > 0 && asString(xs[0]) == "master" {
+			break
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("chaos: %s did not become master", addr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return c.WaitOK(ctx)
+}
+
+// RestartNode SIGKILLs the node at addr and starts it again at once (same
+// port, directory, nodes.conf and AOF), then waits for a healthy cluster.
+func (c *Cluster) RestartNode(ctx context.Context, addr string, down time.Duration) error {
+	n := c.Node(addr)
+	if n == nil {
+		return errors.New("chaos: no node " + addr)
+	}
+	n.Kill()
+	select {
+	case <-ctx.Done():
+	case <-time.After(down):
+	}
+	if err := n.Restart(ctx); err != nil {
+		return err
+	}
+	return c.WaitOK(ctx)
+}

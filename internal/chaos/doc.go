@@ -1,0 +1,153 @@
+// Package chaos is chronoq's fault-injection battery: it runs the real
+// processes on loopback, breaks them on purpose while jobs flow, and then
+// counts every job, the way Jepsen's queue checker does. A job queue makes
+// one promise — a job it accepted is run, and not lost, whatever crashes —
+// and this package is the proof of it, in figures.
+//
+// Run it with `make chaos-short` (CI form, about 2 minutes) or `make chaos`
+// (full size); the program is cmd/chronoq-chaos. It prints one table, a
+// column per scenario, then for each scenario the faults injected, the
+// errors its processes saw by class, and every failure with example job
+// ids; -json FILE writes the same reports as JSON ([Report]). Logs, AOF
+// files and the ledger (as ledger.json) stay in the run's directory when a
+// scenario fails.
+//
+// # The processes
+//
+// Every scenario starts, each in its own temporary directory and on free
+// loopback ports:
+//
+//   - the queue's Redis: one redis-server with appendonly yes and
+//     appendfsync always (an acknowledged write survives SIGKILL), or a
+//     Redis Cluster of 3 masters with a replica each, every node durable;
+//   - the ledger: a second redis-server, never faulted, where every other
+//     process writes what it saw (see [Ledger]);
+//   - two `chronoq serve` instances (promoter and reclaimer; their HTTP API
+//     is idle), with a short --reclaim-interval;
+//   - worker processes (cmd/chronoq-chaos worker): the Go worker runtime
+//     with a handler that records the start and the end of every run — job
+//     id, attempt, claim token, worker slot and pid, times — and always
+//     fails poison jobs; every outcome the store gives (worker OnOutcome)
+//     and every error the runtime logs is recorded too;
+//   - a producer process (cmd/chronoq-chaos producer) that enqueues the
+//     jobs one Enqueue call each, recording every try before it is made and
+//     every acknowledgement (Enqueue returned nil) after. Each job carries
+//     the try's sequence number in its payload, so a job whose enqueue reply
+//     was lost can still be recognised.
+//
+// Every child dies with the battery (Pdeathsig SIGKILL, from one locked OS
+// thread so that it means the process, not a thread) and runs in its own
+// process group; all are stopped at the end. Every load loop and every wait
+// is bounded in count and in time.
+//
+// # The scenarios
+//
+//   - single: one durable redis-server. Every few seconds a worker is
+//     SIGKILLed and restarted, another is SIGSTOPped past its visibility
+//     timeout (and two reclaim sweeps) and then resumed; redis-server is
+//     SIGKILLed and restarted on the same AOF twice.
+//   - cluster: the same load and worker faults on Redis Cluster, with
+//     queues chosen so that their slots lie on every master; a replica takes
+//     over its master with CLUSTER FAILOVER under load (twice), a master is
+//     SIGKILLed and restarted before its node timeout, and SCRIPT FLUSH runs
+//     on every node every few seconds.
+//   - client: workers and producer talk to Redis through in-process TCP
+//     proxies ([Proxy]) that, at random moments (each proxy about every
+//     0.4 s in the short form, 0.7 s at full size), let a request reach Redis
+//     and then cut the connection before its reply comes back — the case
+//     go-redis retries, so the case where every script must be safe to run
+//     twice. Now and then (every 5 s short, 10 s full) a proxy drops every
+//     reply for 1.5 s, longer than go-redis's retries last, so the error
+//     reaches the caller after the command may have run (an enqueue that
+//     exists without its acknowledgement, a completion the worker thinks
+//     failed). SCRIPT FLUSH runs every few seconds.
+//
+// The full size is 20,000 jobs over 60 s, half of them delayed 0–60 s; the
+// short form 3,000 over 15 s, delayed 0–10 s. One job in 50 is poison: it
+// always fails, has 3 attempts and a 200 ms backoff, so it dies within the
+// run. Ordinary jobs have 25 attempts, a 2 s visibility and heartbeats
+// every third of it; their handlers work from 2 ms to 2.5 s. Faults run for
+// the load's duration plus the longest delay, then stop, and the battery
+// waits (bounded) until nothing is scheduled, pending, processing or
+// leased.
+//
+// Every fault is recorded in the ledger with its time window and its
+// target: a worker slot or the producer (worker-kill, worker-stop,
+// proxy-drop, proxy-blackout) or everyone (redis-kill, master-restart,
+// failover, script-flush). Stalls nobody injected are recorded too: each
+// worker notes when its own timers ran more than 300 ms late (the process
+// did not run: a starved machine), and Redis's latency monitor notes
+// fsyncs and commands slower than 250 ms.
+//
+// # The figures
+//
+// [Check] reads the ledger and the queue's Redis at the end and counts:
+//
+//   - enqueues tried, and enqueued (acknowledged): the jobs promised.
+//   - unacknowledged but present: tries whose Enqueue failed (its reply was
+//     lost, Redis went away) but whose job exists. Allowed: the producer was
+//     not told yes, and the job is run like any other.
+//   - completed, dead: acknowledged jobs whose hash ends completed, or dead
+//     (and in the dead set). "Of them ordinary jobs" counts dead jobs that
+//     are not poison, which no fault here can explain (25 attempts).
+//   - lost: acknowledged jobs neither completed nor dead — the hash is
+//     gone, or still scheduled, pending or processing after the drain.
+//     Must be 0.
+//   - unexpected: jobs or runs never asked for — a job whose sequence
+//     number was never tried, a second job for one try, a run of a job that
+//     was neither acknowledged nor present. Must be 0.
+//   - runs: handler executions, one per claim token that reached the
+//     handler.
+//   - retries after an accepted failure: a run that follows a run whose
+//     failure the store accepted (a poison job's next attempt). Normal.
+//   - duplicate runs: any other run after the first — the job ran again
+//     although its previous run was never failed. Runs are taken in claim
+//     order (attempt number): a run claimed first may start later, when its
+//     worker was stopped between the claim and the handler. At-least-once
+//     delivery allows a duplicate only where a fault explains it: a fault
+//     whose window meets the time from the earlier run's claim to the later
+//     run's start and that struck the earlier run's worker (killed, stopped,
+//     its connection cut) or everyone (Redis killed, a node restarted, a
+//     failover). A SCRIPT FLUSH explains nothing. Injected faults are
+//     looked for first; a duplicate only an observed stall explains is
+//     counted as such, visibly (a lease is a timeout: a process that does
+//     not run for longer than its visibility loses its job, injected or
+//     not). "Overlapping" counts duplicates where both runs were under way
+//     at once (a stopped worker resumed). Unexplained: must be 0.
+//   - stale-token writes refused: completes, fails and heartbeats the store
+//     answered with ErrLeaseLost (the fencing at work: a worker whose job
+//     was taken back can change nothing).
+//   - completions without a good run: completed jobs whose final claim
+//     token has no successful run in the ledger; jobs completed twice:
+//     more than one completion accepted, or one accepted for a token that
+//     no longer holds the job; attempt numbers reused: two tokens of a job
+//     with the same attempt number. All must be 0.
+//   - poison jobs, and of them those dead with exactly their max attempts
+//     (3): must be all of them.
+//   - left: entries in the scheduled, pending, processing or leases
+//     structures after the drain; orphaned job hashes: hashes that are not
+//     completed with an expiry or dead in the dead set, and dead-set ids
+//     without a hash. All must be 0. Retry markers (the claim and enqueue
+//     calls' 60 s records) are listed, not judged: they expire.
+//   - the queues' stats counters must agree with the jobs found (completed,
+//     dead, enqueued).
+//   - forbidden errors at callers: CROSSSLOT, MOVED, ASK, NOSCRIPT or
+//     UNBLOCKED errors seen by workers, producer or serve. Must be 0. Other
+//     errors (connection refused while Redis is down, LOADING, CLUSTERDOWN
+//     while a node restarts) are counted by class and reported: they are the
+//     outage, not a broken promise.
+//
+// A scenario fails, and the program exits non-zero, when any figure that
+// must be 0 is not, or when a process of the battery died on its own or
+// the queues did not drain in time.
+//
+// # Limits
+//
+// Only a coordinated CLUSTER FAILOVER is injected: an automatic failover
+// after a master crash can lose writes the master acknowledged but had not
+// yet sent to its replica (Redis replication is asynchronous), whatever
+// chronoq does. Clocks are the one machine's; skew is not injected. The
+// worker runtime claims with claim.lua and waits with WaitPending, never
+// with a blocking Claim, so the BLMOVE-then-activate gap is not exercised
+// here (the queue's contract tests cover it).
+package chaos

@@ -1,0 +1,759 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Namespace is the key prefix of every run (each scenario has its own Redis).
+const Namespace = "chaos"
+
+// Scenario is one battery: a load, a topology and the faults to inject.
+type Scenario struct {
+	Name string
+	// Load.
+	Jobs        int           // acknowledged enqueues to reach
+	ProduceOver time.Duration // the enqueues are spread over this
+	MaxDelay    time.Duration // half the jobs are delayed in [0, MaxDelay)
+	PoisonEvery int           // one job in PoisonEvery always fails
+	Workers     int           // worker processes
+	Concurrency int           // handlers per worker
+	Visibility  time.Duration // lease of a claim; heartbeats every third of it
+	Serves      int           // chronoq serve instances (promoter + reclaimer)
+	// ReclaimInterval is serve's --reclaim-interval.
+	ReclaimInterval time.Duration
+	// Topology.
+	Cluster bool // a 3-master cluster with a replica each, instead of one server
+	// Faults, injected for FaultsFor from the start of the load.
+	FaultsFor       time.Duration
+	WorkerKillEvery time.Duration // SIGKILL a worker and restart it, on average this often
+	WorkerStopEvery time.Duration // SIGSTOP a worker past its visibility, then SIGCONT
+	RedisKills      int           // SIGKILL redis-server and restart it (AOF)
+	MasterRestarts  int           // SIGKILL a cluster master and restart it before failover
+	Failovers       int           // CLUSTER FAILOVER on a replica of a queue's master
+	ProxyDropEvery  time.Duration // workers and producer talk through proxies that drop this often (each)
+	BlackoutEvery   time.Duration // and drop every reply for BlackoutFor this often (each)
+	BlackoutFor     time.Duration
+	ScriptFlush     time.Duration // SCRIPT FLUSH this often
+	// DrainTimeout bounds the wait, once faults stop, for the queues to empty.
+	DrainTimeout time.Duration
+}
+
+// Scenarios are the three batteries, at full size or in the short (CI) form.
+func Scenarios(short bool) []Scenario {
+	base := Scenario{Jobs: 20_000, ProduceOver: 60 * time.Second, MaxDelay: 60 * time.Second, PoisonEvery: 50,
+		Workers: 4, Concurrency: 16, Visibility: 2 * time.Second, Serves: 2, ReclaimInterval: 500 * time.Millisecond,
+		DrainTimeout: 3 * time.Minute}
+	if short {
+		base.Jobs, base.ProduceOver, base.MaxDelay, base.Workers = 3000, 15*time.Second, 10*time.Second, 3
+		base.DrainTimeout = 90 * time.Second
+	}
+	faultsFor := base.ProduceOver + base.MaxDelay
+	every := func(long, shortForm time.Duration) time.Duration {
+		if short {
+			return shortForm
+		}
+		return long
+	}
+	single := base
+	single.Name = "single"
+	single.FaultsFor = faultsFor
+	single.WorkerKillEvery = every(4*time.Second, 3*time.Second)
+	single.WorkerStopEvery = every(7*time.Second, 5*time.Second)
+	single.RedisKills = 2
+
+	cluster := base
+	cluster.Name = "cluster"
+	cluster.Cluster = true
+	cluster.FaultsFor = faultsFor
+	cluster.WorkerKillEvery = single.WorkerKillEvery
+	cluster.WorkerStopEvery = single.WorkerStopEvery
+	cluster.MasterRestarts = 1
+	cluster.Failovers = 2
+	cluster.ScriptFlush = every(10*time.Second, 5*time.Second)
+
+	client := base
+	client.Name = "client"
+	client.FaultsFor = faultsFor
+	client.ProxyDropEvery = every(700*time.Millisecond, 400*time.Millisecond)
+	client.BlackoutEvery, client.BlackoutFor = every(10*time.Second, 5*time.Second), 1500*time.Millisecond
+	client.ScriptFlush = every(5*time.Second, 3*time.Second)
+	return []Scenario{single, cluster, client}
+}
+
+// Options are the binaries and places of a run.
+type Options struct {
+	Self        string // this program: run again as "worker" and "producer"
+	Chronoq     string // the chronoq binary: "serve"
+	RedisServer string
+	RedisCLI    string
+	Root        string // every file of the run goes under Root/<scenario>
+	Seed        uint64
+	Out         io.Writer // progress lines
+}
+
+// slot is a worker's place: its name stays, its process changes.
+type slot struct {
+	name string
+	cfg  WorkerConfig
+	mu   sync.Mutex // held while a fault works on the slot
+	proc *Proc
+}
+
+// harness is one scenario under way.
+type harness struct {
+	o       Options
+	sc      Scenario
+	dir     string
+	start   time.Time
+	grp     *Group
+	led     *Ledger
+	ledAddr string
+	target  Target
+	single  *RedisServer
+	cluster *Cluster
+	queues  []string
+	place   map[string]string
+	proxies map[string]*Proxy
+	slots   []*slot
+	serves  []*Proc
+	rng     *rand.Rand
+	rngMu   sync.Mutex
+
+	expected sync.Map // *Proc -> struct{}: exits we caused
+	mu       sync.Mutex
+	problems []string // harness failures: unexpected exits, a fault that could not be injected
+}
+
+func (h *harness) logf(format string, args ...any) {
+	fmt.Fprintf(h.o.Out, "[%-7s %6.1fs] %s\n", h.sc.Name, time.Since(h.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (h *harness) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	h.logf("PROBLEM: %s", msg)
+	h.mu.Lock()
+	h.problems = append(h.problems, msg)
+	h.mu.Unlock()
+}
+
+func (h *harness) rand(d time.Duration) time.Duration {
+	h.rngMu.Lock()
+	defer h.rngMu.Unlock()
+	return d/2 + time.Duration(h.rng.Int64N(int64(d)))
+}
+
+// sleep waits d or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// watch reports p's exit as a problem unless the harness caused it.
+func (h *harness) watch(p *Proc) {
+	h.grp.Add(p)
+	go func() {
+		<-p.Done()
+		if _, ok := h.expected.Load(p); !ok {
+			h.problem("%s (pid %d) exited on its own: %v; log %s:\n%s", p.Name, p.Pid(), p.Err(), p.LogPath, logTail(p.LogPath, 2000))
+		}
+	}()
+}
+
+func (h *harness) expect(p *Proc) { h.expected.Store(p, struct{}{}) }
+
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Run runs one scenario and counts it. An error means the harness could
+// not run it; a run that found problems answers a Report that does not
+// pass.
+func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
+	h := &harness{o: o, sc: sc, dir: filepath.Join(o.Root, sc.Name), start: time.Now(), grp: &Group{},
+		proxies: map[string]*Proxy{}, rng: rand.New(rand.NewPCG(o.Seed, 7))}
+	defer func() {
+		h.grp.Each(h.expect) // from here on every exit is ours
+		h.grp.KillAll()
+		for _, p := range h.proxies {
+			p.Close()
+		}
+	}()
+	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := h.setup(ctx); err != nil {
+		return nil, err
+	}
+	defer h.led.Close()
+	admin := h.target.Client()
+	defer admin.Close()
+
+	h.logf("load: %d jobs over %s, half delayed up to %s, 1 in %d poison; %d workers x %d, visibility %s; faults for %s",
+		sc.Jobs, sc.ProduceOver, sc.MaxDelay, sc.PoisonEvery, sc.Workers, sc.Concurrency, sc.Visibility, sc.FaultsFor)
+	loadStart := time.Now()
+	prod, err := h.startProducer()
+	if err != nil {
+		return nil, err
+	}
+	faultCtx, stopFaults := context.WithDeadline(ctx, loadStart.Add(sc.FaultsFor))
+	var fwg sync.WaitGroup
+	h.injectFaults(faultCtx, &fwg)
+	defer func() { stopFaults(); fwg.Wait() }() // a fault under way ends before the processes are killed
+	progCtx, stopProgress := context.WithCancel(ctx)
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		h.progress(progCtx, admin)
+	}()
+	defer func() { stopProgress(); <-progressDone }()
+
+	// The producer finishes (bounded), then the faults (bounded by their
+	// deadline), then the queues drain (bounded).
+	select {
+	case <-prod.Done():
+		if err := prod.Err(); err != nil {
+			h.problem("producer failed: %v:\n%s", err, logTail(prod.LogPath, 2000))
+		}
+	case <-time.After(3*sc.ProduceOver + 90*time.Second):
+		h.problem("producer did not finish")
+		prod.Kill()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	h.logf("producer done")
+	fwg.Wait()
+	for _, p := range h.proxies {
+		p.SetEnabled(false)
+	}
+	h.logf("faults stopped; draining (at most %s)", sc.DrainTimeout)
+	drained := h.drain(ctx, admin)
+	stopProgress()
+	<-progressDone
+	if !drained {
+		h.problem("queues not drained after %s", sc.DrainTimeout)
+	}
+	h.stopAll()
+
+	rec, err := h.led.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: reading the ledger: %w", err)
+	}
+	rec.Errors["serve"] = h.serveErrors()
+	if b, err := json.Marshal(rec); err == nil {
+		_ = os.WriteFile(filepath.Join(h.dir, "ledger.json"), b, 0o644) // for a post-mortem
+	}
+	snap, err := TakeSnapshot(ctx, admin, Namespace, h.queues)
+	if err != nil {
+		return nil, err
+	}
+	r := Check(sc.Name, rec, snap)
+	r.Duration = time.Since(h.start)
+	r.Placement = h.place
+	h.mu.Lock()
+	for _, p := range h.problems {
+		r.AddFailure(p)
+	}
+	h.mu.Unlock()
+	h.logf("checked: pass=%v", r.Pass)
+	return r, nil
+}
+
+// setup starts the ledger, the queue's Redis, the proxies, serve and the
+// workers.
+func (h *harness) setup(ctx context.Context) error {
+	ledSrv, err := StartRedis(ctx, h.grp, "ledger", h.o.RedisServer, filepath.Join(h.dir, "ledger"), nil, false)
+	if err != nil {
+		return err
+	}
+	h.led, h.ledAddr = OpenLedger(ledSrv.Addr, "run"), ledSrv.Addr
+	if h.sc.Cluster {
+		h.cluster, err = StartCluster(ctx, h.grp, h.o.RedisServer, h.o.RedisCLI, filepath.Join(h.dir, "cluster"), 3, 1, 5*time.Second, latencyArgs)
+		if err != nil {
+			return err
+		}
+		h.target = Target{Cluster: h.cluster.Seeds()}
+		if err := h.pickClusterQueues(); err != nil {
+			return err
+		}
+		h.logf("cluster %v; queues %v", h.cluster.Seeds(), h.place)
+	} else {
+		h.single, err = StartRedis(ctx, h.grp, "redis", h.o.RedisServer, filepath.Join(h.dir, "redis"), append(DurableArgs, latencyArgs...), false)
+		if err != nil {
+			return err
+		}
+		h.target = Target{Addr: h.single.Addr}
+		h.queues = []string{"alpha", "beta", "gamma"}
+		h.logf("redis %s (AOF, fsync always) pid %d; ledger %s", h.single.Addr, h.single.Pid(), ledSrv.Addr)
+	}
+	for i := range h.sc.Workers {
+		h.slots = append(h.slots, &slot{name: fmt.Sprintf("w%d", i)})
+	}
+	if h.sc.ProxyDropEvery > 0 {
+		names := []string{"producer"}
+		for _, s := range h.slots {
+			names = append(names, s.name)
+		}
+		for i, n := range names {
+			p, err := StartProxy(n, h.single.Addr, h.sc.ProxyDropEvery, h.o.Seed+uint64(i), func(armed, dropped time.Time, cmd string) {
+				h.fault(Fault{Kind: "proxy-drop", Target: n, Start: armed.UnixNano(), End: dropped.UnixNano(), Note: cmd})
+			})
+			if err != nil {
+				return err
+			}
+			h.proxies[n] = p
+		}
+	}
+	for i := range h.sc.Serves {
+		if err := h.startServe(ctx, i); err != nil {
+			return err
+		}
+	}
+	for _, s := range h.slots {
+		s.cfg = WorkerConfig{Slot: s.name, Redis: h.via(s.name), Ledger: h.ledAddr, Prefix: "run", Namespace: Namespace,
+			Queues: h.queues, Concurrency: h.sc.Concurrency}
+		if err := h.startWorker(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// via is the Redis a process named name talks to: its proxy, if any.
+func (h *harness) via(name string) Target {
+	if p := h.proxies[name]; p != nil {
+		return Target{Addr: p.Addr}
+	}
+	return h.target
+}
+
+// pickClusterQueues picks four queue names whose slots spread over every
+// master.
+func (h *harness) pickClusterQueues() error {
+	nodes, err := h.cluster.Topology()
+	if err != nil {
+		return err
+	}
+	h.place = map[string]string{}
+	perMaster := map[string]int{}
+	for i := 0; i < 200 && len(h.queues) < 4; i++ {
+		q := fmt.Sprintf("q%02d", i)
+		s, err := h.cluster.KeySlot(q)
+		if err != nil {
+			return err
+		}
+		m, ok := MasterOf(nodes, s)
+		if !ok {
+			continue
+		}
+		if perMaster[m.ID] > 0 && len(perMaster) < 3 {
+			continue // first one queue on each master
+		}
+		perMaster[m.ID]++
+		h.queues = append(h.queues, q)
+		h.place[q] = fmt.Sprintf("%s (slot %d)", m.Addr, s)
+	}
+	if len(perMaster) < 2 {
+		return errors.New("chaos: could not spread the queues over two masters")
+	}
+	return nil
+}
+
+func (h *harness) fault(f Fault) {
+	if err := h.led.RecordFault(f); err != nil {
+		h.problem("recording a fault: %v", err)
+	}
+	if f.Kind != "proxy-drop" && f.Kind != "script-flush" && f.Kind != "redis-stall" && f.Kind != "proxy-blackout" {
+		h.logf("fault %s %s (%.1fs)", f.Kind, f.Target, time.Duration(f.End-f.Start).Seconds())
+	}
+}
+
+func (h *harness) startServe(ctx context.Context, i int) error {
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--namespace", Namespace,
+		"--reclaim-interval", h.sc.ReclaimInterval.String(), "--log-level", "info"}
+	if h.sc.Cluster {
+		args = append(args, "--redis-cluster", strings.Join(h.target.Cluster, ","))
+	} else {
+		args = append(args, "--redis-url", "redis://"+h.target.Addr)
+	}
+	logPath := filepath.Join(h.dir, fmt.Sprintf("serve-%d.log", i))
+	p, err := StartProc(fmt.Sprintf("serve-%d", i), h.o.Chronoq, args, logPath, nil)
+	if err != nil {
+		return err
+	}
+	h.watch(p)
+	h.serves = append(h.serves, p)
+	// Ready once it says so (bounded).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if bytes.Contains(b, []byte("chronoq serving")) {
+			return nil
+		}
+		if !p.Running() || time.Now().After(deadline) {
+			return fmt.Errorf("chaos: serve-%d did not start:\n%s", i, logTail(logPath, 2000))
+		}
+		if !sleep(ctx, 50*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (h *harness) startWorker(s *slot) error {
+	b, _ := json.Marshal(s.cfg)
+	p, err := StartProc("worker-"+s.name, h.o.Self, []string{"worker", "-config", string(b)},
+		filepath.Join(h.dir, "worker-"+s.name+".log"), nil)
+	if err != nil {
+		return err
+	}
+	h.watch(p)
+	s.proc = p
+	return nil
+}
+
+func (h *harness) startProducer() (*Proc, error) {
+	cfg := ProducerConfig{Redis: h.via("producer"), Ledger: h.ledAddr, Prefix: "run", Namespace: Namespace, Queues: h.queues,
+		Jobs: h.sc.Jobs, Over: h.sc.ProduceOver, MaxDelay: h.sc.MaxDelay, PoisonEvery: h.sc.PoisonEvery,
+		Visibility: h.sc.Visibility, MaxAttempts: 25, PoisonMaxAttempts: 3, Concurrency: 8, Seed: h.o.Seed}
+	b, _ := json.Marshal(cfg)
+	p, err := StartProc("producer", h.o.Self, []string{"producer", "-config", string(b)},
+		filepath.Join(h.dir, "producer.log"), nil)
+	if err != nil {
+		return nil, err
+	}
+	h.grp.Add(p) // its exit is watched by Run
+	return p, nil
+}
+
+// injectFaults starts one goroutine per kind of fault; each ends with ctx.
+func (h *harness) injectFaults(ctx context.Context, wg *sync.WaitGroup) {
+	sc := h.sc
+	for _, p := range h.proxies {
+		p.SetEnabled(true)
+		if sc.BlackoutEvery > 0 {
+			wg.Go(func() { h.blackouts(ctx, p) })
+		}
+	}
+	if sc.WorkerKillEvery > 0 {
+		wg.Go(func() { h.killWorkers(ctx) })
+	}
+	if sc.WorkerStopEvery > 0 {
+		wg.Go(func() { h.stopWorkers(ctx) })
+	}
+	if sc.ScriptFlush > 0 {
+		wg.Go(func() { h.flushScripts(ctx) })
+	}
+	if sc.RedisKills > 0 || sc.MasterRestarts > 0 || sc.Failovers > 0 {
+		wg.Go(func() { h.serverFaults(ctx) })
+	}
+}
+
+// pick takes a worker slot no other fault holds, locked; nil if none.
+func (h *harness) pick() *slot {
+	h.rngMu.Lock()
+	order := h.rng.Perm(len(h.slots))
+	h.rngMu.Unlock()
+	for _, i := range order {
+		if h.slots[i].mu.TryLock() {
+			return h.slots[i]
+		}
+	}
+	return nil
+}
+
+func (h *harness) killWorkers(ctx context.Context) {
+	for sleep(ctx, h.rand(h.sc.WorkerKillEvery)) {
+		s := h.pick()
+		if s == nil {
+			continue
+		}
+		old := s.proc
+		pid := old.Pid()
+		h.expect(old)
+		t0 := time.Now()
+		old.Kill()
+		time.Sleep(200 * time.Millisecond)
+		if err := h.startWorker(s); err != nil {
+			h.problem("restarting worker %s: %v", s.name, err)
+		}
+		h.fault(Fault{Kind: "worker-kill", Target: s.name, Pid: pid, Start: t0.UnixNano(), End: time.Now().UnixNano()})
+		s.mu.Unlock()
+	}
+}
+
+func (h *harness) stopWorkers(ctx context.Context) {
+	// Past the visibility and two reclaim sweeps: the jobs it holds are
+	// taken back and run elsewhere while it sleeps.
+	hold := h.sc.Visibility + 2*h.sc.ReclaimInterval + time.Second
+	for sleep(ctx, h.rand(h.sc.WorkerStopEvery)) {
+		s := h.pick()
+		if s == nil {
+			continue
+		}
+		p := s.proc
+		t0 := time.Now()
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			s.mu.Unlock()
+			continue
+		}
+		time.Sleep(hold) // not cut short: the worker must be resumed
+		_ = p.Signal(syscall.SIGCONT)
+		h.fault(Fault{Kind: "worker-stop", Target: s.name, Pid: p.Pid(), Start: t0.UnixNano(), End: time.Now().UnixNano()})
+		s.mu.Unlock()
+	}
+}
+
+// blackouts cuts every reply to one process for BlackoutFor, now and then.
+func (h *harness) blackouts(ctx context.Context, p *Proxy) {
+	for sleep(ctx, h.rand(h.sc.BlackoutEvery)) {
+		t0 := time.Now()
+		p.Blackout(h.sc.BlackoutFor)
+		time.Sleep(h.sc.BlackoutFor)
+		h.fault(Fault{Kind: "proxy-blackout", Target: p.Name, Start: t0.UnixNano(), End: time.Now().UnixNano()})
+	}
+}
+
+func (h *harness) flushScripts(ctx context.Context) {
+	for sleep(ctx, h.sc.ScriptFlush) {
+		var addrs []string
+		if h.cluster != nil {
+			addrs = h.cluster.Seeds()
+		} else {
+			addrs = []string{h.single.Addr}
+		}
+		t := time.Now().UnixNano()
+		for _, a := range addrs {
+			_, _ = Do(a, "SCRIPT", "FLUSH") // a node being restarted has no scripts anyway
+		}
+		h.fault(Fault{Kind: "script-flush", Start: t, End: t})
+	}
+}
+
+// serverFaults kills the Redis server, restarts a cluster master and fails
+// masters over at evenly spaced moments of the fault period.
+func (h *harness) serverFaults(ctx context.Context) {
+	var plan []string
+	for range h.sc.RedisKills {
+		plan = append(plan, "redis-kill")
+	}
+	// Failovers first and last, the master restart between them.
+	for i := range h.sc.Failovers + h.sc.MasterRestarts {
+		if h.sc.MasterRestarts > 0 && i == (h.sc.Failovers+h.sc.MasterRestarts)/2 {
+			plan = append(plan, "master-restart")
+		} else {
+			plan = append(plan, "failover")
+		}
+	}
+	begin := time.Now()
+	for i, kind := range plan {
+		at := begin.Add(h.sc.FaultsFor * time.Duration(i+1) / time.Duration(len(plan)+1))
+		if !sleep(ctx, time.Until(at)) {
+			return
+		}
+		t0 := time.Now()
+		var err error
+		target := ""
+		switch kind {
+		case "redis-kill":
+			pid := h.single.Pid()
+			h.single.Kill()
+			time.Sleep(time.Second)
+			err = h.single.Restart(context.WithoutCancel(ctx))
+			target = fmt.Sprintf("pid %d", pid)
+		case "master-restart", "failover":
+			target, err = h.clusterFault(context.WithoutCancel(ctx), kind, i)
+		}
+		if err != nil {
+			h.problem("%s: %v", kind, err)
+		}
+		// Global faults: every process is hit.
+		h.fault(Fault{Kind: kind, Start: t0.UnixNano(), End: time.Now().UnixNano(), Note: target})
+	}
+}
+
+// clusterFault restarts the master of one of the queues, or fails it over
+// to its replica; the i-th fault takes the i-th queue.
+func (h *harness) clusterFault(ctx context.Context, kind string, i int) (string, error) {
+	nodes, err := h.cluster.Topology()
+	if err != nil {
+		return "", err
+	}
+	q := h.queues[i%len(h.queues)]
+	s, err := h.cluster.KeySlot(q)
+	if err != nil {
+		return "", err
+	}
+	m, ok := MasterOf(nodes, s)
+	if !ok {
+		return "", fmt.Errorf("no master for slot %d", s)
+	}
+	if kind == "master-restart" {
+		return "master " + m.Addr + " of " + q, h.cluster.RestartNode(ctx, m.Addr, 500*time.Millisecond)
+	}
+	rep, ok := ReplicaOf(nodes, m.ID)
+	if !ok {
+		return "", fmt.Errorf("no replica of %s", m.Addr)
+	}
+	return "replica " + rep.Addr + " takes over " + m.Addr + " (" + q + ")", h.cluster.Failover(ctx, rep.Addr)
+}
+
+// latencyArgs turn on Redis's latency monitor: an fsync or a command
+// slower than this is remembered, and the battery records it as an
+// observed stall.
+var latencyArgs = []string{"--latency-monitor-threshold", "250"}
+
+// pollLatency records, as observed stalls, the slow events the queue's
+// Redis servers remembered since the last poll.
+func (h *harness) pollLatency(seen map[string]bool) {
+	var addrs []string
+	if h.cluster != nil {
+		addrs = h.cluster.Seeds()
+	} else {
+		addrs = []string{h.single.Addr}
+	}
+	for _, a := range addrs {
+		v, err := Do(a, "LATENCY", "LATEST")
+		if err != nil {
+			continue
+		}
+		events, _ := v.([]any)
+		for _, e := range events {
+			ev, _ := e.([]any)
+			if len(ev) == 0 {
+				continue
+			}
+			name := asString(ev[0])
+			hv, err := Do(a, "LATENCY", "HISTORY", name)
+			if err != nil {
+				continue
+			}
+			hist, _ := hv.([]any)
+			for _, x := range hist {
+				pt, _ := x.([]any)
+				if len(pt) != 2 {
+					continue
+				}
+				ts, _ := pt[0].(int64)
+				ms, _ := pt[1].(int64)
+				key := fmt.Sprint(a, name, ts, ms)
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				// The history has whole seconds: widen the window by one.
+				h.fault(Fault{Kind: "redis-stall", Start: ts*1e9 - ms*1e6 - 1e9, End: ts*1e9 + 1e9,
+					Note: fmt.Sprintf("%s %s %d ms", a, name, ms)})
+			}
+		}
+	}
+}
+
+// progress logs the counts every few seconds, and collects Redis's slow
+// events.
+func (h *harness) progress(ctx context.Context, admin redis.UniversalClient) {
+	seen := map[string]bool{}
+	defer h.pollLatency(seen)
+	for sleep(ctx, 5*time.Second) {
+		h.pollLatency(seen)
+		acked, _ := h.led.Len(ctx, "ack")
+		execs, _ := h.led.Len(ctx, "exec")
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		depth, err := Depths(dctx, admin, Namespace, h.queues)
+		cancel()
+		d := fmt.Sprint(depth)
+		if err != nil {
+			d = "? (" + ClassifyText(err.Error()) + ")"
+		}
+		h.logf("acknowledged %d, runs %d, waiting or running %s", acked, execs/2, d)
+	}
+}
+
+// drain waits until nothing is scheduled, pending, processing or leased,
+// twice in a row, for at most DrainTimeout.
+func (h *harness) drain(ctx context.Context, admin redis.UniversalClient) bool {
+	ctx, cancel := context.WithTimeout(ctx, h.sc.DrainTimeout)
+	defer cancel()
+	zero := 0
+	for sleep(ctx, 500*time.Millisecond) {
+		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+		n, err := Depths(dctx, admin, Namespace, h.queues)
+		dcancel()
+		if err == nil && n == 0 {
+			if zero++; zero == 2 {
+				h.logf("drained")
+				return true
+			}
+		} else {
+			zero = 0
+		}
+	}
+	return false
+}
+
+// serveErrors counts, by class, the errors the serve instances logged
+// (their promoters and reclaimers are callers of the engine too).
+func (h *harness) serveErrors() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range h.serves {
+		b, _ := os.ReadFile(p.LogPath)
+		for line := range strings.Lines(string(b)) {
+			if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
+				continue
+			}
+			_, e, ok := strings.Cut(line, " err=")
+			if !ok {
+				continue
+			}
+			out[ClassifyText(strings.Trim(strings.TrimSpace(e), `"`))]++
+		}
+	}
+	return out
+}
+
+// stopAll stops the workers (gracefully: they have nothing left to run)
+// and the serve instances.
+func (h *harness) stopAll() {
+	var wg sync.WaitGroup
+	for _, s := range h.slots {
+		if s.proc != nil {
+			h.expect(s.proc)
+			wg.Go(func() { s.proc.Stop(15 * time.Second) })
+		}
+	}
+	for _, p := range h.serves {
+		h.expect(p)
+		wg.Go(func() { p.Stop(15 * time.Second) })
+	}
+	wg.Wait()
+	for _, s := range h.slots {
+		if err := s.proc.Err(); err != nil {
+			h.problem("worker %s did not stop cleanly: %v", s.name, err)
+		}
+	}
+}
