@@ -84,7 +84,8 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 }
 
 // unpackFields reads a hash packed by a script as NUL-joined fields and
-// values.
+// values; a field that appears twice keeps its last value (claim.lua
+// appends the fields it wrote after the hash as it read it).
 func unpackFields(s string) map[string]string {
 	parts := strings.Split(s, "\x00")
 	m := make(map[string]string, len(parts)/2)

@@ -11,3 +11,7 @@ import (
 func RunScript(ctx context.Context, rdb redis.UniversalClient, name string, keys []string, args ...any) (any, error) {
 	return script(name).Run(ctx, rdb, keys, args...).Result()
 }
+
+// UnpackFields exposes unpackFields: a claim's reply read as the caller
+// reads it.
+var UnpackFields = unpackFields

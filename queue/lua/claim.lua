@@ -10,7 +10,8 @@
 -- Returns: { paused, job_1, ..., job_k }: paused 1 when the queue is paused
 --          (then no job), and each job_i the claimed job's hash as one
 --          string, field and value alternating, joined by NUL bytes, with
---          "id" appended. (One string is much cheaper for Redis to reply
+--          the fields the claim wrote and "id" appended (a field may appear
+--          twice: its last value is the current one). (One string is much cheaper for Redis to reply
 --          than 30 array elements; no value can hold a NUL: payloads and
 --          results are JSON, names are validated, errors are scrubbed.)
 -- Safe to run twice: the ids of a claim are remembered under its token base
@@ -40,46 +41,50 @@ local ids, leases = {}, {}
 for i, id in ipairs(popped) do
   local key = jobkey(id)
   local h = redis.call('HGETALL', key)
-  local f = {}
+  local status, attempts, vis_ms, kind, cancel
   for j = 1, #h, 2 do
-    f[h[j]] = j + 1
+    local name = h[j]
+    if name == 'status' then
+      status = h[j + 1]
+    elseif name == 'attempts' then
+      attempts = h[j + 1]
+    elseif name == 'visibility_ms' then
+      vis_ms = h[j + 1]
+    elseif name == 'kind' then
+      kind = h[j + 1]
+    elseif name == 'cancel_requested' then
+      cancel = true
+    end
   end
   -- Only a pending job can be claimed; anything else popped here is a
   -- stale id (a canceled job, say) and is dropped.
-  if f['status'] and h[f['status']] == 'pending' then
-    local attempts = tonumber(h[f['attempts']]) + 1
+  if status == 'pending' then
+    attempts = tonumber(attempts) + 1
     local v = vis
     if v <= 0 then
-      v = tonumber(h[f['visibility_ms']])
+      v = tonumber(vis_ms)
     end
     local lease, token = now + v, ARGV[6] .. '.' .. i
     redis.call('HSET', key, 'status', 'processing', 'attempts', attempts, 'claim_token', token,
       'claimed_at_ms', now, 'lease_until_ms', lease)
-    local function set(name, value)
-      if f[name] then
-        h[f[name]] = value
-      else
-        h[#h + 1] = name
-        h[#h + 1] = value
-        f[name] = #h
-      end
-    end
-    set('status', 'processing')
-    set('attempts', tostring(attempts))
-    set('claim_token', token)
-    set('claimed_at_ms', tostring(now))
-    set('lease_until_ms', tostring(lease))
-    if f['cancel_requested'] then
+    -- The fields just written follow the hash as it was: the reader keeps
+    -- the last value of a field.
+    local n = #h
+    h[n + 1], h[n + 2] = 'status', 'processing'
+    h[n + 3], h[n + 4] = 'attempts', attempts
+    h[n + 5], h[n + 6] = 'claim_token', token
+    h[n + 7], h[n + 8] = 'claimed_at_ms', now
+    h[n + 9], h[n + 10] = 'lease_until_ms', lease
+    h[n + 11], h[n + 12] = 'id', id
+    if cancel then
       redis.call('HDEL', key, 'cancel_requested')
-      h[f['cancel_requested']] = '0'
+      h[n + 13], h[n + 14] = 'cancel_requested', '0'
     end
-    h[#h + 1] = 'id'
-    h[#h + 1] = id
     out[#out + 1] = table.concat(h, '\0')
     ids[#ids + 1] = id
     leases[#leases + 1] = lease
     leases[#leases + 1] = id
-    emit('claimed', id, h[f['kind']], 'processing', attempts)
+    emit('claimed', id, kind, 'processing', attempts)
   end
 end
 if #ids > 0 then
