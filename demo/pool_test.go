@@ -86,7 +86,10 @@ func TestPoolCompletesAndFails(t *testing.T) {
 	_, err := b.pool.Enqueue(b.ctx, demo.Batch{Count: 6})
 	require.NoError(t, err)
 	require.NoError(t, b.pool.Configure(demo.Settings{Size: 3}))
-	require.Eventually(t, func() bool { return b.stats(t).CompletedTotal == 6 }, 10*time.Second, 10*time.Millisecond)
+	// The pool counts a completion after Redis has taken it: wait for both.
+	require.Eventually(t, func() bool {
+		return b.stats(t).CompletedTotal == 6 && b.pool.Status().Completed == 6
+	}, 10*time.Second, 10*time.Millisecond)
 	st := b.pool.Status()
 	require.Equal(t, 3, st.Running)
 	require.EqualValues(t, 6, st.Completed)
@@ -95,9 +98,12 @@ func TestPoolCompletesAndFails(t *testing.T) {
 	require.NoError(t, b.pool.Configure(demo.Settings{Size: 1, FailRate: 1}))
 	_, err = b.pool.Enqueue(b.ctx, demo.Batch{Count: 2, MaxAttempts: 1})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return b.stats(t).Dead == 2 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return b.stats(t).Dead == 2 && b.pool.Status().Failed == 2
+	}, 10*time.Second, 10*time.Millisecond)
 	dead, _, err := b.client.List(b.ctx, demo.DefaultQueue, queue.ListOptions{Status: queue.StatusDead})
 	require.NoError(t, err)
+	require.Len(t, dead, 2)
 	require.Contains(t, dead[0].LastError, "simulated")
 	require.EqualValues(t, 2, b.pool.Status().Failed)
 }
