@@ -104,13 +104,31 @@ func claimedJob(queue string, h map[string]string) (*Job, error) {
 	return j, nil
 }
 
+// blmove moves the right end of src to the dest end of dst, waiting up to
+// wait for src to have an element, on the blocking pool. It sends BLMOVE
+// itself: go-redis's BLMove rounds the timeout to whole seconds. A wait
+// that ends empty answers redis.Nil, and so does one that Redis aborted:
+// when a master is demoted to a replica (a cluster or Sentinel failover, or
+// REPLICAOF) the clients parked in BLMOVE are answered "UNBLOCKED force
+// unblock from blocking operation, instance state changed". Nothing moved,
+// so the caller's next call reaches the new master through its client's
+// own redirection.
+func (c *Client) blmove(ctx context.Context, src, dst, dest string, wait time.Duration) (string, error) {
+	v, err := c.blocking.Do(ctx, "BLMOVE", src, dst, "RIGHT", dest,
+		strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)).Text()
+	var rerr redis.Error
+	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "UNBLOCKED") {
+		return "", redis.Nil
+	}
+	return v, err
+}
+
 // claimBlocking waits in BLMOVE for one job, then activates it. If the
 // process dies between the two, the id waits in processing with no lease
 // until a reclaim sweep finds it.
 func (c *Client) claimBlocking(ctx context.Context, queue string, k keys, o ClaimOptions) ([]*Job, error) {
-	id, err := c.blocking.Do(ctx, "BLMOVE", k.pending, k.processing, "RIGHT", "LEFT",
-		strconv.FormatFloat(o.Wait.Seconds(), 'f', 3, 64)).Text()
-	if errors.Is(err, redis.Nil) || blockAborted(err) {
+	id, err := c.blmove(ctx, k.pending, k.processing, "LEFT", o.Wait)
+	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {

@@ -417,12 +417,11 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 		}
 		return false, nil
 	}
-	err = c.blocking.Do(ctx, "BLMOVE", k.pending, k.pending, "RIGHT", "RIGHT",
-		strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)).Err()
+	_, err = c.blmove(ctx, k.pending, k.pending, "RIGHT", wait)
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, redis.Nil), blockAborted(err), ctx.Err() != nil:
+	case errors.Is(err, redis.Nil), ctx.Err() != nil:
 		return false, nil
 	}
 	return false, fmt.Errorf("queue: wait for %s: %w", queue, wrapRedis(err))

@@ -69,17 +69,6 @@ func (e unavailableError) Unwrap() []error {
 	return []error{ErrUnavailable, e.err}
 }
 
-// blockAborted reports whether Redis ended a blocking command without
-// running it: when a master is demoted to a replica (a cluster or Sentinel
-// failover, or REPLICAOF), clients parked in BLMOVE are answered
-// "UNBLOCKED force unblock from blocking operation, instance state changed".
-// Nothing moved, so the wait ends like a timeout and the caller tries again,
-// reaching the new master through its client's own redirection.
-func blockAborted(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "UNBLOCKED")
-}
-
 func wrapRedis(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
