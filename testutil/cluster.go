@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -13,15 +12,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/internal/redisproc"
 )
 
 const (
 	clusterMasters = 3
-	// clusterCreateTimeout bounds `redis-cli --cluster create`.
-	clusterCreateTimeout = 30 * time.Second
-	// clusterReadyTimeout bounds the wait for cluster_state:ok everywhere.
-	clusterReadyTimeout = 20 * time.Second
-	clusterPoll         = 50 * time.Millisecond
+	// clusterCreateTimeout bounds starting the nodes, `redis-cli --cluster
+	// create` and the wait for a healthy cluster.
+	clusterCreateTimeout = 60 * time.Second
 )
 
 var cluster struct {
@@ -70,7 +69,7 @@ func Cluster(t testing.TB) *redis.ClusterClient {
 func startCluster() (addrs []string, err error) {
 	server, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("%s or set %s", notFoundMsg, EnvClusterAddrs)
+		return nil, fmt.Errorf("%s or set %s", redisproc.NotFound, EnvClusterAddrs)
 	}
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
@@ -81,7 +80,7 @@ func startCluster() (addrs []string, err error) {
 		return nil, fmt.Errorf("testutil: %w", err)
 	}
 
-	var nodes []*proc
+	var nodes []*redisproc.Server
 	defer func() {
 		if err == nil {
 			for _, p := range nodes {
@@ -93,87 +92,32 @@ func startCluster() (addrs []string, err error) {
 		// Include the nodes' logs, then get rid of the half-built cluster.
 		var b strings.Builder
 		for _, p := range nodes {
-			fmt.Fprintf(&b, "\n--- log tail of node %s ---\n%s", p.addr, p.logTail())
+			fmt.Fprintf(&b, "\n--- log tail of node %s ---\n%s", p.Addr, p.Child().LogTail(4<<10))
 		}
 		err = fmt.Errorf("%w%s", err, b.String())
 		var wg sync.WaitGroup
 		for _, p := range nodes {
-			wg.Go(p.kill)
+			wg.Go(p.Kill)
 		}
 		wg.Wait()
 	}()
 
+	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
+	defer cancel()
 	for i := range clusterMasters {
 		dir := filepath.Join(root, fmt.Sprintf("node%d", i))
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create node dir: %w", err)
 		}
-		args := []string{
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "5000",
-		}
-		p, err := startOnFreePort(server, dir, args, true)
+		p, err := redisproc.Start(ctx, fmt.Sprintf("cluster-node-%d", i), server, dir, redisproc.ClusterArgs(5*time.Second), true)
 		if err != nil {
 			return nil, fmt.Errorf("start cluster node %d: %w", i, err)
 		}
 		nodes = append(nodes, p)
-		addrs = append(addrs, p.addr)
+		addrs = append(addrs, p.Addr)
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
-	defer cancel()
-	cliArgs := append([]string{"--cluster", "create"}, addrs...)
-	cliArgs = append(cliArgs, "--cluster-replicas", "0", "--cluster-yes")
-	cmd := exec.CommandContext(ctx, cli, cliArgs...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = time.Second // bound the wait for output copying after a kill
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("redis-cli --cluster create %s: %w\n--- redis-cli output ---\n%s",
-			strings.Join(addrs, " "), err, tail(out.Bytes(), logTailBytes))
-	}
-
-	if err := waitClusterOK(addrs); err != nil {
-		return nil, fmt.Errorf("%w\n--- redis-cli output ---\n%s", err, tail(out.Bytes(), logTailBytes))
+	if err := redisproc.CreateCluster(ctx, cli, addrs, 0); err != nil {
+		return nil, err
 	}
 	return addrs, nil
-}
-
-// waitClusterOK polls CLUSTER INFO on every node until all of them report a
-// healthy cluster with every slot assigned and every node known.
-func waitClusterOK(addrs []string) error {
-	deadline := time.Now().Add(clusterReadyTimeout)
-	want := map[string]string{
-		"cluster_state":          "ok",
-		"cluster_slots_assigned": "16384",
-		"cluster_known_nodes":    fmt.Sprint(len(addrs)),
-	}
-	for {
-		problem := ""
-	nodes:
-		for _, addr := range addrs {
-			info, err := redisDo(addr, time.Second, "CLUSTER", "INFO")
-			if err != nil {
-				problem = fmt.Sprintf("CLUSTER INFO on %s: %v", addr, err)
-				break
-			}
-			for field, v := range want {
-				if got := infoField(info, field); got != v {
-					problem = fmt.Sprintf("CLUSTER INFO on %s: %s is %q, want %q; full reply:\n%s",
-						addr, field, got, v, info)
-					break nodes
-				}
-			}
-		}
-		if problem == "" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster not ready after %s: %s", clusterReadyTimeout, problem)
-		}
-		time.Sleep(clusterPoll)
-	}
 }

@@ -63,6 +63,8 @@
 // even if the test binary crashes or is killed by go test -timeout. Startup
 // and shutdown waits are bounded; a port lost to a concurrent process between
 // choosing it and binding it is retried with a new port.
+// The processes themselves are package internal/redisproc's, which the
+// chaos battery shares.
 //
 // Functions taking a testing.TB call t.Fatal on failure and therefore must be
 // called from the test's goroutine; the same holds for the methods of

@@ -1,11 +1,12 @@
 package testutil
 
 import (
-	"errors"
+	"context"
 	"os/exec"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/chronoq/chronoq/internal/redisproc"
 )
 
 // Server is a dedicated redis-server owned by one test, for tests that stop,
@@ -15,15 +16,9 @@ import (
 // The methods must be called from the test's goroutine (Restart may call
 // t.Fatal), and the Server must not be used after the test ended.
 type Server struct {
-	t    testing.TB
-	bin  string
-	addr string
-	port int
-	dir  string
-	args []string
-
+	t  testing.TB
 	mu sync.Mutex
-	p  *proc // latest process; nil never after StartServer returns
+	s  *redisproc.Server
 }
 
 // StartServer starts a dedicated redis-server on a free loopback port, in a
@@ -35,25 +30,26 @@ func StartServer(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Fatal(notFoundMsg)
+		t.Fatal(redisproc.NotFound)
 	}
 	dir := t.TempDir() // registered first, so removed after the Stop below
-	args := append([]string(nil), extraArgs...)
-	p, err := startOnFreePort(bin, dir, args, false)
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	rs, err := redisproc.Start(ctx, "redis-server", bin, dir, extraArgs, false)
 	if err != nil {
 		t.Fatalf("testutil: StartServer: %v", err)
 	}
-	s := &Server{t: t, bin: bin, addr: p.addr, port: p.port, dir: dir, args: args, p: p}
+	s := &Server{t: t, s: rs}
 	t.Cleanup(s.Stop)
 	return s
 }
 
 // Addr returns the server's host:port; it does not change on Restart.
-func (s *Server) Addr() string { return s.addr }
+func (s *Server) Addr() string { return s.s.Addr }
 
 // Dir returns the server's working directory (where RDB/AOF files and
 // redis.log live); it does not change on Restart.
-func (s *Server) Dir() string { return s.dir }
+func (s *Server) Dir() string { return s.s.Dir }
 
 // Stop shuts the server down gracefully: SIGTERM, then waits, sending
 // SIGKILL if it has not exited within 10s. Stopping a stopped server is a
@@ -61,7 +57,7 @@ func (s *Server) Dir() string { return s.dir }
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.p.stop()
+	s.s.Stop()
 }
 
 // Kill terminates the server abruptly with SIGKILL (simulating a crash:
@@ -69,7 +65,7 @@ func (s *Server) Stop() {
 func (s *Server) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.p.kill()
+	s.s.Kill()
 }
 
 // Restart starts the server again on the same port and in the same
@@ -80,21 +76,10 @@ func (s *Server) Restart() {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.p.stop()
-	var err error
-	for attempt := range startAttempts {
-		if attempt > 0 {
-			time.Sleep(100 * time.Millisecond) // the port may still be closing
-		}
-		var p *proc
-		p, err = startProc(s.bin, s.port, s.dir, s.args)
-		if err == nil {
-			s.p = p
-			return
-		}
-		if !errors.Is(err, errBind) {
-			break
-		}
+	s.s.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	if err := s.s.Restart(ctx); err != nil {
+		s.t.Fatalf("testutil: restart redis-server on %s: %v", s.s.Addr, err)
 	}
-	s.t.Fatalf("testutil: restart redis-server on %s: %v", s.addr, err)
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/internal/redisproc"
 )
 
 const (
@@ -28,11 +31,15 @@ const (
 // binary; Main releases them.
 var shared struct {
 	mu    sync.Mutex
-	procs []*proc
+	procs []*redisproc.Server
 	dirs  []string
 }
 
-func registerShared(p *proc) {
+// readyTimeout bounds how long a freshly started redis-server may take to
+// answer.
+const readyTimeout = 10 * time.Second
+
+func registerShared(p *redisproc.Server) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	shared.procs = append(shared.procs, p)
@@ -70,7 +77,7 @@ func stopShared() {
 
 	var wg sync.WaitGroup
 	for _, p := range procs {
-		wg.Go(p.stop)
+		wg.Go(p.Stop)
 	}
 	wg.Wait()
 	for _, d := range dirs {
@@ -106,18 +113,20 @@ func RedisAddr(t testing.TB) string {
 func startSingle() (string, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return "", fmt.Errorf("%s or set %s", notFoundMsg, EnvRedisAddr)
+		return "", fmt.Errorf("%s or set %s", redisproc.NotFound, EnvRedisAddr)
 	}
 	dir, err := sharedDir("chronoq-redis-*")
 	if err != nil {
 		return "", fmt.Errorf("testutil: %w", err)
 	}
-	p, err := startOnFreePort(bin, dir, nil, false)
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	p, err := redisproc.Start(ctx, "redis-server", bin, dir, nil, false)
 	if err != nil {
 		return "", fmt.Errorf("testutil: start shared redis-server: %w", err)
 	}
 	registerShared(p)
-	return p.addr, nil
+	return p.Addr, nil
 }
 
 // Redis returns a new client to the shared server (see [RedisAddr]),

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/redisproc"
 )
 
 // Bounds of the cluster waits.
@@ -21,7 +22,6 @@ const (
 // node durable (AOF, fsync always).
 type Cluster struct {
 	Nodes []*RedisServer
-	cli   string
 }
 
 // ClusterNode is one line of CLUSTER NODES.
@@ -35,32 +35,20 @@ type ClusterNode struct {
 // with redis-cli --cluster create. nodeTimeout is cluster-node-timeout: a
 // master restarted faster than that is not failed over.
 func StartCluster(ctx context.Context, grp *Group, bin, cli, root string, masters, replicas int, nodeTimeout time.Duration, extra []string) (*Cluster, error) {
-	c := &Cluster{cli: cli}
-	var addrs []string
+	c := &Cluster{}
+	args := append(append(redisproc.ClusterArgs(nodeTimeout), DurableArgs...), "--cluster-require-full-coverage", "no")
+	args = append(args, extra...)
 	for i := range masters * (1 + replicas) {
-		args := append(append([]string(nil), DurableArgs...),
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
-			"--cluster-require-full-coverage", "no")
-		args = append(args, extra...)
 		s, err := StartRedis(ctx, grp, fmt.Sprintf("cluster-node-%d", i), bin, filepath.Join(root, fmt.Sprintf("node%d", i)), args, true)
 		if err != nil {
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, s)
-		addrs = append(addrs, s.Addr)
 	}
 	cctx, cancel := context.WithTimeout(ctx, clusterCreateTimeout)
 	defer cancel()
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	cmd := exec.CommandContext(cctx, cli, args...)
-	cmd.WaitDelay = time.Second
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("chaos: redis-cli --cluster create: %w\n%s", err, out)
-	}
-	if err := c.WaitOK(ctx); err != nil {
-		return nil, err
+	if err := redisproc.CreateCluster(cctx, cli, c.Seeds(), replicas); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	return c, nil
 }
@@ -88,12 +76,12 @@ func (c *Cluster) Node(addr string) *RedisServer {
 func (c *Cluster) Topology() ([]ClusterNode, error) {
 	var lastErr error
 	for _, n := range c.Nodes {
-		v, err := Do(n.Addr, "CLUSTER", "NODES")
+		v, err := redisproc.Do(n.Addr, "CLUSTER", "NODES")
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		return parseClusterNodes(asString(v)), nil
+		return parseClusterNodes(redisproc.AsString(v)), nil
 	}
 	return nil, fmt.Errorf("chaos: CLUSTER NODES: %w", lastErr)
 }
@@ -152,7 +140,7 @@ func ReplicaOf(nodes []ClusterNode, id string) (ClusterNode, bool) {
 
 // KeySlot asks the cluster for the slot of key.
 func (c *Cluster) KeySlot(key string) (int, error) {
-	v, err := Do(c.Nodes[0].Addr, "CLUSTER", "KEYSLOT", key)
+	v, err := redisproc.Do(c.Nodes[0].Addr, "CLUSTER", "KEYSLOT", key)
 	if err != nil {
 		return 0, err
 	}
@@ -160,48 +148,15 @@ func (c *Cluster) KeySlot(key string) (int, error) {
 	return int(n), nil
 }
 
-// WaitOK waits until every node reports cluster_state:ok with all slots
-// assigned and every node known, and every replica's link to its master is
-// up.
+// WaitOK waits (bounded) until the cluster is healthy: see
+// [redisproc.ClusterHealth].
 func (c *Cluster) WaitOK(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, clusterOKTimeout)
 	defer cancel()
-	for {
-		problem := c.health()
-		if problem == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("chaos: cluster not healthy: %s", problem)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := redisproc.WaitClusterOK(ctx, c.Seeds()); err != nil {
+		return fmt.Errorf("chaos: %w", err)
 	}
-}
-
-func (c *Cluster) health() string {
-	for _, n := range c.Nodes {
-		v, err := Do(n.Addr, "CLUSTER", "INFO")
-		if err != nil {
-			return n.Addr + ": " + err.Error()
-		}
-		info := asString(v)
-		for f, want := range map[string]string{"cluster_state": "ok", "cluster_slots_assigned": "16384",
-			"cluster_known_nodes": strconv.Itoa(len(c.Nodes)), "cluster_slots_fail": "0", "cluster_slots_pfail": "0"} {
-			if got := infoField(info, f); got != want {
-				return fmt.Sprintf("%s: %s is %q", n.Addr, f, got)
-			}
-		}
-		v, err = Do(n.Addr, "INFO", "replication")
-		if err != nil {
-			return n.Addr + ": " + err.Error()
-		}
-		repl := asString(v)
-		if infoField(repl, "role") == "slave" && infoField(repl, "master_link_status") != "up" {
-			return n.Addr + ": replica link down"
-		}
-	}
-	return ""
+	return nil
 }
 
 // Failover makes the replica at addr take over its master with CLUSTER
@@ -209,14 +164,14 @@ func (c *Cluster) health() string {
 // no acknowledged write is lost), and waits until it serves as master and
 // the cluster is healthy again.
 func (c *Cluster) Failover(ctx context.Context, addr string) error {
-	if _, err := Do(addr, "CLUSTER", "FAILOVER"); err != nil {
+	if _, err := redisproc.Do(addr, "CLUSTER", "FAILOVER"); err != nil {
 		return fmt.Errorf("chaos: CLUSTER FAILOVER on %s: %w", addr, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, clusterOKTimeout)
 	defer cancel()
 	for {
-		v, err := Do(addr, "ROLE")
-		if xs, ok := v.([]any); err == nil && ok && len(xs) > 0 && asString(xs[0]) == "master" {
+		v, err := redisproc.Do(addr, "ROLE")
+		if xs, ok := v.([]any); err == nil && ok && len(xs) > 0 && redisproc.AsString(xs[0]) == "master" {
 			break
 		}
 		select {

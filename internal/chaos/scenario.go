@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/internal/redisproc"
 )
 
 // Namespace is the key prefix of every run (each scenario has its own Redis).
@@ -110,7 +112,7 @@ type slot struct {
 	name string
 	cfg  WorkerConfig
 	mu   sync.Mutex // held while a fault works on the slot
-	proc *Proc
+	proc *redisproc.Child
 }
 
 // harness is one scenario under way.
@@ -129,11 +131,11 @@ type harness struct {
 	place   map[string]string
 	proxies map[string]*Proxy
 	slots   []*slot
-	serves  []*Proc
+	serves  []*redisproc.Child
 	rng     *rand.Rand
 	rngMu   sync.Mutex
 
-	expected sync.Map // *Proc -> struct{}: exits we caused
+	expected sync.Map // *redisproc.Child -> struct{}: exits we caused
 	mu       sync.Mutex
 	problems []string // harness failures: unexpected exits, a fault that could not be injected
 }
@@ -169,28 +171,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // watch reports p's exit as a problem unless the harness caused it.
-func (h *harness) watch(p *Proc) {
+func (h *harness) watch(p *redisproc.Child) {
 	h.grp.Add(p)
 	go func() {
 		<-p.Done()
 		if _, ok := h.expected.Load(p); !ok {
-			h.problem("%s (pid %d) exited on its own: %v; log %s:\n%s", p.Name, p.Pid(), p.Err(), p.LogPath, logTail(p.LogPath, 2000))
+			h.problem("%s (pid %d) exited on its own: %v; log %s:\n%s", p.Name, p.Pid(), p.Err(), p.LogPath, p.LogTail(2000))
 		}
 	}()
 }
 
-func (h *harness) expect(p *Proc) { h.expected.Store(p, struct{}{}) }
-
-func logTail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
+func (h *harness) expect(p *redisproc.Child) { h.expected.Store(p, struct{}{}) }
 
 // Run runs one scenario and counts it. An error means the harness could
 // not run it; a run that found problems answers a Report that does not
@@ -239,7 +230,7 @@ func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 	select {
 	case <-prod.Done():
 		if err := prod.Err(); err != nil {
-			h.problem("producer failed: %v:\n%s", err, logTail(prod.LogPath, 2000))
+			h.problem("producer failed: %v:\n%s", err, prod.LogTail(2000))
 		}
 	case <-time.After(3*sc.ProduceOver + 90*time.Second):
 		h.problem("producer did not finish")
@@ -403,7 +394,7 @@ func (h *harness) startServe(ctx context.Context, i int) error {
 		args = append(args, "--redis-url", "redis://"+h.target.Addr)
 	}
 	logPath := filepath.Join(h.dir, fmt.Sprintf("serve-%d.log", i))
-	p, err := StartProc(fmt.Sprintf("serve-%d", i), h.o.Chronoq, args, logPath, nil)
+	p, err := redisproc.StartChild(fmt.Sprintf("serve-%d", i), h.o.Chronoq, args, "", logPath, nil)
 	if err != nil {
 		return err
 	}
@@ -417,7 +408,7 @@ func (h *harness) startServe(ctx context.Context, i int) error {
 			return nil
 		}
 		if !p.Running() || time.Now().After(deadline) {
-			return fmt.Errorf("chaos: serve-%d did not start:\n%s", i, logTail(logPath, 2000))
+			return fmt.Errorf("chaos: serve-%d did not start:\n%s", i, p.LogTail(2000))
 		}
 		if !sleep(ctx, 50*time.Millisecond) {
 			return ctx.Err()
@@ -427,8 +418,7 @@ func (h *harness) startServe(ctx context.Context, i int) error {
 
 func (h *harness) startWorker(s *slot) error {
 	b, _ := json.Marshal(s.cfg)
-	p, err := StartProc("worker-"+s.name, h.o.Self, []string{"worker", "-config", string(b)},
-		filepath.Join(h.dir, "worker-"+s.name+".log"), nil)
+	p, err := redisproc.StartChild("worker-"+s.name, h.o.Self, []string{"worker", "-config", string(b)}, "", filepath.Join(h.dir, "worker-"+s.name+".log"), nil)
 	if err != nil {
 		return err
 	}
@@ -437,13 +427,12 @@ func (h *harness) startWorker(s *slot) error {
 	return nil
 }
 
-func (h *harness) startProducer() (*Proc, error) {
+func (h *harness) startProducer() (*redisproc.Child, error) {
 	cfg := ProducerConfig{Redis: h.via("producer"), Ledger: h.ledAddr, Prefix: "run", Namespace: Namespace, Queues: h.queues,
 		Jobs: h.sc.Jobs, Over: h.sc.ProduceOver, MaxDelay: h.sc.MaxDelay, PoisonEvery: h.sc.PoisonEvery,
 		Visibility: h.sc.Visibility, MaxAttempts: 25, PoisonMaxAttempts: 3, Concurrency: 8, Seed: h.o.Seed}
 	b, _ := json.Marshal(cfg)
-	p, err := StartProc("producer", h.o.Self, []string{"producer", "-config", string(b)},
-		filepath.Join(h.dir, "producer.log"), nil)
+	p, err := redisproc.StartChild("producer", h.o.Self, []string{"producer", "-config", string(b)}, "", filepath.Join(h.dir, "producer.log"), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +538,7 @@ func (h *harness) flushScripts(ctx context.Context) {
 		}
 		t := time.Now().UnixNano()
 		for _, a := range addrs {
-			_, _ = Do(a, "SCRIPT", "FLUSH") // a node being restarted has no scripts anyway
+			_, _ = redisproc.Do(a, "SCRIPT", "FLUSH") // a node being restarted has no scripts anyway
 		}
 		h.fault(Fault{Kind: "script-flush", Start: t, End: t})
 	}
@@ -638,7 +627,7 @@ func (h *harness) pollLatency(seen map[string]bool) {
 		addrs = []string{h.single.Addr}
 	}
 	for _, a := range addrs {
-		v, err := Do(a, "LATENCY", "LATEST")
+		v, err := redisproc.Do(a, "LATENCY", "LATEST")
 		if err != nil {
 			continue
 		}
@@ -648,8 +637,8 @@ func (h *harness) pollLatency(seen map[string]bool) {
 			if len(ev) == 0 {
 				continue
 			}
-			name := asString(ev[0])
-			hv, err := Do(a, "LATENCY", "HISTORY", name)
+			name := redisproc.AsString(ev[0])
+			hv, err := redisproc.Do(a, "LATENCY", "HISTORY", name)
 			if err != nil {
 				continue
 			}

@@ -1,0 +1,181 @@
+package redisproc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Bounds of the waits on child processes.
+const (
+	killWait = 5 * time.Second  // reaping after SIGKILL (immediate in practice)
+	termWait = 10 * time.Second // graceful exit after SIGTERM, then SIGKILL
+)
+
+// spawner starts every child from one OS thread that never exits. Pdeathsig
+// fires when the thread that forked the child exits, not the process: a
+// child started from a goroutine's thread that the runtime later retires
+// would be killed early. One locked, never-ending goroutine makes
+// Pdeathsig mean "when this process dies".
+type spawner struct{ reqs chan spawnReq }
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var theSpawner = sync.OnceValue(func() *spawner {
+	s := &spawner{reqs: make(chan spawnReq)}
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+		for r := range s.reqs {
+			r.done <- r.cmd.Start()
+		}
+	}()
+	return s
+})
+
+// Child is one child process. Every child dies with this process
+// (Pdeathsig SIGKILL) and runs in a process group of its own (Setpgid), so
+// that a signal reaches its own children too (redis-server forks for AOF
+// rewrites) and a Ctrl-C of the terminal reaches only the parent, which
+// stops them in order.
+type Child struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+}
+
+// StartChild starts bin with args in dir ("" for the current directory),
+// with env added to this process's environment and its output appended to
+// logPath.
+func StartChild(name, bin string, args []string, dir, logPath string, env []string) (*Child, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("redisproc: log of %s: %w", name, err)
+	}
+	defer logf.Close() // the child holds its own descriptor
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	done := make(chan error, 1)
+	theSpawner().reqs <- spawnReq{cmd: cmd, done: done}
+	if err := <-done; err != nil {
+		return nil, fmt.Errorf("redisproc: start %s: %w", name, err)
+	}
+	p := &Child{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the child's process id.
+func (p *Child) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed once the child has exited and been reaped.
+func (p *Child) Done() <-chan struct{} { return p.done }
+
+// Running reports whether the child has not exited.
+func (p *Child) Running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Err is the child's exit error, once Done is closed.
+func (p *Child) Err() error {
+	select {
+	case <-p.done:
+		return p.waitErr
+	default:
+		return nil
+	}
+}
+
+// Signal sends sig to the child's process group.
+func (p *Child) Signal(sig syscall.Signal) error {
+	if !p.Running() {
+		return errors.New("redisproc: " + p.Name + " is not running")
+	}
+	if err := syscall.Kill(-p.Pid(), sig); err != nil {
+		return p.cmd.Process.Signal(sig)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the group and waits (bounded) for the exit.
+func (p *Child) Kill() {
+	if p.Running() {
+		_ = p.Signal(syscall.SIGKILL)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(killWait):
+	}
+}
+
+// Stop sends SIGTERM (and SIGCONT, in case it is stopped), waits up to
+// wait (10 s when 0), then kills.
+func (p *Child) Stop(wait time.Duration) {
+	if !p.Running() {
+		return
+	}
+	if wait <= 0 {
+		wait = termWait
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	_ = p.Signal(syscall.SIGCONT)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(wait):
+	}
+	p.Kill()
+}
+
+// LogTail is at most the last n bytes of the child's log, from a line
+// start.
+func (p *Child) LogTail(n int) string { return Tail(readFrom(p.LogPath, 0), n) }
+
+// readFrom is the content of path from offset on (nil on error).
+func readFrom(path string, offset int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil
+	}
+	b, _ := io.ReadAll(f)
+	return b
+}
+
+// Tail is at most the last n bytes of b, starting at a line boundary when
+// it has to cut.
+func Tail(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	b = b[len(b)-n:]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return "...\n" + string(b)
+}

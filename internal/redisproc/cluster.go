@@ -1,0 +1,88 @@
+package redisproc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ClusterArgs are the redis-server arguments of a cluster node; nodeTimeout
+// is cluster-node-timeout (a master down longer than that is failed over
+// when it has a replica).
+func ClusterArgs(nodeTimeout time.Duration) []string {
+	return []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10)}
+}
+
+// CreateCluster joins the nodes at addrs (started with ClusterArgs and a
+// free bus port) into one cluster with redis-cli --cluster create, each
+// master with replicas replicas, and waits until it is healthy (see
+// ClusterHealth), for as long as ctx allows.
+func CreateCluster(ctx context.Context, cli string, addrs []string, replicas int) error {
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	cmd := exec.CommandContext(ctx, cli, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.WaitDelay = time.Second // bound the wait for output copying after a kill
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("redis-cli --cluster create %s: %w\n--- redis-cli output ---\n%s",
+			strings.Join(addrs, " "), err, Tail(out.Bytes(), logTailBytes))
+	}
+	if err := WaitClusterOK(ctx, addrs); err != nil {
+		return fmt.Errorf("%w\n--- redis-cli output ---\n%s", err, Tail(out.Bytes(), logTailBytes))
+	}
+	return nil
+}
+
+// WaitClusterOK polls ClusterHealth until it finds nothing wrong or ctx
+// ends.
+func WaitClusterOK(ctx context.Context, addrs []string) error {
+	for {
+		problem := ClusterHealth(addrs)
+		if problem == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redisproc: cluster not healthy: %s", problem)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ClusterHealth is "" when every node at addrs reports cluster_state:ok,
+// all 16384 slots assigned and none failing, knows every node, and (for a
+// replica) has its link to its master up; otherwise the first problem
+// found.
+func ClusterHealth(addrs []string) string {
+	want := map[string]string{"cluster_state": "ok", "cluster_slots_assigned": "16384",
+		"cluster_known_nodes": strconv.Itoa(len(addrs)), "cluster_slots_fail": "0", "cluster_slots_pfail": "0"}
+	for _, a := range addrs {
+		v, err := Do(a, "CLUSTER", "INFO")
+		if err != nil {
+			return "CLUSTER INFO on " + a + ": " + err.Error()
+		}
+		info := AsString(v)
+		for f, w := range want {
+			if got := InfoField(info, f); got != w {
+				return fmt.Sprintf("CLUSTER INFO on %s: %s is %q, want %q", a, f, got, w)
+			}
+		}
+		v, err = Do(a, "INFO", "replication")
+		if err != nil {
+			return "INFO replication on " + a + ": " + err.Error()
+		}
+		repl := AsString(v)
+		if InfoField(repl, "role") == "slave" && InfoField(repl, "master_link_status") != "up" {
+			return a + ": replica link to its master down"
+		}
+	}
+	return ""
+}
