@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/chronoq/chronoq/queue"
@@ -70,11 +71,4 @@ func ClassifyText(s string) string {
 }
 
 // IsForbidden reports whether class is one of ForbiddenClasses.
-func IsForbidden(class string) bool {
-	for _, c := range ForbiddenClasses {
-		if c == class {
-			return true
-		}
-	}
-	return false
-}
+func IsForbidden(class string) bool { return slices.Contains(ForbiddenClasses, class) }

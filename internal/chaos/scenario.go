@@ -530,14 +530,8 @@ func (h *harness) blackouts(ctx context.Context, p *Proxy) {
 
 func (h *harness) flushScripts(ctx context.Context) {
 	for sleep(ctx, h.sc.ScriptFlush) {
-		var addrs []string
-		if h.cluster != nil {
-			addrs = h.cluster.Seeds()
-		} else {
-			addrs = []string{h.single.Addr}
-		}
 		t := time.Now().UnixNano()
-		for _, a := range addrs {
+		for _, a := range h.redisAddrs() {
 			_, _ = redisproc.Do(a, "SCRIPT", "FLUSH") // a node being restarted has no scripts anyway
 		}
 		h.fault(Fault{Kind: "script-flush", Start: t, End: t})
@@ -617,16 +611,19 @@ func (h *harness) clusterFault(ctx context.Context, kind string, i int) (string,
 // observed stall.
 var latencyArgs = []string{"--latency-monitor-threshold", "250"}
 
+// redisAddrs are the queue's Redis servers: the cluster's nodes, or the
+// one server.
+func (h *harness) redisAddrs() []string {
+	if h.cluster != nil {
+		return h.cluster.Seeds()
+	}
+	return []string{h.single.Addr}
+}
+
 // pollLatency records, as observed stalls, the slow events the queue's
 // Redis servers remembered since the last poll.
 func (h *harness) pollLatency(seen map[string]bool) {
-	var addrs []string
-	if h.cluster != nil {
-		addrs = h.cluster.Seeds()
-	} else {
-		addrs = []string{h.single.Addr}
-	}
-	for _, a := range addrs {
+	for _, a := range h.redisAddrs() {
 		v, err := redisproc.Do(a, "LATENCY", "LATEST")
 		if err != nil {
 			continue
