@@ -17,7 +17,7 @@ import (
 // panic (a recovered one would be a 500), every error in the API's shape.
 // Without -fuzz they run over their seeds as unit tests. To fuzz:
 //
-//	go test -run '^$' -fuzz FuzzEnqueueRequest -fuzztime 30s ./api/
+//	go test -run '^$' -fuzz FuzzEnqueueRequest -fuzztime 200000x ./api/
 
 var errorCodes = []string{"invalid_argument", "unauthenticated", "not_found", "method_not_allowed", "conflict",
 	"lease_lost", "payload_too_large"}
