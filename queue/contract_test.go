@@ -769,7 +769,8 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 
 		// An enqueue sent twice makes one job, and a job claimed between the
 		// two runs is left alone.
-		job := []any{"0192f3c4a1b27c9e8d1f0a3b4c5d6e7f", "k", "{}", 3, delayed.DefaultBackoff.Encode(), 30000, b.clock.Now().UnixMilli(), "", ""}
+		spec := queue.EncodeSpec(3, 30*time.Second, b.clock.Now(), delayed.DefaultBackoff.Encode())
+		job := []any{"0192f3c4a1b27c9e8d1f0a3b4c5d6e7f", "k", "{}", spec, b.clock.Now().UnixMilli(), "", ""}
 		enq := append([]any{b.ns + ":{" + b.queue + "}:", b.clock.Now().UnixMilli(), "", "", 60000, 1}, job...)
 		ekeys := []string{b.key("scheduled"), b.key("pending"), b.key("stats")}
 		_, err = queue.RunScript(b.ctx, b.rdb, "enqueue", ekeys, enq...)
@@ -787,8 +788,8 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 
 		// A call of several jobs, sent twice, makes them once.
 		two := append([]any{b.ns + ":{" + b.queue + "}:", b.clock.Now().UnixMilli(), "", "", 60000, 2},
-			"0192f3c4a1b27c9e8d1f0a3b4c5d6e80", "k", "{}", 3, delayed.DefaultBackoff.Encode(), 30000, b.clock.Now().UnixMilli(), "", "",
-			"0192f3c4a1b27c9e8d1f0a3b4c5d6e81", "k", "{}", 3, delayed.DefaultBackoff.Encode(), 30000, b.clock.Now().Add(time.Hour).UnixMilli(), "", "")
+			"0192f3c4a1b27c9e8d1f0a3b4c5d6e80", "k", "{}", spec, b.clock.Now().UnixMilli(), "", "",
+			"0192f3c4a1b27c9e8d1f0a3b4c5d6e81", "k", "{}", spec, b.clock.Now().Add(time.Hour).UnixMilli(), "", "")
 		for range 2 {
 			_, err = queue.RunScript(b.ctx, b.rdb, "enqueue", ekeys, two...)
 			require.NoError(t, err)

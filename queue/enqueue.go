@@ -173,7 +173,7 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if nj.Backoff != nil {
 		boEnc = bo.Encode()
 	}
-	args := []any{j.ID, j.Kind, string(j.Payload), maxAttempts, boEnc, vis.Milliseconds(),
+	args := []any{j.ID, j.Kind, string(j.Payload), encodeSpec(maxAttempts, vis, j.EnqueuedAt, boEnc),
 		runAt.UnixMilli(), nj.IdempotencyKey, rttl}
 	return prepared{job: j, args: args}, nil
 }
@@ -231,7 +231,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 
 func (c *Client) enqueueQueue(ctx context.Context, queue string, nowMs int64, preps []prepared, idx []int, out []Enqueued) error {
 	k := queueKeys(c.ns, queue)
-	args := make([]any, 0, 2+9*len(idx))
+	args := make([]any, 0, 2+7*len(idx))
 	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), len(idx))
 	for _, i := range idx {
 		args = append(args, preps[i].args...)

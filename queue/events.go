@@ -54,6 +54,13 @@ const (
 // every EventsRefresh by the client's clock, so the first events of a queue
 // created after Subscribe may be missed.
 //
+// On one server the scripts that can touch many jobs (enqueue, claim,
+// complete, promote, reclaim) publish only when the primary counts a
+// subscriber of the queue's channel or any pattern subscription: a
+// subscriber of its own on a replica, which the primary cannot count,
+// misses those events. Subscribe subscribes on the client's server, the
+// primary.
+//
 // Events are off when Config.DisableEvents is set: the channel then stays
 // silent.
 func (c *Client) Subscribe(ctx context.Context, queues ...string) (<-chan Event, error) {

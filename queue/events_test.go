@@ -3,6 +3,8 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +83,7 @@ func TestSubscribe(t *testing.T) {
 				require.NoError(t, err)
 				ev := nextEvent(t, events)
 				require.Equal(t, "retried", ev.Type)
+				require.Equal(t, "send:welcome", ev.Kind)
 				require.Equal(t, queue.StatusScheduled, ev.Status)
 				require.Equal(t, 1, ev.Attempts)
 
@@ -192,6 +195,49 @@ func TestSubscribeEveryQueueSingle(t *testing.T) {
 		require.Equal(t, q, ev.Queue)
 		require.Equal(t, e.Job.ID, ev.ID)
 	}
+	// A batch, which asks whether anyone listens: the pattern does.
+	res, err := b.client.EnqueueBatch(b.ctx, []queue.NewJob{{Queue: "new-b", Kind: "k"}, {Queue: "new-b", Kind: "k"}})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.Equal(t, r.Job.ID, nextEvent(t, events).ID)
+	}
+}
+
+// TestBatchEventsOnlyWhenListened: a batch script builds and publishes its
+// events only when the channel has a subscriber (or a pattern exists), on a
+// server of its own so that no other test's subscription counts.
+func TestBatchEventsOnlyWhenListened(t *testing.T) {
+	t.Parallel()
+	rs := testutil.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	b := setupEvents(t, rdb)
+	publishes := func() int {
+		info, err := rdb.Info(b.ctx, "commandstats").Result()
+		require.NoError(t, err)
+		_, rest, ok := strings.Cut(info, "cmdstat_publish:calls=")
+		if !ok {
+			return 0
+		}
+		n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+		require.NoError(t, err)
+		return n
+	}
+	// Jobs due now: a new earliest scheduled job would publish a nudge
+	// to the promoters, which this counts too.
+	batch := []queue.NewJob{{Queue: "q", Kind: "k"}, {Queue: "q", Kind: "k"}}
+	_, err := b.client.EnqueueBatch(b.ctx, batch)
+	require.NoError(t, err)
+	require.Zero(t, publishes(), "a batch nobody listens to publishes nothing")
+
+	events, err := b.client.Subscribe(b.ctx, "q")
+	require.NoError(t, err)
+	res, err := b.client.EnqueueBatch(b.ctx, batch)
+	require.NoError(t, err)
+	for _, r := range res {
+		require.Equal(t, r.Job.ID, nextEvent(t, events).ID)
+	}
+	require.Equal(t, 1, publishes(), "one message for the whole batch")
 }
 
 func TestSubscribeEveryQueueCluster(t *testing.T) {

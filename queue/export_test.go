@@ -15,3 +15,6 @@ func RunScript(ctx context.Context, rdb redis.UniversalClient, name string, keys
 // UnpackFields exposes unpackFields: a claim's reply read as the caller
 // reads it.
 var UnpackFields = unpackFields
+
+// EncodeSpec exposes encodeSpec, for tests that seed job hashes directly.
+var EncodeSpec = encodeSpec

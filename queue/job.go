@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronoq/chronoq/delayed"
@@ -68,12 +69,9 @@ const (
 	fKind        = "kind"
 	fPayload     = "payload"
 	fStatus      = "status"
-	fAttempts    = "attempts"
-	fMaxAttempts = "max_attempts"
-	fBackoff     = "backoff"
-	fVisibility  = "visibility_ms"
+	fAttempts    = "attempts" // absent until the first claim
+	fSpec        = "spec"     // see encodeSpec
 	fResultTTL   = "result_ttl_ms"
-	fEnqueuedAt  = "enqueued_at_ms"
 	fRunAt       = "run_at_ms"
 	fClaimedAt   = "claimed_at_ms"
 	fLeaseUntil  = "lease_until_ms"
@@ -102,24 +100,53 @@ func jobFromHash(queue, id string, h map[string]string) (*Job, error) {
 		j.Result = json.RawMessage(r)
 	}
 	j.Attempts = atoi(h[fAttempts])
-	j.MaxAttempts = atoi(h[fMaxAttempts])
-	j.Visibility = msDuration(h[fVisibility])
+	if err := parseSpec(h[fSpec], j); err != nil {
+		return nil, fmt.Errorf("queue: job %s/%s: %w", queue, id, err)
+	}
 	j.ResultTTL = msDuration(h[fResultTTL])
-	j.EnqueuedAt = msTime(h[fEnqueuedAt])
 	j.RunAt = msTime(h[fRunAt])
 	j.ClaimedAt = msTime(h[fClaimedAt])
 	j.LeaseUntil = msTime(h[fLeaseUntil])
 	j.CompletedAt = msTime(h[fCompletedAt])
 	j.DiedAt = msTime(h[fDiedAt])
 	j.CanceledAt = msTime(h[fCanceledAt])
-	if b := h[fBackoff]; b != "" {
-		bo, err := delayed.DecodeBackoff(b)
-		if err != nil {
-			return nil, fmt.Errorf("queue: job %s/%s: %w", queue, id, err)
-		}
-		j.Backoff = bo
-	}
 	return j, nil
+}
+
+// encodeSpec renders what a job fixes at enqueue as its "spec" field:
+// "<max_attempts>|<visibility_ms>|<enqueued_at_ms>|<backoff>", the backoff
+// as [delayed.Backoff.Encode] writes it. One field rather than four keeps
+// the hash Redis writes per job small (the Lua readers are in
+// lua/common.lua).
+func encodeSpec(maxAttempts int, vis time.Duration, enqueuedAt time.Time, backoff string) string {
+	b := make([]byte, 0, 32+len(backoff))
+	b = strconv.AppendInt(b, int64(maxAttempts), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, vis.Milliseconds(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, enqueuedAt.UnixMilli(), 10)
+	b = append(b, '|')
+	b = append(b, backoff...)
+	return string(b)
+}
+
+// parseSpec sets j's fields from a spec written by encodeSpec.
+func parseSpec(spec string, j *Job) error {
+	ma, rest, ok1 := strings.Cut(spec, "|")
+	vis, rest, ok2 := strings.Cut(rest, "|")
+	enq, bo, ok3 := strings.Cut(rest, "|")
+	if !ok1 || !ok2 || !ok3 {
+		return fmt.Errorf("malformed spec %q: want max_attempts|visibility_ms|enqueued_at_ms|backoff", spec)
+	}
+	backoff, err := delayed.DecodeBackoff(bo)
+	if err != nil {
+		return err
+	}
+	j.MaxAttempts = atoi(ma)
+	j.Visibility = msDuration(vis)
+	j.EnqueuedAt = msTime(enq)
+	j.Backoff = backoff
+	return nil
 }
 
 // flatToMap turns a script's HGETALL reply into a map.

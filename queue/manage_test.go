@@ -100,6 +100,7 @@ func writeDead(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ns,
 	p := ns + ":{" + q + "}:"
 	ids := make([]string, n)
 	bo := delayed.DefaultBackoff.Encode()
+	const vis = 30 * time.Second
 	for start := 0; start < n; start += 2000 {
 		pipe := rdb.Pipeline()
 		for i := start; i < min(start+2000, n); i++ {
@@ -107,7 +108,7 @@ func writeDead(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ns,
 			ids[i] = id
 			at := diedAt(i)
 			pipe.HSet(ctx, p+"job:"+id, "kind", kind(i), "payload", "{}", "status", "dead", "attempts", 3,
-				"max_attempts", 3, "backoff", bo, "visibility_ms", 30000, "enqueued_at_ms", at-1000,
+				"spec", queue.EncodeSpec(3, vis, time.UnixMilli(at-1000), bo),
 				"run_at_ms", at-1000, "died_at_ms", at, "last_error", "boom")
 			pipe.ZAdd(ctx, p+"dead", redis.Z{Score: float64(at), Member: id})
 		}

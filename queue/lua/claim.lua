@@ -41,15 +41,15 @@ local ids, leases = {}, {}
 for i, id in ipairs(popped) do
   local key = jobkey(id)
   local h = redis.call('HGETALL', key)
-  local status, attempts, vis_ms, kind, cancel
+  local status, attempts, spec, kind, cancel
   for j = 1, #h, 2 do
     local name = h[j]
     if name == 'status' then
       status = h[j + 1]
     elseif name == 'attempts' then
       attempts = h[j + 1]
-    elseif name == 'visibility_ms' then
-      vis_ms = h[j + 1]
+    elseif name == 'spec' then
+      spec = h[j + 1]
     elseif name == 'kind' then
       kind = h[j + 1]
     elseif name == 'cancel_requested' then
@@ -59,10 +59,10 @@ for i, id in ipairs(popped) do
   -- Only a pending job can be claimed; anything else popped here is a
   -- stale id (a canceled job, say) and is dropped.
   if status == 'pending' then
-    attempts = tonumber(attempts) + 1
+    attempts = tonumber(attempts or '0') + 1
     local v = vis
     if v <= 0 then
-      v = tonumber(vis_ms)
+      v = spec_visibility(spec)
     end
     local lease, token = now + v, ARGV[6] .. '.' .. i
     redis.call('HSET', key, 'status', 'processing', 'attempts', attempts, 'claim_token', token,

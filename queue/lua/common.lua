@@ -14,18 +14,42 @@ local function jobkey(id)
   return prefix .. 'job:' .. id
 end
 
+-- The job hash keeps what is fixed at enqueue in one field, "spec":
+-- "<max_attempts>|<visibility_ms>|<enqueued_at_ms>|<backoff>", the backoff
+-- as delayed.Backoff.Encode writes it. (One field instead of four makes
+-- the hash Redis creates per job smaller and cheaper to write; the
+-- readers below take what they need. Go's reader is queue.parseSpec.) A
+-- job's "attempts" is absent until its first claim.
+local function spec_max_attempts(spec)
+  return tonumber(string.match(spec, '^(%d+)|'))
+end
+
+local function spec_visibility(spec)
+  return tonumber(string.match(spec, '^%d+|(%d+)|'))
+end
+
 -- Events: one line "type|id|kind|status|attempts|at_ms" per state change.
 -- A message holds one or more lines separated by "\n": the batch scripts
 -- call batch_events() first and publish_events() last, so a batch of 500
 -- costs one PUBLISH, not 500.
+-- A batch with no one listening builds no lines at all: on a single
+-- server batch_events() asks whether the channel has a subscriber or any
+-- pattern subscription exists (Client.Subscribe uses one of the two). A
+-- cluster's shard channels may be subscribed on a replica, which the
+-- primary cannot count, so with SPUBLISH the lines are always built.
 local event_lines = nil
+local muted = false
 
 local function batch_events()
   event_lines = {}
+  if pubcmd == 'PUBLISH' and redis.call('PUBSUB', 'NUMPAT') == 0
+      and redis.call('PUBSUB', 'NUMSUB', channel)[2] == 0 then
+    muted = true
+  end
 end
 
 local function emit(typ, id, kind, status, attempts)
-  if pubcmd == '' then
+  if pubcmd == '' or muted then
     return
   end
   local line = typ .. '|' .. id .. '|' .. (kind or '') .. '|' .. status .. '|' .. (attempts or '0') .. '|' .. now
@@ -41,6 +65,7 @@ local function publish_events()
     redis.call(pubcmd, channel, table.concat(event_lines, '\n'))
   end
   event_lines = nil
+  muted = false
 end
 
 -- drop deletes a job's hash and the idempotency record that points at it.
@@ -113,17 +138,17 @@ end
 -- holds it).
 local function activate(id, token, vis_override, procKey, leaseKey)
   local key = jobkey(id)
-  local f = redis.call('HMGET', key, 'status', 'visibility_ms', 'kind', 'attempts', 'cancel_requested')
+  local f = redis.call('HMGET', key, 'status', 'spec', 'kind', 'attempts', 'cancel_requested')
   if f[1] ~= 'pending' then
     if f[1] ~= 'processing' and f[1] ~= 'scheduled' then
       redis.call('LREM', procKey, 1, id)
     end
     return nil
   end
-  local attempts = tonumber(f[4]) + 1
+  local attempts = tonumber(f[4] or '0') + 1
   local vis = vis_override
   if vis <= 0 then
-    vis = tonumber(f[2])
+    vis = spec_visibility(f[2])
   end
   local lease = now + vis
   redis.call('HSET', key, 'status', 'processing', 'attempts', attempts, 'claim_token', token, 'claimed_at_ms', now, 'lease_until_ms', lease)

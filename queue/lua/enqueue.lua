@@ -5,9 +5,9 @@
 -- KEYS[3] -> <prefix>stats     (HASH)
 -- ARGV[1..4] -> common (prefix, now ms, publish command, events channel)
 -- ARGV[5] -> idempotency record TTL ms
--- ARGV[6] -> number of jobs n; then 9 values per job:
---            id, kind, payload, max_attempts, backoff, visibility_ms,
---            run_at_ms, idempotency_key ("" none), result_ttl_ms ("" default)
+-- ARGV[6] -> number of jobs n; then 7 values per job:
+--            id, kind, payload, spec (see common.lua), run_at_ms,
+--            idempotency_key ("" none), result_ttl_ms ("" default)
 -- Returns: { head_ms, id_1, replayed_1, ..., id_n, replayed_n } where
 --          head_ms is the due time of a job that became the queue's
 --          earliest scheduled one (-1 when none did), id_i the job that
@@ -30,9 +30,9 @@ if n > 1 then
 end
 batch_events()
 for i = 0, n - 1 do
-  local b = 7 + i * 9
-  local id, kind, payload, max_attempts, backoff, vis, run_at, idem, rttl =
-    ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], tonumber(ARGV[b + 6]), ARGV[b + 7], ARGV[b + 8]
+  local b = 7 + i * 7
+  local id, kind, payload, spec, run_at, idem, rttl =
+    ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], tonumber(ARGV[b + 4]), ARGV[b + 5], ARGV[b + 6]
   local key = jobkey(id)
   local answer, replayed = id, 0
   if rerun and redis.call('EXISTS', key) == 1 then
@@ -52,9 +52,8 @@ for i = 0, n - 1 do
       if run_at <= now then
         status = 'pending'
       end
-      redis.call('HSET', key, 'kind', kind, 'payload', payload, 'status', status, 'attempts', 0,
-        'max_attempts', max_attempts, 'backoff', backoff, 'visibility_ms', vis,
-        'enqueued_at_ms', now, 'run_at_ms', run_at)
+      redis.call('HSET', key, 'kind', kind, 'payload', payload, 'status', status, 'spec', spec,
+        'run_at_ms', run_at)
       if idem ~= '' then
         redis.call('HSET', key, 'idempotency_key', idem)
       end

@@ -22,7 +22,7 @@
 -- The backoff formula is delayed.Backoff.Delay's; a test holds them equal.
 local id, token = ARGV[5], ARGV[6]
 local key = jobkey(id)
-local f = redis.call('HMGET', key, 'status', 'claim_token', 'attempts', 'max_attempts', 'backoff', 'kind', 'run_at_ms')
+local f = redis.call('HMGET', key, 'status', 'claim_token', 'attempts', 'spec', 'kind', 'run_at_ms')
 if not f[1] then
   return { -1, '', 0, 0 }
 end
@@ -33,20 +33,20 @@ if f[1] ~= 'processing' then
   if f[1] == 'completed' then
     return { 0, f[1], 0, 0 }
   end
-  return { 2, f[1], tonumber(f[7] or '0'), 0 }
+  return { 2, f[1], tonumber(f[6] or '0'), 0 }
 end
-local attempts, max_attempts = tonumber(f[3]), tonumber(f[4])
+local attempts, max_attempts = tonumber(f[3]), spec_max_attempts(f[4])
 redis.call('ZREM', KEYS[4], id)
 redis.call('HSET', key, 'last_error', ARGV[7])
 redis.call('HDEL', key, 'lease_until_ms')
 redis.call('HINCRBY', KEYS[6], 'failed', 1)
 if ARGV[9] == '1' or attempts >= max_attempts then
-  kill(id, KEYS[5], KEYS[6], ARGV[7], f[6], attempts, tonumber(ARGV[11]), tonumber(ARGV[12]))
+  kill(id, KEYS[5], KEYS[6], ARGV[7], f[5], attempts, tonumber(ARGV[11]), tonumber(ARGV[12]))
   return { 1, 'dead', now, 0 }
 end
 local run_at = tonumber(ARGV[8])
 if run_at < 0 then
-  local initial, factor, maxd, jitter = string.match(f[5], '^([^:]+):([^:]+):([^:]+):([^:]+)$')
+  local initial, factor, maxd, jitter = string.match(f[4], '^%d+|%d+|%d+|([^:]+):([^:]+):([^:]+):([^:]+)$')
   initial, factor, maxd, jitter = tonumber(initial), tonumber(factor), tonumber(maxd), tonumber(jitter)
   local d = math.min(initial * factor ^ (attempts - 1), maxd)
   d = math.min(d * (1 + jitter * (2 * tonumber(ARGV[10]) - 1)), maxd)
@@ -54,5 +54,5 @@ if run_at < 0 then
 end
 local status, new_head = schedule(id, run_at, KEYS[1], KEYS[2])
 redis.call('HINCRBY', KEYS[6], 'retried', 1)
-emit('retried', id, f[6], status, attempts)
+emit('retried', id, f[5], status, attempts)
 return { 1, status, run_at, new_head }

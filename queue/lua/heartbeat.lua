@@ -10,7 +10,7 @@
 -- Safe to run twice: the same arguments give the same lease.
 local id, token = ARGV[5], ARGV[6]
 local key = jobkey(id)
-local f = redis.call('HMGET', key, 'status', 'claim_token', 'visibility_ms', 'lease_until_ms', 'cancel_requested')
+local f = redis.call('HMGET', key, 'status', 'claim_token', 'spec', 'lease_until_ms', 'cancel_requested')
 if not f[1] then
   return { -1, 0, 0 }
 end
@@ -19,7 +19,7 @@ if f[2] ~= token or f[1] ~= 'processing' then
 end
 local ext = tonumber(ARGV[7])
 if ext <= 0 then
-  ext = tonumber(f[3])
+  ext = spec_visibility(f[3])
 end
 local lease = math.max(now + ext, tonumber(f[4] or '0'))
 redis.call('HSET', key, 'lease_until_ms', lease)

@@ -27,11 +27,12 @@ local reclaimed = 0
 batch_events()
 
 local function take_back(id, f)
-  -- f: status, attempts, max_attempts, kind
+  -- f: status, attempts, spec, kind
   local key = jobkey(id)
   local attempts = tonumber(f[2] or '0')
-  if attempts >= tonumber(f[3] or '1') then
-    kill(id, KEYS[4], KEYS[5], 'lease expired: worker lost during attempt ' .. attempts .. ' of ' .. f[3], f[4], attempts, dead_max, dead_age)
+  local max_attempts = spec_max_attempts(f[3])
+  if attempts >= max_attempts then
+    kill(id, KEYS[4], KEYS[5], 'lease expired: worker lost during attempt ' .. attempts .. ' of ' .. max_attempts, f[4], attempts, dead_max, dead_age)
   else
     redis.call('HSET', key, 'status', 'pending', 'claim_token', '')
     redis.call('HDEL', key, 'lease_until_ms', 'cancel_requested')
@@ -45,7 +46,7 @@ end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
 for _, id in ipairs(expired) do
   redis.call('ZREM', KEYS[3], id)
-  local f = redis.call('HMGET', jobkey(id), 'status', 'attempts', 'max_attempts', 'kind')
+  local f = redis.call('HMGET', jobkey(id), 'status', 'attempts', 'spec', 'kind')
   if f[1] == 'processing' then
     take_back(id, f)
   end
@@ -59,7 +60,7 @@ if cursor >= 0 then
   local removed = 0
   for _, id in ipairs(window) do
     if not redis.call('ZSCORE', KEYS[3], id) then
-      local f = redis.call('HMGET', jobkey(id), 'status', 'attempts', 'max_attempts', 'kind')
+      local f = redis.call('HMGET', jobkey(id), 'status', 'attempts', 'spec', 'kind')
       redis.call('LREM', KEYS[2], 1, id)
       removed = removed + 1
       if f[1] == 'pending' then
