@@ -15,6 +15,12 @@
 // loop then sleeps exactly until then, never longer than MaxSleep. A
 // [Nudge] (a job scheduled earlier than the one the loop waits for, from
 // this process or, through Redis pub/sub, from another) wakes it at once.
-// A job is promoted when the clock has reached its due time in whole
-// milliseconds, so never before it.
+// A job is promoted when the clock has reached its due time (which the
+// queue package keeps to the microsecond), so never before it.
+//
+// On the real clock (Config.Clock nil) a loop sleeps the last 2 ms of a
+// wait in the kernel (nanosleep on Linux) rather than on a Go timer,
+// which the runtime fires up to a millisecond late. A burst of retries
+// due a few hundred microseconds apart is then promoted as each falls
+// due, not a millisecond of batches later.
 package delayed

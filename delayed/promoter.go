@@ -38,7 +38,9 @@ type Config struct {
 	// knows, refreshed every RefreshInterval and on each nudge. Defaults to
 	// empty.
 	Queues []string
-	// Clock drives the waits. Defaults to the real clock.
+	// Clock drives the waits. Defaults to the real clock, whose waits end
+	// on time to a fraction of a millisecond (see the package doc); a Clock
+	// given, even a real one, is used as it is.
 	Clock clockwork.Clock
 	// MaxSleep caps the wait between two passes over a queue, so a lost
 	// nudge delays a job by MaxSleep at the most. Defaults to 1 s.
@@ -63,7 +65,9 @@ type Promoter struct {
 	mu     sync.Mutex
 	wakes  map[string]chan struct{}
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// precise: the clock is the real one, so a wait ends with sleepUntil.
+	precise bool
+	wg      sync.WaitGroup
 }
 
 // NewPromoter checks cfg and fills its defaults.
@@ -73,7 +77,7 @@ func NewPromoter(cfg Config) (*Promoter, error) {
 	}
 	cfg.MaxSleep = cmp.Or(cfg.MaxSleep, time.Second)
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, 5*time.Second)
-	p := &Promoter{cfg: cfg, clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()),
+	p := &Promoter{cfg: cfg, clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()), precise: cfg.Clock == nil,
 		log: cmp.Or(cfg.Logger, slog.Default()), wakes: map[string]chan struct{}{}}
 	return p, nil
 }
@@ -212,14 +216,49 @@ func (p *Promoter) loop(ctx context.Context, queue string, wake <-chan struct{})
 		if wait <= 0 {
 			continue // more is due already: the next batch
 		}
-		t := p.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !p.sleep(ctx, wait, wake) {
 			return
-		case <-t.Chan():
-		case <-wake:
-			t.Stop()
 		}
+	}
+}
+
+// fineWait is the end of a wait that a precise promoter sleeps in the
+// kernel rather than on a Go timer: a Go timer on Linux fires up to a
+// millisecond late, because the runtime waits for timers in epoll, whose
+// timeout is whole milliseconds (golang/go#44343; golang/go#79872 would
+// make it precise, behind a GODEBUG).
+const fineWait = 2 * time.Millisecond
+
+// sleep waits d, or until a wake or ctx's end; false when ctx ended. A
+// precise promoter waits d - fineWait on the clock and the rest with
+// sleepUntil, deaf to wakes for those last 2 ms at most.
+func (p *Promoter) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	if !p.precise {
+		_, live := p.timer(ctx, d, wake)
+		return live
+	}
+	deadline := time.Now().Add(d)
+	if d > fineWait {
+		fired, live := p.timer(ctx, d-fineWait, wake)
+		if !fired {
+			return live // woken (the loop looks again) or stopped
+		}
+	}
+	sleepUntil(deadline)
+	return true
+}
+
+// timer waits d on the clock, or until a wake or ctx's end. It answers
+// whether the time ran out, and false for live when ctx ended.
+func (p *Promoter) timer(ctx context.Context, d time.Duration, wake <-chan struct{}) (fired, live bool) {
+	t := p.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, false
+	case <-t.Chan():
+		return true, true
+	case <-wake:
+		return false, true
 	}
 }

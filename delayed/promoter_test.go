@@ -219,3 +219,36 @@ func TestPromoterStopWaitsForLoops(t *testing.T) {
 	_, err := delayed.NewPromoter(delayed.Config{})
 	require.Error(t, err)
 }
+
+// TestPromoterOnTheRealClock: with no Clock given, waits end with the
+// kernel's sleep (see sleepUntil); every job is still promoted, in due
+// order, including one scheduled while the loop waits.
+func TestPromoterOnTheRealClock(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource()
+	start := time.Now()
+	// Due times both shorter and longer than the kernel-slept end of a wait.
+	for i := range 20 {
+		src.add("a", start.Add(time.Duration(i)*2*time.Millisecond))
+	}
+	p, err := delayed.NewPromoter(delayed.Config{Source: src, Queues: []string{"a"}, MaxSleep: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, p.Start(t.Context()))
+	t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+	late := time.Now().Add(50 * time.Millisecond)
+	src.add("a", late)
+	src.nudges <- delayed.Nudge{Queue: "a", At: late}
+	deadline := time.After(10 * time.Second)
+	for {
+		promoted, _ := src.snapshot("a")
+		if len(promoted) == 21 {
+			require.True(t, slices.IsSortedFunc(promoted, time.Time.Compare), "promoted in due order")
+			return
+		}
+		select {
+		case <-src.passes:
+		case <-deadline:
+			t.Fatalf("%d of 21 jobs promoted in 10 s", len(promoted))
+		}
+	}
+}
