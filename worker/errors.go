@@ -35,9 +35,10 @@ type skipRetryError struct{ err error }
 func (e *skipRetryError) Error() string { return e.err.Error() }
 func (e *skipRetryError) Unwrap() error { return e.err }
 
-// RetryAfter fails the attempt and asks for the next one d from now,
-// instead of after the job's backoff (rate limits, Retry-After headers).
-// The job still dies when its attempts are spent. A negative d means now.
+// RetryAfter fails the attempt and asks for the next one d after the
+// handler returns, instead of after the job's backoff (rate limits,
+// Retry-After headers). The job still dies when its attempts are spent. A
+// negative d means now.
 func RetryAfter(d time.Duration, err error) error {
 	if err == nil {
 		err = errors.New("retry requested")

@@ -59,7 +59,7 @@ func (w *Worker) start(q *queueState, job *queue.Job) {
 func (w *Worker) execute(ctx context.Context, r *run) {
 	start := w.clock.Now()
 	res, err := w.call(ctx, r.job)
-	dur := w.clock.Since(start)
+	end := w.clock.Now()
 	r.stopHeartbeat()
 	cause := context.Cause(ctx)
 	r.cancel(nil)
@@ -77,7 +77,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 		return // handed back by Stop, which settled it
 	}
 	defer w.live.Done()
-	w.settle(r, res, err, cause, dur)
+	w.settle(r, res, err, cause, start, end)
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -90,11 +90,12 @@ func (w *Worker) call(ctx context.Context, job *queue.Job) (res json.RawMessage,
 	return w.cfg.Handler.Work(ctx, job)
 }
 
-// settle records the run's outcome: a success goes to the completer, a
-// failure to Fail (or CancelClaimed when the job's cancellation was asked).
-func (w *Worker) settle(r *run, res json.RawMessage, err, cause error, dur time.Duration) {
+// settle records the outcome of the run from start to end: a success goes
+// to the completer, a failure to Fail (or CancelClaimed when the job's
+// cancellation was asked).
+func (w *Worker) settle(r *run, res json.RawMessage, err, cause error, start, end time.Time) {
 	j := r.job
-	o := Outcome{Job: j, Duration: dur, Err: err}
+	o := Outcome{Job: j, Duration: end.Sub(start), Err: err}
 	if err == nil {
 		if len(res) == 0 || json.Valid(res) {
 			r.q.acks <- ack{job: j, result: res, o: o}
@@ -111,11 +112,13 @@ func (w *Worker) settle(r *run, res json.RawMessage, err, cause error, dur time.
 		w.finish(o)
 		return
 	}
-	w.fail(o, errorText(err, cause))
+	w.fail(o, errorText(err, cause), end)
 }
 
-// fail records a failed attempt of o.Job with msg as its last error.
-func (w *Worker) fail(o Outcome, msg string) {
+// fail records a failed attempt of o.Job with msg as its last error; a
+// RetryAfter delay counts from at, when the handler returned (not from
+// when this goroutine got to run again).
+func (w *Worker) fail(o Outcome, msg string, at time.Time) {
 	j := o.Job
 	fo := queue.FailOptions{Error: msg}
 	var skip *skipRetryError
@@ -124,7 +127,7 @@ func (w *Worker) fail(o Outcome, msg string) {
 	case errors.As(o.Err, &skip):
 		fo.Dead = true
 	case errors.As(o.Err, &after):
-		fo.RetryAt = w.clock.Now().Add(after.delay)
+		fo.RetryAt = at.Add(after.delay)
 	}
 	res, err := w.client.Fail(w.bg, j.Queue, j.ID, j.Token, fo)
 	if err != nil {
@@ -254,7 +257,7 @@ func (w *Worker) flush(q *queueState, batch []ack) {
 			err := w.client.Complete(w.bg, q.Name, a.job.ID, a.job.Token, a.result)
 			if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
 				o.Err = fmt.Errorf("worker: the handler's result was refused: %w", err)
-				w.fail(o, o.Err.Error())
+				w.fail(o, o.Err.Error(), w.clock.Now())
 				continue
 			}
 			w.settleAck(o, err)
