@@ -125,9 +125,9 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if len(msg) > MaxErrorBytes {
 		msg = strings.ToValidUTF8(msg[:MaxErrorBytes], "") + "…(truncated)"
 	}
-	retryAt := int64(-1)
+	retryAt := "-1"
 	if !o.RetryAt.IsZero() {
-		retryAt = max(toMs(o.RetryAt), 0)
+		retryAt = scoreOf(o.RetryAt)
 	}
 	dead := "0"
 	if o.Dead {

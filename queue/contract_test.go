@@ -209,15 +209,35 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		}, 10*time.Second, 2*time.Millisecond)
 	})
 
-	t.Run("SubMillisecondRunAtRoundsUp", func(t *testing.T) {
+	t.Run("SubMillisecondRunAtIsKeptToTheMicrosecond", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		at := b.clock.Now().Add(5*time.Millisecond + 300*time.Microsecond)
+		at := b.clock.Now().Add(5*time.Millisecond + 300*time.Microsecond + 400*time.Nanosecond)
 		j := b.enqueue(t, queue.NewJob{RunAt: at})
-		require.Equal(t, b.clock.Now().Add(6*time.Millisecond), j.RunAt)
-		moved, _, err := b.client.Promote(b.ctx, b.queue, at) // at is past 5 ms but before the job's 6th ms
+		require.Equal(t, b.clock.Now().Add(6*time.Millisecond), j.RunAt, "run_at is shown rounded up to the ms")
+		due := at.Truncate(time.Microsecond).Add(time.Microsecond) // the schedule rounds up to the µs
+		moved, next, err := b.client.Promote(b.ctx, b.queue, due.Add(-time.Microsecond))
+		require.NoError(t, err)
+		require.Zero(t, moved, "never before it asked")
+		require.Equal(t, due, next, "the next due time keeps its microseconds")
+		require.Equal(t, due, b.stats(t).NextRunAt)
+		moved, _, err = b.client.Promote(b.ctx, b.queue, due)
+		require.NoError(t, err)
+		require.Equal(t, 1, moved, "due at its microsecond, not at the next millisecond")
+
+		// A retry at a time with microseconds, the same way.
+		c := b.claimOne(t)
+		retry := b.clock.Now().Add(100*time.Millisecond + 250*time.Microsecond)
+		res, err := b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: "later", RetryAt: retry})
+		require.NoError(t, err)
+		require.Equal(t, b.clock.Now().Add(101*time.Millisecond), res.RunAt)
+		require.Equal(t, res.RunAt, b.get(t, j.ID).RunAt)
+		moved, _, err = b.client.Promote(b.ctx, b.queue, retry.Add(-time.Microsecond))
 		require.NoError(t, err)
 		require.Zero(t, moved)
+		moved, _, err = b.client.Promote(b.ctx, b.queue, retry)
+		require.NoError(t, err)
+		require.Equal(t, 1, moved)
 	})
 
 	t.Run("ImmediateJobIsPendingWhateverTheSubMillisecond", func(t *testing.T) {

@@ -128,11 +128,16 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 		runAt = nj.RunAt
 	}
 	// Due now or earlier: pending at once, run-at is now's millisecond. Due
-	// later: run-at rounded up, so the job never runs before it asked.
+	// later: the schedule keeps the due time to the microsecond (rounded
+	// up), the job's run_at to the millisecond (rounded up), so the job
+	// never runs before it asked.
+	score := ""
 	if runAt.After(now) {
+		score = scoreOf(runAt)
 		runAt = time.UnixMilli(toMs(runAt)).UTC()
 	} else {
 		runAt = time.UnixMilli(now.UnixMilli()).UTC()
+		score = strconv.FormatInt(runAt.UnixMilli(), 10)
 	}
 	maxAttempts := cmp.Or(nj.MaxAttempts, c.cfg.DefaultMaxAttempts)
 	if maxAttempts < 1 || maxAttempts > MaxAttemptsLimit {
@@ -174,7 +179,7 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 		boEnc = bo.Encode()
 	}
 	args := []any{j.ID, j.Kind, string(j.Payload), encodeSpec(maxAttempts, vis, j.EnqueuedAt, boEnc),
-		runAt.UnixMilli(), nj.IdempotencyKey, rttl}
+		score, nj.IdempotencyKey, rttl}
 	return prepared{job: j, args: args}, nil
 }
 

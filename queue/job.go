@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -180,6 +181,35 @@ func msTime(s string) time.Time {
 func msDuration(s string) time.Duration {
 	ms, _ := strconv.ParseInt(s, 10, 64)
 	return time.Duration(ms) * time.Millisecond
+}
+
+// scoreOf is t as a score of a scheduled set: Unix milliseconds with
+// three decimals, rounded up to the microsecond. (A job's run_at_ms is
+// whole milliseconds; the schedule keeps microseconds, so that a retry
+// asked for 100 ms after a failure is not due up to a millisecond late.
+// A double holds such a score exactly until the year 2255.)
+func scoreOf(t time.Time) string {
+	us := t.UnixMicro()
+	if time.UnixMicro(us).Before(t) {
+		us++
+	}
+	return usScore(us)
+}
+
+// usScore writes us, Unix microseconds, as a score: milliseconds with
+// three decimals (0 for times before 1970).
+func usScore(us int64) string {
+	if us < 0 {
+		return "0"
+	}
+	b := strconv.AppendInt(make([]byte, 0, 24), us/1000, 10)
+	frac := us % 1000
+	return string(append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10)))
+}
+
+// timeOfScore is the time of a scheduled set's score.
+func timeOfScore(score float64) time.Time {
+	return time.UnixMicro(int64(math.Round(score * 1000))).UTC()
 }
 
 // toMs is a time in Unix milliseconds, rounded up: a job is never due

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -15,7 +16,7 @@ func (c *Client) Promote(ctx context.Context, queue string, now time.Time) (int,
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	v, err := c.run(ctx, promoteScript, k, now.UnixMilli(), []string{k.scheduled, k.pending, k.stats}, promoteBatch)
+	v, err := c.run(ctx, promoteScript, k, now.UnixMilli(), []string{k.scheduled, k.pending, k.stats}, promoteBatch, cutoffOf(now))
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: %w", queue, err)
 	}
@@ -24,10 +25,19 @@ func (c *Client) Promote(ctx context.Context, queue string, now time.Time) (int,
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: unexpected reply %v", queue, v)
 	}
 	moved, _ := res[0].(int64)
-	nextMs, _ := res[1].(int64)
 	var next time.Time
-	if nextMs >= 0 {
-		next = time.UnixMilli(nextMs).UTC()
+	if head, _ := res[1].(string); head != "" {
+		f, err := strconv.ParseFloat(head, 64)
+		if err != nil {
+			return 0, time.Time{}, fmt.Errorf("queue: promote %s: next due score %q: %w", queue, head, err)
+		}
+		next = timeOfScore(f)
 	}
 	return int(moved), next, nil
+}
+
+// cutoffOf is now as the highest score that is due: Unix milliseconds with
+// the microseconds, rounded down.
+func cutoffOf(now time.Time) string {
+	return usScore(now.UnixMicro())
 }

@@ -55,7 +55,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 		RetriedTotal: n("retried"), ReclaimedTotal: n("reclaimed"), DeadTotal: n("dead"),
 		CanceledTotal: n("canceled"), RequeuedTotal: n("requeued")}
 	if h := head.Val(); len(h) == 1 {
-		s.NextRunAt = time.UnixMilli(int64(h[0].Score)).UTC()
+		s.NextRunAt = timeOfScore(h[0].Score)
 	}
 	if id := oldest.Val(); id != "" {
 		runAt, err := c.rdb.HGet(ctx, k.job(id), fRunAt).Result()

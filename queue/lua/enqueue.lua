@@ -6,8 +6,9 @@
 -- ARGV[1..4] -> common (prefix, now ms, publish command, events channel)
 -- ARGV[5] -> idempotency record TTL ms
 -- ARGV[6] -> number of jobs n; then 7 values per job:
---            id, kind, payload, spec (see common.lua), run_at_ms,
---            idempotency_key ("" none), result_ttl_ms ("" default)
+--            id, kind, payload, spec (see common.lua), run_at (Unix ms,
+--            microseconds as decimals: the score; run_at_ms is it rounded
+--            up), idempotency_key ("" none), result_ttl_ms ("" default)
 -- Returns: { head_ms, id_1, replayed_1, ..., id_n, replayed_n } where
 --          head_ms is the due time of a job that became the queue's
 --          earliest scheduled one (-1 when none did), id_i the job that
@@ -31,8 +32,9 @@ end
 batch_events()
 for i = 0, n - 1 do
   local b = 7 + i * 7
-  local id, kind, payload, spec, run_at, idem, rttl =
-    ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], tonumber(ARGV[b + 4]), ARGV[b + 5], ARGV[b + 6]
+  local id, kind, payload, spec, score, idem, rttl =
+    ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
+  local run_at = tonumber(score)
   local key = jobkey(id)
   local answer, replayed = id, 0
   if rerun and redis.call('EXISTS', key) == 1 then
@@ -53,7 +55,7 @@ for i = 0, n - 1 do
         status = 'pending'
       end
       redis.call('HSET', key, 'kind', kind, 'payload', payload, 'status', status, 'spec', spec,
-        'run_at_ms', run_at)
+        'run_at_ms', math.ceil(run_at))
       if idem ~= '' then
         redis.call('HSET', key, 'idempotency_key', idem)
       end
@@ -63,7 +65,7 @@ for i = 0, n - 1 do
       if status == 'pending' then
         pend[#pend + 1] = id
       else
-        sched[#sched + 1] = run_at
+        sched[#sched + 1] = score
         sched[#sched + 1] = id
         if not head_ms then
           local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -89,6 +91,6 @@ end
 if added > 0 then
   redis.call('HINCRBY', KEYS[3], 'enqueued', added)
 end
-out[1] = new_head
+out[1] = math.ceil(new_head)
 publish_events()
 return out

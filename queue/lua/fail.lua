@@ -11,11 +11,12 @@
 -- ARGV[5] -> job id
 -- ARGV[6] -> claim token
 -- ARGV[7] -> error message
--- ARGV[8] -> retry at, Unix ms (-1: now + the job's backoff)
+-- ARGV[8] -> retry at, Unix ms, with microseconds as decimals (-1: now +
+--            the job's backoff)
 -- ARGV[9] -> "1": dead now, whatever attempts are left
 -- ARGV[10] -> random number in [0, 1) for the backoff's jitter
 -- ARGV[11] -> dead set cap (count); ARGV[12] -> dead set max age ms
--- Returns: { code, status, run_at_ms, new_head }: code 1 done, 2 this
+-- Returns: { code, status, run_at_ms (rounded up), new_head }: code 1 done, 2 this
 --          token's failure was recorded before (a repeated call; status is
 --          the job's status now), 0 lease lost, -1 no such job. new_head 1
 --          when the retry became the earliest scheduled job.
@@ -44,15 +45,16 @@ if ARGV[9] == '1' or attempts >= max_attempts then
   kill(id, KEYS[5], KEYS[6], ARGV[7], f[5], attempts, tonumber(ARGV[11]), tonumber(ARGV[12]))
   return { 1, 'dead', now, 0 }
 end
-local run_at = tonumber(ARGV[8])
+local run_at, score = tonumber(ARGV[8]), ARGV[8]
 if run_at < 0 then
+  score = nil
   local initial, factor, maxd, jitter = string.match(f[4], '^%d+|%d+|%d+|([^:]+):([^:]+):([^:]+):([^:]+)$')
   initial, factor, maxd, jitter = tonumber(initial), tonumber(factor), tonumber(maxd), tonumber(jitter)
   local d = math.min(initial * factor ^ (attempts - 1), maxd)
   d = math.min(d * (1 + jitter * (2 * tonumber(ARGV[10]) - 1)), maxd)
   run_at = now + math.floor(d)
 end
-local status, new_head = schedule(id, run_at, KEYS[1], KEYS[2])
+local status, new_head = schedule(id, run_at, KEYS[1], KEYS[2], score)
 redis.call('HINCRBY', KEYS[6], 'retried', 1)
 emit('retried', id, f[5], status, attempts)
-return { 1, status, run_at, new_head }
+return { 1, status, math.ceil(run_at), new_head }

@@ -5,10 +5,12 @@
 -- KEYS[3] -> <prefix>stats     (HASH)
 -- ARGV[1..4] -> common
 -- ARGV[5] -> batch limit
--- Returns: { moved, next_ms } with next_ms the score of the earliest job
---          still scheduled, -1 when none is.
+-- ARGV[6] -> the highest due score: now, Unix ms with microseconds as
+--            decimals (scores keep the microseconds of a due time)
+-- Returns: { moved, next } with next the score of the earliest job still
+--          scheduled, as a string, "" when none is.
 -- Safe to run twice: a second run finds only what is still due.
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[5]))
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[6], 'LIMIT', 0, tonumber(ARGV[5]))
 local moved = 0
 batch_events()
 local pend = {}
@@ -31,4 +33,4 @@ if moved > 0 then
 end
 publish_events()
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return { moved, tonumber(head[2] or '-1') }
+return { moved, head[2] or '' }
