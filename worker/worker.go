@@ -360,9 +360,9 @@ func (w *Worker) dispatch() {
 		if free == 0 {
 			return
 		}
-		n, err := w.claimRound(free)
+		more, err := w.claimRound(free)
 		switch {
-		case n > 0:
+		case more:
 		case err != nil:
 			if !w.pause(w.cfg.IdleWait) {
 				return
@@ -400,9 +400,11 @@ func (w *Worker) roomLocked(q *queueState, free int) int {
 }
 
 // claimRound claims from each queue in turn, at most as many jobs as there
-// are free slots, and starts them.
-func (w *Worker) claimRound(free int) (int, error) {
-	total := 0
+// are free slots, and starts them. It answers whether a queue may have
+// more: one answered all the jobs asked of it. (When none did, every queue
+// was emptied, and the loop waits for its watchers rather than spend a
+// round trip on a claim that would come back empty.)
+func (w *Worker) claimRound(free int) (more bool, err error) {
 	var firstErr error
 	for _, q := range w.order() {
 		if free == 0 || w.quitting() {
@@ -416,7 +418,8 @@ func (w *Worker) claimRound(free int) (int, error) {
 		}
 		// Not cancelled by Stop: jobs claimed must reach a handler (or be
 		// handed back), not be lost with a cancelled reply.
-		jobs, err := w.client.Claim(w.bg, q.Name, queue.ClaimOptions{Max: min(room, w.cfg.MaxClaim)})
+		asked := min(room, w.cfg.MaxClaim)
+		jobs, err := w.client.Claim(w.bg, q.Name, queue.ClaimOptions{Max: asked})
 		if err != nil {
 			w.log.Warn("worker: claim failed", "queue", q.Name, "err", err)
 			firstErr = cmp.Or(firstErr, err)
@@ -426,9 +429,9 @@ func (w *Worker) claimRound(free int) (int, error) {
 			w.start(q, j)
 		}
 		free -= len(jobs)
-		total += len(jobs)
+		more = more || len(jobs) == asked
 	}
-	return total, firstErr
+	return more, firstErr
 }
 
 // order is the order in which a claim round tries the queues.
