@@ -64,10 +64,10 @@ func TestEnqueueOptions(t *testing.T) {
 		require.Equal(t, "pending", j.Status)
 		require.Equal(t, fakeNow, *j.RunAt)
 	})
-	t.Run("run_at ahead, any zone, rounded up to the ms", func(t *testing.T) {
+	t.Run("run_at ahead, any zone, shown as its millisecond", func(t *testing.T) {
 		j := b.enqueue(t, map[string]any{"run_at": "2030-01-02T04:04:05.0001+01:00"})
 		require.Equal(t, "scheduled", j.Status)
-		require.Equal(t, "2030-01-02T03:04:05.001Z", *j.RunAt)
+		require.Equal(t, "2030-01-02T03:04:05.000Z", *j.RunAt)
 	})
 	t.Run("every option", func(t *testing.T) {
 		j := b.enqueue(t, map[string]any{"queue": "q.1", "kind": "a:b", "payload": []int{1, 2}, "delay": "1m30s",

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,6 +144,12 @@ func BenchmarkLateness(b *testing.B) {
 		require.NoError(b, p.Start(ctx))
 
 		lateness := make(chan time.Duration, jobs)
+		// Due times spread evenly over one second, starting 500 ms from now.
+		base := time.Now().Add(500 * time.Millisecond)
+		asked := make([]time.Time, jobs)
+		for i := range asked {
+			asked[i] = base.Add(spread * time.Duration(i) / jobs)
+		}
 		var got atomic.Int64
 		var wg sync.WaitGroup
 		for range claimers {
@@ -156,7 +163,14 @@ func BenchmarkLateness(b *testing.B) {
 					now := time.Now()
 					acks := make([]queue.Ack, 0, len(js))
 					for _, j := range js {
-						lateness <- now.Sub(j.RunAt)
+						// Against the time asked for, which the schedule keeps
+						// to the microsecond (j.RunAt is its millisecond).
+						i, err := strconv.Atoi(string(j.Payload))
+						if err != nil || i < 0 || i >= jobs {
+							b.Errorf("payload %q", j.Payload)
+							return
+						}
+						lateness <- now.Sub(asked[i])
 						acks = append(acks, queue.Ack{ID: j.ID, Token: j.Token})
 					}
 					if len(acks) > 0 {
@@ -169,12 +183,10 @@ func BenchmarkLateness(b *testing.B) {
 				}
 			})
 		}
-		// Due times spread evenly over one second, starting 500 ms from now,
-		// enqueued in shuffled batches so that many become the new earliest.
-		base := time.Now().Add(500 * time.Millisecond)
+		// Enqueued in batches.
 		nj := make([]queue.NewJob, 0, jobs)
 		for i := range jobs {
-			nj = append(nj, queue.NewJob{Queue: q, Kind: "late", RunAt: base.Add(spread * time.Duration(i) / jobs)})
+			nj = append(nj, queue.NewJob{Queue: q, Kind: "late", RunAt: asked[i], Payload: json.RawMessage(strconv.Itoa(i))})
 		}
 		for i := 0; i < len(nj); i += 250 {
 			_, err := c.EnqueueBatch(ctx, nj[i:i+250])

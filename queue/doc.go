@@ -20,7 +20,8 @@
 //   - At least once: a job accepted by Enqueue is run until it completes or
 //     dies; a crashed worker's job runs again once its lease lapses.
 //   - Never early: a job is promoted only once the clock has reached its
-//     run-at, compared in milliseconds (run-at is rounded up).
+//     run-at, compared in microseconds (a due time is rounded up to the
+//     microsecond; the run_at a job shows is its millisecond).
 //   - Fenced: only the current claim's token changes a claimed job.
 //   - Bounded: every script works in batches; histories, dead sets,
 //     finished jobs and idempotency records are capped by count or time.

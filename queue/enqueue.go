@@ -128,13 +128,14 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 		runAt = nj.RunAt
 	}
 	// Due now or earlier: pending at once, run-at is now's millisecond. Due
-	// later: the schedule keeps the due time to the microsecond (rounded
-	// up), the job's run_at to the millisecond (rounded up), so the job
-	// never runs before it asked.
-	score := ""
-	if runAt.After(now) {
+	// later: the schedule keeps the due time to the microsecond, rounded
+	// up, so the job never runs before it asked; its run_at is the
+	// millisecond that falls in, as every time of a job is (so a claim's
+	// claimed_at is never before it).
+	score, later := "", runAt.After(now)
+	if later {
 		score = scoreOf(runAt)
-		runAt = time.UnixMilli(toMs(runAt)).UTC()
+		runAt = time.UnixMilli(runAt.UnixMilli()).UTC()
 	} else {
 		runAt = time.UnixMilli(now.UnixMilli()).UTC()
 		score = strconv.FormatInt(runAt.UnixMilli(), 10)
@@ -167,7 +168,7 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
 		EnqueuedAt: time.UnixMilli(now.UnixMilli()).UTC(), RunAt: runAt, IdempotencyKey: nj.IdempotencyKey}
-	if runAt.UnixMilli() <= now.UnixMilli() {
+	if !later {
 		j.Status = StatusPending
 	}
 	rttl := ""

@@ -185,7 +185,7 @@ func msDuration(s string) time.Duration {
 
 // scoreOf is t as a score of a scheduled set: Unix milliseconds with
 // three decimals, rounded up to the microsecond. (A job's run_at_ms is
-// whole milliseconds; the schedule keeps microseconds, so that a retry
+// the whole millisecond; the schedule keeps microseconds, so that a retry
 // asked for 100 ms after a failure is not due up to a millisecond late.
 // A double holds such a score exactly until the year 2255.)
 func scoreOf(t time.Time) string {
@@ -210,14 +210,4 @@ func usScore(us int64) string {
 // timeOfScore is the time of a scheduled set's score.
 func timeOfScore(score float64) time.Time {
 	return time.UnixMicro(int64(math.Round(score * 1000))).UTC()
-}
-
-// toMs is a time in Unix milliseconds, rounded up: a job is never due
-// before the instant it asked for.
-func toMs(t time.Time) int64 {
-	ms := t.UnixMilli()
-	if time.UnixMilli(ms).Before(t) {
-		ms++
-	}
-	return ms
 }

@@ -264,9 +264,9 @@ func (c *Client) cancel(ctx context.Context, queue, id, claim string) (*Job, int
 
 // Reschedule gives a scheduled or pending job a new run-at, keeping its
 // id: a run-at ahead puts it in scheduled (waking the promoters when it is
-// now the earliest), a due one puts it at the back of pending. runAt is
-// rounded up to the millisecond, as at enqueue. Jobs in any other status
-// answer ErrConflict.
+// now the earliest), a due one puts it at the back of pending. As at
+// enqueue, the schedule keeps runAt to the microsecond and the job's
+// RunAt is its millisecond. Jobs in any other status answer ErrConflict.
 func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Time) (*Job, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
@@ -282,8 +282,11 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 	if runAt.After(now.Add(MaxDelay)) {
 		return nil, invalid("run_at", "more than %s ahead", MaxDelay)
 	}
-	at := max(toMs(runAt), now.UnixMilli())
-	v, err := c.run(ctx, rescheduleScript, k, now.UnixMilli(), []string{k.scheduled, k.pending}, id, at)
+	at, score := now.UnixMilli(), strconv.FormatInt(now.UnixMilli(), 10)
+	if runAt.After(now) {
+		at, score = runAt.UnixMilli(), scoreOf(runAt)
+	}
+	v, err := c.run(ctx, rescheduleScript, k, now.UnixMilli(), []string{k.scheduled, k.pending}, id, score)
 	if err != nil {
 		return nil, fmt.Errorf("queue: reschedule %s/%s: %w", queue, id, err)
 	}

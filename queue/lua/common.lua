@@ -116,16 +116,16 @@ end
 -- status and whether the job is now the earliest scheduled one.
 -- A due time may hold microseconds ("<ms>.<us>"): the score keeps them,
 -- given as score (the string the caller sent: Lua would print the number
--- with 14 digits), and run_at_ms is rounded up to the millisecond.
+-- with 14 digits), and run_at_ms is the millisecond it falls in.
 local function schedule(id, run_at, schedkey, pendkey, score)
   local key = jobkey(id)
   if run_at <= now then
-    redis.call('HSET', key, 'status', 'pending', 'run_at_ms', math.ceil(run_at))
+    redis.call('HSET', key, 'status', 'pending', 'run_at_ms', math.floor(run_at))
     redis.call('LPUSH', pendkey, id)
     return 'pending', 0
   end
   local head = redis.call('ZRANGE', schedkey, 0, 0, 'WITHSCORES')
-  redis.call('HSET', key, 'status', 'scheduled', 'run_at_ms', math.ceil(run_at))
+  redis.call('HSET', key, 'status', 'scheduled', 'run_at_ms', math.floor(run_at))
   redis.call('ZADD', schedkey, score or run_at, id)
   if head[2] == nil or run_at < tonumber(head[2]) then
     return 'scheduled', 1

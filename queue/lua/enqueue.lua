@@ -7,8 +7,9 @@
 -- ARGV[5] -> idempotency record TTL ms
 -- ARGV[6] -> number of jobs n; then 7 values per job:
 --            id, kind, payload, spec (see common.lua), run_at (Unix ms,
---            microseconds as decimals: the score; run_at_ms is it rounded
---            up), idempotency_key ("" none), result_ttl_ms ("" default)
+--            microseconds as decimals: the score; run_at_ms is the
+--            millisecond it falls in), idempotency_key ("" none),
+--            result_ttl_ms ("" default)
 -- Returns: { head_ms, id_1, replayed_1, ..., id_n, replayed_n } where
 --          head_ms is the due time of a job that became the queue's
 --          earliest scheduled one (-1 when none did), id_i the job that
@@ -55,7 +56,7 @@ for i = 0, n - 1 do
         status = 'pending'
       end
       redis.call('HSET', key, 'kind', kind, 'payload', payload, 'status', status, 'spec', spec,
-        'run_at_ms', math.ceil(run_at))
+        'run_at_ms', math.floor(run_at))
       if idem ~= '' then
         redis.call('HSET', key, 'idempotency_key', idem)
       end
@@ -91,6 +92,6 @@ end
 if added > 0 then
   redis.call('HINCRBY', KEYS[3], 'enqueued', added)
 end
-out[1] = math.ceil(new_head)
+out[1] = math.floor(new_head)
 publish_events()
 return out

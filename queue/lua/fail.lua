@@ -16,7 +16,7 @@
 -- ARGV[9] -> "1": dead now, whatever attempts are left
 -- ARGV[10] -> random number in [0, 1) for the backoff's jitter
 -- ARGV[11] -> dead set cap (count); ARGV[12] -> dead set max age ms
--- Returns: { code, status, run_at_ms (rounded up), new_head }: code 1 done, 2 this
+-- Returns: { code, status, run_at_ms (whole ms, rounded down), new_head }: code 1 done, 2 this
 --          token's failure was recorded before (a repeated call; status is
 --          the job's status now), 0 lease lost, -1 no such job. new_head 1
 --          when the retry became the earliest scheduled job.
@@ -57,4 +57,4 @@ end
 local status, new_head = schedule(id, run_at, KEYS[1], KEYS[2], score)
 redis.call('HINCRBY', KEYS[6], 'retried', 1)
 emit('retried', id, f[5], status, attempts)
-return { 1, status, math.ceil(run_at), new_head }
+return { 1, status, math.floor(run_at), new_head }
