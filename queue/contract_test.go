@@ -240,6 +240,27 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Equal(t, 1, moved)
 	})
 
+	t.Run("DecodeJobHashReadsWhatGetReads", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		bo := delayed.Backoff{Initial: 3 * time.Second, Factor: 1.5, Max: time.Hour, Jitter: 0.1}
+		j := b.enqueue(t, queue.NewJob{MaxAttempts: 7, Visibility: 45 * time.Second, Backoff: &bo})
+		b.claimOne(t)
+		h, err := b.rdb.HGetAll(b.ctx, b.key("job:"+j.ID)).Result()
+		require.NoError(t, err)
+		got, err := queue.DecodeJobHash(b.queue, j.ID, h)
+		require.NoError(t, err)
+		require.Equal(t, b.get(t, j.ID), got)
+		require.Equal(t, 7, got.MaxAttempts)
+		require.Equal(t, 1, got.Attempts)
+		require.Equal(t, 45*time.Second, got.Visibility)
+		require.Equal(t, bo, got.Backoff)
+		_, err = queue.DecodeJobHash(b.queue, j.ID, map[string]string{})
+		require.ErrorIs(t, err, queue.ErrNotFound)
+		_, err = queue.DecodeJobHash(b.queue, j.ID, map[string]string{"status": "pending", "spec": "3|x"})
+		require.ErrorContains(t, err, "malformed spec")
+	})
+
 	t.Run("ImmediateJobIsPendingWhateverTheSubMillisecond", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -86,6 +86,14 @@ const (
 	fCancelReq   = "cancel_requested"
 )
 
+// DecodeJobHash decodes a job's hash, <ns>:{<queue>}:job:<id>, as HGETALL
+// reads it, for tools that read Redis directly (the chaos battery's
+// checker does). The layout is this version's and may change with the
+// next: this is the one place that reads it. An empty hash is ErrNotFound.
+func DecodeJobHash(queue, id string, fields map[string]string) (*Job, error) {
+	return jobFromHash(queue, id, fields)
+}
+
 // jobFromHash builds a Job from its hash fields (as a map or a flat
 // field/value list from a script).
 func jobFromHash(queue, id string, h map[string]string) (*Job, error) {

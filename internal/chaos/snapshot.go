@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/queue"
 )
 
 // JobState is a job hash as found in the queue's Redis at the end.
@@ -113,13 +115,15 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 			if len(h) == 0 {
 				continue // expired between the scan and the read
 			}
-			queue, id := splitJobKey(ns, k)
-			js := &JobState{ID: id, Queue: queue, Status: h["status"], Token: h["claim_token"], LastError: h["last_error"],
-				TTL: ttls[j].Val(), Seq: -1, InDead: dead[id]}
-			js.Attempts, _ = strconv.Atoi(h["attempts"])
-			js.MaxAttempts, _ = strconv.Atoi(h["max_attempts"])
+			q, id := splitJobKey(ns, k)
+			job, err := queue.DecodeJobHash(q, id, h)
+			if err != nil {
+				return nil, fmt.Errorf("chaos: %w", err)
+			}
+			js := &JobState{ID: id, Queue: q, Status: string(job.Status), Token: h["claim_token"], LastError: job.LastError,
+				Attempts: job.Attempts, MaxAttempts: job.MaxAttempts, TTL: ttls[j].Val(), Seq: -1, InDead: dead[id]}
 			var p Payload
-			if json.Unmarshal([]byte(h["payload"]), &p) == nil && p.Seq > 0 {
+			if json.Unmarshal(job.Payload, &p) == nil && p.Seq > 0 {
 				js.Seq = p.Seq
 			}
 			s.Jobs[id] = js
