@@ -127,19 +127,7 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 		}
 		runAt = nj.RunAt
 	}
-	// Due now or earlier: pending at once, run-at is now's millisecond. Due
-	// later: the schedule keeps the due time to the microsecond, rounded
-	// up, so the job never runs before it asked; its run_at is the
-	// millisecond that falls in, as every time of a job is (so a claim's
-	// claimed_at is never before it).
-	score, later := "", runAt.After(now)
-	if later {
-		score = scoreOf(runAt)
-		runAt = time.UnixMilli(runAt.UnixMilli()).UTC()
-	} else {
-		runAt = time.UnixMilli(now.UnixMilli()).UTC()
-		score = strconv.FormatInt(runAt.UnixMilli(), 10)
-	}
+	runAt, score, later := dueAt(runAt, now)
 	maxAttempts := cmp.Or(nj.MaxAttempts, c.cfg.DefaultMaxAttempts)
 	if maxAttempts < 1 || maxAttempts > MaxAttemptsLimit {
 		return fail(invalid("max_attempts", "must be in [1, %d], got %d", MaxAttemptsLimit, nj.MaxAttempts))

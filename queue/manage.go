@@ -282,10 +282,7 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 	if runAt.After(now.Add(MaxDelay)) {
 		return nil, invalid("run_at", "more than %s ahead", MaxDelay)
 	}
-	at, score := now.UnixMilli(), strconv.FormatInt(now.UnixMilli(), 10)
-	if runAt.After(now) {
-		at, score = runAt.UnixMilli(), scoreOf(runAt)
-	}
+	shown, score, _ := dueAt(runAt, now)
 	v, err := c.run(ctx, rescheduleScript, k, now.UnixMilli(), []string{k.scheduled, k.pending}, id, score)
 	if err != nil {
 		return nil, fmt.Errorf("queue: reschedule %s/%s: %w", queue, id, err)
@@ -303,7 +300,7 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 		return nil, fmt.Errorf("%w: job %s/%s is %s, only scheduled and pending jobs can be rescheduled", ErrConflict, queue, id, status)
 	}
 	if head, _ := res[2].(int64); head == 1 {
-		c.nudge(ctx, queue, at)
+		c.nudge(ctx, queue, shown.UnixMilli())
 	}
 	return jobFromHash(queue, id, flatToMap(res[3]))
 }

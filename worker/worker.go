@@ -404,8 +404,7 @@ func (w *Worker) roomLocked(q *queueState, free int) int {
 // more: one answered all the jobs asked of it. (When none did, every queue
 // was emptied, and the loop waits for its watchers rather than spend a
 // round trip on a claim that would come back empty.)
-func (w *Worker) claimRound(free int) (more bool, err error) {
-	var firstErr error
+func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 	for _, q := range w.order() {
 		if free == 0 || w.quitting() {
 			break
