@@ -92,7 +92,7 @@ func startCluster() (addrs []string, err error) {
 		// Include the nodes' logs, then get rid of the half-built cluster.
 		var b strings.Builder
 		for _, p := range nodes {
-			fmt.Fprintf(&b, "\n--- log tail of node %s ---\n%s", p.Addr, p.Child().LogTail(4<<10))
+			fmt.Fprintf(&b, "\n--- log tail of node %s ---\n%s", p.Addr, p.LogTail())
 		}
 		err = fmt.Errorf("%w%s", err, b.String())
 		var wg sync.WaitGroup

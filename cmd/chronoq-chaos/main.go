@@ -44,28 +44,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "run":
 		return runBattery(ctx, args[1:], stdout, stderr)
 	case "worker":
-		var cfg chaos.WorkerConfig
-		if err := readConfig("worker", args[1:], &cfg, stderr); err != nil {
-			return 2
-		}
-		if err := chaos.RunWorker(ctx, cfg); err != nil {
-			fmt.Fprintf(stderr, "chronoq-chaos worker: %v\n", err)
-			return 1
-		}
-		return 0
+		return child(ctx, "worker", args[1:], stderr, chaos.RunWorker)
 	case "producer":
-		var cfg chaos.ProducerConfig
-		if err := readConfig("producer", args[1:], &cfg, stderr); err != nil {
-			return 2
-		}
-		if err := chaos.RunProducer(ctx, cfg); err != nil {
-			fmt.Fprintf(stderr, "chronoq-chaos producer: %v\n", err)
-			return 1
-		}
-		return 0
+		return child(ctx, "producer", args[1:], stderr, chaos.RunProducer)
 	}
 	fmt.Fprintf(stderr, "chronoq-chaos: unknown command %q (want run)\n", args[0])
 	return 2
+}
+
+// child runs one of the battery's child processes, name, with the
+// configuration run wrote for it.
+func child[C any](ctx context.Context, name string, args []string, stderr io.Writer, fn func(context.Context, C) error) int {
+	var cfg C
+	if err := readConfig(name, args, &cfg, stderr); err != nil {
+		return 2
+	}
+	if err := fn(ctx, cfg); err != nil {
+		fmt.Fprintf(stderr, "chronoq-chaos %s: %v\n", name, err)
+		return 1
+	}
+	return 0
 }
 
 func readConfig(name string, args []string, cfg any, stderr io.Writer) error {
@@ -86,7 +84,7 @@ func runBattery(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("chronoq-chaos run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	short := fs.Bool("short", false, "the CI form: scaled-down load and fault period")
-	names := fs.String("scenarios", "single,cluster,client", "scenarios to run, comma-separated: single (1), cluster (2), client (3)")
+	names := fs.String("scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3); empty: every one")
 	jsonOut := fs.String("json", "", "also write the reports as JSON to this file (- for stdout)")
 	chronoqBin := fs.String("chronoq", "", "the chronoq binary; empty: built from this module with -go")
 	goBin := fs.String("go", "go", "the go command used to build chronoq")
@@ -103,7 +101,14 @@ func runBattery(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	var scs []chaos.Scenario
 	all := chaos.Scenarios(*short)
-	for n := range strings.SplitSeq(*names, ",") {
+	list := strings.Split(*names, ",")
+	if *names == "" {
+		list = list[:0]
+		for _, sc := range all {
+			list = append(list, sc.Name)
+		}
+	}
+	for _, n := range list {
 		n = strings.TrimSpace(n)
 		found := false
 		for i, sc := range all {

@@ -211,7 +211,6 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 		if e.Ev == "start" {
 			x.start = e
 		} else {
-			e := e
 			x.end = &e
 		}
 	}

@@ -170,14 +170,12 @@ func (c *Cluster) Failover(ctx context.Context, addr string) error {
 	wctx, cancel := context.WithTimeout(ctx, clusterOKTimeout)
 	defer cancel()
 	for {
-		v, err := redisproc.Do(addr, "ROLE")
-		if xs, ok := v.([]any); err == nil && ok && len(xs) > 0 && redisproc.AsString(xs[0]) == "master" {
+		v, err := redisproc.Do(addr, "INFO", "replication")
+		if err == nil && redisproc.InfoField(redisproc.AsString(v), "role") == "master" {
 			break
 		}
-		select {
-		case <-wctx.Done():
+		if !sleep(wctx, 50*time.Millisecond) {
 			return fmt.Errorf("chaos: %s did not become master", addr)
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	return c.WaitOK(ctx)
@@ -191,10 +189,7 @@ func (c *Cluster) RestartNode(ctx context.Context, addr string, down time.Durati
 		return errors.New("chaos: no node " + addr)
 	}
 	n.Kill()
-	select {
-	case <-ctx.Done():
-	case <-time.After(down):
-	}
+	sleep(ctx, down)
 	if err := n.Restart(ctx); err != nil {
 		return err
 	}

@@ -111,21 +111,19 @@ func (l *Ledger) push(name string, v any) error {
 	return l.write(func(ctx context.Context) error { return l.rdb.RPush(ctx, l.key(name), b).Err() })
 }
 
-// RecordAttempt records an enqueue about to be tried.
-func (l *Ledger) RecordAttempt(a Attempt) error {
-	b, _ := json.Marshal(a)
+// hset stores v under its sequence number in the hash name.
+func (l *Ledger) hset(name string, seq int64, v any) error {
+	b, _ := json.Marshal(v)
 	return l.write(func(ctx context.Context) error {
-		return l.rdb.HSet(ctx, l.key("att"), strconv.FormatInt(a.Seq, 10), b).Err()
+		return l.rdb.HSet(ctx, l.key(name), strconv.FormatInt(seq, 10), b).Err()
 	})
 }
 
+// RecordAttempt records an enqueue about to be tried.
+func (l *Ledger) RecordAttempt(a Attempt) error { return l.hset("att", a.Seq, a) }
+
 // RecordAck records an acknowledged enqueue.
-func (l *Ledger) RecordAck(a Ack) error {
-	b, _ := json.Marshal(a)
-	return l.write(func(ctx context.Context) error {
-		return l.rdb.HSet(ctx, l.key("ack"), strconv.FormatInt(a.Seq, 10), b).Err()
-	})
-}
+func (l *Ledger) RecordAck(a Ack) error { return l.hset("ack", a.Seq, a) }
 
 // RecordExec records the start or end of a run.
 func (l *Ledger) RecordExec(e Exec) error { return l.push("exec", e) }
@@ -138,23 +136,19 @@ func (l *Ledger) RecordFault(f Fault) error { return l.push("fault", f) }
 
 // CountError counts an error seen by role (worker, producer) by class, and
 // keeps a few samples of each class.
+// (Two writes, each retried on its own: a retry of the sample must not
+// count the error again.)
 func (l *Ledger) CountError(role, class, msg string) error {
+	var n int64
+	if err := l.write(func(ctx context.Context) (err error) {
+		n, err = l.rdb.HIncrBy(ctx, l.key("errs:"+role), class, 1).Result()
+		return err
+	}); err != nil || n > 3 {
+		return err
+	}
 	return l.write(func(ctx context.Context) error {
-		pipe := l.rdb.Pipeline()
-		n := pipe.HIncrBy(ctx, l.key("errs:"+role), class, 1)
-		if _, err := pipe.Exec(ctx); err != nil {
-			return err
-		}
-		if n.Val() <= 3 {
-			return l.rdb.RPush(ctx, l.key("errsample"), role+" "+class+": "+msg).Err()
-		}
-		return nil
+		return l.rdb.RPush(ctx, l.key("errsample"), role+" "+class+": "+msg).Err()
 	})
-}
-
-// SetMeta stores a run's facts (its start, its options).
-func (l *Ledger) SetMeta(field, value string) error {
-	return l.write(func(ctx context.Context) error { return l.rdb.HSet(ctx, l.key("meta"), field, value).Err() })
 }
 
 // Records is everything in a run's ledger.
@@ -174,27 +168,11 @@ var errorRoles = []string{"worker", "producer"}
 // Load reads the whole ledger of the run.
 func (l *Ledger) Load(ctx context.Context) (*Records, error) {
 	r := &Records{Attempts: map[int64]Attempt{}, Acks: map[int64]Ack{}, Errors: map[string]map[string]int64{}}
-	att, err := l.rdb.HGetAll(ctx, l.key("att")).Result()
-	if err != nil {
+	if err := loadHash(ctx, l, "att", r.Attempts); err != nil {
 		return nil, err
 	}
-	for _, v := range att {
-		var a Attempt
-		if err := json.Unmarshal([]byte(v), &a); err != nil {
-			return nil, err
-		}
-		r.Attempts[a.Seq] = a
-	}
-	acks, err := l.rdb.HGetAll(ctx, l.key("ack")).Result()
-	if err != nil {
+	if err := loadHash(ctx, l, "ack", r.Acks); err != nil {
 		return nil, err
-	}
-	for _, v := range acks {
-		var a Ack
-		if err := json.Unmarshal([]byte(v), &a); err != nil {
-			return nil, err
-		}
-		r.Acks[a.Seq] = a
 	}
 	if err := loadList(ctx, l, "exec", &r.Execs); err != nil {
 		return nil, err
@@ -216,10 +194,31 @@ func (l *Ledger) Load(ctx context.Context) (*Records, error) {
 			r.Errors[role][k] = n
 		}
 	}
+	var err error
 	if r.Samples, err = l.rdb.LRange(ctx, l.key("errsample"), 0, 200).Result(); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// loadHash reads a hash written by hset into out, by sequence number.
+func loadHash[T any](ctx context.Context, l *Ledger, name string, out map[int64]T) error {
+	m, err := l.rdb.HGetAll(ctx, l.key(name)).Result()
+	if err != nil {
+		return err
+	}
+	for k, v := range m {
+		var x T
+		if err := json.Unmarshal([]byte(v), &x); err != nil {
+			return err
+		}
+		seq, err := strconv.ParseInt(k, 10, 64)
+		if err != nil {
+			return fmt.Errorf("chaos: ledger %s: field %q is not a sequence number", name, k)
+		}
+		out[seq] = x
+	}
+	return nil
 }
 
 func loadList[T any](ctx context.Context, l *Ledger, name string, out *[]T) error {

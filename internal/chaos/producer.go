@@ -87,12 +87,8 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 				if s > maxTries {
 					return
 				}
-				if d := time.Until(start.Add(time.Duration(acked.Load()) * interval)); d > 0 {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(d):
-					}
+				if d := time.Until(start.Add(time.Duration(acked.Load()) * interval)); d > 0 && !sleep(ctx, d) {
+					return
 				}
 				p := Payload{Seq: s, WorkMs: WorkMs(cfg.Seed, s), Poison: cfg.PoisonEvery > 0 && s%int64(cfg.PoisonEvery) == 0}
 				nj := queue.NewJob{Queue: cfg.Queues[int(s)%len(cfg.Queues)], Kind: JobKind, Visibility: cfg.Visibility,
@@ -120,10 +116,7 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 						cancel()
 						return
 					}
-					select {
-					case <-ctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
+					sleep(ctx, 100*time.Millisecond)
 					continue
 				}
 				if err := led.RecordAck(Ack{Seq: s, ID: out.Job.ID, Queue: nj.Queue, T: time.Now().UnixNano()}); err != nil {
@@ -141,7 +134,6 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 	}
 	fmt.Fprintf(os.Stderr, "chaos producer: %d acknowledged, %d failed, %d tries, %s\n",
 		acked.Load(), failed.Load(), min(seq.Load(), maxTries), time.Since(start).Round(time.Millisecond))
-	_ = led.SetMeta("producer", fmt.Sprintf("acked=%d failed=%d", acked.Load(), failed.Load()))
 	if acked.Load() < int64(cfg.Jobs) {
 		return fmt.Errorf("chaos producer: only %d of %d enqueues acknowledged", acked.Load(), cfg.Jobs)
 	}

@@ -34,7 +34,6 @@ type Proxy struct {
 	enabled  atomic.Bool
 	nextDrop atomic.Int64 // unix ns of the next drop
 	blackout atomic.Int64 // unix ns until which every reply is dropped
-	drops    atomic.Int64
 
 	mu     sync.Mutex
 	rng    *rand.Rand
@@ -77,9 +76,6 @@ func (p *Proxy) SetEnabled(on bool) {
 // Blackout drops the reply of every request forwarded for d: more
 // consecutive losses than go-redis retries, so errors reach the caller.
 func (p *Proxy) Blackout(d time.Duration) { p.blackout.Store(time.Now().Add(d).UnixNano()) }
-
-// Drops is how many connections were dropped.
-func (p *Proxy) Drops() int64 { return p.drops.Load() }
 
 func (p *Proxy) scheduleDrop() {
 	p.mu.Lock()
@@ -136,12 +132,9 @@ func (p *Proxy) cut(pair *proxyPair, dropped bool) {
 		p.mu.Lock()
 		delete(p.conns, pair)
 		p.mu.Unlock()
-		if dropped {
-			p.drops.Add(1)
-			if p.onDrop != nil {
-				cmd, _ := pair.command.Load().(string)
-				p.onDrop(time.Unix(0, pair.armedAt.Load()), time.Now(), cmd)
-			}
+		if dropped && p.onDrop != nil {
+			cmd, _ := pair.command.Load().(string)
+			p.onDrop(time.Unix(0, pair.armedAt.Load()), time.Now(), cmd)
 		}
 	})
 }

@@ -394,7 +394,7 @@ func (h *harness) startServe(ctx context.Context, i int) error {
 		args = append(args, "--redis-url", "redis://"+h.target.Addr)
 	}
 	logPath := filepath.Join(h.dir, fmt.Sprintf("serve-%d.log", i))
-	p, err := redisproc.StartChild(fmt.Sprintf("serve-%d", i), h.o.Chronoq, args, "", logPath, nil)
+	p, err := redisproc.StartChild(fmt.Sprintf("serve-%d", i), h.o.Chronoq, args, "", logPath)
 	if err != nil {
 		return err
 	}
@@ -418,7 +418,7 @@ func (h *harness) startServe(ctx context.Context, i int) error {
 
 func (h *harness) startWorker(s *slot) error {
 	b, _ := json.Marshal(s.cfg)
-	p, err := redisproc.StartChild("worker-"+s.name, h.o.Self, []string{"worker", "-config", string(b)}, "", filepath.Join(h.dir, "worker-"+s.name+".log"), nil)
+	p, err := redisproc.StartChild("worker-"+s.name, h.o.Self, []string{"worker", "-config", string(b)}, "", filepath.Join(h.dir, "worker-"+s.name+".log"))
 	if err != nil {
 		return err
 	}
@@ -432,7 +432,7 @@ func (h *harness) startProducer() (*redisproc.Child, error) {
 		Jobs: h.sc.Jobs, Over: h.sc.ProduceOver, MaxDelay: h.sc.MaxDelay, PoisonEvery: h.sc.PoisonEvery,
 		Visibility: h.sc.Visibility, MaxAttempts: 25, PoisonMaxAttempts: 3, Concurrency: 8, Seed: h.o.Seed}
 	b, _ := json.Marshal(cfg)
-	p, err := redisproc.StartChild("producer", h.o.Self, []string{"producer", "-config", string(b)}, "", filepath.Join(h.dir, "producer.log"), nil)
+	p, err := redisproc.StartChild("producer", h.o.Self, []string{"producer", "-config", string(b)}, "", filepath.Join(h.dir, "producer.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -476,12 +476,19 @@ func (h *harness) pick() *slot {
 	return nil
 }
 
-func (h *harness) killWorkers(ctx context.Context) {
-	for sleep(ctx, h.rand(h.sc.WorkerKillEvery)) {
-		s := h.pick()
-		if s == nil {
-			continue
+// onRandomSlot calls fn, about every `every`, on a worker slot that no
+// other fault holds, until ctx ends.
+func (h *harness) onRandomSlot(ctx context.Context, every time.Duration, fn func(s *slot)) {
+	for sleep(ctx, h.rand(every)) {
+		if s := h.pick(); s != nil {
+			fn(s)
+			s.mu.Unlock()
 		}
+	}
+}
+
+func (h *harness) killWorkers(ctx context.Context) {
+	h.onRandomSlot(ctx, h.sc.WorkerKillEvery, func(s *slot) {
 		old := s.proc
 		pid := old.Pid()
 		h.expect(old)
@@ -492,30 +499,23 @@ func (h *harness) killWorkers(ctx context.Context) {
 			h.problem("restarting worker %s: %v", s.name, err)
 		}
 		h.fault(Fault{Kind: "worker-kill", Target: s.name, Pid: pid, Start: t0.UnixNano(), End: time.Now().UnixNano()})
-		s.mu.Unlock()
-	}
+	})
 }
 
 func (h *harness) stopWorkers(ctx context.Context) {
 	// Past the visibility and two reclaim sweeps: the jobs it holds are
 	// taken back and run elsewhere while it sleeps.
 	hold := h.sc.Visibility + 2*h.sc.ReclaimInterval + time.Second
-	for sleep(ctx, h.rand(h.sc.WorkerStopEvery)) {
-		s := h.pick()
-		if s == nil {
-			continue
-		}
+	h.onRandomSlot(ctx, h.sc.WorkerStopEvery, func(s *slot) {
 		p := s.proc
 		t0 := time.Now()
 		if err := p.Signal(syscall.SIGSTOP); err != nil {
-			s.mu.Unlock()
-			continue
+			return
 		}
 		time.Sleep(hold) // not cut short: the worker must be resumed
 		_ = p.Signal(syscall.SIGCONT)
 		h.fault(Fault{Kind: "worker-stop", Target: s.name, Pid: p.Pid(), Start: t0.UnixNano(), End: time.Now().UnixNano()})
-		s.mu.Unlock()
-	}
+	})
 }
 
 // blackouts cuts every reply to one process for BlackoutFor, now and then.

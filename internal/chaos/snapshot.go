@@ -30,9 +30,9 @@ type JobState struct {
 
 // QueueState is what is left in one queue's structures.
 type QueueState struct {
-	Scheduled, Pending, Processing, Leases, Dead, CompletedList int64
-	Stats                                                       map[string]int64
-	DeadIDs                                                     []string
+	Scheduled, Pending, Processing, Leases int64
+	Stats                                  map[string]int64
+	DeadIDs                                []string
 }
 
 // Snapshot is the queue's Redis at the end of a run.
@@ -40,9 +40,10 @@ type Snapshot struct {
 	Jobs   map[string]*JobState
 	Queues map[string]*QueueState
 	// Markers are the retry-safety records of claim and enqueue calls
-	// (60 s TTL); Idem the idempotency records; Other any other key.
-	Markers, Idem int
-	Other         []string
+	// (60 s TTL); Other any key that is neither those, a queue's structure,
+	// a job nor an idempotency record.
+	Markers int
+	Other   []string
 }
 
 // TakeSnapshot reads every key of namespace ns: the queues' structures and
@@ -61,9 +62,8 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 				jobKeys = append(jobKeys, k)
 			case strings.Contains(k, "}:claim:"), strings.Contains(k, "}:enq:"):
 				s.Markers++
-			case strings.Contains(k, "}:idem:"):
-				s.Idem++
-			case k == ns+":queues", isQueueStructure(ns, k, queues):
+			case strings.Contains(k, "}:idem:"), k == ns+":queues", isQueueStructure(ns, k, queues):
+				// expected: idempotency records, the queue list, the queues
 			default:
 				if len(s.Other) < 100 {
 					s.Other = append(s.Other, k)
@@ -155,13 +155,12 @@ func readQueue(ctx context.Context, rdb redis.UniversalClient, ns, q string) (*Q
 	p := ns + ":{" + q + "}:"
 	pipe := rdb.Pipeline()
 	sched, pend, proc, leases := pipe.ZCard(ctx, p+"scheduled"), pipe.LLen(ctx, p+"pending"), pipe.LLen(ctx, p+"processing"), pipe.ZCard(ctx, p+"leases")
-	dead, hist, stats := pipe.ZRange(ctx, p+"dead", 0, -1), pipe.LLen(ctx, p+"completed"), pipe.HGetAll(ctx, p+"stats")
+	dead, stats := pipe.ZRange(ctx, p+"dead", 0, -1), pipe.HGetAll(ctx, p+"stats")
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("chaos: reading queue %s: %w", q, err)
 	}
 	qs := &QueueState{Scheduled: sched.Val(), Pending: pend.Val(), Processing: proc.Val(), Leases: leases.Val(),
-		DeadIDs: dead.Val(), CompletedList: hist.Val(), Stats: map[string]int64{}}
-	qs.Dead = int64(len(qs.DeadIDs))
+		DeadIDs: dead.Val(), Stats: map[string]int64{}}
 	for k, v := range stats.Val() {
 		qs.Stats[k], _ = strconv.ParseInt(v, 10, 64)
 	}
@@ -170,14 +169,21 @@ func readQueue(ctx context.Context, rdb redis.UniversalClient, ns, q string) (*Q
 
 // Depths answers how many jobs wait or run in queues: scheduled, pending,
 // processing (BLMOVE gap) and leased. Zero means drained.
+// One pipeline for every queue, four counts each.
 func Depths(ctx context.Context, rdb redis.UniversalClient, ns string, queues []string) (int64, error) {
-	var total int64
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, 0, 4*len(queues))
 	for _, q := range queues {
-		qs, err := readQueue(ctx, rdb, ns, q)
-		if err != nil {
-			return 0, err
-		}
-		total += qs.Scheduled + qs.Pending + qs.Processing + qs.Leases
+		p := ns + ":{" + q + "}:"
+		cmds = append(cmds, pipe.ZCard(ctx, p+"scheduled"), pipe.LLen(ctx, p+"pending"),
+			pipe.LLen(ctx, p+"processing"), pipe.ZCard(ctx, p+"leases"))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("chaos: reading queue depths: %w", err)
+	}
+	var total int64
+	for _, c := range cmds {
+		total += c.Val()
 	}
 	return total, nil
 }

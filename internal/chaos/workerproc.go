@@ -91,7 +91,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		qs[i] = worker.QueueConfig{Name: q}
 	}
 	log := slog.New(&countingHandler{next: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}),
-		led: led, role: "worker", fatal: fatal})
+		led: led, fatal: fatal})
 	w, err := worker.New(worker.Config{Client: client, Handler: mux, Queues: qs, Concurrency: cfg.Concurrency,
 		IdleWait: 500 * time.Millisecond, Logger: log,
 		OnOutcome: func(o worker.Outcome) {
@@ -127,7 +127,6 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 type countingHandler struct {
 	next  slog.Handler
 	led   *Ledger
-	role  string
 	fatal func(error)
 }
 
@@ -146,7 +145,7 @@ func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
 			return true
 		})
 		if msg != "" {
-			if err := h.led.CountError(h.role, ClassifyText(msg), r.Message+": "+msg); err != nil {
+			if err := h.led.CountError("worker", ClassifyText(msg), r.Message+": "+msg); err != nil {
 				h.fatal(err)
 			}
 		}
@@ -155,11 +154,11 @@ func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h *countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &countingHandler{next: h.next.WithAttrs(as), led: h.led, role: h.role, fatal: h.fatal}
+	return &countingHandler{next: h.next.WithAttrs(as), led: h.led, fatal: h.fatal}
 }
 
 func (h *countingHandler) WithGroup(name string) slog.Handler {
-	return &countingHandler{next: h.next.WithGroup(name), led: h.led, role: h.role, fatal: h.fatal}
+	return &countingHandler{next: h.next.WithGroup(name), led: h.led, fatal: h.fatal}
 }
 
 // Stall detection: a worker's timers running this late mean the process did

@@ -55,10 +55,18 @@ type Child struct {
 	waitErr error
 }
 
+// spawn starts cmd on the spawner's thread (see theSpawner), so that it
+// dies with this process, in a process group of its own.
+func spawn(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	done := make(chan error, 1)
+	theSpawner().reqs <- spawnReq{cmd: cmd, done: done}
+	return <-done
+}
+
 // StartChild starts bin with args in dir ("" for the current directory),
-// with env added to this process's environment and its output appended to
-// logPath.
-func StartChild(name, bin string, args []string, dir, logPath string, env []string) (*Child, error) {
+// its output appended to logPath.
+func StartChild(name, bin string, args []string, dir, logPath string) (*Child, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("redisproc: log of %s: %w", name, err)
@@ -67,11 +75,7 @@ func StartChild(name, bin string, args []string, dir, logPath string, env []stri
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	done := make(chan error, 1)
-	theSpawner().reqs <- spawnReq{cmd: cmd, done: done}
-	if err := <-done; err != nil {
+	if err := spawn(cmd); err != nil {
 		return nil, fmt.Errorf("redisproc: start %s: %w", name, err)
 	}
 	p := &Child{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
@@ -151,7 +155,7 @@ func (p *Child) Stop(wait time.Duration) {
 
 // LogTail is at most the last n bytes of the child's log, from a line
 // start.
-func (p *Child) LogTail(n int) string { return Tail(readFrom(p.LogPath, 0), n) }
+func (p *Child) LogTail(n int) string { return tail(readFrom(p.LogPath, 0), n) }
 
 // readFrom is the content of path from offset on (nil on error).
 func readFrom(path string, offset int64) []byte {
@@ -167,9 +171,9 @@ func readFrom(path string, offset int64) []byte {
 	return b
 }
 
-// Tail is at most the last n bytes of b, starting at a line boundary when
+// tail is at most the last n bytes of b, starting at a line boundary when
 // it has to cut.
-func Tail(b []byte, n int) string {
+func tail(b []byte, n int) string {
 	if len(b) <= n {
 		return string(b)
 	}

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -29,14 +28,17 @@ func CreateCluster(ctx context.Context, cli string, addrs []string, replicas int
 	cmd := exec.CommandContext(ctx, cli, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.WaitDelay = time.Second // bound the wait for output copying after a kill
-	if err := cmd.Run(); err != nil {
+	err := spawn(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
 		return fmt.Errorf("redis-cli --cluster create %s: %w\n--- redis-cli output ---\n%s",
-			strings.Join(addrs, " "), err, Tail(out.Bytes(), logTailBytes))
+			strings.Join(addrs, " "), err, tail(out.Bytes(), logTailBytes))
 	}
 	if err := WaitClusterOK(ctx, addrs); err != nil {
-		return fmt.Errorf("%w\n--- redis-cli output ---\n%s", err, Tail(out.Bytes(), logTailBytes))
+		return fmt.Errorf("%w\n--- redis-cli output ---\n%s", err, tail(out.Bytes(), logTailBytes))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -27,8 +28,8 @@ const (
 	NotFound = "redis-server not found on PATH: install it (Debian: apt-get install redis-server)"
 )
 
-// ErrBind marks a start that failed because the port was already in use.
-var ErrBind = errors.New("port already in use")
+// errBind marks a start that failed because the port was already in use.
+var errBind = errors.New("port already in use")
 
 // Server is a redis-server on a loopback port that stays the same across
 // restarts, in a directory of its own (where its log, RDB and AOF files
@@ -60,7 +61,7 @@ func Start(ctx context.Context, name, bin, dir string, args []string, bus bool) 
 	var err error
 	for range startAttempts {
 		var port int
-		if port, err = FreePort(bus); err != nil {
+		if port, err = freePort(bus); err != nil {
 			return nil, err
 		}
 		s := &Server{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port,
@@ -68,7 +69,7 @@ func Start(ctx context.Context, name, bin, dir string, args []string, bus bool) 
 		if err = s.start(ctx); err == nil {
 			return s, nil
 		}
-		if !errors.Is(err, ErrBind) {
+		if !errors.Is(err, errBind) {
 			return nil, err
 		}
 	}
@@ -77,6 +78,9 @@ func Start(ctx context.Context, name, bin, dir string, args []string, bus bool) 
 
 // Child is the server's current process (a new one after each Restart).
 func (s *Server) Child() *Child { return s.cur }
+
+// LogTail is the end of the server's log, as much as an error quotes.
+func (s *Server) LogTail() string { return s.cur.LogTail(logTailBytes) }
 
 // Pid is the current process id.
 func (s *Server) Pid() int { return s.cur.Pid() }
@@ -98,7 +102,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	}
 	var err error
 	for range restartTries { // the old socket may linger a moment
-		if err = s.start(ctx); !errors.Is(err, ErrBind) {
+		if err = s.start(ctx); !errors.Is(err, errBind) {
 			return err
 		}
 		select {
@@ -112,8 +116,11 @@ func (s *Server) Restart(ctx context.Context) error {
 
 func (s *Server) start(ctx context.Context) error {
 	logPath := filepath.Join(s.Dir, "redis.log")
-	logStart := int64(len(readFrom(logPath, 0))) // this run's output starts here
-	c, err := StartChild(s.Name, s.bin, append(baseArgs(s.Port, s.Dir), s.args...), s.Dir, logPath, nil)
+	var logStart int64 // this run's output starts here
+	if fi, err := os.Stat(logPath); err == nil {
+		logStart = fi.Size()
+	}
+	c, err := StartChild(s.Name, s.bin, append(baseArgs(s.Port, s.Dir), s.args...), s.Dir, logPath)
 	if err != nil {
 		return err
 	}
@@ -122,9 +129,9 @@ func (s *Server) start(ctx context.Context) error {
 		c.Kill()
 		out := readFrom(logPath, logStart)
 		if bytes.Contains(out, []byte("Address already in use")) {
-			err = fmt.Errorf("%w: %w", ErrBind, err)
+			err = fmt.Errorf("%w: %w", errBind, err)
 		}
-		return fmt.Errorf("redis-server %s (dir %s): %w\n--- log tail ---\n%s", s.Addr, s.Dir, err, Tail(out, logTailBytes))
+		return fmt.Errorf("redis-server %s (dir %s): %w\n--- log tail ---\n%s", s.Addr, s.Dir, err, tail(out, logTailBytes))
 	}
 	return nil
 }
@@ -166,9 +173,9 @@ func probe(addr, pid string) error {
 	return nil
 }
 
-// FreePort is a loopback TCP port that was free a moment ago; with bus,
+// freePort is a loopback TCP port that was free a moment ago; with bus,
 // port+10000 (the Redis Cluster bus port) was free as well.
-func FreePort(bus bool) (int, error) {
+func freePort(bus bool) (int, error) {
 	var lastErr error
 	for range 200 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
