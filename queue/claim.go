@@ -25,28 +25,39 @@ type ClaimOptions struct {
 
 // Claim takes up to o.Max pending jobs of queue, each under a fresh token
 // and a lease of its visibility. It answers no job, and no error, when none
-// came within o.Wait or the queue is paused.
+// came within o.Wait or the queue is paused. A claim first promotes the
+// queue's scheduled jobs that are due, as many as o.Max, so it never waits
+// for a promoter's pass.
 func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Job, error) {
+	jobs, _, err := c.ClaimNext(ctx, queue, o)
+	return jobs, err
+}
+
+// ClaimNext is Claim, and also answers when the queue's earliest scheduled
+// job is due, as the claim saw it (the zero time when none is, or when the
+// queue is paused). A worker that has run out of jobs can sleep until
+// then and claim again: the claim promotes the job itself.
+func (c *Client) ClaimNext(ctx context.Context, queue string, o ClaimOptions) ([]*Job, time.Time, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	if o.Max == 0 {
 		o.Max = 1
 	}
 	switch {
 	case o.Max < 1 || o.Max > MaxBatch:
-		return nil, invalid("max", "must be in [1, %d], got %d", MaxBatch, o.Max)
+		return nil, time.Time{}, invalid("max", "must be in [1, %d], got %d", MaxBatch, o.Max)
 	case o.Wait < 0 || o.Wait > MaxClaimWait:
-		return nil, invalid("wait", "must be in [0, %s], got %s", MaxClaimWait, o.Wait)
+		return nil, time.Time{}, invalid("wait", "must be in [0, %s], got %s", MaxClaimWait, o.Wait)
 	case o.Visibility != 0 && (o.Visibility < MinVisibility || o.Visibility > MaxVisibility):
-		return nil, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
+		return nil, time.Time{}, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
 	}
-	jobs, paused, err := c.claimNow(ctx, queue, k, o)
-	if err != nil || len(jobs) > 0 || o.Wait == 0 {
-		return jobs, err
+	cl, err := c.claimNow(ctx, queue, k, o)
+	if err != nil || len(cl.jobs) > 0 || o.Wait == 0 {
+		return cl.jobs, cl.next, err
 	}
-	if paused {
+	if cl.paused {
 		// A paused queue hands out nothing: wait out the poll, then answer
 		// empty-handed.
 		t := c.clock.NewTimer(o.Wait)
@@ -55,32 +66,46 @@ func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Jo
 		case <-ctx.Done():
 		case <-t.Chan():
 		}
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
-	return c.claimBlocking(ctx, queue, k, o)
+	jobs, err := c.claimBlocking(ctx, queue, k, o)
+	return jobs, cl.next, err
 }
 
-func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions) ([]*Job, bool, error) {
-	v, err := c.run(ctx, claimScript, k, c.nowMs(), []string{k.pending, k.processing, k.leases, k.paused},
-		o.Max, newToken(), o.Visibility.Milliseconds())
+// claimed is what claim.lua answered.
+type claimed struct {
+	jobs   []*Job
+	paused bool
+	next   time.Time // the earliest scheduled job's due time; zero: none
+}
+
+func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions) (claimed, error) {
+	now := c.clock.Now()
+	v, err := c.run(ctx, claimScript, k, now.UnixMilli(),
+		[]string{k.pending, k.processing, k.leases, k.paused, k.scheduled, k.stats},
+		o.Max, newToken(), o.Visibility.Milliseconds(), cutoffOf(now))
 	if err != nil {
-		return nil, false, fmt.Errorf("queue: claim from %s: %w", queue, err)
+		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
-	if len(res) == 0 {
-		return nil, false, fmt.Errorf("queue: claim from %s: unexpected reply %v", queue, v)
+	if len(res) < 2 {
+		return claimed{}, fmt.Errorf("queue: claim from %s: unexpected reply %v", queue, v)
 	}
 	paused, _ := res[0].(int64)
-	jobs := make([]*Job, 0, len(res)-1)
-	for _, r := range res[1:] {
+	next, err := nextOfReply(res[1])
+	if err != nil {
+		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
+	}
+	cl := claimed{jobs: make([]*Job, 0, len(res)-2), paused: paused == 1, next: next}
+	for _, r := range res[2:] {
 		packed, _ := r.(string)
 		j, err := claimedJob(queue, unpackFields(packed))
 		if err != nil {
-			return nil, false, err
+			return claimed{}, err
 		}
-		jobs = append(jobs, j)
+		cl.jobs = append(cl.jobs, j)
 	}
-	return jobs, paused == 1, nil
+	return cl, nil
 }
 
 // unpackFields reads a hash packed by a script as NUL-joined fields and
@@ -164,9 +189,9 @@ func (c *Client) claimBlocking(ctx context.Context, queue string, k keys, o Clai
 	}
 	jobs := []*Job{j}
 	if o.Max > 1 {
-		more, _, err := c.claimNow(ctx, queue, k, ClaimOptions{Max: o.Max - 1, Visibility: o.Visibility})
+		more, err := c.claimNow(ctx, queue, k, ClaimOptions{Max: o.Max - 1, Visibility: o.Visibility})
 		if err == nil {
-			jobs = append(jobs, more...)
+			jobs = append(jobs, more.jobs...)
 		}
 	}
 	return jobs, nil

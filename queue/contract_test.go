@@ -240,6 +240,61 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Equal(t, 1, moved)
 	})
 
+	t.Run("ClaimPromotesWhatIsDueAndTellsTheNext", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		due := b.clock.Now().Add(5*time.Millisecond + 300*time.Microsecond)
+		var ids []string
+		for i := range 3 {
+			ids = append(ids, b.enqueue(t, queue.NewJob{RunAt: due.Add(time.Duration(i) * time.Microsecond)}).ID)
+		}
+		late := b.enqueue(t, queue.NewJob{Delay: time.Hour})
+		claim := func(max int) ([]*queue.Job, time.Time) {
+			t.Helper()
+			jobs, next, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: max})
+			require.NoError(t, err)
+			return jobs, next
+		}
+
+		// No promoter runs: the claim itself promotes, never before the
+		// microsecond a job is due, and at most as many as it may claim.
+		b.clock.Advance(due.Sub(b.clock.Now()) - time.Microsecond)
+		jobs, next := claim(10)
+		require.Empty(t, jobs)
+		require.Equal(t, due, next, "the earliest due time, to the microsecond")
+		b.clock.Advance(time.Microsecond)
+		jobs, next = claim(1)
+		require.Len(t, jobs, 1)
+		require.Equal(t, ids[0], jobs[0].ID)
+		require.Equal(t, queue.StatusProcessing, jobs[0].Status)
+		require.Equal(t, due.Add(time.Microsecond), next, "the next job is not due yet")
+		b.clock.Advance(5 * time.Microsecond)
+		jobs, next = claim(1)
+		require.Len(t, jobs, 1)
+		require.Equal(t, ids[1], jobs[0].ID)
+		require.Equal(t, due.Add(2*time.Microsecond), next, "due already, and still scheduled: one claim promotes at most Max")
+		require.Equal(t, queue.StatusScheduled, b.get(t, ids[2]).Status)
+		jobs, next = claim(10)
+		require.Len(t, jobs, 1)
+		require.Equal(t, ids[2], jobs[0].ID)
+		require.Equal(t, late.RunAt, next)
+		require.Equal(t, int64(3), b.stats(t).PromotedTotal)
+
+		// A paused queue promotes nothing on a claim (the promoter still
+		// does) and tells no next due time.
+		require.NoError(t, b.client.Pause(b.ctx, b.queue))
+		b.clock.Advance(time.Hour)
+		jobs, next = claim(10)
+		require.Empty(t, jobs)
+		require.True(t, next.IsZero())
+		require.Equal(t, queue.StatusScheduled, b.get(t, late.ID).Status)
+		require.NoError(t, b.client.Resume(b.ctx, b.queue))
+		jobs, next = claim(10)
+		require.Len(t, jobs, 1)
+		require.Equal(t, late.ID, jobs[0].ID)
+		require.True(t, next.IsZero(), "nothing scheduled any more")
+	})
+
 	t.Run("DecodeJobHashReadsWhatGetReads", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -787,8 +842,10 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		for range 4 {
 			b.enqueue(t, queue.NewJob{})
 		}
-		args := []any{b.ns + ":{" + b.queue + "}:", b.clock.Now().UnixMilli(), "", "", 2, "tok", 0}
-		keys := []string{b.key("pending"), b.key("processing"), b.key("leases"), b.key("paused")}
+		args := []any{b.ns + ":{" + b.queue + "}:", b.clock.Now().UnixMilli(), "", "", 2, "tok", 0,
+			queue.CutoffOf(b.clock.Now())}
+		keys := []string{b.key("pending"), b.key("processing"), b.key("leases"), b.key("paused"),
+			b.key("scheduled"), b.key("stats")}
 		r1, err := queue.RunScript(b.ctx, b.rdb, "claim", keys, args...)
 		require.NoError(t, err)
 		r2, err := queue.RunScript(b.ctx, b.rdb, "claim", keys, args...)
@@ -797,7 +854,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		// fields it wrote; the rerun reads them back from the hash).
 		read := func(r any) []map[string]string {
 			var jobs []map[string]string
-			for _, packed := range r.([]any)[1:] {
+			for _, packed := range r.([]any)[2:] {
 				jobs = append(jobs, queue.UnpackFields(packed.(string)))
 			}
 			return jobs

@@ -18,3 +18,6 @@ var UnpackFields = unpackFields
 
 // EncodeSpec exposes encodeSpec, for tests that seed job hashes directly.
 var EncodeSpec = encodeSpec
+
+// CutoffOf exposes cutoffOf: now as the highest due score.
+var CutoffOf = cutoffOf

@@ -25,15 +25,24 @@ func (c *Client) Promote(ctx context.Context, queue string, now time.Time) (int,
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: unexpected reply %v", queue, v)
 	}
 	moved, _ := res[0].(int64)
-	var next time.Time
-	if head, _ := res[1].(string); head != "" {
-		f, err := strconv.ParseFloat(head, 64)
-		if err != nil {
-			return 0, time.Time{}, fmt.Errorf("queue: promote %s: next due score %q: %w", queue, head, err)
-		}
-		next = timeOfScore(f)
+	next, err := nextOfReply(res[1])
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("queue: promote %s: %w", queue, err)
 	}
 	return int(moved), next, nil
+}
+
+// nextOfReply reads a script's next due score ("" for none) as a time.
+func nextOfReply(v any) (time.Time, error) {
+	head, _ := v.(string)
+	if head == "" {
+		return time.Time{}, nil
+	}
+	f, err := strconv.ParseFloat(head, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next due score %q: %w", head, err)
+	}
+	return timeOfScore(f), nil
 }
 
 // cutoffOf is now as the highest score that is due: Unix milliseconds with

@@ -6,9 +6,18 @@
 -- ARGV[1..4] -> common
 -- ARGV[5] -> max jobs
 -- ARGV[6] -> token base: the i-th id popped gets token "<base>.<i>"
+-- KEYS[5] -> <prefix>scheduled  (ZSET)
+-- KEYS[6] -> <prefix>stats      (HASH)
 -- ARGV[7] -> visibility override ms (0: each job's own)
--- Returns: { paused, job_1, ..., job_k }: paused 1 when the queue is paused
---          (then no job), and each job_i the claimed job's hash as one
+-- ARGV[8] -> the highest due score: now with microseconds, as promote.lua
+-- First it promotes up to max scheduled jobs that are due, as promote.lua
+-- does: a worker that wakes at a job's due time claims it in this one
+-- round trip, without waiting for a promoter's pass.
+-- Returns: { paused, next, job_1, ..., job_k }: paused 1 when the queue is
+--          paused (then no job, and nothing promoted), next the score of
+--          the earliest job still scheduled ("" when none is, or when the
+--          claim was answered from its marker), and each job_i the claimed
+--          job's hash as one
 --          string, field and value alternating, joined by NUL bytes, with
 --          the fields the claim wrote and "id" appended (a field may appear
 --          twice: its last value is the current one). (One string is much cheaper for Redis to reply
@@ -17,7 +26,7 @@
 -- Safe to run twice: the ids of a claim are remembered under its token base
 -- for 60 s, and a second run answers the same jobs.
 local marker = prefix .. 'claim:' .. ARGV[6]
-local out = { 0 }
+local out = { 0, '' }
 local prior = redis.call('GET', marker)
 if prior then
   for id in string.gmatch(prior, '[^,]+') do
@@ -29,11 +38,14 @@ if prior then
   return out
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  return { 1 }
+  return { 1, '' }
 end
 local max, vis = tonumber(ARGV[5]), tonumber(ARGV[7])
+promote_due(KEYS[5], KEYS[1], KEYS[6], ARGV[8], max)
+out[2] = next_due(KEYS[5])
 local popped = redis.call('RPOP', KEYS[1], max)
 if not popped then
+  publish_events()
   return out
 end
 batch_events()

@@ -41,6 +41,9 @@ local event_lines = nil
 local muted = false
 
 local function batch_events()
+  if event_lines then
+    return -- batching already
+  end
   event_lines = {}
   if pubcmd == 'PUBLISH' and redis.call('PUBSUB', 'NUMPAT') == 0
       and redis.call('PUBSUB', 'NUMSUB', channel)[2] == 0 then
@@ -131,6 +134,40 @@ local function schedule(id, run_at, schedkey, pendkey, score)
     return 'scheduled', 1
   end
   return 'scheduled', 0
+end
+
+-- promote_due moves up to limit scheduled jobs due at cutoff (a score,
+-- "<ms>.<us>") into pending, earliest first, and answers how many moved.
+-- An id whose hash is no longer scheduled (a stale entry) only leaves the
+-- set. Its events are batched: the caller calls publish_events().
+local function promote_due(schedkey, pendkey, statskey, cutoff, limit)
+  local ids = redis.call('ZRANGEBYSCORE', schedkey, '-inf', cutoff, 'LIMIT', 0, limit)
+  if #ids == 0 then
+    return 0
+  end
+  batch_events()
+  local pend = {}
+  for _, id in ipairs(ids) do
+    local key = jobkey(id)
+    local f = redis.call('HMGET', key, 'status', 'kind', 'attempts')
+    if f[1] == 'scheduled' then
+      redis.call('HSET', key, 'status', 'pending')
+      pend[#pend + 1] = id
+      emit('promoted', id, f[2], 'pending', f[3])
+    end
+  end
+  redis.call('ZREM', schedkey, unpack(ids))
+  if #pend > 0 then
+    redis.call('LPUSH', pendkey, unpack(pend))
+    redis.call('HINCRBY', statskey, 'promoted', #pend)
+  end
+  return #pend
+end
+
+-- next_due is the score of the earliest scheduled job, as a string, ""
+-- when none is.
+local function next_due(schedkey)
+  return redis.call('ZRANGE', schedkey, 0, 0, 'WITHSCORES')[2] or ''
 end
 
 -- activate makes a job that BLMOVE just moved into the processing list a

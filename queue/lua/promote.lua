@@ -10,27 +10,6 @@
 -- Returns: { moved, next } with next the score of the earliest job still
 --          scheduled, as a string, "" when none is.
 -- Safe to run twice: a second run finds only what is still due.
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[6], 'LIMIT', 0, tonumber(ARGV[5]))
-local moved = 0
-batch_events()
-local pend = {}
-for _, id in ipairs(ids) do
-  local key = jobkey(id)
-  local f = redis.call('HMGET', key, 'status', 'kind', 'attempts')
-  if f[1] == 'scheduled' then
-    redis.call('HSET', key, 'status', 'pending')
-    pend[#pend + 1] = id
-    emit('promoted', id, f[2], 'pending', f[3])
-  end
-end
-if #ids > 0 then
-  redis.call('ZREM', KEYS[1], unpack(ids))
-end
-moved = #pend
-if moved > 0 then
-  redis.call('LPUSH', KEYS[2], unpack(pend))
-  redis.call('HINCRBY', KEYS[3], 'promoted', moved)
-end
+local moved = promote_due(KEYS[1], KEYS[2], KEYS[3], ARGV[6], tonumber(ARGV[5]))
 publish_events()
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return { moved, head[2] or '' }
+return { moved, next_due(KEYS[1]) }
