@@ -18,9 +18,13 @@
 // A job is promoted when the clock has reached its due time (which the
 // queue package keeps to the microsecond), so never before it.
 //
-// On the real clock (Config.Clock nil) a loop sleeps the last 2 ms of a
-// wait in the kernel (nanosleep on Linux) rather than on a Go timer,
+// On the real clock (Config.Clock nil) a loop waits the last 2 ms of a
+// wait on a kernel timer (a timerfd on Linux) rather than on a Go timer,
 // which the runtime fires up to a millisecond late. A burst of retries
 // due a few hundred microseconds apart is then promoted as each falls
-// due, not a millisecond of batches later.
+// due, not a millisecond of batches later. The goroutine waits for the
+// timerfd in the runtime's network poller, so it holds no thread: a
+// nanosleep would hold a P, half of a two-core machine's, for as long as
+// it slept. An [Alarm] waits the same way; the worker package uses one to
+// wake at the next due time it knows of.
 package delayed

@@ -222,8 +222,8 @@ func (p *Promoter) loop(ctx context.Context, queue string, wake <-chan struct{})
 	}
 }
 
-// fineWait is the end of a wait that a precise promoter sleeps in the
-// kernel rather than on a Go timer: a Go timer on Linux fires up to a
+// fineWait is the end of a wait that a precise promoter (or an Alarm)
+// waits on a kernel timer rather than on a Go timer: a Go timer on Linux fires up to a
 // millisecond late, because the runtime waits for timers in epoll, whose
 // timeout is whole milliseconds (golang/go#44343; golang/go#79872 would
 // make it precise, behind a GODEBUG).

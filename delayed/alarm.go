@@ -1,0 +1,57 @@
+package delayed
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Alarm calls a function once its clock reaches a time. Create it with
+// [NewAlarm].
+type Alarm struct {
+	at      time.Time
+	timer   clockwork.Timer
+	stopped atomic.Bool
+	fired   atomic.Bool
+}
+
+// NewAlarm calls f, in a goroutine of its own, once clock reaches at. On
+// the real clock (any clock but a *clockwork.FakeClock) the last 2 ms are
+// slept in the kernel, as a precise [Promoter] does, so f runs within the
+// kernel's timer slack of at, not up to a millisecond after it.
+func NewAlarm(clock clockwork.Clock, at time.Time, f func()) *Alarm {
+	a := &Alarm{at: at}
+	d := clock.Until(at)
+	if _, fake := clock.(*clockwork.FakeClock); fake {
+		a.timer = clock.AfterFunc(d, func() { a.ring(f) })
+		return a
+	}
+	deadline := time.Now().Add(d)
+	a.timer = clock.AfterFunc(d-fineWait, func() {
+		sleepUntil(deadline)
+		a.ring(f)
+	})
+	return a
+}
+
+func (a *Alarm) ring(f func()) {
+	if a.stopped.Load() {
+		return
+	}
+	a.fired.Store(true)
+	f()
+}
+
+// At is the time the alarm was set for.
+func (a *Alarm) At() time.Time { return a.at }
+
+// Pending reports whether the alarm has neither rung nor been stopped.
+func (a *Alarm) Pending() bool { return !a.fired.Load() && !a.stopped.Load() }
+
+// Stop keeps the alarm from ringing, unless it is ringing already (f
+// has been called or is about to be).
+func (a *Alarm) Stop() {
+	a.stopped.Store(true)
+	a.timer.Stop()
+}
