@@ -45,7 +45,11 @@
 // A worker claims as many jobs as it has free slots in one script call
 // when its queues are busy. When they are empty it waits on each of them
 // with [queue.Client.WaitPending] (a blocking peek that holds no slot) and
-// claims the moment a job arrives. Completions are group-committed: each
+// claims the moment a job arrives. It also wakes at the earliest due time
+// it knows of, from its last claim ([queue.Client.ClaimNext]) and from the
+// retries its own runs asked for, and claims then: a claim promotes what
+// is due, so a retry or a scheduled job starts one round trip after its
+// due time, without waiting for a promoter's pass. Completions are group-committed: each
 // queue has one completer that sends, in one CompleteMany, every ack that
 // arrived while its previous call was in flight, so batches grow with load
 // and an idle worker adds no delay.
@@ -61,8 +65,10 @@
 // ends, then hands the unfinished jobs straight back to pending (not after
 // their visibility timeout) and cancels their contexts ([ErrStopped]).
 //
-// A worker only runs jobs: due scheduled jobs are promoted by a
-// delayed.Promoter, and jobs of crashed workers are taken back by a
+// A worker only runs jobs. It promotes the due jobs its claims find, but
+// only a delayed.Promoter promotes a job no worker is waiting for (a job
+// scheduled by another process while the worker sleeps, or on a busy
+// queue), and jobs of crashed workers are taken back by a
 // queue.Reclaimer. Run one of each somewhere (chronoq serve does).
 //
 // All waiting goes through the Config's clockwork.Clock (the client's by

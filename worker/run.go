@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,13 +113,13 @@ func (w *Worker) settle(r *run, res json.RawMessage, err, cause error, start, en
 		w.finish(o)
 		return
 	}
-	w.fail(o, errorText(err, cause), end)
+	w.fail(r.q, o, errorText(err, cause), end)
 }
 
 // fail records a failed attempt of o.Job with msg as its last error; a
 // RetryAfter delay counts from at, when the handler returned (not from
 // when this goroutine got to run again).
-func (w *Worker) fail(o Outcome, msg string, at time.Time) {
+func (w *Worker) fail(q *queueState, o Outcome, msg string, at time.Time) {
 	j := o.Job
 	fo := queue.FailOptions{Error: msg}
 	var skip *skipRetryError
@@ -134,6 +135,11 @@ func (w *Worker) fail(o Outcome, msg string, at time.Time) {
 		o.StoreErr = err
 	} else {
 		o.Status, o.RunAt = res.Status, res.RunAt
+		if res.Status == queue.StatusScheduled {
+			// RunAt is the millisecond of the due time; RetryAt has its
+			// microseconds.
+			w.retryAsked(q, cmp.Or(fo.RetryAt, res.RunAt))
+		}
 	}
 	w.finish(o)
 }
@@ -257,7 +263,7 @@ func (w *Worker) flush(q *queueState, batch []ack) {
 			err := w.client.Complete(w.bg, q.Name, a.job.ID, a.job.Token, a.result)
 			if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
 				o.Err = fmt.Errorf("worker: the handler's result was refused: %w", err)
-				w.fail(o, o.Err.Error(), w.clock.Now())
+				w.fail(q, o, o.Err.Error(), w.clock.Now())
 				continue
 			}
 			w.settleAck(o, err)

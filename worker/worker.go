@@ -14,6 +14,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -130,11 +131,13 @@ type Worker struct {
 	running map[*run]struct{}
 	stopErr error
 
-	quit         chan struct{} // closed by Stop: claim no more
-	stopped      chan struct{} // closed when Stop has finished
-	dispatchDone chan struct{} // closed when the claim loop has returned
-	slotFreed    chan struct{} // a slot came free (capacity 1)
-	wake         chan struct{} // a watched queue has jobs (capacity 1)
+	quit         chan struct{}  // closed by Stop: claim no more
+	stopped      chan struct{}  // closed when Stop has finished
+	dispatchDone chan struct{}  // closed when the claim loop has returned
+	slotFreed    chan struct{}  // a slot came free (capacity 1)
+	wake         chan struct{}  // a watched queue has jobs, or a job is due (capacity 1)
+	rearm        chan struct{}  // a run asked for a retry sooner than any known (capacity 1)
+	alarm        *delayed.Alarm // rings wake when the earliest known job is due; the claim loop owns it
 
 	bg         context.Context // Start's ctx without its cancellation: store calls that must finish
 	runCtx     context.Context // cancelled at Stop: idle waits
@@ -156,10 +159,17 @@ const (
 // queueState is a served queue and its bookkeeping.
 type queueState struct {
 	QueueConfig
-	running int           // under Worker.mu
-	acks    chan ack      // completed runs, to this queue's completer
-	arm     chan struct{} // start watching (capacity 1)
-	wanted  atomic.Bool   // the claim loop is idle and wants to hear of jobs
+	running int // under Worker.mu
+	// next is when the queue's earliest scheduled job is due, as far as
+	// this worker knows (zero: none known): the last claim's answer and
+	// the retries this worker's runs asked for since. The claim loop
+	// wakes then and claims, and the claim promotes the job. Under
+	// Worker.mu, like sinceClaim: the retries asked for while a claim was
+	// under way, which its answer may predate.
+	next, sinceClaim time.Time
+	acks             chan ack      // completed runs, to this queue's completer
+	arm              chan struct{} // start watching (capacity 1)
+	wanted           atomic.Bool   // the claim loop is idle and wants to hear of jobs
 }
 
 // New checks cfg and fills its defaults.
@@ -196,7 +206,7 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, client: cfg.Client, free: cfg.Concurrency, running: map[*run]struct{}{},
 		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
 		quit: make(chan struct{}), stopped: make(chan struct{}), dispatchDone: make(chan struct{}),
-		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
 	seen := map[string]bool{}
 	for i, qc := range cfg.Queues {
 		if err := queue.ValidateQueue(qc.Name); err != nil {
@@ -355,6 +365,11 @@ func (w *Worker) pause(d time.Duration) bool {
 // see a job or for a slot to come free. It runs until Stop.
 func (w *Worker) dispatch() {
 	defer close(w.dispatchDone)
+	defer func() {
+		if w.alarm != nil {
+			w.alarm.Stop()
+		}
+	}()
 	for !w.quitting() {
 		free := w.waitFree()
 		if free == 0 {
@@ -418,12 +433,18 @@ func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 		// Not cancelled by Stop: jobs claimed must reach a handler (or be
 		// handed back), not be lost with a cancelled reply.
 		asked := min(room, w.cfg.MaxClaim)
-		jobs, err := w.client.Claim(w.bg, q.Name, queue.ClaimOptions{Max: asked})
+		w.mu.Lock()
+		q.sinceClaim = time.Time{}
+		w.mu.Unlock()
+		jobs, next, err := w.client.ClaimNext(w.bg, q.Name, queue.ClaimOptions{Max: asked})
 		if err != nil {
 			w.log.Warn("worker: claim failed", "queue", q.Name, "err", err)
 			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
+		w.mu.Lock()
+		q.next = earliest(next, q.sinceClaim)
+		w.mu.Unlock()
 		for _, j := range jobs {
 			w.start(q, j)
 		}
@@ -457,8 +478,36 @@ func (w *Worker) order() []*queueState {
 	return out
 }
 
-// idle arms the watchers of the queues that have room and waits for one
-// of them to see a job, for a slot to come free, or for Stop (false).
+// earliest is the earlier of two times, a zero time meaning none.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
+
+// retryAsked notes that a run of q asked for a retry at t, and has the
+// claim loop set its alarm again when that is the earliest it knows of.
+func (w *Worker) retryAsked(q *queueState, t time.Time) {
+	w.mu.Lock()
+	sooner := q.next.IsZero() || t.Before(q.next)
+	q.next = earliest(q.next, t)
+	q.sinceClaim = earliest(q.sinceClaim, t)
+	w.mu.Unlock()
+	if sooner {
+		select {
+		case w.rearm <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// idle arms the watchers of the queues that have room and the alarm for
+// the earliest job due among them, and waits for one of those, for a slot
+// to come free, or for Stop (false).
 func (w *Worker) idle() bool {
 	w.mu.Lock()
 	for _, q := range w.queues {
@@ -476,14 +525,52 @@ func (w *Worker) idle() bool {
 			q.wanted.Store(false)
 		}
 	}()
-	select {
-	case <-w.wake:
-		return true
-	case <-w.slotFreed:
-		return true
-	case <-w.quit:
-		return false
+	for {
+		w.setAlarm(w.nextDue())
+		select {
+		case <-w.wake:
+			return true
+		case <-w.slotFreed:
+			return true
+		case <-w.quit:
+			return false
+		case <-w.rearm:
+		}
 	}
+}
+
+// nextDue is the earliest due time known among the queues with room.
+func (w *Worker) nextDue() time.Time {
+	var due time.Time
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, q := range w.queues {
+		if w.roomLocked(q, w.free) > 0 {
+			due = earliest(due, q.next)
+		}
+	}
+	return due
+}
+
+// setAlarm makes the alarm ring wake at due (none when due is zero),
+// keeping the one set already for that time.
+func (w *Worker) setAlarm(due time.Time) {
+	if w.alarm != nil {
+		if w.alarm.Pending() && w.alarm.At().Equal(due) {
+			return
+		}
+		w.alarm.Stop()
+		w.alarm = nil
+	}
+	if due.IsZero() {
+		return
+	}
+	w.alarm = delayed.NewAlarm(w.clock, due, func() {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // watch waits, while the claim loop is idle, for q to have a pending job,

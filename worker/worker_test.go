@@ -395,6 +395,57 @@ func TestErrorsDecideTheRetry(t *testing.T) {
 	require.Equal(t, queue.StatusScheduled, byID[unknown.ID].Status)
 }
 
+// No promoter runs in these two tests: the worker wakes at the due time
+// it knows of (a retry it asked for, or the earliest scheduled job its
+// last claim saw) and its claim promotes the job.
+func TestRetryRunsAtItsTimeWithNoPromoter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	runs := make(chan time.Time, 10)
+	b.mux.HandleFunc("again", func(_ context.Context, j *queue.Job) (json.RawMessage, error) {
+		runs <- b.clock.Now()
+		if j.Attempts == 1 {
+			return nil, worker.RetryAfter(time.Second+300*time.Microsecond, errors.New("later"))
+		}
+		return nil, nil
+	})
+	j := b.enqueue(t, queue.NewJob{Kind: "again"})
+	b.start(t, worker.Config{})
+	first := recv(t, b.ctx, runs)
+	o := b.outcome(t)
+	require.Equal(t, queue.StatusScheduled, o.Status)
+	due := first.Add(time.Second + 300*time.Microsecond)
+	b.clock.Advance(due.Sub(b.clock.Now()) - time.Microsecond)
+	require.Equal(t, queue.StatusScheduled, b.get(t, "q1", j.ID).Status, "not a microsecond early")
+	b.clock.Advance(time.Microsecond)
+	require.Equal(t, due, recv(t, b.ctx, runs), "run again at its due time")
+	require.Equal(t, queue.StatusCompleted, b.outcome(t).Status)
+}
+
+func TestScheduledJobRunsAtItsTimeWithNoPromoter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	runs := make(chan time.Time, 10)
+	b.mux.HandleFunc("later", func(context.Context, *queue.Job) (json.RawMessage, error) {
+		runs <- b.clock.Now()
+		return nil, nil
+	})
+	b.start(t, worker.Config{})
+	// Enqueued after the worker's first claim: the worker hears of it from
+	// a claim, which the immediate job below makes.
+	j := b.enqueue(t, queue.NewJob{Kind: "later", Delay: 2 * time.Second})
+	b.enqueue(t, queue.NewJob{Kind: "later"})
+	recv(t, b.ctx, runs)
+	require.Equal(t, queue.StatusCompleted, b.outcome(t).Status)
+	b.clock.Advance(2*time.Second - time.Microsecond)
+	require.Equal(t, queue.StatusScheduled, b.get(t, "q1", j.ID).Status, "not a microsecond early")
+	b.clock.Advance(time.Microsecond)
+	require.Equal(t, j.RunAt, recv(t, b.ctx, runs))
+	o := b.outcome(t)
+	require.Equal(t, j.ID, o.Job.ID)
+	require.Equal(t, queue.StatusCompleted, o.Status)
+}
+
 func TestStrictPriorityServesTheFirstQueueFirst(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
