@@ -176,7 +176,7 @@ func printNotes(b *bench, selected map[string]bool) {
 		"drain":   {"2. n jobs enqueued first, untimed; then the consumer starts; time until all are completed."},
 		"enqueue": {"3. n jobs by 8 producers. redis CPU µs/job (1-3): INFO cpu user+sys delta over the run / jobs."},
 		"late": {fmt.Sprintf("4. %d jobs due evenly over 1 s from 1 s after the enqueues start (4 producers). Lateness =", b.lateN),
-			"   handler start − requested run time; negative = early. chronoq: a delayed.Promoter."},
+			"   handler start − requested run time; negative = early. chronoq: a delayed.Promoter, and the worker's own claims at due times it knows."},
 		"retry": {fmt.Sprintf("5. %d jobs fail their first run asking a retry 100 ms later (chronoq: worker.RetryAfter or", b.retryN),
 			"   FailOptions.RetryAt; asynq: RetryDelayFunc). Second run's start − (failure + 100 ms)."},
 		"mem": {fmt.Sprintf("6. %d jobs due 1 h ahead, payload {\"i\":n}: INFO used_memory delta / jobs.", b.memN)},
