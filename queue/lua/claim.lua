@@ -1,28 +1,28 @@
 -- claim.lua: claims up to max pending jobs without blocking (the hot path).
+-- First it promotes up to max scheduled jobs that are due, as promote.lua
+-- does: a worker that wakes at a job's due time claims it in this one
+-- round trip, without waiting for a promoter's pass.
 -- KEYS[1] -> <prefix>pending    (LIST)
 -- KEYS[2] -> <prefix>processing (LIST; unused here, kept for the key layout)
 -- KEYS[3] -> <prefix>leases     (ZSET)
 -- KEYS[4] -> <prefix>paused     (STRING)
+-- KEYS[5] -> <prefix>scheduled  (ZSET)
+-- KEYS[6] -> <prefix>stats      (HASH)
 -- ARGV[1..4] -> common
 -- ARGV[5] -> max jobs
 -- ARGV[6] -> token base: the i-th id popped gets token "<base>.<i>"
--- KEYS[5] -> <prefix>scheduled  (ZSET)
--- KEYS[6] -> <prefix>stats      (HASH)
 -- ARGV[7] -> visibility override ms (0: each job's own)
 -- ARGV[8] -> the highest due score: now with microseconds, as promote.lua
--- First it promotes up to max scheduled jobs that are due, as promote.lua
--- does: a worker that wakes at a job's due time claims it in this one
--- round trip, without waiting for a promoter's pass.
 -- Returns: { paused, next, job_1, ..., job_k }: paused 1 when the queue is
---          paused (then no job, and nothing promoted), next the score of
+--          paused (then no job, and nothing promoted); next the score of
 --          the earliest job still scheduled ("" when none is, or when the
---          claim was answered from its marker), and each job_i the claimed
---          job's hash as one
---          string, field and value alternating, joined by NUL bytes, with
---          the fields the claim wrote and "id" appended (a field may appear
---          twice: its last value is the current one). (One string is much cheaper for Redis to reply
---          than 30 array elements; no value can hold a NUL: payloads and
---          results are JSON, names are validated, errors are scrubbed.)
+--          claim was answered from its marker); each job_i the claimed
+--          job's hash as one string, field and value alternating, joined
+--          by NUL bytes, with the fields the claim wrote and "id" appended
+--          (a field may appear twice: its last value is the current one).
+--          (One string is much cheaper for Redis to reply than 30 array
+--          elements; no value can hold a NUL: payloads and results are
+--          JSON, names are validated, errors are scrubbed.)
 -- Safe to run twice: the ids of a claim are remembered under its token base
 -- for 60 s, and a second run answers the same jobs.
 local marker = prefix .. 'claim:' .. ARGV[6]
