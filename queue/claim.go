@@ -17,7 +17,10 @@ type ClaimOptions struct {
 	Max int
 	// Wait is how long to wait for a job when none is pending, up to
 	// MaxClaimWait; 0 answers at once. The wait is a BLMOVE on the
-	// blocking pool.
+	// blocking pool. A job ends it at once; the time running out ends it
+	// on Redis's next timer tick, up to 1/hz s later (100 ms at the
+	// default hz of 10: Redis 7.0 answers a BLMOVE with a 5 ms timeout
+	// after about 100 ms).
 	Wait time.Duration
 	// Visibility overrides the jobs' own lease length (100 ms to 24 h).
 	Visibility time.Duration

@@ -94,7 +94,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// IdleWait is how long one blocking wait for jobs lasts when the
 	// queues are empty (1 ms to queue.MaxClaimWait); Stop may wait this
-	// long for the waits under way. Defaults to 1 s.
+	// long for the waits under way, plus up to a tick of Redis's timer
+	// (see queue.ClaimOptions.Wait). Defaults to 1 s.
 	IdleWait time.Duration
 	// Clock is the source of time for heartbeats, timeouts and retry
 	// times. Defaults to the Client's clock.
