@@ -1,6 +1,7 @@
 package delayed
 
 import (
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -16,14 +17,19 @@ type Alarm struct {
 	fired   atomic.Bool
 }
 
+// realClockType is the type of clockwork's real clock.
+var realClockType = reflect.TypeOf(clockwork.NewRealClock())
+
 // NewAlarm calls f, in a goroutine of its own, once clock reaches at. On
-// the real clock (any clock but a *clockwork.FakeClock) the last 2 ms are
-// slept in the kernel, as a precise [Promoter] does, so f runs within the
-// kernel's timer slack of at, not up to a millisecond after it.
+// clockwork's real clock the last 2 ms are waited on a kernel timer, as a
+// precise [Promoter] does, so f runs within the kernel's timer slack of
+// at, not up to a millisecond after it, when the process has a P free to
+// notice (see the package doc). Any other clock (a fake one in tests) is
+// used as it is.
 func NewAlarm(clock clockwork.Clock, at time.Time, f func()) *Alarm {
 	a := &Alarm{at: at}
 	d := clock.Until(at)
-	if _, fake := clock.(*clockwork.FakeClock); fake {
+	if reflect.TypeOf(clock) != realClockType {
 		a.timer = clock.AfterFunc(d, func() { a.ring(f) })
 		return a
 	}
@@ -45,6 +51,9 @@ func (a *Alarm) ring(f func()) {
 
 // At is the time the alarm was set for.
 func (a *Alarm) At() time.Time { return a.at }
+
+// Rang reports whether the alarm has rung (or is ringing).
+func (a *Alarm) Rang() bool { return a.fired.Load() }
 
 // Pending reports whether the alarm has neither rung nor been stopped.
 func (a *Alarm) Pending() bool { return !a.fired.Load() && !a.stopped.Load() }

@@ -31,6 +31,7 @@ func TestAlarmRingsAtItsTimeOnAFakeClock(t *testing.T) {
 		t.Fatal("the alarm did not ring")
 	}
 	require.False(t, a.Pending())
+	require.True(t, a.Rang())
 }
 
 func TestStoppedAlarmNeverRings(t *testing.T) {
@@ -42,6 +43,7 @@ func TestStoppedAlarmNeverRings(t *testing.T) {
 	delayed.NewAlarm(clock, at, ringTo(other, clock))
 	a.Stop()
 	require.False(t, a.Pending())
+	require.False(t, a.Rang())
 	clock.Advance(time.Second)
 	<-other // the alarm set for the same time has rung
 	select {

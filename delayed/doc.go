@@ -25,6 +25,8 @@
 // due, not a millisecond of batches later. The goroutine waits for the
 // timerfd in the runtime's network poller, so it holds no thread: a
 // nanosleep would hold a P, half of a two-core machine's, for as long as
-// it slept. An [Alarm] waits the same way; the worker package uses one to
+// it slept. The poller is read at once when the process has an idle P;
+// when every P is busy it is read when the scheduler gets to it (up to
+// about 10 ms, as for every network reply of the process then). An [Alarm] waits the same way; the worker package uses one to
 // wake at the next due time it knows of.
 package delayed

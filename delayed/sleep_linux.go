@@ -10,7 +10,8 @@ import (
 
 // sleepUntil blocks until deadline on a timerfd, which the kernel fires
 // within its timer slack (50 µs by default) rather than on the next
-// millisecond. The goroutine waits in the runtime's network poller, so,
+// millisecond; the goroutine runs again as soon as a P is free to read
+// the poller (at once when one is idle). The goroutine waits in the runtime's network poller, so,
 // unlike a nanosleep, it holds no thread and no P meanwhile: on a machine
 // with two cores, a P held by a sleeping thread would be half of what the
 // process has to run its other goroutines until sysmon takes it back. When

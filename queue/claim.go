@@ -29,17 +29,19 @@ type ClaimOptions struct {
 // Claim takes up to o.Max pending jobs of queue, each under a fresh token
 // and a lease of its visibility. It answers no job, and no error, when none
 // came within o.Wait or the queue is paused. A claim first promotes the
-// queue's scheduled jobs that are due, as many as o.Max, so it never waits
-// for a promoter's pass.
+// queue's scheduled jobs that are due, as many as o.Max, so a job due
+// when the claim starts never waits for a promoter's pass. (A job that
+// falls due during the wait is promoted by the promoter, whose push ends
+// the wait.)
 func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Job, error) {
 	jobs, _, err := c.ClaimNext(ctx, queue, o)
 	return jobs, err
 }
 
 // ClaimNext is Claim, and also answers when the queue's earliest scheduled
-// job is due, as the claim saw it (the zero time when none is, or when the
-// queue is paused). A worker that has run out of jobs can sleep until
-// then and claim again: the claim promotes the job itself.
+// job is due, as the claim saw it before any wait (the zero time when none
+// is, or when the queue is paused). A worker that has run out of jobs can
+// sleep until then and claim again: the claim promotes the job itself.
 func (c *Client) ClaimNext(ctx context.Context, queue string, o ClaimOptions) ([]*Job, time.Time, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {

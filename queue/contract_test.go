@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -842,6 +843,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		for range 4 {
 			b.enqueue(t, queue.NewJob{})
 		}
+		later := b.enqueue(t, queue.NewJob{Delay: time.Minute})
 		args := []any{b.ns + ":{" + b.queue + "}:", b.clock.Now().UnixMilli(), "", "", 2, "tok", 0,
 			queue.CutoffOf(b.clock.Now())}
 		keys := []string{b.key("pending"), b.key("processing"), b.key("leases"), b.key("paused"),
@@ -861,6 +863,10 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		}
 		require.Len(t, read(r1), 2)
 		require.Equal(t, read(r1), read(r2))
+		next, err := strconv.ParseFloat(r1.([]any)[1].(string), 64)
+		require.NoError(t, err)
+		require.Equal(t, float64(later.RunAt.UnixMilli()), next, "the next due time")
+		require.Equal(t, r1.([]any)[1], r2.([]any)[1], "the rerun answers the next due time too")
 		require.Equal(t, "processing", read(r1)[0]["status"])
 		require.Equal(t, "1", read(r1)[0]["attempts"])
 		require.Equal(t, int64(2), b.stats(t).Processing)
@@ -882,7 +888,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		s := b.stats(t)
 		require.Zero(t, s.Pending)
 		require.Equal(t, int64(5), s.Processing)
-		require.Equal(t, int64(5), s.EnqueuedTotal)
+		require.Equal(t, int64(6), s.EnqueuedTotal) // and the scheduled one
 		require.Equal(t, queue.StatusProcessing, b.get(t, "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f").Status)
 
 		// A call of several jobs, sent twice, makes them once.
@@ -895,8 +901,8 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		}
 		s = b.stats(t)
 		require.Equal(t, int64(1), s.Pending)
-		require.Equal(t, int64(1), s.Scheduled)
-		require.Equal(t, int64(7), s.EnqueuedTotal)
+		require.Equal(t, int64(2), s.Scheduled) // with the one due in a minute
+		require.Equal(t, int64(8), s.EnqueuedTotal)
 	})
 
 	t.Run("TwoPromotersRacing10000DueJobsPromoteEachOnce", func(t *testing.T) {

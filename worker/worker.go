@@ -434,18 +434,14 @@ func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 		// Not cancelled by Stop: jobs claimed must reach a handler (or be
 		// handed back), not be lost with a cancelled reply.
 		asked := min(room, w.cfg.MaxClaim)
-		w.mu.Lock()
-		q.sinceClaim = time.Time{}
-		w.mu.Unlock()
+		w.claimStarting(q)
 		jobs, next, err := w.client.ClaimNext(w.bg, q.Name, queue.ClaimOptions{Max: asked})
 		if err != nil {
 			w.log.Warn("worker: claim failed", "queue", q.Name, "err", err)
 			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
-		w.mu.Lock()
-		q.next = earliest(next, q.sinceClaim)
-		w.mu.Unlock()
+		w.claimAnswered(q, next)
 		for _, j := range jobs {
 			w.start(q, j)
 		}
@@ -490,9 +486,29 @@ func earliest(a, b time.Time) time.Time {
 	return b
 }
 
+// claimStarting notes that a claim of q is about to be sent.
+func (w *Worker) claimStarting(q *queueState) {
+	w.mu.Lock()
+	q.sinceClaim = time.Time{}
+	w.mu.Unlock()
+}
+
+// claimAnswered takes next, the due time a claim of q answered, as the
+// queue's next, unless a run asked for an earlier retry while the claim
+// was under way (its answer may predate the retry).
+func (w *Worker) claimAnswered(q *queueState, next time.Time) {
+	w.mu.Lock()
+	q.next = earliest(next, q.sinceClaim)
+	w.mu.Unlock()
+}
+
 // retryAsked notes that a run of q asked for a retry at t, and has the
 // claim loop set its alarm again when that is the earliest it knows of.
 func (w *Worker) retryAsked(q *queueState, t time.Time) {
+	// As the schedule keeps it: rounded up to the microsecond.
+	if c := t.Truncate(time.Microsecond); c.Before(t) {
+		t = c.Add(time.Microsecond)
+	}
 	w.mu.Lock()
 	sooner := q.next.IsZero() || t.Before(q.next)
 	q.next = earliest(q.next, t)
@@ -554,10 +570,14 @@ func (w *Worker) nextDue() time.Time {
 }
 
 // setAlarm makes the alarm ring wake at due (none when due is zero),
-// keeping the one set already for that time.
+// keeping the one set already for that time. It sets none again for a
+// time it has rung for: then the claim that followed found the job not
+// yet due, which only a Clock that does not keep time can cause, and the
+// watchers and the promoter take it from there rather than a loop of
+// claims.
 func (w *Worker) setAlarm(due time.Time) {
 	if w.alarm != nil {
-		if w.alarm.Pending() && w.alarm.At().Equal(due) {
+		if w.alarm.At().Equal(due) && (w.alarm.Pending() || w.alarm.Rang()) {
 			return
 		}
 		w.alarm.Stop()
@@ -566,7 +586,8 @@ func (w *Worker) setAlarm(due time.Time) {
 	if due.IsZero() {
 		return
 	}
-	w.alarm = delayed.NewAlarm(w.clock, due, func() {
+	// The client's clock: the due times and the claim's cutoff are its.
+	w.alarm = delayed.NewAlarm(w.client.Clock(), due, func() {
 		select {
 		case w.wake <- struct{}{}:
 		default:

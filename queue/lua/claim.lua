@@ -15,10 +15,10 @@
 -- ARGV[8] -> the highest due score: now with microseconds, as promote.lua
 -- Returns: { paused, next, job_1, ..., job_k }: paused 1 when the queue is
 --          paused (then no job, and nothing promoted); next the score of
---          the earliest job still scheduled ("" when none is, or when the
---          claim was answered from its marker); each job_i the claimed
---          job's hash as one string, field and value alternating, joined
---          by NUL bytes, with the fields the claim wrote and "id" appended
+--          the earliest job still scheduled ("" when none is); each job_i
+--          the claimed job's hash as one string, field and value
+--          alternating, joined by NUL bytes, with the fields the claim
+--          wrote and "id" appended
 --          (a field may appear twice: its last value is the current one).
 --          (One string is much cheaper for Redis to reply than 30 array
 --          elements; no value can hold a NUL: payloads and results are
@@ -29,6 +29,7 @@ local marker = prefix .. 'claim:' .. ARGV[6]
 local out = { 0, '' }
 local prior = redis.call('GET', marker)
 if prior then
+  out[2] = next_due(KEYS[5])
   for id in string.gmatch(prior, '[^,]+') do
     local f = redis.call('HGETALL', jobkey(id))
     f[#f + 1] = 'id'

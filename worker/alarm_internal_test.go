@@ -1,0 +1,104 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// The claim loop's knowledge of the next due time, driven by hand on a
+// worker that was never started.
+
+func idleWorker(t *testing.T) (*Worker, *queueState, *clockwork.FakeClock, context.Context) {
+	t.Helper()
+	clock := testutil.FakeClock()
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	w, err := New(Config{Client: c, Queues: []QueueConfig{{Name: "q1"}},
+		Handler: HandlerFunc(func(context.Context, *queue.Job) (json.RawMessage, error) { return nil, nil })})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return w, w.queues[0], clock, ctx
+}
+
+func TestRetryAskedWhileIdleSetsTheAlarm(t *testing.T) {
+	t.Parallel()
+	w, q, clock, ctx := idleWorker(t)
+	q.next = clock.Now().Add(time.Hour)
+	woke := make(chan bool, 1)
+	go func() { woke <- w.idle() }()
+	require.NoError(t, clock.BlockUntilContext(ctx, 1)) // idle, its alarm set for the hour
+	// A retry sooner than that, asked while the loop waits, moves the
+	// alarm (before or after the clock moves: an alarm for a past time
+	// rings at once).
+	w.retryAsked(q, clock.Now().Add(time.Second))
+	clock.Advance(time.Second)
+	select {
+	case ok := <-woke:
+		require.True(t, ok)
+	case <-ctx.Done():
+		t.Fatal("the alarm did not wake the loop")
+	}
+	require.True(t, w.alarm.Rang())
+}
+
+func TestRetryAskedDuringAClaimOutlivesItsAnswer(t *testing.T) {
+	t.Parallel()
+	w, q, clock, _ := idleWorker(t)
+	now := clock.Now()
+	retry := now.Add(time.Minute + 1500*time.Nanosecond)
+	asScored := now.Add(time.Minute + 2*time.Microsecond) // rounded up, as the schedule keeps it
+
+	w.claimStarting(q)
+	w.retryAsked(q, retry)
+	w.claimAnswered(q, time.Time{}) // read before the retry was written
+	require.Equal(t, asScored, q.next)
+
+	w.claimStarting(q)
+	w.claimAnswered(q, now.Add(time.Hour)) // read after: the retried job is gone
+	require.Equal(t, now.Add(time.Hour), q.next)
+
+	w.claimStarting(q)
+	w.retryAsked(q, now.Add(2*time.Hour))
+	w.claimAnswered(q, now.Add(time.Hour))
+	require.Equal(t, now.Add(time.Hour), q.next, "the earlier of the two")
+}
+
+func TestNoSecondAlarmForATimeThatRang(t *testing.T) {
+	t.Parallel()
+	w, _, clock, ctx := idleWorker(t)
+	rang := make(chan struct{})
+	go func() {
+		<-w.wake
+		close(rang)
+	}()
+	due := clock.Now().Add(time.Second)
+	w.setAlarm(due)
+	clock.Advance(time.Second)
+	select {
+	case <-rang:
+	case <-ctx.Done():
+		t.Fatal("the alarm did not ring")
+	}
+	first := w.alarm
+	require.True(t, first.Rang())
+	// A claim after the ring still answers that time (only a clock that
+	// does not keep time can do that): no new alarm for it, no loop of
+	// claims.
+	w.setAlarm(due)
+	require.Same(t, first, w.alarm)
+	// A new time gets a new alarm.
+	w.setAlarm(due.Add(time.Millisecond))
+	require.NotSame(t, first, w.alarm)
+	require.True(t, w.alarm.Pending())
+	w.alarm.Stop()
+}
