@@ -129,10 +129,7 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if !o.RetryAt.IsZero() {
 		retryAt = scoreOf(o.RetryAt)
 	}
-	dead := "0"
-	if o.Dead {
-		dead = "1"
-	}
+	dead := boolArg(o.Dead)
 	v, err := c.run(ctx, failScript, k, c.nowMs(),
 		[]string{k.scheduled, k.pending, k.processing, k.leases, k.dead, k.stats},
 		id, token, msg, retryAt, dead, rand.Float64(), c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds())

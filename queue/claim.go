@@ -34,15 +34,22 @@ type ClaimOptions struct {
 // falls due during the wait is promoted by the promoter, whose push ends
 // the wait.)
 func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Job, error) {
-	jobs, _, err := c.ClaimNext(ctx, queue, o)
+	jobs, _, err := c.claim(ctx, queue, o, false)
 	return jobs, err
 }
 
-// ClaimNext is Claim, and also answers when the queue's earliest scheduled
-// job is due, as the claim saw it before any wait (the zero time when none
-// is, or when the queue is paused). A worker that has run out of jobs can
-// sleep until then and claim again: the claim promotes the job itself.
+// ClaimNext is Claim, and also answers a time to wake at: when the queue's
+// earliest scheduled job is due, as the claim saw it before any wait. A
+// worker that has run out of jobs can sleep until then and claim again:
+// the claim promotes the job itself. Of the ClaimNext calls that see the
+// same earliest due time, only the first is answered it, so that of many
+// idle workers one wakes for each due time; the others get the zero time,
+// as when nothing is scheduled or the queue is paused.
 func (c *Client) ClaimNext(ctx context.Context, queue string, o ClaimOptions) ([]*Job, time.Time, error) {
+	return c.claim(ctx, queue, o, true)
+}
+
+func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNext bool) ([]*Job, time.Time, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -58,7 +65,7 @@ func (c *Client) ClaimNext(ctx context.Context, queue string, o ClaimOptions) ([
 	case o.Visibility != 0 && (o.Visibility < MinVisibility || o.Visibility > MaxVisibility):
 		return nil, time.Time{}, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
 	}
-	cl, err := c.claimNow(ctx, queue, k, o)
+	cl, err := c.claimNow(ctx, queue, k, o, wantNext)
 	if err != nil || len(cl.jobs) > 0 || o.Wait == 0 {
 		return cl.jobs, cl.next, err
 	}
@@ -84,11 +91,11 @@ type claimed struct {
 	next   time.Time // the earliest scheduled job's due time; zero: none
 }
 
-func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions) (claimed, error) {
+func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool) (claimed, error) {
 	now := c.clock.Now()
 	v, err := c.run(ctx, claimScript, k, now.UnixMilli(),
 		[]string{k.pending, k.processing, k.leases, k.paused, k.scheduled, k.stats},
-		o.Max, newToken(), o.Visibility.Milliseconds(), cutoffOf(now))
+		o.Max, newToken(), o.Visibility.Milliseconds(), cutoffOf(now), boolArg(wantNext))
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
@@ -194,7 +201,7 @@ func (c *Client) claimBlocking(ctx context.Context, queue string, k keys, o Clai
 	}
 	jobs := []*Job{j}
 	if o.Max > 1 {
-		more, err := c.claimNow(ctx, queue, k, ClaimOptions{Max: o.Max - 1, Visibility: o.Visibility})
+		more, err := c.claimNow(ctx, queue, k, ClaimOptions{Max: o.Max - 1, Visibility: o.Visibility}, false)
 		if err == nil {
 			jobs = append(jobs, more.jobs...)
 		}

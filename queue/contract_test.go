@@ -296,6 +296,43 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.True(t, next.IsZero(), "nothing scheduled any more")
 	})
 
+	t.Run("OneClaimerIsHandedEachDueTime", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.enqueue(t, queue.NewJob{Delay: time.Second})
+		second := b.enqueue(t, queue.NewJob{Delay: 2 * time.Second})
+		next := func() time.Time {
+			t.Helper()
+			jobs, next, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+			require.NoError(t, err)
+			require.Empty(t, jobs)
+			return next
+		}
+		// A plain Claim (an HTTP worker's) takes no due time, so it does not
+		// keep a worker that asks from hearing of it.
+		b.claimNone(t)
+		require.Equal(t, first.RunAt, next())
+		require.True(t, next().IsZero(), "handed to the first caller already")
+		require.True(t, next().IsZero())
+		// Once that job is gone, the next due time goes to the next caller.
+		b.clock.Advance(time.Second)
+		jobs, _, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		require.Equal(t, first.ID, jobs[0].ID)
+		require.True(t, next().IsZero(), "the claim that took the job was handed the next due time")
+		// If that claimer never comes back, the promoter moves the job, and
+		// the due time after it is handed out as before.
+		b.clock.Advance(time.Second)
+		moved, _, err := b.client.Promote(b.ctx, b.queue, b.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, 1, moved)
+		require.Equal(t, second.ID, b.claimOne(t).ID)
+		third := b.enqueue(t, queue.NewJob{Delay: time.Second})
+		require.Equal(t, third.RunAt, next())
+		require.True(t, next().IsZero())
+	})
+
 	t.Run("DecodeJobHashReadsWhatGetReads", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -845,7 +882,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		}
 		later := b.enqueue(t, queue.NewJob{Delay: time.Minute})
 		args := []any{b.ns + ":{" + b.queue + "}:", b.clock.Now().UnixMilli(), "", "", 2, "tok", 0,
-			queue.CutoffOf(b.clock.Now())}
+			queue.CutoffOf(b.clock.Now()), "1"}
 		keys := []string{b.key("pending"), b.key("processing"), b.key("leases"), b.key("paused"),
 			b.key("scheduled"), b.key("stats")}
 		r1, err := queue.RunScript(b.ctx, b.rdb, "claim", keys, args...)

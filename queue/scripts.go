@@ -58,6 +58,14 @@ func (c *Client) run(ctx context.Context, s *redis.Script, k keys, now int64, ke
 	return v, nil
 }
 
+// boolArg is a flag as the scripts read it: "1" or "0".
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 // ErrUnavailable wraps errors from Redis (unreachable, timed out, failing
 // over): the operation may be retried.
 var ErrUnavailable = errors.New("redis unavailable")

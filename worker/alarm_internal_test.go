@@ -60,7 +60,7 @@ func TestRetryAskedDuringAClaimOutlivesItsAnswer(t *testing.T) {
 
 	w.claimStarting(q)
 	w.retryAsked(q, retry)
-	w.claimAnswered(q, time.Time{}) // read before the retry was written
+	w.claimAnswered(q, now.Add(time.Hour)) // read before the retry was written
 	require.Equal(t, asScored, q.next)
 
 	w.claimStarting(q)
@@ -71,6 +71,24 @@ func TestRetryAskedDuringAClaimOutlivesItsAnswer(t *testing.T) {
 	w.retryAsked(q, now.Add(2*time.Hour))
 	w.claimAnswered(q, now.Add(time.Hour))
 	require.Equal(t, now.Add(time.Hour), q.next, "the earlier of the two")
+}
+
+func TestAClaimHandedNoTimeKeepsTheOneHeld(t *testing.T) {
+	t.Parallel()
+	w, q, clock, _ := idleWorker(t)
+	held := clock.Now().Add(time.Second)
+	w.claimStarting(q)
+	w.claimAnswered(q, held)
+	// Another claim of this worker before then is handed nothing: the
+	// time went to this worker already.
+	w.claimStarting(q)
+	w.claimAnswered(q, time.Time{})
+	require.Equal(t, held, q.next)
+	// Once it has passed, nothing handed means nothing held.
+	clock.Advance(time.Second)
+	w.claimStarting(q)
+	w.claimAnswered(q, time.Time{})
+	require.True(t, q.next.IsZero())
 }
 
 func TestNoSecondAlarmForATimeThatRang(t *testing.T) {

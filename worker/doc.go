@@ -49,10 +49,9 @@
 // it knows of, from its last claim ([queue.Client.ClaimNext]) and from the
 // retries its own runs asked for, and claims then: a claim promotes what
 // is due, so a retry or a scheduled job starts one round trip after its
-// due time, without waiting for a promoter's pass. Every idle worker
-// process that saw the same due time in a claim claims at it, and all but
-// one come back empty: about 12 µs of Redis time each, per scheduled job,
-// per idle process. Completions are group-committed: each
+// due time, without waiting for a promoter's pass. Redis hands each due
+// time to one claimer only, so of many idle worker processes one wakes
+// for it; the others are woken by the promoter's push as before. Completions are group-committed: each
 // queue has one completer that sends, in one CompleteMany, every ack that
 // arrived while its previous call was in flight, so batches grow with load
 // and an idle worker adds no delay.

@@ -161,12 +161,11 @@ const (
 type queueState struct {
 	QueueConfig
 	running int // under Worker.mu
-	// next is when the queue's earliest scheduled job is due, as far as
-	// this worker knows (zero: none known): the last claim's answer and
-	// the retries this worker's runs asked for since. The claim loop
-	// wakes then and claims, and the claim promotes the job. Under
-	// Worker.mu, like sinceClaim: the retries asked for while a claim was
-	// under way, which its answer may predate.
+	// next is the due time this worker wakes at to claim (zero: none):
+	// the earliest one a claim was handed (queue.Client.ClaimNext) and the
+	// retries this worker's runs asked for since. The claim promotes the
+	// job. Under Worker.mu, like sinceClaim: the retries asked for while a
+	// claim was under way, which its answer may predate.
 	next, sinceClaim time.Time
 	acks             chan ack      // completed runs, to this queue's completer
 	arm              chan struct{} // start watching (capacity 1)
@@ -493,11 +492,17 @@ func (w *Worker) claimStarting(q *queueState) {
 	w.mu.Unlock()
 }
 
-// claimAnswered takes next, the due time a claim of q answered, as the
+// claimAnswered takes next, the due time a claim of q was handed, as the
 // queue's next, unless a run asked for an earlier retry while the claim
-// was under way (its answer may predate the retry).
+// was under way (its answer may predate the retry). A claim handed no time
+// (another worker was handed it, or nothing is scheduled) leaves this
+// worker the time it holds, while that is still ahead: at worst one claim
+// then finds nothing.
 func (w *Worker) claimAnswered(q *queueState, next time.Time) {
 	w.mu.Lock()
+	if next.IsZero() && q.next.After(w.client.Clock().Now()) {
+		next = q.next
+	}
 	q.next = earliest(next, q.sinceClaim)
 	w.mu.Unlock()
 }

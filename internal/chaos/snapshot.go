@@ -136,7 +136,7 @@ func isQueueStructure(ns, k string, queues []string) bool {
 	for _, q := range queues {
 		if rest, ok := strings.CutPrefix(k, ns+":{"+q+"}:"); ok {
 			switch rest {
-			case "scheduled", "pending", "processing", "leases", "completed", "dead", "stats", "paused":
+			case "scheduled", "pending", "processing", "leases", "completed", "dead", "stats", "paused", "waker":
 				return true
 			}
 		}

@@ -13,9 +13,12 @@
 -- ARGV[6] -> token base: the i-th id popped gets token "<base>.<i>"
 -- ARGV[7] -> visibility override ms (0: each job's own)
 -- ARGV[8] -> the highest due score: now with microseconds, as promote.lua
+-- ARGV[9] -> "1": answer the due time for the caller to wake at (next)
 -- Returns: { paused, next, job_1, ..., job_k }: paused 1 when the queue is
---          paused (then no job, and nothing promoted); next the score of
---          the earliest job still scheduled ("" when none is); each job_i
+--          paused (then no job, and nothing promoted); next, when asked
+--          for, the score of the earliest job still scheduled, unless
+--          another claim was handed that same score first ("" then, when
+--          none is scheduled, or when not asked for); each job_i
 --          the claimed job's hash as one string, field and value
 --          alternating, joined by NUL bytes, with the fields the claim
 --          wrote and "id" appended
@@ -25,11 +28,30 @@
 --          JSON, names are validated, errors are scrubbed.)
 -- Safe to run twice: the ids of a claim are remembered under its token base
 -- for 60 s, and a second run answers the same jobs.
+-- take_wake hands next to this claim unless an earlier claim was handed
+-- it: of many idle workers, one wakes for each due time (the promoter
+-- covers a waker that died). <prefix>waker holds the score last handed
+-- out, until a second after it is due.
+local function take_wake(next)
+  if next == '' then
+    return ''
+  end
+  local key = prefix .. 'waker'
+  if redis.call('GET', key) == next then
+    return ''
+  end
+  redis.call('SET', key, next, 'PX', math.max(math.floor(tonumber(next) - now), 0) + 1000)
+  return next
+end
+
+local wants_next = ARGV[9] == '1'
 local marker = prefix .. 'claim:' .. ARGV[6]
 local out = { 0, '' }
 local prior = redis.call('GET', marker)
 if prior then
-  out[2] = next_due(KEYS[5])
+  if wants_next then
+    out[2] = next_due(KEYS[5]) -- the same caller, whose reply was lost
+  end
   for id in string.gmatch(prior, '[^,]+') do
     local f = redis.call('HGETALL', jobkey(id))
     f[#f + 1] = 'id'
@@ -43,7 +65,9 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
 end
 local max, vis = tonumber(ARGV[5]), tonumber(ARGV[7])
 promote_due(KEYS[5], KEYS[1], KEYS[6], ARGV[8], max)
-out[2] = next_due(KEYS[5])
+if wants_next then
+  out[2] = take_wake(next_due(KEYS[5]))
+end
 local popped = redis.call('RPOP', KEYS[1], max)
 if not popped then
   publish_events()
