@@ -17,15 +17,21 @@ type Alarm struct {
 	fired   atomic.Bool
 }
 
+// fineWait is the end of a wait that an Alarm on the real clock waits on
+// a kernel timer rather than on a Go timer: a Go timer on Linux fires up
+// to a millisecond late, because the runtime waits for timers in epoll,
+// whose timeout is whole milliseconds (golang/go#44343; golang/go#79872
+// would make it precise, behind a GODEBUG).
+const fineWait = 2 * time.Millisecond
+
 // realClockType is the type of clockwork's real clock.
 var realClockType = reflect.TypeOf(clockwork.NewRealClock())
 
 // NewAlarm calls f, in a goroutine of its own, once clock reaches at. On
-// clockwork's real clock the last 2 ms are waited on a kernel timer, as a
-// precise [Promoter] does, so f runs within the kernel's timer slack of
-// at, not up to a millisecond after it, when the process has a P free to
-// notice (see the package doc). Any other clock (a fake one in tests) is
-// used as it is.
+// clockwork's real clock the last 2 ms are waited on a kernel timer, so f
+// runs within the kernel's timer slack of at, not up to a millisecond
+// after it, when the process has a P free to notice (see the package
+// doc). Any other clock (a fake one in tests) is used as it is.
 func NewAlarm(clock clockwork.Clock, at time.Time, f func()) *Alarm {
 	a := &Alarm{at: at}
 	d := clock.Until(at)

@@ -18,15 +18,15 @@
 // A job is promoted when the clock has reached its due time (which the
 // queue package keeps to the microsecond), so never before it.
 //
-// On the real clock (Config.Clock nil) a loop waits the last 2 ms of a
-// wait on a kernel timer (a timerfd on Linux) rather than on a Go timer,
-// which the runtime fires up to a millisecond late. A burst of retries
-// due a few hundred microseconds apart is then promoted as each falls
-// due, not a millisecond of batches later. The goroutine waits for the
-// timerfd in the runtime's network poller, so it holds no thread: a
-// nanosleep would hold a P, half of a two-core machine's, for as long as
+// A loop waits with an [Alarm] (the worker package uses one too, to wake
+// at the next due time it knows of). On clockwork's real clock an Alarm
+// waits the last 2 ms on a kernel timer (a timerfd on Linux) rather than
+// on a Go timer, which the runtime fires up to a millisecond late. A burst
+// of retries due a few hundred microseconds apart is then promoted as
+// each falls due, not a millisecond of batches later. The goroutine waits
+// for the timerfd in the runtime's network poller, so it holds no thread:
+// a nanosleep would hold a P, half of a two-core machine's, for as long as
 // it slept. The poller is read at once when the process has an idle P;
 // when every P is busy it is read when the scheduler gets to it (up to
-// about 10 ms, as for every network reply of the process then). An [Alarm] waits the same way; the worker package uses one to
-// wake at the next due time it knows of.
+// about 10 ms, as for every network reply of the process then).
 package delayed

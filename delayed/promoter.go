@@ -39,8 +39,7 @@ type Config struct {
 	// empty.
 	Queues []string
 	// Clock drives the waits. Defaults to the real clock, whose waits end
-	// on time to a fraction of a millisecond (see the package doc); a Clock
-	// given, even a real one, is used as it is.
+	// on time to a fraction of a millisecond (see the package doc).
 	Clock clockwork.Clock
 	// MaxSleep caps the wait between two passes over a queue, so a lost
 	// nudge delays a job by MaxSleep at the most. Defaults to 1 s.
@@ -65,9 +64,7 @@ type Promoter struct {
 	mu     sync.Mutex
 	wakes  map[string]chan struct{}
 	cancel context.CancelFunc
-	// precise: the clock is the real one, so a wait ends with sleepUntil.
-	precise bool
-	wg      sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 // NewPromoter checks cfg and fills its defaults.
@@ -77,7 +74,7 @@ func NewPromoter(cfg Config) (*Promoter, error) {
 	}
 	cfg.MaxSleep = cmp.Or(cfg.MaxSleep, time.Second)
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, 5*time.Second)
-	p := &Promoter{cfg: cfg, clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()), precise: cfg.Clock == nil,
+	p := &Promoter{cfg: cfg, clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()),
 		log: cmp.Or(cfg.Logger, slog.Default()), wakes: map[string]chan struct{}{}}
 	return p, nil
 }
@@ -222,43 +219,18 @@ func (p *Promoter) loop(ctx context.Context, queue string, wake <-chan struct{})
 	}
 }
 
-// fineWait is the end of a wait that a precise promoter (or an Alarm)
-// waits on a kernel timer rather than on a Go timer: a Go timer on Linux fires up to a
-// millisecond late, because the runtime waits for timers in epoll, whose
-// timeout is whole milliseconds (golang/go#44343; golang/go#79872 would
-// make it precise, behind a GODEBUG).
-const fineWait = 2 * time.Millisecond
-
-// sleep waits d, or until a wake or ctx's end; false when ctx ended. A
-// precise promoter waits d - fineWait on the clock and the rest with
-// sleepUntil, deaf to wakes for those last 2 ms at most.
+// sleep waits d, or until a wake or ctx's end; false when ctx ended. The
+// wait is an [Alarm], so on the real clock it ends on time to a fraction
+// of a millisecond.
 func (p *Promoter) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
-	if !p.precise {
-		_, live := p.timer(ctx, d, wake)
-		return live
-	}
-	deadline := time.Now().Add(d)
-	if d > fineWait {
-		fired, live := p.timer(ctx, d-fineWait, wake)
-		if !fired {
-			return live // woken (the loop looks again) or stopped
-		}
-	}
-	sleepUntil(deadline)
-	return true
-}
-
-// timer waits d on the clock, or until a wake or ctx's end. It answers
-// whether the time ran out, and false for live when ctx ended.
-func (p *Promoter) timer(ctx context.Context, d time.Duration, wake <-chan struct{}) (fired, live bool) {
-	t := p.clock.NewTimer(d)
-	defer t.Stop()
+	rang := make(chan struct{}, 1)
+	a := NewAlarm(p.clock, p.clock.Now().Add(d), func() { rang <- struct{}{} })
+	defer a.Stop()
 	select {
 	case <-ctx.Done():
-		return false, false
-	case <-t.Chan():
-		return true, true
+		return false
+	case <-rang:
 	case <-wake:
-		return false, true
 	}
+	return true
 }

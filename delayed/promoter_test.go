@@ -220,9 +220,9 @@ func TestPromoterStopWaitsForLoops(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestPromoterOnTheRealClock: with no Clock given, waits end with the
-// kernel's sleep (see sleepUntil); every job is still promoted, in due
-// order, including one scheduled while the loop waits.
+// TestPromoterOnTheRealClock: on the real clock the waits end on a kernel
+// timer (see sleepUntil); every job is still promoted, in due order,
+// including one scheduled while the loop waits.
 func TestPromoterOnTheRealClock(t *testing.T) {
 	t.Parallel()
 	src := newFakeSource()

@@ -104,6 +104,9 @@ type FailOptions struct {
 type FailResult struct {
 	Status Status    // StatusScheduled or StatusPending (a retry), or StatusDead
 	RunAt  time.Time // the retry's due time; the time of death when dead
+	// Due is a scheduled retry's due time as the schedule keeps it, to the
+	// microsecond (RunAt is the millisecond it falls in, as a job shows).
+	Due time.Time
 }
 
 // MaxErrorBytes caps the error message stored with a job.
@@ -129,10 +132,9 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if !o.RetryAt.IsZero() {
 		retryAt = scoreOf(o.RetryAt)
 	}
-	dead := boolArg(o.Dead)
 	v, err := c.run(ctx, failScript, k, c.nowMs(),
 		[]string{k.scheduled, k.pending, k.processing, k.leases, k.dead, k.stats},
-		id, token, msg, retryAt, dead, rand.Float64(), c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds())
+		id, token, msg, retryAt, boolArg(o.Dead), rand.Float64(), c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds())
 	if err != nil {
 		return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
 	}
@@ -149,7 +151,14 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if head, _ := res[3].(int64); head == 1 {
 		c.nudge(ctx, queue, at)
 	}
-	return FailResult{Status: Status(status), RunAt: time.UnixMilli(at).UTC()}, nil
+	r := FailResult{Status: Status(status), RunAt: time.UnixMilli(at).UTC()}
+	if r.Status == StatusScheduled {
+		r.Due = r.RunAt // a backoff's due time is a whole millisecond
+		if !o.RetryAt.IsZero() {
+			r.Due = ceilMicro(o.RetryAt).UTC()
+		}
+	}
+	return r, nil
 }
 
 // Lease is the answer to a heartbeat.

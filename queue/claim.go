@@ -88,7 +88,7 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 type claimed struct {
 	jobs   []*Job
 	paused bool
-	next   time.Time // the earliest scheduled job's due time; zero: none
+	next   time.Time // the due time handed to this claim to wake at; zero: none
 }
 
 func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool) (claimed, error) {

@@ -211,11 +211,15 @@ func dueAt(runAt, now time.Time) (shown time.Time, score string, later bool) {
 // asked for 100 ms after a failure is not due up to a millisecond late.
 // A double holds such a score exactly until the year 2255.)
 func scoreOf(t time.Time) string {
-	us := t.UnixMicro()
-	if time.UnixMicro(us).Before(t) {
-		us++
+	return usScore(ceilMicro(t).UnixMicro())
+}
+
+// ceilMicro is t rounded up to the microsecond, as the schedule keeps it.
+func ceilMicro(t time.Time) time.Time {
+	if c := t.Truncate(time.Microsecond); c.Before(t) {
+		return c.Add(time.Microsecond)
 	}
-	return usScore(us)
+	return t
 }
 
 // usScore writes us, Unix microseconds, as a score: milliseconds with
@@ -232,4 +236,23 @@ func usScore(us int64) string {
 // timeOfScore is the time of a scheduled set's score.
 func timeOfScore(score float64) time.Time {
 	return time.UnixMicro(int64(math.Round(score * 1000))).UTC()
+}
+
+// nextOfReply reads a script's next due score ("" for none) as a time.
+func nextOfReply(v any) (time.Time, error) {
+	head, _ := v.(string)
+	if head == "" {
+		return time.Time{}, nil
+	}
+	f, err := strconv.ParseFloat(head, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next due score %q: %w", head, err)
+	}
+	return timeOfScore(f), nil
+}
+
+// cutoffOf is now as the highest score that is due: Unix milliseconds with
+// the microseconds, rounded down.
+func cutoffOf(now time.Time) string {
+	return usScore(now.UnixMicro())
 }

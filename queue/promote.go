@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -30,23 +29,4 @@ func (c *Client) Promote(ctx context.Context, queue string, now time.Time) (int,
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: %w", queue, err)
 	}
 	return int(moved), next, nil
-}
-
-// nextOfReply reads a script's next due score ("" for none) as a time.
-func nextOfReply(v any) (time.Time, error) {
-	head, _ := v.(string)
-	if head == "" {
-		return time.Time{}, nil
-	}
-	f, err := strconv.ParseFloat(head, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("next due score %q: %w", head, err)
-	}
-	return timeOfScore(f), nil
-}
-
-// cutoffOf is now as the highest score that is due: Unix milliseconds with
-// the microseconds, rounded down.
-func cutoffOf(now time.Time) string {
-	return usScore(now.UnixMicro())
 }

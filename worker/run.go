@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,10 +69,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	r.q.running--
 	delete(w.running, r)
 	w.mu.Unlock()
-	select {
-	case w.slotFreed <- struct{}{}:
-	default:
-	}
+	signal(w.slotFreed)
 	if !finished {
 		return // handed back by Stop, which settled it
 	}
@@ -136,9 +132,7 @@ func (w *Worker) fail(q *queueState, o Outcome, msg string, at time.Time) {
 	} else {
 		o.Status, o.RunAt = res.Status, res.RunAt
 		if res.Status == queue.StatusScheduled {
-			// RunAt is the millisecond of the due time; RetryAt has its
-			// microseconds.
-			w.retryAsked(q, cmp.Or(fo.RetryAt, res.RunAt))
+			w.retryAsked(q, res.Due)
 		}
 	}
 	w.finish(o)

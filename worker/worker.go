@@ -474,6 +474,15 @@ func (w *Worker) order() []*queueState {
 	return out
 }
 
+// signal sends on ch unless a signal is waiting there already (ch has a
+// capacity of 1).
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // earliest is the earlier of two times, a zero time meaning none.
 func earliest(a, b time.Time) time.Time {
 	switch {
@@ -510,20 +519,13 @@ func (w *Worker) claimAnswered(q *queueState, next time.Time) {
 // retryAsked notes that a run of q asked for a retry at t, and has the
 // claim loop set its alarm again when that is the earliest it knows of.
 func (w *Worker) retryAsked(q *queueState, t time.Time) {
-	// As the schedule keeps it: rounded up to the microsecond.
-	if c := t.Truncate(time.Microsecond); c.Before(t) {
-		t = c.Add(time.Microsecond)
-	}
 	w.mu.Lock()
 	sooner := q.next.IsZero() || t.Before(q.next)
 	q.next = earliest(q.next, t)
 	q.sinceClaim = earliest(q.sinceClaim, t)
 	w.mu.Unlock()
 	if sooner {
-		select {
-		case w.rearm <- struct{}{}:
-		default:
-		}
+		signal(w.rearm)
 	}
 }
 
@@ -535,10 +537,7 @@ func (w *Worker) idle() bool {
 	for _, q := range w.queues {
 		if w.roomLocked(q, w.free) > 0 {
 			q.wanted.Store(true)
-			select {
-			case q.arm <- struct{}{}:
-			default:
-			}
+			signal(q.arm)
 		}
 	}
 	w.mu.Unlock()
@@ -593,10 +592,7 @@ func (w *Worker) setAlarm(due time.Time) {
 	}
 	// The client's clock: the due times and the claim's cutoff are its.
 	w.alarm = delayed.NewAlarm(w.client.Clock(), due, func() {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		signal(w.wake)
 	})
 }
 
@@ -622,10 +618,7 @@ func (w *Worker) watch(q *queueState) {
 				continue
 			}
 			if ok {
-				select {
-				case w.wake <- struct{}{}:
-				default:
-				}
+				signal(w.wake)
 				break
 			}
 		}

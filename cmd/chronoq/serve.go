@@ -317,9 +317,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err != nil {
 		return err
 	}
-	// hooks.clock, nil but in tests: on the real clock the promoter's
-	// waits end on time to a fraction of a millisecond.
-	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: hooks.clock, MaxSleep: c.promoteMaxSleep,
+	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep,
 		OnPromote: srv.ObservePromote, Logger: log})
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@
 --          JSON, names are validated, errors are scrubbed.)
 -- Safe to run twice: the ids of a claim are remembered under its token base
 -- for 60 s, and a second run answers the same jobs.
+
 -- take_wake hands next to this claim unless an earlier claim was handed
 -- it: of many idle workers, one wakes for each due time (the promoter
 -- covers a waker that died). <prefix>waker holds the score last handed

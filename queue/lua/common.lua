@@ -28,6 +28,12 @@ local function spec_visibility(spec)
   return tonumber(string.match(spec, '^%d+|(%d+)|'))
 end
 
+-- spec_backoff answers the backoff's initial ms, factor, max ms and jitter.
+local function spec_backoff(spec)
+  local initial, factor, maxd, jitter = string.match(spec, '^%d+|%d+|%d+|([^:]+):([^:]+):([^:]+):([^:]+)$')
+  return tonumber(initial), tonumber(factor), tonumber(maxd), tonumber(jitter)
+end
+
 -- Events: one line "type|id|kind|status|attempts|at_ms" per state change.
 -- A message holds one or more lines separated by "\n": the batch scripts
 -- call batch_events() first and publish_events() last, so a batch of 500

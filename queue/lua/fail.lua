@@ -48,8 +48,7 @@ end
 local run_at, score = tonumber(ARGV[8]), ARGV[8]
 if run_at < 0 then
   score = nil
-  local initial, factor, maxd, jitter = string.match(f[4], '^%d+|%d+|%d+|([^:]+):([^:]+):([^:]+):([^:]+)$')
-  initial, factor, maxd, jitter = tonumber(initial), tonumber(factor), tonumber(maxd), tonumber(jitter)
+  local initial, factor, maxd, jitter = spec_backoff(f[4])
   local d = math.min(initial * factor ^ (attempts - 1), maxd)
   d = math.min(d * (1 + jitter * (2 * tonumber(ARGV[10]) - 1)), maxd)
   run_at = now + math.floor(d)
