@@ -61,7 +61,8 @@ type Job struct {
 	// CancelRequested is set on a processing job whose cancellation was
 	// asked for; its worker sees it on its next heartbeat.
 	CancelRequested bool
-	// Token is the claim token; set only on jobs returned by a claim.
+	// Token is the claim token; set only on jobs returned by a claim (and
+	// by DecodeJobHash).
 	Token string
 }
 
@@ -90,8 +91,14 @@ const (
 // reads it, for tools that read Redis directly (the chaos battery's
 // checker does). The layout is this version's and may change with the
 // next: this is the one place that reads it. An empty hash is ErrNotFound.
+// Unlike Get, it sets Token: the job's last claim token.
 func DecodeJobHash(queue, id string, fields map[string]string) (*Job, error) {
-	return jobFromHash(queue, id, fields)
+	j, err := jobFromHash(queue, id, fields)
+	if err != nil {
+		return nil, err
+	}
+	j.Token = fields[fToken]
+	return j, nil
 }
 
 // jobFromHash builds a Job from its hash fields (as a map or a flat

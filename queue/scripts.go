@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"maps"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -11,6 +12,14 @@ import (
 
 //go:embed lua/*.lua
 var luaFS embed.FS
+
+// scriptHashes maps each script's name to its SHA1, as EVALSHA sends it.
+var scriptHashes = map[string]string{}
+
+// ScriptHashes answers each of the package's scripts by name with its SHA1
+// (the EVALSHA argument), for tools that watch the traffic to Redis (the
+// chaos battery names the requests its proxy drops).
+func ScriptHashes() map[string]string { return maps.Clone(scriptHashes) }
 
 // script is one Lua file with lua/common.lua in front of it.
 func script(name string) *redis.Script {
@@ -22,7 +31,9 @@ func script(name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(string(common) + "\n" + string(body))
+	s := redis.NewScript(string(common) + "\n" + string(body))
+	scriptHashes[name] = s.Hash()
+	return s
 }
 
 var (
