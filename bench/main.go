@@ -96,13 +96,13 @@ func run() int {
 
 	b.addr = *redisAddr
 	if b.addr == "" {
-		srv, err := startRedis()
+		srv, err := startRedis(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
 		defer srv.stop()
-		b.addr = srv.addr
+		b.addr = srv.proc.Addr
 	}
 	b.ctl = redis.NewClient(&redis.Options{Addr: b.addr})
 	defer b.ctl.Close()

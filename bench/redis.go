@@ -4,39 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/internal/redisproc"
 )
 
 // redisServer is the redis-server this program started for itself: on a
 // free loopback port, in a temporary directory, without persistence.
-type redisServer struct {
-	cmd    *exec.Cmd
-	dir    string
-	addr   string
-	exited chan struct{} // closed when the process has exited
-}
+type redisServer struct{ proc *redisproc.Server }
 
 const (
-	startAttempts = 5                      // free-port races: another process may take the port first
-	pingEvery     = 50 * time.Millisecond  // while waiting for the server to answer
-	pingFor       = 5 * time.Second        // how long a start may take
-	stopGrace     = 5 * time.Second        // SIGTERM, then SIGKILL after this
-	opTimeout     = 10 * time.Second       // one INFO / FLUSHALL / PING
-	startPause    = 100 * time.Millisecond // between two start attempts
+	startTimeout = 10 * time.Second // a start, up to its answering PING
+	stopGrace    = 5 * time.Second  // SIGTERM, then SIGKILL after this
+	opTimeout    = 10 * time.Second // one INFO / FLUSHALL / PING
 )
 
 // startRedis starts a redis-server on a free loopback port and waits until
-// it answers PING.
-func startRedis() (*redisServer, error) {
+// it answers (as the process started, not as a foreign server that took
+// the port), for at most startTimeout or until ctx ends. The process is
+// internal/redisproc's, as the tests' servers are: in a process group of
+// its own (a Ctrl-C at the terminal is ours to handle, not the server's)
+// and, on Linux, killed by the kernel if this program dies.
+func startRedis(ctx context.Context) (*redisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, errors.New("redis-server not found: run `make deps`, or pass -redis host:port of an empty server")
@@ -45,82 +40,22 @@ func startRedis() (*redisServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	for attempt := range startAttempts {
-		if attempt > 0 {
-			time.Sleep(startPause)
-		}
-		var s *redisServer
-		s, err = startOnce(bin, dir)
-		if err == nil {
-			return s, nil
-		}
-	}
-	_ = os.RemoveAll(dir)
-	return nil, fmt.Errorf("starting redis-server: %w", err)
-}
-
-func startOnce(bin, dir string) (*redisServer, error) {
-	port, err := freePort()
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	// No persistence: redisproc's defaults already, and what the memory
+	// figures assume.
+	s, err := redisproc.Start(ctx, "redis-server", bin, dir, []string{"--save", "", "--appendonly", "no"}, false)
 	if err != nil {
-		return nil, err
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting redis-server: %w", err) // quotes its log
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl-C at the terminal is ours to handle, not the server's
-	setParentDeathSignal(cmd.SysProcAttr)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &redisServer{cmd: cmd, dir: dir, addr: addr, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(s.exited)
-	}()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer rdb.Close()
-	for range int(pingFor / pingEvery) {
-		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("redis-server on %s exited at start (see %s)", addr, filepath.Join(dir, "redis.log"))
-		case <-time.After(pingEvery):
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
-		err = rdb.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return s, nil
-		}
-	}
-	s.stopProcess()
-	return nil, fmt.Errorf("redis-server on %s did not answer within %s: %w", addr, pingFor, err)
+	return &redisServer{proc: s}, nil
 }
 
 // stop ends the server (SIGTERM, then SIGKILL) and removes its directory.
 func (s *redisServer) stop() {
-	s.stopProcess()
-	_ = os.RemoveAll(s.dir)
-}
-
-func (s *redisServer) stopProcess() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-		return
-	case <-time.After(stopGrace):
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	s.proc.Child().Stop(stopGrace)
+	_ = os.RemoveAll(s.proc.Dir)
 }
 
 // info reads one section of INFO as a map.

@@ -92,7 +92,6 @@ func TestPoolCompletesAndFails(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	st := b.pool.Status()
 	require.Equal(t, 3, st.Running)
-	require.EqualValues(t, 6, st.Completed)
 	require.EqualValues(t, 6, st.Claimed)
 
 	require.NoError(t, b.pool.Configure(demo.Settings{Size: 1, FailRate: 1}))
@@ -105,7 +104,6 @@ func TestPoolCompletesAndFails(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dead, 2)
 	require.Contains(t, dead[0].LastError, "simulated")
-	require.EqualValues(t, 2, b.pool.Status().Failed)
 }
 
 // TestPoolHangAndReclaim: a hung worker holds its job without a heartbeat;

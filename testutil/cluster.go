@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -66,7 +65,7 @@ func Cluster(t testing.TB) *redis.ClusterClient {
 	return rdb
 }
 
-func startCluster() (addrs []string, err error) {
+func startCluster() ([]string, error) {
 	server, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("%s or set %s", redisproc.NotFound, EnvClusterAddrs)
@@ -79,45 +78,16 @@ func startCluster() (addrs []string, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("testutil: %w", err)
 	}
-
-	var nodes []*redisproc.Server
-	defer func() {
-		if err == nil {
-			for _, p := range nodes {
-				registerShared(p)
-			}
-			return
-		}
-		err = fmt.Errorf("testutil: start shared redis cluster: %w", err)
-		// Include the nodes' logs, then get rid of the half-built cluster.
-		var b strings.Builder
-		for _, p := range nodes {
-			fmt.Fprintf(&b, "\n--- log tail of node %s ---\n%s", p.Addr, p.LogTail())
-		}
-		err = fmt.Errorf("%w%s", err, b.String())
-		var wg sync.WaitGroup
-		for _, p := range nodes {
-			wg.Go(p.Kill)
-		}
-		wg.Wait()
-	}()
-
 	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
 	defer cancel()
-	for i := range clusterMasters {
-		dir := filepath.Join(root, fmt.Sprintf("node%d", i))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create node dir: %w", err)
-		}
-		p, err := redisproc.Start(ctx, fmt.Sprintf("cluster-node-%d", i), server, dir, redisproc.ClusterArgs(5*time.Second), true)
-		if err != nil {
-			return nil, fmt.Errorf("start cluster node %d: %w", i, err)
-		}
-		nodes = append(nodes, p)
-		addrs = append(addrs, p.Addr)
+	nodes, err := redisproc.StartCluster(ctx, server, cli, root, clusterMasters, 0, 5*time.Second, nil)
+	if err != nil { // the nodes are killed, their logs quoted
+		return nil, fmt.Errorf("testutil: start shared redis cluster: %w", err)
 	}
-	if err := redisproc.CreateCluster(ctx, cli, addrs, 0); err != nil {
-		return nil, err
+	addrs := make([]string, len(nodes))
+	for i, p := range nodes {
+		registerShared(p)
+		addrs[i] = p.Addr
 	}
 	return addrs, nil
 }

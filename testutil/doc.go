@@ -64,7 +64,7 @@
 // and shutdown waits are bounded; a port lost to a concurrent process between
 // choosing it and binding it is retried with a new port.
 // The processes themselves are package internal/redisproc's, which the
-// chaos battery shares.
+// chaos battery and the benchmark share.
 //
 // Functions taking a testing.TB call t.Fatal on failure and therefore must be
 // called from the test's goroutine; the same holds for the methods of

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Starting servers (ports taken, bad arguments, bus ports) is tested in
-// internal/redisproc.
+// Starting servers (ports taken, bad arguments, bus ports) and clusters
+// (and killing a half-built one) is tested in internal/redisproc.
 
 func TestEnvOverrides(t *testing.T) {
 	// Not parallel: t.Setenv.

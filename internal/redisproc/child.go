@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -19,49 +17,17 @@ const (
 	termWait = 10 * time.Second // graceful exit after SIGTERM, then SIGKILL
 )
 
-// spawner starts every child from one OS thread that never exits. Pdeathsig
-// fires when the thread that forked the child exits, not the process: a
-// child started from a goroutine's thread that the runtime later retires
-// would be killed early. One locked, never-ending goroutine makes
-// Pdeathsig mean "when this process dies".
-type spawner struct{ reqs chan spawnReq }
-
-type spawnReq struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-var theSpawner = sync.OnceValue(func() *spawner {
-	s := &spawner{reqs: make(chan spawnReq)}
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread lives as long as the process
-		for r := range s.reqs {
-			r.done <- r.cmd.Start()
-		}
-	}()
-	return s
-})
-
-// Child is one child process. Every child dies with this process
-// (Pdeathsig SIGKILL) and runs in a process group of its own (Setpgid), so
-// that a signal reaches its own children too (redis-server forks for AOF
-// rewrites) and a Ctrl-C of the terminal reaches only the parent, which
-// stops them in order.
+// Child is one child process. Every child runs in a process group of its
+// own (Setpgid), so that a signal reaches its own children too
+// (redis-server forks for AOF rewrites) and a Ctrl-C of the terminal
+// reaches only the parent, which stops them in order; on Linux it also
+// dies with this process (Pdeathsig SIGKILL, see spawn).
 type Child struct {
 	Name    string
 	LogPath string
 	cmd     *exec.Cmd
 	done    chan struct{}
 	waitErr error
-}
-
-// spawn starts cmd on the spawner's thread (see theSpawner), so that it
-// dies with this process, in a process group of its own.
-func spawn(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	done := make(chan error, 1)
-	theSpawner().reqs <- spawnReq{cmd: cmd, done: done}
-	return <-done
 }
 
 // StartChild starts bin with args in dir ("" for the current directory),
@@ -102,32 +68,26 @@ func (p *Child) Running() bool {
 	}
 }
 
-// Err is the child's exit error, once Done is closed.
+// Err is the child's exit error, once Done is closed (nil before).
 func (p *Child) Err() error {
-	select {
-	case <-p.done:
-		return p.waitErr
-	default:
+	if p.Running() {
 		return nil
 	}
+	return p.waitErr // Running saw done closed: Wait has returned
 }
 
-// Signal sends sig to the child's process group.
+// Signal sends sig to the child's process group (spawn makes the child
+// the leader of a group of its own, whose id is its pid).
 func (p *Child) Signal(sig syscall.Signal) error {
 	if !p.Running() {
 		return errors.New("redisproc: " + p.Name + " is not running")
 	}
-	if err := syscall.Kill(-p.Pid(), sig); err != nil {
-		return p.cmd.Process.Signal(sig)
-	}
-	return nil
+	return syscall.Kill(-p.Pid(), sig)
 }
 
 // Kill sends SIGKILL to the group and waits (bounded) for the exit.
 func (p *Child) Kill() {
-	if p.Running() {
-		_ = p.Signal(syscall.SIGKILL)
-	}
+	_ = p.Signal(syscall.SIGKILL) // an error only says it has exited already
 	select {
 	case <-p.done:
 	case <-time.After(killWait):

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,6 +19,51 @@ import (
 func ClusterArgs(nodeTimeout time.Duration) []string {
 	return []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10)}
+}
+
+// StartCluster starts masters*(1+replicas) redis-server nodes (bin) named
+// cluster-node-<i>, each in root/node<i> (created if missing) on a free
+// port whose bus port is free too, with ClusterArgs(nodeTimeout) followed
+// by args, then joins them with CreateCluster (cli, each master with
+// replicas replicas). It answers the nodes in the order started; ctx bounds
+// the whole of it. On failure it kills the nodes it started and the error,
+// which has no package prefix for the caller to add its own, ends with
+// their log tails.
+func StartCluster(ctx context.Context, bin, cli, root string, masters, replicas int, nodeTimeout time.Duration, args []string) (nodes []*Server, err error) {
+	defer func() {
+		if err == nil {
+			return
+		}
+		var b strings.Builder
+		for _, s := range nodes {
+			fmt.Fprintf(&b, "\n--- log tail of node %s ---\n%s", s.Addr, s.LogTail())
+		}
+		err = fmt.Errorf("%w%s", err, b.String())
+		var wg sync.WaitGroup
+		for _, s := range nodes {
+			wg.Go(s.Kill)
+		}
+		wg.Wait()
+		nodes = nil
+	}()
+	args = append(ClusterArgs(nodeTimeout), args...)
+	addrs := make([]string, 0, masters*(1+replicas))
+	for i := range masters * (1 + replicas) {
+		dir := filepath.Join(root, fmt.Sprintf("node%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nodes, fmt.Errorf("create node dir: %w", err)
+		}
+		s, err := Start(ctx, fmt.Sprintf("cluster-node-%d", i), bin, dir, args, true)
+		if err != nil {
+			return nodes, fmt.Errorf("start cluster node %d: %w", i, err)
+		}
+		nodes = append(nodes, s)
+		addrs = append(addrs, s.Addr)
+	}
+	if err := CreateCluster(ctx, cli, addrs, replicas); err != nil {
+		return nodes, err
+	}
+	return nodes, nil
 }
 
 // CreateCluster joins the nodes at addrs (started with ClusterArgs and a

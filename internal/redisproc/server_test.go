@@ -86,6 +86,16 @@ func TestRestartKeepsPortAndData(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, "redis.log"))
 }
 
+func TestFreePortBus(t *testing.T) {
+	t.Parallel()
+	for range 20 {
+		port, err := freePort(true)
+		require.NoError(t, err)
+		require.Positive(t, port)
+		require.Less(t, port+10000, 65536, "port %d: its cluster bus port must be a valid port", port)
+	}
+}
+
 func TestTail(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "abc", tail([]byte("abc"), 10))
