@@ -77,14 +77,14 @@ func (r *Report) example(kind, s string) {
 
 // explains reports whether fault kind k can explain a duplicate run.
 // A SCRIPT FLUSH must not: a script reloaded is the same script.
-func explains(k string) bool { return k != "script-flush" }
+func explains(k string) bool { return k != FaultScriptFlush }
 
 // duringInjected reports whether stall s lies within a fault injected on
 // its worker (a SIGSTOP is a stall too) or on everyone.
 func duringInjected(faults []Fault, s Fault) bool {
 	for _, f := range faults {
-		if !observed(f.Kind) && (f.Target == s.Target || f.Target == "") && f.Kind != "script-flush" &&
-			f.Kind != "proxy-drop" && f.Start <= s.Start+int64(100*time.Millisecond) && s.End <= f.End+int64(time.Second) {
+		if !observed(f.Kind) && explains(f.Kind) && f.Kind != FaultProxyDrop && (f.Target == s.Target || f.Target == "") &&
+			f.Start <= s.Start+int64(100*time.Millisecond) && s.End <= f.End+int64(time.Second) {
 			return true
 		}
 	}
@@ -92,7 +92,7 @@ func duringInjected(faults []Fault, s Fault) bool {
 }
 
 // observed reports whether fault kind k was seen, not injected.
-func observed(k string) bool { return k == "stall" || k == "redis-stall" }
+func observed(k string) bool { return k == FaultStall || k == FaultRedisStall }
 
 // run is one execution of a job, put together from its start and end.
 type run struct {
@@ -111,7 +111,7 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 			r.Stalls[f.Kind]++
 			r.MaxStall = max(r.MaxStall, time.Duration(f.End-f.Start))
 		}
-		if f.Kind == "proxy-drop" {
+		if f.Kind == FaultProxyDrop {
 			if r.DropsByCommand == nil {
 				r.DropsByCommand = map[string]int{}
 			}
@@ -177,7 +177,7 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 			r.Unexpected++
 			r.example("unexpected", fmt.Sprintf("%s (a second job for seq %d, acknowledged as %s)", js.ID, js.Seq, a.ID))
 		case !acked:
-			if len(bySeq[js.Seq]) > 1 && slices.IndexFunc(bySeq[js.Seq], func(o *JobState) bool { return o.ID < js.ID }) >= 0 {
+			if slices.IndexFunc(bySeq[js.Seq], func(o *JobState) bool { return o.ID < js.ID }) >= 0 {
 				r.Unexpected++ // two jobs from one unacknowledged try: one is extra
 				r.example("unexpected", fmt.Sprintf("%s (a second job for unacknowledged seq %d)", js.ID, js.Seq))
 			} else {

@@ -1,12 +1,14 @@
 package chaos_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/internal/chaos"
+	"github.com/chronoq/chronoq/queue"
 )
 
 // world builds a ledger and a final snapshot by hand, for the checker's
@@ -234,11 +236,20 @@ func TestClassify(t *testing.T) {
 
 func TestCommandName(t *testing.T) {
 	t.Parallel()
-	req := "*8\r\n$7\r\nevalsha\r\n$40\r\n0123456789012345678901234567890123456789\r\n$1\r\n4\r\n" +
-		"$17\r\nns:{q}:processing\r\n$13\r\nns:{q}:leases\r\n$16\r\nns:{q}:completed\r\n$12\r\nns:{q}:stats\r\n$6\r\nns:{q}\r\n"
-	require.Equal(t, "complete", chaos.CommandName([]byte(req)))
+	evalsha := func(sha string) []byte {
+		return []byte("*8\r\n$7\r\nevalsha\r\n$" + strconv.Itoa(len(sha)) + "\r\n" + sha + "\r\n$1\r\n4\r\n" +
+			"$17\r\nns:{q}:processing\r\n$13\r\nns:{q}:leases\r\n$16\r\nns:{q}:completed\r\n$12\r\nns:{q}:stats\r\n$6\r\nns:{q}\r\n")
+	}
+	hashes := queue.ScriptHashes()
+	require.Equal(t, "complete", chaos.CommandName(evalsha(hashes["complete"])))
 	require.Equal(t, "blmove", chaos.CommandName([]byte("*6\r\n$6\r\nBLMOVE\r\n$3\r\nabc\r\n")))
 	require.Equal(t, "?", chaos.CommandName([]byte("garbage")))
+	require.Equal(t, "evalsha", chaos.CommandName(evalsha("0123456789012345678901234567890123456789")), "not one of the engine's")
+	require.Equal(t, "eval", chaos.CommandName([]byte("*4\r\n$4\r\nEVAL\r\n$1000\r\nlocal x")), "a body cut short by the read")
+	require.NotEmpty(t, hashes)
+	for name, sha := range hashes {
+		require.Equal(t, name, chaos.CommandName(evalsha(sha)), name)
+	}
 }
 
 func TestCheckDuplicateInClaimOrder(t *testing.T) {

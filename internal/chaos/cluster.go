@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,8 +14,8 @@ import (
 
 // Bounds of the cluster waits.
 const (
-	clusterCreateTimeout = 60 * time.Second
-	clusterOKTimeout     = 60 * time.Second
+	clusterStartTimeout = 90 * time.Second // every node started, the cluster created and healthy
+	clusterOKTimeout    = 60 * time.Second
 )
 
 // Cluster is a local Redis Cluster: masters, each with replicas, every
@@ -32,23 +32,21 @@ type ClusterNode struct {
 }
 
 // StartCluster starts masters*(1+replicas) nodes under root and joins them
-// with redis-cli --cluster create. nodeTimeout is cluster-node-timeout: a
+// with redis-cli --cluster create (redisproc.StartCluster, which kills the
+// nodes again when it fails). nodeTimeout is cluster-node-timeout: a
 // master restarted faster than that is not failed over.
 func StartCluster(ctx context.Context, grp *Group, bin, cli, root string, masters, replicas int, nodeTimeout time.Duration, extra []string) (*Cluster, error) {
-	c := &Cluster{}
-	args := append(append(redisproc.ClusterArgs(nodeTimeout), DurableArgs...), "--cluster-require-full-coverage", "no")
-	args = append(args, extra...)
-	for i := range masters * (1 + replicas) {
-		s, err := StartRedis(ctx, grp, fmt.Sprintf("cluster-node-%d", i), bin, filepath.Join(root, fmt.Sprintf("node%d", i)), args, true)
-		if err != nil {
-			return nil, err
-		}
-		c.Nodes = append(c.Nodes, s)
-	}
-	cctx, cancel := context.WithTimeout(ctx, clusterCreateTimeout)
+	ctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
 	defer cancel()
-	if err := redisproc.CreateCluster(cctx, cli, c.Seeds(), replicas); err != nil {
+	args := append(append(slices.Clone(DurableArgs), "--cluster-require-full-coverage", "no"), extra...)
+	nodes, err := redisproc.StartCluster(ctx, bin, cli, root, masters, replicas, nodeTimeout, args)
+	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	c := &Cluster{}
+	for _, s := range nodes {
+		grp.Add(s.Child())
+		c.Nodes = append(c.Nodes, &RedisServer{Server: s, grp: grp})
 	}
 	return c, nil
 }

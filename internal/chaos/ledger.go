@@ -63,7 +63,7 @@ type Outcome struct {
 }
 
 // Fault is one injected fault and its time window, or a stall the battery
-// observed (kind "stall": a worker's timers ran late; "redis-stall": Redis's
+// observed (FaultStall: a worker's timers ran late; FaultRedisStall: Redis's
 // latency monitor saw a slow event) without causing it.
 type Fault struct {
 	Kind   string `json:"kind"`
@@ -73,6 +73,24 @@ type Fault struct {
 	End    int64  `json:"end"`
 	Note   string `json:"note,omitempty"`
 }
+
+// The kinds of Fault.
+const (
+	// Injected on one worker slot.
+	FaultWorkerKill = "worker-kill" // SIGKILL, then a new process
+	FaultWorkerStop = "worker-stop" // SIGSTOP past the visibility, then SIGCONT
+	// Injected on one process's connections (its proxy).
+	FaultProxyDrop     = "proxy-drop"     // one reply dropped with its connection
+	FaultProxyBlackout = "proxy-blackout" // every reply dropped for a while
+	// Injected on everyone.
+	FaultRedisKill     = "redis-kill"     // SIGKILL redis-server, restart it
+	FaultMasterRestart = "master-restart" // SIGKILL a cluster master, restart it
+	FaultFailover      = "failover"       // CLUSTER FAILOVER
+	FaultScriptFlush   = "script-flush"   // SCRIPT FLUSH on every node
+	// Observed, not injected.
+	FaultStall      = "stall"       // a worker's timers ran late
+	FaultRedisStall = "redis-stall" // Redis's latency monitor saw a slow event
+)
 
 // Ledger writes and reads one run's records under a key prefix.
 type Ledger struct {

@@ -77,8 +77,17 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 	maxTries := int64(2*cfg.Jobs + 1000)
 	interval := cfg.Over / time.Duration(max(cfg.Jobs, 1))
 	start := time.Now()
+	// fail ends every enqueuer on the ledger's first error: the run cannot
+	// count without it. The first error is the one returned.
+	var (
+		failOnce sync.Once
+		fatal    error
+	)
+	fail := func(err error) {
+		failOnce.Do(func() { fatal = err })
+		cancel()
+	}
 	var wg sync.WaitGroup
-	var fatal atomic.Value
 	for g := range max(cfg.Concurrency, 1) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(g)+1<<32))
@@ -102,8 +111,7 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 				}
 				nj.Payload, _ = json.Marshal(p)
 				if err := led.RecordAttempt(Attempt{Seq: s, Queue: nj.Queue, Poison: p.Poison, DelayMs: nj.Delay.Milliseconds(), T: time.Now().UnixNano()}); err != nil {
-					fatal.Store(err)
-					cancel()
+					fail(err)
 					return
 				}
 				ectx, ecancel := context.WithTimeout(ctx, 10*time.Second)
@@ -112,16 +120,14 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 				if err != nil {
 					failed.Add(1)
 					if lerr := led.CountError("producer", Classify(err), err.Error()); lerr != nil {
-						fatal.Store(lerr)
-						cancel()
+						fail(lerr)
 						return
 					}
 					sleep(ctx, 100*time.Millisecond)
 					continue
 				}
 				if err := led.RecordAck(Ack{Seq: s, ID: out.Job.ID, Queue: nj.Queue, T: time.Now().UnixNano()}); err != nil {
-					fatal.Store(err)
-					cancel()
+					fail(err)
 					return
 				}
 				acked.Add(1)
@@ -129,8 +135,8 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 		})
 	}
 	wg.Wait()
-	if err, _ := fatal.Load().(error); err != nil {
-		return err
+	if fatal != nil {
+		return fatal
 	}
 	fmt.Fprintf(os.Stderr, "chaos producer: %d acknowledged, %d failed, %d tries, %s\n",
 		acked.Load(), failed.Load(), min(seq.Load(), maxTries), time.Since(start).Round(time.Millisecond))

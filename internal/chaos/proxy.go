@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -9,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chronoq/chronoq/queue"
 )
 
 // replyWait bounds how long a proxy waits for the reply it is to drop; a
@@ -52,7 +56,8 @@ type proxyPair struct {
 
 // StartProxy listens on a free loopback port and forwards to target. A
 // drop comes on average every mean (never sooner than mean/2 after the
-// last); onDrop is told each one.
+// last) once enabled (it starts disabled: see SetEnabled); onDrop is told
+// each one.
 func StartProxy(name, target string, mean time.Duration, seed uint64, onDrop func(armed, dropped time.Time, command string)) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -60,12 +65,12 @@ func StartProxy(name, target string, mean time.Duration, seed uint64, onDrop fun
 	}
 	p := &Proxy{Name: name, Addr: ln.Addr().String(), target: target, ln: ln, mean: mean, onDrop: onDrop,
 		rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), conns: map[*proxyPair]struct{}{}}
-	p.scheduleDrop()
 	p.wg.Go(p.accept)
 	return p, nil
 }
 
-// SetEnabled turns the drops on or off.
+// SetEnabled turns the drops on or off; turned on, the first drop is
+// scheduled from now.
 func (p *Proxy) SetEnabled(on bool) {
 	if on {
 		p.scheduleDrop()
@@ -79,7 +84,7 @@ func (p *Proxy) Blackout(d time.Duration) { p.blackout.Store(time.Now().Add(d).U
 
 func (p *Proxy) scheduleDrop() {
 	p.mu.Lock()
-	gap := p.mean/2 + time.Duration(p.rng.Int64N(int64(p.mean)))
+	gap := jitter(p.rng, p.mean)
 	p.mu.Unlock()
 	p.nextDrop.Store(time.Now().Add(gap).UnixNano())
 }
@@ -196,38 +201,35 @@ func (p *Proxy) downstream(pair *proxyPair) {
 	}
 }
 
-// scriptKeys tells the engine's scripts apart by the keys they are given
-// (the suffixes after the queue's hash tag).
-var scriptKeys = map[string]string{
-	"scheduled,pending,stats":                        "enqueue/promote",
-	"pending,processing,leases,paused":               "claim/activate",
-	"processing,leases,completed,stats":              "complete",
-	"scheduled,pending,processing,leases,dead,stats": "fail",
-	"leases":                               "heartbeat",
-	"pending,processing,leases":            "release",
-	"pending,processing,leases,dead,stats": "reclaim",
-}
+// scriptNames names the engine's scripts by their SHA1, as EVALSHA sends it.
+var scriptNames = func() map[string]string {
+	m := map[string]string{}
+	for name, sha := range queue.ScriptHashes() {
+		m[sha] = name
+	}
+	return m
+}()
 
 // CommandName names a request, best effort: the command, and for a script
-// call which of the engine's scripts it is (known by its keys).
+// call which of the engine's scripts it is (known by its SHA1; an EVAL's
+// body is hashed, unless the first read did not hold all of it).
 func CommandName(req []byte) string {
-	args := parseRESPArgs(req, 12)
+	args := parseRESPArgs(req, 2) // the command and, for a script, its SHA1 or body
 	if len(args) == 0 {
 		return "?"
 	}
 	cmd := strings.ToLower(args[0])
-	if (cmd == "evalsha" || cmd == "eval") && len(args) > 2 {
-		n, err := strconv.Atoi(args[2])
-		if err == nil && len(args) >= 3+n {
-			var sfx []string
-			for _, k := range args[3 : 3+n] {
-				if _, s, ok := strings.Cut(k, "}:"); ok {
-					sfx = append(sfx, s)
-				}
-			}
-			if name, ok := scriptKeys[strings.Join(sfx, ",")]; ok {
-				return name
-			}
+	if len(args) > 1 {
+		var sha string
+		switch cmd {
+		case "evalsha":
+			sha = args[1]
+		case "eval":
+			sum := sha1.Sum([]byte(args[1]))
+			sha = hex.EncodeToString(sum[:])
+		}
+		if name, ok := scriptNames[sha]; ok {
+			return name
 		}
 	}
 	return cmd

@@ -68,8 +68,7 @@ func WriteTable(w io.Writer, rs []*Report) {
 			fmt.Fprintf(w, "  queues: %s\n", strings.Join(r.Queues, ", "))
 		}
 		injected := maps.Clone(r.Faults)
-		delete(injected, "stall")
-		delete(injected, "redis-stall")
+		maps.DeleteFunc(injected, func(k string, _ int) bool { return observed(k) })
 		fmt.Fprintf(w, "  faults injected: %s\n", joinCounts(injected))
 		if len(r.Stalls) > 0 {
 			fmt.Fprintf(w, "  stalls observed (not injected; worker-stop pauses included): %s; longest %s\n",

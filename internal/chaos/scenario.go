@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,9 @@ import (
 
 // Namespace is the key prefix of every run (each scenario has its own Redis).
 const Namespace = "chaos"
+
+// logTail is how much of a process's log, in bytes, a problem quotes.
+const logTail = 2000
 
 // Scenario is one battery: a load, a topology and the faults to inject.
 type Scenario struct {
@@ -110,7 +114,6 @@ type Options struct {
 // slot is a worker's place: its name stays, its process changes.
 type slot struct {
 	name string
-	cfg  WorkerConfig
 	mu   sync.Mutex // held while a fault works on the slot
 	proc *redisproc.Child
 }
@@ -128,7 +131,8 @@ type harness struct {
 	single  *RedisServer
 	cluster *Cluster
 	queues  []string
-	place   map[string]string
+	place   map[string]string // queue -> its master, for the report
+	qslot   map[string]int    // queue -> its cluster hash slot
 	proxies map[string]*Proxy
 	slots   []*slot
 	serves  []*redisproc.Child
@@ -155,7 +159,12 @@ func (h *harness) problem(format string, args ...any) {
 func (h *harness) rand(d time.Duration) time.Duration {
 	h.rngMu.Lock()
 	defer h.rngMu.Unlock()
-	return d/2 + time.Duration(h.rng.Int64N(int64(d)))
+	return jitter(h.rng, d)
+}
+
+// jitter draws a duration uniformly in [d/2, 3d/2): d on average.
+func jitter(rng *rand.Rand, d time.Duration) time.Duration {
+	return d/2 + time.Duration(rng.Int64N(int64(d)))
 }
 
 // sleep waits d or until ctx ends (false).
@@ -176,7 +185,7 @@ func (h *harness) watch(p *redisproc.Child) {
 	go func() {
 		<-p.Done()
 		if _, ok := h.expected.Load(p); !ok {
-			h.problem("%s (pid %d) exited on its own: %v; log %s:\n%s", p.Name, p.Pid(), p.Err(), p.LogPath, p.LogTail(2000))
+			h.problem("%s (pid %d) exited on its own: %v; log %s:\n%s", p.Name, p.Pid(), p.Err(), p.LogPath, p.LogTail(logTail))
 		}
 	}()
 }
@@ -230,7 +239,7 @@ func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 	select {
 	case <-prod.Done():
 		if err := prod.Err(); err != nil {
-			h.problem("producer failed: %v:\n%s", err, prod.LogTail(2000))
+			h.problem("producer failed: %v:\n%s", err, prod.LogTail(logTail))
 		}
 	case <-time.After(3*sc.ProduceOver + 90*time.Second):
 		h.problem("producer did not finish")
@@ -279,6 +288,11 @@ func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 // setup starts the ledger, the queue's Redis, the proxies, serve and the
 // workers.
 func (h *harness) setup(ctx context.Context) error {
+	if h.sc.Cluster && h.sc.ProxyDropEvery > 0 {
+		// A proxy forwards to one server; a cluster client follows
+		// MOVED/ASK to every node's own address, past any proxy.
+		return fmt.Errorf("chaos: scenario %s: proxy drops (ProxyDropEvery) need a single server, not a cluster", h.sc.Name)
+	}
 	ledSrv, err := StartRedis(ctx, h.grp, "ledger", h.o.RedisServer, filepath.Join(h.dir, "ledger"), nil, false)
 	if err != nil {
 		return err
@@ -313,7 +327,7 @@ func (h *harness) setup(ctx context.Context) error {
 		}
 		for i, n := range names {
 			p, err := StartProxy(n, h.single.Addr, h.sc.ProxyDropEvery, h.o.Seed+uint64(i), func(armed, dropped time.Time, cmd string) {
-				h.fault(Fault{Kind: "proxy-drop", Target: n, Start: armed.UnixNano(), End: dropped.UnixNano(), Note: cmd})
+				h.fault(Fault{Kind: FaultProxyDrop, Target: n, Start: armed.UnixNano(), End: dropped.UnixNano(), Note: cmd})
 			})
 			if err != nil {
 				return err
@@ -327,8 +341,6 @@ func (h *harness) setup(ctx context.Context) error {
 		}
 	}
 	for _, s := range h.slots {
-		s.cfg = WorkerConfig{Slot: s.name, Redis: h.via(s.name), Ledger: h.ledAddr, Prefix: "run", Namespace: Namespace,
-			Queues: h.queues, Concurrency: h.sc.Concurrency}
 		if err := h.startWorker(s); err != nil {
 			return err
 		}
@@ -351,7 +363,7 @@ func (h *harness) pickClusterQueues() error {
 	if err != nil {
 		return err
 	}
-	h.place = map[string]string{}
+	h.place, h.qslot = map[string]string{}, map[string]int{}
 	perMaster := map[string]int{}
 	for i := 0; i < 200 && len(h.queues) < 4; i++ {
 		q := fmt.Sprintf("q%02d", i)
@@ -368,6 +380,7 @@ func (h *harness) pickClusterQueues() error {
 		}
 		perMaster[m.ID]++
 		h.queues = append(h.queues, q)
+		h.qslot[q] = s
 		h.place[q] = fmt.Sprintf("%s (slot %d)", m.Addr, s)
 	}
 	if len(perMaster) < 2 {
@@ -380,7 +393,9 @@ func (h *harness) fault(f Fault) {
 	if err := h.led.RecordFault(f); err != nil {
 		h.problem("recording a fault: %v", err)
 	}
-	if f.Kind != "proxy-drop" && f.Kind != "script-flush" && f.Kind != "redis-stall" && f.Kind != "proxy-blackout" {
+	switch f.Kind {
+	case FaultProxyDrop, FaultProxyBlackout, FaultScriptFlush, FaultRedisStall: // too many to log
+	default:
 		h.logf("fault %s %s (%.1fs)", f.Kind, f.Target, time.Duration(f.End-f.Start).Seconds())
 	}
 }
@@ -401,23 +416,26 @@ func (h *harness) startServe(ctx context.Context, i int) error {
 	h.watch(p)
 	h.serves = append(h.serves, p)
 	// Ready once it says so (bounded).
-	deadline := time.Now().Add(30 * time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	for {
 		b, _ := os.ReadFile(logPath)
 		if bytes.Contains(b, []byte("chronoq serving")) {
 			return nil
 		}
-		if !p.Running() || time.Now().After(deadline) {
-			return fmt.Errorf("chaos: serve-%d did not start:\n%s", i, p.LogTail(2000))
+		if p.Running() && sleep(wctx, 50*time.Millisecond) {
+			continue
 		}
-		if !sleep(ctx, 50*time.Millisecond) {
-			return ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+		return fmt.Errorf("chaos: serve-%d did not start:\n%s", i, p.LogTail(logTail))
 	}
 }
 
 func (h *harness) startWorker(s *slot) error {
-	b, _ := json.Marshal(s.cfg)
+	b, _ := json.Marshal(WorkerConfig{Slot: s.name, Redis: h.via(s.name), Ledger: h.ledAddr, Prefix: "run", Namespace: Namespace,
+		Queues: h.queues, Concurrency: h.sc.Concurrency})
 	p, err := redisproc.StartChild("worker-"+s.name, h.o.Self, []string{"worker", "-config", string(b)}, "", filepath.Join(h.dir, "worker-"+s.name+".log"))
 	if err != nil {
 		return err
@@ -498,7 +516,7 @@ func (h *harness) killWorkers(ctx context.Context) {
 		if err := h.startWorker(s); err != nil {
 			h.problem("restarting worker %s: %v", s.name, err)
 		}
-		h.fault(Fault{Kind: "worker-kill", Target: s.name, Pid: pid, Start: t0.UnixNano(), End: time.Now().UnixNano()})
+		h.fault(Fault{Kind: FaultWorkerKill, Target: s.name, Pid: pid, Start: t0.UnixNano(), End: time.Now().UnixNano()})
 	})
 }
 
@@ -514,7 +532,7 @@ func (h *harness) stopWorkers(ctx context.Context) {
 		}
 		time.Sleep(hold) // not cut short: the worker must be resumed
 		_ = p.Signal(syscall.SIGCONT)
-		h.fault(Fault{Kind: "worker-stop", Target: s.name, Pid: p.Pid(), Start: t0.UnixNano(), End: time.Now().UnixNano()})
+		h.fault(Fault{Kind: FaultWorkerStop, Target: s.name, Pid: p.Pid(), Start: t0.UnixNano(), End: time.Now().UnixNano()})
 	})
 }
 
@@ -524,7 +542,7 @@ func (h *harness) blackouts(ctx context.Context, p *Proxy) {
 		t0 := time.Now()
 		p.Blackout(h.sc.BlackoutFor)
 		time.Sleep(h.sc.BlackoutFor)
-		h.fault(Fault{Kind: "proxy-blackout", Target: p.Name, Start: t0.UnixNano(), End: time.Now().UnixNano()})
+		h.fault(Fault{Kind: FaultProxyBlackout, Target: p.Name, Start: t0.UnixNano(), End: time.Now().UnixNano()})
 	}
 }
 
@@ -534,25 +552,19 @@ func (h *harness) flushScripts(ctx context.Context) {
 		for _, a := range h.redisAddrs() {
 			_, _ = redisproc.Do(a, "SCRIPT", "FLUSH") // a node being restarted has no scripts anyway
 		}
-		h.fault(Fault{Kind: "script-flush", Start: t, End: t})
+		h.fault(Fault{Kind: FaultScriptFlush, Start: t, End: t})
 	}
 }
 
 // serverFaults kills the Redis server, restarts a cluster master and fails
 // masters over at evenly spaced moments of the fault period.
 func (h *harness) serverFaults(ctx context.Context) {
+	// Failovers first and last, the master restarts between them.
 	var plan []string
-	for range h.sc.RedisKills {
-		plan = append(plan, "redis-kill")
-	}
-	// Failovers first and last, the master restart between them.
-	for i := range h.sc.Failovers + h.sc.MasterRestarts {
-		if h.sc.MasterRestarts > 0 && i == (h.sc.Failovers+h.sc.MasterRestarts)/2 {
-			plan = append(plan, "master-restart")
-		} else {
-			plan = append(plan, "failover")
-		}
-	}
+	plan = append(plan, slices.Repeat([]string{FaultRedisKill}, h.sc.RedisKills)...)
+	plan = append(plan, slices.Repeat([]string{FaultFailover}, h.sc.Failovers/2)...)
+	plan = append(plan, slices.Repeat([]string{FaultMasterRestart}, h.sc.MasterRestarts)...)
+	plan = append(plan, slices.Repeat([]string{FaultFailover}, h.sc.Failovers-h.sc.Failovers/2)...)
 	begin := time.Now()
 	for i, kind := range plan {
 		at := begin.Add(h.sc.FaultsFor * time.Duration(i+1) / time.Duration(len(plan)+1))
@@ -563,13 +575,13 @@ func (h *harness) serverFaults(ctx context.Context) {
 		var err error
 		target := ""
 		switch kind {
-		case "redis-kill":
+		case FaultRedisKill:
 			pid := h.single.Pid()
 			h.single.Kill()
 			time.Sleep(time.Second)
 			err = h.single.Restart(context.WithoutCancel(ctx))
 			target = fmt.Sprintf("pid %d", pid)
-		case "master-restart", "failover":
+		case FaultMasterRestart, FaultFailover:
 			target, err = h.clusterFault(context.WithoutCancel(ctx), kind, i)
 		}
 		if err != nil {
@@ -588,15 +600,12 @@ func (h *harness) clusterFault(ctx context.Context, kind string, i int) (string,
 		return "", err
 	}
 	q := h.queues[i%len(h.queues)]
-	s, err := h.cluster.KeySlot(q)
-	if err != nil {
-		return "", err
-	}
+	s := h.qslot[q]
 	m, ok := MasterOf(nodes, s)
 	if !ok {
 		return "", fmt.Errorf("no master for slot %d", s)
 	}
-	if kind == "master-restart" {
+	if kind == FaultMasterRestart {
 		return "master " + m.Addr + " of " + q, h.cluster.RestartNode(ctx, m.Addr, 500*time.Millisecond)
 	}
 	rep, ok := ReplicaOf(nodes, m.ID)
@@ -653,7 +662,7 @@ func (h *harness) pollLatency(seen map[string]bool) {
 				}
 				seen[key] = true
 				// The history has whole seconds: widen the window by one.
-				h.fault(Fault{Kind: "redis-stall", Start: ts*1e9 - ms*1e6 - 1e9, End: ts*1e9 + 1e9,
+				h.fault(Fault{Kind: FaultRedisStall, Start: ts*1e9 - ms*1e6 - 1e9, End: ts*1e9 + 1e9,
 					Note: fmt.Sprintf("%s %s %d ms", a, name, ms)})
 			}
 		}
@@ -727,10 +736,8 @@ func (h *harness) serveErrors() map[string]int64 {
 func (h *harness) stopAll() {
 	var wg sync.WaitGroup
 	for _, s := range h.slots {
-		if s.proc != nil {
-			h.expect(s.proc)
-			wg.Go(func() { s.proc.Stop(15 * time.Second) })
-		}
+		h.expect(s.proc)
+		wg.Go(func() { s.proc.Stop(15 * time.Second) })
 	}
 	for _, p := range h.serves {
 		h.expect(p)

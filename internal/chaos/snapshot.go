@@ -120,7 +120,7 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 			if err != nil {
 				return nil, fmt.Errorf("chaos: %w", err)
 			}
-			js := &JobState{ID: id, Queue: q, Status: string(job.Status), Token: h["claim_token"], LastError: job.LastError,
+			js := &JobState{ID: id, Queue: q, Status: string(job.Status), Token: job.Token, LastError: job.LastError,
 				Attempts: job.Attempts, MaxAttempts: job.MaxAttempts, TTL: ttls[j].Val(), Seq: -1, InDead: dead[id]}
 			var p Payload
 			if json.Unmarshal(job.Payload, &p) == nil && p.Seq > 0 {
@@ -156,7 +156,7 @@ func readQueue(ctx context.Context, rdb redis.UniversalClient, ns, q string) (*Q
 	pipe := rdb.Pipeline()
 	sched, pend, proc, leases := pipe.ZCard(ctx, p+"scheduled"), pipe.LLen(ctx, p+"pending"), pipe.LLen(ctx, p+"processing"), pipe.ZCard(ctx, p+"leases")
 	dead, stats := pipe.ZRange(ctx, p+"dead", 0, -1), pipe.HGetAll(ctx, p+"stats")
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("chaos: reading queue %s: %w", q, err)
 	}
 	qs := &QueueState{Scheduled: sched.Val(), Pending: pend.Val(), Processing: proc.Val(), Leases: leases.Val(),

@@ -183,7 +183,7 @@ func watchStalls(ctx context.Context, led *Ledger, slot string, pid int, fatal f
 		}
 		now := time.Now()
 		if now.Sub(last) > stallThreshold {
-			if err := led.RecordFault(Fault{Kind: "stall", Target: slot, Pid: pid, Start: last.UnixNano(), End: now.UnixNano(),
+			if err := led.RecordFault(Fault{Kind: FaultStall, Target: slot, Pid: pid, Start: last.UnixNano(), End: now.UnixNano(),
 				Note: "observed, not injected"}); err != nil {
 				fatal(err)
 			}
