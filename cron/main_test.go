@@ -80,14 +80,14 @@ func step(t *testing.T, clock *clockwork.FakeClock, n int, d time.Duration) {
 // enqueued is there (or was claimed by the test).
 func (b *testBundle) jobTicks(t *testing.T, c *queue.Client, q, name string) map[int64]int {
 	t.Helper()
-	ids, err := b.rdb.LRange(b.ctx, b.ns+":{"+q+"}:pending", 0, -1).Result()
+	jobs, _, err := c.List(b.ctx, q, queue.ListOptions{Status: queue.StatusPending, Limit: queue.MaxListLimit})
 	require.NoError(t, err)
+	ids := make([]string, len(jobs))
 	got := map[int64]int{}
-	for _, id := range ids {
-		j, err := c.Get(b.ctx, q, id)
-		require.NoError(t, err)
+	for i, j := range jobs {
+		ids[i] = j.ID
 		ms, ok := strings.CutPrefix(j.IdempotencyKey, "cron:"+name+":")
-		require.True(t, ok, "job %s has key %q", id, j.IdempotencyKey)
+		require.True(t, ok, "job %s has key %q", j.ID, j.IdempotencyKey)
 		tick, err := strconv.ParseInt(ms, 10, 64)
 		require.NoError(t, err)
 		got[tick]++

@@ -434,7 +434,7 @@ func (l *loop) enqueueTick(ctx context.Context, name string, t *tracked, run *la
 		return err
 	}
 	if ms := pt.at.UnixMilli(); ms > run.tickMs {
-		*run = lastRun{tickMs: ms, at: res.Job.EnqueuedAt, queue: res.Job.Queue, jobID: res.Job.ID}
+		*run = lastRun{tickMs: ms, at: pt.at, queue: res.Job.Queue, jobID: res.Job.ID}
 	}
 	return nil
 }

@@ -379,15 +379,26 @@ func TestSchedulerLateInstanceAfterJobGone(t *testing.T) {
 	require.NoError(t, cron.NewStore(cb).Register(b.ctx, cron.Entry{Name: "e", Schedule: "@every 1s", Queue: "q", Kind: "tick"}))
 	b.scheduler(t, cron.Config{Client: ca})
 	parked(t, ahead, 1) // ran 2 s; 1 s passed before it started (skip)
-	prefix := b.ns + ":{q}:"
-	ids, err := b.rdb.LRange(b.ctx, prefix+"pending", 0, -1).Result()
-	require.NoError(t, err)
-	require.Len(t, ids, 1)
+	pending := func() []*queue.Job {
+		t.Helper()
+		jobs, _, err := ca.List(b.ctx, "q", queue.ListOptions{Status: queue.StatusPending})
+		require.NoError(t, err)
+		return jobs
+	}
+	jobs := pending()
+	require.Len(t, jobs, 1)
 	key := "cron:e:" + strconv.FormatInt(base.Add(2*time.Second).UnixMilli(), 10)
-	j, err := ca.Get(b.ctx, "q", ids[0])
+	require.Equal(t, key, jobs[0].IdempotencyKey)
+	// The job goes, with its idempotency record, as a purge of the dead
+	// set takes it.
+	claimed, err := ca.Claim(b.ctx, "q", queue.ClaimOptions{})
 	require.NoError(t, err)
-	require.Equal(t, key, j.IdempotencyKey)
-	require.NoError(t, b.rdb.Del(b.ctx, prefix+"job:"+j.ID, prefix+"idem:"+key, prefix+"pending").Err())
+	require.Len(t, claimed, 1)
+	_, err = ca.Fail(b.ctx, "q", claimed[0].ID, claimed[0].Token, queue.FailOptions{Error: "x", Dead: true})
+	require.NoError(t, err)
+	n, err := ca.PurgeDead(b.ctx, "q", "")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 
 	b.scheduler(t, cron.Config{Client: cb})
 	for range 2 {
@@ -396,12 +407,9 @@ func TestSchedulerLateInstanceAfterJobGone(t *testing.T) {
 	parked(t, behind, 1)
 	// The behind instance ran 1 s (the ahead one had skipped it) and
 	// found 2 s done.
-	ids, err = b.rdb.LRange(b.ctx, prefix+"pending", 0, -1).Result()
-	require.NoError(t, err)
-	require.Len(t, ids, 1)
-	j, err = cb.Get(b.ctx, "q", ids[0])
-	require.NoError(t, err)
-	require.Equal(t, "cron:e:"+strconv.FormatInt(base.Add(time.Second).UnixMilli(), 10), j.IdempotencyKey)
+	jobs = pending()
+	require.Len(t, jobs, 1)
+	require.Equal(t, "cron:e:"+strconv.FormatInt(base.Add(time.Second).UnixMilli(), 10), jobs[0].IdempotencyKey)
 	st, err := cb.Stats(b.ctx, "q")
 	require.NoError(t, err)
 	require.EqualValues(t, 2, st.EnqueuedTotal)

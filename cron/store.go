@@ -302,8 +302,12 @@ func (s *Store) record(ctx context.Context, name string, tick time.Time, j *queu
 		tickArg = strconv.FormatInt(tick.UnixMilli(), 10)
 		trim = tick.Add(-tickMemory).UnixMilli()
 	}
+	at := j.EnqueuedAt // a trigger ran when Redis enqueued it; a tick, at its tick
+	if !tick.IsZero() {
+		at = tick
+	}
 	err := recordScript.Run(ctx, s.rdb, []string{runKey(s.ns, name), ticksKey(s.ns, name)},
-		tickArg, j.EnqueuedAt.UnixMilli(), j.Queue, j.ID, trim).Err()
+		tickArg, at.UnixMilli(), j.Queue, j.ID, trim).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return redisErr("record run of "+strconv.Quote(name), err)
 	}

@@ -13,10 +13,13 @@ import (
 
 // Source is what a [Promoter] drives. The queue package's Client is one.
 type Source interface {
-	// Promote moves the jobs of queue that are due at now into its pending
-	// list, one bounded batch, and answers how many moved and the due time
-	// of the earliest job still scheduled (the zero time when none is).
-	Promote(ctx context.Context, queue string, now time.Time) (moved int, next time.Time, err error)
+	// Promote moves the jobs of queue that are due into its pending list,
+	// one bounded batch, and answers how many moved and the due time of
+	// the earliest job still scheduled (the zero time when none is). What
+	// is due is the source's to decide (the queue package decides by
+	// Redis's clock); next is on the Promoter's clock, for it to sleep
+	// until.
+	Promote(ctx context.Context, queue string) (moved int, next time.Time, err error)
 	// Queues lists the known queues.
 	Queues(ctx context.Context) ([]string, error)
 	// Nudges delivers a Nudge each time a job is scheduled ahead of the
@@ -194,8 +197,7 @@ func (p *Promoter) refresh(ctx context.Context) {
 func (p *Promoter) loop(ctx context.Context, queue string, wake <-chan struct{}) {
 	defer p.wg.Done()
 	for ctx.Err() == nil {
-		now := p.clock.Now()
-		moved, next, err := p.cfg.Source.Promote(ctx, queue, now)
+		moved, next, err := p.cfg.Source.Promote(ctx, queue)
 		wait := p.cfg.MaxSleep
 		switch {
 		case err != nil:

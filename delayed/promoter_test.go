@@ -23,10 +23,11 @@ type fakeSource struct {
 	at       map[string][]time.Time // clock time of each promotion
 	nudges   chan delayed.Nudge
 	passes   chan string
+	clock    clockwork.Clock // decides what is due, as Redis's clock does for the queue package
 }
 
-func newFakeSource() *fakeSource {
-	return &fakeSource{due: map[string][]time.Time{}, promoted: map[string][]time.Time{}, at: map[string][]time.Time{},
+func newFakeSource(clock clockwork.Clock) *fakeSource {
+	return &fakeSource{clock: clock, due: map[string][]time.Time{}, promoted: map[string][]time.Time{}, at: map[string][]time.Time{},
 		nudges: make(chan delayed.Nudge, 16), passes: make(chan string, 1024)}
 }
 
@@ -37,7 +38,8 @@ func (s *fakeSource) add(q string, t time.Time) {
 	slices.SortFunc(s.due[q], time.Time.Compare)
 }
 
-func (s *fakeSource) Promote(_ context.Context, q string, now time.Time) (int, time.Time, error) {
+func (s *fakeSource) Promote(_ context.Context, q string) (int, time.Time, error) {
+	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	moved := 0
@@ -98,7 +100,7 @@ func setupPromoter(t *testing.T, cfg delayed.Config) *promoterBundle {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	clock := clockwork.NewFakeClockAt(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	src := newFakeSource()
+	src := newFakeSource(clock)
 	cfg.Source, cfg.Clock = src, clock
 	p, err := delayed.NewPromoter(cfg)
 	require.NoError(t, err)
@@ -225,7 +227,7 @@ func TestPromoterStopWaitsForLoops(t *testing.T) {
 // including one scheduled while the loop waits.
 func TestPromoterOnTheRealClock(t *testing.T) {
 	t.Parallel()
-	src := newFakeSource()
+	src := newFakeSource(clockwork.NewRealClock())
 	start := time.Now()
 	// Due times both shorter and longer than the kernel-slept end of a wait.
 	for i := range 20 {

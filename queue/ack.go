@@ -61,7 +61,7 @@ func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (er
 	}
 	args := make([]any, 0, 3+3*len(acks))
 	retention := c.cfg.Retention.Milliseconds()
-	args = append(args, max(retention, 0), c.cfg.CompletedHistory, len(acks))
+	args = append(args, max(retention, 0), c.cfg.CompletedHistory, c.tombMs(), len(acks))
 	for _, a := range acks {
 		if err := ValidateID(a.ID); err != nil {
 			return nil, err
@@ -74,7 +74,7 @@ func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (er
 		}
 		args = append(args, a.ID, a.Token, string(a.Result))
 	}
-	v, err := c.run(ctx, completeScript, k, c.nowMs(), []string{k.processing, k.leases, k.completed, k.stats}, args...)
+	v, err := c.run(ctx, completeScript, k, args...)
 	if err != nil {
 		return nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
 	}
@@ -132,14 +132,13 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if !o.RetryAt.IsZero() {
 		retryAt = scoreOf(o.RetryAt)
 	}
-	v, err := c.run(ctx, failScript, k, c.nowMs(),
-		[]string{k.scheduled, k.pending, k.processing, k.leases, k.dead, k.stats},
-		id, token, msg, retryAt, boolArg(o.Dead), rand.Float64(), c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds())
+	v, err := c.run(ctx, failScript, k, id, token, msg, retryAt, boolArg(o.Dead), rand.Float64(),
+		c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds(), max(c.cfg.Retention.Milliseconds(), 0), c.tombMs())
 	if err != nil {
 		return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
 	}
 	res, _ := v.([]any)
-	if len(res) != 4 {
+	if len(res) != 5 {
 		return FailResult{}, fmt.Errorf("queue: fail %s/%s: unexpected reply %v", queue, id, v)
 	}
 	code, _ := res[0].(int64)
@@ -153,9 +152,8 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	}
 	r := FailResult{Status: Status(status), RunAt: time.UnixMilli(at).UTC()}
 	if r.Status == StatusScheduled {
-		r.Due = r.RunAt // a backoff's due time is a whole millisecond
-		if !o.RetryAt.IsZero() {
-			r.Due = ceilMicro(o.RetryAt).UTC()
+		if r.Due, err = nextOfReply(res[4]); err != nil {
+			return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
 		}
 	}
 	return r, nil
@@ -183,7 +181,7 @@ func (c *Client) Heartbeat(ctx context.Context, queue, id, token string, extend 
 	if extend != 0 && (extend < MinVisibility || extend > MaxVisibility) {
 		return Lease{}, invalid("extend", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, extend)
 	}
-	v, err := c.run(ctx, heartbeatScript, k, c.nowMs(), []string{k.leases}, id, token, extend.Milliseconds())
+	v, err := c.run(ctx, heartbeatScript, k, id, token, extend.Milliseconds())
 	if err != nil {
 		return Lease{}, fmt.Errorf("queue: heartbeat %s/%s: %w", queue, id, err)
 	}
@@ -211,7 +209,7 @@ func (c *Client) Release(ctx context.Context, queue, id, token string) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	v, err := c.run(ctx, releaseScript, k, c.nowMs(), []string{k.pending, k.processing, k.leases}, id, token)
+	v, err := c.run(ctx, releaseScript, k, id, token, max(c.cfg.Retention.Milliseconds(), 0), c.tombMs())
 	if err != nil {
 		return fmt.Errorf("queue: release %s/%s: %w", queue, id, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,11 +15,11 @@ type ClaimOptions struct {
 	// Max is the most jobs to claim, 1 to MaxBatch. Defaults to 1.
 	Max int
 	// Wait is how long to wait for a job when none is pending, up to
-	// MaxClaimWait; 0 answers at once. The wait is a BLMOVE on the
-	// blocking pool. A job ends it at once; the time running out ends it
-	// on Redis's next timer tick, up to 1/hz s later (100 ms at the
-	// default hz of 10: Redis 7.0 answers a BLMOVE with a 5 ms timeout
-	// after about 100 ms).
+	// MaxClaimWait; 0 answers at once. The wait is an XREAD BLOCK of the
+	// queue's wake stream on the blocking pool, to which every script that
+	// makes jobs pending while a claimer waits adds an entry. A job ends
+	// it at once; the time running out ends it on Redis's next timer tick,
+	// up to 1/hz s later (100 ms at the default hz of 10).
 	Wait time.Duration
 	// Visibility overrides the jobs' own lease length (100 ms to 24 h).
 	Visibility time.Duration
@@ -31,8 +30,8 @@ type ClaimOptions struct {
 // came within o.Wait or the queue is paused. A claim first promotes the
 // queue's scheduled jobs that are due, as many as o.Max, so a job due
 // when the claim starts never waits for a promoter's pass. (A job that
-// falls due during the wait is promoted by the promoter, whose push ends
-// the wait.)
+// falls due during the wait is promoted by the promoter, whose promotion
+// ends the wait.)
 func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Job, error) {
 	jobs, _, err := c.claim(ctx, queue, o, false)
 	return jobs, err
@@ -65,10 +64,12 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 	case o.Visibility != 0 && (o.Visibility < MinVisibility || o.Visibility > MaxVisibility):
 		return nil, time.Time{}, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
 	}
-	cl, err := c.claimNow(ctx, queue, k, o, wantNext)
+	deadline := time.Now().Add(o.Wait) // Redis waits in real time
+	cl, err := c.claimNow(ctx, queue, k, o, wantNext, o.Wait)
 	if err != nil || len(cl.jobs) > 0 || o.Wait == 0 {
 		return cl.jobs, cl.next, err
 	}
+	next := cl.next
 	if cl.paused {
 		// A paused queue hands out nothing: wait out the poll, then answer
 		// empty-handed.
@@ -80,27 +81,49 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		}
 		return nil, time.Time{}, nil
 	}
-	jobs, err := c.claimBlocking(ctx, queue, k, o)
-	return jobs, cl.next, err
+	for {
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return nil, next, nil
+		}
+		// Woken or not, claim again: a chunk that ends renews the mark that
+		// a claimer waits.
+		if err := c.waitWake(ctx, k, cl.wakeID, min(left, wakeChunk)); err != nil {
+			if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
+				return nil, next, nil
+			}
+			return nil, next, fmt.Errorf("queue: claim from %s: %w", queue, err)
+		}
+		left = max(time.Until(deadline), 0)
+		cl, err = c.claimNow(ctx, queue, k, o, false, left)
+		if err != nil || len(cl.jobs) > 0 || cl.paused {
+			return cl.jobs, next, err
+		}
+	}
 }
+
+// wakeChunk is the longest single wait on a queue's wake stream: a waiting
+// claim claims again at least this often, which also renews its mark
+// that it waits (a mark the scripts read before adding to the stream).
+const wakeChunk = time.Second
 
 // claimed is what claim.lua answered.
 type claimed struct {
 	jobs   []*Job
 	paused bool
 	next   time.Time // the due time handed to this claim to wake at; zero: none
+	wakeID string    // the wake stream's last entry, to wait after
 }
 
-func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool) (claimed, error) {
-	now := c.clock.Now()
-	v, err := c.run(ctx, claimScript, k, now.UnixMilli(),
-		[]string{k.pending, k.processing, k.leases, k.paused, k.scheduled, k.stats},
-		o.Max, newToken(), o.Visibility.Milliseconds(), cutoffOf(now), boolArg(wantNext))
+func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
+	t0 := c.clock.Now()
+	v, err := c.run(ctx, claimScript, k, o.Max, newToken(), o.Visibility.Milliseconds(), boolArg(wantNext), wait.Milliseconds())
+	t1 := c.clock.Now()
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
-	if len(res) < 2 {
+	if len(res) < 4 {
 		return claimed{}, fmt.Errorf("queue: claim from %s: unexpected reply %v", queue, v)
 	}
 	paused, _ := res[0].(int64)
@@ -108,10 +131,13 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
-	cl := claimed{jobs: make([]*Job, 0, len(res)-2), paused: paused == 1, next: next}
-	for _, r := range res[2:] {
+	nowUs, _ := res[2].(int64)
+	c.observeRedisTime(nowUs, t0, t1)
+	wakeID, _ := res[3].(string)
+	cl := claimed{jobs: make([]*Job, 0, len(res)-4), paused: paused == 1, next: c.localOf(next), wakeID: wakeID}
+	for _, r := range res[4:] {
 		packed, _ := r.(string)
-		j, err := claimedJob(queue, unpackFields(packed))
+		j, err := parsePacked(queue, packed)
 		if err != nil {
 			return claimed{}, err
 		}
@@ -120,91 +146,27 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 	return cl, nil
 }
 
-// unpackFields reads a hash packed by a script as NUL-joined fields and
-// values; a field that appears twice keeps its last value (claim.lua
-// appends the fields it wrote after the hash as it read it).
-func unpackFields(s string) map[string]string {
-	parts := strings.Split(s, "\x00")
-	m := make(map[string]string, len(parts)/2)
-	for i := 0; i+1 < len(parts); i += 2 {
-		m[parts[i]] = parts[i+1]
-	}
-	return m
-}
+// errWaitEnded is a wait on the wake stream that Redis ended because the
+// node stopped being a master (a failover, or REPLICAOF: "UNBLOCKED ...").
+// The wait answers empty at once; the caller's next call reaches the new
+// master through its client's own redirection.
+var errWaitEnded = errors.New("queue: the wait's server stopped being a master")
 
-func claimedJob(queue string, h map[string]string) (*Job, error) {
-	j, err := jobFromHash(queue, h["id"], h)
-	if err != nil {
-		return nil, err
+// waitWake waits up to d, on the blocking pool, for an entry of the wake
+// stream after id. It answers nil whether one came or the time ran out,
+// and errWaitEnded when Redis ended the wait.
+func (c *Client) waitWake(ctx context.Context, k keys, id string, d time.Duration) error {
+	if id == "" {
+		id = "0-0"
 	}
-	j.Token = h[fToken]
-	return j, nil
-}
-
-// blmove moves the right end of src to the dest end of dst, waiting up to
-// wait for src to have an element, on the blocking pool. It sends BLMOVE
-// itself: go-redis's BLMove rounds the timeout to whole seconds. A wait
-// that ends empty answers redis.Nil, and so does one that Redis aborted:
-// when a master is demoted to a replica (a cluster or Sentinel failover, or
-// REPLICAOF) the clients parked in BLMOVE are answered "UNBLOCKED force
-// unblock from blocking operation, instance state changed". Nothing moved,
-// so the caller's next call reaches the new master through its client's
-// own redirection.
-func (c *Client) blmove(ctx context.Context, src, dst, dest string, wait time.Duration) (string, error) {
-	v, err := c.blocking.Do(ctx, "BLMOVE", src, dst, "RIGHT", dest,
-		strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)).Text()
+	d = max(d, time.Millisecond) // BLOCK 0 would wait for ever
+	err := c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{k.wake, id}, Count: 1, Block: d}).Err()
 	var rerr redis.Error
-	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "UNBLOCKED") {
-		return "", redis.Nil
+	switch {
+	case err == nil, errors.Is(err, redis.Nil), migrating(err):
+		return nil
+	case errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "UNBLOCKED"):
+		return errWaitEnded
 	}
-	return v, err
-}
-
-// claimBlocking waits in BLMOVE for one job, then activates it. If the
-// process dies between the two, the id waits in processing with no lease
-// until a reclaim sweep finds it.
-func (c *Client) claimBlocking(ctx context.Context, queue string, k keys, o ClaimOptions) ([]*Job, error) {
-	id, err := c.blmove(ctx, k.pending, k.processing, "LEFT", o.Wait)
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("queue: claim from %s: %w", queue, wrapRedis(err))
-	}
-	// The id is ours now: finish the claim even when ctx has ended, and hand
-	// the job straight back if the caller is gone.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimMarkerTimeout)
-	defer cancel()
-	token := newToken()
-	v, err := c.run(actx, activateScript, k, c.nowMs(), []string{k.pending, k.processing, k.leases, k.paused},
-		id, token, o.Visibility.Milliseconds())
-	if err != nil {
-		return nil, fmt.Errorf("queue: claim from %s: activating %s: %w", queue, id, err)
-	}
-	if v == nil {
-		return nil, nil // a reclaim sweep took it back first, or the queue was paused
-	}
-	h := flatToMap(v)
-	h["id"] = id
-	j, err := claimedJob(queue, h)
-	if err != nil {
-		return nil, err
-	}
-	if ctx.Err() != nil {
-		if err := c.Release(actx, queue, j.ID, j.Token); err != nil {
-			return nil, fmt.Errorf("queue: claim from %s: handing back %s: %w", queue, id, err)
-		}
-		return nil, nil
-	}
-	jobs := []*Job{j}
-	if o.Max > 1 {
-		more, err := c.claimNow(ctx, queue, k, ClaimOptions{Max: o.Max - 1, Visibility: o.Visibility}, false)
-		if err == nil {
-			jobs = append(jobs, more.jobs...)
-		}
-	}
-	return jobs, nil
+	return wrapRedis(err)
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -33,6 +34,7 @@ const (
 	DefaultDeadMaxJobs      = 10_000
 	DefaultDeadMaxAge       = 30 * 24 * time.Hour
 	DefaultIdempotencyTTL   = 24 * time.Hour
+	DefaultRetryWindow      = time.Minute
 	DefaultBlockingPoolSize = 64
 
 	MaxAttemptsLimit  = 1000 // the most MaxAttempts a job may ask for
@@ -66,8 +68,15 @@ type Config struct {
 	BlockingPoolSize int
 	// Namespace prefixes every key. Defaults to "chronoq".
 	Namespace string
-	// Clock is the source of time; scripts get it as an argument. Defaults
-	// to the real clock.
+	// Clock is the instance's clock, used only to sleep: every decision
+	// about time (what is due, when a lease lapses, when a retry falls
+	// due) is made by Redis's clock inside the scripts, so an instance
+	// whose clock is wrong is never early and never takes a live lease.
+	// Defaults to the real clock. A *clockwork.FakeClock is for tests: the
+	// scripts then still read Redis's clock, shifted so that it reads as
+	// the fake clock plus the real time gone by since that fake clock was
+	// first used by a client, and advancing the fake clock moves the time
+	// the scripts see.
 	Clock clockwork.Clock
 	// MaxPayloadBytes caps a job's payload and its result. Defaults to 1 MiB.
 	MaxPayloadBytes int
@@ -96,6 +105,13 @@ type Config struct {
 	// IdempotencyTTL is how long an idempotency key is remembered.
 	// Defaults to 24 h.
 	IdempotencyTTL time.Duration
+	// RetryWindow is how long a retried call is answered as the first was
+	// after the job it named is gone: a job deleted within RetryWindow of
+	// its enqueue or of its end leaves a tombstone until then, so that an
+	// Enqueue retried after a lost reply does not make the job again (it
+	// answers the original id) and a retried Complete, Fail or Release
+	// answers what the first did. Defaults to 60 s.
+	RetryWindow time.Duration
 	// DisableEvents stops the scripts publishing job events (saves a
 	// little Redis time when nobody listens). Defaults to false.
 	DisableEvents bool
@@ -117,6 +133,8 @@ type Client struct {
 	instance   string // tells this client's nudges from others' on the nudge channel
 
 	known sync.Map // queue name -> struct{}: registered in the queues set
+
+	redisAhead atomic.Int64 // ns Redis's clock is ahead of this client's (see observeRedisTime)
 
 	mu        sync.Mutex
 	listeners map[chan delayed.Nudge]struct{}
@@ -141,6 +159,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.DeadMaxJobs = cmp.Or(cfg.DeadMaxJobs, DefaultDeadMaxJobs)
 	cfg.DeadMaxAge = cmp.Or(cfg.DeadMaxAge, DefaultDeadMaxAge)
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
+	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: delayed.DefaultBackoff, instance: newToken()[:12],
 		clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()), listeners: map[chan delayed.Nudge]struct{}{}}
 	if cfg.DefaultBackoff != nil {
@@ -221,7 +240,8 @@ func (c *Client) keysFor(queue string) (keys, error) {
 	return queueKeys(c.ns, queue), nil
 }
 
-// register adds queue to the set of known queues (once per process).
+// register adds queue to the set of known queues and makes its keys exist
+// (once per process).
 func (c *Client) register(ctx context.Context, queue string) error {
 	if _, ok := c.known.Load(queue); ok {
 		return nil
@@ -243,6 +263,9 @@ func (c *Client) register(ctx context.Context, queue string) error {
 			return wrapRedis(err)
 		}
 	}
+	if _, err := c.run(ctx, createScript, queueKeys(c.ns, queue)); err != nil {
+		return fmt.Errorf("queue: create %s: %w", queue, err)
+	}
 	c.known.Store(queue, struct{}{})
 	return nil
 }
@@ -257,8 +280,59 @@ func (c *Client) Queues(ctx context.Context) ([]string, error) {
 	return qs, nil
 }
 
-// nowMs is the clock's time in Unix ms.
-func (c *Client) nowMs() int64 { return c.clock.Now().UnixMilli() }
+// timeOffset is what the scripts add to Redis's TIME, in µs: 0, except
+// under a fake clock (see Config.Clock). Then Redis's clock reads as the
+// fake clock plus the real time gone by since that fake clock was first
+// used here: time moves when a test advances it, and otherwise runs on as
+// Redis's does, never backwards, and the same for every client that
+// shares the fake clock.
+func (c *Client) timeOffset() int64 {
+	fc, ok := c.clock.(*clockwork.FakeClock)
+	if !ok {
+		return 0
+	}
+	anchor, _ := fakeAnchors.LoadOrStore(fc, time.Now())
+	return fc.Now().Sub(anchor.(time.Time)).Microseconds()
+}
+
+// fakeAnchors holds, for each fake clock a client was given, the real time
+// it was first used (see timeOffset).
+var fakeAnchors sync.Map
+
+// observeRedisTime takes Redis's now (Unix µs, as a script answered it)
+// seen between t0 and t1 on this client's clock, and keeps the estimate of
+// the distance between the two clocks: Redis's time less the middle of
+// the round trip, within half the round trip.
+func (c *Client) observeRedisTime(redisUs int64, t0, t1 time.Time) {
+	if redisUs <= 0 {
+		return
+	}
+	mid := t0.Add(t1.Sub(t0) / 2)
+	c.redisAhead.Store(int64(time.UnixMicro(redisUs).Sub(mid)))
+}
+
+// RedisClockOffset is how far Redis's clock was ahead of this client's at
+// the last script that answered its time (negative: behind). Every
+// decision about time is Redis's; this client only sleeps by its own
+// clock, and sleeps until Redis-time instants less this offset.
+func (c *Client) RedisClockOffset() time.Duration {
+	if _, ok := c.clock.(*clockwork.FakeClock); ok {
+		return 0
+	}
+	return time.Duration(c.redisAhead.Load())
+}
+
+// localOf is t, an instant of Redis's clock, on this client's clock: when
+// to wake for it. (Under a fake clock the two are one, see timeOffset.)
+func (c *Client) localOf(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(-c.RedisClockOffset())
+}
+
+// tombMs is Config.RetryWindow in ms, as the scripts take it.
+func (c *Client) tombMs() int64 { return c.cfg.RetryWindow.Milliseconds() }
 
 // newToken is a fresh random claim token.
 func newToken() string {

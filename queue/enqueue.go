@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
 	"unicode"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/google/uuid"
 
@@ -120,14 +123,15 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if nj.Delay < 0 || nj.Delay > MaxDelay {
 		return fail(invalid("delay", "must be in [0, %s], got %s", MaxDelay, nj.Delay))
 	}
-	runAt := now.Add(nj.Delay)
+	// A delay counts from Redis's now, an absolute time stays absolute:
+	// the script decides which is due (see enqueue.lua's "when").
+	when := "d" + strconv.FormatInt(nj.Delay.Microseconds(), 10)
 	if !nj.RunAt.IsZero() {
 		if nj.RunAt.After(now.Add(MaxDelay)) {
 			return fail(invalid("run_at", "more than %s ahead", MaxDelay))
 		}
-		runAt = nj.RunAt
+		when = "a" + scoreOf(nj.RunAt)
 	}
-	runAt, score, later := dueAt(runAt, now)
 	maxAttempts := cmp.Or(nj.MaxAttempts, c.cfg.DefaultMaxAttempts)
 	if maxAttempts < 1 || maxAttempts > MaxAttemptsLimit {
 		return fail(invalid("max_attempts", "must be in [1, %d], got %d", MaxAttemptsLimit, nj.MaxAttempts))
@@ -155,10 +159,7 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	}
 	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
-		EnqueuedAt: time.UnixMilli(now.UnixMilli()).UTC(), RunAt: runAt, IdempotencyKey: nj.IdempotencyKey}
-	if !later {
-		j.Status = StatusPending
-	}
+		IdempotencyKey: nj.IdempotencyKey}
 	rttl := ""
 	if nj.ResultTTL > 0 {
 		rttl = strconv.FormatInt(nj.ResultTTL.Milliseconds(), 10)
@@ -167,8 +168,8 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if nj.Backoff != nil {
 		boEnc = bo.Encode()
 	}
-	args := []any{j.ID, j.Kind, string(j.Payload), encodeSpec(maxAttempts, vis, j.EnqueuedAt, boEnc),
-		score, nj.IdempotencyKey, rttl}
+	args := []any{j.ID, j.Kind, string(j.Payload), encodeSpec(maxAttempts, vis, boEnc),
+		when, nj.IdempotencyKey, rttl}
 	return prepared{job: j, args: args}, nil
 }
 
@@ -216,31 +217,46 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 	}
 	out := make([]Enqueued, len(jobs))
 	for _, q := range order {
-		if err := c.enqueueQueue(ctx, q, now.UnixMilli(), preps, byQueue[q], out); err != nil {
+		if err := c.enqueueQueue(ctx, q, preps, byQueue[q], out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (c *Client) enqueueQueue(ctx context.Context, queue string, nowMs int64, preps []prepared, idx []int, out []Enqueued) error {
+func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepared, idx []int, out []Enqueued) error {
 	k := queueKeys(c.ns, queue)
-	args := make([]any, 0, 2+7*len(idx))
-	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), len(idx))
+	args := make([]any, 0, 3+7*len(idx))
+	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), c.tombMs(), len(idx))
 	for _, i := range idx {
 		args = append(args, preps[i].args...)
 	}
-	v, err := c.run(ctx, enqueueScript, k, nowMs, []string{k.scheduled, k.pending, k.stats}, args...)
-	if err != nil {
-		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
+	var res []any
+	for try := 0; ; try++ {
+		v, err := c.run(ctx, enqueueScript, k, args...)
+		if err != nil {
+			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
+		}
+		res, _ = v.([]any)
+		if len(res) == 1 && try == 0 {
+			// The queue was deleted since this process created it.
+			c.known.Delete(queue)
+			if err := c.register(ctx, queue); err != nil {
+				return err
+			}
+			continue
+		}
+		break
 	}
-	res, _ := v.([]any)
-	if len(res) != 1+2*len(idx) {
-		return fmt.Errorf("queue: enqueue into %s: unexpected reply %v", queue, v)
+	if len(res) != 2+3*len(idx) {
+		return fmt.Errorf("queue: enqueue into %s: unexpected reply %v", queue, res)
 	}
+	nowUs, _ := res[0].(int64)
+	now := time.UnixMicro(nowUs).UTC()
 	for n, i := range idx {
-		id, _ := res[1+2*n].(string)
-		if replayed, _ := res[2+2*n].(int64); replayed == 1 {
+		id, _ := res[2+3*n].(string)
+		replayed, _ := res[3+3*n].(int64)
+		if replayed == 1 {
 			j, err := c.Get(ctx, queue, id)
 			if err != nil {
 				return fmt.Errorf("queue: enqueue into %s: reading replayed job: %w", queue, err)
@@ -248,10 +264,20 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, nowMs int64, pr
 			out[i] = Enqueued{Job: j, Replayed: true}
 			continue
 		}
-		out[i] = Enqueued{Job: preps[i].job}
+		due, err := nextOfReply(res[4+3*n])
+		if err != nil {
+			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
+		}
+		j := *preps[i].job
+		j.EnqueuedAt = time.UnixMilli(now.UnixMilli()).UTC()
+		j.RunAt, j.Status = time.UnixMilli(due.UnixMilli()).UTC(), StatusScheduled
+		if !due.After(now) {
+			j.RunAt, j.Status = time.UnixMilli(now.UnixMilli()).UTC(), StatusPending
+		}
+		out[i] = Enqueued{Job: &j}
 	}
-	if head, _ := res[0].(int64); head >= 0 {
-		c.nudge(ctx, queue, head)
+	if head, err := nextOfReply(res[1]); err == nil && !head.IsZero() {
+		c.nudge(ctx, queue, head.UnixMilli())
 	}
 	return nil
 }
@@ -265,9 +291,18 @@ func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	h, err := c.rdb.HGetAll(ctx, k.job(id)).Result()
-	if err != nil {
+	pipe := c.rdb.Pipeline()
+	rec := pipe.HGet(ctx, k.jobs, id)
+	data := pipe.HMGet(ctx, k.data, id, resultField(id))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapRedis(err)
 	}
-	return jobFromHash(queue, id, h)
+	d := data.Val()
+	str := func(v any) string { s, _ := v.(string); return s }
+	j, err := jobFromRecord(queue, id, rec.Val(), str(d[0]), str(d[1]))
+	if err != nil {
+		return nil, err
+	}
+	j.Token = ""
+	return j, nil
 }

@@ -2,22 +2,56 @@ package queue
 
 import (
 	"context"
-
-	"github.com/redis/go-redis/v9"
+	"strconv"
+	"strings"
 )
 
-// RunScript runs one of the package's scripts with raw arguments, for tests
-// that call a script twice as a retried command would.
-func RunScript(ctx context.Context, rdb redis.UniversalClient, name string, keys []string, args ...any) (any, error) {
-	return script(name).Run(ctx, rdb, keys, args...).Result()
+// RunScript runs one of the package's scripts by name on queue's keys,
+// with the common arguments and then args, for tests that call a script
+// twice as a retried command would.
+func (c *Client) RunScript(ctx context.Context, name, queue string, args ...any) (any, error) {
+	for _, s := range []*luaScript{createScript, enqueueScript, promoteScript, claimScript, waitScript, completeScript,
+		failScript, heartbeatScript, releaseScript, reclaimScript, listScript, cancelScript, rescheduleScript,
+		runNowScript, deadScript} {
+		if s.spec.name == name {
+			return c.run(ctx, s, queueKeys(c.ns, queue), args...)
+		}
+	}
+	panic("no script " + name)
 }
 
-// UnpackFields exposes unpackFields: a claim's reply read as the caller
-// reads it.
-var UnpackFields = unpackFields
+// ParsePacked exposes parsePacked: a job as a script answers it.
+var ParsePacked = parsePacked
 
-// EncodeSpec exposes encodeSpec, for tests that seed job hashes directly.
+// EncodeSpec exposes encodeSpec, for tests that seed jobs directly.
 var EncodeSpec = encodeSpec
 
-// CutoffOf exposes cutoffOf: now as the highest due score.
-var CutoffOf = cutoffOf
+// QueueKey is the key of queue called name (see layout.go), for tests that
+// look at Redis directly.
+func QueueKey(ns, queue, name string) string { return queueKeys(ns, queue).byName(name) }
+
+// Key names, for QueueKey.
+const (
+	KeyMeta    = keyMeta
+	KeyJobs    = keyJobs
+	KeyData    = keyData
+	KeySched   = keySched
+	KeyPending = keyPending
+	KeyLeases  = keyLeases
+	KeyDead    = keyDead
+	KeyDone    = keyDone
+	KeyIdem    = keyIdem
+	KeyExpiry  = keyExpiry
+	KeyClaims  = keyClaims
+	KeyWake    = keyWake
+)
+
+// DeadRecord is the record of a dead job as the scripts write it, for
+// tests that seed many dead jobs at once.
+func DeadRecord(kind string, attempts int, spec string, runAtMs, diedAtMs int64) string {
+	f := make([]string, nRec)
+	f[rStatus], f[rKind], f[rSpec] = string(StatusDead), kind, spec
+	f[rEnqueuedAt], f[rRunAt], f[rDiedAt] = strconv.FormatInt(runAtMs, 10), strconv.FormatInt(runAtMs, 10), strconv.FormatInt(diedAtMs, 10)
+	f[rAttempts], f[rFence], f[rLastError] = strconv.Itoa(attempts), strconv.Itoa(attempts), "boom"
+	return strings.Join(f, "\x00")
+}

@@ -40,10 +40,15 @@ type Job struct {
 	Kind    string
 	Payload json.RawMessage
 	Status  Status
-	// Attempts counts claims. It grows with each claim; requeueing a dead
-	// job (RunNow, RequeueDead) starts it again from 0 so the job gets its
-	// full MaxAttempts. Claims are fenced by their token, not by Attempts.
-	Attempts       int
+	// Attempts counts the claims since the job was enqueued or last
+	// retried by hand (RunNow or RequeueDead of a dead job start it again
+	// from 0, so the job gets its full MaxAttempts); MaxAttempts bounds it.
+	Attempts int
+	// Fence is 0 before the first claim; each claim of the job sets it
+	// above every earlier claim's, and it is never reset, so a handler can
+	// pass it to other systems as a fencing token. (Complete, fail and
+	// heartbeat are fenced by the claim's Token.)
+	Fence          int64
 	MaxAttempts    int
 	Backoff        delayed.Backoff
 	Visibility     time.Duration // lease length of a claim
@@ -62,85 +67,88 @@ type Job struct {
 	// asked for; its worker sees it on its next heartbeat.
 	CancelRequested bool
 	// Token is the claim token; set only on jobs returned by a claim (and
-	// by DecodeJobHash).
+	// by DecodeRecord).
 	Token string
 }
 
-// Hash fields of a job. The Lua scripts use the same names.
-const (
-	fKind        = "kind"
-	fPayload     = "payload"
-	fStatus      = "status"
-	fAttempts    = "attempts" // absent until the first claim
-	fSpec        = "spec"     // see encodeSpec
-	fResultTTL   = "result_ttl_ms"
-	fRunAt       = "run_at_ms"
-	fClaimedAt   = "claimed_at_ms"
-	fLeaseUntil  = "lease_until_ms"
-	fCompletedAt = "completed_at_ms"
-	fDiedAt      = "died_at_ms"
-	fCanceledAt  = "canceled_at_ms"
-	fResult      = "result"
-	fLastError   = "last_error"
-	fIdemKey     = "idempotency_key"
-	fToken       = "claim_token"
-	fCancelReq   = "cancel_requested"
-)
-
-// DecodeJobHash decodes a job's hash, <ns>:{<queue>}:job:<id>, as HGETALL
-// reads it, for tools that read Redis directly (the chaos battery's
+// DecodeRecord decodes a job's record, the value of its field in the
+// queue's jobs hash (see layout.go), with its payload and result from the
+// data hash, for tools that read Redis directly (the chaos battery's
 // checker does). The layout is this version's and may change with the
-// next: this is the one place that reads it. An empty hash is ErrNotFound.
-// Unlike Get, it sets Token: the job's last claim token.
-func DecodeJobHash(queue, id string, fields map[string]string) (*Job, error) {
-	j, err := jobFromHash(queue, id, fields)
+// next: this is the one place that reads it. A tombstone or an empty record
+// is ErrNotFound. Unlike Get, it sets Token: the job's last claim token.
+func DecodeRecord(queue, id, record, payload, result string) (*Job, error) {
+	j, err := jobFromRecord(queue, id, record, payload, result)
 	if err != nil {
 		return nil, err
 	}
-	j.Token = fields[fToken]
 	return j, nil
 }
 
-// jobFromHash builds a Job from its hash fields (as a map or a flat
-// field/value list from a script).
-func jobFromHash(queue, id string, h map[string]string) (*Job, error) {
-	if len(h) == 0 {
+// jobFromRecord builds a Job from its record, payload and result. Token is
+// set; callers that must not show it clear it.
+func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
+	if record == "" || record[0] == '-' {
 		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
 	}
-	j := &Job{ID: id, Queue: queue, Kind: h[fKind], Status: Status(h[fStatus]),
-		LastError: h[fLastError], IdempotencyKey: h[fIdemKey], CancelRequested: h[fCancelReq] == "1"}
-	if p := h[fPayload]; p != "" {
-		j.Payload = json.RawMessage(p)
+	f := strings.Split(record, "\x00")
+	if len(f) < nRec {
+		return nil, fmt.Errorf("queue: job %s/%s: malformed record of %d fields, want %d", queue, id, len(f), nRec)
 	}
-	if r := h[fResult]; r != "" {
-		j.Result = json.RawMessage(r)
+	j := &Job{ID: id, Queue: queue, Kind: f[rKind], Status: Status(f[rStatus]),
+		LastError: f[rLastError], IdempotencyKey: f[rIdemKey], CancelRequested: f[rCancelReq] == "1",
+		Attempts: atoi(f[rAttempts]), Fence: int64(atoi(f[rFence])), Token: f[rToken]}
+	if payload != "" {
+		j.Payload = json.RawMessage(payload)
 	}
-	j.Attempts = atoi(h[fAttempts])
-	if err := parseSpec(h[fSpec], j); err != nil {
+	if result != "" {
+		j.Result = json.RawMessage(result)
+	}
+	if err := parseSpec(f[rSpec], j); err != nil {
 		return nil, fmt.Errorf("queue: job %s/%s: %w", queue, id, err)
 	}
-	j.ResultTTL = msDuration(h[fResultTTL])
-	j.RunAt = msTime(h[fRunAt])
-	j.ClaimedAt = msTime(h[fClaimedAt])
-	j.LeaseUntil = msTime(h[fLeaseUntil])
-	j.CompletedAt = msTime(h[fCompletedAt])
-	j.DiedAt = msTime(h[fDiedAt])
-	j.CanceledAt = msTime(h[fCanceledAt])
+	j.EnqueuedAt = msTime(f[rEnqueuedAt])
+	j.ResultTTL = msDuration(f[rResultTTL])
+	j.RunAt = msTime(f[rRunAt])
+	j.ClaimedAt = msTime(f[rClaimedAt])
+	j.LeaseUntil = msTime(f[rLeaseUntil])
+	j.CompletedAt = msTime(f[rCompletedAt])
+	j.DiedAt = msTime(f[rDiedAt])
+	j.CanceledAt = msTime(f[rCanceledAt])
 	return j, nil
+}
+
+// parsePacked reads a job as the scripts answer it:
+// "<id>\0<record>\0<payload>\0<result>".
+func parsePacked(queue, s string) (*Job, error) {
+	id, rest, ok := strings.Cut(s, "\x00")
+	if !ok {
+		return nil, fmt.Errorf("queue: malformed job reply %q", s)
+	}
+	// The record is nRec fields; payload and result follow (neither holds
+	// a NUL).
+	i := 0
+	for n := 0; n < nRec; n++ {
+		k := strings.IndexByte(rest[i:], 0)
+		if k < 0 {
+			return nil, fmt.Errorf("queue: job %s/%s: malformed reply", queue, id)
+		}
+		i += k + 1
+	}
+	record := rest[:i-1]
+	payload, result, _ := strings.Cut(rest[i:], "\x00")
+	return jobFromRecord(queue, id, record, payload, result)
 }
 
 // encodeSpec renders what a job fixes at enqueue as its "spec" field:
-// "<max_attempts>|<visibility_ms>|<enqueued_at_ms>|<backoff>", the backoff
-// as [delayed.Backoff.Encode] writes it. One field rather than four keeps
-// the hash Redis writes per job small (the Lua readers are in
+// "<max_attempts>|<visibility_ms>|<backoff>", the backoff as
+// [delayed.Backoff.Encode] writes it (the Lua readers are in
 // lua/common.lua).
-func encodeSpec(maxAttempts int, vis time.Duration, enqueuedAt time.Time, backoff string) string {
+func encodeSpec(maxAttempts int, vis time.Duration, backoff string) string {
 	b := make([]byte, 0, 32+len(backoff))
 	b = strconv.AppendInt(b, int64(maxAttempts), 10)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, vis.Milliseconds(), 10)
-	b = append(b, '|')
-	b = strconv.AppendInt(b, enqueuedAt.UnixMilli(), 10)
 	b = append(b, '|')
 	b = append(b, backoff...)
 	return string(b)
@@ -149,10 +157,9 @@ func encodeSpec(maxAttempts int, vis time.Duration, enqueuedAt time.Time, backof
 // parseSpec sets j's fields from a spec written by encodeSpec.
 func parseSpec(spec string, j *Job) error {
 	ma, rest, ok1 := strings.Cut(spec, "|")
-	vis, rest, ok2 := strings.Cut(rest, "|")
-	enq, bo, ok3 := strings.Cut(rest, "|")
-	if !ok1 || !ok2 || !ok3 {
-		return fmt.Errorf("malformed spec %q: want max_attempts|visibility_ms|enqueued_at_ms|backoff", spec)
+	vis, bo, ok2 := strings.Cut(rest, "|")
+	if !ok1 || !ok2 {
+		return fmt.Errorf("malformed spec %q: want max_attempts|visibility_ms|backoff", spec)
 	}
 	backoff, err := delayed.DecodeBackoff(bo)
 	if err != nil {
@@ -160,21 +167,8 @@ func parseSpec(spec string, j *Job) error {
 	}
 	j.MaxAttempts = atoi(ma)
 	j.Visibility = msDuration(vis)
-	j.EnqueuedAt = msTime(enq)
 	j.Backoff = backoff
 	return nil
-}
-
-// flatToMap turns a script's HGETALL reply into a map.
-func flatToMap(v any) map[string]string {
-	xs, _ := v.([]any)
-	m := make(map[string]string, len(xs)/2)
-	for i := 0; i+1 < len(xs); i += 2 {
-		k, _ := xs[i].(string)
-		val, _ := xs[i+1].(string)
-		m[k] = val
-	}
-	return m
 }
 
 func atoi(s string) int {

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Job management: the calls an operator (the HTTP API, the dashboard, the
@@ -45,9 +43,9 @@ type ListOptions struct {
 }
 
 // List reads one page of the jobs of queue in one status, and the cursor of
-// the next page ("" after the last). Ids are read in one script call, their
-// hashes in one pipeline; jobs that expired in between are left out, so a
-// page may hold fewer than Limit jobs.
+// the next page ("" after the last), in one script call. Ids whose job has
+// left that status without leaving the list (a canceled pending job) are
+// left out, so a page may hold fewer than Limit jobs.
 //
 // Paging while jobs move:
 //   - Scheduled, processing and dead (sorted sets; processing is read
@@ -65,9 +63,8 @@ type ListOptions struct {
 //     page starts again at the head: nothing is missed, but jobs still
 //     there that were shown before (those behind a job canceled or
 //     rescheduled) are shown again.
-//   - Completed (a capped list, newest first): new completions never shift
-//     a page; once the cursor's job has been trimmed off the end, the
-//     listing ends.
+//   - Completed (a capped set by completion time, newest first): paged as
+//     the sorted sets above.
 func (c *Client) List(ctx context.Context, queue string, o ListOptions) (jobs []*Job, nextCursor string, err error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
@@ -77,18 +74,8 @@ func (c *Client) List(ctx context.Context, queue string, o ListOptions) (jobs []
 	if limit < 1 || limit > MaxListLimit {
 		return nil, "", invalid("limit", "must be in [1, %d], got %d", MaxListLimit, o.Limit)
 	}
-	var key, mode string
 	switch o.Status {
-	case StatusScheduled:
-		key, mode = k.scheduled, "zasc"
-	case StatusDead:
-		key, mode = k.dead, "zdesc"
-	case StatusPending:
-		key, mode = k.pending, "lright"
-	case StatusProcessing:
-		key, mode = k.leases, "zasc"
-	case StatusCompleted:
-		key, mode = k.completed, "lleft"
+	case StatusScheduled, StatusDead, StatusPending, StatusProcessing, StatusCompleted:
 	default:
 		return nil, "", invalid("status", "must be scheduled, pending, processing, completed or dead, got %q", o.Status)
 	}
@@ -98,59 +85,29 @@ func (c *Client) List(ctx context.Context, queue string, o ListOptions) (jobs []
 			return nil, "", err
 		}
 	}
-	v, err := c.run(ctx, listScript, k, c.nowMs(), []string{key}, mode, limit, cnum, cid)
+	v, err := c.run(ctx, listScript, k, string(o.Status), limit, cnum, cid)
 	if err != nil {
 		return nil, "", fmt.Errorf("queue: list %s of %s: %w", o.Status, queue, err)
 	}
 	res, _ := v.([]any)
-	if len(res)%2 != 1 {
+	if len(res) < 3 {
 		return nil, "", fmt.Errorf("queue: list %s of %s: unexpected reply %v", o.Status, queue, v)
 	}
 	more, _ := res[0].(int64)
-	ids := make([]string, 0, len(res)/2)
-	var lastNum string
-	for i := 1; i+1 < len(res); i += 2 {
-		id, _ := res[i].(string)
-		ids = append(ids, id)
-		lastNum = fmt.Sprint(res[i+1]) // a score (string) or a position (int64)
-	}
-	jobs, err = c.getMany(ctx, queue, k, ids)
-	if err != nil {
-		return nil, "", fmt.Errorf("queue: list %s of %s: %w", o.Status, queue, err)
-	}
-	if more == 1 && len(ids) > 0 {
-		nextCursor = encodeCursor(o.Status, lastNum, ids[len(ids)-1])
-	}
-	return jobs, nextCursor, nil
-}
-
-// getMany reads the hashes of ids in one pipeline, leaving out the jobs
-// that no longer exist.
-func (c *Client) getMany(ctx context.Context, queue string, k keys, ids []string) ([]*Job, error) {
-	if len(ids) == 0 {
-		return []*Job{}, nil
-	}
-	pipe := c.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, k.job(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, wrapRedis(err)
-	}
-	jobs := make([]*Job, 0, len(ids))
-	for i, cmd := range cmds {
-		h := cmd.Val()
-		if len(h) == 0 {
-			continue // expired or deleted since the ids were read
-		}
-		j, err := jobFromHash(queue, ids[i], h)
+	lastNum, _ := res[1].(string)
+	lastID, _ := res[2].(string)
+	jobs = make([]*Job, 0, len(res)-3)
+	for _, r := range res[3:] {
+		j, err := c.jobOfReply(queue, r)
 		if err != nil {
-			return nil, err
+			return nil, "", fmt.Errorf("queue: list %s of %s: %w", o.Status, queue, err)
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, nil
+	if more == 1 && lastID != "" {
+		nextCursor = encodeCursor(o.Status, lastNum, lastID)
+	}
+	return jobs, nextCursor, nil
 }
 
 // A cursor is "<status>:<score or position>:<id>", base64url encoded so
@@ -170,7 +127,7 @@ func decodeCursor(s Status, cursor string) (num, id string, err error) {
 		return "", "", bad
 	}
 	switch s {
-	case StatusScheduled, StatusDead, StatusProcessing:
+	case StatusScheduled, StatusDead, StatusProcessing, StatusCompleted:
 		f, err := strconv.ParseFloat(parts[1], 64)
 		if err != nil || math.IsNaN(f) {
 			return "", "", bad
@@ -235,9 +192,7 @@ func (c *Client) cancel(ctx context.Context, queue, id, claim string) (*Job, int
 	if req == "" {
 		req = newToken()
 	}
-	v, err := c.run(ctx, cancelScript, k, c.nowMs(),
-		[]string{k.scheduled, k.pending, k.processing, k.leases, k.completed, k.dead, k.stats},
-		id, req, max(c.cfg.Retention.Milliseconds(), 0), claim)
+	v, err := c.run(ctx, cancelScript, k, id, req, max(c.cfg.Retention.Milliseconds(), 0), claim, c.tombMs())
 	if err != nil {
 		return nil, 0, fmt.Errorf("queue: cancel %s/%s: %w", queue, id, err)
 	}
@@ -256,7 +211,14 @@ func (c *Client) cancel(ctx context.Context, queue, id, claim string) (*Job, int
 		}
 		return nil, code, fmt.Errorf("%w: job %s/%s is %s", ErrConflict, queue, id, status)
 	case cancelDone, cancelRepeated, cancelRequested, cancelDeleted:
-		j, err := jobFromHash(queue, id, flatToMap(res[2]))
+		p, _ := res[2].(string)
+		if p == "" {
+			return &Job{ID: id, Queue: queue, Status: Status(status)}, code, nil
+		}
+		j, err := parsePacked(queue, p)
+		if j != nil {
+			j.Token = ""
+		}
 		return j, code, err
 	}
 	return nil, code, fmt.Errorf("queue: cancel %s/%s: unexpected answer %d", queue, id, code)
@@ -282,8 +244,7 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 	if runAt.After(now.Add(MaxDelay)) {
 		return nil, invalid("run_at", "more than %s ahead", MaxDelay)
 	}
-	shown, score, _ := dueAt(runAt, now)
-	v, err := c.run(ctx, rescheduleScript, k, now.UnixMilli(), []string{k.scheduled, k.pending}, id, score)
+	v, err := c.run(ctx, rescheduleScript, k, id, "a"+scoreOf(runAt))
 	if err != nil {
 		return nil, fmt.Errorf("queue: reschedule %s/%s: %w", queue, id, err)
 	}
@@ -300,9 +261,9 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 		return nil, fmt.Errorf("%w: job %s/%s is %s, only scheduled and pending jobs can be rescheduled", ErrConflict, queue, id, status)
 	}
 	if head, _ := res[2].(int64); head == 1 {
-		c.nudge(ctx, queue, shown.UnixMilli())
+		c.nudge(ctx, queue, runAt.UnixMilli())
 	}
-	return jobFromHash(queue, id, flatToMap(res[3]))
+	return c.jobOfReply(queue, res[3])
 }
 
 // RunNow sends a scheduled job, or a dead one, to the back of pending now.
@@ -318,7 +279,7 @@ func (c *Client) RunNow(ctx context.Context, queue, id string) (*Job, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	v, err := c.run(ctx, runNowScript, k, c.nowMs(), []string{k.scheduled, k.pending, k.dead, k.stats}, id)
+	v, err := c.run(ctx, runNowScript, k, id)
 	if err != nil {
 		return nil, fmt.Errorf("queue: run now %s/%s: %w", queue, id, err)
 	}
@@ -334,7 +295,18 @@ func (c *Client) RunNow(ctx context.Context, queue, id string) (*Job, error) {
 	case 0:
 		return nil, fmt.Errorf("%w: job %s/%s is %s, only scheduled and dead jobs can be run now", ErrConflict, queue, id, status)
 	}
-	return jobFromHash(queue, id, flatToMap(res[2]))
+	return c.jobOfReply(queue, res[2])
+}
+
+// jobOfReply reads a job packed by a script, without its claim token.
+func (c *Client) jobOfReply(queue string, v any) (*Job, error) {
+	p, _ := v.(string)
+	j, err := parsePacked(queue, p)
+	if err != nil {
+		return nil, err
+	}
+	j.Token = ""
+	return j, nil
 }
 
 // RequeueDead sends the dead jobs of queue (those of kind only, unless kind
@@ -363,19 +335,19 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 			return 0, err
 		}
 	}
-	upto := c.nowMs()
+	upto := int64(-1) // Redis's now at the first batch, which answers it
 	total := 0
 	cscore, cid := "", ""
 	for range maxScriptLoops {
-		v, err := c.run(ctx, deadScript, k, c.nowMs(), []string{k.dead, k.pending, k.stats},
-			mode, kind, deadBatch, upto, cscore, cid)
+		v, err := c.run(ctx, deadScript, k, mode, kind, deadBatch, upto, cscore, cid, c.tombMs())
 		if err != nil {
 			return total, fmt.Errorf("queue: %s dead of %s: %w", mode, queue, err)
 		}
 		res, _ := v.([]any)
-		if len(res) != 4 {
+		if len(res) != 5 {
 			return total, fmt.Errorf("queue: %s dead of %s: unexpected reply %v", mode, queue, v)
 		}
+		upto, _ = res[4].(int64)
 		done, _ := res[0].(int64)
 		n, _ := res[1].(int64)
 		total += int(n)
@@ -394,8 +366,8 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 // has room for with [Client.Claim], so an idle wait holds none of its
 // slots. A paused queue waits out wait on the clock and answers false.
 //
-// The wait is a BLMOVE of the pending list onto itself, right end to right
-// end (the list is left as it was), on the blocking pool.
+// The wait is an XREAD BLOCK of the queue's wake stream on the blocking
+// pool, as a claim's wait is.
 func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
@@ -404,25 +376,41 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 	if wait < time.Millisecond || wait > MaxClaimWait {
 		return false, invalid("wait", "must be in [1ms, %s], got %s", MaxClaimWait, wait)
 	}
-	paused, err := c.rdb.Exists(ctx, k.paused).Result()
-	if err != nil {
-		return false, fmt.Errorf("queue: wait for %s: %w", queue, wrapRedis(err))
-	}
-	if paused == 1 {
-		t := c.clock.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.Chan():
+	deadline := time.Now().Add(wait) // Redis waits in real time
+	for {
+		v, err := c.run(ctx, waitScript, k, wait.Milliseconds())
+		if err != nil {
+			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
 		}
-		return false, nil
+		res, _ := v.([]any)
+		if len(res) != 3 {
+			return false, fmt.Errorf("queue: wait for %s: unexpected reply %v", queue, v)
+		}
+		paused, _ := res[0].(int64)
+		pending, _ := res[1].(int64)
+		wakeID, _ := res[2].(string)
+		if pending > 0 {
+			return true, nil
+		}
+		left := time.Until(deadline)
+		if paused == 1 {
+			t := c.clock.NewTimer(max(left, 0))
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+			case <-t.Chan():
+			}
+			return false, nil
+		}
+		if left <= 0 || ctx.Err() != nil {
+			return false, nil
+		}
+		if err := c.waitWake(ctx, k, wakeID, min(left, wakeChunk)); err != nil {
+			if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
+				return false, nil
+			}
+			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
+		}
+		wait = max(time.Until(deadline), time.Millisecond)
 	}
-	_, err = c.blmove(ctx, k.pending, k.pending, "RIGHT", wait)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.Nil), ctx.Err() != nil:
-		return false, nil
-	}
-	return false, fmt.Errorf("queue: wait for %s: %w", queue, wrapRedis(err))
 }

@@ -7,20 +7,24 @@ import (
 )
 
 // Promote implements delayed.Source: it moves up to one batch (500) of the
-// jobs of queue due at now into pending, earliest first, and answers how
-// many moved and when the next scheduled job is due (zero when none is).
-// A job is due when now has reached its run-at millisecond, never before.
-func (c *Client) Promote(ctx context.Context, queue string, now time.Time) (int, time.Time, error) {
+// jobs of queue that are due by Redis's clock into pending, earliest
+// first, and answers how many moved and when the next scheduled job is
+// due (zero when none is), on this client's clock (see Client.localOf).
+// A job is due when Redis's clock has reached its due time, to the
+// microsecond, never before.
+func (c *Client) Promote(ctx context.Context, queue string) (int, time.Time, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	v, err := c.run(ctx, promoteScript, k, now.UnixMilli(), []string{k.scheduled, k.pending, k.stats}, promoteBatch, cutoffOf(now))
+	t0 := c.clock.Now()
+	v, err := c.run(ctx, promoteScript, k, promoteBatch)
+	t1 := c.clock.Now()
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
-	if len(res) != 2 {
+	if len(res) != 3 {
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: unexpected reply %v", queue, v)
 	}
 	moved, _ := res[0].(int64)
@@ -28,5 +32,7 @@ func (c *Client) Promote(ctx context.Context, queue string, now time.Time) (int,
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: %w", queue, err)
 	}
-	return int(moved), next, nil
+	nowUs, _ := res[2].(int64)
+	c.observeRedisTime(nowUs, t0, t1)
+	return int(moved), c.localOf(next), nil
 }

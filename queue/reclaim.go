@@ -13,36 +13,35 @@ import (
 )
 
 // Reclaim takes back, now, the jobs of queue whose worker is gone: those
-// whose lease has lapsed go back to the head of pending with their attempts
-// kept (or to the dead set when their attempts are spent), and ids left in
-// processing with no lease (a claimer that died between BLMOVE and its
-// lease write) go back to pending. It works in bounded batches and answers
-// the ids taken back.
+// whose lease has lapsed by Redis's clock go back to the head of pending
+// with their attempts kept, to the dead set when their attempts are spent,
+// or end canceled when their cancellation was requested. It also deletes
+// the finished jobs whose retention is over and trims the dead set by age
+// and count. It works in bounded batches and answers the ids taken back.
+// (A claim is one script, so no claimer can die holding a job without a
+// lease.)
 func (c *Client) Reclaim(ctx context.Context, queue string) ([]string, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
-	cursor := int64(0)
 	for range maxScriptLoops {
-		v, err := c.run(ctx, reclaimScript, k, c.nowMs(),
-			[]string{k.pending, k.processing, k.leases, k.dead, k.stats},
-			reclaimBatch, cursor, c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds())
+		v, err := c.run(ctx, reclaimScript, k, reclaimBatch, c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds(),
+			max(c.cfg.Retention.Milliseconds(), 0), c.tombMs())
 		if err != nil {
 			return ids, fmt.Errorf("queue: reclaim %s: %w", queue, err)
 		}
 		res, _ := v.([]any)
-		if len(res) < 2 {
+		if len(res) < 1 {
 			return ids, fmt.Errorf("queue: reclaim %s: unexpected reply %v", queue, v)
 		}
 		more, _ := res[0].(int64)
-		cursor, _ = res[1].(int64)
-		for _, r := range res[2:] {
+		for _, r := range res[1:] {
 			id, _ := r.(string)
 			ids = append(ids, id)
 		}
-		if more == 0 && cursor < 0 {
+		if more == 0 {
 			return ids, nil
 		}
 	}

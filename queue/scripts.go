@@ -6,12 +6,20 @@ import (
 	"errors"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 //go:embed lua/*.lua
 var luaFS embed.FS
+
+// luaScript is one Lua file, sent as its generated prelude (see
+// scriptSpec.prelude), lua/common.lua and its own body.
+type luaScript struct {
+	spec scriptSpec
+	s    *redis.Script
+}
 
 // scriptHashes maps each script's name to its SHA1, as EVALSHA sends it.
 var scriptHashes = map[string]string{}
@@ -21,52 +29,98 @@ var scriptHashes = map[string]string{}
 // chaos battery names the requests its proxy drops).
 func ScriptHashes() map[string]string { return maps.Clone(scriptHashes) }
 
-// script is one Lua file with lua/common.lua in front of it.
-func script(name string) *redis.Script {
+func newScript(spec scriptSpec) *luaScript {
 	common, err := luaFS.ReadFile("lua/common.lua")
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}
-	body, err := luaFS.ReadFile("lua/" + name + ".lua")
+	body, err := luaFS.ReadFile("lua/" + spec.name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	s := redis.NewScript(string(common) + "\n" + string(body))
-	scriptHashes[name] = s.Hash()
-	return s
+	s := redis.NewScript(spec.prelude() + string(common) + "\n" + string(body))
+	scriptHashes[spec.name] = s.Hash()
+	return &luaScript{spec: spec, s: s}
 }
 
 var (
-	enqueueScript   = script("enqueue")
-	promoteScript   = script("promote")
-	claimScript     = script("claim")
-	activateScript  = script("activate")
-	completeScript  = script("complete")
-	failScript      = script("fail")
-	heartbeatScript = script("heartbeat")
-	reclaimScript   = script("reclaim")
-	releaseScript   = script("release")
-
-	// Job management (manage.go).
-	listScript       = script("list")
-	cancelScript     = script("cancel")
-	rescheduleScript = script("reschedule")
-	runNowScript     = script("runnow")
-	deadScript       = script("dead")
+	createScript     = newScript(specCreate)
+	enqueueScript    = newScript(specEnqueue)
+	promoteScript    = newScript(specPromote)
+	claimScript      = newScript(specClaim)
+	waitScript       = newScript(specWait)
+	completeScript   = newScript(specComplete)
+	failScript       = newScript(specFail)
+	heartbeatScript  = newScript(specHeartbeat)
+	releaseScript    = newScript(specRelease)
+	reclaimScript    = newScript(specReclaim)
+	listScript       = newScript(specList)
+	cancelScript     = newScript(specCancel)
+	rescheduleScript = newScript(specReschedule)
+	runNowScript     = newScript(specRunNow)
+	deadScript       = newScript(specDead)
 )
 
-// run runs a script with the common arguments in front of args. Script.Run
-// sends EVALSHA and falls back to EVAL when the server has lost its script
-// cache (restart, failover, SCRIPT FLUSH; per node in a cluster).
-func (c *Client) run(ctx context.Context, s *redis.Script, k keys, now int64, keys []string, args ...any) (any, error) {
-	all := make([]any, 0, 4+len(args))
-	all = append(all, k.prefix, now, c.pubcmd, k.events)
-	all = append(all, args...)
-	v, err := s.Run(ctx, c.rdb, keys, all...).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, wrapRedis(err)
+// Retrying a cluster in motion. While a queue's slot migrates, Redis
+// answers a script ASK (go-redis follows it), MOVED (go-redis follows it
+// and refreshes its slot map) or TRYAGAIN (the queue's keys are split
+// between the two nodes for the moment). None of them ran the script, so
+// run tries again, backing off from 1 ms to at most 100 ms a wait, for as
+// long as ctx allows and at most clusterRetryFor: a caller sees latency
+// during a migration, not an error.
+const (
+	clusterRetryFor      = 2 * time.Minute
+	clusterRetryMaxSleep = 100 * time.Millisecond
+)
+
+// migrating reports whether err is Redis saying the slot is moving.
+func migrating(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
 	}
-	return v, nil
+	msg := rerr.Error()
+	for _, p := range []string{"TRYAGAIN", "ASK ", "MOVED ", "CLUSTERDOWN"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// run runs a script on the keys of k with the common arguments in front of
+// args. Script.Run sends EVALSHA and falls back to EVAL when the server has
+// lost its script cache (restart, failover, SCRIPT FLUSH; per node in a
+// cluster).
+func (c *Client) run(ctx context.Context, sc *luaScript, k keys, args ...any) (any, error) {
+	argv := sc.spec.argv([]any{c.timeOffset(), c.pubcmd, k.events}, args)
+	ks := sc.spec.keysOf(k)
+	var deadline time.Time
+	sleep := time.Millisecond
+	for {
+		v, err := sc.s.Run(ctx, c.rdb, ks, argv...).Result()
+		if err == nil || errors.Is(err, redis.Nil) {
+			return v, nil
+		}
+		if !migrating(err) {
+			return nil, wrapRedis(err)
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(clusterRetryFor)
+		}
+		if now.After(deadline) {
+			return nil, wrapRedis(err)
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		sleep = min(2*sleep, clusterRetryMaxSleep)
+	}
 }
 
 // boolArg is a flag as the scripts read it: "1" or "0".
@@ -93,8 +147,8 @@ func wrapRedis(err error) error {
 		return err
 	}
 	if msg := err.Error(); strings.HasPrefix(msg, "ERR Error running script") || strings.HasPrefix(msg, "ERR Error compiling script") ||
-		strings.Contains(msg, "user_script") {
-		return err // a script bug, not an outage
+		strings.HasPrefix(msg, "ERR chronoq ") || strings.Contains(msg, "user_script") {
+		return err // a script bug or a malformed call, not an outage
 	}
 	return unavailableError{err}
 }

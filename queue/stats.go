@@ -40,30 +40,28 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 		return Stats{}, err
 	}
 	pipe := c.rdb.Pipeline()
-	sched, pend, leased, gap := pipe.ZCard(ctx, k.scheduled), pipe.LLen(ctx, k.pending), pipe.ZCard(ctx, k.leases), pipe.LLen(ctx, k.processing)
-	dead, hist := pipe.ZCard(ctx, k.dead), pipe.LLen(ctx, k.completed)
-	totals, paused := pipe.HGetAll(ctx, k.stats), pipe.Exists(ctx, k.paused)
-	oldest, head := pipe.LIndex(ctx, k.pending, -1), pipe.ZRangeWithScores(ctx, k.scheduled, 0, 0)
+	sched, pend, leased := pipe.ZCard(ctx, k.sched), pipe.LLen(ctx, k.pending), pipe.ZCard(ctx, k.leases)
+	dead, hist := pipe.ZCard(ctx, k.dead), pipe.ZCard(ctx, k.done)
+	meta := pipe.HGetAll(ctx, k.meta)
+	oldest, head := pipe.LIndex(ctx, k.pending, -2), pipe.ZRangeWithScores(ctx, k.sched, 0, 0)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Stats{}, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
 	}
-	t := totals.Val()
+	t := meta.Val()
 	n := func(f string) int64 { v, _ := strconv.ParseInt(t[f], 10, 64); return v }
-	s := Stats{Queue: queue, Paused: paused.Val() == 1,
-		Scheduled: sched.Val(), Pending: pend.Val(), Processing: leased.Val() + gap.Val(), Dead: dead.Val(), CompletedHistory: hist.Val(),
+	less := func(v int64) int64 { return max(v-sentinels, 0) } // each key's sentinel
+	s := Stats{Queue: queue, Paused: t[metaPaused] == "1",
+		Scheduled: less(sched.Val()), Pending: max(less(pend.Val())-n(metaStale), 0), Processing: less(leased.Val()),
+		Dead: less(dead.Val()), CompletedHistory: less(hist.Val()),
 		EnqueuedTotal: n("enqueued"), PromotedTotal: n("promoted"), CompletedTotal: n("completed"), FailedTotal: n("failed"),
 		RetriedTotal: n("retried"), ReclaimedTotal: n("reclaimed"), DeadTotal: n("dead"),
 		CanceledTotal: n("canceled"), RequeuedTotal: n("requeued")}
-	if h := head.Val(); len(h) == 1 {
+	if h := head.Val(); len(h) == 1 && h[0].Member != sentinel {
 		s.NextRunAt = timeOfScore(h[0].Score)
 	}
-	if id := oldest.Val(); id != "" {
-		runAt, err := c.rdb.HGet(ctx, k.job(id), fRunAt).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return Stats{}, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
-		}
-		if t := msTime(runAt); !t.IsZero() {
-			s.OldestPendingAge = max(c.clock.Since(t), 0)
+	if id := oldest.Val(); id != "" && id != sentinel {
+		if j, err := c.Get(ctx, queue, id); err == nil && j.Status == StatusPending {
+			s.OldestPendingAge = max(c.clock.Since(c.localOf(j.RunAt)), 0)
 		}
 	}
 	return s, nil
@@ -75,7 +73,10 @@ func (c *Client) Pause(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	return wrapRedis(c.rdb.Set(ctx, k.paused, "1", 0).Err())
+	if err := c.register(ctx, queue); err != nil {
+		return err
+	}
+	return wrapRedis(c.rdb.HSet(ctx, k.meta, metaPaused, "1").Err())
 }
 
 // Resume undoes Pause.
@@ -84,5 +85,5 @@ func (c *Client) Resume(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	return wrapRedis(c.rdb.Del(ctx, k.paused).Err())
+	return wrapRedis(c.rdb.HDel(ctx, k.meta, metaPaused).Err())
 }

@@ -43,15 +43,14 @@ type Report struct {
 	PoisonOK    int `json:"poison_ok"`
 	PoisonWrong int `json:"poison_wrong"`
 
-	LeftScheduled  int64    `json:"left_scheduled"`
-	LeftPending    int64    `json:"left_pending"`
-	LeftProcessing int64    `json:"left_processing"`
-	LeftLeases     int64    `json:"left_leases"`
-	Orphans        int      `json:"orphan_hashes"`
-	HashesKept     int      `json:"job_hashes_kept"` // completed (within retention) or dead
-	Markers        int      `json:"markers"`         // claim/enqueue retry markers, 60 s TTL
-	OtherKeys      []string `json:"other_keys,omitempty"`
-	StatsMismatch  []string `json:"stats_mismatch,omitempty"`
+	LeftScheduled int64    `json:"left_scheduled"`
+	LeftPending   int64    `json:"left_pending"`
+	LeftLeases    int64    `json:"left_leases"`
+	Orphans       int      `json:"orphan_hashes"`
+	HashesKept    int      `json:"job_hashes_kept"` // completed (within retention) or dead
+	Markers       int      `json:"markers"`         // claim/enqueue retry markers, 60 s TTL
+	OtherKeys     []string `json:"other_keys,omitempty"`
+	StatsMismatch []string `json:"stats_mismatch,omitempty"`
 
 	Faults          map[string]int              `json:"faults"` // injected and observed
 	Stalls          map[string]int              `json:"stalls"` // observed, not injected
@@ -301,7 +300,6 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 		r.Queues = append(r.Queues, q)
 		r.LeftScheduled += qs.Scheduled
 		r.LeftPending += qs.Pending
-		r.LeftProcessing += qs.Processing
 		r.LeftLeases += qs.Leases
 		stCompleted += qs.Stats["completed"]
 		stDead += qs.Stats["dead"]
@@ -410,7 +408,7 @@ func (r *Report) judge() {
 	add(r.GhostCompletions > 0, "%d jobs completed with no successful run", r.GhostCompletions)
 	add(r.DoubleCompletions > 0, "%d jobs with more than one accepted completion", r.DoubleCompletions)
 	add(r.AttemptReuse > 0, "%d attempt numbers used twice", r.AttemptReuse)
-	left := r.LeftScheduled + r.LeftPending + r.LeftProcessing + r.LeftLeases
+	left := r.LeftScheduled + r.LeftPending + r.LeftLeases
 	add(left > 0, "%d entries left in scheduled/pending/processing/leases", left)
 	add(r.Orphans > 0, "%d orphaned job hashes or dead-set ids", r.Orphans)
 	add(len(r.StatsMismatch) > 0, "stats disagree with the jobs: %v", r.StatsMismatch)

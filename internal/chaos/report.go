@@ -48,7 +48,7 @@ func WriteTable(w io.Writer, rs []*Report) {
 	row("  dead with exactly max attempts", n(func(r *Report) int { return r.PoisonOK }))
 	row("  WRONG", n(func(r *Report) int { return r.PoisonWrong }))
 	row("left: scheduled/pending", func(r *Report) string { return fmt.Sprintf("%d/%d", r.LeftScheduled, r.LeftPending) })
-	row("left: processing/leases", func(r *Report) string { return fmt.Sprintf("%d/%d", r.LeftProcessing, r.LeftLeases) })
+	row("left: leases", func(r *Report) string { return fmt.Sprint(r.LeftLeases) })
 	row("job hashes kept (completed/dead)", n(func(r *Report) int { return r.HashesKept }))
 	row("orphaned job hashes", n(func(r *Report) int { return r.Orphans }))
 	row("retry markers (60 s TTL)", n(func(r *Report) int { return r.Markers }))

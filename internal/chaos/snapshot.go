@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +12,7 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// JobState is a job hash as found in the queue's Redis at the end.
+// JobState is a job as found in the queue's Redis at the end.
 type JobState struct {
 	ID          string        `json:"id"`
 	Queue       string        `json:"queue"`
@@ -30,50 +28,55 @@ type JobState struct {
 
 // QueueState is what is left in one queue's structures.
 type QueueState struct {
-	Scheduled, Pending, Processing, Leases int64
-	Stats                                  map[string]int64
-	DeadIDs                                []string
+	Scheduled, Pending, Leases int64
+	Stats                      map[string]int64
+	DeadIDs                    []string
 }
 
 // Snapshot is the queue's Redis at the end of a run.
 type Snapshot struct {
 	Jobs   map[string]*JobState
 	Queues map[string]*QueueState
-	// Markers are the retry-safety records of claim and enqueue calls
-	// (60 s TTL); Other any key that is neither those, a queue's structure,
-	// a job nor an idempotency record.
+	// Markers are the retry markers of claims none of whose jobs is acked
+	// yet; Other any key of the namespace that is no queue's.
 	Markers int
 	Other   []string
 }
 
-// TakeSnapshot reads every key of namespace ns: the queues' structures and
-// every job hash (over every master of a cluster).
+// TakeSnapshot reads every key of namespace ns: every queue through
+// queue.Client.Dump, and a scan for any key that belongs to none of them
+// (over every master of a cluster).
 func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, queues []string) (*Snapshot, error) {
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, DisableEvents: true})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	defer func() { _ = c.Close() }()
 	s := &Snapshot{Jobs: map[string]*JobState{}, Queues: map[string]*QueueState{}}
+	known := map[string]bool{queue.QueuesKey(ns): true}
+	for _, q := range queues {
+		ks, err := queue.Keys(ns, q)
+		if err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		for _, k := range ks {
+			known[k] = true
+		}
+	}
 	var mu sync.Mutex
-	var jobKeys []string
 	scan := func(ctx context.Context, c *redis.Client) error {
 		iter := c.Scan(ctx, 0, ns+":*", 1000).Iterator()
 		for iter.Next(ctx) {
-			k := iter.Val()
-			mu.Lock()
-			switch {
-			case strings.Contains(k, "}:job:"):
-				jobKeys = append(jobKeys, k)
-			case strings.Contains(k, "}:claim:"), strings.Contains(k, "}:enq:"):
-				s.Markers++
-			case strings.Contains(k, "}:idem:"), k == ns+":queues", isQueueStructure(ns, k, queues):
-				// expected: idempotency records, the queue list, the queues
-			default:
+			if k := iter.Val(); !known[k] {
+				mu.Lock()
 				if len(s.Other) < 100 {
 					s.Other = append(s.Other, k)
 				}
+				mu.Unlock()
 			}
-			mu.Unlock()
 		}
 		return iter.Err()
 	}
-	var err error
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
 		err = c.ForEachMaster(ctx, scan)
@@ -86,42 +89,27 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 		return nil, fmt.Errorf("chaos: scanning the queue's keys: %w", err)
 	}
 	for _, q := range queues {
-		qs, err := readQueue(ctx, rdb, ns, q)
+		d, err := c.Dump(ctx, q)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("chaos: %w", err)
 		}
-		s.Queues[q] = qs
-	}
-	dead := map[string]bool{}
-	for _, qs := range s.Queues {
-		for _, id := range qs.DeadIDs {
+		st := d.Stats
+		s.Queues[q] = &QueueState{Scheduled: st.Scheduled, Pending: st.Pending, Leases: st.Processing, DeadIDs: d.Dead,
+			Stats: map[string]int64{"enqueued": st.EnqueuedTotal, "promoted": st.PromotedTotal, "completed": st.CompletedTotal,
+				"failed": st.FailedTotal, "retried": st.RetriedTotal, "reclaimed": st.ReclaimedTotal, "dead": st.DeadTotal,
+				"canceled": st.CanceledTotal, "requeued": st.RequeuedTotal}}
+		s.Markers += d.Claims
+		dead := map[string]bool{}
+		for _, id := range d.Dead {
 			dead[id] = true
 		}
-	}
-	const batch = 500
-	for i := 0; i < len(jobKeys); i += batch {
-		keys := jobKeys[i:min(i+batch, len(jobKeys))]
-		pipe := rdb.Pipeline()
-		hs := make([]*redis.MapStringStringCmd, len(keys))
-		ttls := make([]*redis.DurationCmd, len(keys))
-		for j, k := range keys {
-			hs[j], ttls[j] = pipe.HGetAll(ctx, k), pipe.PTTL(ctx, k)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("chaos: reading job hashes: %w", err)
-		}
-		for j, k := range keys {
-			h := hs[j].Val()
-			if len(h) == 0 {
-				continue // expired between the scan and the read
-			}
-			q, id := splitJobKey(ns, k)
-			job, err := queue.DecodeJobHash(q, id, h)
-			if err != nil {
-				return nil, fmt.Errorf("chaos: %w", err)
+		for id, job := range d.Jobs {
+			ttl := time.Duration(-1)
+			if at, ok := d.Expires[id]; ok {
+				ttl = max(time.Until(at), time.Millisecond)
 			}
 			js := &JobState{ID: id, Queue: q, Status: string(job.Status), Token: job.Token, LastError: job.LastError,
-				Attempts: job.Attempts, MaxAttempts: job.MaxAttempts, TTL: ttls[j].Val(), Seq: -1, InDead: dead[id]}
+				Attempts: job.Attempts, MaxAttempts: job.MaxAttempts, TTL: ttl, Seq: -1, InDead: dead[id]}
 			var p Payload
 			if json.Unmarshal(job.Payload, &p) == nil && p.Seq > 0 {
 				js.Seq = p.Seq
@@ -132,58 +120,21 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 	return s, nil
 }
 
-func isQueueStructure(ns, k string, queues []string) bool {
-	for _, q := range queues {
-		if rest, ok := strings.CutPrefix(k, ns+":{"+q+"}:"); ok {
-			switch rest {
-			case "scheduled", "pending", "processing", "leases", "completed", "dead", "stats", "paused", "waker":
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// splitJobKey reads queue and id from "<ns>:{<queue>}:job:<id>".
-func splitJobKey(ns, k string) (queue, id string) {
-	rest := strings.TrimPrefix(k, ns+":{")
-	queue, id, _ = strings.Cut(rest, "}:job:")
-	return queue, id
-}
-
-func readQueue(ctx context.Context, rdb redis.UniversalClient, ns, q string) (*QueueState, error) {
-	p := ns + ":{" + q + "}:"
-	pipe := rdb.Pipeline()
-	sched, pend, proc, leases := pipe.ZCard(ctx, p+"scheduled"), pipe.LLen(ctx, p+"pending"), pipe.LLen(ctx, p+"processing"), pipe.ZCard(ctx, p+"leases")
-	dead, stats := pipe.ZRange(ctx, p+"dead", 0, -1), pipe.HGetAll(ctx, p+"stats")
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("chaos: reading queue %s: %w", q, err)
-	}
-	qs := &QueueState{Scheduled: sched.Val(), Pending: pend.Val(), Processing: proc.Val(), Leases: leases.Val(),
-		DeadIDs: dead.Val(), Stats: map[string]int64{}}
-	for k, v := range stats.Val() {
-		qs.Stats[k], _ = strconv.ParseInt(v, 10, 64)
-	}
-	return qs, nil
-}
-
-// Depths answers how many jobs wait or run in queues: scheduled, pending,
-// processing (BLMOVE gap) and leased. Zero means drained.
-// One pipeline for every queue, four counts each.
+// Depths answers how many jobs wait or run in queues: scheduled, pending
+// and processing. Zero means drained.
 func Depths(ctx context.Context, rdb redis.UniversalClient, ns string, queues []string) (int64, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, 0, 4*len(queues))
-	for _, q := range queues {
-		p := ns + ":{" + q + "}:"
-		cmds = append(cmds, pipe.ZCard(ctx, p+"scheduled"), pipe.LLen(ctx, p+"pending"),
-			pipe.LLen(ctx, p+"processing"), pipe.ZCard(ctx, p+"leases"))
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, DisableEvents: true})
+	if err != nil {
+		return 0, fmt.Errorf("chaos: %w", err)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("chaos: reading queue depths: %w", err)
-	}
+	defer func() { _ = c.Close() }()
 	var total int64
-	for _, c := range cmds {
-		total += c.Val()
+	for _, q := range queues {
+		st, err := c.Stats(ctx, q)
+		if err != nil {
+			return 0, fmt.Errorf("chaos: reading queue depths: %w", err)
+		}
+		total += st.Scheduled + st.Pending + st.Processing
 	}
 	return total, nil
 }

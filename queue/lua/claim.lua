@@ -1,133 +1,110 @@
 -- claim.lua: claims up to max pending jobs without blocking (the hot path).
 -- First it promotes up to max scheduled jobs that are due, as promote.lua
 -- does: a worker that wakes at a job's due time claims it in this one
--- round trip, without waiting for a promoter's pass.
--- KEYS[1] -> <prefix>pending    (LIST)
--- KEYS[2] -> <prefix>processing (LIST; unused here, kept for the key layout)
--- KEYS[3] -> <prefix>leases     (ZSET)
--- KEYS[4] -> <prefix>paused     (STRING)
--- KEYS[5] -> <prefix>scheduled  (ZSET)
--- KEYS[6] -> <prefix>stats      (HASH)
--- ARGV[1..4] -> common
--- ARGV[5] -> max jobs
--- ARGV[6] -> token base: the i-th id popped gets token "<base>.<i>"
--- ARGV[7] -> visibility override ms (0: each job's own)
--- ARGV[8] -> the highest due score: now with microseconds, as promote.lua
--- ARGV[9] -> "1": answer the due time for the caller to wake at (next)
--- Returns: { paused, next, job_1, ..., job_k }: paused 1 when the queue is
---          paused (then no job, and nothing promoted); next, when asked
---          for, the score of the earliest job still scheduled, unless
---          another claim was handed that same score first ("" then, when
---          none is scheduled, or when not asked for); each job_i
---          the claimed job's hash as one string, field and value
---          alternating, joined by NUL bytes, with the fields the claim
---          wrote and "id" appended
---          (a field may appear twice: its last value is the current one).
---          (One string is much cheaper for Redis to reply than 30 array
---          elements; no value can hold a NUL: payloads and results are
---          JSON, names are validated, errors are scrubbed.)
--- Safe to run twice: the ids of a claim are remembered under its token base
--- for 60 s, and a second run answers the same jobs.
+-- round trip. Each claimed job gets attempts + 1, fence + 1, the token
+-- "<token_base>.<i>" and a lease of visibility_ms (0: the job's own),
+-- all by Redis's clock. Keys and arguments: specClaim in queue/layout.go.
+-- want_next "1": answer a due time for the caller to wake at. wait_ms > 0:
+-- when nothing is claimed the caller will wait that long on the wake
+-- stream, so jobs that become pending until then add an entry to it.
+-- Returns: { paused, next, now_us, wake_id, job_1, ..., job_k }: paused 1
+--          when the queue is paused (then nothing is promoted or claimed);
+--          next the score of the earliest scheduled job when asked for,
+--          unless another claim was handed that score first ("" then);
+--          wake_id the wake stream's last entry, to wait after; job_i is
+--          packed (see common.lua).
+-- Safe to run twice: a claim's ids are kept under its token base until one
+-- of its jobs is acked or taken back, and a rerun answers the same jobs.
+local max, vis, wait_ms = tonumber(A_max), tonumber(A_visibility_ms), tonumber(A_wait_ms)
+local wants_next = A_want_next == '1'
+if not exists() then
+  return { 0, '', now_us, '0-0' }
+end
+
+local prior = redis.call('HGET', K_claims, A_token_base)
+if prior then
+  local out = { 0, '', now_us, '0-0' }
+  if wants_next then
+    out[2] = next_due() -- the same caller, whose reply was lost
+  end
+  for id in string.gmatch(prior, '[^,]+') do
+    local f = load(id)
+    if f and string.sub(f[R_token], 1, #A_token_base + 1) == A_token_base .. '.' then
+      out[#out + 1] = packed(id, f)
+    end
+  end
+  return out
+end
+if redis.call('HGET', K_meta, 'paused') == '1' then
+  return { 1, '', now_us, '0-0' }
+end
 
 -- take_wake hands next to this claim unless an earlier claim was handed
 -- it: of many idle workers, one wakes for each due time (the promoter
--- covers a waker that died). <prefix>waker holds the score last handed
--- out, until a second after it is due.
+-- covers a waker that died). The hand-out holds until a second after it
+-- is due.
 local function take_wake(next)
   if next == '' then
     return ''
   end
-  local key = prefix .. 'waker'
-  if redis.call('GET', key) == next then
+  local m = redis.call('HMGET', K_meta, 'waker', 'waker_until')
+  if m[1] == next and tonumber(m[2] or '0') > now then
     return ''
   end
-  redis.call('SET', key, next, 'PX', math.max(math.floor(tonumber(next) - now), 0) + 1000)
+  redis.call('HSET', K_meta, 'waker', next, 'waker_until', math.max(math.floor(tonumber(next)), now) + 1000)
   return next
 end
 
-local wants_next = ARGV[9] == '1'
-local marker = prefix .. 'claim:' .. ARGV[6]
-local out = { 0, '' }
-local prior = redis.call('GET', marker)
-if prior then
-  if wants_next then
-    out[2] = next_due(KEYS[5]) -- the same caller, whose reply was lost
-  end
-  for id in string.gmatch(prior, '[^,]+') do
-    local f = redis.call('HGETALL', jobkey(id))
-    f[#f + 1] = 'id'
-    f[#f + 1] = id
-    out[#out + 1] = table.concat(f, '\0')
-  end
-  return out
-end
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  return { 1, '' }
-end
-local max, vis = tonumber(ARGV[5]), tonumber(ARGV[7])
-promote_due(KEYS[5], KEYS[1], KEYS[6], ARGV[8], max)
+promote_due(max)
+local out = { 0, '', now_us, '0-0' }
 if wants_next then
-  out[2] = take_wake(next_due(KEYS[5]))
+  out[2] = take_wake(next_due())
 end
-local popped = redis.call('RPOP', KEYS[1], max)
-if not popped then
-  publish_events()
-  return out
-end
-batch_events()
-local ids, leases = {}, {}
+local popped = pop_pending(max)
+local ids, leases, stale = {}, {}, 0
 for i, id in ipairs(popped) do
-  local key = jobkey(id)
-  local h = redis.call('HGETALL', key)
-  local status, attempts, spec, kind, cancel
-  for j = 1, #h, 2 do
-    local name = h[j]
-    if name == 'status' then
-      status = h[j + 1]
-    elseif name == 'attempts' then
-      attempts = h[j + 1]
-    elseif name == 'spec' then
-      spec = h[j + 1]
-    elseif name == 'kind' then
-      kind = h[j + 1]
-    elseif name == 'cancel_requested' then
-      cancel = true
-    end
-  end
-  -- Only a pending job can be claimed; anything else popped here is a
-  -- stale id (a canceled job, say) and is dropped.
-  if status == 'pending' then
-    attempts = tonumber(attempts or '0') + 1
+  local f = load(id)
+  -- Only a pending job can be claimed; any other id popped here is
+  -- stale (its job was canceled or rescheduled while pending) and is
+  -- dropped.
+  if f and f[R_status] == 'pending' then
     local v = vis
     if v <= 0 then
-      v = spec_visibility(spec)
+      v = spec_visibility(f[R_spec])
     end
-    local lease, token = now + v, ARGV[6] .. '.' .. i
-    redis.call('HSET', key, 'status', 'processing', 'attempts', attempts, 'claim_token', token,
-      'claimed_at_ms', now, 'lease_until_ms', lease)
-    -- The fields just written follow the hash as it was: the reader keeps
-    -- the last value of a field.
-    local n = #h
-    h[n + 1], h[n + 2] = 'status', 'processing'
-    h[n + 3], h[n + 4] = 'attempts', attempts
-    h[n + 5], h[n + 6] = 'claim_token', token
-    h[n + 7], h[n + 8] = 'claimed_at_ms', now
-    h[n + 9], h[n + 10] = 'lease_until_ms', lease
-    h[n + 11], h[n + 12] = 'id', id
-    if cancel then
-      redis.call('HDEL', key, 'cancel_requested')
-      h[n + 13], h[n + 14] = 'cancel_requested', '0'
-    end
-    out[#out + 1] = table.concat(h, '\0')
+    local lease = now + v
+    f[R_status] = 'processing'
+    f[R_attempts] = (tonumber(f[R_attempts]) or 0) + 1
+    f[R_fence] = (tonumber(f[R_fence]) or 0) + 1
+    f[R_token] = A_token_base .. '.' .. i
+    f[R_claimed_at_ms] = now
+    f[R_lease_until_ms] = lease
+    save(id, f)
+    out[#out + 1] = packed(id, f)
     ids[#ids + 1] = id
     leases[#leases + 1] = lease
     leases[#leases + 1] = id
-    emit('claimed', id, kind, 'processing', attempts)
+    emit('claimed', id, f[R_kind], 'processing', f[R_attempts])
+  else
+    stale = stale + 1
   end
 end
+if stale > 0 then
+  local s = tonumber(redis.call('HGET', K_meta, 'stale') or '0')
+  redis.call('HSET', K_meta, 'stale', math.max(s - stale, 0))
+end
 if #ids > 0 then
-  redis.call('ZADD', KEYS[3], unpack(leases))
-  redis.call('SET', marker, table.concat(ids, ','), 'PX', 60000)
+  redis.call('ZADD', K_leases, unpack(leases))
+  redis.call('HSET', K_claims, A_token_base, table.concat(ids, ','))
+  if #popped == max and pending_count() > 0 then
+    wake(1) -- more are pending: the next waiting claimer takes them
+  end
+elseif wait_ms > 0 then
+  local till = now + wait_ms
+  if tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') < till then
+    redis.call('HSET', K_meta, 'waiting_until', till)
+  end
+  out[4] = wake_id()
 end
 publish_events()
 return out

@@ -1,25 +1,89 @@
--- common.lua: prepended to every script (the scripts are one chunk each).
--- Every script takes the same first four arguments:
---   ARGV[1] -> key prefix of the queue, "<ns>:{<queue>}:" (job and
---              idempotency keys are built from it: same hash tag, same slot)
---   ARGV[2] -> now, Unix ms (from the caller's clock: tests drive it)
---   ARGV[3] -> publish command for events: "PUBLISH", "SPUBLISH", or "" (off)
---   ARGV[4] -> events channel of the queue
-local prefix = ARGV[1]
-local now = tonumber(ARGV[2])
-local pubcmd = ARGV[3]
-local channel = ARGV[4]
+-- common.lua: follows the generated prelude (keys, arguments and record
+-- fields by name, from queue/layout.go) and precedes every script.
+--
+-- Rules every script keeps:
+--   * it touches only the keys in KEYS, and builds no key name;
+--   * it reads and checks everything it needs before its first write, so
+--     an error it raises leaves nothing half done;
+--   * now is Redis's clock (TIME), never the caller's: the caller only
+--     sends an offset, 0 except under a test's fake clock;
+--   * it is safe to run twice: a rerun (after a lost reply) answers what
+--     the first run did.
 
-local function jobkey(id)
-  return prefix .. 'job:' .. id
+local clock = redis.call('TIME')
+-- now_us: Unix µs; now: Unix ms; cutoff: now as a due score ("<ms>.<µs>").
+local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2]) + tonumber(A_offset_us)
+local now = math.floor(now_us / 1000)
+local cutoff = string.format('%d.%03d', now, now_us % 1000)
+
+-- score_of_us writes Unix µs as a due score, "<ms>.<µs>".
+local function score_of_us(us)
+  return string.format('%d.%03d', math.floor(us / 1000), us % 1000)
 end
 
--- The job hash keeps what is fixed at enqueue in one field, "spec":
--- "<max_attempts>|<visibility_ms>|<enqueued_at_ms>|<backoff>", the backoff
--- as delayed.Backoff.Encode writes it. (One field instead of four makes
--- the hash Redis creates per job smaller and cheaper to write; the
--- readers below take what they need. Go's reader is queue.parseSpec.) A
--- job's "attempts" is absent until its first claim.
+-- due_of answers the score of a "when" argument: "d<µs>" a delay after
+-- now, "a<score>" an absolute due score; nil when malformed.
+local function due_of(when)
+  local kind, v = string.sub(when, 1, 1), string.sub(when, 2)
+  if kind == 'd' then
+    local d = tonumber(v)
+    if not d then
+      return nil
+    end
+    return score_of_us(now_us + d)
+  elseif kind == 'a' and tonumber(v) then
+    return v
+  end
+  return nil
+end
+
+-- Records -----------------------------------------------------------------
+
+local function split(rec)
+  local f = {}
+  for v in string.gmatch(rec .. '\0', '([^%z]*)%z') do
+    f[#f + 1] = v
+  end
+  return f
+end
+
+-- load answers a job's record as a table, nil when there is no job (a
+-- tombstone is no job: see tomb_of).
+local function load(id)
+  local rec = redis.call('HGET', K_jobs, id)
+  if not rec or string.sub(rec, 1, 1) == '-' then
+    return nil
+  end
+  local f = split(rec)
+  for i = #f + 1, NREC do
+    f[i] = ''
+  end
+  return f
+end
+
+-- tomb_of answers the ack kept by a job's tombstone ("" when it has
+-- none), or nil when there is no tombstone.
+local function tomb_of(id)
+  local rec = redis.call('HGET', K_jobs, id)
+  if rec and string.sub(rec, 1, 1) == '-' then
+    return string.sub(rec, 2)
+  end
+  return nil
+end
+
+local function save(id, f)
+  redis.call('HSET', K_jobs, id, table.concat(f, '\0'))
+end
+
+local function new_record()
+  local f = {}
+  for i = 1, NREC do
+    f[i] = ''
+  end
+  return f
+end
+
+-- spec: "<max_attempts>|<visibility_ms>|<backoff>".
 local function spec_max_attempts(spec)
   return tonumber(string.match(spec, '^(%d+)|'))
 end
@@ -30,181 +94,278 @@ end
 
 -- spec_backoff answers the backoff's initial ms, factor, max ms and jitter.
 local function spec_backoff(spec)
-  local initial, factor, maxd, jitter = string.match(spec, '^%d+|%d+|%d+|([^:]+):([^:]+):([^:]+):([^:]+)$')
+  local initial, factor, maxd, jitter = string.match(spec, '^%d+|%d+|([^:|]+):([^:]+):([^:]+):([^:]+)$')
   return tonumber(initial), tonumber(factor), tonumber(maxd), tonumber(jitter)
 end
 
--- Events: one line "type|id|kind|status|attempts|at_ms" per state change.
--- A message holds one or more lines separated by "\n": the batch scripts
--- call batch_events() first and publish_events() last, so a batch of 500
--- costs one PUBLISH, not 500.
--- A batch with no one listening builds no lines at all: on a single
--- server batch_events() asks whether the channel has a subscriber or any
--- pattern subscription exists (Client.Subscribe uses one of the two). A
--- cluster's shard channels may be subscribed on a replica, which the
--- primary cannot count, so with SPUBLISH the lines are always built.
-local event_lines = nil
-local muted = false
+-- token_base is the claim a token belongs to: "<base>.<i>" -> base.
+local function token_base(token)
+  return string.match(token, '^(.*)%.%d+$')
+end
 
-local function batch_events()
-  if event_lines then
-    return -- batching already
+-- Counters ------------------------------------------------------------------
+
+local function count(field, n)
+  if n ~= 0 then
+    redis.call('HINCRBY', K_meta, field, n)
   end
-  event_lines = {}
-  if pubcmd == 'PUBLISH' and redis.call('PUBSUB', 'NUMPAT') == 0
-      and redis.call('PUBSUB', 'NUMSUB', channel)[2] == 0 then
-    muted = true
-  end
+end
+
+-- Events --------------------------------------------------------------------
+-- One line "type|id|kind|status|attempts|at_ms" per state change. Lines
+-- are collected and published in one message by publish_events(), the
+-- last thing a script does; with PUBLISH and nobody subscribed, none are
+-- built. A failed publish cannot fail the script: events are a view.
+
+local event_lines = {}
+local muted = A_pubcmd == ''
+if A_pubcmd == 'PUBLISH' and redis.call('PUBSUB', 'NUMPAT') == 0
+    and redis.call('PUBSUB', 'NUMSUB', A_channel)[2] == 0 then
+  muted = true
 end
 
 local function emit(typ, id, kind, status, attempts)
-  if pubcmd == '' or muted then
+  if muted then
     return
   end
-  local line = typ .. '|' .. id .. '|' .. (kind or '') .. '|' .. status .. '|' .. (attempts or '0') .. '|' .. now
-  if event_lines then
-    event_lines[#event_lines + 1] = line
-  else
-    redis.call(pubcmd, channel, line)
-  end
+  event_lines[#event_lines + 1] = typ .. '|' .. id .. '|' .. (kind or '') .. '|' .. status .. '|' ..
+      ((attempts ~= '' and attempts) or '0') .. '|' .. now
 end
 
 local function publish_events()
-  if event_lines and #event_lines > 0 then
-    redis.call(pubcmd, channel, table.concat(event_lines, '\n'))
-  end
-  event_lines = nil
-  muted = false
-end
-
--- drop deletes a job's hash and the idempotency record that points at it.
-local function drop(id)
-  local key = jobkey(id)
-  local ik = redis.call('HGET', key, 'idempotency_key')
-  if ik then
-    local idk = prefix .. 'idem:' .. ik
-    if redis.call('GET', idk) == id then
-      redis.call('DEL', idk)
-    end
-  end
-  redis.call('DEL', key)
-end
-
--- trim_dead removes dead jobs older than max_age_ms or past max_count,
--- oldest first, at most 100 a call (the next call takes the rest).
-local function trim_dead(deadkey, max_count, max_age_ms)
-  local budget = 100
-  local old = redis.call('ZRANGEBYSCORE', deadkey, '-inf', now - max_age_ms, 'LIMIT', 0, budget)
-  for _, id in ipairs(old) do
-    redis.call('ZREM', deadkey, id)
-    drop(id)
-  end
-  budget = budget - #old
-  local excess = redis.call('ZCARD', deadkey) - max_count
-  if excess > 0 and budget > 0 then
-    local popped = redis.call('ZPOPMIN', deadkey, math.min(excess, budget))
-    for i = 1, #popped, 2 do
-      drop(popped[i])
-    end
+  if #event_lines > 0 then
+    redis.pcall(A_pubcmd, A_channel, table.concat(event_lines, '\n'))
+    event_lines = {}
   end
 end
 
--- kill moves a job that is out of every list into the dead set.
-local function kill(id, deadkey, statskey, err, kind, attempts, max_count, max_age_ms)
-  local key = jobkey(id)
-  redis.call('HSET', key, 'status', 'dead', 'died_at_ms', now, 'last_error', err)
-  redis.call('HDEL', key, 'cancel_requested')
-  redis.call('ZADD', deadkey, now, id)
-  redis.call('HINCRBY', statskey, 'dead', 1)
-  emit('dead', id, kind, 'dead', attempts)
-  trim_dead(deadkey, max_count, max_age_ms)
+-- The queue's keys --------------------------------------------------------
+
+-- exists answers whether the queue has been created (K_meta is declared
+-- by every script that calls it).
+local function exists()
+  return redis.call('HEXISTS', K_meta, 'created_ms') == 1
 end
 
--- schedule puts a job that is out of every list back to wait until run_at
--- (or straight into pending when that is now or past). It answers the new
--- status and whether the job is now the earliest scheduled one.
--- A due time may hold microseconds ("<ms>.<us>"): the score keeps them,
--- given as score (the string the caller sent: Lua would print the number
--- with 14 digits), and run_at_ms is the millisecond it falls in.
-local function schedule(id, run_at, schedkey, pendkey, score)
-  local key = jobkey(id)
-  if run_at <= now then
-    redis.call('HSET', key, 'status', 'pending', 'run_at_ms', math.floor(run_at))
-    redis.call('LPUSH', pendkey, id)
+-- The pending list keeps its sentinel rightmost: ids enter at the left
+-- and leave at the right, where pop_pending lifts the sentinel off and
+-- puts it back.
+
+-- pop_pending takes up to n ids from the right end.
+local function pop_pending(n)
+  local got = redis.call('RPOP', K_pending, n + 1) -- got[1] is the sentinel
+  local ids = {}
+  for i = 2, #got do
+    ids[#ids + 1] = got[i]
+  end
+  redis.call('RPUSH', K_pending, SENTINEL)
+  return ids
+end
+
+-- push_front puts ids at the right end: next to be claimed.
+local function push_front(ids)
+  redis.call('RPOP', K_pending)
+  redis.call('RPUSH', K_pending, unpack(ids))
+  redis.call('RPUSH', K_pending, SENTINEL)
+end
+
+-- pending_count is the number of pending jobs: the list, less its
+-- sentinel, less the ids of jobs that left pending without leaving the
+-- list (canceled or rescheduled: taking them out would be an O(N) LREM).
+local function pending_count()
+  return redis.call('LLEN', K_pending) - 1 - tonumber(redis.call('HGET', K_meta, 'stale') or '0')
+end
+
+-- wake tells claimers waiting on the wake stream that n jobs became
+-- pending, when one may be waiting (a claim that found nothing and is
+-- about to wait marks waiting_until).
+local function wake(n)
+  if n > 0 and tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') >= now then
+    redis.call('XADD', K_wake, 'MAXLEN', '1', '*', 'n', n)
+  end
+end
+
+-- wake_id is the id of the wake stream's last entry: a claimer waits for
+-- an entry after it.
+local function wake_id()
+  local last = redis.call('XREVRANGE', K_wake, '+', '-', 'COUNT', 1)
+  if last[1] then
+    return last[1][1]
+  end
+  return '0-0'
+end
+
+-- next_due is the score of the earliest scheduled job, as a string, ""
+-- when none is (the sentinel's score is +inf).
+local function next_due()
+  local head = redis.call('ZRANGE', K_sched, 0, 0, 'WITHSCORES')
+  if head[1] == SENTINEL then
+    return ''
+  end
+  return head[2]
+end
+
+-- schedule puts a job that is out of every list to wait until its due
+-- score (or straight into pending when that is now or past), saving f.
+-- Answers the new status and whether the job became the earliest
+-- scheduled one.
+local function schedule(id, f, score)
+  local due = tonumber(score)
+  f[R_run_at_ms] = math.floor(due)
+  if due <= tonumber(cutoff) then
+    f[R_status] = 'pending'
+    f[R_run_at_ms] = now -- due already: it runs from now
+    save(id, f)
+    redis.call('LPUSH', K_pending, id)
     return 'pending', 0
   end
-  local head = redis.call('ZRANGE', schedkey, 0, 0, 'WITHSCORES')
-  redis.call('HSET', key, 'status', 'scheduled', 'run_at_ms', math.floor(run_at))
-  redis.call('ZADD', schedkey, score or run_at, id)
-  if head[2] == nil or run_at < tonumber(head[2]) then
+  local head = next_due()
+  f[R_status] = 'scheduled'
+  save(id, f)
+  redis.call('ZADD', K_sched, score, id)
+  if head == '' or due < tonumber(head) then
     return 'scheduled', 1
   end
   return 'scheduled', 0
 end
 
--- promote_due moves up to limit scheduled jobs due at cutoff (a score,
--- "<ms>.<us>") into pending, earliest first, and answers how many moved.
--- An id whose hash is no longer scheduled (a stale entry) only leaves the
--- set. Its events are batched: the caller calls publish_events().
-local function promote_due(schedkey, pendkey, statskey, cutoff, limit)
-  local ids = redis.call('ZRANGEBYSCORE', schedkey, '-inf', cutoff, 'LIMIT', 0, limit)
+-- promote_due moves up to limit scheduled jobs that are due into pending,
+-- earliest first, and answers how many moved. An id whose job is no
+-- longer scheduled (a stale entry) only leaves the set.
+local function promote_due(limit)
+  local ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', 0, limit)
   if #ids == 0 then
     return 0
   end
-  batch_events()
   local pend = {}
   for _, id in ipairs(ids) do
-    local key = jobkey(id)
-    local f = redis.call('HMGET', key, 'status', 'kind', 'attempts')
-    if f[1] == 'scheduled' then
-      redis.call('HSET', key, 'status', 'pending')
+    local f = load(id)
+    if f and f[R_status] == 'scheduled' then
+      f[R_status] = 'pending'
+      save(id, f)
       pend[#pend + 1] = id
-      emit('promoted', id, f[2], 'pending', f[3])
+      emit('promoted', id, f[R_kind], 'pending', f[R_attempts])
     end
   end
-  redis.call('ZREM', schedkey, unpack(ids))
+  redis.call('ZREM', K_sched, unpack(ids))
   if #pend > 0 then
-    redis.call('LPUSH', pendkey, unpack(pend))
-    redis.call('HINCRBY', statskey, 'promoted', #pend)
+    redis.call('LPUSH', K_pending, unpack(pend))
+    count('promoted', #pend)
   end
   return #pend
 end
 
--- next_due is the score of the earliest scheduled job, as a string, ""
--- when none is.
-local function next_due(schedkey)
-  return redis.call('ZRANGE', schedkey, 0, 0, 'WITHSCORES')[2] or ''
+-- finish_claim forgets the retry marker of the claim token belonged to:
+-- once one of its jobs is acked (or taken back), its reply has arrived or
+-- no longer matters.
+local function finish_claim(token)
+  local base = token_base(token)
+  if base then
+    redis.call('HDEL', K_claims, base)
+  end
 end
 
--- activate makes a job that BLMOVE just moved into the processing list a
--- claim of token: attempts + 1, a lease, and the id leaves processing (the
--- leases set holds every claimed job; processing only holds ids between
--- BLMOVE and this). Answers the job's fields, or nil when the id is not a
--- pending job (it is then taken out of processing unless another claim
--- holds it).
-local function activate(id, token, vis_override, procKey, leaseKey)
-  local key = jobkey(id)
-  local f = redis.call('HMGET', key, 'status', 'spec', 'kind', 'attempts', 'cancel_requested')
-  if f[1] ~= 'pending' then
-    if f[1] ~= 'processing' and f[1] ~= 'scheduled' then
-      redis.call('LREM', procKey, 1, id)
+-- Deleting jobs -------------------------------------------------------------
+-- (Scripts that call these declare K_data, K_idem and K_expiry.)
+
+-- drop deletes a job: its record, its payload and result, and the
+-- idempotency record that points at it. Within A_tomb_ms of its enqueue or
+-- of its end, a tombstone stays in its place until then, holding how its
+-- last attempt was acked: a retried enqueue or ack that arrives after the
+-- job is gone still answers what happened, and never makes it again.
+local function drop(id, f)
+  redis.call('HDEL', K_data, id, id .. '.r')
+  local ik = f[R_idempotency_key]
+  if ik ~= '' and redis.call('HGET', K_idem, ik) == id then
+    redis.call('HDEL', K_idem, ik)
+    redis.call('ZREM', K_expiry, 'k:' .. ik)
+  end
+  local since = math.max(tonumber(f[R_enqueued_at_ms]) or 0, tonumber(f[R_completed_at_ms]) or 0,
+    tonumber(f[R_canceled_at_ms]) or 0, tonumber(f[R_died_at_ms]) or 0)
+  local left = since + tonumber(A_tomb_ms) - now
+  if left > 0 then
+    redis.call('HSET', K_jobs, id, '-' .. f[R_ack])
+    redis.call('ZADD', K_expiry, now + left, id)
+  else
+    redis.call('HDEL', K_jobs, id)
+    redis.call('ZREM', K_expiry, id)
+  end
+end
+
+-- retire keeps a job that has ended (completed or canceled) for its
+-- retention, at least as long as its idempotency record, after which the
+-- sweep drops it; with no retention it is dropped now. f is saved first.
+-- Answers whether the job is kept.
+local function retire(id, f, retention_ms)
+  save(id, f)
+  local ttl = tonumber(retention_ms)
+  if f[R_result_ttl_ms] ~= '' then
+    ttl = tonumber(f[R_result_ttl_ms])
+  end
+  local ik = f[R_idempotency_key]
+  if ik ~= '' then
+    local till = redis.call('ZSCORE', K_expiry, 'k:' .. ik)
+    if till then
+      ttl = math.max(ttl, tonumber(till) - now)
     end
-    return nil
   end
-  local attempts = tonumber(f[4] or '0') + 1
-  local vis = vis_override
-  if vis <= 0 then
-    vis = spec_visibility(f[2])
+  if ttl > 0 then
+    redis.call('ZADD', K_expiry, now + ttl, id)
+    return true
   end
-  local lease = now + vis
-  redis.call('HSET', key, 'status', 'processing', 'attempts', attempts, 'claim_token', token, 'claimed_at_ms', now, 'lease_until_ms', lease)
-  if f[5] then
-    redis.call('HDEL', key, 'cancel_requested')
-  end
-  redis.call('ZADD', leaseKey, lease, id)
-  redis.call('LREM', procKey, 1, id)
-  emit('claimed', id, f[3], 'processing', attempts)
-  return redis.call('HGETALL', key)
+  drop(id, f)
+  return false
 end
 
--- END common.lua
+-- trim_dead drops dead jobs older than max_age_ms or past max_count,
+-- oldest first, at most 100 a call (the next call takes the rest).
+local function trim_dead(max_count, max_age_ms)
+  local budget = 100
+  local old = redis.call('ZRANGEBYSCORE', K_dead, '-inf', now - max_age_ms, 'LIMIT', 0, budget)
+  local excess = redis.call('ZCARD', K_dead) - 1 - #old - max_count
+  if excess > 0 and #old < budget then
+    local more = redis.call('ZRANGE', K_dead, 0, #old + math.min(excess, budget - #old) - 1)
+    old = more
+  end
+  for _, id in ipairs(old) do
+    redis.call('ZREM', K_dead, id)
+    local f = load(id)
+    if f and f[R_status] == 'dead' then
+      drop(id, f)
+    end
+  end
+  return #old
+end
+
+-- kill moves a job that is out of every list into the dead set, saving f.
+local function kill(id, f, err, max_count, max_age_ms)
+  f[R_status] = 'dead'
+  f[R_died_at_ms] = now
+  f[R_last_error] = err
+  f[R_cancel_requested] = ''
+  f[R_lease_until_ms] = ''
+  save(id, f)
+  redis.call('ZADD', K_dead, now, id)
+  count('dead', 1)
+  emit('dead', id, f[R_kind], 'dead', f[R_attempts])
+  trim_dead(max_count, max_age_ms)
+end
+
+-- cancel_now ends a job that is out of every list as canceled, saving f.
+local function cancel_now(id, f, request, retention_ms)
+  f[R_status] = 'canceled'
+  f[R_canceled_at_ms] = now
+  f[R_cancel_token] = request
+  f[R_cancel_requested] = ''
+  f[R_lease_until_ms] = ''
+  count('canceled', 1)
+  emit('canceled', id, f[R_kind], 'canceled', f[R_attempts])
+  retire(id, f, retention_ms)
+end
+
+-- packed is a job as scripts answer it: "<id>\0<record>\0<payload>\0<result>".
+-- (Scripts that call it declare K_data.)
+local function packed(id, f)
+  local d = redis.call('HMGET', K_data, id, id .. '.r')
+  return id .. '\0' .. table.concat(f, '\0') .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '')
+end

@@ -1,31 +1,25 @@
--- heartbeat.lua: extends the lease of a claimed job whose token is current.
--- KEYS[1] -> <prefix>leases (ZSET)
--- ARGV[1..4] -> common
--- ARGV[5] -> job id
--- ARGV[6] -> claim token
--- ARGV[7] -> extension ms (0: the job's visibility)
--- Returns: { code, lease_until_ms, cancel_requested }: code 1 extended,
---          0 lease lost (nothing changed), -1 no such job. A lease is
---          never shortened.
--- Safe to run twice: the same arguments give the same lease.
-local id, token = ARGV[5], ARGV[6]
-local key = jobkey(id)
-local f = redis.call('HMGET', key, 'status', 'claim_token', 'spec', 'lease_until_ms', 'cancel_requested')
-if not f[1] then
+-- heartbeat.lua: extends the lease of a claimed job whose token is
+-- current, to Redis's now + extend_ms (0: the job's visibility), never
+-- shortening it. Keys and arguments: specHeartbeat in queue/layout.go.
+-- Returns: { code, lease_until_ms, cancel_requested }: code 1 extended, 0
+--          lease lost, -1 no such job.
+local f = load(A_id)
+if not f then
   return { -1, 0, 0 }
 end
-if f[2] ~= token or f[1] ~= 'processing' then
+if f[R_token] ~= A_token or f[R_status] ~= 'processing' then
   return { 0, 0, 0 }
 end
-local ext = tonumber(ARGV[7])
+local ext = tonumber(A_extend_ms)
 if ext <= 0 then
-  ext = spec_visibility(f[3])
+  ext = spec_visibility(f[R_spec])
 end
-local lease = math.max(now + ext, tonumber(f[4] or '0'))
-redis.call('HSET', key, 'lease_until_ms', lease)
-redis.call('ZADD', KEYS[1], lease, id)
+local lease = math.max(now + ext, tonumber(f[R_lease_until_ms]) or 0)
+f[R_lease_until_ms] = lease
+save(A_id, f)
+redis.call('ZADD', K_leases, lease, A_id)
 local cancel = 0
-if f[5] == '1' then
+if f[R_cancel_requested] == '1' then
   cancel = 1
 end
 return { 1, lease, cancel }

@@ -1,25 +1,33 @@
--- list.lua: one page of the ids in a queue's sorted set or list, after a
--- cursor. Read only; the caller fetches the job hashes with a pipeline.
--- KEYS[1] -> the set or list: <prefix>scheduled or <prefix>dead (ZSET),
---            <prefix>pending, <prefix>processing or <prefix>completed (LIST)
--- ARGV[1..4] -> common
--- ARGV[5] -> mode: "zasc" (ZSET, lowest score first), "zdesc" (ZSET,
---            highest first), "lright" (LIST from the right end: next to be
---            claimed first), "lleft" (LIST from the left end: newest first)
--- ARGV[6] -> page size n
--- ARGV[7] -> cursor number: the score (ZSET) or the position from the
---            scan end (LIST) of the last id of the previous page
--- ARGV[8] -> cursor id: the last id of the previous page ("" on the first)
--- Returns: { more, id_1, num_1, ..., id_k, num_k } with k <= n, num_i the
---          id's score or position (the cursor of a page ending there), and
---          more 1 when more ids follow.
--- Cost: O(log^2 N + n) for a ZSET (the cursor is found by binary search);
--- O(position + n) for a LIST, as any LRANGE.
-local key, mode, n = KEYS[1], ARGV[5], tonumber(ARGV[6])
-local cnum, cid = ARGV[7], ARGV[8]
+-- list.lua: one page of a queue's jobs in one status, after a cursor,
+-- with the jobs themselves. Read only. Keys and arguments: specList in
+-- queue/layout.go. status picks the set and the order:
+--   scheduled  K_sched, soonest due first
+--   processing K_leases, soonest lease deadline first
+--   dead       K_dead, newest death first
+--   completed  K_done, newest completion first
+--   pending    K_pending from its right end: next to be claimed first
+-- The cursor is the score (sets) or the position from the right end
+-- (pending) of the last id of the previous page, and that id.
+-- Returns: { more, last_num, last_id, job_1, ..., job_k } with k <= limit,
+--          job_i packed (see common.lua), more 1 when more ids follow, and
+--          the cursor (number and id) of the last id looked at. Ids whose
+--          job is no longer in that status (a pending list's stale ids)
+--          are skipped, so a page may hold fewer.
+-- Cost: O(log^2 N + limit) for a set (the cursor is found by binary
+-- search); O(position + limit) for the pending list, as any LRANGE.
+local st, n = A_status, tonumber(A_limit)
+local cnum, cid = A_cursor_num, A_cursor_id
+local sets = { scheduled = K_sched, processing = K_leases, dead = K_dead, completed = K_done }
+local key = sets[st] or K_pending
+local mode = 'zasc'
+if st == 'dead' or st == 'completed' then
+  mode = 'zdesc'
+elseif st == 'pending' then
+  mode = 'lright'
+elseif not sets[st] then
+  return redis.error_reply('ERR chronoq list: no such status')
+end
 
--- lt compares byte by byte, as Redis orders members of equal score (Lua's
--- own < follows the server's locale).
 local function lt(a, b)
   local m = math.min(#a, #b)
   for i = 1, m do
@@ -54,76 +62,64 @@ local function rank_after(score, id, strict)
   return lo
 end
 
-local out = { 0 }
+local out = { 0, '', '' }
+local function add(id, num)
+  out[2], out[3] = tostring(num), id
+  local f = load(id)
+  if f and f[R_status] == st then
+    out[#out + 1] = packed(id, f)
+  end
+end
+
 if mode == 'zasc' then
+  local total = redis.call('ZCARD', key) - 1 -- less the sentinel, ranked last
   local start = 0
   if cid ~= '' then
     start = rank_after(cnum, cid, true)
   end
-  local r = redis.call('ZRANGE', key, start, start + n, 'WITHSCORES')
-  for i = 1, math.min(#r, 2 * n), 2 do
-    out[#out + 1] = r[i]
-    out[#out + 1] = r[i + 1]
+  local stop = math.min(start + n, total) - 1
+  if stop >= start then
+    local r = redis.call('ZRANGE', key, start, stop, 'WITHSCORES')
+    for i = 1, #r, 2 do
+      add(r[i], r[i + 1])
+    end
   end
-  if #r > 2 * n then
+  if start + n < total then
     out[1] = 1
   end
 elseif mode == 'zdesc' then
-  local stop = redis.call('ZCARD', key) -- exclusive
+  local stop = redis.call('ZCARD', key) - 1 -- exclusive: the sentinel ranks last
   if cid ~= '' then
-    stop = rank_after(cnum, cid, false)
+    stop = math.min(rank_after(cnum, cid, false), stop)
   end
   if stop > 0 then
-    local from = math.max(stop - n - 1, 0)
+    local from = math.max(stop - n, 0)
     local r = redis.call('ZRANGE', key, from, stop - 1, 'WITHSCORES')
-    local k = #r / 2
-    for i = k, math.max(k - n + 1, 1), -1 do
-      out[#out + 1] = r[2 * i - 1]
-      out[#out + 1] = r[2 * i]
+    for i = #r / 2, 1, -1 do
+      add(r[2 * i - 1], r[2 * i])
     end
-    if k > n then
+    if from > 0 then
       out[1] = 1
     end
   end
-elseif mode == 'lright' then
-  -- Positions count from the right end, where ids leave (claims, completes).
-  -- Ids enter at the left, so a cursor id keeps or lowers its position,
-  -- except for ids pushed back to the right end (releases, reclaims): the
-  -- search allows for 1000 of those.
+else -- lright: positions count from the right end, less the sentinel
+  local len = redis.call('LLEN', key) - 1
   local start = 0
   if cid ~= '' then
-    local idx = redis.call('LPOS', key, cid, 'RANK', -1, 'MAXLEN', tonumber(cnum) + 1001)
+    local idx = redis.call('LPOS', key, cid, 'RANK', -1, 'MAXLEN', tonumber(cnum) + 1002)
     if idx then
-      start = redis.call('LLEN', key) - idx
+      start = len - idx
     end
     -- else the cursor id has left the list: start again at the right end
-    -- (ids taken from that end went before it: nothing is missed)
   end
-  local r = redis.call('LRANGE', key, -(start + n + 1), -(start + 1))
-  local k = #r
-  for i = k, math.max(k - n + 1, 1), -1 do
-    out[#out + 1] = r[i]
-    out[#out + 1] = start + (k - i)
-  end
-  if k > n then
-    out[1] = 1
-  end
-else -- lleft
-  local start = 0
-  if cid ~= '' then
-    local idx = redis.call('LPOS', key, cid)
-    if not idx then
-      -- trimmed off the capped end: everything after it went first
-      return out
+  if start < len then
+    local r = redis.call('LRANGE', key, -(start + n + 1), -(start + 2))
+    local k = #r
+    for i = k, 1, -1 do
+      add(r[i], start + (k - i))
     end
-    start = idx + 1
   end
-  local r = redis.call('LRANGE', key, start, start + n)
-  for i = 1, math.min(#r, n) do
-    out[#out + 1] = r[i]
-    out[#out + 1] = start + i - 1
-  end
-  if #r > n then
+  if start + n < len then
     out[1] = 1
   end
 end

@@ -1,86 +1,79 @@
--- reclaim.lua: takes back jobs whose worker is gone, one bounded batch.
--- 1. Jobs whose lease deadline has passed (found through the leases ZSET,
---    O(expired)): back to the head of pending with attempts kept, or dead
---    when their attempts are spent (a job that kills its worker each time
---    must not loop for ever).
--- 2. Ids in processing: a claimer died between BLMOVE and activate.lua
---    (activation takes the id out of processing, so the list only holds
---    such gaps). The list is scanned in windows from a cursor.
--- KEYS[1] -> <prefix>pending    (LIST)
--- KEYS[2] -> <prefix>processing (LIST)
--- KEYS[3] -> <prefix>leases     (ZSET)
--- KEYS[4] -> <prefix>dead       (ZSET)
--- KEYS[5] -> <prefix>stats      (HASH)
--- ARGV[1..4] -> common
--- ARGV[5] -> batch limit (expired leases taken, and processing entries scanned)
--- ARGV[6] -> scan cursor into processing (index from the left; -1: no scan)
--- ARGV[7] -> dead set cap (count); ARGV[8] -> dead set max age ms
--- Returns: { more, next_cursor, id_1, ..., id_k }: more 1 when expired
---          leases may remain, next_cursor -1 when the scan reached the end,
---          and the ids taken back (to pending or dead).
--- Safe to run twice: a second run finds only what is still expired or
--- orphaned.
-local limit, cursor = tonumber(ARGV[5]), tonumber(ARGV[6])
-local dead_max, dead_age = tonumber(ARGV[7]), tonumber(ARGV[8])
-local out = { 0, -1 }
-local reclaimed = 0
-batch_events()
-
-local function take_back(id, f)
-  -- f: status, attempts, spec, kind
-  local key = jobkey(id)
-  local attempts = tonumber(f[2] or '0')
-  local max_attempts = spec_max_attempts(f[3])
-  if attempts >= max_attempts then
-    kill(id, KEYS[4], KEYS[5], 'lease expired: worker lost during attempt ' .. attempts .. ' of ' .. max_attempts, f[4], attempts, dead_max, dead_age)
-  else
-    redis.call('HSET', key, 'status', 'pending', 'claim_token', '')
-    redis.call('HDEL', key, 'lease_until_ms', 'cancel_requested')
-    redis.call('RPUSH', KEYS[1], id)
-    emit('reclaimed', id, f[4], 'pending', attempts)
-  end
-  reclaimed = reclaimed + 1
-  out[#out + 1] = id
+-- reclaim.lua: the queue's housekeeping by Redis's clock, one bounded
+-- batch of each:
+-- 1. Jobs whose lease has lapsed (their worker is gone): back to the head
+--    of pending with attempts kept, dead when their attempts are spent (a
+--    job that kills its worker each time must not loop for ever), or
+--    canceled when their cancellation was requested. The claim token is
+--    cleared, so the lost worker's late calls answer lease lost.
+-- 2. Jobs and idempotency records whose time is up (retention, tombstones).
+-- 3. Dead jobs past the dead set's age or count.
+-- Keys and arguments: specReclaim in queue/layout.go.
+-- Returns: { more, id_1, ..., id_k }: more 1 when work may remain, and the
+--          ids taken back from lapsed leases.
+-- Safe to run twice: a second run finds only what is still due.
+local limit, dead_max, dead_age = tonumber(A_limit), tonumber(A_dead_max), tonumber(A_dead_age_ms)
+if not limit or not dead_max or not dead_age then
+  return redis.error_reply('ERR chronoq reclaim: malformed arguments')
 end
+if not exists() then
+  return { 0 }
+end
+local out = { 0 }
 
-local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
+local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, limit)
+local back = {}
 for _, id in ipairs(expired) do
-  redis.call('ZREM', KEYS[3], id)
-  local f = redis.call('HMGET', jobkey(id), 'status', 'attempts', 'spec', 'kind')
-  if f[1] == 'processing' then
-    take_back(id, f)
+  redis.call('ZREM', K_leases, id)
+  local f = load(id)
+  if f and f[R_status] == 'processing' then
+    local attempts, max_attempts = tonumber(f[R_attempts]) or 0, spec_max_attempts(f[R_spec]) or 0
+    finish_claim(f[R_token])
+    f[R_token] = ''
+    f[R_lease_until_ms] = ''
+    if f[R_cancel_requested] == '1' then
+      cancel_now(id, f, '', A_retention_ms)
+    elseif attempts >= max_attempts then
+      kill(id, f, 'lease expired: worker lost during attempt ' .. attempts .. ' of ' .. max_attempts, dead_max, dead_age)
+    else
+      f[R_status] = 'pending'
+      save(id, f)
+      back[#back + 1] = id
+      emit('reclaimed', id, f[R_kind], 'pending', f[R_attempts])
+    end
+    out[#out + 1] = id
   end
 end
+if #back > 0 then
+  push_front(back)
+  wake(#back)
+end
+count('reclaimed', #out - 1)
 if #expired == limit then
   out[1] = 1
 end
 
-if cursor >= 0 then
-  local window = redis.call('LRANGE', KEYS[2], cursor, cursor + limit - 1)
-  local removed = 0
-  for _, id in ipairs(window) do
-    if not redis.call('ZSCORE', KEYS[3], id) then
-      local f = redis.call('HMGET', jobkey(id), 'status', 'attempts', 'spec', 'kind')
-      redis.call('LREM', KEYS[2], 1, id)
-      removed = removed + 1
-      if f[1] == 'pending' then
-        -- never activated: it goes back, its attempt was never counted
-        redis.call('RPUSH', KEYS[1], id)
-        emit('reclaimed', id, f[4], 'pending', f[2])
-        reclaimed = reclaimed + 1
-        out[#out + 1] = id
-      elseif f[1] == 'processing' then
-        take_back(id, f)
+local due = redis.call('ZRANGEBYSCORE', K_expiry, '-inf', now, 'LIMIT', 0, limit)
+for _, m in ipairs(due) do
+  redis.call('ZREM', K_expiry, m)
+  if string.sub(m, 1, 2) == 'k:' then
+    redis.call('HDEL', K_idem, string.sub(m, 3))
+  else
+    local f = load(m)
+    if f then
+      if f[R_status] == 'completed' or f[R_status] == 'canceled' then
+        redis.call('ZREM', K_done, m)
+        drop(m, f)
       end
-      -- any other status: a stale id, dropped from the list
+    elseif tomb_of(m) then
+      redis.call('HDEL', K_jobs, m)
     end
   end
-  if #window == limit then
-    out[2] = cursor + limit - removed
-  end
 end
-if reclaimed > 0 then
-  redis.call('HINCRBY', KEYS[5], 'reclaimed', reclaimed)
+if #due == limit then
+  out[1] = 1
+end
+if trim_dead(dead_max, dead_age) == 100 then
+  out[1] = 1
 end
 publish_events()
 return out

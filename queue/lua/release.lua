@@ -1,27 +1,37 @@
--- release.lua: hands a claimed job straight back to the head of pending
--- (a worker shutting down), without waiting for its lease to lapse. The
--- attempt stays counted (attempts only grows), but a released job is never
--- sent to the dead set here: it gets its run.
--- KEYS[1] -> <prefix>pending    (LIST)
--- KEYS[2] -> <prefix>processing (LIST; unused: claimed jobs are in leases)
--- KEYS[3] -> <prefix>leases     (ZSET)
--- ARGV[1..4] -> common
--- ARGV[5] -> job id
--- ARGV[6] -> claim token
--- Returns: 1 released, 0 lease lost (nothing changed), -1 no such job.
--- Safe to run twice: the token is cleared, so a second run answers 0.
-local id, token = ARGV[5], ARGV[6]
-local key = jobkey(id)
-local f = redis.call('HMGET', key, 'status', 'claim_token', 'kind', 'attempts')
-if not f[1] then
+-- release.lua: hands a claimed job whose token is current straight back to
+-- the head of pending. A job whose cancellation was requested is canceled
+-- instead. Keys and arguments: specRelease in queue/layout.go.
+-- Returns: 1 released (or canceled), 2 released before with this token (a
+--          repeated call), 0 lease lost, -1 no such job.
+local f = load(A_id)
+if not f then
+  local tomb = tomb_of(A_id)
+  if tomb == 'r' .. A_token then
+    return 2
+  elseif tomb then
+    return 0
+  end
   return -1
 end
-if f[2] ~= token or f[1] ~= 'processing' then
+if f[R_ack] == 'r' .. A_token and f[R_token] == A_token then
+  return 2
+end
+if f[R_token] ~= A_token or f[R_status] ~= 'processing' then
   return 0
 end
-redis.call('ZREM', KEYS[3], id)
-redis.call('HSET', key, 'status', 'pending', 'claim_token', '')
-redis.call('HDEL', key, 'lease_until_ms', 'cancel_requested')
-redis.call('RPUSH', KEYS[1], id)
-emit('released', id, f[3], 'pending', f[4])
+redis.call('ZREM', K_leases, A_id)
+finish_claim(A_token)
+f[R_ack] = 'r' .. A_token
+f[R_lease_until_ms] = ''
+if f[R_cancel_requested] == '1' then
+  cancel_now(A_id, f, '', A_retention_ms)
+  publish_events()
+  return 1
+end
+f[R_status] = 'pending'
+save(A_id, f)
+push_front({ A_id })
+wake(1)
+emit('released', A_id, f[R_kind], 'pending', f[R_attempts])
+publish_events()
 return 1

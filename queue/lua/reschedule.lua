@@ -1,31 +1,30 @@
--- reschedule.lua: gives a scheduled or pending job a new run-at, keeping
--- its id: it waits in scheduled when that is ahead, or goes to the back of
--- pending when it is due.
--- KEYS[1] -> <prefix>scheduled (ZSET)
--- KEYS[2] -> <prefix>pending   (LIST)
--- ARGV[1..4] -> common
--- ARGV[5] -> job id
--- ARGV[6] -> new run-at, Unix ms with microseconds as decimals
--- Returns: { code, status, new_head, fields }: code -1 no such job, 0
---          conflict (status is the job's), 1 done; new_head 1 when the job
---          became the earliest scheduled one; fields its HGETALL.
--- Safe to run twice: the second run sets the same run-at again.
-local id, score = ARGV[5], ARGV[6]
-local run_at = tonumber(score)
-local key = jobkey(id)
-local f = redis.call('HMGET', key, 'status', 'kind', 'attempts')
-if not f[1] then
-  return { -1, '', 0, {} }
+-- reschedule.lua: moves a scheduled or pending job to a new due time
+-- ("when": "d<µs>" after Redis's now, or "a<score>"); a due time not
+-- after now makes it pending. A pending job's old id stays in the list,
+-- counted stale (no O(N) LREM). Keys and arguments: specReschedule in
+-- queue/layout.go.
+-- Returns: { code, status, new_head, job }: code -1 no such job, 0 not
+--          scheduled or pending (status is the job's), 1 done; new_head 1
+--          when the job became the earliest scheduled one; job packed.
+local score = due_of(A_when)
+if not score then
+  return redis.error_reply('ERR chronoq reschedule: malformed due time')
 end
-if f[1] == 'scheduled' then
-  redis.call('ZREM', KEYS[1], id)
-elseif f[1] == 'pending' then
-  -- Not in the list when a blocking claim has just moved it to processing:
-  -- activate.lua then finds it scheduled and leaves it to the promoter.
-  redis.call('LREM', KEYS[2], 1, id)
+local f = load(A_id)
+if not f then
+  return { -1, '', 0, '' }
+end
+if f[R_status] == 'scheduled' then
+  redis.call('ZREM', K_sched, A_id)
+elseif f[R_status] == 'pending' then
+  redis.call('HINCRBY', K_meta, 'stale', 1)
 else
-  return { 0, f[1], 0, {} }
+  return { 0, f[R_status], 0, '' }
 end
-local status, new_head = schedule(id, run_at, KEYS[1], KEYS[2], score)
-emit('rescheduled', id, f[2], status, f[3])
-return { 1, status, new_head, redis.call('HGETALL', key) }
+local status, new_head = schedule(A_id, f, score)
+if status == 'pending' then
+  wake(1)
+end
+emit('rescheduled', A_id, f[R_kind], status, f[R_attempts])
+publish_events()
+return { 1, status, new_head, packed(A_id, f) }

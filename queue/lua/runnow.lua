@@ -1,35 +1,30 @@
--- runnow.lua: a scheduled job, or a dead one, goes to the back of pending
--- now. A dead job starts afresh: attempts back to 0, so it gets its
--- max_attempts again and its backoff starts over; its last error is kept.
--- KEYS[1] -> <prefix>scheduled (ZSET)
--- KEYS[2] -> <prefix>pending   (LIST)
--- KEYS[3] -> <prefix>dead      (ZSET)
--- KEYS[4] -> <prefix>stats     (HASH)
--- ARGV[1..4] -> common
--- ARGV[5] -> job id
--- Returns: { code, status, fields }: code -1 no such job, 0 conflict
---          (status is the job's), 1 done, 2 pending already (nothing to
---          do); fields the job's HGETALL.
--- Safe to run twice: the second run finds the job pending and answers 2.
-local id = ARGV[5]
-local key = jobkey(id)
-local f = redis.call('HMGET', key, 'status', 'kind', 'attempts')
-if not f[1] then
-  return { -1, '', {} }
+-- runnow.lua: makes a scheduled or dead job pending now. A dead job starts
+-- its attempts again from 0 (its fence goes on growing). Keys and
+-- arguments: specRunNow in queue/layout.go.
+-- Returns: { code, status, job }: -1 no such job, 0 neither scheduled nor
+--          dead nor pending (status is the job's), 1 done, 2 pending
+--          already (nothing changed); job packed.
+local f = load(A_id)
+if not f then
+  return { -1, '', '' }
 end
-if f[1] == 'pending' then
-  return { 2, 'pending', redis.call('HGETALL', key) }
-elseif f[1] == 'scheduled' then
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('HSET', key, 'status', 'pending', 'run_at_ms', now)
-elseif f[1] == 'dead' then
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('HSET', key, 'status', 'pending', 'run_at_ms', now, 'attempts', 0)
-  redis.call('HDEL', key, 'died_at_ms', 'claim_token', 'lease_until_ms', 'cancel_requested')
-  redis.call('HINCRBY', KEYS[4], 'requeued', 1)
+if f[R_status] == 'pending' then
+  return { 2, 'pending', packed(A_id, f) }
+elseif f[R_status] == 'scheduled' then
+  redis.call('ZREM', K_sched, A_id)
+elseif f[R_status] == 'dead' then
+  redis.call('ZREM', K_dead, A_id)
+  f[R_attempts] = 0
+  f[R_died_at_ms], f[R_token], f[R_lease_until_ms], f[R_cancel_requested] = '', '', '', ''
+  count('requeued', 1)
 else
-  return { 0, f[1], {} }
+  return { 0, f[R_status], '' }
 end
-redis.call('LPUSH', KEYS[2], id)
-emit('run_now', id, f[2], 'pending', f[3])
-return { 1, 'pending', redis.call('HGETALL', key) }
+f[R_status] = 'pending'
+f[R_run_at_ms] = now
+save(A_id, f)
+redis.call('LPUSH', K_pending, A_id)
+wake(1)
+emit('run_now', A_id, f[R_kind], 'pending', f[R_attempts])
+publish_events()
+return { 1, 'pending', packed(A_id, f) }

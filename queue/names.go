@@ -5,13 +5,6 @@ import (
 	"fmt"
 )
 
-// Every Redis key chronoq uses is built in this file.
-//
-// The keys of one queue all carry the queue's name as a hash tag,
-// "<ns>:{<queue>}:...", so that they sit in one Redis Cluster slot and every
-// script touches one slot only. Queue names are validated before any key
-// is built: a name can hold no brace, so nothing can move the hash tag.
-
 // The name rules are checked with byte loops, not regexps: they run on
 // every call.
 
@@ -76,45 +69,3 @@ func validateNamespace(ns string) error {
 	}
 	return nil
 }
-
-// keys are the Redis keys of one queue. Build them with queueKeys only
-// after the queue name was validated.
-type keys struct {
-	prefix     string // "<ns>:{<queue>}:" — the scripts build job and idempotency keys from it
-	scheduled  string // ZSET run_at ms -> id
-	pending    string // LIST of ids, oldest at the right
-	processing string // LIST of claimed ids
-	leases     string // ZSET lease deadline ms -> id
-	completed  string // LIST of recently completed ids, capped
-	dead       string // ZSET died-at ms -> id, capped by count and age
-	stats      string // HASH of totals
-	paused     string // STRING flag
-	events     string // pub/sub channel of job events (sharded pub/sub in a cluster)
-}
-
-func queueKeys(ns, queue string) keys {
-	p := ns + ":{" + queue + "}:"
-	return keys{
-		prefix:     p,
-		scheduled:  p + "scheduled",
-		pending:    p + "pending",
-		processing: p + "processing",
-		leases:     p + "leases",
-		completed:  p + "completed",
-		dead:       p + "dead",
-		stats:      p + "stats",
-		paused:     p + "paused",
-		events:     p + "events",
-	}
-}
-
-// job is the key of a job's hash; the scripts build it the same way.
-func (k keys) job(id string) string { return k.prefix + "job:" + id }
-
-// idem is the key of an idempotency key's record.
-func (k keys) idem(key string) string { return k.prefix + "idem:" + key }
-
-// Global keys: never touched inside a per-queue script.
-func queuesKey(ns string) string     { return ns + ":queues" }     // SET of known queue names
-func nudgeChannel(ns string) string  { return ns + ":nudge" }      // pub/sub: "<queue>|<due ms>"
-func eventsPattern(ns string) string { return ns + ":{*}:events" } // PSUBSCRIBE pattern, single node only

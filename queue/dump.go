@@ -1,0 +1,128 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Dump is everything Redis holds for one queue, as [Client.Dump] reads it.
+type Dump struct {
+	Stats Stats
+	// Jobs is every job the queue holds, by id, with its Token.
+	Jobs map[string]*Job
+	// Expires is when the sweep deletes each job that has ended and is
+	// kept for its retention.
+	Expires map[string]time.Time
+	// Dead, Leased and Scheduled are the ids in the dead set, the leases
+	// and the schedule; Pending the ids in the pending list, stale ones
+	// (of jobs that left pending by a cancel or a reschedule) included.
+	Dead, Leased, Scheduled, Pending []string
+	// Tombstones is how many deleted jobs still answer retried calls (see
+	// Config.RetryWindow); Claims how many claims keep their retry marker
+	// (until one of their jobs is acked).
+	Tombstones, Claims int
+}
+
+// Dump reads the whole of queue from Redis: every job and every entry of
+// its sets and lists. It is O(jobs), for tools and tests that check the
+// store (the chaos battery's checker), not for serving requests. It reads
+// without a script, so on a queue in use its parts may be of slightly
+// different moments.
+func (c *Client) Dump(ctx context.Context, queue string) (*Dump, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Stats(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dump{Stats: st, Jobs: map[string]*Job{}, Expires: map[string]time.Time{}}
+	records, err := c.hashAll(ctx, k.jobs)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.hashAll(ctx, k.data)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := c.hashAll(ctx, k.claims)
+	if err != nil {
+		return nil, err
+	}
+	d.Claims = len(claims)
+	for id, rec := range records {
+		if rec != "" && rec[0] == '-' {
+			d.Tombstones++
+			continue
+		}
+		j, err := jobFromRecord(queue, id, rec, data[id], data[resultField(id)])
+		if err != nil {
+			return nil, fmt.Errorf("queue: dump %s: %w", queue, err)
+		}
+		d.Jobs[id] = j
+	}
+	pipe := c.rdb.Pipeline()
+	dead, leased, sched := pipe.ZRange(ctx, k.dead, 0, -1), pipe.ZRange(ctx, k.leases, 0, -1), pipe.ZRange(ctx, k.sched, 0, -1)
+	pend, exp := pipe.LRange(ctx, k.pending, 0, -1), pipe.ZRangeWithScores(ctx, k.expiry, 0, -1)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("queue: dump %s: %w", queue, wrapRedis(err))
+	}
+	drop := func(ids []string) []string {
+		out := ids[:0]
+		for _, id := range ids {
+			if id != sentinel {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	d.Dead, d.Leased, d.Scheduled, d.Pending = drop(dead.Val()), drop(leased.Val()), drop(sched.Val()), drop(pend.Val())
+	for _, z := range exp.Val() {
+		id, _ := z.Member.(string)
+		if _, ok := d.Jobs[id]; ok {
+			d.Expires[id] = time.UnixMilli(int64(z.Score)).UTC()
+		}
+	}
+	return d, nil
+}
+
+// hashAll reads a hash of the queue by HSCAN, its sentinel left out.
+func (c *Client) hashAll(ctx context.Context, key string) (map[string]string, error) {
+	out := map[string]string{}
+	iter := c.rdb.HScan(ctx, key, 0, "", 1000).Iterator()
+	for iter.Next(ctx) {
+		f := iter.Val()
+		if !iter.Next(ctx) {
+			break
+		}
+		if f != sentinel {
+			out[f] = iter.Val()
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("queue: reading %s: %w", key, wrapRedis(err))
+	}
+	return out, nil
+}
+
+// Keys lists every Redis key of queue in namespace ns, for tools that look
+// at Redis directly (every other key of ns is the set of queue names, or
+// belongs to cron).
+func Keys(ns, queue string) ([]string, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return nil, err
+	}
+	if err := validateNamespace(ns); err != nil {
+		return nil, err
+	}
+	return queueKeys(ns, queue).all(), nil
+}
+
+// QueuesKey is the key of the set of queue names of namespace ns.
+func QueuesKey(ns string) string { return queuesKey(ns) }
+

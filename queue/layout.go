@@ -1,0 +1,331 @@
+package queue
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The Redis layout: every key name, every field of a job's record and
+// every script's KEYS and ARGV, in this one file. The Lua scripts read
+// the same names: each script is sent with a prelude generated from this
+// file (see prelude), so "argument 5 of claim.lua" is answered here and
+// nowhere else.
+//
+// A queue is a fixed set of keys that all carry the queue's name as a hash
+// tag, "<ns>:{<queue>}:<name>", so that they sit in one Redis Cluster slot.
+// Once the queue exists every one of them exists (each holds a sentinel,
+// see sentinel), and no script touches any key but these, all declared in
+// KEYS. That is what keeps a slot migration harmless: Redis decides
+// whether a script can run from its declared keys before it runs a line of
+// it, so a script either runs whole on the node that holds all of them or
+// is answered ASK, MOVED or TRYAGAIN without writing anything, and the
+// client retries it (see Client.run). A key that could be absent would make
+// Redis answer TRYAGAIN for the whole of a migration; a key built inside a
+// script would fail mid-script, after earlier writes. Jobs are fields of
+// the queue's hashes, not keys of their own, for the same reason: a claim
+// cannot know, before it runs, which job keys it will touch.
+
+// Key names within a queue.
+const (
+	keyMeta    = "meta"    // HASH: created_ms, paused, the counters (stat*), stale, waker, waiting_until
+	keyJobs    = "jobs"    // HASH: job id -> record (see the rec* fields), or a tombstone
+	keyData    = "data"    // HASH: job id -> payload; job id + ".r" -> result
+	keySched   = "sched"   // ZSET: due score (Unix ms, µs as decimals) -> id of a scheduled job
+	keyPending = "pending" // LIST: ids of pending jobs, oldest at the right, the sentinel rightmost
+	keyLeases  = "leases"  // ZSET: lease deadline ms -> id of a processing job
+	keyDead    = "dead"    // ZSET: died-at ms -> id, capped by count and age
+	keyDone    = "done"    // ZSET: completed-at ms -> id, the capped history of completions
+	keyIdem    = "idem"    // HASH: idempotency key -> job id
+	keyExpiry  = "expiry"  // ZSET: when -> what to delete then: a job id, or "k:" + an idempotency key
+	keyClaims  = "claims"  // HASH: claim token base -> ids it claimed, until the claim's first ack
+	keyWake    = "wake"    // STREAM: one entry each time jobs become pending while a claimer waits
+)
+
+// sentinel is the member, field or element that keeps each key of a queue
+// in existence while it is otherwise empty: "~" can be no job id, no claim
+// token and no idempotency key of the "k:" form. In the sorted sets it has
+// the score +inf, in the pending list it is the rightmost element, in the
+// hashes it is a field with an empty value, and the wake stream always
+// keeps its last entry.
+const sentinel = "~"
+
+// sentinels is how many members of each kind of key are the sentinel.
+const sentinels = 1
+
+// keys are the Redis keys of one queue. Build them with queueKeys only
+// after the queue name was validated.
+type keys struct {
+	meta, jobs, data, sched, pending, leases, dead, done, idem, expiry, claims, wake string
+	events                                                                           string // pub/sub channel of job events (sharded pub/sub in a cluster): a channel, not a key
+}
+
+func queueKeys(ns, queue string) keys {
+	p := ns + ":{" + queue + "}:"
+	return keys{
+		meta: p + keyMeta, jobs: p + keyJobs, data: p + keyData, sched: p + keySched,
+		pending: p + keyPending, leases: p + keyLeases, dead: p + keyDead, done: p + keyDone,
+		idem: p + keyIdem, expiry: p + keyExpiry, claims: p + keyClaims, wake: p + keyWake,
+		events: p + "events",
+	}
+}
+
+// all lists every key of the queue, in layout order.
+func (k keys) all() []string {
+	return []string{k.meta, k.jobs, k.data, k.sched, k.pending, k.leases, k.dead, k.done, k.idem, k.expiry, k.claims, k.wake}
+}
+
+// byName answers the key of the queue called name (one of the key*
+// constants).
+func (k keys) byName(name string) string {
+	switch name {
+	case keyMeta:
+		return k.meta
+	case keyJobs:
+		return k.jobs
+	case keyData:
+		return k.data
+	case keySched:
+		return k.sched
+	case keyPending:
+		return k.pending
+	case keyLeases:
+		return k.leases
+	case keyDead:
+		return k.dead
+	case keyDone:
+		return k.done
+	case keyIdem:
+		return k.idem
+	case keyExpiry:
+		return k.expiry
+	case keyClaims:
+		return k.claims
+	case keyWake:
+		return k.wake
+	}
+	panic("queue: no key " + name) // the script table names only the constants above
+}
+
+// resultField is the field of a job's result in the data hash.
+func resultField(id string) string { return id + ".r" }
+
+// Global keys: never touched inside a per-queue script.
+func queuesKey(ns string) string     { return ns + ":queues" }     // SET of known queue names
+func nudgeChannel(ns string) string  { return ns + ":nudge" }      // pub/sub: "<queue>|<due ms>|<instance>"
+func eventsPattern(ns string) string { return ns + ":{*}:events" } // PSUBSCRIBE pattern, single node only
+
+// Meta hash fields.
+const (
+	metaCreated      = "created_ms"
+	metaPaused       = "paused"        // "1" while paused
+	metaStale        = "stale"         // ids in the pending list whose job is no longer pending
+	metaWaker        = "waker"         // the due score last handed to a claimer to wake at
+	metaWakerUntil   = "waker_until"   // ms until which that hand-out holds
+	metaWaitingUntil = "waiting_until" // ms until which a claimer may be waiting on the wake stream
+)
+
+// The counters in the meta hash, as Stats reads them.
+var statFields = []string{"enqueued", "promoted", "completed", "failed", "retried", "reclaimed", "dead", "canceled", "requeued"}
+
+// A job's record: its fields joined by NUL bytes, in this order. No value
+// can hold a NUL: kinds and ids are validated, errors are scrubbed,
+// idempotency keys refuse control characters, and payloads and results
+// (JSON) live in the data hash. A tombstone, left for a short while where
+// a job was deleted soon after it was enqueued or completed, is "-" and
+// the last token that acked it.
+var recFields = []string{
+	"status",         // a Status
+	"kind",           //
+	"spec",           // "<max_attempts>|<visibility_ms>|<backoff>", the backoff as delayed.Backoff.Encode writes it
+	"enqueued_at_ms", //
+	"run_at_ms",      // the millisecond its due time falls in
+	"attempts",       // claims since enqueue or the last manual retry; bounded by max_attempts
+	"fence",          // claims ever: never reset, the fencing number
+	"token",          // the current (or last) claim token; "" once a reclaim took the job back
+	"claimed_at_ms",  //
+	"lease_until_ms", //
+	"completed_at_ms",
+	"died_at_ms",
+	"canceled_at_ms",
+	"last_error",
+	"idempotency_key",
+	"result_ttl_ms",    // "" for the client's retention
+	"cancel_requested", // "1" when a cancel was asked for while processing
+	"cancel_token",     // the request that canceled it (a repeated cancel answers as the first)
+	"ack",              // how the last attempt was ended by its worker: "c", "f", "r" or "x" and the token
+}
+
+// Indexes into a record split on NUL (0-based; Lua's are 1 more).
+const (
+	rStatus = iota
+	rKind
+	rSpec
+	rEnqueuedAt
+	rRunAt
+	rAttempts
+	rFence
+	rToken
+	rClaimedAt
+	rLeaseUntil
+	rCompletedAt
+	rDiedAt
+	rCanceledAt
+	rLastError
+	rIdemKey
+	rResultTTL
+	rCancelReq
+	rCancelToken
+	rAck
+	nRec
+)
+
+// scriptSpec declares one script: the keys it is given, by name, and its
+// arguments after the common ones.
+type scriptSpec struct {
+	name string
+	keys []string
+	args []string
+}
+
+// commonArgs come first in every script's ARGV.
+var commonArgs = []string{
+	"offset_us", // added to Redis's TIME: 0, except under a test's fake clock (see Client.timeOffset)
+	"pubcmd",    // "PUBLISH", "SPUBLISH" or "" (events off)
+	"channel",   // the queue's events channel
+}
+
+// The scripts. A batch script's arguments end with "n" and then n groups
+// of the fields named after it ("n", "id", "token", "result": n groups of
+// id, token, result).
+var (
+	specCreate = scriptSpec{"create",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
+		nil}
+	specEnqueue = scriptSpec{"enqueue",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyIdem, keyExpiry, keyWake},
+		[]string{"idem_ttl_ms", "tomb_ms", "n", "id", "kind", "payload", "spec", "when", "idem", "result_ttl_ms"}}
+	specPromote = scriptSpec{"promote",
+		[]string{keyMeta, keyJobs, keySched, keyPending, keyWake},
+		[]string{"limit"}}
+	specClaim = scriptSpec{"claim",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyClaims, keyWake},
+		[]string{"max", "token_base", "visibility_ms", "want_next", "wait_ms"}}
+	specWait = scriptSpec{"wait",
+		[]string{keyMeta, keyPending, keyWake},
+		[]string{"wait_ms"}}
+	specComplete = scriptSpec{"complete",
+		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims},
+		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result"}}
+	specFail = scriptSpec{"fail",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{"id", "token", "error", "retry_at", "dead", "jitter", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
+	specHeartbeat = scriptSpec{"heartbeat",
+		[]string{keyJobs, keyLeases},
+		[]string{"id", "token", "extend_ms"}}
+	specRelease = scriptSpec{"release",
+		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{"id", "token", "retention_ms", "tomb_ms"}}
+	specReclaim = scriptSpec{"reclaim",
+		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{"limit", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
+	specCancel = scriptSpec{"cancel",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims},
+		[]string{"id", "request", "retention_ms", "claim_token", "tomb_ms"}}
+	specReschedule = scriptSpec{"reschedule",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyWake},
+		[]string{"id", "when"}}
+	specRunNow = scriptSpec{"runnow",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyDead, keyWake},
+		[]string{"id"}}
+	specDead = scriptSpec{"dead",
+		[]string{keyMeta, keyJobs, keyData, keyPending, keyDead, keyIdem, keyExpiry, keyWake},
+		[]string{"mode", "kind", "batch", "upto", "cursor_score", "cursor_id", "tomb_ms"}}
+	specList = scriptSpec{"list",
+		[]string{keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone},
+		[]string{"status", "limit", "cursor_num", "cursor_id"}}
+)
+
+var allSpecs = []scriptSpec{specCreate, specEnqueue, specPromote, specClaim, specWait, specComplete, specFail, specHeartbeat,
+	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList}
+
+// keysOf answers the declared keys of s for queue keys k.
+func (s scriptSpec) keysOf(k keys) []string {
+	out := make([]string, len(s.keys))
+	for i, n := range s.keys {
+		out[i] = k.byName(n)
+	}
+	return out
+}
+
+// fixedArgs is how many arguments s takes before its batch groups (all of
+// them when it takes no batch), the common ones included.
+func (s scriptSpec) fixedArgs() int {
+	for i, a := range s.args {
+		if a == "n" {
+			return len(commonArgs) + i + 1
+		}
+	}
+	return len(commonArgs) + len(s.args)
+}
+
+// groupSize is the number of arguments of one batch item (0: no batch).
+func (s scriptSpec) groupSize() int {
+	for i, a := range s.args {
+		if a == "n" {
+			return len(s.args) - i - 1
+		}
+	}
+	return 0
+}
+
+// prelude is the Lua that names s's keys and arguments, and the record
+// fields, as this file declares them:
+//
+//	local K_meta, K_jobs = KEYS[1], KEYS[2]
+//	local A_offset_us, ... = ARGV[1], ...
+//	local G = 7  -- the first argument of the batch groups; G_id = 0, G_token = 1 ...
+//	local R_status, R_kind = 1, 2 ...
+func (s scriptSpec) prelude() string {
+	var b strings.Builder
+	b.WriteString("-- generated from queue/layout.go: " + s.name + "\n")
+	for i, k := range s.keys {
+		fmt.Fprintf(&b, "local K_%s = KEYS[%d]\n", k, i+1)
+	}
+	fixed := s.fixedArgs()
+	all := append(append([]string{}, commonArgs...), s.args...)
+	for i, a := range all[:fixed] {
+		fmt.Fprintf(&b, "local A_%s = ARGV[%d]\n", a, i+1)
+	}
+	if g := s.groupSize(); g > 0 {
+		fmt.Fprintf(&b, "local GROUP, GROUP_START = %d, %d\n", g, fixed+1)
+		for i, a := range all[fixed:] {
+			fmt.Fprintf(&b, "local G_%s = %d\n", a, i)
+		}
+	}
+	for i, f := range recFields {
+		fmt.Fprintf(&b, "local R_%s = %d\n", f, i+1)
+	}
+	fmt.Fprintf(&b, "local NREC = %d\n", len(recFields))
+	fmt.Fprintf(&b, "local SENTINEL = %q\n", sentinel)
+	return b.String()
+}
+
+// argv builds the ARGV of s: the common arguments, then args, checked
+// against the declared count so that Go and Lua cannot drift apart.
+func (s scriptSpec) argv(common []any, args []any) []any {
+	out := make([]any, 0, len(common)+len(args))
+	out = append(out, common...)
+	out = append(out, args...)
+	fixed, g := s.fixedArgs(), s.groupSize()
+	if g == 0 && len(out) != fixed || g > 0 && (len(out) < fixed || (len(out)-fixed)%g != 0) {
+		panic("queue: " + s.name + ".lua called with " + strconv.Itoa(len(out)) + " arguments") // a bug in this package
+	}
+	return out
+}
+
+func init() {
+	if len(recFields) != nRec {
+		panic("queue: recFields and the r* indexes disagree") // caught by every test run
+	}
+}

@@ -1,0 +1,21 @@
+-- wait.lua: the first half of a blocking peek: answers whether the queue
+-- is paused and how many jobs are pending, and when none is, marks that a
+-- claimer is about to wait wait_ms on the wake stream and answers the
+-- stream's last entry to wait after. Keys and arguments: specWait in
+-- queue/layout.go.
+-- Returns: { paused, pending, wake_id }.
+if not exists() then
+  return { 0, 0, '0-0' }
+end
+if redis.call('HGET', K_meta, 'paused') == '1' then
+  return { 1, 0, '0-0' }
+end
+local n = pending_count()
+if n > 0 then
+  return { 0, n, '0-0' }
+end
+local till = now + tonumber(A_wait_ms)
+if tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') < till then
+  redis.call('HSET', K_meta, 'waiting_until', till)
+end
+return { 0, 0, wake_id() }
