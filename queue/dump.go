@@ -125,4 +125,3 @@ func Keys(ns, queue string) ([]string, error) {
 
 // QueuesKey is the key of the set of queue names of namespace ns.
 func QueuesKey(ns string) string { return queuesKey(ns) }
-
