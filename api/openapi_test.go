@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/demo"
 )
 
@@ -68,8 +70,11 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := api.New(tt.cfg)
 			require.NoError(t, err)
-			doc := parseDoc(t, srv.OpenAPI())
-			require.True(t, strings.HasPrefix(doc.OpenAPI, "3."))
+			served := srv.OpenAPI()
+			_, err = apitest.Load(served) // a valid OpenAPI document
+			require.NoError(t, err)
+			doc := parseDoc(t, served)
+			require.Equal(t, "3.0.3", doc.OpenAPI)
 
 			var registered []string
 			for _, r := range srv.Echo().Routes() {
@@ -167,4 +172,47 @@ func TestOpenAPIRefsResolve(t *testing.T) {
 		}
 	}
 	walk(doc)
+}
+
+type schemaDoc struct {
+	Components struct {
+		Schemas map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+// TestOpenAPIClaimedJobIsJobAndToken: a claimed job is the Job resource
+// and its token, no more, no less (both are closed objects, so neither
+// can be written as the other plus a field).
+func TestOpenAPIClaimedJobIsJobAndToken(t *testing.T) {
+	t.Parallel()
+	var doc schemaDoc
+	require.NoError(t, json.Unmarshal(api.OpenAPI(), &doc))
+	job, claimed := doc.Components.Schemas["Job"], doc.Components.Schemas["ClaimedJob"]
+	require.Contains(t, claimed.Properties, "token")
+	props := maps.Clone(claimed.Properties)
+	delete(props, "token")
+	require.Equal(t, job.Properties, props)
+	require.ElementsMatch(t, append(slices.Clone(job.Required), "token"), claimed.Required)
+}
+
+// TestOpenAPIDefaultsAreNotRequired: a request field with a default may be
+// left out.
+func TestOpenAPIDefaultsAreNotRequired(t *testing.T) {
+	t.Parallel()
+	for _, b := range [][]byte{api.OpenAPI(), demo.OpenAPI()} {
+		var doc schemaDoc
+		require.NoError(t, json.Unmarshal(b, &doc))
+		for name, s := range doc.Components.Schemas {
+			for field, raw := range s.Properties {
+				var p map[string]any
+				require.NoError(t, json.Unmarshal(raw, &p))
+				if _, ok := p["default"]; ok {
+					require.NotContains(t, s.Required, field, "%s.%s has a default", name, field)
+				}
+			}
+		}
+	}
 }

@@ -84,6 +84,21 @@ func TestEnqueueOptions(t *testing.T) {
 		require.Equal(t, time.Hour, got.Backoff.Max) // the default
 		require.Equal(t, time.Hour, got.ResultTTL)
 	})
+	t.Run("null is a field left out", func(t *testing.T) {
+		j := b.enqueue(t, map[string]any{"kind": "k", "queue": nil, "payload": nil, "run_at": nil, "delay": nil,
+			"max_attempts": nil, "backoff": map[string]any{"initial": nil, "factor": nil, "max": nil, "jitter": nil},
+			"visibility": nil, "idempotency_key": nil, "result_ttl": nil})
+		require.Equal(t, "default", j.Queue)
+		require.JSONEq(t, `{}`, string(j.Payload))
+		require.Equal(t, 3, j.MaxAttempts)
+		require.Equal(t, "30s", j.Visibility)
+		require.Nil(t, j.IdempotencyKey)
+		j = b.enqueue(t, map[string]any{"kind": "k", "backoff": nil})
+		require.Equal(t, "pending", j.Status)
+		r := b.do(t, http.MethodPost, "/v1/queues/default/claim", map[string]any{"wait": nil, "max": nil, "visibility": nil})
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		require.Len(t, decodeAs[jobsView](t, r).Jobs, 1)
+	})
 	t.Run("queue from the path", func(t *testing.T) {
 		r := b.do(t, http.MethodPost, "/v1/queues/pathq/jobs", map[string]any{"kind": "k"})
 		require.Equal(t, http.StatusCreated, r.status)
