@@ -107,6 +107,8 @@ func TestEnqueueOptions(t *testing.T) {
 		require.Equal(t, http.StatusCreated, r.status)
 		r = b.do(t, http.MethodPost, "/v1/queues/pathq/jobs", map[string]any{"kind": "k", "queue": "other"})
 		requireError(t, r, http.StatusBadRequest, "invalid_argument", "queue")
+		r = b.do(t, http.MethodPost, "/v1/queues/pathq/jobs", map[string]any{"kind": "k", "queue": ""})
+		requireError(t, r, http.StatusBadRequest, "invalid_argument", "queue")
 		r = b.do(t, http.MethodPost, "/v1/queues/Bad/jobs", map[string]any{"kind": "k"})
 		requireError(t, r, http.StatusBadRequest, "invalid_argument", "queue")
 	})
@@ -125,6 +127,7 @@ func TestEnqueueInvalid(t *testing.T) {
 		{"no kind", `{}`, 400, "invalid_argument", "kind"},
 		{"bad kind", `{"kind":"no spaces"}`, 400, "invalid_argument", "kind"},
 		{"bad queue", `{"kind":"k","queue":"{x}"}`, 400, "invalid_argument", "queue"},
+		{"empty queue", `{"kind":"k","queue":""}`, 400, "invalid_argument", "queue"},
 		{"unknown field", `{"kind":"k","dealy":"1s"}`, 400, "invalid_argument", "dealy"},
 		{"unknown nested field", `{"kind":"k","backoff":{"initail":"1s"}}`, 400, "invalid_argument", "backoff.initail"},
 		{"kind not a string", `{"kind":5}`, 400, "invalid_argument", "kind"},
@@ -226,6 +229,7 @@ func TestEnqueueBatch(t *testing.T) {
 			{map[string]any{"kind": "k", "queue": "bad-batch", "max_attempts": "3"}, "jobs[2].max_attempts"},
 			{map[string]any{"kind": "k", "queue": "bad-batch", "extra": 1}, "jobs[2].extra"},
 			{map[string]any{"kind": "k", "queue": "Bad"}, "jobs[2].queue"},
+			{map[string]any{"kind": "k", "queue": ""}, "jobs[2].queue"},
 			{"a string", "jobs[2]"},
 		} {
 			jobs := []any{map[string]any{"kind": "k", "queue": "bad-batch"}, map[string]any{"kind": "k", "queue": "bad-batch"}, tt.bad}
