@@ -2,10 +2,10 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help deps test test-race test-short bench bench-peer lint fmt fuzz chaos chaos-short
+.PHONY: help deps test test-race test-short bench bench-peer lint fmt generate generate-check fuzz chaos chaos-short
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 deps: ## install redis-server (and redis-cli) when missing (as root, from Debian's packages)
 	@scripts/ensure-deps.sh
@@ -35,13 +35,24 @@ fuzz: deps ## fuzz the request decoding, each target for FUZZTIME executions (de
 	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./api/ || exit 1; \
 	done
 
-lint: ## gofmt and go vet
+lint: generate-check ## gofmt, go vet, and the generated code up to date
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
 fmt: ## format the code
 	gofmt -w .
+
+# The Go client generated from the OpenAPI document, by the oapi-codegen
+# pinned in go.mod's tool directive (go tool oapi-codegen).
+GENERATED := api/client
+
+generate: ## regenerate the generated code: api/client from api/openapi.json
+	$(GO) generate ./$(GENERATED)/
+
+generate-check: generate ## fail when the checked-in generated code differs from what the generator makes
+	@git diff --exit-code -- $(GENERATED) || { 	  echo "$(GENERATED) is not what oapi-codegen makes of api/openapi.json: run make generate and commit it"; exit 1; }
+	@new=$$(git ls-files --others --exclude-standard -- $(GENERATED)); if [ -n "$$new" ]; then 	  echo "generated files not committed: $$new"; exit 1; fi
 
 CHAOS_FLAGS ?=
 

@@ -99,6 +99,17 @@ func TestEvents(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	require.Equal(t, "completed", s.event().typ)
 
+	// A retry (run now) of a scheduled job: its own type, run_now.
+	later := b.enqueue(t, map[string]any{"queue": "ev", "delay": "1h"})
+	ev = s.event()
+	require.Equal(t, "enqueued", ev.typ)
+	require.Equal(t, "scheduled", ev.data["status"])
+	r = b.do(t, http.MethodPost, "/v1/queues/ev/jobs/"+later.ID+"/retry", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	ev = s.event()
+	require.Equal(t, "run_now", ev.typ)
+	require.Equal(t, "pending", ev.data["status"])
+
 	// The heartbeat comment, by the clock: the ticker is the only waiter
 	// on this bundle's fake clock.
 	require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))

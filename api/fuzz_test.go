@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/api/apitest"
 )
 
 // The fuzz tests feed arbitrary requests to a server over a real Redis and
@@ -22,9 +22,14 @@ import (
 var errorCodes = []string{"invalid_argument", "unauthenticated", "not_found", "method_not_allowed", "conflict",
 	"lease_lost", "payload_too_large"}
 
-// checkAnswer holds one answer to the contract.
-func checkAnswer(t *testing.T, req *http.Request, rec *httptest.ResponseRecorder) {
+// checkAnswer holds one answer to the contract: to the served OpenAPI
+// document, and to the rules below.
+func checkAnswer(t *testing.T, b *testBundle, req *http.Request, body string, rec *httptest.ResponseRecorder) {
 	t.Helper()
+	if err := b.contract.Check(t.Context(), apitest.Exchange{Request: req, RequestBody: []byte(body),
+		Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}); err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
 	if rec.Code >= 500 {
 		t.Fatalf("%s %s: %d %s", req.Method, req.URL, rec.Code, rec.Body)
 	}
@@ -44,8 +49,8 @@ func checkAnswer(t *testing.T, req *http.Request, rec *httptest.ResponseRecorder
 	}
 }
 
-// serveOne sends one request to srv in process.
-func serveOne(t *testing.T, srv *api.Server, method, target, body string, hdr ...string) {
+// serveOne sends one request to b's server in process, as JSON.
+func serveOne(t *testing.T, b *testBundle, method, target, body string, hdr ...string) {
 	t.Helper()
 	if !strings.HasPrefix(target, "/") {
 		target = "/" + target
@@ -54,12 +59,15 @@ func serveOne(t *testing.T, srv *api.Server, method, target, body string, hdr ..
 	if err != nil {
 		return // not a request a client could send
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, req)
-	checkAnswer(t, req, rec)
+	b.srv.ServeHTTP(rec, req)
+	checkAnswer(t, b, req, body, rec)
 }
 
 func FuzzEnqueueRequest(f *testing.F) {
@@ -102,7 +110,7 @@ func FuzzEnqueueRequest(f *testing.F) {
 		if key != "" {
 			hdr = []string{"Idempotency-Key", key}
 		}
-		serveOne(t, b.srv, http.MethodPost, path, body, hdr...)
+		serveOne(t, b, http.MethodPost, path, body, hdr...)
 	})
 }
 
@@ -125,7 +133,7 @@ func FuzzBatchRequest(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		serveOne(t, b.srv, http.MethodPost, "/v1/jobs/batch", body)
+		serveOne(t, b, http.MethodPost, "/v1/jobs/batch", body)
 	})
 }
 
@@ -174,6 +182,6 @@ func FuzzRequest(f *testing.F) {
 		if p, err := url.PathUnescape(path); err != nil || strings.Contains(strings.ToLower(p), "events") {
 			return
 		}
-		serveOne(t, b.srv, method, path, body)
+		serveOne(t, b, method, path, body)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -29,6 +30,9 @@ type testBundle struct {
 	srv    *api.Server
 	http   *httptest.Server
 	token  string
+	// contract is the served OpenAPI document: http's client checks every
+	// exchange against it.
+	contract *apitest.Contract
 }
 
 type setupConfig struct {
@@ -65,7 +69,12 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	t.Cleanup(srv.Drain) // before hs.Close: open streams end
-	b := &testBundle{ctx: t.Context(), client: client, clock: clock, srv: srv, http: hs}
+	// Every exchange of the tests is held to the document the server
+	// serves: a test fails on an answer it does not describe.
+	contract, err := apitest.Load(srv.OpenAPI())
+	require.NoError(t, err)
+	hs.Client().Transport = &apitest.Transport{T: t, Contract: contract, Base: hs.Client().Transport}
+	b := &testBundle{ctx: t.Context(), client: client, clock: clock, srv: srv, http: hs, contract: contract}
 	if !sc.noAuth {
 		b.token = ac.Token
 	}

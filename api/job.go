@@ -21,7 +21,7 @@ func nilIfEmpty(s string) *string {
 // Durations and times are strings, parsed after decoding so that a bad one
 // is named by its field.
 type enqueueRequest struct {
-	Queue          string          `json:"queue"`
+	Queue          *string         `json:"queue"` // nil (left out, or null): "default"; "" is a 400`
 	Kind           string          `json:"kind"`
 	Payload        json.RawMessage `json:"payload"`
 	RunAt          *string         `json:"run_at"`
@@ -46,15 +46,19 @@ type backoffRequest struct {
 // leaves the rest to queue's validation. index is the job's place in a
 // batch, -1 for a single job.
 func (r *enqueueRequest) newJob(index int) (queue.NewJob, error) {
-	nj := queue.NewJob{Queue: r.Queue, Kind: r.Kind, Payload: r.Payload}
+	nj := queue.NewJob{Kind: r.Kind, Payload: r.Payload}
+	if r.Queue != nil {
+		if *r.Queue == "" {
+			// Given, but empty: a mistake, not a wish for the default.
+			return nj, invalidArg(fieldPrefix(index)+"queue", "must not be empty: leave queue out for %q", queue.DefaultQueue)
+		}
+		nj.Queue = *r.Queue
+	}
 	if r.RunAt == nil && r.Delay == nil && r.MaxAttempts == nil && r.Visibility == nil && r.ResultTTL == nil &&
 		r.IdempotencyKey == nil && len(r.Backoff) == 0 && nj.Kind != "" && string(nj.Payload) != "null" {
 		return nj, nil // the common case: nothing to check here
 	}
-	prefix := ""
-	if index >= 0 {
-		prefix = fmt.Sprintf("jobs[%d].", index)
-	}
+	prefix := fieldPrefix(index)
 	if string(nj.Payload) == "null" {
 		nj.Payload = nil // the default, {}
 	}
@@ -107,6 +111,15 @@ func (r *enqueueRequest) newJob(index int) (queue.NewJob, error) {
 		nj.Backoff = &b
 	}
 	return nj, nil
+}
+
+// fieldPrefix names the fields of the job at index of a batch
+// ("jobs[3]."), or of a single job (index -1: none).
+func fieldPrefix(index int) string {
+	if index < 0 {
+		return ""
+	}
+	return fmt.Sprintf("jobs[%d].", index)
 }
 
 func (r *backoffRequest) backoff(prefix string) (delayed.Backoff, error) {

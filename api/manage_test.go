@@ -163,7 +163,20 @@ func TestRetryJob(t *testing.T) {
 	sched := b.enqueue(t, map[string]any{"queue": "rt", "delay": "1h"})
 	r = b.do(t, http.MethodPost, "/v1/queues/rt/jobs/"+sched.ID+"/retry", `{}`)
 	require.Equal(t, http.StatusOK, r.status)
-	require.Equal(t, "pending", decodeAs[jobView](t, r).Status)
+	pending := decodeAs[jobView](t, r)
+	require.Equal(t, "pending", pending.Status)
+
+	// A pending job is answered as it is: a retried request (its answer
+	// lost) is harmless, and nothing changes, not even its place in line.
+	r = b.do(t, http.MethodPost, "/v1/queues/rt/jobs/"+sched.ID+"/retry", nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, pending, decodeAs[jobView](t, r))
+	r = b.do(t, http.MethodPost, "/v1/queues/rt/jobs/"+dead.ID+"/retry", nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, got, decodeAs[jobView](t, r))
+	q, err := b.client.Stats(b.ctx, "rt")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, q.Pending)
 
 	b.claim(t, "rt", 10)
 	requireError(t, b.do(t, http.MethodPost, "/v1/queues/rt/jobs/"+sched.ID+"/retry", nil), 409, "conflict", "")

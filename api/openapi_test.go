@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -12,54 +13,136 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/demo"
 )
 
 var echoParam = regexp.MustCompile(`:([a-z]+)`)
 
-// TestOpenAPICoversEveryRoute keeps api/openapi.json true: every route the
-// server registers (cron routes included) is in it, and it documents no
-// route the server lacks.
+// openAPIDoc is the part of an OpenAPI document the tests read.
+type openAPIDoc struct {
+	OpenAPI  string                                `json:"openapi"`
+	Security []map[string][]string                 `json:"security"`
+	Paths    map[string]map[string]json.RawMessage `json:"paths"`
+}
+
+func parseDoc(t *testing.T, b []byte) openAPIDoc {
+	t.Helper()
+	var doc openAPIDoc
+	require.NoError(t, json.Unmarshal(b, &doc))
+	return doc
+}
+
+// operations are "get /v1/queues/{queue}" of every operation of doc.
+func (doc openAPIDoc) operations() []string {
+	var ops []string
+	for path, item := range doc.Paths {
+		for method := range item {
+			if method != "parameters" {
+				ops = append(ops, method+" "+path)
+			}
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+// TestOpenAPICoversEveryRoute keeps the served document true: it lists
+// every route the server registers and no other, for each way the server
+// can be configured (`chronoq serve`, `chronoq demo`, the api package
+// without a cron store or a token).
 func TestOpenAPICoversEveryRoute(t *testing.T) {
 	t.Parallel()
 	b := setupCron(t)
-	// The demo's routes too, as `chronoq demo` registers them.
 	pool, err := demo.New(demo.Config{Client: b.client})
 	require.NoError(t, err)
-	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Routes: pool.Routes()})
-	require.NoError(t, err)
-	var doc struct {
-		OpenAPI string                                `json:"openapi"`
-		Paths   map[string]map[string]json.RawMessage `json:"paths"`
-	}
-	require.NoError(t, json.Unmarshal(api.OpenAPI(), &doc))
-	require.True(t, strings.HasPrefix(doc.OpenAPI, "3."))
+	for _, tt := range []struct {
+		name string
+		cfg  api.Config
+		ops  int
+	}{
+		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 31},
+		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 31},
+		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t",
+			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 34},
+		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 26},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, err := api.New(tt.cfg)
+			require.NoError(t, err)
+			served := srv.OpenAPI()
+			_, err = apitest.Load(served) // a valid OpenAPI document
+			require.NoError(t, err)
+			doc := parseDoc(t, served)
+			require.Equal(t, "3.0.3", doc.OpenAPI)
 
-	var registered []string
-	for _, r := range srv.Echo().Routes() {
-		if r.Method == echo.RouteNotFound {
-			continue
-		}
-		path := echoParam.ReplaceAllString(r.Path, "{$1}")
-		op := strings.ToLower(r.Method) + " " + path
-		registered = append(registered, op)
-		require.Contains(t, doc.Paths, path, "route %s %s is not in api/openapi.json", r.Method, r.Path)
-		require.Contains(t, doc.Paths[path], strings.ToLower(r.Method), "route %s %s is not in api/openapi.json", r.Method, r.Path)
-	}
-	for path, ops := range doc.Paths {
-		for method := range ops {
-			if method == "parameters" {
-				continue
+			var registered []string
+			for _, r := range srv.Echo().Routes() {
+				if r.Method != echo.RouteNotFound {
+					registered = append(registered, strings.ToLower(r.Method)+" "+echoParam.ReplaceAllString(r.Path, "{$1}"))
+				}
 			}
-			require.True(t, slices.Contains(registered, method+" "+path), "api/openapi.json documents %s %s, which the server does not serve", method, path)
-		}
+			slices.Sort(registered)
+			require.Equal(t, registered, doc.operations(), "the served document lists the routes the server serves")
+			require.Len(t, registered, tt.ops)
+		})
 	}
-	require.Len(t, registered, 34)
+}
 
-	// Served as is.
+// TestOpenAPIServedFitsTheServer: `chronoq serve --token` serves
+// api/openapi.json as it is; the demo's operations are only in the
+// document of a server that has them; credentials are asked for only
+// where the server needs them.
+func TestOpenAPIServedFitsTheServer(t *testing.T) {
+	t.Parallel()
+	b := setupCron(t)
+	pool, err := demo.New(demo.Config{Client: b.client})
+	require.NoError(t, err)
+	newSrv := func(cfg api.Config) openAPIDoc {
+		cfg.Store, cfg.Cron = b.client, &memCron{client: b.client}
+		srv, err := api.New(cfg)
+		require.NoError(t, err)
+		return parseDoc(t, srv.OpenAPI())
+	}
+	metricsSecurity := func(doc openAPIDoc) []map[string][]string {
+		var op struct {
+			Security []map[string][]string `json:"security"`
+		}
+		require.NoError(t, json.Unmarshal(doc.Paths["/metrics"]["get"], &op))
+		return op.Security
+	}
+	bearer := []map[string][]string{{"bearer": {}}, {"session": {}}}
+
+	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"})
+	require.NoError(t, err)
+	require.Equal(t, api.OpenAPI(), srv.OpenAPI(), "serve --token serves api/openapi.json byte for byte")
+	doc := parseDoc(t, srv.OpenAPI())
+	require.NotContains(t, doc.Paths, "/v1/demo")
+	require.Equal(t, bearer, doc.Security)
+	require.Empty(t, metricsSecurity(doc), "/metrics is open")
+
+	doc = newSrv(api.Config{Token: "t", Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()})
+	for _, p := range []string{"/v1/demo", "/v1/demo/pool", "/v1/demo/batch"} {
+		require.Contains(t, doc.Paths, p)
+	}
+
+	doc = newSrv(api.Config{Token: "t", MetricsAuth: true})
+	require.Nil(t, metricsSecurity(doc), "--metrics-auth: /metrics needs the token")
+
+	doc = newSrv(api.Config{})
+	require.Empty(t, doc.Security, "no token: nothing needs credentials")
+	require.Empty(t, metricsSecurity(doc))
+
+	// The document over HTTP is the server's.
 	r := b.do(t, http.MethodGet, "/v1/openapi.json", nil)
 	require.Equal(t, http.StatusOK, r.status)
-	require.Equal(t, api.OpenAPI(), r.body)
+	require.Equal(t, b.srv.OpenAPI(), r.body)
+
+	// Routes documented twice, or a fragment that is not one, are refused.
+	for _, bad := range []string{`{"paths": {"/v1/jobs": {"post": {}}}}`, `{"servers": []}`, `[]`} {
+		_, err := api.New(api.Config{Store: b.client, RoutesOpenAPI: []byte(bad)})
+		require.Error(t, err, bad)
+	}
 }
 
 // TestOpenAPIRefsResolve checks that every $ref names a component.
@@ -89,4 +172,47 @@ func TestOpenAPIRefsResolve(t *testing.T) {
 		}
 	}
 	walk(doc)
+}
+
+type schemaDoc struct {
+	Components struct {
+		Schemas map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+// TestOpenAPIClaimedJobIsJobAndToken: a claimed job is the Job resource
+// and its token, no more, no less (both are closed objects, so neither
+// can be written as the other plus a field).
+func TestOpenAPIClaimedJobIsJobAndToken(t *testing.T) {
+	t.Parallel()
+	var doc schemaDoc
+	require.NoError(t, json.Unmarshal(api.OpenAPI(), &doc))
+	job, claimed := doc.Components.Schemas["Job"], doc.Components.Schemas["ClaimedJob"]
+	require.Contains(t, claimed.Properties, "token")
+	props := maps.Clone(claimed.Properties)
+	delete(props, "token")
+	require.Equal(t, job.Properties, props)
+	require.ElementsMatch(t, append(slices.Clone(job.Required), "token"), claimed.Required)
+}
+
+// TestOpenAPIDefaultsAreNotRequired: a request field with a default may be
+// left out.
+func TestOpenAPIDefaultsAreNotRequired(t *testing.T) {
+	t.Parallel()
+	for _, b := range [][]byte{api.OpenAPI(), demo.OpenAPI()} {
+		var doc schemaDoc
+		require.NoError(t, json.Unmarshal(b, &doc))
+		for name, s := range doc.Components.Schemas {
+			for field, raw := range s.Properties {
+				var p map[string]any
+				require.NoError(t, json.Unmarshal(raw, &p))
+				if _, ok := p["default"]; ok {
+					require.NotContains(t, s.Required, field, "%s.%s has a default", name, field)
+				}
+			}
+		}
+	}
 }

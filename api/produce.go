@@ -28,10 +28,10 @@ func (s *Server) enqueueOne(c echo.Context) error {
 		if err := queue.ValidateQueue(q); err != nil {
 			return invalidArg("queue", "%v", err)
 		}
-		if req.Queue != "" && req.Queue != q {
-			return invalidArg("queue", "the body names queue %q, the path %q", req.Queue, q)
+		if req.Queue != nil && *req.Queue != q {
+			return invalidArg("queue", "the body names queue %q, the path %q", *req.Queue, q)
 		}
-		req.Queue = q
+		req.Queue = &q
 	}
 	if h := c.Request().Header.Get(HeaderIdempotencyKey); h != "" {
 		if req.IdempotencyKey != nil && *req.IdempotencyKey != h {

@@ -84,6 +84,21 @@ func TestEnqueueOptions(t *testing.T) {
 		require.Equal(t, time.Hour, got.Backoff.Max) // the default
 		require.Equal(t, time.Hour, got.ResultTTL)
 	})
+	t.Run("null is a field left out", func(t *testing.T) {
+		j := b.enqueue(t, map[string]any{"kind": "k", "queue": nil, "payload": nil, "run_at": nil, "delay": nil,
+			"max_attempts": nil, "backoff": map[string]any{"initial": nil, "factor": nil, "max": nil, "jitter": nil},
+			"visibility": nil, "idempotency_key": nil, "result_ttl": nil})
+		require.Equal(t, "default", j.Queue)
+		require.JSONEq(t, `{}`, string(j.Payload))
+		require.Equal(t, 3, j.MaxAttempts)
+		require.Equal(t, "30s", j.Visibility)
+		require.Nil(t, j.IdempotencyKey)
+		j = b.enqueue(t, map[string]any{"kind": "k", "backoff": nil})
+		require.Equal(t, "pending", j.Status)
+		r := b.do(t, http.MethodPost, "/v1/queues/default/claim", map[string]any{"wait": nil, "max": nil, "visibility": nil})
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		require.Len(t, decodeAs[jobsView](t, r).Jobs, 1)
+	})
 	t.Run("queue from the path", func(t *testing.T) {
 		r := b.do(t, http.MethodPost, "/v1/queues/pathq/jobs", map[string]any{"kind": "k"})
 		require.Equal(t, http.StatusCreated, r.status)
@@ -91,6 +106,8 @@ func TestEnqueueOptions(t *testing.T) {
 		r = b.do(t, http.MethodPost, "/v1/queues/pathq/jobs", map[string]any{"kind": "k", "queue": "pathq"})
 		require.Equal(t, http.StatusCreated, r.status)
 		r = b.do(t, http.MethodPost, "/v1/queues/pathq/jobs", map[string]any{"kind": "k", "queue": "other"})
+		requireError(t, r, http.StatusBadRequest, "invalid_argument", "queue")
+		r = b.do(t, http.MethodPost, "/v1/queues/pathq/jobs", map[string]any{"kind": "k", "queue": ""})
 		requireError(t, r, http.StatusBadRequest, "invalid_argument", "queue")
 		r = b.do(t, http.MethodPost, "/v1/queues/Bad/jobs", map[string]any{"kind": "k"})
 		requireError(t, r, http.StatusBadRequest, "invalid_argument", "queue")
@@ -110,6 +127,7 @@ func TestEnqueueInvalid(t *testing.T) {
 		{"no kind", `{}`, 400, "invalid_argument", "kind"},
 		{"bad kind", `{"kind":"no spaces"}`, 400, "invalid_argument", "kind"},
 		{"bad queue", `{"kind":"k","queue":"{x}"}`, 400, "invalid_argument", "queue"},
+		{"empty queue", `{"kind":"k","queue":""}`, 400, "invalid_argument", "queue"},
 		{"unknown field", `{"kind":"k","dealy":"1s"}`, 400, "invalid_argument", "dealy"},
 		{"unknown nested field", `{"kind":"k","backoff":{"initail":"1s"}}`, 400, "invalid_argument", "backoff.initail"},
 		{"kind not a string", `{"kind":5}`, 400, "invalid_argument", "kind"},
@@ -211,6 +229,7 @@ func TestEnqueueBatch(t *testing.T) {
 			{map[string]any{"kind": "k", "queue": "bad-batch", "max_attempts": "3"}, "jobs[2].max_attempts"},
 			{map[string]any{"kind": "k", "queue": "bad-batch", "extra": 1}, "jobs[2].extra"},
 			{map[string]any{"kind": "k", "queue": "Bad"}, "jobs[2].queue"},
+			{map[string]any{"kind": "k", "queue": ""}, "jobs[2].queue"},
 			{"a string", "jobs[2]"},
 		} {
 			jobs := []any{map[string]any{"kind": "k", "queue": "bad-batch"}, map[string]any{"kind": "k", "queue": "bad-batch"}, tt.bad}

@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -68,6 +67,10 @@ type Config struct {
 	// Routes are more routes, registered behind the same authentication as
 	// the API's own (the demo's /v1/demo routes). Defaults to none.
 	Routes []Route
+	// RoutesOpenAPI documents Routes: an OpenAPI document of "tags",
+	// "paths" and "components" only, merged into the one the server
+	// serves (see [Server.OpenAPI]). Defaults to none.
+	RoutesOpenAPI []byte
 	// DisableCoalescing sends each single enqueue (POST /v1/jobs) to the
 	// store on its own instead of batching those that arrive together.
 	// Defaults to false.
@@ -97,6 +100,7 @@ type Server struct {
 	session [sha256.Size]byte // sha256 of the session cookie's value
 	enqueue func(context.Context, queue.NewJob) (queue.Enqueued, error)
 	streams atomic.Int64 // event streams open
+	doc     []byte       // the OpenAPI document served
 
 	drainOnce sync.Once
 	drainCtx  context.Context
@@ -151,6 +155,10 @@ func New(cfg Config) (*Server, error) {
 	e.Use(s.observe, s.writeErrors, s.recover, s.bodyLimit)
 	s.e = e
 	s.routes()
+	var err error
+	if s.doc, err = s.buildOpenAPI(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -398,17 +406,6 @@ func (s *Server) readyz(c echo.Context) error {
 			Message: "the job store (Redis) does not answer", err: err}
 	}
 	return writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-//go:embed openapi.json
-var openAPIDoc []byte
-
-// OpenAPI is the OpenAPI 3 document of the API, as served at
-// /v1/openapi.json.
-func OpenAPI() []byte { return openAPIDoc }
-
-func (s *Server) openAPI(c echo.Context) error {
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPIDoc)
 }
 
 const dashboardPlaceholder = `<!doctype html>

@@ -86,6 +86,38 @@ func TestBodyLimit(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status)
 }
 
+// TestBodyLimitEveryRoute: every route that reads a body answers 413 for
+// one over the limit, whether its Content-Length says so at once or it
+// comes chunked, and the document says so for each.
+func TestBodyLimitEveryRoute(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCron, func(sc *setupConfig) { sc.api.BodyLimit = 64 })
+	big := `{"kind":"` + strings.Repeat("x", 100) + `"}`
+	doc := parseDoc(t, b.srv.OpenAPI())
+	n := 0
+	for _, op := range doc.operations() {
+		method, path, _ := strings.Cut(op, " ")
+		if method != "post" && method != "put" && method != "patch" {
+			continue
+		}
+		n++
+		path = strings.NewReplacer("{queue}", "q", "{id}", "abc", "{name}", "n").Replace(path)
+		method = strings.ToUpper(method)
+		requireError(t, b.do(t, method, path, big), http.StatusRequestEntityTooLarge, "payload_too_large", "")
+		req, err := http.NewRequestWithContext(b.ctx, method, b.http.URL+path, io.MultiReader(strings.NewReader(big)))
+		require.NoError(t, err)
+		req.ContentLength = -1
+		req.Header.Set("Content-Type", "application/json")
+		res, err := b.http.Client().Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		requireError(t, response{status: res.StatusCode, header: res.Header, body: body}, http.StatusRequestEntityTooLarge, "payload_too_large", "")
+	}
+	require.Equal(t, 16, n)
+}
+
 func TestDefaultBodyLimitIsOneMiB(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -129,11 +161,14 @@ func TestDashboard(t *testing.T) {
 	require.Contains(t, string(r.body), "/v1/openapi.json")
 
 	b = setup(t, func(sc *setupConfig) {
-		sc.api.Dashboard = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "my dashboard") })
+		sc.api.Dashboard = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = io.WriteString(w, "<p>my dashboard")
+		})
 	})
 	r = b.do(t, http.MethodGet, "/", nil)
 	require.Equal(t, http.StatusOK, r.status)
-	require.Equal(t, "my dashboard", string(r.body))
+	require.Equal(t, "<p>my dashboard", string(r.body))
 }
 
 // brokenStore fails in the ways a store must never make the API fail.
@@ -170,33 +205,4 @@ func TestInternalErrors(t *testing.T) {
 	}
 	require.Contains(t, logs.String(), "store bug")
 	require.Contains(t, logs.String(), "hunter2") // the detail is in the log
-}
-
-func TestStoreErrorsMapToCodes(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		err    error
-		status int
-		code   string
-		field  string
-	}{
-		{&queue.FieldError{Index: -1, Field: "payload", Err: queue.ErrPayloadTooLarge}, 413, "payload_too_large", "payload"},
-		{&queue.FieldError{Index: 4, Field: "kind", Err: queue.ErrInvalidKind}, 400, "invalid_argument", "jobs[4].kind"},
-		{queue.ErrInvalidQueue, 400, "invalid_argument", "queue"},
-		{queue.ErrInvalid, 400, "invalid_argument", ""},
-		{queue.ErrNotFound, 404, "not_found", ""},
-		{queue.ErrLeaseLost, 409, "lease_lost", ""},
-		{queue.ErrConflict, 409, "conflict", ""},
-		{queue.ErrTooManyQueues, 409, "conflict", ""},
-		{queue.ErrPayloadTooLarge, 413, "payload_too_large", ""},
-		{queue.ErrUnavailable, 503, "unavailable", ""},
-		{context.DeadlineExceeded, 503, "unavailable", ""},
-	} {
-		b := setup(t, func(sc *setupConfig) { sc.api.Store = brokenStore{err: tt.err} })
-		r := b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "k"})
-		requireError(t, r, tt.status, tt.code, tt.field)
-		if tt.status == 503 {
-			require.Equal(t, "1", r.header.Get("Retry-After"))
-		}
-	}
 }

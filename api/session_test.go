@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/api/apitest"
 )
 
 // login does GET /?token=tok without following the redirect.
@@ -38,6 +39,13 @@ func sessionCookie(t *testing.T, res *http.Response) *http.Cookie {
 	return nil
 }
 
+// extraOpenAPI documents the route /v1/extra of TestDashboardSession.
+const extraOpenAPI = `{"paths": {"/v1/extra": {"post": {"operationId": "extra", "responses": {
+	"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object",
+		"properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": false}}}},
+	"401": {"$ref": "#/components/responses/Unauthenticated"},
+	"403": {"$ref": "#/components/responses/Forbidden"}}}}}}`
+
 // TestDashboardSession: GET /?token=T sets the session cookie and
 // redirects; the cookie then opens the page and the API, but a
 // state-changing request on the cookie must come from the same origin.
@@ -47,7 +55,10 @@ func TestDashboardSession(t *testing.T) {
 	extra := api.Route{Method: http.MethodPost, Path: "/v1/extra", Handler: func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]bool{"ok": true})
 	}}
-	b := setup(t, withToken(token), func(sc *setupConfig) { sc.noAuth = true; sc.api.Routes = []api.Route{extra} })
+	b := setup(t, withToken(token), func(sc *setupConfig) {
+		sc.noAuth = true
+		sc.api.Routes, sc.api.RoutesOpenAPI = []api.Route{extra}, []byte(extraOpenAPI)
+	})
 	host := strings.TrimPrefix(b.http.URL, "http://")
 
 	// A wrong token, or none, is refused; the page too.
@@ -124,6 +135,7 @@ func TestDashboardSessionTLS(t *testing.T) {
 	b := setup(t, withToken("tok"), func(sc *setupConfig) { sc.noAuth = true })
 	hs := httptest.NewTLSServer(b.srv)
 	t.Cleanup(hs.Close)
+	apitest.Wrap(t, hs.Client(), b.srv.OpenAPI())
 	res := login(t, hs, "tok")
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	ck := sessionCookie(t, res)
@@ -137,6 +149,7 @@ func TestDashboardSessionTLS(t *testing.T) {
 		require.NoError(t, err)
 		req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
 		req.Header.Set("Origin", tt.origin)
+		req.Header.Set("Content-Type", "application/json")
 		res, err := hs.Client().Do(req)
 		require.NoError(t, err)
 		_ = res.Body.Close()

@@ -12,5 +12,6 @@
 // reclaim sweep returns it to pending. All waiting is on the pool's
 // [clockwork.Clock].
 //
-// [Pool.Routes] are the /v1/demo routes, for [api.Config.Routes].
+// [Pool.Routes] are the /v1/demo routes, for [api.Config.Routes], and
+// [OpenAPI] their OpenAPI paths, for [api.Config.RoutesOpenAPI].
 package demo

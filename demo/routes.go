@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,14 @@ func (p *Pool) Routes() []api.Route {
 		{Method: http.MethodPost, Path: "/v1/demo/batch", Handler: p.postBatch},
 	}
 }
+
+//go:embed openapi.json
+var openAPIDoc []byte
+
+// OpenAPI documents [Pool.Routes], for api.Config.RoutesOpenAPI: their
+// paths and schemas, merged into the document the server serves at
+// /v1/openapi.json (only `chronoq demo` serves them).
+func OpenAPI() []byte { return openAPIDoc }
 
 type statusJSON struct {
 	Queue     string   `json:"queue"`

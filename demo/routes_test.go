@@ -13,18 +13,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/api/apitest"
+	"github.com/chronoq/chronoq/demo"
 )
 
 func TestRoutes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv, err := api.New(api.Config{Store: b.client, Routes: b.pool.Routes(), Logger: slog.New(slog.DiscardHandler)})
+	srv, err := api.New(api.Config{Store: b.client, Routes: b.pool.Routes(), RoutesOpenAPI: demo.OpenAPI(),
+		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
+	// Every answer is held to the document the server serves.
+	apitest.Wrap(t, hs.Client(), srv.OpenAPI())
 	do := func(method, path, body string) (int, map[string]any) {
 		req, err := http.NewRequestWithContext(t.Context(), method, hs.URL+path, strings.NewReader(body))
 		require.NoError(t, err)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		res, err := hs.Client().Do(req)
 		require.NoError(t, err)
 		defer res.Body.Close()

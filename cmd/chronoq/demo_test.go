@@ -11,7 +11,7 @@ import (
 
 // TestDemo: `chronoq demo` needs no set-up (the embedded Redis), serves
 // the dashboard and the /v1/demo routes, and its workers run the batches;
-// `serve` has no demo routes.
+// `serve` has no demo routes, and its OpenAPI document lists none.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	s := startServeAs(t, "demo", []string{"--workers", "2"}, nil)
@@ -38,9 +38,16 @@ func TestDemo(t *testing.T) {
 	require.Contains(t, string(page), `id="demo-panel"`)
 	require.NotEmpty(t, res.Header.Get("Content-Security-Policy"))
 
+	_, doc := s.do(t, http.MethodGet, "/v1/openapi.json", "")
+	require.Contains(t, doc["paths"], "/v1/demo/batch")
+
 	plain := startServe(t, nil, nil)
 	status, _ = plain.do(t, http.MethodGet, "/v1/demo", "")
 	require.Equal(t, http.StatusNotFound, status)
+	status, doc = plain.do(t, http.MethodGet, "/v1/openapi.json", "")
+	require.Equal(t, http.StatusOK, status)
+	require.NotContains(t, doc["paths"], "/v1/demo")
+	require.NotContains(t, doc["paths"], "/v1/demo/batch")
 
 	for _, args := range [][]string{{"--workers", "-1"}, {"--workers", "33"}} {
 		_, err := parseServeFlags("demo", args, env(), io.Discard)

@@ -306,14 +306,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	defer client.Close()
 	var pool *demo.Pool
 	var routes []api.Route
+	var routesDoc []byte
 	if c.demo {
 		if pool, err = demo.New(demo.Config{Client: client, Logger: log}); err != nil {
 			return err
 		}
-		routes = pool.Routes()
+		routes, routesDoc = pool.Routes(), demo.OpenAPI()
 	}
 	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Token: c.token, MetricsAuth: c.metricsAuth,
-		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes})
+		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
+		RoutesOpenAPI: routesDoc})
 	if err != nil {
 		return err
 	}

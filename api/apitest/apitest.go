@@ -1,0 +1,288 @@
+// Package apitest holds HTTP exchanges with a chronoq API server to the
+// OpenAPI document that server serves (GET /v1/openapi.json), with
+// kin-openapi's validator (openapi3filter). It is for tests: the api
+// package's tests send every request through [Transport], so every
+// status and body they receive is checked against the contract, and a
+// test fails on the first answer the document does not describe.
+//
+// The rules, for one exchange:
+//
+//   - A request the document has no operation for must be answered 404
+//     (no such path) or 405 (not with that method), with the Error body.
+//   - A request the document rejects (a parameter, the body, the
+//     credentials) must be answered with a 4xx the operation documents:
+//     the document must not accept less than the server does.
+//   - Every answer's status must be one the operation documents, and its
+//     headers and body must match that response (a response documented
+//     without content must have no body).
+//   - An event stream (text/event-stream) is checked message by message
+//     as the test reads it: each message, as {"event","data"}, must match
+//     the documented schema.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+)
+
+// Contract is an OpenAPI document loaded for checking exchanges.
+type Contract struct {
+	doc    *openapi3.T
+	router routers.Router
+	errRef *openapi3.SchemaRef // components/schemas/Error
+}
+
+var (
+	loaded   sync.Map // string(document) -> *Contract
+	initOnce sync.Once
+)
+
+// Load reads and validates an OpenAPI document. The same document is
+// loaded once per process.
+func Load(doc []byte) (*Contract, error) {
+	initOnce.Do(func() {
+		// The dashboard page: checked for its status and content type only.
+		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	})
+	if c, ok := loaded.Load(string(doc)); ok {
+		return c.(*Contract), nil
+	}
+	l := openapi3.NewLoader()
+	t, err := l.LoadFromData(doc)
+	if err != nil {
+		return nil, fmt.Errorf("apitest: loading the OpenAPI document: %w", err)
+	}
+	if err := t.Validate(l.Context); err != nil {
+		return nil, fmt.Errorf("apitest: the OpenAPI document is invalid: %w", err)
+	}
+	// The document's server is "/", the server's own origin: routing by
+	// path alone is the same, and the router would match "/" against the
+	// request's host.
+	if len(t.Servers) == 1 && t.Servers[0].URL == "/" {
+		t.Servers = nil
+	}
+	r, err := legacy.NewRouter(t)
+	if err != nil {
+		return nil, fmt.Errorf("apitest: routing the OpenAPI document: %w", err)
+	}
+	c := &Contract{doc: t, router: r}
+	if t.Components != nil {
+		c.errRef = t.Components.Schemas["Error"]
+	}
+	if c.errRef == nil {
+		return nil, errors.New("apitest: the OpenAPI document has no components/schemas/Error")
+	}
+	v, _ := loaded.LoadOrStore(string(doc), c)
+	return v.(*Contract), nil
+}
+
+// Exchange is one request and its answer, bodies read.
+type Exchange struct {
+	Request     *http.Request // its Body is not read: see RequestBody
+	RequestBody []byte
+	Status      int
+	Header      http.Header
+	Body        []byte
+}
+
+func (c *Contract) schemaOptions() []openapi3.SchemaValidationOption {
+	opts := []openapi3.SchemaValidationOption{openapi3.MultiErrors()}
+	if c.doc.IsOpenAPI31OrLater() {
+		opts = append(opts, openapi3.EnableJSONSchema2020())
+	}
+	return opts
+}
+
+// Check holds one exchange to the document; nil when it conforms.
+func (c *Contract) Check(ctx context.Context, x Exchange) error {
+	route, in, err := c.checkRequest(ctx, x)
+	if err != nil || route == nil {
+		return err
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: x.Status, Header: x.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+	out.SetBodyBytes(x.Body)
+	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+		return fmt.Errorf("the answer %d does not match the document: %w (body: %.500s)", x.Status, err, x.Body)
+	}
+	return checkEmpty(route, x.Status, x.Body)
+}
+
+// checkRequest finds the operation of x and checks the request against
+// it, and the status against what the request deserves. It answers a nil
+// route when there is no operation (and the answer was checked).
+func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route, *openapi3filter.RequestValidationInput, error) {
+	req := x.Request.Clone(ctx)
+	if len(bytes.TrimSpace(x.RequestBody)) == 0 {
+		// White space is no body, for the server as for a JSON parser.
+		x.RequestBody = nil
+	}
+	req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		return nil, nil, c.checkNoRoute(x, err)
+	}
+	// A body where the document has none is refused on the methods whose
+	// routes read their body; the others (GET, DELETE) ignore it.
+	reads := req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: authenticate, SkipSettingDefaults: true, MultiError: true,
+			RejectWhenRequestBodyNotSpecified: reads}}
+	if err := openapi3filter.ValidateRequest(ctx, in); err != nil && (x.Status < 400 || x.Status > 499) {
+		return nil, nil, fmt.Errorf("the document rejects the request (%w), but the server answered %d: the document must accept what the server does (body: %.500s)",
+			err, x.Status, x.Body)
+	}
+	// ValidateRequest read the body: the response check reads the request
+	// again.
+	req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
+	return route, in, nil
+}
+
+// checkNoRoute checks the answer to a request the document has no
+// operation for: 404 (no such path) or 405 (not with that method), with
+// the Error body.
+func (c *Contract) checkNoRoute(x Exchange, routeErr error) error {
+	if x.Status != http.StatusNotFound && x.Status != http.StatusMethodNotAllowed {
+		return fmt.Errorf("no operation in the document (%v): want 404 or 405, the server answered %d (body: %.500s)", routeErr, x.Status, x.Body)
+	}
+	if x.Request.Method == http.MethodHead {
+		return nil
+	}
+	return c.checkJSON(c.errRef, x)
+}
+
+// checkJSON checks a JSON answer against a schema.
+func (c *Contract) checkJSON(ref *openapi3.SchemaRef, x Exchange) error {
+	if ct := x.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return fmt.Errorf("answer %d: Content-Type %q, want application/json", x.Status, ct)
+	}
+	var v any
+	if err := json.Unmarshal(x.Body, &v); err != nil {
+		return fmt.Errorf("answer %d: not JSON: %w (body: %.500s)", x.Status, err, x.Body)
+	}
+	if err := ref.Value.VisitJSON(v, append(c.schemaOptions(), openapi3.VisitAsResponse())...); err != nil {
+		return fmt.Errorf("answer %d does not match the schema: %w (body: %.500s)", x.Status, err, x.Body)
+	}
+	return nil
+}
+
+// checkEmpty: a response documented without content has no body.
+func checkEmpty(route *routers.Route, status int, body []byte) error {
+	r := route.Operation.Responses.Status(status)
+	if r == nil || r.Value == nil || len(r.Value.Content) > 0 || len(body) == 0 {
+		return nil
+	}
+	return fmt.Errorf("answer %d is documented without content but has a body: %.500s", status, body)
+}
+
+// authenticate says whether a request carries the credentials of a
+// security scheme, whatever their value: whether they are right is the
+// server's to say (a 401).
+func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	req, s := in.RequestValidationInput.Request, in.SecurityScheme
+	switch {
+	case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
+		scheme, tok, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+		if strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(tok) != "" {
+			return nil
+		}
+		return in.NewError(errors.New("no Authorization: Bearer <token>"))
+	case s.Type == "apiKey" && s.In == "cookie":
+		if ck, err := req.Cookie(s.Name); err == nil && ck.Value != "" {
+			return nil
+		}
+		return in.NewError(fmt.Errorf("no %s cookie", s.Name))
+	case s.Type == "apiKey" && s.In == "query":
+		if req.URL.Query().Get(s.Name) != "" {
+			return nil
+		}
+		return in.NewError(fmt.Errorf("no %s query parameter", s.Name))
+	case s.Type == "apiKey" && s.In == "header":
+		if req.Header.Get(s.Name) != "" {
+			return nil
+		}
+		return in.NewError(fmt.Errorf("no %s header", s.Name))
+	}
+	return in.NewError(fmt.Errorf("security scheme %q of type %q is not known to apitest", in.SecuritySchemeName, s.Type))
+}
+
+// Transport is an http.RoundTripper that checks every exchange against a
+// [Contract] and fails T on any that does not conform.
+type Transport struct {
+	T        testing.TB
+	Contract *Contract
+	Base     http.RoundTripper // http.DefaultTransport when nil
+}
+
+// Wrap makes client check its exchanges against the document doc.
+func Wrap(t testing.TB, client *http.Client, doc []byte) {
+	t.Helper()
+	c, err := Load(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Transport = &Transport{T: t, Contract: c, Base: client.Transport}
+}
+
+func (tr *Transport) base() http.RoundTripper {
+	if tr.Base != nil {
+		return tr.Base
+	}
+	return http.DefaultTransport
+}
+
+// CloseIdleConnections closes those of the base transport.
+func (tr *Transport) CloseIdleConnections() {
+	if ci, ok := tr.base().(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// RoundTrip sends req, checks the exchange, and answers the response with
+// its body intact.
+func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	out := req
+	if req.Body != nil && req.Body != http.NoBody {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = req.Clone(req.Context())
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	res, err := tr.base().RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	x := Exchange{Request: req, RequestBody: body, Status: res.StatusCode, Header: res.Header}
+	if res.StatusCode == http.StatusOK && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		return tr.stream(req.Context(), x, res)
+	}
+	x.Body, err = io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(x.Body))
+	if err := tr.Contract.Check(req.Context(), x); err != nil {
+		tr.T.Errorf("contract: %s %s: %v", req.Method, req.URL.RequestURI(), err)
+	}
+	return res, nil
+}
