@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
@@ -206,3 +207,22 @@ func (b *testBundle) claim(t *testing.T, q string, max int) []jobView {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// requireSoonAfter checks that got, a time as the API writes it and as
+// Redis's clock decided it, is want or a little after: under the tests'
+// fake clock Redis's clock reads as the fake one plus the real time the
+// test has taken (see queue.Config.Clock).
+func requireSoonAfter(t *testing.T, want string, got any, msgAndArgs ...any) {
+	t.Helper()
+	s, ok := got.(string)
+	if p, isPtr := got.(*string); isPtr && p != nil {
+		s, ok = *p, true
+	}
+	require.True(t, ok, "want a time, got %v", got)
+	w, err := time.Parse(time.RFC3339Nano, want)
+	require.NoError(t, err)
+	g, err := time.Parse(time.RFC3339Nano, s)
+	require.NoError(t, err)
+	require.False(t, g.Before(w), msgAndArgs...)
+	require.Less(t, g.Sub(w), time.Second, msgAndArgs...)
+}

