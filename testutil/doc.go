@@ -34,7 +34,11 @@
 //
 // Cluster tests use [Cluster] (or [ClusterAddrs]) instead of [Redis]. Tests
 // that must stop, kill or restart Redis use [StartServer], which gives the
-// test a redis-server of its own.
+// test a redis-server of its own. Tests that move a hash slot from one
+// master to another while their load runs use [StartCluster], which gives
+// the test a cluster of its own (3 masters, about a second to start) with
+// [PrivateCluster.MigrateSlot]: moving a slot of the shared cluster would
+// disturb the parallel tests whose keys live in it.
 //
 // # Sharing and isolation
 //

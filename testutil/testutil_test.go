@@ -200,3 +200,34 @@ func TestFakeClock(t *testing.T) {
 	c.Advance(time.Hour)
 	require.True(t, testutil.FakeClock().Now().Equal(want), "each clock is independent")
 }
+
+func TestStartClusterMigrateSlot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := testutil.StartCluster(t)
+	require.Len(t, c.Addrs(), 3)
+	require.NotContains(t, c.Addrs(), testutil.ClusterAddrs(t)[0], "a cluster of its own, not the shared one")
+	rdb := c.Client()
+	const key = "{moving}:k"
+	slot := testutil.KeySlot(key)
+	require.Equal(t, slot, testutil.KeySlot("moving"))
+	require.NoError(t, rdb.Set(ctx, key, "v", 0).Err())
+	home := c.SlotOwner(slot)
+	away := c.OtherMaster(slot)
+	require.NotEqual(t, home, away)
+
+	require.NoError(t, c.MigrateSlot(ctx, testutil.MigrateOptions{Slot: slot, To: away, KeysPerStep: 1}))
+	require.Equal(t, away, c.SlotOwner(slot))
+	got, err := rdb.Get(ctx, key).Result()
+	require.NoError(t, err)
+	require.Equal(t, "v", got)
+	direct := redis.NewClient(&redis.Options{Addr: away})
+	t.Cleanup(func() { _ = direct.Close() })
+	require.Equal(t, "v", direct.Get(ctx, key).Val(), "the key lives on its new master")
+
+	require.NoError(t, c.MigrateSlot(ctx, testutil.MigrateOptions{Slot: slot, To: home}))
+	require.Equal(t, home, c.SlotOwner(slot))
+	got, err = rdb.Get(ctx, key).Result()
+	require.NoError(t, err)
+	require.Equal(t, "v", got)
+}

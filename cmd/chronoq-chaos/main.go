@@ -1,9 +1,9 @@
 // Command chronoq-chaos is chronoq's fault-injection battery: it runs real
 // redis-server, chronoq serve and worker processes on loopback, injects
-// crashes, pauses, restarts, failovers and dropped connections, and counts
-// every job (see package internal/chaos).
+// crashes, pauses, restarts, failovers, dropped connections and slot
+// migrations, and counts every job (see package internal/chaos).
 //
-//	chronoq-chaos run [-short] [-scenarios single,cluster,client] [-json FILE]
+//	chronoq-chaos run [-short] [-scenarios single,cluster,client,reshard] [-json FILE]
 //
 // "worker" and "producer" are the processes run starts; they are not meant
 // to be run by hand. The exit code is 0 when every scenario passed, 1 when
@@ -84,12 +84,12 @@ func runBattery(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("chronoq-chaos run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	short := fs.Bool("short", false, "the CI form: scaled-down load and fault period")
-	names := fs.String("scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3); empty: every one")
+	names := fs.String("scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3), reshard (4); empty: every one")
 	jsonOut := fs.String("json", "", "also write the reports as JSON to this file (- for stdout)")
 	chronoqBin := fs.String("chronoq", "", "the chronoq binary; empty: built from this module with -go")
 	goBin := fs.String("go", "go", "the go command used to build chronoq")
 	redisServer := fs.String("redis-server", "redis-server", "the redis-server binary")
-	redisCLI := fs.String("redis-cli", "redis-cli", "the redis-cli binary (cluster scenario)")
+	redisCLI := fs.String("redis-cli", "redis-cli", "the redis-cli binary (cluster scenarios)")
 	seed := fs.Uint64("seed", 0, "random seed; 0 picks one from the clock")
 	keep := fs.Bool("keep", false, "keep the run's directory (logs, AOF files) even when every scenario passed")
 	jobs := fs.Int("jobs", 0, "override the number of jobs of every scenario")

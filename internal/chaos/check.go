@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -58,6 +59,7 @@ type Report struct {
 	DropsByCommand  map[string]int              `json:"proxy_drops_by_command,omitempty"`
 	Errors          map[string]map[string]int64 `json:"errors"`
 	ForbiddenErrors int64                       `json:"forbidden_errors"`
+	CallerErrors    int64                       `json:"caller_errors"` // every class but lease_lost (the fencing, counted as stale-token writes refused)
 	ErrorSamples    []string                    `json:"error_samples,omitempty"`
 
 	Examples map[string][]string `json:"examples,omitempty"` // a few job ids per problem
@@ -336,6 +338,9 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 			if IsForbidden(class) {
 				r.ForbiddenErrors += n
 			}
+			if class != "lease_lost" {
+				r.CallerErrors += n
+			}
 		}
 	}
 	r.ErrorSamples = rec.Samples
@@ -412,6 +417,6 @@ func (r *Report) judge() {
 	add(left > 0, "%d entries left in scheduled/pending/processing/leases", left)
 	add(r.Orphans > 0, "%d orphaned job hashes or dead-set ids", r.Orphans)
 	add(len(r.StatsMismatch) > 0, "stats disagree with the jobs: %v", r.StatsMismatch)
-	add(r.ForbiddenErrors > 0, "%d CROSSSLOT/MOVED/ASK/NOSCRIPT/UNBLOCKED errors reached a caller", r.ForbiddenErrors)
+	add(r.ForbiddenErrors > 0, "%d %s errors reached a caller", r.ForbiddenErrors, strings.Join(ForbiddenClasses, "/"))
 	r.Pass = len(r.Failures) == 0
 }

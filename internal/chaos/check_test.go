@@ -211,10 +211,12 @@ func TestCheckLeftoversStatsAndErrors(t *testing.T) {
 	w.snap.Queues["q"].Leases = 1
 	w.snap.Queues["q"].Stats["completed"]++ // counted twice
 	w.rec.Errors["worker"] = map[string]int64{"UNBLOCKED": 2, "lease_lost": 3}
+	w.rec.Errors["producer"] = map[string]int64{"TRYAGAIN": 4}
 	r := w.check()
 	require.Equal(t, int64(1), r.LeftLeases)
 	require.NotEmpty(t, r.StatsMismatch)
 	require.Equal(t, int64(2), r.ForbiddenErrors)
+	require.Equal(t, int64(6), r.CallerErrors, "every class but the fencing's")
 	require.Len(t, r.Failures, 3)
 }
 
@@ -226,6 +228,9 @@ func TestClassify(t *testing.T) {
 		"NOSCRIPT No matching script":                                                      "NOSCRIPT",
 		"queue: redis: dial tcp 127.0.0.1:1: connect: connection refused":                  "conn_refused",
 		"queue: redis: LOADING Redis is loading the dataset in memory":                     "LOADING",
+		"queue: enqueue to q: TRYAGAIN Multiple keys request during rehashing of slot":     "TRYAGAIN",
+		"ERR Script attempted to access a non local key in a cluster node script: f_0123":  "NONLOCAL",
+		"ERR Script attempted to access keys that do not hash to the same slot script: x":  "CROSSSLOT",
 		"lease lost: stale or wrong claim token: job q/a":                                  "lease_lost",
 		"redis: connection pool timeout":                                                   "pool_timeout",
 		"something else":                                                                   "other",

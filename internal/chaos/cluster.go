@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/chronoq/chronoq/internal/redisproc"
@@ -25,11 +23,7 @@ type Cluster struct {
 }
 
 // ClusterNode is one line of CLUSTER NODES.
-type ClusterNode struct {
-	ID, Addr, MasterID string
-	Master, Failed     bool
-	Slots              [][2]int
-}
+type ClusterNode = redisproc.ClusterNode
 
 // StartCluster starts masters*(1+replicas) nodes under root and joins them
 // with redis-cli --cluster create (redisproc.StartCluster, which kills the
@@ -74,56 +68,19 @@ func (c *Cluster) Node(addr string) *RedisServer {
 func (c *Cluster) Topology() ([]ClusterNode, error) {
 	var lastErr error
 	for _, n := range c.Nodes {
-		v, err := redisproc.Do(n.Addr, "CLUSTER", "NODES")
+		nodes, err := redisproc.ClusterNodes(n.Addr)
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		return parseClusterNodes(redisproc.AsString(v)), nil
+		return nodes, nil
 	}
-	return nil, fmt.Errorf("chaos: CLUSTER NODES: %w", lastErr)
-}
-
-func parseClusterNodes(s string) []ClusterNode {
-	var out []ClusterNode
-	for line := range strings.Lines(s) {
-		f := strings.Fields(line)
-		if len(f) < 8 {
-			continue
-		}
-		addr, _, _ := strings.Cut(f[1], "@")
-		n := ClusterNode{ID: f[0], Addr: addr, MasterID: f[3],
-			Master: strings.Contains(f[2], "master"), Failed: strings.Contains(f[2], "fail")}
-		for _, r := range f[8:] {
-			if strings.HasPrefix(r, "[") {
-				continue // a slot being migrated
-			}
-			lo, hi, ok := strings.Cut(r, "-")
-			a, _ := strconv.Atoi(lo)
-			b := a
-			if ok {
-				b, _ = strconv.Atoi(hi)
-			}
-			n.Slots = append(n.Slots, [2]int{a, b})
-		}
-		out = append(out, n)
-	}
-	return out
+	return nil, fmt.Errorf("chaos: %w", lastErr)
 }
 
 // MasterOf answers the master that serves slot.
 func MasterOf(nodes []ClusterNode, slot int) (ClusterNode, bool) {
-	for _, n := range nodes {
-		if !n.Master || n.Failed {
-			continue
-		}
-		for _, r := range n.Slots {
-			if slot >= r[0] && slot <= r[1] {
-				return n, true
-			}
-		}
-	}
-	return ClusterNode{}, false
+	return redisproc.OwnerOf(nodes, slot)
 }
 
 // ReplicaOf answers a healthy replica of the master with id.

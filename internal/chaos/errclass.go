@@ -11,9 +11,11 @@ import (
 
 // Error classes that must never reach a caller of the engine as a failure:
 // the engine (and go-redis under it) must follow redirects, keep every
-// script's keys in one slot, reload flushed scripts and survive a
+// script's keys in one slot, declare every key a script touches (NONLOCAL:
+// "Script attempted to access a non local key", which Redis answers after
+// the script's earlier writes), reload flushed scripts and survive a
 // failover's unblocking.
-var ForbiddenClasses = []string{"CROSSSLOT", "MOVED", "ASK", "NOSCRIPT", "UNBLOCKED"}
+var ForbiddenClasses = []string{"CROSSSLOT", "MOVED", "ASK", "NONLOCAL", "NOSCRIPT", "UNBLOCKED"}
 
 // redisTokens are error codes of Redis replies, by the class they count as.
 var redisTokens = []string{"CROSSSLOT", "MOVED", "ASK", "NOSCRIPT", "UNBLOCKED", "CLUSTERDOWN",
@@ -38,6 +40,13 @@ func Classify(err error) string {
 
 // ClassifyText names the class of an error message.
 func ClassifyText(s string) string {
+	// Errors a script raises on a cluster node (after its earlier writes).
+	switch {
+	case strings.Contains(s, "attempted to access a non local key"):
+		return "NONLOCAL"
+	case strings.Contains(s, "attempted to access keys that do not hash to the same slot"):
+		return "CROSSSLOT"
+	}
 	for _, t := range redisTokens {
 		// Reply codes come first in Redis's message, after go-redis's and
 		// the engine's prefixes ("queue: claim from q: queue: redis: MOVED ...").

@@ -87,6 +87,7 @@ const (
 	FaultMasterRestart = "master-restart" // SIGKILL a cluster master, restart it
 	FaultFailover      = "failover"       // CLUSTER FAILOVER
 	FaultScriptFlush   = "script-flush"   // SCRIPT FLUSH on every node
+	FaultSlotMigration = "slot-migration" // a queue's slot moved to another master, by hand and slowly
 	// Observed, not injected.
 	FaultStall      = "stall"       // a worker's timers ran late
 	FaultRedisStall = "redis-stall" // Redis's latency monitor saw a slow event

@@ -53,6 +53,7 @@ func WriteTable(w io.Writer, rs []*Report) {
 	row("orphaned job hashes", n(func(r *Report) int { return r.Orphans }))
 	row("retry markers (60 s TTL)", n(func(r *Report) int { return r.Markers }))
 	row("forbidden errors at callers", func(r *Report) string { return fmt.Sprint(r.ForbiddenErrors) })
+	row("errors at callers, every class", func(r *Report) string { return fmt.Sprint(r.CallerErrors) })
 	row("RESULT", func(r *Report) string {
 		if r.Pass {
 			return "PASS"

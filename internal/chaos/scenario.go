@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,11 +55,21 @@ type Scenario struct {
 	BlackoutEvery   time.Duration // and drop every reply for BlackoutFor this often (each)
 	BlackoutFor     time.Duration
 	ScriptFlush     time.Duration // SCRIPT FLUSH this often
+	// Slot migrations: the first queue's slot moves to another master and
+	// back, by hand and slowly (redisproc.MigrateSlot), a round trip about
+	// every MigrateEvery (0: never).
+	MigrateEvery time.Duration
+	MigrateKeys  int           // keys per MIGRATE step
+	MigratePause time.Duration // pause between two steps
+	// ErrorsFail makes any error that reaches a caller of the engine
+	// (producer, workers, serve) a failure, not only the forbidden
+	// classes: for a scenario whose faults must cause latency only.
+	ErrorsFail bool
 	// DrainTimeout bounds the wait, once faults stop, for the queues to empty.
 	DrainTimeout time.Duration
 }
 
-// Scenarios are the three batteries, at full size or in the short (CI) form.
+// Scenarios are the four batteries, at full size or in the short (CI) form.
 func Scenarios(short bool) []Scenario {
 	base := Scenario{Jobs: 20_000, ProduceOver: 60 * time.Second, MaxDelay: 60 * time.Second, PoisonEvery: 50,
 		Workers: 4, Concurrency: 16, Visibility: 2 * time.Second, Serves: 2, ReclaimInterval: 500 * time.Millisecond,
@@ -97,7 +108,20 @@ func Scenarios(short bool) []Scenario {
 	client.ProxyDropEvery = every(700*time.Millisecond, 400*time.Millisecond)
 	client.BlackoutEvery, client.BlackoutFor = every(10*time.Second, 5*time.Second), 1500*time.Millisecond
 	client.ScriptFlush = every(5*time.Second, 3*time.Second)
-	return []Scenario{single, cluster, client}
+
+	// Nothing but slot migrations: a caller may see latency, never an
+	// error. Smaller in the short form, to keep CI's battery short.
+	reshard := base
+	reshard.Name = "reshard"
+	reshard.Cluster = true
+	if short {
+		reshard.Jobs, reshard.ProduceOver, reshard.MaxDelay = 2000, 12*time.Second, 8*time.Second
+	}
+	reshard.FaultsFor = reshard.ProduceOver + reshard.MaxDelay
+	reshard.MigrateEvery = every(4*time.Second, 2*time.Second)
+	reshard.MigrateKeys, reshard.MigratePause = 10, 10*time.Millisecond
+	reshard.ErrorsFail = true
+	return []Scenario{single, cluster, client, reshard}
 }
 
 // Options are the binaries and places of a run.
@@ -139,7 +163,8 @@ type harness struct {
 	rng     *rand.Rand
 	rngMu   sync.Mutex
 
-	expected sync.Map // *redisproc.Child -> struct{}: exits we caused
+	runCtx   context.Context // the whole run's: a fault that must finish ignores the fault period's end, not this
+	expected sync.Map        // *redisproc.Child -> struct{}: exits we caused
 	mu       sync.Mutex
 	problems []string // harness failures: unexpected exits, a fault that could not be injected
 }
@@ -197,7 +222,7 @@ func (h *harness) expect(p *redisproc.Child) { h.expected.Store(p, struct{}{}) }
 // pass.
 func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 	h := &harness{o: o, sc: sc, dir: filepath.Join(o.Root, sc.Name), start: time.Now(), grp: &Group{},
-		proxies: map[string]*Proxy{}, rng: rand.New(rand.NewPCG(o.Seed, 7))}
+		proxies: map[string]*Proxy{}, rng: rand.New(rand.NewPCG(o.Seed, 7)), runCtx: ctx}
 	defer func() {
 		h.grp.Each(h.expect) // from here on every exit is ours
 		h.grp.KillAll()
@@ -274,6 +299,9 @@ func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 		return nil, err
 	}
 	r := Check(sc.Name, rec, snap)
+	if sc.ErrorsFail && r.CallerErrors > 0 {
+		r.AddFailure(fmt.Sprintf("%d errors reached callers (only latency is allowed here)", r.CallerErrors))
+	}
 	r.Duration = time.Since(h.start)
 	r.Placement = h.place
 	h.mu.Lock()
@@ -396,7 +424,7 @@ func (h *harness) fault(f Fault) {
 	switch f.Kind {
 	case FaultProxyDrop, FaultProxyBlackout, FaultScriptFlush, FaultRedisStall: // too many to log
 	default:
-		h.logf("fault %s %s (%.1fs)", f.Kind, f.Target, time.Duration(f.End-f.Start).Seconds())
+		h.logf("fault %s %s (%.1fs)", f.Kind, cmp.Or(f.Target, f.Note), time.Duration(f.End-f.Start).Seconds())
 	}
 }
 
@@ -478,6 +506,9 @@ func (h *harness) injectFaults(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	if sc.RedisKills > 0 || sc.MasterRestarts > 0 || sc.Failovers > 0 {
 		wg.Go(func() { h.serverFaults(ctx) })
+	}
+	if sc.MigrateEvery > 0 {
+		wg.Go(func() { h.migrateSlots(ctx) })
 	}
 }
 
