@@ -113,21 +113,28 @@ func (b *testBundle) stats(t *testing.T) queue.Stats {
 	return s
 }
 
+// newBundle is a client on a fresh namespace of the Redis newRDB connects
+// to, on a fake clock, with opts applied to its Config.
+func newBundle(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient, opts ...func(*queue.Config)) *testBundle {
+	t.Helper()
+	rdb := newRDB(t)
+	clock := testutil.FakeClock()
+	cfg := queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := queue.NewClient(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return &testBundle{ctx: ctx, rdb: rdb, client: c, clock: clock, ns: cfg.Namespace, queue: "q1"}
+}
+
 func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 	setup := func(t *testing.T, opts ...func(*queue.Config)) *testBundle {
 		t.Helper()
-		rdb := newRDB(t)
-		clock := testutil.FakeClock()
-		cfg := queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock}
-		for _, o := range opts {
-			o(&cfg)
-		}
-		c, err := queue.NewClient(cfg)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		t.Cleanup(cancel)
-		return &testBundle{ctx: ctx, rdb: rdb, client: c, clock: clock, ns: cfg.Namespace, queue: "q1"}
+		return newBundle(t, newRDB, opts...)
 	}
 
 	t.Run("NewClientOnAConnectionInUse", func(t *testing.T) {

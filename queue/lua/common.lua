@@ -148,24 +148,36 @@ local function exists()
 end
 
 -- The pending list keeps its sentinel rightmost: ids enter at the left
--- and leave at the right, where pop_pending lifts the sentinel off and
--- puts it back.
+-- and leave at the right, just left of the sentinel. The list is never
+-- empty, not even for a moment inside a script: during a slot migration a
+-- key that a script emptied and writes again counts as a key the node
+-- does not hold, and the script would fail half done.
 
 -- pop_pending takes up to n ids from the right end.
 local function pop_pending(n)
-  local got = redis.call('RPOP', K_pending, n + 1) -- got[1] is the sentinel
-  local ids = {}
-  for i = 2, #got do
-    ids[#ids + 1] = got[i]
+  local ids = redis.call('LRANGE', K_pending, -(n + 1), -2) -- oldest last
+  local k = #ids
+  if k == 0 then
+    return {}
   end
-  redis.call('RPUSH', K_pending, SENTINEL)
-  return ids
+  -- The sentinel moves onto the leftmost id taken, and the trim takes
+  -- the rest and the old sentinel.
+  redis.call('LSET', K_pending, -(k + 1), SENTINEL)
+  redis.call('LTRIM', K_pending, 0, -(k + 1))
+  local out = {}
+  for i = k, 1, -1 do
+    out[#out + 1] = ids[i]
+  end
+  return out
 end
 
--- push_front puts ids at the right end: next to be claimed.
+-- push_front puts ids at the right end, next to be claimed (the last id
+-- first).
 local function push_front(ids)
-  redis.call('RPOP', K_pending)
-  redis.call('RPUSH', K_pending, unpack(ids))
+  redis.call('LSET', K_pending, -1, ids[1])
+  for i = 2, #ids do
+    redis.call('RPUSH', K_pending, ids[i])
+  end
   redis.call('RPUSH', K_pending, SENTINEL)
 end
 

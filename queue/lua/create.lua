@@ -5,12 +5,15 @@ local new = 0
 if redis.call('HSETNX', K_meta, 'created_ms', now) == 1 then
   new = 1
 end
-for _, k in ipairs({ K_jobs, K_data, K_idem, K_claims }) do
-  redis.call('HSETNX', k, SENTINEL, '')
-end
-for _, k in ipairs({ K_sched, K_leases, K_dead, K_done, K_expiry }) do
-  redis.call('ZADD', k, 'NX', 'inf', SENTINEL)
-end
+redis.call('HSETNX', K_jobs, SENTINEL, '')
+redis.call('HSETNX', K_data, SENTINEL, '')
+redis.call('HSETNX', K_idem, SENTINEL, '')
+redis.call('HSETNX', K_claims, SENTINEL, '')
+redis.call('ZADD', K_sched, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_leases, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_dead, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_done, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_expiry, 'NX', 'inf', SENTINEL)
 if redis.call('LLEN', K_pending) == 0 then
   redis.call('RPUSH', K_pending, SENTINEL)
 end

@@ -1,0 +1,65 @@
+package queue
+
+import (
+	"io/fs"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// keyless are the commands a script may call with no key.
+var keyless = []string{"TIME", "PUBSUB"}
+
+// emptying are commands that can leave a key empty, so deleted: a key a
+// script empties and writes again counts, during a slot migration, as a
+// key the node does not hold, and the script fails half done. The pending
+// list is trimmed with LSET and LTRIM instead (see pop_pending).
+var emptying = []string{"RPOP", "LPOP", "ZPOPMIN", "ZPOPMAX", "DEL", "UNLINK", "LREM", "SPOP", "GETDEL", "XTRIM"}
+
+// Every redis.call of every script names its key with a K_ variable (the
+// declared KEYS, see layout.go), never a string it built; no script can
+// empty a key; and every K_ a script uses is declared for it.
+func TestScriptsTouchOnlyDeclaredKeys(t *testing.T) {
+	t.Parallel()
+	call := regexp.MustCompile(`redis\.p?call\('([A-Z]+)'(?:,\s*([^,)]+))?`)
+	use := regexp.MustCompile(`\bK_([a-z]+)\b`)
+	common, err := fs.ReadFile(luaFS, "lua/common.lua")
+	require.NoError(t, err)
+	for _, spec := range allSpecs {
+		body, err := fs.ReadFile(luaFS, "lua/"+spec.name+".lua")
+		require.NoError(t, err)
+		for name, src := range map[string]string{"common.lua": string(common), spec.name + ".lua": string(body)} {
+			for _, m := range call.FindAllStringSubmatch(src, -1) {
+				cmd, arg := m[1], strings.TrimSpace(m[2])
+				require.NotContains(t, emptying, cmd, "%s: %s can empty a key", name, cmd)
+				if slices.Contains(keyless, cmd) || name == "list.lua" && arg == "key" {
+					continue // list.lua's key is one of its K_ sets, picked by status
+				}
+				require.True(t, strings.HasPrefix(arg, "K_"), "%s: %s on %q, not a declared key", name, cmd, arg)
+			}
+		}
+		// The script's own body (common.lua's helpers are called only by
+		// the scripts that declare their keys) uses only its keys.
+		for _, m := range use.FindAllStringSubmatch(string(body), -1) {
+			require.Contains(t, spec.keys, m[1], "%s.lua uses K_%s, which specs in layout.go do not declare for it", spec.name, m[1])
+		}
+	}
+}
+
+// A script's declared keys are exactly the layout's keys, each once.
+func TestScriptSpecsNameLayoutKeys(t *testing.T) {
+	t.Parallel()
+	k := queueKeys("ns", "q")
+	for _, spec := range allSpecs {
+		seen := map[string]bool{}
+		for _, name := range spec.keys {
+			require.False(t, seen[name], "%s declares %s twice", spec.name, name)
+			seen[name] = true
+			require.Contains(t, k.all(), k.byName(name))
+		}
+	}
+	require.Len(t, specCreate.keys, len(k.all()), "create.lua makes every key")
+}

@@ -1,0 +1,248 @@
+package queue_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// The promise where the happy path is not enough: a cancel is never
+// forgotten, a retried call answers what happened, and a fencing number
+// only grows. On one redis-server and on the Cluster.
+
+func TestPromiseSingle(t *testing.T) {
+	t.Parallel()
+	runPromise(t, func(t *testing.T) redis.UniversalClient { return testutil.Redis(t) })
+}
+
+func TestPromiseCluster(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster suite skipped in -short mode")
+	}
+	runPromise(t, func(t *testing.T) redis.UniversalClient { return testutil.Cluster(t) })
+}
+
+func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
+	setup := func(t *testing.T, opts ...func(*queue.Config)) *testBundle {
+		t.Helper()
+		return newBundle(t, newRDB, opts...)
+	}
+	// cancelRequested enqueues a job, claims it and asks for it to be
+	// canceled while it runs.
+	cancelRequested := func(t *testing.T, b *testBundle, nj queue.NewJob) *queue.Job {
+		t.Helper()
+		b.enqueue(t, nj)
+		c := b.claimOne(t)
+		j, err := b.client.Cancel(b.ctx, b.queue, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusProcessing, j.Status)
+		require.True(t, j.CancelRequested)
+		return c
+	}
+	requireCanceled := func(t *testing.T, b *testBundle, id string) {
+		t.Helper()
+		require.Equal(t, queue.StatusCanceled, b.get(t, id).Status)
+		b.clock.Advance(time.Hour)
+		_, _, err := b.client.Promote(b.ctx, b.queue)
+		require.NoError(t, err)
+		_, err = b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		b.claimNone(t) // never pending again
+		s := b.stats(t)
+		require.Zero(t, s.Pending+s.Scheduled+s.Processing)
+		require.Equal(t, int64(1), s.CanceledTotal)
+	}
+
+	t.Run("CancelRequestedThenFailEndsCanceled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		c := cancelRequested(t, b, queue.NewJob{MaxAttempts: 5})
+		res, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "stopped"})
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusCanceled, res.Status)
+		requireCanceled(t, b, c.ID)
+	})
+
+	t.Run("CancelRequestedThenLeaseLapseEndsCanceled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		c := cancelRequested(t, b, queue.NewJob{MaxAttempts: 5, Visibility: time.Second})
+		b.clock.Advance(2 * time.Second)
+		ids, err := b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, []string{c.ID}, ids)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil), queue.ErrLeaseLost,
+			"the lost worker's late complete changes nothing")
+		requireCanceled(t, b, c.ID)
+	})
+
+	t.Run("CancelRequestedThenReleaseEndsCanceled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		c := cancelRequested(t, b, queue.NewJob{})
+		require.NoError(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token))
+		requireCanceled(t, b, c.ID)
+	})
+
+	t.Run("CancelRequestedThenCompleteEndsCompleted", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		c := cancelRequested(t, b, queue.NewJob{})
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, json.RawMessage(`{"done":1}`)))
+		j := b.get(t, c.ID)
+		require.Equal(t, queue.StatusCompleted, j.Status, "the work was done")
+		require.False(t, j.CancelRequested)
+		require.JSONEq(t, `{"done":1}`, string(j.Result))
+	})
+
+	t.Run("RetriedEnqueueNeverMakesAJobThatRanAndWentAgain", func(t *testing.T) {
+		t.Parallel()
+		// Finished jobs are deleted at once: a retry finds no job.
+		b := setup(t, func(c *queue.Config) { c.Retention = -1 })
+		spec := queue.EncodeSpec(3, 30*time.Second, delayed.DefaultBackoff.Encode())
+		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
+		enq := []any{60000, 60000, 1, id, "k", "{}", spec, "d0", "", ""}
+		r1, err := b.client.RunScript(b.ctx, "create", b.queue)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r1)
+		_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)
+		require.NoError(t, err)
+		c := b.claimOne(t)
+		require.Equal(t, id, c.ID)
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		_, err = b.client.Get(b.ctx, b.queue, id)
+		require.ErrorIs(t, err, queue.ErrNotFound, "deleted at completion")
+		// The reply of the first enqueue was lost; the client sends it again.
+		r2, err := b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)
+		require.NoError(t, err)
+		require.Equal(t, id, r2.([]any)[2], "the original job answers")
+		require.Equal(t, int64(2), r2.([]any)[3], "it existed already")
+		b.claimNone(t)
+		require.Equal(t, int64(1), b.stats(t).EnqueuedTotal)
+		// A retried complete answers success though the job is gone.
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, "other", nil), queue.ErrLeaseLost)
+		// Past the retry window the tombstone goes too.
+		b.clock.Advance(queue.DefaultRetryWindow + time.Second)
+		_, err = b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil), queue.ErrNotFound)
+	})
+
+	t.Run("RetriedReleaseSucceeds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{})
+		c := b.claimOne(t)
+		require.NoError(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token))
+		require.NoError(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token), "the retry answers what the first did")
+		require.Equal(t, int64(1), b.stats(t).Pending)
+	})
+
+	t.Run("LateFailOnAJobTheReclaimKilledIsLeaseLost", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{MaxAttempts: 1, Visibility: time.Second})
+		c := b.claimOne(t)
+		b.clock.Advance(2 * time.Second)
+		ids, err := b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, []string{c.ID}, ids)
+		require.Equal(t, queue.StatusDead, b.get(t, c.ID).Status)
+		_, err = b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "late"})
+		require.ErrorIs(t, err, queue.ErrLeaseLost, "the death was the reclaim's, not this fail's")
+		require.NotEqual(t, "late", b.get(t, c.ID).LastError)
+	})
+
+	t.Run("RetriedFailAnswersTheFirst", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{MaxAttempts: 1})
+		c := b.claimOne(t)
+		r1, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "boom"})
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusDead, r1.Status)
+		r2, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "boom"})
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusDead, r2.Status)
+		require.Equal(t, int64(1), b.stats(t).FailedTotal)
+	})
+
+	t.Run("FenceGrowsWithEveryClaimAndAttemptsResetOnAManualRetry", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.enqueue(t, queue.NewJob{MaxAttempts: 2, Visibility: time.Second})
+		require.Zero(t, j.Fence)
+		require.Zero(t, b.get(t, j.ID).Fence, "0 before the first claim")
+		var fences []int64
+		claim := func(wantAttempts int) *queue.Job {
+			t.Helper()
+			c := b.claimOne(t)
+			require.Equal(t, wantAttempts, c.Attempts)
+			require.Equal(t, c.Fence, b.get(t, j.ID).Fence)
+			fences = append(fences, c.Fence)
+			return c
+		}
+		// 1: a failure and its backoff.
+		c := claim(1)
+		_, err := b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: "x", RetryAt: b.clock.Now()})
+		require.NoError(t, err)
+		// 2: a lapsed lease; the reclaim finds the attempts spent.
+		claim(2)
+		b.clock.Advance(2 * time.Second)
+		_, err = b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusDead, b.get(t, j.ID).Status)
+		// 3: a manual retry of the dead job starts its attempts again.
+		_, err = b.client.RunNow(b.ctx, b.queue, j.ID)
+		require.NoError(t, err)
+		require.Zero(t, b.get(t, j.ID).Attempts)
+		c = claim(1)
+		_, err = b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: "x", Dead: true})
+		require.NoError(t, err)
+		// 4: a requeue of the dead set.
+		n, err := b.client.RequeueDead(b.ctx, b.queue, "")
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		claim(1)
+		require.Equal(t, []int64{1, 2, 3, 4}, fences, "above every earlier claim, never reset")
+	})
+
+	t.Run("CancelOfAPendingJobLeavesTheListAlone", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var ids []string
+		for range 5 {
+			ids = append(ids, b.enqueue(t, queue.NewJob{}).ID)
+		}
+		llen := b.rdb.LLen(b.ctx, b.key(queue.KeyPending)).Val()
+		_, err := b.client.Cancel(b.ctx, b.queue, ids[2])
+		require.NoError(t, err)
+		_, err = b.client.Reschedule(b.ctx, b.queue, ids[3], b.clock.Now().Add(time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, llen, b.rdb.LLen(b.ctx, b.key(queue.KeyPending)).Val(), "no LREM: the ids stay, counted stale")
+		s := b.stats(t)
+		require.Equal(t, int64(3), s.Pending)
+		require.Equal(t, int64(1), s.Scheduled)
+		listed, _, err := b.client.List(b.ctx, b.queue, queue.ListOptions{Status: queue.StatusPending})
+		require.NoError(t, err)
+		require.Len(t, listed, 3)
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		require.NoError(t, err)
+		require.Len(t, jobs, 3)
+		for _, j := range jobs {
+			require.NotContains(t, []string{ids[2], ids[3]}, j.ID)
+		}
+		s = b.stats(t)
+		require.Zero(t, s.Pending)
+		require.Equal(t, int64(1), b.rdb.LLen(b.ctx, b.key(queue.KeyPending)).Val(), "the claim dropped the stale ids: only the sentinel is left")
+	})
+}

@@ -1,0 +1,148 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// A busy queue's slot moves to another master and back, slowly and by
+// hand (IMPORTING/MIGRATING, MIGRATE two keys a step, SETSLOT NODE),
+// twice, while producers, a promoter, workers (claiming, failing once,
+// completing, heartbeating, and waiting in blocking claims) and a
+// reclaimer run on the real clock. Every job completes, none is lost or
+// run twice after a complete, and no error reaches a caller: a migration
+// is only latency.
+func TestSlotMigrationLosesNothing(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster suite skipped in -short mode")
+	}
+	pc := testutil.StartCluster(t)
+	const q, jobs = "busy", 600
+	ns := testutil.Namespace(t)
+	newClient := func() *queue.Client {
+		c, err := queue.NewClient(queue.Config{Redis: pc.Client(), Namespace: ns, DisableEvents: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	producer, worker := newClient(), newClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var errs sync.Map // what reached a caller: op -> error
+	fail := func(op string, err error) {
+		if err != nil && ctx.Err() == nil {
+			errs.Store(op+": "+err.Error(), true)
+		}
+	}
+	p, err := delayed.NewPromoter(delayed.Config{Source: producer, Queues: []string{q}, MaxSleep: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, p.Start(ctx))
+	defer func() { require.NoError(t, p.Stop(context.Background())) }()
+	r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: worker, Queues: []string{q}, Interval: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	defer func() { require.NoError(t, r.Stop(context.Background())) }()
+
+	// Producers: one job a call, a third of them delayed, with a batch now
+	// and then.
+	var enqueued sync.Map
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			for i := w; i < jobs; i += 3 {
+				nj := queue.NewJob{Queue: q, Kind: "k", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+				if i%3 == 0 {
+					nj.Delay = time.Duration(i%7) * 50 * time.Millisecond
+				}
+				if i%50 == 0 {
+					out, err := producer.EnqueueBatch(ctx, []queue.NewJob{nj, nj})
+					fail("enqueue batch", err)
+					for _, e := range out {
+						enqueued.Store(e.Job.ID, true)
+					}
+					continue
+				}
+				e, err := producer.Enqueue(ctx, nj)
+				fail("enqueue", err)
+				if err == nil {
+					enqueued.Store(e.Job.ID, true)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+
+	// Workers: the first attempt of every seventh job fails and retries.
+	var completed sync.Map
+	var doubles atomic.Int64
+	var done atomic.Bool
+	var workers sync.WaitGroup
+	for w := range 4 {
+		workers.Go(func() {
+			for !done.Load() && ctx.Err() == nil {
+				got, err := worker.Claim(ctx, q, queue.ClaimOptions{Max: 5, Wait: time.Duration(w%2) * 200 * time.Millisecond})
+				fail("claim", err)
+				for _, j := range got {
+					if j.Attempts == 1 && j.Fence%7 == 0 {
+						_, err := worker.Fail(ctx, q, j.ID, j.Token, queue.FailOptions{Error: "once", RetryAt: time.Now().Add(20 * time.Millisecond)})
+						fail("fail", err)
+						continue
+					}
+					_, err := worker.Heartbeat(ctx, q, j.ID, j.Token, 0)
+					fail("heartbeat", err)
+					fail("complete", worker.Complete(ctx, q, j.ID, j.Token, nil))
+					if _, dup := completed.LoadOrStore(j.ID, true); dup {
+						doubles.Add(1)
+					}
+				}
+			}
+		})
+	}
+
+	// The migrations, there and back, twice.
+	slot := testutil.KeySlot("{" + q + "}")
+	home := pc.SlotOwner(slot)
+	for range 2 {
+		other := pc.OtherMaster(slot)
+		for _, to := range []string{other, home} {
+			time.Sleep(100 * time.Millisecond)
+			require.NoError(t, pc.MigrateSlot(ctx, testutil.MigrateOptions{Slot: slot, To: to, KeysPerStep: 2, Pause: 30 * time.Millisecond}))
+		}
+	}
+	wg.Wait()
+
+	count := func(m *sync.Map) int {
+		n := 0
+		m.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	require.Eventually(t, func() bool { return count(&completed) >= count(&enqueued) }, time.Minute, 20*time.Millisecond,
+		"every job completes")
+	done.Store(true)
+	workers.Wait()
+	var reached []string
+	errs.Range(func(k, _ any) bool { reached = append(reached, k.(string)); return true })
+	require.Empty(t, reached, "no error reaches a caller during a migration")
+	enqueued.Range(func(id, _ any) bool {
+		_, ok := completed.Load(id)
+		require.True(t, ok, "job %s lost", id)
+		return true
+	})
+	require.Zero(t, doubles.Load(), "a completed job never runs again")
+	s, err := producer.Stats(ctx, q)
+	require.NoError(t, err)
+	require.Zero(t, s.Pending+s.Scheduled+s.Processing)
+	require.Equal(t, int64(count(&enqueued)), s.CompletedTotal)
+}
