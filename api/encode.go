@@ -35,6 +35,8 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = appendString(b, string(j.Status))
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(j.Attempts), 10)
+	b = append(b, `,"fence":`...)
+	b = strconv.AppendInt(b, j.Fence, 10)
 	b = append(b, `,"max_attempts":`...)
 	b = strconv.AppendInt(b, int64(j.MaxAttempts), 10)
 	b = append(b, `,"backoff":{"initial":`...)

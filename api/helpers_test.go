@@ -170,6 +170,7 @@ type jobView struct {
 	Payload        json.RawMessage `json:"payload"`
 	Status         string          `json:"status"`
 	Attempts       int             `json:"attempts"`
+	Fence          int64           `json:"fence"`
 	MaxAttempts    int             `json:"max_attempts"`
 	Visibility     string          `json:"visibility"`
 	EnqueuedAt     *string         `json:"enqueued_at"`

@@ -36,6 +36,7 @@ func TestEnqueueJobResource(t *testing.T) {
 		"payload":      map[string]any{"to": "a@example.com"},
 		"status":       "scheduled",
 		"attempts":     float64(0),
+		"fence":        float64(0),
 		"max_attempts": float64(3),
 		"backoff":      map[string]any{"initial": "1s", "factor": float64(2), "max": "1h", "jitter": 0.2},
 		"visibility":   "30s",

@@ -25,6 +25,7 @@ func TestWorkerProtocol(t *testing.T) {
 	require.NotEmpty(t, token)
 	require.Equal(t, "processing", claimed["status"])
 	require.Equal(t, float64(1), claimed["attempts"])
+	require.Equal(t, float64(1), claimed["fence"], "the first claim's fencing number")
 	requireSoonAfter(t, "2030-01-02T03:04:06.500Z", claimed["claimed_at"])
 	requireSoonAfter(t, "2030-01-02T03:04:16.500Z", claimed["lease_until"])
 	// The job as read has no token.

@@ -640,14 +640,17 @@ type ClaimedEventEvent string
 
 // ClaimedJob A claimed job: the Job resource and its claim token.
 type ClaimedJob struct {
-	// Attempts claims so far: the job's fencing number
+	// Attempts claims since the job was enqueued or last retried by hand (a manual retry of a dead job, or a dead-set requeue, starts it at 0); max_attempts bounds it
 	Attempts    int        `json:"attempts"`
 	Backoff     Backoff    `json:"backoff"`
 	ClaimedAt   *time.Time `json:"claimed_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 
 	// EnqueuedAt RFC 3339, milliseconds, UTC
-	EnqueuedAt     time.Time  `json:"enqueued_at"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+
+	// Fence 0 before the first claim; each claim sets it above every earlier claim of the job, and it is never reset: a fencing token for systems the handler writes to
+	Fence          int64      `json:"fence"`
 	Id             string     `json:"id"`
 	IdempotencyKey *string    `json:"idempotency_key"`
 	Kind           string     `json:"kind"`
@@ -889,14 +892,17 @@ type Heartbeat struct {
 
 // Job defines model for Job.
 type Job struct {
-	// Attempts claims so far: the job's fencing number
+	// Attempts claims since the job was enqueued or last retried by hand (a manual retry of a dead job, or a dead-set requeue, starts it at 0); max_attempts bounds it
 	Attempts    int        `json:"attempts"`
 	Backoff     Backoff    `json:"backoff"`
 	ClaimedAt   *time.Time `json:"claimed_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 
 	// EnqueuedAt RFC 3339, milliseconds, UTC
-	EnqueuedAt     time.Time  `json:"enqueued_at"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+
+	// Fence 0 before the first claim; each claim sets it above every earlier claim of the job, and it is never reset: a fencing token for systems the handler writes to
+	Fence          int64      `json:"fence"`
 	Id             string     `json:"id"`
 	IdempotencyKey *string    `json:"idempotency_key"`
 	Kind           string     `json:"kind"`

@@ -49,7 +49,7 @@ type Report struct {
 	LeftLeases    int64    `json:"left_leases"`
 	Orphans       int      `json:"orphan_hashes"`
 	HashesKept    int      `json:"job_hashes_kept"` // completed (within retention) or dead
-	Markers       int      `json:"markers"`         // claim/enqueue retry markers, 60 s TTL
+	Markers       int      `json:"markers"`         // claim retry markers: claims none of whose jobs was acked
 	OtherKeys     []string `json:"other_keys,omitempty"`
 	StatsMismatch []string `json:"stats_mismatch,omitempty"`
 

@@ -51,7 +51,7 @@ func WriteTable(w io.Writer, rs []*Report) {
 	row("left: leases", func(r *Report) string { return fmt.Sprint(r.LeftLeases) })
 	row("job hashes kept (completed/dead)", n(func(r *Report) int { return r.HashesKept }))
 	row("orphaned job hashes", n(func(r *Report) int { return r.Orphans }))
-	row("retry markers (60 s TTL)", n(func(r *Report) int { return r.Markers }))
+	row("claim retry markers left", n(func(r *Report) int { return r.Markers }))
 	row("forbidden errors at callers", func(r *Report) string { return fmt.Sprint(r.ForbiddenErrors) })
 	row("errors at callers, every class", func(r *Report) string { return fmt.Sprint(r.CallerErrors) })
 	row("RESULT", func(r *Report) string {
