@@ -46,13 +46,11 @@ const (
 	MaxClaimWait      = 30 * time.Second // the longest blocking claim
 	MaxDelay          = 10 * 365 * 24 * time.Hour
 	promoteBatch      = 500 // jobs per promote.lua call
-	reclaimBatch      = 500 // leases and processing entries per reclaim.lua call
+	reclaimBatch      = 500 // lapsed leases, and expired entries, per reclaim.lua call
 	maxScriptLoops    = 10_000
 	// blockingReadTimeout is the read deadline of the blocking pool: the
-	// longest claim wait and a margin. BLMOVE is sent with a fractional
-	// timeout (go-redis's BLMove rounds it to whole seconds).
-	blockingReadTimeout = MaxClaimWait + 5*time.Second
-	claimMarkerTimeout  = 5 * time.Second
+	// longest single wait (wakeChunk) and a margin.
+	blockingReadTimeout = wakeChunk + 5*time.Second
 )
 
 // Config configures a [Client]. Only Redis is required.
@@ -60,7 +58,7 @@ type Config struct {
 	// Redis is the connection: a *redis.Client (one server, or Sentinel
 	// through redis.NewFailoverClient) or a *redis.ClusterClient. Required.
 	// The Client derives a second pool from its options for blocking
-	// claims, so that workers parked in BLMOVE never hold the connections
+	// claims, so that workers parked in XREAD BLOCK never hold the connections
 	// completes and heartbeats need.
 	Redis redis.UniversalClient
 	// BlockingPoolSize is the size of that second pool: the most blocking
@@ -202,7 +200,7 @@ func NewClient(cfg Config) (*Client, error) {
 // blockingMaint is the maintenance-notification config of the blocking
 // pool: its own, because go-redis writes to the caller's config while a
 // connection handshakes (copying it would race), and off, because the pool
-// only ever runs BLMOVE.
+// only ever runs XREAD BLOCK.
 func blockingMaint() *maintnotifications.Config {
 	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }

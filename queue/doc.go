@@ -3,36 +3,38 @@
 //
 // # The path of a job
 //
-// [Client.Enqueue] writes the job's hash and puts its id in the queue's
-// scheduled sorted set (score: run-at in ms) or, when due, its pending list.
-// A promoter (package delayed) moves due ids into pending with
-// [Client.Promote]. [Client.Claim] moves ids from pending into the
-// processing list, gives each claim a fresh token and a lease (an entry in
-// the leases sorted set) and counts the attempt. [Client.Complete],
-// [Client.Fail], [Client.Heartbeat] and [Client.Release] first check the
-// token inside the script: a worker whose job was reclaimed, or finished by
-// someone else, gets [ErrLeaseLost] and changes nothing. [Client.Reclaim]
-// takes back jobs whose lease lapsed, and ids a claimer left in processing
-// when it died between BLMOVE and the lease write.
+// [Client.Enqueue] writes the job's record and puts its id in the queue's
+// schedule (a sorted set scored by its due time) or, when due, its pending
+// list. A promoter (package delayed) moves due ids into pending with
+// [Client.Promote]. [Client.Claim] takes ids from pending, gives each claim
+// a fresh token and a lease (an entry in the leases sorted set), counts
+// the attempt and raises the job's fence. [Client.Complete], [Client.Fail],
+// [Client.Heartbeat] and [Client.Release] first check the token inside the
+// script: a worker whose job was reclaimed, or finished by someone else,
+// gets [ErrLeaseLost] and changes nothing. [Client.Reclaim] takes back jobs
+// whose lease lapsed. Where each key and each script argument is defined:
+// layout.go.
 //
 // # Guarantees
 //
 //   - At least once: a job accepted by Enqueue is run until it completes or
 //     dies; a crashed worker's job runs again once its lease lapses.
-//   - Never early: a job is promoted only once the clock has reached its
-//     run-at, compared in microseconds (a due time is rounded up to the
+//   - Never early: a job is promoted only once Redis's clock has reached
+//     its run-at, compared in microseconds (a due time is rounded up to the
 //     microsecond; the run_at a job shows is its millisecond).
 //   - Fenced: only the current claim's token changes a claimed job.
 //   - Bounded: every script works in batches; histories, dead sets,
 //     finished jobs and idempotency records are capped by count or time.
-//   - One slot per queue: every key of a queue carries its hash tag, so the
-//     engine runs unchanged on Redis Cluster.
+//   - One slot per queue: every key of a queue carries its hash tag, every
+//     key a script touches is declared, and every key of a queue exists
+//     while it does, so the engine runs unchanged on Redis Cluster and a
+//     slot migration is only latency.
 //   - Retry-safe: go-redis may send a script twice after a lost reply;
 //     every script gives the same outcome when run twice with the same
 //     arguments.
 //
-// Time comes from the Config's clockwork.Clock and is passed to every
-// script, so tests drive it with a fake clock. Instances whose clocks
-// disagree by s promote jobs up to s early or late: keep clocks in sync
-// (NTP keeps them within milliseconds).
+// Time is Redis's: the scripts read TIME, so an instance whose clock is
+// wrong is never early and never takes a live lease. The Config's
+// clockwork.Clock is only for sleeping; a fake one shifts the time the
+// scripts see, so tests move time by advancing it (see Config.Clock).
 package queue

@@ -142,8 +142,8 @@
 //   - left: entries in the scheduled, pending, processing or leases
 //     structures after the drain; orphaned job hashes: hashes that are not
 //     completed with an expiry or dead in the dead set, and dead-set ids
-//     without a hash. All must be 0. Retry markers (the claim and enqueue
-//     calls' 60 s records) are listed, not judged: they expire.
+//     without a hash. All must be 0. Claim retry markers (kept until one of
+//     the claim's jobs is acked) are listed, not judged.
 //   - the queues' stats counters must agree with the jobs found (completed,
 //     dead, enqueued).
 //   - forbidden errors at callers: CROSSSLOT, MOVED, ASK, NONLOCAL (a
@@ -167,6 +167,5 @@
 // yet sent to its replica (Redis replication is asynchronous), whatever
 // chronoq does. Clocks are the one machine's; skew is not injected. The
 // worker runtime claims with claim.lua and waits with WaitPending, never
-// with a blocking Claim, so the BLMOVE-then-activate gap is not exercised
-// here (the queue's contract tests cover it).
+// with a blocking Claim (the queue's contract tests cover that).
 package chaos
