@@ -20,6 +20,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed" // 405
 	CodeConflict         = "conflict"           // 409
 	CodeLeaseLost        = "lease_lost"         // 409
+	CodeQueueBusy        = "queue_busy"         // 409
 	CodePayloadTooLarge  = "payload_too_large"  // 413
 	CodeNotImplemented   = "not_implemented"    // 501
 	CodeUnavailable      = "unavailable"        // 503
@@ -103,8 +104,10 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge, Message: err.Error(), err: err}
 	case errors.Is(err, queue.ErrInvalid):
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Field: invalidField(err), Message: err.Error(), err: err}
-	case errors.Is(err, queue.ErrNotFound):
+	case errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrNoQueue):
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), err: err}
+	case errors.Is(err, queue.ErrQueueBusy):
+		return &Error{Status: http.StatusConflict, Code: CodeQueueBusy, Message: err.Error(), err: err}
 	case errors.Is(err, queue.ErrLeaseLost):
 		return &Error{Status: http.StatusConflict, Code: CodeLeaseLost, Message: err.Error(), err: err}
 	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrTooManyQueues):

@@ -116,6 +116,27 @@ func (s *Server) answerQueue(c echo.Context, q string) error {
 	return writeJSON(c, http.StatusOK, toQueueJSON(st))
 }
 
+// deleteQueue: DELETE /v1/queues/{queue}[?force=true]; 204. A queue with a
+// job processing answers 409 queue_busy unless force.
+func (s *Server) deleteQueue(c echo.Context) error {
+	q, err := pathQueue(c)
+	if err != nil {
+		return err
+	}
+	force := false
+	switch v := c.QueryParam("force"); v {
+	case "", "false":
+	case "true":
+		force = true
+	default:
+		return invalidArg("force", "must be true or false, got %q", v)
+	}
+	if err := s.store.DeleteQueue(c.Request().Context(), q, force); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
 // pauseQueue: POST /v1/queues/{queue}/pause; answers the queue.
 func (s *Server) pauseQueue(c echo.Context) error {
 	q, err := pathQueue(c)

@@ -61,11 +61,11 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		cfg  api.Config
 		ops  int
 	}{
-		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 31},
-		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 31},
+		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 32},
+		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 32},
 		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t",
-			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 34},
-		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 26},
+			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 35},
+		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 27},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := api.New(tt.cfg)

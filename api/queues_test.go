@@ -71,6 +71,31 @@ func TestPauseResume(t *testing.T) {
 	requireError(t, b.do(t, http.MethodPost, "/v1/queues/P/resume", nil), 400, "invalid_argument", "queue")
 }
 
+func TestDeleteQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	requireError(t, b.do(t, http.MethodDelete, "/v1/queues/never", nil), 404, "not_found", "")
+	b.enqueue(t, map[string]any{"queue": "d", "delay": "1h"})
+	b.enqueue(t, map[string]any{"queue": "d"})
+	held := b.claim(t, "d", 1)[0]
+	gone := b.enqueue(t, map[string]any{"queue": "d"})
+
+	requireError(t, b.do(t, http.MethodDelete, "/v1/queues/d", nil), 409, "queue_busy", "")
+	requireError(t, b.do(t, http.MethodDelete, "/v1/queues/d?force=yes", nil), 400, "invalid_argument", "force")
+	r := b.do(t, http.MethodDelete, "/v1/queues/d?force=true", nil)
+	require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
+	require.Empty(t, r.body)
+
+	requireError(t, b.do(t, http.MethodGet, "/v1/queues/d", nil), 404, "not_found", "")
+	requireError(t, b.do(t, http.MethodGet, "/v1/queues/d/jobs/"+gone.ID, nil), 404, "not_found", "")
+	r = b.do(t, http.MethodGet, "/v1/queues", nil)
+	require.JSONEq(t, `{"queues":[]}`, string(r.body))
+	// The worker of a job of the deleted queue: 404, never a 2xx or 5xx.
+	r = b.do(t, http.MethodPost, "/v1/queues/d/jobs/"+held.ID+"/complete", map[string]any{"token": held.Token})
+	requireError(t, r, 404, "not_found", "")
+	requireError(t, b.do(t, http.MethodDelete, "/v1/queues/d", nil), 404, "not_found", "")
+}
+
 func TestReclaim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -219,6 +219,7 @@ func (s *Server) routes() {
 
 		{http.MethodGet, "/v1/queues", s.listQueues, false},
 		{http.MethodGet, "/v1/queues/:queue", s.getQueue, false},
+		{http.MethodDelete, "/v1/queues/:queue", s.deleteQueue, false},
 		{http.MethodGet, "/v1/queues/:queue/jobs", s.listJobs, false},
 		{http.MethodGet, "/v1/queues/:queue/jobs/:id", s.getJob, false},
 		{http.MethodPatch, "/v1/queues/:queue/jobs/:id", s.rescheduleJob, false},

@@ -25,8 +25,9 @@ type Reader interface {
 	Stats(ctx context.Context, queue string) (queue.Stats, error)
 }
 
-// Operator acts on a whole queue: pause, resume, a reclaim sweep.
+// Operator acts on a whole queue: pause, resume, a reclaim sweep, delete.
 type Operator interface {
+	DeleteQueue(ctx context.Context, queue string, force bool) error
 	Pause(ctx context.Context, queue string) error
 	Resume(ctx context.Context, queue string) error
 	Reclaim(ctx context.Context, queue string) ([]string, error)

@@ -103,6 +103,11 @@ type Config struct {
 	// IdempotencyTTL is how long an idempotency key is remembered.
 	// Defaults to 24 h.
 	IdempotencyTTL time.Duration
+	// IdleQueueTTL is how long a queue that holds no job and into which
+	// nothing is enqueued is kept: the reclaim sweep then forgets it (it
+	// leaves the list of queues until its next enqueue). Defaults to
+	// 7 days.
+	IdleQueueTTL time.Duration
 	// RetryWindow is how long a retried call is answered as the first was
 	// after the job it named is gone: a job deleted within RetryWindow of
 	// its enqueue or of its end leaves a tombstone until then, so that an
@@ -158,6 +163,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.DeadMaxAge = cmp.Or(cfg.DeadMaxAge, DefaultDeadMaxAge)
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
+	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
 	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: delayed.DefaultBackoff, instance: newToken()[:12],
 		clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()), listeners: map[chan delayed.Nudge]struct{}{}}
 	if cfg.DefaultBackoff != nil {
@@ -238,28 +244,33 @@ func (c *Client) keysFor(queue string) (keys, error) {
 	return queueKeys(c.ns, queue), nil
 }
 
+// registerScript adds a name to a namespace's set of queue names (its one
+// key, global: not a queue's) unless that would pass the cap, in one step
+// so that concurrent first enqueues cannot pass it together.
+// ARGV: the name, the cap. Returns 1 when the name is in the set, 0 when
+// the cap refused it.
+var registerScript = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
+  return 1
+end
+if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+return 1`)
+
 // register adds queue to the set of known queues and makes its keys exist
-// (once per process).
+// (once per process, and again after the queue was deleted).
 func (c *Client) register(ctx context.Context, queue string) error {
 	if _, ok := c.known.Load(queue); ok {
 		return nil
 	}
-	qk := queuesKey(c.ns)
-	isMember, err := c.rdb.SIsMember(ctx, qk, queue).Result()
+	ok, err := registerScript.Run(ctx, c.rdb, []string{queuesKey(c.ns)}, queue, c.cfg.MaxQueues).Int()
 	if err != nil {
 		return wrapRedis(err)
 	}
-	if !isMember {
-		n, err := c.rdb.SCard(ctx, qk).Result()
-		if err != nil {
-			return wrapRedis(err)
-		}
-		if n >= int64(c.cfg.MaxQueues) {
-			return fmt.Errorf("%w: %d queues exist, the cap is %d (Config.MaxQueues)", ErrTooManyQueues, n, c.cfg.MaxQueues)
-		}
-		if err := c.rdb.SAdd(ctx, qk, queue).Err(); err != nil {
-			return wrapRedis(err)
-		}
+	if ok == 0 {
+		return fmt.Errorf("%w: the cap is %d queues (Config.MaxQueues)", ErrTooManyQueues, c.cfg.MaxQueues)
 	}
 	if _, err := c.run(ctx, createScript, queueKeys(c.ns, queue)); err != nil {
 		return fmt.Errorf("queue: create %s: %w", queue, err)

@@ -106,6 +106,14 @@ func (b *testBundle) get(t *testing.T, id string) *queue.Job {
 	return j
 }
 
+// get2 reads job id of queue q.
+func (b *testBundle) get2(t *testing.T, q, id string) *queue.Job {
+	t.Helper()
+	j, err := b.client.Get(b.ctx, q, id)
+	require.NoError(t, err)
+	return j
+}
+
 func (b *testBundle) stats(t *testing.T) queue.Stats {
 	t.Helper()
 	s, err := b.client.Stats(b.ctx, b.queue)

@@ -239,11 +239,15 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 		}
 		res, _ = v.([]any)
 		if len(res) == 1 && try == 0 {
-			// The queue was deleted since this process created it.
+			// The queue was deleted since this process created it: make it
+			// again. (Its name goes back into the set of queues after the
+			// job is in, too: a delete racing this may have taken it out
+			// after the register; see Client.DeleteQueue.)
 			c.known.Delete(queue)
 			if err := c.register(ctx, queue); err != nil {
 				return err
 			}
+			defer func() { _ = c.rdb.SAdd(context.WithoutCancel(ctx), queuesKey(c.ns), queue).Err() }()
 			continue
 		}
 		break

@@ -20,4 +20,9 @@ var (
 	ErrPayloadTooLarge = errors.New("payload too large")
 	// ErrTooManyQueues: a new queue would pass Config.MaxQueues.
 	ErrTooManyQueues = errors.New("too many queues")
+	// ErrQueueBusy: a queue to delete has jobs processing (see
+	// Client.DeleteQueue's force).
+	ErrQueueBusy = errors.New("queue has jobs processing")
+	// ErrNoQueue: no such queue (never used, or deleted).
+	ErrNoQueue = errors.New("no such queue")
 )

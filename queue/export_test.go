@@ -12,12 +12,17 @@ import (
 func (c *Client) RunScript(ctx context.Context, name, queue string, args ...any) (any, error) {
 	for _, s := range []*luaScript{createScript, enqueueScript, promoteScript, claimScript, waitScript, completeScript,
 		failScript, heartbeatScript, releaseScript, reclaimScript, listScript, cancelScript, rescheduleScript,
-		runNowScript, deadScript} {
+		runNowScript, deadScript, deleteScript} {
 		if s.spec.name == name {
 			return c.run(ctx, s, queueKeys(c.ns, queue), args...)
 		}
 	}
 	panic("no script " + name)
+}
+
+// ForgetIdle exposes forgetIdle, the reclaim sweep's last step.
+func (c *Client) ForgetIdle(ctx context.Context, queue string) (bool, error) {
+	return c.forgetIdle(ctx, queue)
 }
 
 // ParsePacked exposes parsePacked: a job as a script answers it.

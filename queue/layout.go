@@ -118,6 +118,7 @@ func eventsPattern(ns string) string { return ns + ":{*}:events" } // PSUBSCRIBE
 // Meta hash fields.
 const (
 	metaCreated      = "created_ms"
+	metaActive       = "active_ms"     // the last enqueue: an empty queue idle since long is forgotten
 	metaPaused       = "paused"        // "1" while paused
 	metaStale        = "stale"         // ids in the pending list whose job is no longer pending
 	metaWaker        = "waker"         // the due score last handed to a claimer to wake at
@@ -241,13 +242,16 @@ var (
 	specDead = scriptSpec{"dead",
 		[]string{keyMeta, keyJobs, keyData, keyPending, keyDead, keyIdem, keyExpiry, keyWake},
 		[]string{"mode", "kind", "batch", "upto", "cursor_score", "cursor_id", "tomb_ms"}}
+	specDelete = scriptSpec{"delete",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{"force", "idle_ms"}}
 	specList = scriptSpec{"list",
 		[]string{keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone},
 		[]string{"status", "limit", "cursor_num", "cursor_id"}}
 )
 
 var allSpecs = []scriptSpec{specCreate, specEnqueue, specPromote, specClaim, specWait, specComplete, specFail, specHeartbeat,
-	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList}
+	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList, specDelete}
 
 // keysOf answers the declared keys of s for queue keys k.
 func (s scriptSpec) keysOf(k keys) []string {

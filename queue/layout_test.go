@@ -34,7 +34,9 @@ func TestScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 		for name, src := range map[string]string{"common.lua": string(common), spec.name + ".lua": string(body)} {
 			for _, m := range call.FindAllStringSubmatch(src, -1) {
 				cmd, arg := m[1], strings.TrimSpace(m[2])
-				require.NotContains(t, emptying, cmd, "%s: %s can empty a key", name, cmd)
+				if !(name == "delete.lua" && cmd == "UNLINK") { // deleting a queue writes nothing after
+					require.NotContains(t, emptying, cmd, "%s: %s can empty a key", name, cmd)
+				}
 				if slices.Contains(keyless, cmd) || name == "list.lua" && arg == "key" {
 					continue // list.lua's key is one of its K_ sets, picked by status
 				}

@@ -2,6 +2,10 @@ package queue_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,5 +248,107 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		s = b.stats(t)
 		require.Zero(t, s.Pending)
 		require.Equal(t, int64(1), b.rdb.LLen(b.ctx, b.key(queue.KeyPending)).Val(), "the claim dropped the stale ids: only the sentinel is left")
+	})
+
+	t.Run("DeleteQueue", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.ErrorIs(t, b.client.DeleteQueue(b.ctx, "never", false), queue.ErrNoQueue)
+		// A job in every state.
+		sched := b.enqueue(t, queue.NewJob{Delay: time.Hour})
+		done := b.enqueue(t, queue.NewJob{})
+		c := b.claimOne(t)
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		dead := b.enqueue(t, queue.NewJob{})
+		c = b.claimOne(t)
+		_, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Dead: true})
+		require.NoError(t, err)
+		running := b.enqueue(t, queue.NewJob{})
+		held := b.claimOne(t)
+		pending := b.enqueue(t, queue.NewJob{IdempotencyKey: "once"})
+
+		require.ErrorIs(t, b.client.DeleteQueue(b.ctx, b.queue, false), queue.ErrQueueBusy)
+		require.Equal(t, int64(1), b.stats(t).Pending, "a busy queue is left as it was")
+		require.NoError(t, b.client.DeleteQueue(b.ctx, b.queue, true))
+		for _, j := range []*queue.Job{sched, done, dead, running, pending} {
+			_, err := b.client.Get(b.ctx, b.queue, j.ID)
+			require.ErrorIs(t, err, queue.ErrNotFound)
+		}
+		qs, err := b.client.Queues(b.ctx)
+		require.NoError(t, err)
+		require.NotContains(t, qs, b.queue)
+		require.Equal(t, queue.Stats{Queue: b.queue}, b.stats(t))
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, held.ID, held.Token, nil), queue.ErrNotFound,
+			"the worker of a deleted job changes nothing")
+		b.claimNone(t)
+		require.ErrorIs(t, b.client.DeleteQueue(b.ctx, b.queue, false), queue.ErrNoQueue)
+
+		// An enqueue makes it anew, from nothing: the idempotency key too.
+		again, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "k", IdempotencyKey: "once"})
+		require.NoError(t, err)
+		require.False(t, again.Replayed)
+		qs, err = b.client.Queues(b.ctx)
+		require.NoError(t, err)
+		require.Contains(t, qs, b.queue)
+		require.Equal(t, int64(1), b.stats(t).EnqueuedTotal)
+		require.Equal(t, again.Job.ID, b.claimOne(t).ID)
+	})
+
+	t.Run("IdleEmptyQueueIsForgotten", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(c *queue.Config) { c.IdleQueueTTL = time.Hour; c.Retention = -1 })
+		b.enqueue(t, queue.NewJob{})
+		busy := b.enqueue(t, queue.NewJob{Queue: "busy", RunAt: b.clock.Now().Add(10 * time.Hour)})
+		c := b.claimOne(t)
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		gone, err := b.client.ForgetIdle(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.False(t, gone, "used within the hour")
+		b.clock.Advance(2 * time.Hour)
+		_, err = b.client.Reclaim(b.ctx, b.queue) // the sweep drops the tombstone first
+		require.NoError(t, err)
+		gone, err = b.client.ForgetIdle(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.True(t, gone)
+		gone, err = b.client.ForgetIdle(b.ctx, "busy")
+		require.NoError(t, err)
+		require.False(t, gone, "a queue that holds a job is kept, however idle")
+		require.Equal(t, queue.StatusScheduled, b.get2(t, "busy", busy.ID).Status)
+		qs, err := b.client.Queues(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{"busy"}, qs)
+	})
+
+	t.Run("QueueCapHoldsUnderConcurrentFirstEnqueues", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(c *queue.Config) { c.MaxQueues = 5 })
+		var wg sync.WaitGroup
+		var made, refused atomic.Int64
+		for i := range 20 {
+			wg.Go(func() {
+				// A client each: no process-local cache of known queues helps.
+				other, err := queue.NewClient(queue.Config{Redis: newRDB(t), Namespace: b.ns, Clock: b.clock, MaxQueues: 5})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer func() { _ = other.Close() }()
+				_, err = other.Enqueue(b.ctx, queue.NewJob{Queue: fmt.Sprintf("q%02d", i), Kind: "k"})
+				switch {
+				case err == nil:
+					made.Add(1)
+				case errors.Is(err, queue.ErrTooManyQueues):
+					refused.Add(1)
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		require.Equal(t, int64(5), made.Load())
+		require.Equal(t, int64(15), refused.Load())
+		qs, err := b.client.Queues(b.ctx)
+		require.NoError(t, err)
+		require.Len(t, qs, 5)
 	})
 }

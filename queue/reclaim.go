@@ -154,5 +154,10 @@ func (r *Reclaimer) sweep(ctx context.Context) {
 				r.cfg.OnReclaim(q, ids)
 			}
 		}
+		if gone, err := r.cfg.Client.forgetIdle(ctx, q); err != nil && ctx.Err() == nil {
+			r.log.Warn("reclaimer: forgetting an idle queue failed", "queue", q, "err", err)
+		} else if gone {
+			r.log.Info("reclaimer: forgot an idle, empty queue", "queue", q)
+		}
 	}
 }

@@ -59,6 +59,7 @@ var (
 	rescheduleScript = newScript(specReschedule)
 	runNowScript     = newScript(specRunNow)
 	deadScript       = newScript(specDead)
+	deleteScript     = newScript(specDelete)
 )
 
 // Retrying a cluster in motion. While a queue's slot migrates, Redis

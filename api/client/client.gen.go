@@ -254,6 +254,7 @@ const (
 	ErrorErrorCodeNotFound         ErrorErrorCode = "not_found"
 	ErrorErrorCodeNotImplemented   ErrorErrorCode = "not_implemented"
 	ErrorErrorCodePayloadTooLarge  ErrorErrorCode = "payload_too_large"
+	ErrorErrorCodeQueueBusy        ErrorErrorCode = "queue_busy"
 	ErrorErrorCodeUnauthenticated  ErrorErrorCode = "unauthenticated"
 	ErrorErrorCodeUnavailable      ErrorErrorCode = "unavailable"
 )
@@ -278,6 +279,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeNotImplemented:
 		return true
 	case ErrorErrorCodePayloadTooLarge:
+		return true
+	case ErrorErrorCodeQueueBusy:
 		return true
 	case ErrorErrorCodeUnauthenticated:
 		return true
@@ -1205,6 +1208,12 @@ type EnqueueParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// DeleteQueueParams defines parameters for DeleteQueue.
+type DeleteQueueParams struct {
+	// Force delete even while jobs are processing
+	Force *bool `form:"force,omitempty" json:"force,omitempty"`
+}
+
 // PurgeDeadParams defines parameters for PurgeDead.
 type PurgeDeadParams struct {
 	Kind *string `form:"kind,omitempty" json:"kind,omitempty"`
@@ -1927,6 +1936,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/queues (the `ListQueues` operationId).
 	ListQueues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteQueue Delete a queue and every job of it
+	//
+	// Deletes the queue and all its jobs in every state, in one step: afterwards its jobs answer 404, the queue answers 404 and leaves GET /v1/queues, until an enqueue makes it anew. A queue with a job processing answers 409 queue_busy unless force=true; then that worker's later complete, fail or heartbeat answers 404.
+	//
+	// Corresponds with DELETE /v1/queues/{queue} (the `DeleteQueue` operationId).
+	DeleteQueue(ctx context.Context, queue QueueName, params *DeleteQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetQueue One queue's depths and totals
 	//
 	// Corresponds with GET /v1/queues/{queue} (the `GetQueue` operationId).
@@ -2421,6 +2437,23 @@ func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /v1/queues (the `ListQueues` operationId).
 func (c *Client) ListQueues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListQueuesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteQueue Delete a queue and every job of it
+//
+// Deletes the queue and all its jobs in every state, in one step: afterwards its jobs answer 404, the queue answers 404 and leaves GET /v1/queues, until an enqueue makes it anew. A queue with a job processing answers 409 queue_busy unless force=true; then that worker's later complete, fail or heartbeat answers 404.
+//
+// Corresponds with DELETE /v1/queues/{queue} (the `DeleteQueue` operationId).
+func (c *Client) DeleteQueue(ctx context.Context, queue QueueName, params *DeleteQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteQueueRequest(c.Server, queue, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3448,6 +3481,67 @@ func NewListQueuesRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteQueueRequest constructs an http.Request for the DeleteQueue method
+func NewDeleteQueueRequest(server string, queue QueueName, params *DeleteQueueParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Force != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "force", *params.Force, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -4513,6 +4607,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/queues (the `ListQueues` operationId).
 	ListQueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListQueuesResponse, error)
+
+	// DeleteQueueWithResponse Delete a queue and every job of it
+	//
+	// Deletes the queue and all its jobs in every state, in one step: afterwards its jobs answer 404, the queue answers 404 and leaves GET /v1/queues, until an enqueue makes it anew. A queue with a job processing answers 409 queue_busy unless force=true; then that worker's later complete, fail or heartbeat answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/queues/{queue} (the `DeleteQueue` operationId).
+	DeleteQueueWithResponse(ctx context.Context, queue QueueName, params *DeleteQueueParams, reqEditors ...RequestEditorFn) (*DeleteQueueResponse, error)
 
 	// GetQueueWithResponse One queue's depths and totals
 	//
@@ -5700,6 +5803,89 @@ func (r ListQueuesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListQueuesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteQueueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteQueueResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteQueueResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteQueueResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteQueueResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteQueueResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteQueueResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteQueueResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteQueueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteQueueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteQueueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteQueueResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7488,6 +7674,21 @@ func (c *ClientWithResponses) ListQueuesWithResponse(ctx context.Context, reqEdi
 	return ParseListQueuesResponse(rsp)
 }
 
+// DeleteQueueWithResponse Delete a queue and every job of it
+//
+// Deletes the queue and all its jobs in every state, in one step: afterwards its jobs answer 404, the queue answers 404 and leaves GET /v1/queues, until an enqueue makes it anew. A queue with a job processing answers 409 queue_busy unless force=true; then that worker's later complete, fail or heartbeat answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/queues/{queue} (the `DeleteQueue` operationId).
+func (c *ClientWithResponses) DeleteQueueWithResponse(ctx context.Context, queue QueueName, params *DeleteQueueParams, reqEditors ...RequestEditorFn) (*DeleteQueueResponse, error) {
+	rsp, err := c.DeleteQueue(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteQueueResponse(rsp)
+}
+
 // GetQueueWithResponse One queue's depths and totals
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8656,6 +8857,77 @@ func ParseListQueuesResponse(rsp *http.Response) (*ListQueuesResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteQueueResponse parses an HTTP response from a DeleteQueueWithResponse call
+func ParseDeleteQueueResponse(rsp *http.Response) (*DeleteQueueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteQueueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal

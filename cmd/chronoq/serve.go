@@ -42,6 +42,7 @@ type serveConfig struct {
 	completedHistory int
 	deadMaxJobs      int
 	deadMaxAge       time.Duration
+	idleQueueTTL     time.Duration
 	idempotencyTTL   time.Duration
 	reclaimInterval  time.Duration
 	promoteMaxSleep  time.Duration
@@ -153,6 +154,7 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.Int(&c.completedHistory, "completed-history", "CHRONOQ_COMPLETED_HISTORY", queue.DefaultCompletedHistory, "completed job ids listed per queue")
 	e.Int(&c.deadMaxJobs, "dead-max-jobs", "CHRONOQ_DEAD_MAX_JOBS", queue.DefaultDeadMaxJobs, "most dead jobs kept per queue (the oldest go first)")
 	e.Duration(&c.deadMaxAge, "dead-max-age", "CHRONOQ_DEAD_MAX_AGE", queue.DefaultDeadMaxAge, "how long a dead job is kept")
+	e.Duration(&c.idleQueueTTL, "idle-queue-ttl", "CHRONOQ_IDLE_QUEUE_TTL", queue.DefaultIdleQueueTTL, "how long an empty queue nothing is enqueued into is kept")
 	e.Duration(&c.idempotencyTTL, "idempotency-ttl", "CHRONOQ_IDEMPOTENCY_TTL", queue.DefaultIdempotencyTTL, "how long an idempotency key is remembered")
 	e.Duration(&c.reclaimInterval, "reclaim-interval", "CHRONOQ_RECLAIM_INTERVAL", 5*time.Second, "time between reclaim sweeps")
 	e.Duration(&c.promoteMaxSleep, "promote-max-sleep", "CHRONOQ_PROMOTE_MAX_SLEEP", time.Second, "longest promoter sleep (the most a lost wake-up delays a job)")
@@ -298,7 +300,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	defer closeRedis()
 	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: c.namespace, Clock: clock,
 		MaxPayloadBytes: c.maxPayloadBytes, MaxQueues: c.maxQueues, Retention: c.retention,
-		CompletedHistory: c.completedHistory, DeadMaxJobs: c.deadMaxJobs, DeadMaxAge: c.deadMaxAge,
+		CompletedHistory: c.completedHistory, DeadMaxJobs: c.deadMaxJobs, DeadMaxAge: c.deadMaxAge, IdleQueueTTL: c.idleQueueTTL,
 		IdempotencyTTL: c.idempotencyTTL})
 	if err != nil {
 		return err

@@ -88,6 +88,7 @@ if #sched > 0 then
   redis.call('ZADD', K_sched, unpack(sched))
 end
 count('enqueued', added)
+redis.call('HSET', K_meta, 'active_ms', now)
 out[2] = new_head or ''
 publish_events()
 return out

@@ -1,0 +1,77 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DefaultIdleQueueTTL is how long an empty queue that nothing is enqueued
+// into is kept before the reclaim sweep forgets it (Config.IdleQueueTTL).
+const DefaultIdleQueueTTL = 7 * 24 * time.Hour
+
+// DeleteQueue deletes queue and every job of it, in every state, in one
+// script: reads of the queue and its jobs then answer ErrNoQueue and
+// ErrNotFound, and it leaves the list of queues. While a job of it is
+// processing it answers ErrQueueBusy and deletes nothing, unless force
+// (then that worker's later complete, fail or heartbeat answers
+// ErrNotFound). A queue never used, or deleted already, is ErrNoQueue.
+// An enqueue into the queue afterwards makes it anew.
+func (c *Client) DeleteQueue(ctx context.Context, queue string, force bool) error {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return err
+	}
+	v, err := c.run(ctx, deleteScript, k, boolArg(force), 0)
+	if err != nil {
+		return fmt.Errorf("queue: delete %s: %w", queue, err)
+	}
+	code, _ := v.(int64)
+	switch code {
+	case 1:
+		return c.forget(ctx, queue)
+	case 0:
+		return fmt.Errorf("%w: %s (delete with force to delete them too)", ErrQueueBusy, queue)
+	}
+	if err := c.forget(ctx, queue); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s", ErrNoQueue, queue)
+}
+
+// forgetIdle deletes queue when it holds no job and nothing was enqueued
+// into it for Config.IdleQueueTTL, and answers whether it did.
+func (c *Client) forgetIdle(ctx context.Context, queue string) (bool, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return false, err
+	}
+	v, err := c.run(ctx, deleteScript, k, boolArg(false), c.cfg.IdleQueueTTL.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("queue: forget idle %s: %w", queue, err)
+	}
+	if code, _ := v.(int64); code != 1 {
+		return false, nil
+	}
+	return true, c.forget(ctx, queue)
+}
+
+// forget takes a deleted queue's name out of the set of queues. The name
+// and the keys are in different slots, so this is a second step: should
+// an enqueue have made the queue again meanwhile, its name goes back (and
+// the enqueue puts it back too once its job is in: either sees the other).
+func (c *Client) forget(ctx context.Context, queue string) error {
+	c.known.Delete(queue)
+	qk := queuesKey(c.ns)
+	if err := c.rdb.SRem(ctx, qk, queue).Err(); err != nil {
+		return wrapRedis(err)
+	}
+	n, err := c.rdb.Exists(ctx, queueKeys(c.ns, queue).meta).Result()
+	if err != nil {
+		return wrapRedis(err)
+	}
+	if n == 1 {
+		return wrapRedis(c.rdb.SAdd(ctx, qk, queue).Err())
+	}
+	return nil
+}
