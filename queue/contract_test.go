@@ -134,7 +134,7 @@ func newBundle(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient, op
 	c, err := queue.NewClient(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
 	return &testBundle{ctx: ctx, rdb: rdb, client: c, clock: clock, ns: cfg.Namespace, queue: "q1"}
 }

@@ -134,18 +134,7 @@ func requireEachOnce(t *testing.T, ids []string, want []string) {
 func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 	setup := func(t *testing.T, opts ...func(*queue.Config)) *testBundle {
 		t.Helper()
-		rdb := newRDB(t)
-		clock := testutil.FakeClock()
-		cfg := queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock}
-		for _, o := range opts {
-			o(&cfg)
-		}
-		c, err := queue.NewClient(cfg)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		t.Cleanup(cancel)
-		return &testBundle{ctx: ctx, rdb: rdb, client: c, clock: clock, ns: cfg.Namespace, queue: "q1"}
+		return newBundle(t, newRDB, opts...)
 	}
 	quiet := func(c *queue.Config) { c.DisableEvents = true }
 

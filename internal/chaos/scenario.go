@@ -193,16 +193,7 @@ func jitter(rng *rand.Rand, d time.Duration) time.Duration {
 }
 
 // sleep waits d or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return redisproc.Sleep(ctx, d) }
 
 // watch reports p's exit as a problem unless the harness caused it.
 func (h *harness) watch(p *redisproc.Child) {

@@ -172,7 +172,7 @@ func MigrateSlot(ctx context.Context, o MigrateOptions) (err error) {
 		if o.OnStep != nil {
 			o.OnStep(moved)
 		}
-		if o.Pause > 0 && !sleepCtx(ctx, o.Pause) {
+		if o.Pause > 0 && !Sleep(ctx, o.Pause) {
 			return ctx.Err()
 		}
 	}
@@ -196,7 +196,7 @@ type migration struct {
 func (m *migration) migrate(ctx context.Context, keys []string) (int, error) {
 	var err error
 	for try := range migrateIOTries + 1 {
-		if try > 0 && !sleepCtx(ctx, migrateIOPause) {
+		if try > 0 && !Sleep(ctx, migrateIOPause) {
 			return 0, ctx.Err()
 		}
 		var v any
@@ -303,7 +303,7 @@ func (m *migration) waitAgreement(ctx context.Context) error {
 		if problem == "" {
 			return nil
 		}
-		if !sleepCtx(ctx, agreementPoll) {
+		if !Sleep(ctx, agreementPoll) {
 			return fmt.Errorf("nodes do not agree that %s serves the slot: %s", m.o.To, problem)
 		}
 	}
@@ -394,8 +394,8 @@ func asStrings(v any) []string {
 	return out
 }
 
-// sleepCtx waits d or until ctx ends (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx ends (false).
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
