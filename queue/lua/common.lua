@@ -114,18 +114,24 @@ end
 -- Events --------------------------------------------------------------------
 -- One line "type|id|kind|status|attempts|at_ms" per state change. Lines
 -- are collected and published in one message by publish_events(), the
--- last thing a script does; with PUBLISH and nobody subscribed, none are
--- built. A failed publish cannot fail the script: events are a view.
+-- last thing a script does. When a script has a second line to build, it
+-- first asks (with PUBLISH, on one server) whether anyone listens, and
+-- builds no more lines when no one does: that is much of a batch's Redis
+-- time. (A cluster's shard channels may be subscribed on a replica, which
+-- the primary cannot count: with SPUBLISH the lines are always built.)
+-- A failed publish cannot fail the script: events are a view.
 
 local event_lines = {}
 local muted = A_pubcmd == ''
-if A_pubcmd == 'PUBLISH' and redis.call('PUBSUB', 'NUMPAT') == 0
-    and redis.call('PUBSUB', 'NUMSUB', A_channel)[2] == 0 then
-  muted = true
-end
 
 local function emit(typ, id, kind, status, attempts)
   if muted then
+    return
+  end
+  if #event_lines == 1 and A_pubcmd == 'PUBLISH' and redis.call('PUBSUB', 'NUMPAT') == 0
+      and redis.call('PUBSUB', 'NUMSUB', A_channel)[2] == 0 then
+    muted = true
+    event_lines = {}
     return
   end
   event_lines[#event_lines + 1] = typ .. '|' .. id .. '|' .. (kind or '') .. '|' .. status .. '|' ..
