@@ -44,9 +44,18 @@ type Config struct {
 	// Clock drives the waits. Defaults to the real clock, whose waits end
 	// on time to a fraction of a millisecond (see the package doc).
 	Clock clockwork.Clock
-	// MaxSleep caps the wait between two passes over a queue, so a lost
-	// nudge delays a job by MaxSleep at the most. Defaults to 1 s.
+	// MaxSleep caps the wait between two passes over a queue that has jobs
+	// scheduled, so a lost nudge delays a job by MaxSleep at the most.
+	// Defaults to 1 s.
 	MaxSleep time.Duration
+	// IdleSleep caps the wait over a queue with nothing scheduled: it
+	// wakes for a nudge (a job scheduled into it), and otherwise passes
+	// over it this often, so that 1,000 idle queues cost one promote call
+	// each per IdleSleep, not per MaxSleep. A job scheduled into an idle
+	// queue whose nudge was lost (a reconnect of the nudge subscription)
+	// waits up to this long past its due time, unless a worker claims it
+	// first (a claim promotes what is due). Defaults to 1 minute.
+	IdleSleep time.Duration
 	// RefreshInterval is how often the list of queues is read again when
 	// Queues is empty. Defaults to 5 s.
 	RefreshInterval time.Duration
@@ -76,6 +85,7 @@ func NewPromoter(cfg Config) (*Promoter, error) {
 		return nil, errors.New("delayed: Config.Source is required")
 	}
 	cfg.MaxSleep = cmp.Or(cfg.MaxSleep, time.Second)
+	cfg.IdleSleep = max(cmp.Or(cfg.IdleSleep, time.Minute), cfg.MaxSleep)
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, 5*time.Second)
 	p := &Promoter{cfg: cfg, clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()),
 		log: cmp.Or(cfg.Logger, slog.Default()), wakes: map[string]chan struct{}{}}
@@ -200,6 +210,8 @@ func (p *Promoter) loop(ctx context.Context, queue string, wake <-chan struct{})
 		moved, next, err := p.cfg.Source.Promote(ctx, queue)
 		wait := p.cfg.MaxSleep
 		switch {
+		case err == nil && next.IsZero():
+			wait = p.cfg.IdleSleep // nothing scheduled: a nudge wakes it
 		case err != nil:
 			if ctx.Err() == nil {
 				p.log.Warn("promoter: promote failed", "queue", queue, "err", err)

@@ -140,12 +140,36 @@ func TestPromoterSleepsExactlyUntilNextDue(t *testing.T) {
 func TestPromoterCapsItsSleep(t *testing.T) {
 	t.Parallel()
 	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: 2 * time.Second})
+	b.src.add("a", b.clock.Now().Add(time.Hour)) // something scheduled: not idle
 	require.NoError(t, b.p.Start(b.ctx))
 	<-b.src.passes
 	b.parked(t, 1)
 	// A job appears without a nudge (a nudge lost): found after MaxSleep.
 	b.src.add("a", b.clock.Now())
 	b.clock.Advance(2 * time.Second)
+	<-b.src.passes
+	b.parked(t, 1)
+	promoted, _ := b.src.snapshot("a")
+	require.Len(t, promoted, 1)
+}
+
+// A queue with nothing scheduled is passed over every IdleSleep, not every
+// MaxSleep: idle queues cost little however many there are.
+func TestPromoterIdleQueueSleepsIdleSleep(t *testing.T) {
+	t.Parallel()
+	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Second, IdleSleep: 10 * time.Second})
+	require.NoError(t, b.p.Start(b.ctx))
+	<-b.src.passes
+	b.parked(t, 1)
+	b.src.add("a", b.clock.Now()) // without a nudge
+	b.clock.Advance(9 * time.Second)
+	b.parked(t, 1)
+	select {
+	case <-b.src.passes:
+		t.Fatal("an idle queue was passed over before IdleSleep")
+	default:
+	}
+	b.clock.Advance(time.Second)
 	<-b.src.passes
 	b.parked(t, 1)
 	promoted, _ := b.src.snapshot("a")

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 )
 
 // Reclaim takes back, now, the jobs of queue whose worker is gone: those
@@ -64,8 +66,13 @@ type ReclaimerConfig struct {
 }
 
 // Reclaimer runs [Client.Reclaim] over the queues on a schedule. Any number
-// may run at once: each reclaim is atomic per batch.
+// may run at once: each reclaim is atomic per batch. A sweep first reads,
+// in one pipeline, the head of each queue's leases, expiry and dead sets
+// (see [Client.SweepPlan]) and runs the reclaim script only on the queues
+// that have something to do, so idle queues cost a few reads a sweep; every
+// fullSweepEvery-th sweep runs on every queue regardless.
 type Reclaimer struct {
+	sweeps int
 	cfg    ReclaimerConfig
 	clock  clockwork.Clock
 	log    *slog.Logger
@@ -132,6 +139,11 @@ func (r *Reclaimer) loop(ctx context.Context) {
 	}
 }
 
+// fullSweepEvery: one sweep in this many runs the reclaim script on every
+// queue, whatever the plan says (a safety net for a plan read with a
+// clock estimate that was off).
+const fullSweepEvery = 12
+
 func (r *Reclaimer) sweep(ctx context.Context) {
 	qs := r.cfg.Queues
 	if len(qs) == 0 {
@@ -143,7 +155,18 @@ func (r *Reclaimer) sweep(ctx context.Context) {
 			return
 		}
 	}
-	for _, q := range qs {
+	r.sweeps++
+	work, empty := qs, qs
+	if r.sweeps%fullSweepEvery != 0 {
+		var err error
+		if work, empty, err = r.cfg.Client.SweepPlan(ctx, qs); err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("reclaimer: reading what to sweep failed", "err", err)
+			}
+			return
+		}
+	}
+	for _, q := range work {
 		ids, err := r.cfg.Client.Reclaim(ctx, q)
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("reclaimer: sweep failed", "queue", q, "err", err)
@@ -154,10 +177,69 @@ func (r *Reclaimer) sweep(ctx context.Context) {
 				r.cfg.OnReclaim(q, ids)
 			}
 		}
+	}
+	for _, q := range empty {
 		if gone, err := r.cfg.Client.forgetIdle(ctx, q); err != nil && ctx.Err() == nil {
 			r.log.Warn("reclaimer: forgetting an idle queue failed", "queue", q, "err", err)
 		} else if gone {
 			r.log.Info("reclaimer: forgot an idle, empty queue", "queue", q)
 		}
 	}
+}
+
+// SweepPlan reads, in one pipeline, what a reclaim sweep of each of qs
+// would act on, and answers the queues with work (a lease lapsed, a job or
+// idempotency record past its time, a dead set past its age or count, by
+// Redis's clock as this client estimates it, a second ahead to be safe)
+// and those that hold no job at all and saw no enqueue for
+// Config.IdleQueueTTL (which the sweep forgets). It costs Redis a few reads per queue, however
+// many jobs the queues hold.
+func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []string, err error) {
+	type probe struct {
+		lease, expiry, dead *redis.ZSliceCmd
+		ndead, njobs        *redis.IntCmd
+		active              *redis.SliceCmd
+	}
+	pipe := c.rdb.Pipeline()
+	probes := make([]probe, len(qs))
+	for i, q := range qs {
+		k, err := c.keysFor(q)
+		if err != nil {
+			return nil, nil, err
+		}
+		probes[i] = probe{lease: pipe.ZRangeWithScores(ctx, k.leases, 0, 0), expiry: pipe.ZRangeWithScores(ctx, k.expiry, 0, 0),
+			dead: pipe.ZRangeWithScores(ctx, k.dead, 0, 0), ndead: pipe.ZCard(ctx, k.dead), njobs: pipe.HLen(ctx, k.jobs),
+			active: pipe.HMGet(ctx, k.meta, metaActive, metaCreated)}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("queue: reading what to sweep: %w", wrapRedis(err))
+	}
+	nowMs := float64(c.clock.Now().Add(c.RedisClockOffset()).Add(time.Second).UnixMilli())
+	due := func(z *redis.ZSliceCmd, by float64) bool {
+		h := z.Val()
+		return len(h) == 1 && h[0].Member != sentinel && h[0].Score <= by
+	}
+	for i, p := range probes {
+		if due(p.lease, nowMs) || due(p.expiry, nowMs) || due(p.dead, nowMs-float64(c.cfg.DeadMaxAge.Milliseconds())) ||
+			p.ndead.Val()-sentinels > int64(c.cfg.DeadMaxJobs) {
+			work = append(work, qs[i])
+		}
+		if p.njobs.Val() <= sentinels && lastActive(p.active.Val())+float64(c.cfg.IdleQueueTTL.Milliseconds()) <= nowMs {
+			empty = append(empty, qs[i])
+		}
+	}
+	return work, empty, nil
+}
+
+// lastActive reads the meta fields active_ms, created_ms as HMGET answers
+// them: the last enqueue, or the queue's creation.
+func lastActive(v []any) float64 {
+	for _, x := range v {
+		if s, ok := x.(string); ok {
+			if ms, err := strconv.ParseFloat(s, 64); err == nil {
+				return ms
+			}
+		}
+	}
+	return 0
 }
