@@ -945,7 +945,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		// two runs is left alone.
 		spec := queue.EncodeSpec(3, 30*time.Second, delayed.DefaultBackoff.Encode())
 		job := []any{"0192f3c4a1b27c9e8d1f0a3b4c5d6e7f", "k", "{}", spec, "d0", "", ""}
-		enq := append([]any{60000, 60000, 1}, job...)
+		enq := append([]any{60000, 1}, job...)
 		_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)
 		require.NoError(t, err)
 		claimed, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
@@ -960,7 +960,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Equal(t, queue.StatusProcessing, b.get(t, "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f").Status)
 
 		// A call of several jobs, sent twice, makes them once.
-		two := []any{60000, 60000, 2,
+		two := []any{60000, 2,
 			"0192f3c4a1b27c9e8d1f0a3b4c5d6e80", "k", "{}", spec, "d0", "", "",
 			"0192f3c4a1b27c9e8d1f0a3b4c5d6e81", "k", "{}", spec, "d3600000000", "", ""}
 		for range 2 {

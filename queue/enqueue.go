@@ -227,7 +227,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepared, idx []int, out []Enqueued) error {
 	k := queueKeys(c.ns, queue)
 	args := make([]any, 0, 3+7*len(idx))
-	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), c.tombMs(), len(idx))
+	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), len(idx))
 	for _, i := range idx {
 		args = append(args, preps[i].args...)
 	}

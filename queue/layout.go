@@ -205,7 +205,7 @@ var (
 		nil}
 	specEnqueue = scriptSpec{"enqueue",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyIdem, keyExpiry, keyWake},
-		[]string{"idem_ttl_ms", "tomb_ms", "n", "id", "kind", "payload", "spec", "when", "idem", "result_ttl_ms"}}
+		[]string{"idem_ttl_ms", "n", "id", "kind", "payload", "spec", "when", "idem", "result_ttl_ms"}}
 	specPromote = scriptSpec{"promote",
 		[]string{keyMeta, keyJobs, keySched, keyPending, keyWake},
 		[]string{"limit"}}

@@ -65,3 +65,32 @@ func TestScriptSpecsNameLayoutKeys(t *testing.T) {
 	}
 	require.Len(t, specCreate.keys, len(k.all()), "create.lua makes every key")
 }
+
+// A script called with a malformed argument answers an error and writes
+// nothing: every script parses its arguments before its first write.
+func TestScriptsRefuseMalformedArgumentsBeforeWriting(t *testing.T) {
+	t.Parallel()
+	for _, spec := range allSpecs {
+		body, err := fs.ReadFile(luaFS, "lua/"+spec.name+".lua")
+		require.NoError(t, err)
+		src := string(body)
+		firstWrite := len(src)
+		for _, w := range []string{"save(", "redis.call('HSET'", "redis.call('ZADD'", "redis.call('LPUSH'", "redis.call('ZREM'",
+			"redis.call('HDEL'", "redis.call('UNLINK'", "promote_due(", "pop_pending(", "count(", "redis.call('XADD'", "redis.call('HSETNX'"} {
+			if i := strings.Index(src, w); i >= 0 && i < firstWrite {
+				firstWrite = i
+			}
+		}
+		fixed := spec.args[:spec.fixedArgs()-len(commonArgs)]
+		for _, a := range fixed {
+			if a == "n" || strings.HasPrefix(a, "id") || a == "token" || a == "kind" || a == "payload" || a == "spec" ||
+				a == "when" || a == "idem" || a == "result" || a == "error" || a == "mode" || a == "cursor_score" ||
+				a == "cursor_id" || a == "request" || a == "claim_token" || a == "token_base" || a == "want_next" ||
+				a == "dead" || a == "force" || a == "status" || a == "cursor_num" || a == "retry_at" {
+				continue // strings, or read by comparison only
+			}
+			i := strings.Index(src, "A_"+a)
+			require.True(t, i >= 0 && i < firstWrite, "%s.lua reads numeric argument %s only after its first write", spec.name, a)
+		}
+	}
+}

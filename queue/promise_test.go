@@ -113,7 +113,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		b := setup(t, func(c *queue.Config) { c.Retention = -1 })
 		spec := queue.EncodeSpec(3, 30*time.Second, delayed.DefaultBackoff.Encode())
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
-		enq := []any{60000, 60000, 1, id, "k", "{}", spec, "d0", "", ""}
+		enq := []any{60000, 1, id, "k", "{}", spec, "d0", "", ""}
 		r1, err := b.client.RunScript(b.ctx, "create", b.queue)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), r1)
@@ -355,7 +355,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 	t.Run("SweepPlanNamesOnlyQueuesWithWork", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(c *queue.Config) { c.IdleQueueTTL = time.Hour })
-		b.enqueue(t, queue.NewJob{Queue: "lapsed", Visibility: time.Second})
+		b.enqueue(t, queue.NewJob{Queue: "lapsed", Visibility: 5 * time.Second})
 		_, err := b.client.Claim(b.ctx, "lapsed", queue.ClaimOptions{})
 		require.NoError(t, err)
 		b.enqueue(t, queue.NewJob{Queue: "held", Visibility: time.Hour})
@@ -375,7 +375,11 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		require.NoError(t, err)
 		require.Empty(t, work)
 		require.Empty(t, empty, "nothing idle for an hour yet")
-		b.clock.Advance(2 * time.Second)
+		b.clock.Advance(2 * time.Second) // a plan looks a second ahead: not yet
+		work, _, err = b.client.SweepPlan(b.ctx, qs)
+		require.NoError(t, err)
+		require.Empty(t, work)
+		b.clock.Advance(4 * time.Second)
 		work, _, err = b.client.SweepPlan(b.ctx, qs)
 		require.NoError(t, err)
 		require.Equal(t, []string{"lapsed"}, work)

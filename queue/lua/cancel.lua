@@ -18,6 +18,9 @@
 --          deleted; and job packed (see common.lua) after the change
 --          (before it, when deleted), "" when there is none.
 local id, req, claim = A_id, A_request, A_claim_token
+if not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
+  return redis.error_reply('ERR chronoq cancel: malformed arguments')
+end
 local f = load(id)
 if not f then
   local tomb = tomb_of(id)

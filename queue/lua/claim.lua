@@ -17,6 +17,9 @@
 -- of its jobs is acked or taken back, and a rerun answers the same jobs.
 local max, vis, wait_ms = tonumber(A_max), tonumber(A_visibility_ms), tonumber(A_wait_ms)
 local wants_next = A_want_next == '1'
+if not max or not vis or not wait_ms then
+  return redis.error_reply('ERR chronoq claim: malformed arguments')
+end
 if not exists() then
   return { 0, '', now_us, '0-0' }
 end

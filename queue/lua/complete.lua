@@ -8,6 +8,9 @@
 --          nothing changed), -1 no such job.
 -- Safe to run twice: the second run answers 2 and changes nothing.
 local n, cap = tonumber(A_n), tonumber(A_history)
+if not n or not cap or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
+  return redis.error_reply('ERR chronoq complete: malformed arguments')
+end
 local out, finished = {}, {}
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP

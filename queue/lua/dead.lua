@@ -11,7 +11,7 @@ if upto and upto < 0 then
   upto = now -- the first batch: the sweep takes the jobs dead by now
 end
 local cscore, cid = A_cursor_score, A_cursor_id
-if not batch or not upto or (mode ~= 'requeue' and mode ~= 'purge') then
+if not batch or not upto or not tonumber(A_tomb_ms) or (mode ~= 'requeue' and mode ~= 'purge') then
   return redis.error_reply('ERR chronoq dead: malformed arguments')
 end
 

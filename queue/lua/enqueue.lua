@@ -10,7 +10,10 @@
 --          when that is another, earlier job, 2 when job i itself existed
 --          already (a rerun of this call; it may have run since, and even
 --          been deleted: it is not made again); due_i its due score.
-local n = tonumber(A_n)
+local n, idem_ttl = tonumber(A_n), tonumber(A_idem_ttl_ms)
+if not n or not idem_ttl then
+  return redis.error_reply('ERR chronoq enqueue: malformed arguments')
+end
 -- Parse and check everything before the first write.
 local jobs = {}
 for i = 0, n - 1 do
@@ -23,7 +26,6 @@ for i = 0, n - 1 do
   end
   jobs[#jobs + 1] = j
 end
-local idem_ttl = tonumber(A_idem_ttl_ms)
 
 if not exists() then
   return { -1 } -- deleted since this client created it: the client creates it again

@@ -12,7 +12,8 @@
 -- The backoff formula is delayed.Backoff.Delay's; a test holds them equal.
 local retry_at, jitter = A_retry_at, tonumber(A_jitter)
 local dead_max, dead_age = tonumber(A_dead_max), tonumber(A_dead_age_ms)
-if not jitter or not dead_max or not dead_age or (retry_at ~= '-1' and not tonumber(retry_at)) then
+if not jitter or not dead_max or not dead_age or (retry_at ~= '-1' and not tonumber(retry_at))
+    or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq fail: malformed arguments')
 end
 local f = load(A_id)

@@ -3,6 +3,9 @@
 -- shortening it. Keys and arguments: specHeartbeat in queue/layout.go.
 -- Returns: { code, lease_until_ms, cancel_requested }: code 1 extended, 0
 --          lease lost, -1 no such job.
+if not tonumber(A_extend_ms) then
+  return redis.error_reply('ERR chronoq heartbeat: malformed arguments')
+end
 local f = load(A_id)
 if not f then
   return { -1, 0, 0 }

@@ -4,10 +4,14 @@
 -- Returns: { moved, next, now_us } with next the score of the earliest job
 --          still scheduled, "" when none is.
 -- Safe to run twice: a second run finds only what is still due.
+local limit = tonumber(A_limit)
+if not limit then
+  return redis.error_reply('ERR chronoq promote: malformed arguments')
+end
 if not exists() then
   return { 0, '', now_us }
 end
-local moved = promote_due(tonumber(A_limit))
+local moved = promote_due(limit)
 wake(moved)
 publish_events()
 return { moved, next_due(), now_us }

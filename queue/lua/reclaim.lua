@@ -12,7 +12,7 @@
 --          ids taken back from lapsed leases.
 -- Safe to run twice: a second run finds only what is still due.
 local limit, dead_max, dead_age = tonumber(A_limit), tonumber(A_dead_max), tonumber(A_dead_age_ms)
-if not limit or not dead_max or not dead_age then
+if not limit or not dead_max or not dead_age or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq reclaim: malformed arguments')
 end
 if not exists() then

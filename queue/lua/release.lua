@@ -3,6 +3,9 @@
 -- instead. Keys and arguments: specRelease in queue/layout.go.
 -- Returns: 1 released (or canceled), 2 released before with this token (a
 --          repeated call), 0 lease lost, -1 no such job.
+if not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
+  return redis.error_reply('ERR chronoq release: malformed arguments')
+end
 local f = load(A_id)
 if not f then
   local tomb = tomb_of(A_id)

@@ -4,6 +4,10 @@
 -- stream's last entry to wait after. Keys and arguments: specWait in
 -- queue/layout.go.
 -- Returns: { paused, pending, wake_id }.
+local wait_ms = tonumber(A_wait_ms)
+if not wait_ms then
+  return redis.error_reply('ERR chronoq wait: malformed arguments')
+end
 if not exists() then
   return { 0, 0, '0-0' }
 end
@@ -14,7 +18,7 @@ local n = pending_count()
 if n > 0 then
   return { 0, n, '0-0' }
 end
-local till = now + tonumber(A_wait_ms)
+local till = now + wait_ms
 if tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') < till then
   redis.call('HSET', K_meta, 'waiting_until', till)
 end
