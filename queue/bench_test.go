@@ -129,7 +129,8 @@ func redisCPU(b *testing.B, c *queue.Client) time.Duration {
 
 // BenchmarkLateness schedules 2,000 jobs due over one second and measures,
 // for each, how late a worker received it after its run-at: the promoter
-// sleeps until the next due job, and 8 claimers wait on the wake stream.
+// sleeps until the next due job, and 8 claimers wait on the queue's wake
+// stream.
 func BenchmarkLateness(b *testing.B) {
 	const (
 		jobs     = 2000
