@@ -20,6 +20,10 @@ import (
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 1000
+	// MaxPendingListDepth is how deep a listing of pending jobs goes (the
+	// next to be claimed first): reading further into a list is O(depth),
+	// and a cursor could ask for any depth. Deeper jobs show in the counts.
+	MaxPendingListDepth = 10_000
 	// deadBatch is the most dead-set entries one dead.lua call examines:
 	// 50 requeues or deletes take well under a millisecond of Redis time
 	// (about 1 ms on a loaded 2-core test machine).
@@ -56,7 +60,8 @@ type ListOptions struct {
 //     stays in the set while the pages are read appears exactly once, even
 //     when the cursor's own job has left it; jobs added ahead of the cursor
 //     are not shown.
-//   - Pending (a list, read from the end where jobs leave):
+//   - Pending (a list, read from the end where jobs leave, to a depth of
+//     MaxPendingListDepth):
 //     the next page starts right after the cursor's job. Jobs claimed from
 //     the head or added at the tail while paging are neither missed nor
 //     repeated. When the cursor's job itself has left the list, the next
@@ -84,6 +89,9 @@ func (c *Client) List(ctx context.Context, queue string, o ListOptions) (jobs []
 		if cnum, cid, err = decodeCursor(o.Status, o.Cursor); err != nil {
 			return nil, "", err
 		}
+		if n, _ := strconv.Atoi(cnum); o.Status == StatusPending && n >= MaxPendingListDepth {
+			return nil, "", invalid("cursor", "pending jobs are listed to a depth of %d", MaxPendingListDepth)
+		}
 	}
 	v, err := c.run(ctx, listScript, k, string(o.Status), limit, cnum, cid)
 	if err != nil {
@@ -105,7 +113,9 @@ func (c *Client) List(ctx context.Context, queue string, o ListOptions) (jobs []
 		jobs = append(jobs, j)
 	}
 	if more == 1 && lastID != "" {
-		nextCursor = encodeCursor(o.Status, lastNum, lastID)
+		if n, _ := strconv.Atoi(lastNum); o.Status != StatusPending || n+1 < MaxPendingListDepth {
+			nextCursor = encodeCursor(o.Status, lastNum, lastID)
+		}
 	}
 	return jobs, nextCursor, nil
 }

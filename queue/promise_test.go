@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -394,5 +395,37 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		_, empty, err = b.client.SweepPlan(b.ctx, qs)
 		require.NoError(t, err)
 		require.Equal(t, []string{"emptied"}, empty)
+	})
+
+	t.Run("AClaimTakesThePendingJobsBehindStaleIds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var ids []string
+		for range 4 {
+			ids = append(ids, b.enqueue(t, queue.NewJob{}).ID)
+		}
+		b.clock.Advance(3 * time.Second)
+		_, err := b.client.Cancel(b.ctx, b.queue, ids[0])
+		require.NoError(t, err)
+		_, err = b.client.Reschedule(b.ctx, b.queue, ids[1], b.clock.Now().Add(time.Hour))
+		require.NoError(t, err)
+		// The two oldest ids in the list are stale now.
+		require.InDelta(t, 3, b.stats(t).OldestPendingAge.Seconds(), 1, "the oldest pending job, past the stale ids")
+		start := time.Now()
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 1, Wait: 5 * time.Second})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		require.Equal(t, ids[2], jobs[0].ID)
+		require.Less(t, time.Since(start), time.Second, "no wait while a job is pending")
+		require.Equal(t, int64(1), b.stats(t).Pending)
+	})
+
+	t.Run("PendingListsStopAtTheirDepth", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{})
+		deep := base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("pending:%d:abc", queue.MaxPendingListDepth)))
+		_, _, err := b.client.List(b.ctx, b.queue, queue.ListOptions{Status: queue.StatusPending, Cursor: deep})
+		require.ErrorIs(t, err, queue.ErrInvalid, "no cursor reads deeper than the cap")
 	})
 }

@@ -32,6 +32,10 @@ type Stats struct {
 	NextRunAt time.Time
 }
 
+// oldestProbe is how many ids Stats looks at from the right end of the
+// pending list for the oldest pending job.
+const oldestProbe = 10
+
 // Stats reads the depths and totals of queue in one round trip (and a
 // second for the oldest pending job).
 func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
@@ -43,7 +47,9 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 	sched, pend, leased := pipe.ZCard(ctx, k.sched), pipe.LLen(ctx, k.pending), pipe.ZCard(ctx, k.leases)
 	dead, hist := pipe.ZCard(ctx, k.dead), pipe.ZCard(ctx, k.done)
 	meta := pipe.HGetAll(ctx, k.meta)
-	oldest, head := pipe.LIndex(ctx, k.pending, -2), pipe.ZRangeWithScores(ctx, k.sched, 0, 0)
+	// The oldest pending job: the first pending one from the right end, past
+	// stale ids (of jobs canceled or rescheduled while pending).
+	oldest, head := pipe.LRange(ctx, k.pending, -(oldestProbe+1), -2), pipe.ZRangeWithScores(ctx, k.sched, 0, 0)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Stats{}, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
 	}
@@ -59,9 +65,17 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 	if h := head.Val(); len(h) == 1 && h[0].Member != sentinel {
 		s.NextRunAt = timeOfScore(h[0].Score)
 	}
-	if id := oldest.Val(); id != "" && id != sentinel {
-		if j, err := c.Get(ctx, queue, id); err == nil && j.Status == StatusPending {
-			s.OldestPendingAge = max(c.clock.Since(c.localOf(j.RunAt)), 0)
+	if ids := oldest.Val(); len(ids) > 0 {
+		recs, err := c.rdb.HMGet(ctx, k.jobs, ids...).Result()
+		if err != nil {
+			return Stats{}, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
+		}
+		for i := len(recs) - 1; i >= 0; i-- {
+			rec, _ := recs[i].(string)
+			if j, err := jobFromRecord(queue, ids[i], rec, "", ""); err == nil && j.Status == StatusPending {
+				s.OldestPendingAge = max(c.clock.Since(c.localOf(j.RunAt)), 0)
+				break
+			}
 		}
 	}
 	return s, nil

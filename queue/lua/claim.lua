@@ -63,33 +63,40 @@ local out = { 0, '', now_us, '0-0' }
 if wants_next then
   out[2] = take_wake(next_due())
 end
-local popped = pop_pending(max)
+-- Stale ids (jobs canceled or rescheduled while pending) are dropped as
+-- they come, and more are taken in their place, up to stale_budget of
+-- them a call, so that a claim never answers empty, nor waits, while jobs
+-- are pending behind stale ids.
 local ids, leases, stale = {}, {}, 0
-for i, id in ipairs(popped) do
-  local f = load(id)
-  -- Only a pending job can be claimed; any other id popped here is
-  -- stale (its job was canceled or rescheduled while pending) and is
-  -- dropped.
-  if f and f[R_status] == 'pending' then
-    local v = vis
-    if v <= 0 then
-      v = spec_visibility(f[R_spec])
+local stale_budget = 1000
+while #ids < max and stale <= stale_budget do
+  local popped = pop_pending(math.min(max - #ids, stale_budget + 1 - stale))
+  if #popped == 0 then
+    break
+  end
+  for _, id in ipairs(popped) do
+    local f = load(id)
+    if f and f[R_status] == 'pending' then
+      local v = vis
+      if v <= 0 then
+        v = spec_visibility(f[R_spec])
+      end
+      local lease = now + v
+      f[R_status] = 'processing'
+      f[R_attempts] = (tonumber(f[R_attempts]) or 0) + 1
+      f[R_fence] = (tonumber(f[R_fence]) or 0) + 1
+      f[R_token] = A_token_base .. '.' .. (#ids + 1)
+      f[R_claimed_at_ms] = now
+      f[R_lease_until_ms] = lease
+      save(id, f)
+      out[#out + 1] = packed(id, f)
+      ids[#ids + 1] = id
+      leases[#leases + 1] = lease
+      leases[#leases + 1] = id
+      emit('claimed', id, f[R_kind], 'processing', f[R_attempts])
+    else
+      stale = stale + 1
     end
-    local lease = now + v
-    f[R_status] = 'processing'
-    f[R_attempts] = (tonumber(f[R_attempts]) or 0) + 1
-    f[R_fence] = (tonumber(f[R_fence]) or 0) + 1
-    f[R_token] = A_token_base .. '.' .. i
-    f[R_claimed_at_ms] = now
-    f[R_lease_until_ms] = lease
-    save(id, f)
-    out[#out + 1] = packed(id, f)
-    ids[#ids + 1] = id
-    leases[#leases + 1] = lease
-    leases[#leases + 1] = id
-    emit('claimed', id, f[R_kind], 'processing', f[R_attempts])
-  else
-    stale = stale + 1
   end
 end
 if stale > 0 then
@@ -99,7 +106,7 @@ end
 if #ids > 0 then
   redis.call('ZADD', K_leases, unpack(leases))
   redis.call('HSET', K_claims, A_token_base, table.concat(ids, ','))
-  if #popped == max and pending_count() > 0 then
+  if #ids == max and pending_count() > 0 then
     wake(1) -- more are pending: the next waiting claimer takes them
   end
 elseif wait_ms > 0 then
