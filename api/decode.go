@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -78,6 +79,9 @@ func decodeStrict(data []byte, v any, prefix string) error {
 		}
 		return invalidArg(strings.TrimSuffix(prefix, "."), "the body must hold one JSON value and nothing after it")
 	}
+	if err := exactNames(data, reflect.TypeOf(v), prefix); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -88,6 +92,9 @@ func decodeRaw(raw json.RawMessage, v any, prefix string) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err, prefix)
+	}
+	if err := exactNames(raw, reflect.TypeOf(v), prefix); err != nil {
+		return err
 	}
 	return nil
 }
