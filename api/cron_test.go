@@ -179,3 +179,31 @@ func TestCronInvalid(t *testing.T) {
 	r := b.do(t, http.MethodGet, "/v1/cron", nil)
 	require.JSONEq(t, `{"entries":[]}`, string(r.body))
 }
+
+// With the cron package's store: an entry whose payload is over the queue
+// client's cap is refused when it is written, as POST /v1/jobs refuses
+// such a job (413, field "payload"), rather than stored and dropped at
+// every tick.
+func TestCronStorePayloadOverCap(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(sc *setupConfig) {
+		sc.realCron = true
+		sc.queue.MaxPayloadBytes = 100
+	})
+	big := map[string]any{"s": strings.Repeat("x", 100)}
+	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "k", "payload": big}),
+		http.StatusRequestEntityTooLarge, "payload_too_large", "payload")
+	requireError(t, b.do(t, http.MethodPut, "/v1/cron/big", map[string]any{"schedule": "@every 1s", "kind": "k", "payload": big}),
+		http.StatusRequestEntityTooLarge, "payload_too_large", "payload")
+	requireError(t, b.do(t, http.MethodGet, "/v1/cron/big", nil), http.StatusNotFound, "not_found", "")
+
+	r := b.do(t, http.MethodPut, "/v1/cron/small", map[string]any{"schedule": "@every 1s", "kind": "k", "payload": map[string]any{"s": "x"}})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	r = b.do(t, http.MethodGet, "/v1/cron", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	list := decodeAs[struct {
+		Entries []map[string]any `json:"entries"`
+	}](t, r).Entries
+	require.Len(t, list, 1)
+	require.Equal(t, "small", list[0]["name"])
+}

@@ -17,6 +17,11 @@
 //	err = sched.Start(ctx)
 //	defer sched.Stop(ctx)
 //
+// Put and Register refuse an entry whose jobs the queue client would
+// refuse (a payload over its Config.MaxPayloadBytes, a bad kind or queue
+// name, max attempts out of range), so that a tick never fails for what
+// was known when the entry was written.
+//
 // robfig/cron parses the specs and computes the next tick ([Parse],
 // [Schedule.Next]); the waiting is the Scheduler's own loop on a clockwork
 // clock, so tests drive it with a fake clock.

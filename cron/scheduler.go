@@ -420,7 +420,10 @@ func (l *loop) enqueueTick(ctx context.Context, name string, t *tracked, run *la
 	res, err := l.s.cfg.Client.Enqueue(ctx, newJob(t.entry, tickIdempotencyKey(name, pt.at)))
 	if err != nil {
 		if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrTooManyQueues) || errors.Is(err, queue.ErrPayloadTooLarge) {
-			// Retrying cannot help: drop this tick, keep the next.
+			// Retrying cannot help: drop this tick, keep the next. Put
+			// refuses the entries whose jobs the client refuses, so this
+			// is a queue past Config.MaxQueues, or an entry stored before
+			// a client with a lower cap started.
 			l.s.log.Error("cron: tick dropped", "name", name, "tick", pt.at, "err", err)
 			return nil
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -54,14 +55,17 @@ func NewStore(client *queue.Client) *Store {
 }
 
 // Put creates or replaces the entry e.Name. created is true when it was
-// new. Errors for bad input are *FieldError (wrapping queue.ErrInvalid).
+// new. Errors for bad input are *FieldError wrapping queue.ErrInvalid, or
+// queue.ErrPayloadTooLarge for a payload over the queue client's
+// Config.MaxPayloadBytes: an entry whose jobs the client would refuse is
+// refused here, not dropped at every tick.
 //
 // Putting settings equal to the stored ones changes nothing. Any other
 // change restarts the entry's ticks from now: ticks before it are neither
 // run nor caught up, whatever the Missed policy (this is also what
 // unpausing does).
 func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
-	e, _, err = normalize(e)
+	e, _, err = s.validate(e)
 	if err != nil {
 		return false, err
 	}
@@ -121,7 +125,7 @@ func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
 func (s *Store) Register(ctx context.Context, entries ...Entry) error {
 	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		if _, _, err := normalize(e); err != nil {
+		if _, _, err := s.validate(e); err != nil {
 			return fmt.Errorf("cron: register %q: %w", e.Name, err)
 		}
 		if seen[e.Name] {
@@ -222,6 +226,50 @@ func (s *Store) Trigger(ctx context.Context, name string) (*queue.Job, error) {
 		return nil, err
 	}
 	return res.Job, nil
+}
+
+// validate normalizes e and checks that the queue client would enqueue
+// its jobs (see checkJob).
+func (s *Store) validate(e Entry) (Entry, *Schedule, error) {
+	e, sched, err := normalize(e)
+	if err != nil {
+		return Entry{}, nil, err
+	}
+	if err := s.checkJob(e); err != nil {
+		return Entry{}, nil, err
+	}
+	return e, sched, nil
+}
+
+// unenqueueable is a job no queue client accepts: braces can never be in
+// a queue name (they would break the keys' hash tags).
+var unenqueueable = queue.NewJob{Queue: "{", Kind: "k"}
+
+// checkJob asks s's queue client whether it would enqueue the job of a
+// tick of e, with the client's own limits (MaxPayloadBytes, its default
+// max attempts, ...): what it would refuse at every tick is refused when
+// the entry is written. The queue package has no validate-only call, so
+// this uses EnqueueBatch's documented all-or-nothing validation: a batch
+// of the tick's job and unenqueueable is refused before any Redis call,
+// naming its first invalid job. Index 0 is the tick's job at fault; index
+// 1 means the tick's job passed. The context is canceled besides, so that
+// nothing could be written even if the batch passed.
+func (s *Store) checkJob(e Entry) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// A tick's idempotency key is never longer than this one's.
+	job := newJob(e, tickIdempotencyKey(e.Name, time.UnixMilli(math.MaxInt64)))
+	_, err := s.client.EnqueueBatch(ctx, []queue.NewJob{job, unenqueueable})
+	var fe *queue.FieldError
+	switch {
+	case errors.As(err, &fe) && fe.Index == 1:
+		return nil
+	case errors.As(err, &fe) && fe.Index == 0:
+		return &FieldError{Index: -1, Field: fe.Field, Err: fe.Err}
+	case err == nil:
+		return fmt.Errorf("cron: checking the job of %q: the queue client took an invalid batch", e.Name)
+	}
+	return fmt.Errorf("cron: checking the job of %q: %w", e.Name, err)
 }
 
 func newJob(e Entry, idempotencyKey string) queue.NewJob {

@@ -3,6 +3,7 @@ package cron_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,4 +151,50 @@ func TestStoreTrigger(t *testing.T) {
 	st, err := c.Stats(b.ctx, "batch")
 	require.NoError(t, err)
 	require.EqualValues(t, 2, st.Pending)
+}
+
+// An entry whose jobs the queue client would refuse is refused when it is
+// written, not dropped at every tick: a payload over the client's
+// MaxPayloadBytes is an error wrapping queue.ErrPayloadTooLarge, naming
+// "payload", and nothing is stored.
+func TestStorePayloadOverCap(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: clockwork.NewFakeClockAt(base),
+		DisableEvents: true, MaxPayloadBytes: 64})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	store := cron.NewStore(c)
+
+	atCap := json.RawMessage(`{"s":"` + strings.Repeat("x", 64-8) + `"}`)
+	require.Len(t, atCap, 64)
+	over := json.RawMessage(`{"s":"` + strings.Repeat("x", 64-7) + `"}`)
+	e := cron.Entry{Name: "big", Schedule: "@every 1s", Kind: "k", Payload: over}
+
+	_, err = store.Put(b.ctx, e)
+	require.ErrorIs(t, err, queue.ErrPayloadTooLarge)
+	var fe *cron.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "payload", fe.Field)
+	require.Equal(t, -1, fe.Index)
+
+	err = store.Register(b.ctx, cron.Entry{Name: "fine", Schedule: "@hourly", Kind: "k"}, e)
+	require.ErrorIs(t, err, queue.ErrPayloadTooLarge)
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "payload", fe.Field)
+	list, err := store.List(b.ctx)
+	require.NoError(t, err)
+	require.Empty(t, list, "nothing stored")
+
+	// The cap counts the payload as enqueued: compacted.
+	e.Payload = json.RawMessage(`{ "s" : "` + strings.Repeat("x", 64-8) + `" }`)
+	created, err := store.Put(b.ctx, e)
+	require.NoError(t, err)
+	require.True(t, created)
+	got, err := store.Get(b.ctx, "big")
+	require.NoError(t, err)
+	require.Equal(t, atCap, got.Payload)
+	st, err := c.Stats(b.ctx, queue.DefaultQueue)
+	require.NoError(t, err)
+	require.Zero(t, st.EnqueuedTotal, "checking an entry enqueues nothing")
 }
