@@ -109,15 +109,22 @@ func TestCronRoutes(t *testing.T) {
 		"missed": "once", "overlap": "skip", "paused": false, "next_run_at": "2030-01-02T03:05:00.000Z",
 		"last_run_at": nil, "last_job_id": nil}, r.object(t))
 
-	// Replaced: 200; defaults filled in.
-	r = b.do(t, http.MethodPut, "/v1/cron/nightly", map[string]any{"schedule": "@every 30s", "kind": "daily"})
-	require.Equal(t, http.StatusOK, r.status)
-	got := r.object(t)
-	require.Equal(t, "UTC", got["timezone"])
-	require.Equal(t, "default", got["queue"])
-	require.Equal(t, "skip", got["missed"])
-	require.Equal(t, "allow", got["overlap"])
-	require.Equal(t, map[string]any{}, got["payload"])
+	// Replaced: 200; defaults filled in, for fields left out or null.
+	for _, body := range []map[string]any{
+		{"schedule": "@every 30s", "kind": "daily"},
+		{"schedule": "@every 30s", "kind": "daily", "timezone": nil, "queue": nil, "missed": nil, "overlap": nil,
+			"payload": nil, "max_attempts": nil, "paused": nil},
+	} {
+		r = b.do(t, http.MethodPut, "/v1/cron/nightly", body)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		got := r.object(t)
+		require.Equal(t, "UTC", got["timezone"])
+		require.Equal(t, "default", got["queue"])
+		require.Equal(t, "skip", got["missed"])
+		require.Equal(t, "allow", got["overlap"])
+		require.Equal(t, map[string]any{}, got["payload"])
+		require.Equal(t, false, got["paused"])
+	}
 
 	r = b.do(t, http.MethodGet, "/v1/cron/nightly", nil)
 	require.Equal(t, http.StatusOK, r.status)
@@ -170,6 +177,12 @@ func TestCronInvalid(t *testing.T) {
 		{"n", ok(map[string]any{"missed": "all"}), "missed"},
 		{"n", ok(map[string]any{"overlap": "never"}), "overlap"},
 		{"n", ok(map[string]any{"max_attempts": 0}), "max_attempts"},
+		// Given but empty: a 400, as "queue":"" is for POST /v1/jobs; left
+		// out (or null) is the default.
+		{"n", ok(map[string]any{"queue": ""}), "queue"},
+		{"n", ok(map[string]any{"timezone": ""}), "timezone"},
+		{"n", ok(map[string]any{"missed": ""}), "missed"},
+		{"n", ok(map[string]any{"overlap": ""}), "overlap"},
 		{"n", ok(map[string]any{"paused": "yes"}), "paused"},
 		{"n", ok(map[string]any{"name": "n"}), "name"}, // the name is the path's: unknown in the body
 	} {
