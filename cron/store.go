@@ -17,16 +17,10 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-//go:embed lua/record.lua
+//go:embed lua/*.lua
 var luaFS embed.FS
 
-var recordScript = func() *redis.Script {
-	b, err := luaFS.ReadFile("lua/record.lua")
-	if err != nil {
-		panic(err) // embedded at build time: cannot happen
-	}
-	return redis.NewScript(string(b))
-}()
+var recordScript = script("record.lua")
 
 const (
 	// tickMemory is how long a tick stays in an entry's set of done ticks
@@ -39,9 +33,10 @@ const (
 	maxTxAttempts = 20
 )
 
-// Store keeps the cron entries in Redis. Any number of instances may share
-// it; the [Scheduler] of each one sees a change within its
-// RefreshInterval. It is safe for concurrent use.
+// Store keeps the cron entries in Redis, each with its cursor in the due
+// index (see index.go). Any number of instances may share it; a change is
+// in the index, for every [Scheduler], when Put returns. It is safe for
+// concurrent use.
 type Store struct {
 	client *queue.Client
 	rdb    redis.UniversalClient
@@ -65,7 +60,7 @@ func NewStore(client *queue.Client) *Store {
 // run nor caught up, whatever the Missed policy (this is also what
 // unpausing does).
 func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
-	e, _, err = s.validate(e)
+	e, sched, err := s.validate(e)
 	if err != nil {
 		return false, err
 	}
@@ -90,12 +85,20 @@ func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
 					}
 				}
 			}
-			raw, err := json.Marshal(stored{Entry: e, UpdatedAtMs: s.clock.Now().UnixMilli()})
+			// A version no other settings ever had (INCR runs at once, in
+			// the entries' slot): the scheduler's cursor moves are fenced
+			// by it.
+			version, err := tx.Incr(ctx, seqKey(s.ns)).Result()
+			if err != nil {
+				return err
+			}
+			since := time.UnixMilli(s.clock.Now().UnixMilli()).UTC()
+			raw, err := json.Marshal(stored{Entry: e, UpdatedAtMs: since.UnixMilli()})
 			if err != nil {
 				return err
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.HSet(ctx, key, e.Name, raw)
+				s.writeEntry(ctx, p, e.Name, string(raw), version, cursorAfter(e, sched, since))
 				return nil
 			})
 			return err
@@ -197,11 +200,17 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	if err := validateName(name); err != nil {
 		return err
 	}
-	n, err := s.rdb.HDel(ctx, entriesKey(s.ns), name).Result()
+	var del *redis.IntCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		del = p.HDel(ctx, entriesKey(s.ns), name)
+		p.HDel(ctx, versionsKey(s.ns), name)
+		p.ZRem(ctx, dueKey(s.ns), name)
+		return nil
+	})
 	if err != nil {
 		return redisErr("delete "+strconv.Quote(name), err)
 	}
-	if n == 0 {
+	if del.Val() == 0 {
 		return notFoundError{name}
 	}
 	if err := s.rdb.Del(ctx, runKey(s.ns, name), ticksKey(s.ns, name)).Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/cron"
@@ -197,4 +198,50 @@ func TestStorePayloadOverCap(t *testing.T) {
 	st, err := c.Stats(b.ctx, queue.DefaultQueue)
 	require.NoError(t, err)
 	require.Zero(t, st.EnqueuedTotal, "checking an entry enqueues nothing")
+}
+
+// Each entry that fires has a cursor in the due index, set by Put to the
+// first tick after the change: a pause takes it out, unpausing puts it
+// back after the unpause, and Delete takes it out.
+func TestStoreIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clock := clockwork.NewFakeClockAt(base)
+	store := cron.NewStore(b.client(t, clock))
+	cursor := func(name string) (time.Time, bool) {
+		t.Helper()
+		ms, err := b.rdb.ZScore(b.ctx, cron.DueKey(b.ns), name).Result()
+		if errors.Is(err, redis.Nil) {
+			return time.Time{}, false
+		}
+		require.NoError(t, err)
+		return time.UnixMilli(int64(ms)).UTC(), true
+	}
+	e := cron.Entry{Name: "report", Schedule: "0 9 * * *", Timezone: "Europe/Berlin", Kind: "k"}
+	_, err := store.Put(b.ctx, e)
+	require.NoError(t, err)
+	at, ok := cursor("report")
+	require.True(t, ok)
+	require.Equal(t, time.Date(2030, 1, 2, 8, 0, 0, 0, time.UTC), at) // 09:00 CET
+
+	clock.Advance(6 * time.Hour) // 09:00 UTC
+	_, err = store.Put(b.ctx, e)
+	require.NoError(t, err)
+	at, _ = cursor("report")
+	require.Equal(t, time.Date(2030, 1, 2, 8, 0, 0, 0, time.UTC), at, "unchanged: the cursor stays")
+
+	e.Paused = true
+	_, err = store.Put(b.ctx, e)
+	require.NoError(t, err)
+	_, ok = cursor("report")
+	require.False(t, ok, "paused")
+	e.Paused = false
+	_, err = store.Put(b.ctx, e)
+	require.NoError(t, err)
+	at, _ = cursor("report")
+	require.Equal(t, time.Date(2030, 1, 3, 8, 0, 0, 0, time.UTC), at, "after the unpause")
+
+	require.NoError(t, store.Delete(b.ctx, "report"))
+	_, ok = cursor("report")
+	require.False(t, ok, "deleted")
 }
