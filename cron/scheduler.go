@@ -144,6 +144,10 @@ type loop struct {
 	repairedAt time.Time
 }
 
+func newLoop(s *Scheduler, start time.Time) *loop {
+	return &loop{s: s, start: start, pins: map[string]pin{}, broken: map[string]string{}}
+}
+
 // pin is the cut-off of missed ticks used for an entry at a cursor.
 type pin struct {
 	version string
@@ -153,7 +157,7 @@ type pin struct {
 
 func (s *Scheduler) run(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
-	l := &loop{s: s, start: s.clock.Now(), pins: map[string]pin{}, broken: map[string]string{}}
+	l := newLoop(s, s.clock.Now())
 	for ctx.Err() == nil {
 		wait := l.pass(ctx, s.clock.Now())
 		if wait <= 0 {
