@@ -1,9 +1,12 @@
 package cron_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,4 +247,72 @@ func TestStoreIndex(t *testing.T) {
 	require.NoError(t, store.Delete(b.ctx, "report"))
 	_, ok = cursor("report")
 	require.False(t, ok, "deleted")
+}
+
+// List reads a large set of entries a bounded number at a time: no reply
+// of Redis carries more than about a thousand of them (HGETALL answered
+// all at once, holding Redis the while).
+func TestStoreListBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	store := cron.NewStore(b.client(t, clockwork.NewFakeClockAt(base)))
+	const n = 2500
+	pipe := b.rdb.Pipeline()
+	for i := range n {
+		// As a chronoq before the due index stored them: List needs no
+		// index.
+		pipe.HSet(b.ctx, b.ns+":cron", fmt.Sprintf("e%05d", i),
+			`{"name":"`+fmt.Sprintf("e%05d", i)+`","schedule":"@hourly","timezone":"UTC","queue":"default","kind":"k","missed":"skip","overlap":"allow","paused":false,"updated_at_ms":0}`)
+	}
+	_, err := pipe.Exec(b.ctx)
+	require.NoError(t, err)
+	var largest atomic.Int64
+	b.rdb.AddHook(replySizeHook{&largest})
+	list, err := store.List(b.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, n)
+	for i, e := range list {
+		require.Equal(t, fmt.Sprintf("e%05d", i), e.Name)
+	}
+	require.LessOrEqual(t, largest.Load(), int64(1100), "entries in one reply")
+}
+
+// replySizeHook keeps the largest number of elements of a reply.
+type replySizeHook struct{ max *atomic.Int64 }
+
+func (h replySizeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h replySizeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.note(cmd)
+		return err
+	}
+}
+
+func (h replySizeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			h.note(c)
+		}
+		return err
+	}
+}
+
+func (h replySizeHook) note(cmd redis.Cmder) {
+	var n int
+	switch c := cmd.(type) {
+	case *redis.MapStringStringCmd:
+		n = len(c.Val())
+	case *redis.ScanCmd:
+		keys, _ := c.Val()
+		n = len(keys) / 2
+	}
+	for {
+		cur := h.max.Load()
+		if int64(n) <= cur || h.max.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
 }
