@@ -1,7 +1,6 @@
 package api
 
 import (
-	"cmp"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -12,17 +11,32 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// cronRequest is the body of PUT /v1/cron/{name}.
+// cronRequest is the body of PUT /v1/cron/{name}. As for POST /v1/jobs,
+// an optional field left out (or null) takes its default, and one given
+// as "" is a 400: an empty string is a mistake, not a wish for the
+// default.
 type cronRequest struct {
 	Schedule    string          `json:"schedule"`
-	Timezone    string          `json:"timezone"`
-	Queue       string          `json:"queue"`
+	Timezone    *string         `json:"timezone"`
+	Queue       *string         `json:"queue"`
 	Kind        string          `json:"kind"`
 	Payload     json.RawMessage `json:"payload"`
 	MaxAttempts *int            `json:"max_attempts"`
-	Missed      string          `json:"missed"`
-	Overlap     string          `json:"overlap"`
+	Missed      *string         `json:"missed"`
+	Overlap     *string         `json:"overlap"`
 	Paused      bool            `json:"paused"`
+}
+
+// optional is the value of an optional string field: def when it was left
+// out (or null), a 400 naming field when it was given empty.
+func optional(field string, v *string, def string) (string, error) {
+	switch {
+	case v == nil:
+		return def, nil
+	case *v == "":
+		return "", invalidArg(field, "must not be empty: leave %s out for %q", field, def)
+	}
+	return *v, nil
 }
 
 type cronJSON struct {
@@ -64,9 +78,22 @@ func pathCronName(c echo.Context) (string, error) {
 // entry checks what the API can check (the store checks the schedule) and
 // fills in the defaults.
 func (r *cronRequest) entry(name string) (CronEntry, error) {
-	e := CronEntry{Name: name, Schedule: r.Schedule, Timezone: cmp.Or(r.Timezone, "UTC"),
-		Queue: cmp.Or(r.Queue, queue.DefaultQueue), Kind: r.Kind, Payload: r.Payload,
-		Missed: cron.Missed(cmp.Or(r.Missed, "skip")), Overlap: cron.Overlap(cmp.Or(r.Overlap, "allow")), Paused: r.Paused}
+	e := CronEntry{Name: name, Schedule: r.Schedule, Kind: r.Kind, Payload: r.Payload, Paused: r.Paused}
+	var missed, overlap string
+	var err error
+	if e.Timezone, err = optional("timezone", r.Timezone, cron.DefaultTimezone); err != nil {
+		return e, err
+	}
+	if e.Queue, err = optional("queue", r.Queue, queue.DefaultQueue); err != nil {
+		return e, err
+	}
+	if missed, err = optional("missed", r.Missed, string(cron.MissedSkip)); err != nil {
+		return e, err
+	}
+	if overlap, err = optional("overlap", r.Overlap, string(cron.OverlapAllow)); err != nil {
+		return e, err
+	}
+	e.Missed, e.Overlap = cron.Missed(missed), cron.Overlap(overlap)
 	switch {
 	case e.Schedule == "":
 		return e, invalidArg("schedule", "schedule is required")

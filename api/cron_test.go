@@ -109,15 +109,22 @@ func TestCronRoutes(t *testing.T) {
 		"missed": "once", "overlap": "skip", "paused": false, "next_run_at": "2030-01-02T03:05:00.000Z",
 		"last_run_at": nil, "last_job_id": nil}, r.object(t))
 
-	// Replaced: 200; defaults filled in.
-	r = b.do(t, http.MethodPut, "/v1/cron/nightly", map[string]any{"schedule": "@every 30s", "kind": "daily"})
-	require.Equal(t, http.StatusOK, r.status)
-	got := r.object(t)
-	require.Equal(t, "UTC", got["timezone"])
-	require.Equal(t, "default", got["queue"])
-	require.Equal(t, "skip", got["missed"])
-	require.Equal(t, "allow", got["overlap"])
-	require.Equal(t, map[string]any{}, got["payload"])
+	// Replaced: 200; defaults filled in, for fields left out or null.
+	for _, body := range []map[string]any{
+		{"schedule": "@every 30s", "kind": "daily"},
+		{"schedule": "@every 30s", "kind": "daily", "timezone": nil, "queue": nil, "missed": nil, "overlap": nil,
+			"payload": nil, "max_attempts": nil, "paused": nil},
+	} {
+		r = b.do(t, http.MethodPut, "/v1/cron/nightly", body)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		got := r.object(t)
+		require.Equal(t, "UTC", got["timezone"])
+		require.Equal(t, "default", got["queue"])
+		require.Equal(t, "skip", got["missed"])
+		require.Equal(t, "allow", got["overlap"])
+		require.Equal(t, map[string]any{}, got["payload"])
+		require.Equal(t, false, got["paused"])
+	}
 
 	r = b.do(t, http.MethodGet, "/v1/cron/nightly", nil)
 	require.Equal(t, http.StatusOK, r.status)
@@ -170,6 +177,12 @@ func TestCronInvalid(t *testing.T) {
 		{"n", ok(map[string]any{"missed": "all"}), "missed"},
 		{"n", ok(map[string]any{"overlap": "never"}), "overlap"},
 		{"n", ok(map[string]any{"max_attempts": 0}), "max_attempts"},
+		// Given but empty: a 400, as "queue":"" is for POST /v1/jobs; left
+		// out (or null) is the default.
+		{"n", ok(map[string]any{"queue": ""}), "queue"},
+		{"n", ok(map[string]any{"timezone": ""}), "timezone"},
+		{"n", ok(map[string]any{"missed": ""}), "missed"},
+		{"n", ok(map[string]any{"overlap": ""}), "overlap"},
 		{"n", ok(map[string]any{"paused": "yes"}), "paused"},
 		{"n", ok(map[string]any{"name": "n"}), "name"}, // the name is the path's: unknown in the body
 	} {
@@ -178,4 +191,32 @@ func TestCronInvalid(t *testing.T) {
 	requireError(t, b.do(t, http.MethodGet, "/v1/cron/Bad_Name", nil), 400, "invalid_argument", "name")
 	r := b.do(t, http.MethodGet, "/v1/cron", nil)
 	require.JSONEq(t, `{"entries":[]}`, string(r.body))
+}
+
+// With the cron package's store: an entry whose payload is over the queue
+// client's cap is refused when it is written, as POST /v1/jobs refuses
+// such a job (413, field "payload"), rather than stored and dropped at
+// every tick.
+func TestCronStorePayloadOverCap(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(sc *setupConfig) {
+		sc.realCron = true
+		sc.queue.MaxPayloadBytes = 100
+	})
+	big := map[string]any{"s": strings.Repeat("x", 100)}
+	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "k", "payload": big}),
+		http.StatusRequestEntityTooLarge, "payload_too_large", "payload")
+	requireError(t, b.do(t, http.MethodPut, "/v1/cron/big", map[string]any{"schedule": "@every 1s", "kind": "k", "payload": big}),
+		http.StatusRequestEntityTooLarge, "payload_too_large", "payload")
+	requireError(t, b.do(t, http.MethodGet, "/v1/cron/big", nil), http.StatusNotFound, "not_found", "")
+
+	r := b.do(t, http.MethodPut, "/v1/cron/small", map[string]any{"schedule": "@every 1s", "kind": "k", "payload": map[string]any{"s": "x"}})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	r = b.do(t, http.MethodGet, "/v1/cron", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	list := decodeAs[struct {
+		Entries []map[string]any `json:"entries"`
+	}](t, r).Entries
+	require.Len(t, list, 1)
+	require.Equal(t, "small", list[0]["name"])
 }

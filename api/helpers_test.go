@@ -18,6 +18,7 @@ import (
 
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/api/apitest"
+	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -41,6 +42,9 @@ type setupConfig struct {
 	queue  queue.Config
 	api    api.Config
 	noAuth bool // send no token even when the server has one
+	// realCron serves the cron routes from a cron.Store over the
+	// bundle's queue client.
+	realCron bool
 }
 
 func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
@@ -64,6 +68,9 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	}
 	if ac.Store == nil {
 		ac.Store = client
+	}
+	if sc.realCron {
+		ac.Cron = cron.NewStore(client)
 	}
 	srv, err := api.New(ac)
 	require.NoError(t, err)

@@ -73,7 +73,8 @@ type Manager interface {
 //
 // Errors: one wrapping queue.ErrNotFound for an unknown name (404), a
 // *queue.FieldError (or one wrapping queue.ErrInvalid) for a bad field —
-// "schedule" or "timezone", say — (400, naming it).
+// "schedule" or "timezone", say — (400, naming it), one wrapping
+// queue.ErrPayloadTooLarge for a payload its jobs could not carry (413).
 type CronStore interface {
 	// Put creates or replaces the entry of e.Name; created tells which.
 	Put(ctx context.Context, e CronEntry) (created bool, err error)

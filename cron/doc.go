@@ -17,6 +17,11 @@
 //	err = sched.Start(ctx)
 //	defer sched.Stop(ctx)
 //
+// Put and Register refuse an entry whose jobs the queue client would
+// refuse (a payload over its Config.MaxPayloadBytes, a bad kind or queue
+// name, max attempts out of range), so that a tick never fails for what
+// was known when the entry was written.
+//
 // robfig/cron parses the specs and computes the next tick ([Parse],
 // [Schedule.Next]); the waiting is the Scheduler's own loop on a clockwork
 // clock, so tests drive it with a fake clock.
@@ -25,15 +30,31 @@
 //
 // Ticks are a function of the spec alone (and, for "@every d", of the Unix
 // epoch: the multiples of d), never of when an instance started, so every
-// instance computes the same tick instants. Each loop sleeps until the
-// earliest next tick of its entries (at most RefreshInterval, when it reads
-// the entries again and so follows changes made elsewhere) and enqueues
-// every tick its clock has reached through [queue.Client.Enqueue] with the
-// idempotency key "cron:<name>:<tick in Unix ms>". The first instance
-// creates the job; the others get it back as a replay. After enqueueing, an
-// instance records the tick in the entry's bookkeeping (its last run, and a
-// set of the ticks done in the last hour) so that an instance reaching the
-// tick later skips it without asking the queue.
+// instance computes the same tick instants. Each entry that fires has a
+// cursor in Redis, in a sorted set scored by it: the first of its ticks
+// that no instance has handled yet. Each loop asks Redis for the entries
+// whose cursor its clock has reached, and only for those, enqueues their
+// ticks through [queue.Client.Enqueue] with the idempotency key
+// "cron:<name>:<tick in Unix ms>", and moves their cursors past them; then
+// it sleeps until the earliest cursor, at most RefreshInterval. The first
+// instance creates a tick's job; another that reads the same cursor before
+// it moved gets the job back as a replay. After enqueueing, an instance
+// records the tick in the entry's bookkeeping (its last run, and a set of
+// the ticks done in the last hour) before it moves the cursor, so that an
+// instance reaching the tick later (the move was lost: it is another
+// command, in a cluster another slot) skips it without asking the queue.
+//
+// A pass therefore costs Redis the same with a hundred thousand entries as
+// with ten: one script reads the due part of the index (a range of the
+// sorted set, O(log n) plus what it answers), and the rest is the work of
+// the due entries. No loop keeps a copy of the entries to refresh: Put
+// writes an entry, a new version of its settings and its cursor (the first
+// tick after the change; none while paused) in one MULTI, and Delete
+// removes all three, so a change is in the index for every instance when
+// Put returns. A loop moves a cursor only while the entry's version is the
+// one it planned from, so ticks planned from old settings never move the
+// cursor of new ones. A loop sleeping until a later tick sees an entry put
+// meanwhile within RefreshInterval.
 //
 // A replay needs the first job's idempotency record: it lives the queue
 // client's Config.IdempotencyTTL (24 h by default), and the queue keeps a
@@ -45,34 +66,35 @@
 //
 // # Clock skew
 //
-// An instance enqueues a tick when its own clock reaches it, and handles
-// every tick in order from the moment it starts, never skipping one
-// because another instance recorded a later tick. With clocks that
-// disagree by up to s, a tick's job is therefore enqueued by the instance
-// that is most ahead: up to s early in true time, never more, and exactly
-// once, since the others' enqueues of the same key are replays or find the
-// tick done. Skew below an hour (the memory of done ticks, and far below
-// the idempotency TTL) gives no duplicate; the tests run three instances at
-// -2 s, 0 and +2 s. At start, an instance counts as missed the ticks its
-// own clock had passed; a tick is lost to skew only if every instance that
-// runs started after it by its own clock (and then the Missed policy
-// applies to it).
+// An instance enqueues a tick when its own clock reaches it. With clocks
+// that disagree by up to s, a tick's job is therefore enqueued by the
+// instance that is most ahead: up to s early in true time, never more, and
+// exactly once, since the others find the cursor past it, or enqueue the
+// same key as a replay, or find the tick done. Skew below an hour (the
+// memory of done ticks, and far below the idempotency TTL) gives no
+// duplicate; the tests run three instances at -2 s, 0 and +2 s. An
+// instance that starts while another runs finds the cursors where the
+// other left them, less than Grace behind its own clock, and runs those
+// ticks rather than count them missed, so a rolling restart loses none
+// whatever the skew (below Grace).
 //
 // # Missed runs
 //
-// A Scheduler that starts (or starts again) resumes each entry after the
-// later of its last recorded tick and its last change. Ticks from there to
-// the moment it starts passed while no instance ran as far as it can tell,
-// and follow the entry's Missed policy: [MissedSkip] enqueues none of them,
+// A tick is missed when it is more than Config.Grace late by the clock of
+// the instance that reaches it (Redis was unreachable, the process was
+// paused or restarted, no instance ran), and then follows the entry's
+// Missed policy: [MissedSkip] enqueues none of the missed ticks,
 // [MissedOnce] enqueues one catch-up job under the key of the latest of
-// them, so instances starting together make one catch-up between them (and
-// it is the same job as that tick's, should another instance have run it).
-// A tick at the very instant of the start is on time. While running, a
-// tick is on time up to Config.Grace late (Redis briefly unreachable, a
-// paused process); later ones count as missed the same way. Ticks that
-// pass while an entry is paused are never run, and changing an entry (or
-// unpausing it) restarts its ticks from the change. Registering an
-// unchanged entry, as every restart does, changes nothing.
+// them (so it is the same job as that tick's, should another instance have
+// run it). When a Scheduler starts (or starts again) and finds an entry's
+// cursor more than Grace before its start, no instance ran: every tick up
+// to its start counts as missed, and instances starting together make one
+// catch-up between them. A restart shorter than Grace is no miss: its
+// ticks run late, as those of a loop that fell behind. A tick at the very
+// instant of the start is on time. Ticks that pass while an entry is
+// paused are never run, and changing an entry (or unpausing it) restarts
+// its ticks from the change. Registering an unchanged entry, as every
+// restart does, changes nothing, its cursor included.
 //
 // # Overlap
 //
@@ -101,7 +123,13 @@
 //
 // # Redis keys
 //
-// The entries hash <ns>:cron and the bookkeeping keys <ns>:cron:{<name>}:run
-// and <ns>:cron:{<name>}:ticks are global keys (see keys.go); no per-queue
-// script touches them, and jobs are enqueued only through the queue client.
+// The entries hash <ns>:cron, the due index <ns>:{<ns>:cron}:due with the
+// versions and their counter (in the entries' cluster slot), and the
+// bookkeeping keys <ns>:cron:{<name>}:run and <ns>:cron:{<name>}:ticks are
+// global keys (see keys.go and index.go); no per-queue script touches
+// them, and jobs are enqueued only through the queue client. Entries
+// stored by a chronoq from before the index have no version: a loop finds
+// them by comparing the counts of entries and versions (two O(1) reads a
+// pass) and indexes them, a few hundred a command, resuming each after
+// the later of its last change and its last recorded tick.
 package cron

@@ -52,7 +52,9 @@ type Entry struct {
 	Queue string `json:"queue,omitempty"`
 	// Kind is the jobs' kind (their handler). Required.
 	Kind string `json:"kind"`
-	// Payload is the jobs' payload, any JSON value. Defaults to {}.
+	// Payload is the jobs' payload, any JSON value, at most the queue
+	// client's Config.MaxPayloadBytes once compacted (Put refuses a
+	// larger one with queue.ErrPayloadTooLarge). Defaults to {}.
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// MaxAttempts is the jobs' attempts, 1 to 1000. Defaults to the queue
 	// client's default.

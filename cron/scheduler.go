@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +24,12 @@ const (
 	// maxTicksPerPass bounds the ticks one pass enqueues for one entry;
 	// the loop goes round again at once for the rest.
 	maxTicksPerPass = 1000
+	// maxEntriesPerPass bounds the due entries one pass reads, earliest
+	// cursor first; the loop goes round again at once for the rest.
+	maxEntriesPerPass = 100
+	// repairInterval is how often at most a loop repairs the due index
+	// while the entries and their versions do not match (see repair).
+	repairInterval = time.Minute
 )
 
 // Config configures a [Scheduler].
@@ -34,14 +39,16 @@ type Config struct {
 	Client *queue.Client
 	// Clock drives the loop. Defaults to the Client's clock.
 	Clock clockwork.Clock
-	// RefreshInterval is how often the entries are read again from Redis,
-	// and so how soon a change made on another instance is followed.
-	// Defaults to 1 s.
+	// RefreshInterval is the longest the loop sleeps between two looks at
+	// the due index, and so how late at most it sees a tick of an entry
+	// put, on any instance, after the loop went to sleep until a later
+	// one. Each look reads only the entries that are due. Defaults to 1 s.
 	RefreshInterval time.Duration
 	// Grace is how late a tick may be enqueued and still count as on time
-	// while the loop runs (Redis was unreachable, the process was paused).
-	// Ticks later than that count as missed and follow the entry's Missed
-	// policy. Must be at most 30 min. Defaults to 1 min.
+	// (Redis was unreachable, the process was paused, or restarted: see
+	// the package's "Missed runs"). Ticks later than that count as missed
+	// and follow the entry's Missed policy. Must be at most 30 min.
+	// Defaults to 1 min.
 	Grace time.Duration
 	// Logger receives errors from Redis and skipped ticks. Defaults to
 	// slog.Default().
@@ -119,37 +126,38 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return nil
 }
 
-// tracked is the loop's state of one entry.
-type tracked struct {
-	raw    string // the stored JSON: a change starts the entry afresh
-	broken bool   // raw does not decode or parse: logged once, ignored
-	entry  Entry
-	sched  *Schedule
-	since  time.Time // UpdatedAt: ticks at or before it are not the entry's
-	// fresh: the entry was there when the loop started, so ticks before
-	// the first pass passed while no instance ran (as far as this one
-	// knows).
-	fresh bool
-	init  bool // next is not known yet (the last run must be read)
-	// next is the first tick not handled yet; zero when none comes.
-	next time.Time
-	// missedBefore: ticks before it count as missed (the start, or the
-	// cut-off of a gap longer than Grace, kept so that a retried
-	// catch-up picks the same tick).
-	missedBefore time.Time
+// loop is the state of one run of the Scheduler. The entries' state is in
+// Redis (their cursors); the loop keeps only what concerns itself.
+type loop struct {
+	s *Scheduler
+	// start is when the loop started, on its clock: ticks before it of an
+	// entry no instance had handled for longer than Grace were missed.
+	start time.Time
+	// pins keep, for an entry whose missed ticks a pass found but failed
+	// to handle, the cut-off it used: the retry picks the same catch-up
+	// tick. Dropped when the entry's cursor moves.
+	pins map[string]pin
+	// broken remembers the entries whose settings cannot be read, by
+	// version, so that each is logged once.
+	broken map[string]string
+	// repairedAt is when the loop last repaired the index; zero: never.
+	repairedAt time.Time
 }
 
-// loop is the state of one run of the Scheduler.
-type loop struct {
-	s           *Scheduler
-	entries     map[string]*tracked
-	loaded      bool
-	nextRefresh time.Time
+func newLoop(s *Scheduler, start time.Time) *loop {
+	return &loop{s: s, start: start, pins: map[string]pin{}, broken: map[string]string{}}
+}
+
+// pin is the cut-off of missed ticks used for an entry at a cursor.
+type pin struct {
+	version string
+	cursor  time.Time
+	cutoff  time.Time
 }
 
 func (s *Scheduler) run(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
-	l := &loop{s: s, entries: map[string]*tracked{}}
+	l := newLoop(s, s.clock.Now())
 	for ctx.Err() == nil {
 		wait := l.pass(ctx, s.clock.Now())
 		if wait <= 0 {
@@ -165,34 +173,14 @@ func (s *Scheduler) run(ctx context.Context, done chan<- struct{}) {
 	}
 }
 
-// pass reads the entries when they are due for a refresh, enqueues every
-// due tick and answers how long to sleep: until the earliest next tick,
-// at most until the next refresh.
+// pass enqueues the due ticks and answers how long to sleep: until the
+// earliest cursor, at most RefreshInterval (an entry put meanwhile may
+// come sooner).
 func (l *loop) pass(ctx context.Context, now time.Time) time.Duration {
-	failed := false
-	if !l.loaded || !now.Before(l.nextRefresh) {
-		l.nextRefresh = now.Add(l.s.cfg.RefreshInterval)
-		if err := l.refresh(ctx); err != nil {
-			failed = true
-			l.warn(ctx, "cron: reading the entries failed", "err", err)
-		}
-	}
-	capped, err := l.tick(ctx, now)
+	wait, err := l.tick(ctx, now)
 	if err != nil {
-		failed = true
 		l.warn(ctx, "cron: enqueueing ticks failed", "err", err)
-	}
-	if failed {
 		return l.s.cfg.RefreshInterval // retry then
-	}
-	if capped {
-		return 0
-	}
-	wait := l.nextRefresh.Sub(now)
-	for _, t := range l.entries {
-		if !t.broken && !t.init && !t.next.IsZero() {
-			wait = min(wait, t.next.Sub(now))
-		}
 	}
 	return wait
 }
@@ -203,184 +191,184 @@ func (l *loop) warn(ctx context.Context, msg string, args ...any) {
 	}
 }
 
-// refresh reads the entries and follows their changes.
-func (l *loop) refresh(ctx context.Context) error {
-	all, err := l.s.store.load(ctx)
-	if err != nil {
-		return err
-	}
-	fresh := !l.loaded
-	l.loaded = true
-	for name := range l.entries {
-		if _, ok := all[name]; !ok {
-			delete(l.entries, name)
-		}
-	}
-	for name, raw := range all {
-		if t, ok := l.entries[name]; ok && t.raw == raw {
-			continue
-		}
-		t := &tracked{raw: raw, fresh: fresh, init: true}
-		l.entries[name] = t
-		st, err := decodeStored(raw)
-		if err == nil {
-			t.entry, t.since = st.Entry, time.UnixMilli(st.UpdatedAtMs).UTC()
-			t.sched, err = Parse(st.Schedule, st.Timezone)
-		}
-		if err != nil {
-			t.broken = true
-			l.s.log.Error("cron: ignoring a stored entry", "name", name, "err", err)
-		}
-	}
-	return nil
+// planned is a due entry and what a pass does with it.
+type planned struct {
+	dueEntry
+	entry Entry
+	sched *Schedule
+	ticks []plannedTick
+	// next is the entry's cursor once its ticks are handled: after its
+	// last tick, or after the missed ones it let pass.
+	next time.Time
+	// moved: the pass handled ticks (or let them pass); next is to be
+	// written.
+	moved  bool
+	capped bool
 }
 
-// plannedTick is a tick to enqueue and where the entry's next is after it.
+// plannedTick is a tick to enqueue and where the entry's cursor is after
+// it.
 type plannedTick struct {
 	at      time.Time
 	after   time.Time
 	catchUp bool
 }
 
-// tick enqueues the due ticks of every entry. capped is true when an
-// entry had more due ticks than one pass takes.
-func (l *loop) tick(ctx context.Context, now time.Time) (capped bool, err error) {
-	names := make([]string, 0, len(l.entries))
-	for name, t := range l.entries {
-		if !t.broken && !t.entry.Paused {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	if err := l.initEntries(ctx, names, now); err != nil {
-		return false, err
-	}
-	plans := map[string][]plannedTick{}
-	var due []string
-	for _, name := range names {
-		p, c := l.plan(name, l.entries[name], now)
-		capped = capped || c
-		if len(p) > 0 {
-			plans[name] = p
-			due = append(due, name)
-		}
-	}
-	if len(due) == 0 {
-		return capped, nil
-	}
-	runs, done, err := l.readDue(ctx, due, plans)
+// tick reads the due entries, enqueues their ticks in order and moves
+// their cursors.
+func (l *loop) tick(ctx context.Context, now time.Time) (time.Duration, error) {
+	read, err := l.s.store.readDue(ctx, now, maxEntriesPerPass)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	for i, name := range due {
-		if err := l.enqueue(ctx, name, l.entries[name], &runs[i], plans[name], done[i]); err != nil {
-			return false, err
+	if read.entries != read.versions && (l.repairedAt.IsZero() || now.Sub(l.repairedAt) >= repairInterval) {
+		l.repairedAt = now
+		n, err := l.s.store.repair(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			l.s.log.Info("cron: indexed entries stored without a cursor, or dropped the index of deleted ones", "repaired", n)
+			return 0, nil // read the index again
 		}
 	}
-	return capped, nil
-}
-
-// initEntries finds where the new entries among names resume: after their
-// last recorded tick or their last change, whichever is later, but never
-// after now. Ticks from now on are this instance's to run whatever was
-// recorded: a record past now comes from an instance whose clock is ahead,
-// and may follow ticks it counted as missed at its start that are still
-// ahead here (those found done are skipped).
-func (l *loop) initEntries(ctx context.Context, names []string, now time.Time) error {
-	var fresh []string
-	for _, name := range names {
-		if l.entries[name].init {
-			fresh = append(fresh, name)
+	wait := l.s.cfg.RefreshInterval
+	if !read.next.IsZero() {
+		wait = min(wait, read.next.Sub(now))
+	}
+	var plans []*planned
+	var withTicks []*planned
+	for _, d := range read.due {
+		p := l.plan(d, now)
+		if p == nil {
+			continue
+		}
+		plans = append(plans, p)
+		if len(p.ticks) > 0 {
+			withTicks = append(withTicks, p)
 		}
 	}
-	if len(fresh) == 0 {
-		return nil
-	}
-	runs, err := l.s.store.lastRuns(ctx, fresh)
-	if err != nil {
-		return err
-	}
-	for i, name := range fresh {
-		t := l.entries[name]
-		from := t.since
-		if last := time.UnixMilli(runs[i].tickMs).UTC(); runs[i].tickMs > 0 && last.After(from) {
-			from = last
+	var failed error
+	if len(withTicks) > 0 {
+		runs, done, err := l.readRuns(ctx, withTicks)
+		if err != nil {
+			return 0, err
 		}
-		if limit := now.Add(-time.Nanosecond); from.After(limit) {
-			from = limit
-		}
-		if from.Before(t.since) {
-			from = t.since
-		}
-		t.next = t.sched.Next(from)
-		if t.fresh {
-			t.missedBefore = now
-		}
-		t.init = false
-	}
-	return nil
-}
-
-// plan lists the ticks of t to enqueue at now: a catch-up for the missed
-// ones (policy once), then those on time, at most maxTicksPerPass.
-func (l *loop) plan(name string, t *tracked, now time.Time) (p []plannedTick, capped bool) {
-	if t.next.IsZero() || t.next.After(now) {
-		return nil, false
-	}
-	cutoff := now.Add(-l.s.cfg.Grace)
-	if t.missedBefore.After(cutoff) {
-		cutoff = t.missedBefore
-	}
-	start := t.next
-	if start.Before(cutoff) {
-		t.missedBefore = cutoff
-		first := t.sched.firstAtOrAfter(cutoff)
-		if t.entry.Missed == MissedOnce {
-			if m := t.sched.lastBefore(start, cutoff); !m.IsZero() {
-				p = append(p, plannedTick{at: m, after: first, catchUp: true})
+		for i, p := range withTicks {
+			if err := l.enqueue(ctx, p, &runs[i], done[i]); err != nil {
+				failed = err
+				break
 			}
 		}
-		if len(p) == 0 {
-			l.s.log.Info("cron: skipping missed ticks", "name", name, "from", start, "before", cutoff)
-			t.next = first
+	}
+	// The cursors of what was handled move, a failed pass included: the
+	// next one retries from the tick that failed.
+	var moves []advanced
+	again := false
+	for _, p := range plans {
+		if !p.moved {
+			continue
+		}
+		delete(l.pins, p.name)
+		moves = append(moves, advanced{name: p.name, version: p.version, cursor: p.next})
+		if p.capped || (!p.next.IsZero() && !p.next.After(now)) {
+			again = true
+		} else if !p.next.IsZero() {
+			wait = min(wait, p.next.Sub(now))
+		}
+	}
+	if err := l.s.store.advance(ctx, moves); err != nil && failed == nil {
+		failed = err
+	}
+	if failed != nil {
+		return 0, failed
+	}
+	if again || (len(read.due) == maxEntriesPerPass && len(moves) > 0) {
+		return 0, nil // more is due than one pass takes
+	}
+	return wait, nil
+}
+
+// plan decodes a due entry and lists its ticks to enqueue at now: a
+// catch-up for the missed ones (policy once), then those on time, at most
+// maxTicksPerPass. nil when there is nothing to do: the entry is gone,
+// paused or unreadable, or not indexed yet.
+//
+// Missed ticks are those more than Grace late at now, and, when the
+// entry's cursor was more than Grace before the loop's start (no instance
+// handled it for that long: none ran), all those before the start.
+func (l *loop) plan(d dueEntry, now time.Time) *planned {
+	st, sched, ok, err := decodeDue(d)
+	if err != nil {
+		if l.broken[d.name] != d.version {
+			l.broken[d.name] = d.version
+			l.s.log.Error("cron: ignoring a stored entry", "name", d.name, "err", err)
+		}
+		return nil
+	}
+	if !ok || st.Paused {
+		return nil // gone, or paused, since the read; or repair will index it
+	}
+	delete(l.broken, d.name)
+	p := &planned{dueEntry: d, entry: st.Entry, sched: sched, next: d.cursor}
+	cutoff := now.Add(-l.s.cfg.Grace)
+	if d.cursor.Before(l.start.Add(-l.s.cfg.Grace)) && l.start.After(cutoff) {
+		cutoff = l.start
+	}
+	if pn, ok := l.pins[d.name]; ok && pn.version == d.version && pn.cursor.Equal(d.cursor) && pn.cutoff.After(cutoff) {
+		cutoff = pn.cutoff
+	}
+	start := d.cursor
+	if start.Before(cutoff) {
+		l.pins[d.name] = pin{version: d.version, cursor: d.cursor, cutoff: cutoff}
+		first := sched.firstAtOrAfter(cutoff)
+		if st.Missed == MissedOnce {
+			if m := sched.lastBefore(start, cutoff); !m.IsZero() {
+				p.ticks = append(p.ticks, plannedTick{at: m, after: first, catchUp: true})
+			}
+		}
+		if len(p.ticks) == 0 {
+			l.s.log.Info("cron: skipping missed ticks", "name", d.name, "from", start, "before", cutoff)
+			p.next, p.moved = first, true
 		}
 		start = first
 	}
 	for at := start; !at.IsZero() && !at.After(now); {
-		if len(p) == maxTicksPerPass {
-			return p, true
+		if len(p.ticks) == maxTicksPerPass {
+			p.capped = true
+			break
 		}
-		next := t.sched.Next(at)
-		p = append(p, plannedTick{at: at, after: next})
+		next := sched.Next(at)
+		p.ticks = append(p.ticks, plannedTick{at: at, after: next})
 		at = next
 	}
-	return p, false
+	return p
 }
 
-// readDue reads, in one round trip, the last run of each due entry and
-// which of its planned ticks are done already.
-func (l *loop) readDue(ctx context.Context, due []string, plans map[string][]plannedTick) ([]lastRun, [][]bool, error) {
+// readRuns reads, in one round trip, the last run of each planned entry
+// and which of its planned ticks are done already.
+func (l *loop) readRuns(ctx context.Context, plans []*planned) ([]lastRun, [][]bool, error) {
 	ns := l.s.store.ns
 	pipe := l.s.store.rdb.Pipeline()
-	runCmds := make([]*redis.MapStringStringCmd, len(due))
-	doneCmds := make([]*redis.FloatSliceCmd, len(due))
-	for i, name := range due {
-		runCmds[i] = pipe.HGetAll(ctx, runKey(ns, name))
-		members := make([]string, len(plans[name]))
-		for j, pt := range plans[name] {
+	runCmds := make([]*redis.MapStringStringCmd, len(plans))
+	doneCmds := make([]*redis.FloatSliceCmd, len(plans))
+	for i, p := range plans {
+		runCmds[i] = pipe.HGetAll(ctx, runKey(ns, p.name))
+		members := make([]string, len(p.ticks))
+		for j, pt := range p.ticks {
 			members[j] = strconv.FormatInt(pt.at.UnixMilli(), 10)
 		}
-		doneCmds[i] = pipe.ZMScore(ctx, ticksKey(ns, name), members...)
+		doneCmds[i] = pipe.ZMScore(ctx, ticksKey(ns, p.name), members...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, nil, redisErr("read due entries", err)
 	}
-	runs := make([]lastRun, len(due))
-	done := make([][]bool, len(due))
-	for i := range due {
+	runs := make([]lastRun, len(plans))
+	done := make([][]bool, len(plans))
+	for i, p := range plans {
 		runs[i] = parseLastRun(runCmds[i].Val())
 		scores := doneCmds[i].Val()
-		done[i] = make([]bool, len(plans[due[i]]))
+		done[i] = make([]bool, len(p.ticks))
 		for j := range done[i] {
 			// ZMSCORE answers nil (0 here) for a member that is absent;
 			// a tick's score is its ms, never 0.
@@ -390,23 +378,24 @@ func (l *loop) readDue(ctx context.Context, due []string, plans map[string][]pla
 	return runs, done, nil
 }
 
-// enqueue enqueues the planned ticks of one entry in order, advancing its
-// next after each. A Redis failure stops it; the next pass retries from
+// enqueue enqueues the planned ticks of one entry in order, moving its
+// cursor past each. A Redis failure stops it; the next pass retries from
 // the tick that failed, under the same idempotency key.
-func (l *loop) enqueue(ctx context.Context, name string, t *tracked, run *lastRun, plan []plannedTick, done []bool) error {
-	for i, pt := range plan {
+func (l *loop) enqueue(ctx context.Context, p *planned, run *lastRun, done []bool) error {
+	for i, pt := range p.ticks {
 		if !done[i] {
-			if err := l.enqueueTick(ctx, name, t, run, pt); err != nil {
+			if err := l.enqueueTick(ctx, p, run, pt); err != nil {
 				return err
 			}
 		}
-		t.next = pt.after
+		p.next, p.moved = pt.after, true
 	}
 	return nil
 }
 
-func (l *loop) enqueueTick(ctx context.Context, name string, t *tracked, run *lastRun, pt plannedTick) error {
-	if t.entry.Overlap == OverlapSkip && run.jobID != "" {
+func (l *loop) enqueueTick(ctx context.Context, p *planned, run *lastRun, pt plannedTick) error {
+	name := p.name
+	if p.entry.Overlap == OverlapSkip && run.jobID != "" {
 		j, err := l.s.cfg.Client.Get(ctx, run.queue, run.jobID)
 		switch {
 		case err == nil && active(j.Status):
@@ -417,10 +406,13 @@ func (l *loop) enqueueTick(ctx context.Context, name string, t *tracked, run *la
 			return err
 		}
 	}
-	res, err := l.s.cfg.Client.Enqueue(ctx, newJob(t.entry, tickIdempotencyKey(name, pt.at)))
+	res, err := l.s.cfg.Client.Enqueue(ctx, newJob(p.entry, tickIdempotencyKey(name, pt.at)))
 	if err != nil {
 		if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrTooManyQueues) || errors.Is(err, queue.ErrPayloadTooLarge) {
-			// Retrying cannot help: drop this tick, keep the next.
+			// Retrying cannot help: drop this tick, keep the next. Put
+			// refuses the entries whose jobs the client refuses, so this
+			// is a queue past Config.MaxQueues, or an entry stored before
+			// a client with a lower cap started.
 			l.s.log.Error("cron: tick dropped", "name", name, "tick", pt.at, "err", err)
 			return nil
 		}

@@ -1,15 +1,18 @@
 package cron_test
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 // Three instances on one Redis, 600 ticks: one job per entry per tick.
@@ -370,47 +373,218 @@ func TestSchedulerGapLongerThanGrace(t *testing.T) {
 
 // An instance that reaches a tick after its job is gone (dropped with its
 // idempotency record, as the dead set's caps or a purge do) finds the tick
-// done in the entry's bookkeeping and does not enqueue it again.
+// done in the entry's bookkeeping and does not enqueue it again. With the
+// due index an instance reaches a tick that was run only when the
+// entry's cursor lags: the instance that ran it recorded it and stopped,
+// or lost Redis, before moving the cursor (another command, and in a
+// cluster another slot). The test moves the cursor back by hand.
 func TestSchedulerLateInstanceAfterJobGone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ahead, behind := clockwork.NewFakeClockAt(base.Add(2*time.Second)), clockwork.NewFakeClockAt(base)
-	ca, cb := b.client(t, ahead), b.client(t, behind)
-	require.NoError(t, cron.NewStore(cb).Register(b.ctx, cron.Entry{Name: "e", Schedule: "@every 1s", Queue: "q", Kind: "tick"}))
-	b.scheduler(t, cron.Config{Client: ca})
-	parked(t, ahead, 1) // ran 2 s; 1 s passed before it started (skip)
+	clock := clockwork.NewFakeClockAt(base)
+	c := b.client(t, clock)
+	require.NoError(t, cron.NewStore(c).Register(b.ctx, cron.Entry{Name: "e", Schedule: "@every 1s", Queue: "q", Kind: "tick"}))
+	s := b.scheduler(t, cron.Config{Client: c})
+	step(t, clock, 1, time.Second) // runs base+1 s
+	parked(t, clock, 1)
+	require.NoError(t, s.Stop(b.ctx))
 	pending := func() []*queue.Job {
 		t.Helper()
-		jobs, _, err := ca.List(b.ctx, "q", queue.ListOptions{Status: queue.StatusPending})
+		jobs, _, err := c.List(b.ctx, "q", queue.ListOptions{Status: queue.StatusPending})
 		require.NoError(t, err)
 		return jobs
 	}
+	key := func(sec int) string {
+		return "cron:e:" + strconv.FormatInt(base.Add(time.Duration(sec)*time.Second).UnixMilli(), 10)
+	}
 	jobs := pending()
 	require.Len(t, jobs, 1)
-	key := "cron:e:" + strconv.FormatInt(base.Add(2*time.Second).UnixMilli(), 10)
-	require.Equal(t, key, jobs[0].IdempotencyKey)
+	require.Equal(t, key(1), jobs[0].IdempotencyKey)
 	// The job goes, with its idempotency record, as a purge of the dead
 	// set takes it.
-	claimed, err := ca.Claim(b.ctx, "q", queue.ClaimOptions{})
+	claimed, err := c.Claim(b.ctx, "q", queue.ClaimOptions{})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
-	_, err = ca.Fail(b.ctx, "q", claimed[0].ID, claimed[0].Token, queue.FailOptions{Error: "x", Dead: true})
+	_, err = c.Fail(b.ctx, "q", claimed[0].ID, claimed[0].Token, queue.FailOptions{Error: "x", Dead: true})
 	require.NoError(t, err)
-	n, err := ca.PurgeDead(b.ctx, "q", "")
+	n, err := c.PurgeDead(b.ctx, "q", "")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+	// The cursor as if the move after base+1 s had been lost.
+	require.NoError(t, b.rdb.ZAddXX(b.ctx, cron.DueKey(b.ns),
+		redis.Z{Score: float64(base.Add(time.Second).UnixMilli()), Member: "e"}).Err())
 
+	require.NoError(t, s.Start(b.ctx))
+	step(t, clock, 1, time.Second) // finds base+1 s done, runs base+2 s
+	parked(t, clock, 1)
+	jobs = pending()
+	require.Len(t, jobs, 1)
+	require.Equal(t, key(2), jobs[0].IdempotencyKey)
+	st, err := c.Stats(b.ctx, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, st.EnqueuedTotal)
+	cursor, err := b.rdb.ZScore(b.ctx, cron.DueKey(b.ns), "e").Result()
+	require.NoError(t, err)
+	require.Equal(t, float64(base.Add(3*time.Second).UnixMilli()), cursor)
+}
+
+// A restart shorter than Grace is not a miss: the loop finds the entries'
+// cursors at most Grace behind, so some instance handled them lately, and
+// runs the ticks of the gap late, whatever the Missed policy, as a loop
+// that fell behind does.
+func TestSchedulerQuickRestartRunsTheGapLate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clock := clockwork.NewFakeClockAt(base)
+	c := b.client(t, clock)
+	store := cron.NewStore(c)
+	entries := []cron.Entry{
+		{Name: "skip", Schedule: "@every 1s", Queue: "skip", Kind: "tick", Missed: cron.MissedSkip},
+		{Name: "once", Schedule: "* * * * * *", Queue: "once", Kind: "tick", Missed: cron.MissedOnce},
+	}
+	require.NoError(t, store.Register(b.ctx, entries...))
+	s := b.scheduler(t, cron.Config{Client: c})
+	for range 10 {
+		step(t, clock, 1, time.Second)
+	}
+	parked(t, clock, 1)
+	require.NoError(t, s.Stop(b.ctx))
+	clock.Advance(30 * time.Second) // below the default Grace, 1 min
+	require.NoError(t, store.Register(b.ctx, entries...))
+	require.NoError(t, s.Start(b.ctx))
+	for range 10 {
+		step(t, clock, 1, time.Second)
+	}
+	parked(t, clock, 1)
+	want := wantTicks(t, "@every 1s", "", base, base.Add(50*time.Second))
+	for _, e := range entries {
+		require.Equal(t, want, b.jobTicks(t, c, e.Queue, e.Name), e.Name)
+	}
+}
+
+// An instance whose clock is ahead starts while another runs: it finds
+// the cursors where the other left them, a moment behind its own clock,
+// and runs those ticks (early in true time, by the skew) instead of
+// counting them missed. No tick is lost or doubled, as in a rolling
+// restart.
+func TestSchedulerStartAmongSkewedOthers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	behind, ahead := clockwork.NewFakeClockAt(base), clockwork.NewFakeClockAt(base.Add(2*time.Second))
+	cb, ca := b.client(t, behind), b.client(t, ahead)
+	entries := []cron.Entry{
+		{Name: "every", Schedule: "@every 1s", Queue: "every", Kind: "tick"},
+		{Name: "fives", Schedule: "*/5 * * * * *", Queue: "fives", Kind: "tick", Missed: cron.MissedOnce},
+	}
+	require.NoError(t, cron.NewStore(cb).Register(b.ctx, entries...))
 	b.scheduler(t, cron.Config{Client: cb})
-	for range 2 {
+	for range 10 {
 		step(t, behind, 1, time.Second)
 	}
 	parked(t, behind, 1)
-	// The behind instance ran 1 s (the ahead one had skipped it) and
-	// found 2 s done.
-	jobs = pending()
-	require.Len(t, jobs, 1)
-	require.Equal(t, "cron:e:"+strconv.FormatInt(base.Add(time.Second).UnixMilli(), 10), jobs[0].IdempotencyKey)
-	st, err := cb.Stats(b.ctx, "q")
+	ahead.Advance(10 * time.Second)
+	b.scheduler(t, cron.Config{Client: ca})
+	for range 20 {
+		step(t, behind, 1, time.Second)
+		step(t, ahead, 1, time.Second)
+	}
+	parked(t, behind, 1)
+	parked(t, ahead, 1)
+	end := base.Add(32 * time.Second) // the clock ahead
+	for _, e := range entries {
+		require.Equal(t, wantTicks(t, e.Schedule, "", base, end), b.jobTicks(t, cb, e.Queue, e.Name), e.Name)
+	}
+}
+
+// Entries stored before the due index (no version, no cursor) are indexed
+// by the first loop that sees the entries and their versions disagree:
+// they resume after the later of their last change and their last run,
+// here long ago, so the Missed policy applies. A version left by an entry
+// deleted without the index goes.
+func TestSchedulerIndexesOldEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	clock := clockwork.NewFakeClockAt(base)
+	c := b.client(t, clock)
+	old := func(name string, missed cron.Missed, changed time.Time) {
+		raw, err := json.Marshal(map[string]any{"name": name, "schedule": "@every 1s", "timezone": "UTC",
+			"queue": name, "kind": "tick", "missed": missed, "overlap": "allow", "paused": false,
+			"updated_at_ms": changed.UnixMilli()})
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.HSet(b.ctx, b.ns+":cron", name, raw).Err())
+	}
+	old("once", cron.MissedOnce, base.Add(-time.Hour))
+	old("skip", cron.MissedSkip, base.Add(-time.Hour))
+	old("fresh", cron.MissedSkip, base.Add(-2*time.Second))
+	// The last run of "once", 100 s ago.
+	require.NoError(t, b.rdb.HSet(b.ctx, b.ns+":cron:{once}:run", "tick_ms", base.Add(-100*time.Second).UnixMilli(),
+		"run_at_ms", base.Add(-100*time.Second).UnixMilli(), "queue", "once", "job_id", "x").Err())
+	versions := b.ns + ":{" + b.ns + ":cron}:versions"
+	require.NoError(t, b.rdb.HSet(b.ctx, versions, "gone", 7).Err())
+
+	b.scheduler(t, cron.Config{Client: c})
+	for range 2 {
+		step(t, clock, 1, time.Second)
+	}
+	parked(t, clock, 1)
+	sec := func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) }
+	require.Equal(t, ticks(sec(-1), sec(0), sec(1), sec(2)), b.jobTicks(t, c, "once", "once"), "one catch-up, then on time")
+	require.Equal(t, ticks(sec(0), sec(1), sec(2)), b.jobTicks(t, c, "skip", "skip"))
+	require.Equal(t, ticks(sec(-1), sec(0), sec(1), sec(2)), b.jobTicks(t, c, "fresh", "fresh"), "changed within Grace: late, not missed")
+	n, err := b.rdb.HLen(b.ctx, versions).Result()
 	require.NoError(t, err)
-	require.EqualValues(t, 2, st.EnqueuedTotal)
+	require.EqualValues(t, 3, n)
+	due, err := b.rdb.ZRange(b.ctx, cron.DueKey(b.ns), 0, -1).Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"once", "skip", "fresh"}, due)
+}
+
+// The store and the loops over a Redis Cluster: the entries and their
+// index share a slot, each entry's bookkeeping has its own.
+func TestSchedulerOnRedisCluster(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster skipped in -short mode")
+	}
+	rdb := testutil.Cluster(t)
+	ctx, ns := t.Context(), testutil.Namespace(t)
+	clock := clockwork.NewFakeClockAt(base)
+	var clients []*queue.Client
+	for range 2 {
+		c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clock, DisableEvents: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	store := cron.NewStore(clients[0])
+	var entries []cron.Entry
+	for _, name := range []string{"a", "b", "c", "d"} {
+		entries = append(entries, cron.Entry{Name: name, Schedule: "@every 1s", Queue: "q" + name, Kind: "tick"})
+	}
+	require.NoError(t, store.Register(ctx, entries...))
+	tb := &testBundle{ctx: ctx, ns: ns}
+	for _, c := range clients {
+		tb.scheduler(t, cron.Config{Client: c})
+	}
+	for range 5 {
+		step(t, clock, 2, time.Second)
+	}
+	parked(t, clock, 2)
+	require.NoError(t, store.Delete(ctx, "d"))
+	entries[0].Paused = true
+	_, err := store.Put(ctx, entries[0])
+	require.NoError(t, err)
+	for range 3 {
+		step(t, clock, 2, time.Second)
+	}
+	parked(t, clock, 2)
+	for _, e := range entries {
+		to := base.Add(8 * time.Second)
+		if e.Name == "a" || e.Name == "d" {
+			to = base.Add(5 * time.Second)
+		}
+		st, err := clients[1].Stats(ctx, e.Queue)
+		require.NoError(t, err)
+		require.EqualValues(t, len(wantTicks(t, e.Schedule, "", base, to)), st.EnqueuedTotal, e.Name)
+	}
 }

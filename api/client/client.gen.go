@@ -735,7 +735,7 @@ type CronEntry struct {
 	Timezone    string      `json:"timezone"`
 }
 
-// CronEntryRequest A field given as null is the same as a field left out.
+// CronEntryRequest A field given as null is the same as a field left out; an optional string given as "" is a 400, not its default.
 type CronEntryRequest struct {
 	Kind        string                   `json:"kind"`
 	MaxAttempts *int                     `json:"max_attempts,omitempty"`
@@ -743,12 +743,16 @@ type CronEntryRequest struct {
 	Overlap     *CronEntryRequestOverlap `json:"overlap,omitempty"`
 	Paused      *bool                    `json:"paused,omitempty"`
 
-	// Payload any JSON, default {}
+	// Payload any JSON, default {}; at most the server's payload cap (--max-payload-bytes) once compacted, or a 413
 	Payload interface{} `json:"payload,omitempty"`
-	Queue   *string     `json:"queue,omitempty"`
+
+	// Queue Left out (or null): "default". An empty string is a 400, not the default.
+	Queue *string `json:"queue,omitempty"`
 
 	// Schedule 5 fields, 6 with leading seconds, a descriptor (@hourly) or "@every 30s"
-	Schedule string  `json:"schedule"`
+	Schedule string `json:"schedule"`
+
+	// Timezone An IANA zone. Left out (or null): "UTC". An empty string is a 400, not the default.
 	Timezone *string `json:"timezone,omitempty"`
 }
 

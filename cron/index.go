@@ -1,0 +1,283 @@
+package cron
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The due index: every entry that fires has a cursor, the first of its
+// ticks that no instance has handled yet (enqueued, or let pass as missed
+// or overlapping), in the sorted set <ns>:{<ns>:cron}:due. A scheduler
+// pass asks Redis for the entries whose cursor has come (due.lua) and
+// moves their cursors past the ticks it handled (advance.lua): it reads
+// nothing of the entries that are not due, so its cost does not grow
+// with their number.
+//
+// The cursor is written with the entry: Put sets it to the first tick
+// after the change (none while paused) in the MULTI that writes the
+// settings and a new version, Delete removes it in the MULTI that removes
+// the entry. So a change made on any instance is in the index the moment
+// it is stored; no scheduler keeps a copy of the entries to refresh. A
+// scheduler moves a cursor only while the entry's version is the one it
+// planned from, so a tick handled under old settings never moves the
+// cursor of new ones.
+//
+// Entries written without an index (by a chronoq from before it) are
+// found by comparing the number of entries with the number of versions,
+// two O(1) reads every pass, and indexed by repair, a few hundred entries
+// a command.
+
+func script(name string) *redis.Script {
+	b, err := luaFS.ReadFile("lua/" + name)
+	if err != nil {
+		panic(err) // embedded at build time: cannot happen
+	}
+	return redis.NewScript(string(b))
+}
+
+var (
+	dueScript     = script("due.lua")
+	advanceScript = script("advance.lua")
+	repairScript  = script("repair.lua")
+)
+
+// repairChunk is how many entries one command of repair reads or writes.
+const repairChunk = 500
+
+// cursorAfter is the cursor of settings changed at since: their first
+// tick after it; zero when none comes (paused, or never fires again).
+func cursorAfter(e Entry, sched *Schedule, since time.Time) time.Time {
+	if e.Paused {
+		return time.Time{}
+	}
+	return sched.Next(since)
+}
+
+// writeEntry queues, on p (a MULTI), the writes of settings raw with
+// version and their cursor.
+func (s *Store) writeEntry(ctx context.Context, p redis.Pipeliner, name, raw string, version int64, cursor time.Time) {
+	p.HSet(ctx, entriesKey(s.ns), name, raw)
+	p.HSet(ctx, versionsKey(s.ns), name, version)
+	if cursor.IsZero() {
+		p.ZRem(ctx, dueKey(s.ns), name)
+	} else {
+		p.ZAdd(ctx, dueKey(s.ns), redis.Z{Score: float64(cursor.UnixMilli()), Member: name})
+	}
+}
+
+// dueEntry is an entry whose cursor has come, as due.lua read it.
+type dueEntry struct {
+	name    string
+	cursor  time.Time
+	version string // "" when the entry has none (not indexed yet)
+	raw     string // the stored JSON; "" when the entry is gone
+}
+
+// dueRead is what due.lua answers.
+type dueRead struct {
+	due []dueEntry
+	// next is the first cursor after now; zero when none.
+	next time.Time
+	// entries and versions count the entries and their versions: they
+	// differ when entries lack an index (see repair).
+	entries, versions int64
+}
+
+// readDue runs due.lua: the entries whose cursor is at or before now, at
+// most limit of them, earliest first.
+func (s *Store) readDue(ctx context.Context, now time.Time, limit int) (dueRead, error) {
+	v, err := dueScript.Run(ctx, s.rdb, []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns)},
+		now.UnixMilli(), limit).Result()
+	if err != nil {
+		return dueRead{}, redisErr("read the due entries", err)
+	}
+	res, ok := v.([]any)
+	if !ok || len(res) < 3 || (len(res)-3)%4 != 0 {
+		return dueRead{}, fmt.Errorf("cron: read the due entries: unexpected reply %v", v)
+	}
+	var out dueRead
+	if ms, err := strconv.ParseInt(str(res[0]), 10, 64); err == nil {
+		out.next = time.UnixMilli(ms).UTC()
+	}
+	out.entries, _ = res[1].(int64)
+	out.versions, _ = res[2].(int64)
+	for i := 3; i < len(res); i += 4 {
+		ms, err := strconv.ParseInt(str(res[i+1]), 10, 64)
+		if err != nil {
+			return dueRead{}, fmt.Errorf("cron: read the due entries: cursor %v", res[i+1])
+		}
+		out.due = append(out.due, dueEntry{name: str(res[i]), cursor: time.UnixMilli(ms).UTC(),
+			version: str(res[i+2]), raw: str(res[i+3])})
+	}
+	return out, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// advanced is a cursor to move: the entry's, planned from version.
+type advanced struct {
+	name, version string
+	cursor        time.Time // zero: the entry never fires again
+}
+
+// advance runs advance.lua for moves, in one call.
+func (s *Store) advance(ctx context.Context, moves []advanced) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 3*len(moves))
+	for _, m := range moves {
+		c := ""
+		if !m.cursor.IsZero() {
+			c = strconv.FormatInt(m.cursor.UnixMilli(), 10)
+		}
+		args = append(args, m.name, m.version, c)
+	}
+	if err := advanceScript.Run(ctx, s.rdb, []string{versionsKey(s.ns), dueKey(s.ns)}, args...).Err(); err != nil {
+		return redisErr("advance the cursors", err)
+	}
+	return nil
+}
+
+// repair indexes the entries that have no version (written by a chronoq
+// from before the due index) and drops the versions and cursors of
+// entries that are gone; it answers how many it repaired. It reads the
+// entries and versions with HSCAN, each command bounded by repairChunk;
+// run when their counts differ, it costs O(entries) once.
+//
+// An entry indexed here resumes after the later of its last change and
+// its last recorded tick, as a restarted scheduler resumed it before the
+// index existed: ticks from there on are missed or on time by the usual
+// rules.
+func (s *Store) repair(ctx context.Context) (int, error) {
+	n := 0
+	keys := []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns), seqKey(s.ns)}
+	// Entries without a version.
+	for cur := uint64(0); ; {
+		kv, next, err := s.rdb.HScan(ctx, entriesKey(s.ns), cur, "", repairChunk).Result()
+		if err != nil {
+			return n, redisErr("repair the index", err)
+		}
+		names := make([]string, 0, len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			names = append(names, kv[i])
+		}
+		var missing []int
+		if len(names) > 0 {
+			vers, err := s.rdb.HMGet(ctx, versionsKey(s.ns), names...).Result()
+			if err != nil {
+				return n, redisErr("repair the index", err)
+			}
+			for i, v := range vers {
+				if v == nil {
+					missing = append(missing, i)
+				}
+			}
+		}
+		if len(missing) > 0 {
+			todo := make([]string, len(missing))
+			for j, i := range missing {
+				todo[j] = names[i]
+			}
+			runs, err := s.lastRuns(ctx, todo)
+			if err != nil {
+				return n, err
+			}
+			args := make([]any, 0, 2*len(todo))
+			for j, i := range missing {
+				args = append(args, names[i], legacyCursor(kv[2*i+1], runs[j]))
+			}
+			r, err := repairScript.Run(ctx, s.rdb, keys, args...).Int()
+			if err != nil {
+				return n, redisErr("repair the index", err)
+			}
+			n += r
+		}
+		if cur = next; cur == 0 {
+			break
+		}
+	}
+	// Versions without an entry.
+	for cur := uint64(0); ; {
+		kv, next, err := s.rdb.HScan(ctx, versionsKey(s.ns), cur, "", repairChunk).Result()
+		if err != nil {
+			return n, redisErr("repair the index", err)
+		}
+		pipe := s.rdb.Pipeline()
+		var names []string
+		var exists []*redis.BoolCmd
+		for i := 0; i+1 < len(kv); i += 2 {
+			names = append(names, kv[i])
+			exists = append(exists, pipe.HExists(ctx, entriesKey(s.ns), kv[i]))
+		}
+		if len(names) > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return n, redisErr("repair the index", err)
+			}
+		}
+		var args []any
+		for i, e := range exists {
+			if !e.Val() {
+				args = append(args, names[i], "")
+			}
+		}
+		if len(args) > 0 {
+			r, err := repairScript.Run(ctx, s.rdb, keys, args...).Int()
+			if err != nil {
+				return n, redisErr("repair the index", err)
+			}
+			n += r
+		}
+		if cur = next; cur == 0 {
+			break
+		}
+	}
+	return n, nil
+}
+
+// legacyCursor is the cursor of an entry stored without an index: the
+// first tick after its last change and its last recorded tick; "" when
+// it has none (paused, never fires again, or unreadable).
+func legacyCursor(raw string, run lastRun) string {
+	st, err := decodeStored(raw)
+	if err != nil {
+		return ""
+	}
+	sched, err := Parse(st.Schedule, st.Timezone)
+	if err != nil {
+		return ""
+	}
+	from := time.UnixMilli(st.UpdatedAtMs)
+	if last := time.UnixMilli(run.tickMs); run.tickMs > 0 && last.After(from) {
+		from = last
+	}
+	c := cursorAfter(st.Entry, sched, from)
+	if c.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(c.UnixMilli(), 10)
+}
+
+// decodeDue reads the settings of a due entry; ok is false when it has
+// none to run: gone, or not indexed (repair will).
+func decodeDue(d dueEntry) (st stored, sched *Schedule, ok bool, err error) {
+	if d.raw == "" || d.version == "" {
+		return stored{}, nil, false, nil
+	}
+	if err := json.Unmarshal([]byte(d.raw), &st); err != nil {
+		return stored{}, nil, false, fmt.Errorf("cron: stored entry: %w", err)
+	}
+	sched, err = Parse(st.Schedule, st.Timezone)
+	if err != nil {
+		return stored{}, nil, false, err
+	}
+	return st, sched, true, nil
+}
