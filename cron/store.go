@@ -253,35 +253,21 @@ func (s *Store) validate(e Entry) (Entry, *Schedule, error) {
 	return e, sched, nil
 }
 
-// unenqueueable is a job no queue client accepts: braces can never be in
-// a queue name (they would break the keys' hash tags).
-var unenqueueable = queue.NewJob{Queue: "{", Kind: "k"}
-
 // checkJob asks s's queue client whether it would enqueue the job of a
 // tick of e, with the client's own limits (MaxPayloadBytes, its default
 // max attempts, ...): what it would refuse at every tick is refused when
-// the entry is written. The queue package has no validate-only call, so
-// this uses EnqueueBatch's documented all-or-nothing validation: a batch
-// of the tick's job and unenqueueable is refused before any Redis call,
-// naming its first invalid job. Index 0 is the tick's job at fault; index
-// 1 means the tick's job passed. The context is canceled besides, so that
-// nothing could be written even if the batch passed.
+// the entry is written.
 func (s *Store) checkJob(e Entry) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
 	// A tick's idempotency key is never longer than this one's.
-	job := newJob(e, tickIdempotencyKey(e.Name, time.UnixMilli(math.MaxInt64)))
-	_, err := s.client.EnqueueBatch(ctx, []queue.NewJob{job, unenqueueable})
+	err := s.client.Validate(newJob(e, tickIdempotencyKey(e.Name, time.UnixMilli(math.MaxInt64))))
 	var fe *queue.FieldError
-	switch {
-	case errors.As(err, &fe) && fe.Index == 1:
-		return nil
-	case errors.As(err, &fe) && fe.Index == 0:
+	if errors.As(err, &fe) {
 		return &FieldError{Index: -1, Field: fe.Field, Err: fe.Err}
-	case err == nil:
-		return fmt.Errorf("cron: checking the job of %q: the queue client took an invalid batch", e.Name)
 	}
-	return fmt.Errorf("cron: checking the job of %q: %w", e.Name, err)
+	if err != nil {
+		return fmt.Errorf("cron: checking the job of %q: %w", e.Name, err)
+	}
+	return nil
 }
 
 func newJob(e Entry, idempotencyKey string) queue.NewJob {

@@ -173,6 +173,16 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	return prepared{job: j, args: args}, nil
 }
 
+// Validate reports whether c would enqueue nj, with c's own limits
+// (payload size, attempts, delays, names), without enqueueing it or
+// calling Redis: the error is the one Enqueue would answer, a *FieldError
+// naming the field. For callers that store a job to enqueue later (cron
+// entries), so that what would be refused then is refused now.
+func (c *Client) Validate(nj NewJob) error {
+	_, err := c.prepare(nj, c.clock.Now(), -1)
+	return err
+}
+
 func hexID(u uuid.UUID) string {
 	var b [32]byte
 	const digits = "0123456789abcdef"

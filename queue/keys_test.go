@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -90,4 +91,22 @@ func TestValidatorsMatchTheirPatterns(t *testing.T) {
 			require.Equal(t, p.re.MatchString(s), p.valid(s), "%q against %s", s, p.re)
 		}
 	}
+}
+
+// Validate answers what Enqueue would, without Redis (the client here
+// points at no server).
+func TestValidateNeedsNoRedis(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer func() { _ = rdb.Close() }()
+	c, err := NewClient(Config{Redis: rdb, MaxPayloadBytes: 10})
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	require.NoError(t, c.Validate(NewJob{Kind: "k", Payload: []byte(`{"a":1}`)}))
+	err = c.Validate(NewJob{Kind: "k", Payload: []byte(`{"a":"0123456789"}`)})
+	require.ErrorIs(t, err, ErrPayloadTooLarge)
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "payload", fe.Field)
+	require.ErrorIs(t, c.Validate(NewJob{Kind: "bad kind"}), ErrInvalidKind)
 }
