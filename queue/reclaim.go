@@ -190,7 +190,7 @@ func (r *Reclaimer) sweep(ctx context.Context) {
 // SweepPlan reads, in one pipeline, what a reclaim sweep of each of qs
 // would act on, and answers the queues with work (a lease lapsed, a job or
 // idempotency record past its time, a dead set past its age or count, by
-// Redis's clock as this client estimates it, a second ahead to be safe)
+// Redis's clock, read in the same pipeline, a second ahead to be safe)
 // and those that hold no job at all and saw no enqueue for
 // Config.IdleQueueTTL (which the sweep forgets). It costs Redis a few reads per queue, however
 // many jobs the queues hold.
@@ -201,6 +201,7 @@ func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []stri
 		active              *redis.SliceCmd
 	}
 	pipe := c.rdb.Pipeline()
+	clock := pipe.Time(ctx) // Redis's (a cluster's: one node's), as the scripts read it
 	probes := make([]probe, len(qs))
 	for i, q := range qs {
 		k, err := c.keysFor(q)
@@ -214,7 +215,8 @@ func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []stri
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, nil, fmt.Errorf("queue: reading what to sweep: %w", wrapRedis(err))
 	}
-	nowMs := float64(c.clock.Now().Add(c.RedisClockOffset()).Add(time.Second).UnixMilli())
+	redisNow := clock.Val().Add(time.Duration(c.timeOffset()) * time.Microsecond)
+	nowMs := float64(redisNow.Add(time.Second).UnixMilli())
 	due := func(z *redis.ZSliceCmd, by float64) bool {
 		h := z.Val()
 		return len(h) == 1 && h[0].Member != sentinel && h[0].Score <= by

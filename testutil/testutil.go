@@ -192,3 +192,19 @@ var fakeInstant = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 func FakeClock() *clockwork.FakeClock {
 	return clockwork.NewFakeClockAt(fakeInstant)
 }
+
+// SkewedClock is the real clock read off by skew: an instance whose clock
+// is wrong (NTP drift, a paused VM, a container with a bad clock). Its
+// timers run in real time.
+func SkewedClock(skew time.Duration) clockwork.Clock {
+	return skewedClock{Clock: clockwork.NewRealClock(), skew: skew}
+}
+
+type skewedClock struct {
+	clockwork.Clock
+	skew time.Duration
+}
+
+func (c skewedClock) Now() time.Time                  { return c.Clock.Now().Add(c.skew) }
+func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c skewedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }

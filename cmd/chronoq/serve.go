@@ -15,6 +15,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/api"
@@ -364,6 +365,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err := scheduler.Start(bg); err != nil {
 		return err
 	}
+	watchClock(bg, client, srv.Registry(), log)
 	if pool != nil {
 		if err := pool.Start(bg); err != nil {
 			return err
@@ -417,4 +419,31 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		serveErr = nil
 	}
 	return serveErr
+}
+
+// watchClock exposes the distance between this instance's clock and
+// Redis's (chronoq_redis_clock_offset_seconds: how far Redis's is ahead)
+// and logs a warning, at most once a minute, while it is over a second.
+// chronoq decides nothing by this instance's clock (the scripts read
+// Redis's), but a clock that far off is a host to fix: logs and metrics
+// carry its times.
+func watchClock(ctx context.Context, client *queue.Client, reg *prometheus.Registry, log *slog.Logger) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronoq_redis_clock_offset_seconds",
+		Help: "How far Redis's clock is ahead of this instance's (negative: behind), estimated from script round trips."},
+		func() float64 { return client.RedisClockOffset().Seconds() }))
+	go func() {
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			if d := client.RedisClockOffset(); d > time.Second || d < -time.Second {
+				log.Warn("this instance's clock is off from Redis's; chronoq keeps time by Redis's, fix the host's clock (NTP)",
+					"redis_ahead_by", d)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }

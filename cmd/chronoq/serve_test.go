@@ -250,6 +250,12 @@ func TestServeEmbeddedRedis(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	status, _ = s.do(t, http.MethodGet, "/metrics", "")
 	require.Equal(t, http.StatusOK, status)
+	res, err := http.Get(s.base + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Contains(t, string(metrics), "chronoq_redis_clock_offset_seconds", "the distance to Redis's clock is exposed")
 	s.stop()
 	require.Contains(t, s.logs.String(), "stopped")
 }
