@@ -68,7 +68,8 @@ var (
 // between the two nodes for the moment). None of them ran the script, so
 // run tries again, backing off from 1 ms to at most 100 ms a wait, for as
 // long as ctx allows and at most clusterRetryFor: a caller sees latency
-// during a migration, not an error.
+// during a migration, not an error. (CLUSTERDOWN is an outage, not a
+// migration: it is answered as ErrUnavailable, as before.)
 const (
 	clusterRetryFor      = 2 * time.Minute
 	clusterRetryMaxSleep = 100 * time.Millisecond
@@ -81,7 +82,7 @@ func migrating(err error) bool {
 		return false
 	}
 	msg := rerr.Error()
-	for _, p := range []string{"TRYAGAIN", "ASK ", "MOVED ", "CLUSTERDOWN"} {
+	for _, p := range []string{"TRYAGAIN", "ASK ", "MOVED "} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
