@@ -141,7 +141,7 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 		switch {
 		case js == nil:
 			r.Lost++
-			r.example("lost", a.ID+" (no job hash)")
+			r.example("lost", a.ID+" (no such job)")
 		case js.Status == "completed":
 			r.Completed++
 		case js.Status == "dead":
@@ -309,7 +309,7 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 		for _, id := range qs.DeadIDs {
 			if snap.Jobs[id] == nil {
 				r.Orphans++
-				r.example("orphan", id+": in the dead set of "+q+" with no job hash")
+				r.example("orphan", id+": in the dead set of "+q+" with no job")
 			}
 		}
 	}
@@ -415,7 +415,7 @@ func (r *Report) judge() {
 	add(r.AttemptReuse > 0, "%d attempt numbers used twice", r.AttemptReuse)
 	left := r.LeftScheduled + r.LeftPending + r.LeftLeases
 	add(left > 0, "%d entries left in scheduled/pending/processing/leases", left)
-	add(r.Orphans > 0, "%d orphaned job hashes or dead-set ids", r.Orphans)
+	add(r.Orphans > 0, "%d orphaned jobs or dead-set ids", r.Orphans)
 	add(len(r.StatsMismatch) > 0, "stats disagree with the jobs: %v", r.StatsMismatch)
 	add(r.ForbiddenErrors > 0, "%d %s errors reached a caller", r.ForbiddenErrors, strings.Join(ForbiddenClasses, "/"))
 	r.Pass = len(r.Failures) == 0

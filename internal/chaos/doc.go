@@ -139,10 +139,10 @@
 //     with the same attempt number. All must be 0.
 //   - poison jobs, and of them those dead with exactly their max attempts
 //     (3): must be all of them.
-//   - left: entries in the scheduled, pending, processing or leases
-//     structures after the drain; orphaned job hashes: hashes that are not
+//   - left: entries in the scheduled, pending or leases
+//     structures after the drain; orphaned jobs: jobs that are not
 //     completed with an expiry or dead in the dead set, and dead-set ids
-//     without a hash. All must be 0. Claim retry markers (kept until one of
+//     without a job. All must be 0. Claim retry markers (kept until one of
 //     the claim's jobs is acked) are listed, not judged.
 //   - the queues' stats counters must agree with the jobs found (completed,
 //     dead, enqueued).
