@@ -36,19 +36,21 @@ const (
 	keyLeases  = "leases"  // ZSET: lease deadline ms -> id of a processing job
 	keyDead    = "dead"    // ZSET: died-at ms -> id, capped by count and age
 	keyDone    = "done"    // ZSET: completed-at ms -> id, the capped history of completions
-	keyIdem    = "idem"    // HASH: idempotency key -> job id
-	keyExpiry  = "expiry"  // ZSET: when -> what to delete then: a job id, or "k:" + an idempotency key
+	keyIdem    = "idem"    // HASH: idempotency key -> "<job id>|<expires ms>", gone with its job
+	keyExpiry  = "expiry"  // ZSET: when -> the job id the sweep deletes then (retention, tombstones)
 	keyClaims  = "claims"  // HASH: claim token base -> ids it claimed, until the claim's first ack
 	keyWake    = "wake"    // STREAM: one entry each time jobs become pending while a claimer waits
 )
 
 // sentinel is the member, field or element that keeps each key of a queue
-// in existence while it is otherwise empty: "~" can be no job id, no claim
-// token and no idempotency key of the "k:" form. In the sorted sets it has
+// in existence while it is otherwise empty. It is the byte 0x01, which no
+// member can hold: job ids and claim tokens are validated, and
+// idempotency keys refuse control characters (a printable sentinel such
+// as "~" would be an idempotency key someone can send). In the sorted sets it has
 // the score +inf, in the pending list it is the rightmost element, in the
 // hashes it is a field with an empty value, and the wake stream always
 // keeps its last entry.
-const sentinel = "~"
+const sentinel = "\x01"
 
 // sentinels is how many members of each kind of key are the sentinel.
 const sentinels = 1
@@ -311,7 +313,7 @@ func (s scriptSpec) prelude() string {
 		fmt.Fprintf(&b, "local R_%s = %d\n", f, i+1)
 	}
 	fmt.Fprintf(&b, "local NREC = %d\n", len(recFields))
-	fmt.Fprintf(&b, "local SENTINEL = %q\n", sentinel)
+	fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", sentinel[0]) // Lua 5.1 reads no \x escapes
 	return b.String()
 }
 

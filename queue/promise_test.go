@@ -428,4 +428,32 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		_, _, err := b.client.List(b.ctx, b.queue, queue.ListOptions{Status: queue.StatusPending, Cursor: deep})
 		require.ErrorIs(t, err, queue.ErrInvalid, "no cursor reads deeper than the cap")
 	})
+
+	t.Run("IdempotencyRecordsExpireAndGoWithTheirJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(c *queue.Config) { c.IdempotencyTTL = time.Minute })
+		enq := func(key string) queue.Enqueued {
+			t.Helper()
+			e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "k", Delay: time.Hour, IdempotencyKey: key})
+			require.NoError(t, err)
+			return e
+		}
+		// "~" is an idempotency key like any other (no sentinel can be one).
+		first := enq("~")
+		require.True(t, enq("~").Replayed)
+		b.clock.Advance(2 * time.Minute)
+		again := enq("~")
+		require.False(t, again.Replayed, "past its time the record answers for nothing")
+		require.NotEqual(t, first.Job.ID, again.Job.ID)
+		// Deleting the jobs takes their records and leaves the hash, with
+		// its sentinel, in place.
+		for _, id := range []string{first.Job.ID, again.Job.ID} {
+			_, err := b.client.Cancel(b.ctx, b.queue, id) // canceled
+			require.NoError(t, err)
+			_, err = b.client.Cancel(b.ctx, b.queue, id) // deleted
+			require.NoError(t, err)
+		}
+		require.Equal(t, int64(1), b.rdb.HLen(b.ctx, b.key(queue.KeyIdem)).Val(), "only the sentinel")
+		require.False(t, enq("~").Replayed)
+	})
 }

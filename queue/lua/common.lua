@@ -283,6 +283,22 @@ local function finish_claim(token)
   end
 end
 
+-- Idempotency records ---------------------------------------------------------
+-- A record is "<job id>|<expires ms>" in K_idem: it answers for its job
+-- until then (a record read past its time counts as none), and it goes
+-- when its job goes.
+
+-- idem_of answers the job id and expiry of idempotency key ik, nil when
+-- it has no record.
+local function idem_of(ik)
+  local v = redis.call('HGET', K_idem, ik)
+  if not v then
+    return nil
+  end
+  local id, exp = string.match(v, '^(.*)|(%d+)$')
+  return id, tonumber(exp)
+end
+
 -- Deleting jobs -------------------------------------------------------------
 -- (Scripts that call these declare K_data, K_idem and K_expiry.)
 
@@ -294,9 +310,8 @@ end
 local function drop(id, f)
   redis.call('HDEL', K_data, id, id .. '.r')
   local ik = f[R_idempotency_key]
-  if ik ~= '' and redis.call('HGET', K_idem, ik) == id then
+  if ik ~= '' and idem_of(ik) == id then
     redis.call('HDEL', K_idem, ik)
-    redis.call('ZREM', K_expiry, 'k:' .. ik)
   end
   local since = math.max(tonumber(f[R_enqueued_at_ms]) or 0, tonumber(f[R_completed_at_ms]) or 0,
     tonumber(f[R_canceled_at_ms]) or 0, tonumber(f[R_died_at_ms]) or 0)
@@ -322,9 +337,9 @@ local function retire(id, f, retention_ms)
   end
   local ik = f[R_idempotency_key]
   if ik ~= '' then
-    local till = redis.call('ZSCORE', K_expiry, 'k:' .. ik)
-    if till then
-      ttl = math.max(ttl, tonumber(till) - now)
+    local rid, till = idem_of(ik)
+    if rid == id then
+      ttl = math.max(ttl, till - now)
     end
   end
   if ttl > 0 then

@@ -41,8 +41,8 @@ for _, j in ipairs(jobs) do
     replayed = 2 -- written by an earlier run of this same call
   else
     if j.idem ~= '' then
-      local first = redis.call('HGET', K_idem, j.idem)
-      if first and redis.call('HEXISTS', K_jobs, first) == 1 then
+      local first, till = idem_of(j.idem)
+      if first and till > now and redis.call('HEXISTS', K_jobs, first) == 1 then
         answer, replayed = first, 1
       end
     end
@@ -71,8 +71,7 @@ for _, j in ipairs(jobs) do
       save(j.id, f)
       redis.call('HSET', K_data, j.id, j.payload)
       if j.idem ~= '' then
-        redis.call('HSET', K_idem, j.idem, j.id)
-        redis.call('ZADD', K_expiry, now + idem_ttl, 'k:' .. j.idem)
+        redis.call('HSET', K_idem, j.idem, j.id .. '|' .. (now + idem_ttl))
       end
       added = added + 1
       emit('enqueued', j.id, j.kind, f[R_status], '0')

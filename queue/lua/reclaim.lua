@@ -5,7 +5,8 @@
 --    job that kills its worker each time must not loop for ever), or
 --    canceled when their cancellation was requested. The claim token is
 --    cleared, so the lost worker's late calls answer lease lost.
--- 2. Jobs and idempotency records whose time is up (retention, tombstones).
+-- 2. Jobs whose time is up (retention, tombstones), with their
+--    idempotency records.
 -- 3. Dead jobs past the dead set's age or count.
 -- Keys and arguments: specReclaim in queue/layout.go.
 -- Returns: { more, id_1, ..., id_k }: more 1 when work may remain, and the
@@ -55,18 +56,14 @@ end
 local due = redis.call('ZRANGEBYSCORE', K_expiry, '-inf', now, 'LIMIT', 0, limit)
 for _, m in ipairs(due) do
   redis.call('ZREM', K_expiry, m)
-  if string.sub(m, 1, 2) == 'k:' then
-    redis.call('HDEL', K_idem, string.sub(m, 3))
-  else
-    local f = load(m)
-    if f then
-      if f[R_status] == 'completed' or f[R_status] == 'canceled' then
-        redis.call('ZREM', K_done, m)
-        drop(m, f)
-      end
-    elseif tomb_of(m) then
-      redis.call('HDEL', K_jobs, m)
+  local f = load(m)
+  if f then
+    if f[R_status] == 'completed' or f[R_status] == 'canceled' then
+      redis.call('ZREM', K_done, m)
+      drop(m, f)
     end
+  elseif tomb_of(m) then
+    redis.call('HDEL', K_jobs, m)
   end
 end
 if #due == limit then
