@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -18,18 +17,9 @@ var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
 // exactNames reports the first member of data, an object decoded into a
 // value of type t, whose name matches a field of t only case-blind, named
-// under prefix; nil when there is none.
+// under prefix; nil when there is none. It reads only the objects that
+// map to structs, member by member: a payload is never decoded again.
 func exactNames(data []byte, t reflect.Type, prefix string) *Error {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if dec.Decode(&v) != nil {
-		return nil // the decode proper answers malformed JSON
-	}
-	return exactIn(v, t, prefix)
-}
-
-func exactIn(v any, t reflect.Type, prefix string) *Error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -38,26 +28,26 @@ func exactIn(v any, t reflect.Type, prefix string) *Error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return nil // not an object: the decode proper answered for it
 		}
 		for name, val := range obj {
 			f, ok := fieldByJSONName(t, name)
 			if !ok {
 				return invalidArg(prefix+name, "unknown field %q (field names are case-sensitive)", name)
 			}
-			if err := exactIn(val, f.Type, prefix+name+"."); err != nil {
+			if err := exactNames(val, f.Type, prefix+name+"."); err != nil {
 				return err
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		arr, ok := v.([]any)
-		if !ok {
+		var arr []json.RawMessage
+		if json.Unmarshal(data, &arr) != nil {
 			return nil
 		}
 		for i, el := range arr {
-			if err := exactIn(el, t.Elem(), strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"]."); err != nil {
+			if err := exactNames(el, t.Elem(), strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"]."); err != nil {
 				return err
 			}
 		}

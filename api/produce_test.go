@@ -133,6 +133,8 @@ func TestEnqueueInvalid(t *testing.T) {
 		{"bad queue", `{"kind":"k","queue":"{x}"}`, 400, "invalid_argument", "queue"},
 		{"empty queue", `{"kind":"k","queue":""}`, 400, "invalid_argument", "queue"},
 		{"unknown field", `{"kind":"k","dealy":"1s"}`, 400, "invalid_argument", "dealy"},
+		{"a field name in another case", `{"kind":"k","Delay":"1s"}`, 400, "invalid_argument", "Delay"},
+		{"a nested field name in another case", `{"kind":"k","backoff":{"Initial":"1s"}}`, 400, "invalid_argument", "backoff.Initial"},
 		{"unknown nested field", `{"kind":"k","backoff":{"initail":"1s"}}`, 400, "invalid_argument", "backoff.initail"},
 		{"kind not a string", `{"kind":5}`, 400, "invalid_argument", "kind"},
 		{"max_attempts not an integer", `{"kind":"k","max_attempts":1.5}`, 400, "invalid_argument", "max_attempts"},

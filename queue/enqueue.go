@@ -241,26 +241,27 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 	for _, i := range idx {
 		args = append(args, preps[i].args...)
 	}
-	var res []any
-	for try := 0; ; try++ {
-		v, err := c.run(ctx, enqueueScript, k, args...)
-		if err != nil {
+	v, err := c.run(ctx, enqueueScript, k, args...)
+	if err != nil {
+		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
+	}
+	res, _ := v.([]any)
+	if len(res) == 1 {
+		// The queue was deleted since this process created it: make it
+		// again, enqueue, and put its name back into the set of queues once
+		// the job is in (a delete racing this may have taken it out after
+		// the register; see Client.forget).
+		c.known.Delete(queue)
+		if err := c.register(ctx, queue); err != nil {
+			return err
+		}
+		if v, err = c.run(ctx, enqueueScript, k, args...); err != nil {
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 		}
 		res, _ = v.([]any)
-		if len(res) == 1 && try == 0 {
-			// The queue was deleted since this process created it: make it
-			// again. (Its name goes back into the set of queues after the
-			// job is in, too: a delete racing this may have taken it out
-			// after the register; see Client.DeleteQueue.)
-			c.known.Delete(queue)
-			if err := c.register(ctx, queue); err != nil {
-				return err
-			}
-			defer func() { _ = c.rdb.SAdd(context.WithoutCancel(ctx), queuesKey(c.ns), queue).Err() }()
-			continue
+		if err := c.rdb.SAdd(ctx, queuesKey(c.ns), queue).Err(); err != nil {
+			return fmt.Errorf("queue: enqueue into %s: %w", queue, wrapRedis(err))
 		}
-		break
 	}
 	if len(res) != 2+3*len(idx) {
 		return fmt.Errorf("queue: enqueue into %s: unexpected reply %v", queue, res)

@@ -33,9 +33,8 @@ func (c *Client) DeleteQueue(ctx context.Context, queue string, force bool) erro
 	case 0:
 		return fmt.Errorf("%w: %s (delete with force to delete them too)", ErrQueueBusy, queue)
 	}
-	if err := c.forget(ctx, queue); err != nil {
-		return err
-	}
+	// No keys: the name is left as it is. Taking it out here could race a
+	// first enqueue between its register and its create.
 	return fmt.Errorf("%w: %s", ErrNoQueue, queue)
 }
 
