@@ -122,17 +122,9 @@ func (e *boundedEnv) fill(b *testing.B, q string, n, producers int, delay time.D
 // info answers one field of INFO section as an integer.
 func (e *boundedEnv) info(b *testing.B, section, field string) int64 {
 	b.Helper()
-	s, err := e.rdb.Info(e.ctx, section).Result()
+	n, err := strconv.ParseInt(infoField(b, e.rdb, section, field), 10, 64)
 	require.NoError(b, err)
-	for line := range strings.SplitSeq(s, "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(b, err)
-			return n
-		}
-	}
-	b.Fatalf("INFO %s has no %s", section, field)
-	return 0
+	return n
 }
 
 func (e *boundedEnv) usedMemory(b *testing.B) int64 { return e.info(b, "memory", "used_memory") }

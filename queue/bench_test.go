@@ -113,18 +113,27 @@ func BenchmarkEndToEnd(b *testing.B) {
 // redisCPU is the CPU time redis-server has used (user + system).
 func redisCPU(b *testing.B, c *queue.Client) time.Duration {
 	b.Helper()
-	info, err := c.Redis().Info(context.Background(), "cpu").Result()
-	require.NoError(b, err)
 	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		k, v, _ := strings.Cut(line, ":")
-		if k == "used_cpu_sys" || k == "used_cpu_user" {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(b, err)
-			total += f
-		}
+	for _, f := range []string{"used_cpu_sys", "used_cpu_user"} {
+		v, err := strconv.ParseFloat(infoField(b, c.Redis(), "cpu", f), 64)
+		require.NoError(b, err)
+		total += v
 	}
 	return time.Duration(total * float64(time.Second))
+}
+
+// infoField answers one field of an INFO section.
+func infoField(b *testing.B, rdb redis.UniversalClient, section, field string) string {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), section).Result()
+	require.NoError(b, err)
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	b.Fatalf("INFO %s has no %s", section, field)
+	return ""
 }
 
 // BenchmarkLateness schedules 2,000 jobs due over one second and measures,

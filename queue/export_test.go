@@ -10,14 +10,11 @@ import (
 // with the common arguments and then args, for tests that call a script
 // twice as a retried command would.
 func (c *Client) RunScript(ctx context.Context, name, queue string, args ...any) (any, error) {
-	for _, s := range []*luaScript{createScript, enqueueScript, promoteScript, claimScript, waitScript, completeScript,
-		failScript, heartbeatScript, releaseScript, reclaimScript, listScript, cancelScript, rescheduleScript,
-		runNowScript, deadScript, deleteScript} {
-		if s.spec.name == name {
-			return c.run(ctx, s, queueKeys(c.ns, queue), args...)
-		}
+	s, ok := scriptsByName[name]
+	if !ok {
+		panic("no script " + name)
 	}
-	panic("no script " + name)
+	return c.run(ctx, s, queueKeys(c.ns, queue), args...)
 }
 
 // ForgetIdle exposes forgetIdle, the reclaim sweep's last step.

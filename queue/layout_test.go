@@ -64,6 +64,7 @@ func TestScriptSpecsNameLayoutKeys(t *testing.T) {
 		}
 	}
 	require.Len(t, specCreate.keys, len(k.all()), "create.lua makes every key")
+	require.Len(t, scriptsByName, len(allSpecs), "every declared script is loaded")
 }
 
 // A script called with a malformed argument answers an error and writes

@@ -21,8 +21,12 @@ type luaScript struct {
 	s    *redis.Script
 }
 
-// scriptHashes maps each script's name to its SHA1, as EVALSHA sends it.
-var scriptHashes = map[string]string{}
+// scriptsByName holds every script, and scriptHashes each one's SHA1 as
+// EVALSHA sends it, by name.
+var (
+	scriptsByName = map[string]*luaScript{}
+	scriptHashes  = map[string]string{}
+)
 
 // ScriptHashes answers each of the package's scripts by name with its SHA1
 // (the EVALSHA argument), for tools that watch the traffic to Redis (the
@@ -39,8 +43,9 @@ func newScript(spec scriptSpec) *luaScript {
 		panic(err)
 	}
 	s := redis.NewScript(spec.prelude() + string(common) + "\n" + string(body))
-	scriptHashes[spec.name] = s.Hash()
-	return &luaScript{spec: spec, s: s}
+	ls := &luaScript{spec: spec, s: s}
+	scriptsByName[spec.name], scriptHashes[spec.name] = ls, s.Hash()
+	return ls
 }
 
 var (
