@@ -120,7 +120,7 @@ func eventsPattern(ns string) string { return ns + ":{*}:events" } // PSUBSCRIBE
 // Meta hash fields.
 const (
 	metaCreated      = "created_ms"
-	metaActive       = "active_ms"     // the last enqueue: an empty queue idle since long is forgotten
+	metaActive       = "active_ms"     // the last enqueue, to the minute: an empty queue idle since long is forgotten
 	metaPaused       = "paused"        // "1" while paused
 	metaStale        = "stale"         // ids in the pending list whose job is no longer pending
 	metaWaker        = "waker"         // the due score last handed to a claimer to wake at

@@ -20,8 +20,9 @@ local wants_next = A_want_next == '1'
 if not max or not vis or not wait_ms then
   return redis.error_reply('ERR chronoq claim: malformed arguments')
 end
-if not exists() then
-  return { 0, '', now_us, '0-0' }
+local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused')
+if not meta[1] then
+  return { 0, '', now_us, '0-0' } -- no such queue
 end
 
 local prior = redis.call('HGET', K_claims, A_token_base)
@@ -38,7 +39,7 @@ if prior then
   end
   return out
 end
-if redis.call('HGET', K_meta, 'paused') == '1' then
+if meta[2] == '1' then
   return { 1, '', now_us, '0-0' }
 end
 

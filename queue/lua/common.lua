@@ -196,9 +196,10 @@ end
 
 -- wake tells claimers waiting on the wake stream that n jobs became
 -- pending, when one may be waiting (a claim that found nothing and is
--- about to wait marks waiting_until).
-local function wake(n)
-  if n > 0 and tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') >= now then
+-- about to wait marks waiting_until; a script that read it already passes
+-- it).
+local function wake(n, waiting_until)
+  if n > 0 and tonumber(waiting_until or redis.call('HGET', K_meta, 'waiting_until') or '0') >= now then
     redis.call('XADD', K_wake, 'MAXLEN', '1', '*', 'n', n)
   end
 end

@@ -27,7 +27,8 @@ for i = 0, n - 1 do
   jobs[#jobs + 1] = j
 end
 
-if not exists() then
+local meta = redis.call('HMGET', K_meta, 'created_ms', 'waiting_until', 'active_ms')
+if not meta[1] then
   return { -1 } -- deleted since this client created it: the client creates it again
 end
 
@@ -83,13 +84,15 @@ for _, j in ipairs(jobs) do
 end
 if #pend > 0 then
   redis.call('LPUSH', K_pending, unpack(pend))
-  wake(#pend)
+  wake(#pend, meta[2] or '0')
 end
 if #sched > 0 then
   redis.call('ZADD', K_sched, unpack(sched))
 end
 count('enqueued', added)
-redis.call('HSET', K_meta, 'active_ms', now)
+if tonumber(meta[3] or '0') < now - 60000 then
+  redis.call('HSET', K_meta, 'active_ms', now) -- the last enqueue, to the minute: idle queues are forgotten by it
+end
 out[2] = new_head or ''
 publish_events()
 return out
