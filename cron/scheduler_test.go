@@ -49,20 +49,8 @@ func TestSchedulerThreeLoops(t *testing.T) {
 func TestSchedulerRestart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	clock := clockwork.NewFakeClockAt(base)
-	c := b.client(t, clock)
-	store := cron.NewStore(c)
-	entries := []cron.Entry{
-		{Name: "skip", Schedule: "@every 1s", Queue: "skip", Kind: "tick", Missed: cron.MissedSkip},
-		{Name: "once", Schedule: "* * * * * *", Queue: "once", Kind: "tick", Missed: cron.MissedOnce},
-	}
-	require.NoError(t, store.Register(b.ctx, entries...))
-	s := b.scheduler(t, cron.Config{Client: c})
-	for range 10 {
-		step(t, clock, 1, time.Second)
-	}
-	parked(t, clock, 1)
-	require.NoError(t, s.Stop(b.ctx))
+	r := b.runTenTicksAndStop(t)
+	clock, c, store, entries, s := r.clock, r.client, r.store, r.entries, r.sched
 	clock.Advance(100 * time.Second) // nobody runs
 	// A restart registers the same entries again: their history stays.
 	require.NoError(t, store.Register(b.ctx, entries...))
@@ -435,20 +423,8 @@ func TestSchedulerLateInstanceAfterJobGone(t *testing.T) {
 func TestSchedulerQuickRestartRunsTheGapLate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	clock := clockwork.NewFakeClockAt(base)
-	c := b.client(t, clock)
-	store := cron.NewStore(c)
-	entries := []cron.Entry{
-		{Name: "skip", Schedule: "@every 1s", Queue: "skip", Kind: "tick", Missed: cron.MissedSkip},
-		{Name: "once", Schedule: "* * * * * *", Queue: "once", Kind: "tick", Missed: cron.MissedOnce},
-	}
-	require.NoError(t, store.Register(b.ctx, entries...))
-	s := b.scheduler(t, cron.Config{Client: c})
-	for range 10 {
-		step(t, clock, 1, time.Second)
-	}
-	parked(t, clock, 1)
-	require.NoError(t, s.Stop(b.ctx))
+	r := b.runTenTicksAndStop(t)
+	clock, c, store, entries, s := r.clock, r.client, r.store, r.entries, r.sched
 	clock.Advance(30 * time.Second) // below the default Grace, 1 min
 	require.NoError(t, store.Register(b.ctx, entries...))
 	require.NoError(t, s.Start(b.ctx))
@@ -587,4 +563,33 @@ func TestSchedulerOnRedisCluster(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, len(wantTicks(t, e.Schedule, "", base, to)), st.EnqueuedTotal, e.Name)
 	}
+}
+
+// stoppedAfterTen is a scheduler stopped after ten ticks of a "skip" and a
+// "once" entry due every second, on a fake clock: where the restart tests
+// start.
+type stoppedAfterTen struct {
+	clock   *clockwork.FakeClock
+	client  *queue.Client
+	store   *cron.Store
+	entries []cron.Entry
+	sched   *cron.Scheduler
+}
+
+func (b *testBundle) runTenTicksAndStop(t *testing.T) stoppedAfterTen {
+	t.Helper()
+	r := stoppedAfterTen{clock: clockwork.NewFakeClockAt(base), entries: []cron.Entry{
+		{Name: "skip", Schedule: "@every 1s", Queue: "skip", Kind: "tick", Missed: cron.MissedSkip},
+		{Name: "once", Schedule: "* * * * * *", Queue: "once", Kind: "tick", Missed: cron.MissedOnce},
+	}}
+	r.client = b.client(t, r.clock)
+	r.store = cron.NewStore(r.client)
+	require.NoError(t, r.store.Register(b.ctx, r.entries...))
+	r.sched = b.scheduler(t, cron.Config{Client: r.client})
+	for range 10 {
+		step(t, r.clock, 1, time.Second)
+	}
+	parked(t, r.clock, 1)
+	require.NoError(t, r.sched.Stop(b.ctx))
+	return r
 }
