@@ -10,11 +10,15 @@
 //
 // # Never early, rarely late
 //
-// A Promoter runs one loop per queue. Each pass promotes what is due in
-// bounded batches and learns the due time of the next scheduled job; the
-// loop then sleeps exactly until then, never longer than MaxSleep. A
-// [Nudge] (a job scheduled earlier than the one the loop waits for, from
-// this process or, through Redis pub/sub, from another) wakes it at once.
+// A Promoter runs one loop per queue whose next job is due soon (within
+// twice MaxSleep). Each pass promotes what is due in bounded batches and
+// learns the due time of the next scheduled job; the loop then sleeps
+// exactly until then, never longer than MaxSleep. A queue whose next job
+// is further off is parked in the Source's index and its loop ends; one
+// scheduler reads the index every MaxSleep and starts the loops of the
+// queues whose time nears, so idle queues cost nothing. A [Nudge] (a job
+// scheduled earlier than the one the loop waits for, from this process
+// or, through Redis pub/sub, from another) wakes or starts a loop at once.
 // A job is promoted when the clock has reached its due time (which the
 // queue package keeps to the microsecond), so never before it.
 //

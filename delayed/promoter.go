@@ -13,14 +13,21 @@ import (
 
 // Source is what a [Promoter] drives. The queue package's Client is one.
 type Source interface {
-	// Promote moves the jobs of queue that are due into its pending list,
+	// PromoteWithin moves the jobs of queue that are due into its pending list,
 	// one bounded batch, and answers how many moved and the due time of
 	// the earliest job still scheduled (the zero time when none is). What
 	// is due is the source's to decide (the queue package decides by
 	// Redis's clock); next is on the Promoter's clock, for it to sleep
-	// until.
-	Promote(ctx context.Context, queue string) (moved int, next time.Time, err error)
-	// Queues lists the known queues.
+	// until. When nothing is due within horizon, the source parks the
+	// queue in its index, for Due to name it again when it nears.
+	PromoteWithin(ctx context.Context, queue string, horizon time.Duration) (moved int, next time.Time, err error)
+	// Due answers, earliest first and at most limit of them, the queues
+	// whose earliest scheduled job is due within the next `within` by the
+	// source's index, with when (on the Promoter's clock). It may name a
+	// queue with nothing due; it names every queue that has something,
+	// but after a lost index update, which a reconcile repairs.
+	Due(ctx context.Context, within time.Duration, limit int) ([]Nudge, error)
+	// Queues lists the known queues, for a reconcile.
 	Queues(ctx context.Context) ([]string, error)
 	// Nudges delivers a Nudge each time a job is scheduled ahead of the
 	// earliest one of its queue, until ctx ends; then the channel closes.
@@ -37,28 +44,25 @@ type Nudge struct {
 type Config struct {
 	// Source is the queue store to promote in. Required.
 	Source Source
-	// Queues are the queues to promote. When empty, every queue the Source
-	// knows, refreshed every RefreshInterval and on each nudge. Defaults to
-	// empty.
+	// Queues are the queues to promote. When empty, every queue of the
+	// Source. Defaults to empty.
 	Queues []string
 	// Clock drives the waits. Defaults to the real clock, whose waits end
 	// on time to a fraction of a millisecond (see the package doc).
 	Clock clockwork.Clock
-	// MaxSleep caps the wait between two passes over a queue that has jobs
-	// scheduled, so a lost nudge delays a job by MaxSleep at the most.
-	// Defaults to 1 s.
+	// MaxSleep caps the wait between two passes over a queue whose next
+	// job is due soon, and is how often the Source's index is read for
+	// queues whose next job nears. A queue whose next job is further off
+	// than twice this is parked in the index, and costs nothing until
+	// then. Defaults to 1 s.
 	MaxSleep time.Duration
-	// IdleSleep caps the wait over a queue with nothing scheduled: it
-	// wakes for a nudge (a job scheduled into it), and otherwise passes
-	// over it this often, so that 1,000 idle queues cost one promote call
-	// each per IdleSleep, not per MaxSleep. A job scheduled into an idle
-	// queue whose nudge was lost (a reconnect of the nudge subscription)
-	// waits up to this long past its due time, unless a worker claims it
-	// first (a claim promotes what is due). Defaults to 1 minute.
-	IdleSleep time.Duration
-	// RefreshInterval is how often the list of queues is read again when
-	// Queues is empty. Defaults to 5 s.
-	RefreshInterval time.Duration
+	// ReconcileInterval is how often every queue gets one pass whatever
+	// the index says, which repairs an index entry left late by a producer
+	// that died between its enqueue and the index update. (A worker's
+	// claim promotes what is due by itself, so such a job is late only
+	// for a queue no worker is waiting on.) The first reconcile is at
+	// Start. Defaults to 5 minutes.
+	ReconcileInterval time.Duration
 	// OnPromote, when set, is called after each pass that moved jobs
 	// (metrics: batch sizes). Defaults to nil.
 	OnPromote func(queue string, moved int)
@@ -66,17 +70,31 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// dueBatch is how many queues one read of the index answers.
+const dueBatch = 1000
+
 // Promoter moves due jobs into the pending lists. Any number of promoters
 // may run on the same queues: promotion is one atomic script per batch, so
 // no job is promoted twice.
+//
+// Its cost follows the queues with jobs due soon, not the queues there
+// are: a queue gets a loop of its own (a pass, a sleep until its next due
+// job) only while its next job is due within the horizon (2×MaxSleep); its
+// loop then parks it in the Source's index and ends. One scheduler reads
+// the index every MaxSleep and starts a loop for each queue whose time
+// nears; a nudge (a job scheduled ahead of its queue's earliest) starts
+// one at once.
 type Promoter struct {
-	cfg    Config
-	clock  clockwork.Clock
-	log    *slog.Logger
-	mu     sync.Mutex
-	wakes  map[string]chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg     Config
+	clock   clockwork.Clock
+	log     *slog.Logger
+	horizon time.Duration
+	only    map[string]bool // cfg.Queues as a set; nil: every queue
+	mu      sync.Mutex
+	wakes   map[string]chan struct{}
+	runCtx  context.Context // the loops': set by Start, canceled by Stop
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // NewPromoter checks cfg and fills its defaults.
@@ -85,10 +103,15 @@ func NewPromoter(cfg Config) (*Promoter, error) {
 		return nil, errors.New("delayed: Config.Source is required")
 	}
 	cfg.MaxSleep = cmp.Or(cfg.MaxSleep, time.Second)
-	cfg.IdleSleep = max(cmp.Or(cfg.IdleSleep, time.Minute), cfg.MaxSleep)
-	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, 5*time.Second)
+	cfg.ReconcileInterval = max(cmp.Or(cfg.ReconcileInterval, 5*time.Minute), cfg.MaxSleep)
 	p := &Promoter{cfg: cfg, clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()),
-		log: cmp.Or(cfg.Logger, slog.Default()), wakes: map[string]chan struct{}{}}
+		log: cmp.Or(cfg.Logger, slog.Default()), horizon: 2 * cfg.MaxSleep, wakes: map[string]chan struct{}{}}
+	for _, q := range cfg.Queues {
+		if p.only == nil {
+			p.only = map[string]bool{}
+		}
+		p.only[q] = true
+	}
 	return p, nil
 }
 
@@ -101,16 +124,11 @@ func (p *Promoter) Start(ctx context.Context) error {
 		return errors.New("delayed: promoter already started")
 	}
 	ctx, p.cancel = context.WithCancel(ctx)
+	p.runCtx = ctx
 	nudges := p.cfg.Source.Nudges(ctx)
-	for _, q := range p.cfg.Queues {
-		p.startLocked(ctx, q)
-	}
-	p.wg.Add(1)
+	p.wg.Add(2)
 	go p.dispatch(ctx, nudges)
-	if len(p.cfg.Queues) == 0 {
-		p.wg.Add(1)
-		go p.refresh(ctx)
-	}
+	go p.schedule(ctx)
 	return nil
 }
 
@@ -118,11 +136,13 @@ func (p *Promoter) Start(ctx context.Context) error {
 func (p *Promoter) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	cancel := p.cancel
+	if cancel != nil {
+		cancel() // under mu: no loop starts after it (see wakeLocked)
+	}
 	p.mu.Unlock()
 	if cancel == nil {
 		return nil
 	}
-	cancel()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	select {
@@ -133,29 +153,30 @@ func (p *Promoter) Stop(ctx context.Context) error {
 	}
 }
 
-// Wake makes the loop of queue pass over it now. Unknown queues are
-// started when the promoter follows every queue.
+// Wake makes the loop of queue pass over it now, starting one if it has
+// none (and the promoter follows the queue).
 func (p *Promoter) Wake(queue string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.wakeLocked(queue)
+}
+
+func (p *Promoter) wakeLocked(queue string) {
+	if p.runCtx == nil || p.runCtx.Err() != nil || p.only != nil && !p.only[queue] {
+		return
+	}
 	w, ok := p.wakes[queue]
 	if !ok {
+		w = make(chan struct{}, 1)
+		p.wakes[queue] = w
+		p.wg.Add(1)
+		go p.loop(p.runCtx, queue, w)
 		return
 	}
 	select {
 	case w <- struct{}{}:
 	default:
 	}
-}
-
-func (p *Promoter) startLocked(ctx context.Context, queue string) {
-	if _, ok := p.wakes[queue]; ok {
-		return
-	}
-	w := make(chan struct{}, 1)
-	p.wakes[queue] = w
-	p.wg.Add(1)
-	go p.loop(ctx, queue, w)
 }
 
 func (p *Promoter) dispatch(ctx context.Context, nudges <-chan Nudge) {
@@ -168,31 +189,25 @@ func (p *Promoter) dispatch(ctx context.Context, nudges <-chan Nudge) {
 			if !ok {
 				return
 			}
-			p.mu.Lock()
-			if len(p.cfg.Queues) == 0 && ctx.Err() == nil {
-				p.startLocked(ctx, n.Queue)
-			}
-			p.mu.Unlock()
 			p.Wake(n.Queue)
 		}
 	}
 }
 
-func (p *Promoter) refresh(ctx context.Context) {
+// schedule starts the loops of the queues whose time nears, reading the
+// index every MaxSleep, and of every queue each ReconcileInterval.
+func (p *Promoter) schedule(ctx context.Context) {
 	defer p.wg.Done()
-	for {
-		qs, err := p.cfg.Source.Queues(ctx)
-		if err != nil && ctx.Err() == nil {
-			p.log.Warn("promoter: listing queues failed", "err", err)
-		}
-		p.mu.Lock()
-		if ctx.Err() == nil {
-			for _, q := range qs {
-				p.startLocked(ctx, q)
+	var reconciled time.Time
+	for ctx.Err() == nil {
+		if reconciled.IsZero() || p.clock.Since(reconciled) >= p.cfg.ReconcileInterval {
+			if p.reconcile(ctx) {
+				reconciled = p.clock.Now()
 			}
+		} else {
+			p.startDue(ctx)
 		}
-		p.mu.Unlock()
-		t := p.clock.NewTimer(p.cfg.RefreshInterval)
+		t := p.clock.NewTimer(p.cfg.MaxSleep)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -202,27 +217,70 @@ func (p *Promoter) refresh(ctx context.Context) {
 	}
 }
 
+func (p *Promoter) startDue(ctx context.Context) {
+	due, err := p.cfg.Source.Due(ctx, p.horizon, dueBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("promoter: reading the due index failed", "err", err)
+		}
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range due {
+		if _, running := p.wakes[d.Queue]; !running {
+			p.wakeLocked(d.Queue)
+		}
+	}
+}
+
+// reconcile starts a loop (one pass, at least) for every queue, and
+// answers whether it could list them.
+func (p *Promoter) reconcile(ctx context.Context) bool {
+	qs := p.cfg.Queues
+	if len(qs) == 0 {
+		var err error
+		if qs, err = p.cfg.Source.Queues(ctx); err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("promoter: listing queues failed", "err", err)
+			}
+			return false
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, q := range qs {
+		if _, running := p.wakes[q]; !running {
+			p.wakeLocked(q)
+		}
+	}
+	return true
+}
+
 // loop promotes one queue: a pass, then a sleep until the next due job (at
-// most MaxSleep), cut short by a wake.
-func (p *Promoter) loop(ctx context.Context, queue string, wake <-chan struct{}) {
+// most MaxSleep), cut short by a wake; it ends once the queue has nothing
+// due within the horizon (the pass parked it in the index).
+func (p *Promoter) loop(ctx context.Context, queue string, wake chan struct{}) {
 	defer p.wg.Done()
 	for ctx.Err() == nil {
-		moved, next, err := p.cfg.Source.Promote(ctx, queue)
+		moved, next, err := p.cfg.Source.PromoteWithin(ctx, queue, p.horizon)
+		if moved > 0 && p.cfg.OnPromote != nil {
+			p.cfg.OnPromote(queue, moved)
+		}
 		wait := p.cfg.MaxSleep
-		switch {
-		case err == nil && next.IsZero():
-			wait = p.cfg.IdleSleep // nothing scheduled: a nudge wakes it
-		case err != nil:
+		if err != nil {
 			if ctx.Err() == nil {
 				p.log.Warn("promoter: promote failed", "queue", queue, "err", err)
 			}
-		case !next.IsZero():
+		} else if next.IsZero() || p.clock.Until(next) > p.horizon {
+			if p.park(queue, wake) {
+				return
+			}
+			continue // woken meanwhile: another pass
+		} else {
 			// From the clock as it is now, after the round trip: the sleep
 			// ends at the due time, not a round trip after it.
 			wait = min(wait, p.clock.Until(next))
-		}
-		if moved > 0 && p.cfg.OnPromote != nil {
-			p.cfg.OnPromote(queue, moved)
 		}
 		if wait <= 0 {
 			continue // more is due already: the next batch
@@ -231,6 +289,20 @@ func (p *Promoter) loop(ctx context.Context, queue string, wake <-chan struct{})
 			return
 		}
 	}
+}
+
+// park ends queue's loop unless a wake came in meanwhile (which the loop
+// must not miss): answers whether it ended.
+func (p *Promoter) park(queue string, wake chan struct{}) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-wake:
+		return false
+	default:
+	}
+	delete(p.wakes, queue)
+	return true
 }
 
 // sleep waits d, or until a wake or ctx's end; false when ctx ended. The

@@ -13,12 +13,14 @@ import (
 	"github.com/chronoq/chronoq/delayed"
 )
 
-// fakeSource is a sorted set of due times per queue, in memory: these tests
-// are about the promoter's timing, not about Redis (the queue package's
-// tests drive the promoter against real Redis).
+// fakeSource is a sorted set of due times per queue and an index of the
+// queues, in memory: these tests are about the promoter's timing, not
+// about Redis (the queue package's tests drive the promoter against real
+// Redis).
 type fakeSource struct {
 	mu       sync.Mutex
 	due      map[string][]time.Time
+	index    map[string]time.Time   // queue -> when it needs a pass, as parked or marked
 	promoted map[string][]time.Time // due times, in the order promoted
 	at       map[string][]time.Time // clock time of each promotion
 	nudges   chan delayed.Nudge
@@ -27,18 +29,31 @@ type fakeSource struct {
 }
 
 func newFakeSource(clock clockwork.Clock) *fakeSource {
-	return &fakeSource{clock: clock, due: map[string][]time.Time{}, promoted: map[string][]time.Time{}, at: map[string][]time.Time{},
+	return &fakeSource{clock: clock, due: map[string][]time.Time{}, index: map[string]time.Time{}, promoted: map[string][]time.Time{}, at: map[string][]time.Time{},
 		nudges: make(chan delayed.Nudge, 16), passes: make(chan string, 1024)}
 }
 
+// add schedules a job at t and lowers the queue's index entry to it, as
+// the queue package's marks do.
 func (s *fakeSource) add(q string, t time.Time) {
+	s.addUnindexed(q, t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.index[q]; !ok || t.Before(at) {
+		s.index[q] = t
+	}
+}
+
+// addUnindexed schedules a job at t as a producer does that dies before
+// its index update.
+func (s *fakeSource) addUnindexed(q string, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.due[q] = append(s.due[q], t)
 	slices.SortFunc(s.due[q], time.Time.Compare)
 }
 
-func (s *fakeSource) Promote(_ context.Context, q string) (int, time.Time, error) {
+func (s *fakeSource) PromoteWithin(_ context.Context, q string, horizon time.Duration) (int, time.Time, error) {
 	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -53,6 +68,11 @@ func (s *fakeSource) Promote(_ context.Context, q string) (int, time.Time, error
 	if len(s.due[q]) > 0 {
 		next = s.due[q][0]
 	}
+	if next.IsZero() {
+		delete(s.index, q)
+	} else if next.Sub(now) > horizon {
+		s.index[q] = next
+	}
 	select {
 	case s.passes <- q:
 	default:
@@ -60,7 +80,28 @@ func (s *fakeSource) Promote(_ context.Context, q string) (int, time.Time, error
 	return moved, next, nil
 }
 
+func (s *fakeSource) Due(_ context.Context, within time.Duration, limit int) ([]delayed.Nudge, error) {
+	by := s.clock.Now().Add(within)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []delayed.Nudge
+	for q, at := range s.index {
+		if !at.After(by) {
+			out = append(out, delayed.Nudge{Queue: q, At: at})
+		}
+	}
+	slices.SortFunc(out, func(a, b delayed.Nudge) int { return a.At.Compare(b.At) })
+	return out[:min(len(out), limit)], nil
+}
+
 func (s *fakeSource) Queues(context.Context) ([]string, error) { return []string{"a"}, nil }
+
+func (s *fakeSource) indexed(q string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.index[q]
+	return at, ok
+}
 
 func (s *fakeSource) Nudges(ctx context.Context) <-chan delayed.Nudge {
 	out := make(chan delayed.Nudge)
@@ -108,10 +149,20 @@ func setupPromoter(t *testing.T, cfg delayed.Config) *promoterBundle {
 	return &promoterBundle{ctx: ctx, clock: clock, src: src, p: p}
 }
 
-// parked waits until the loops sleep on n timers.
+// parked waits until n queue loops sleep, beside the scheduler.
 func (b *promoterBundle) parked(t *testing.T, n int) {
 	t.Helper()
-	require.NoError(t, b.clock.BlockUntilContext(b.ctx, n))
+	require.NoError(t, b.clock.BlockUntilContext(b.ctx, n+1))
+}
+
+// noPass fails when a pass was made.
+func (b *promoterBundle) noPass(t *testing.T, why string) {
+	t.Helper()
+	select {
+	case q := <-b.src.passes:
+		t.Fatalf("a pass over %s: %s", q, why)
+	default:
+	}
 }
 
 func TestPromoterSleepsExactlyUntilNextDue(t *testing.T) {
@@ -132,19 +183,21 @@ func TestPromoterSleepsExactlyUntilNextDue(t *testing.T) {
 	require.Equal(t, []time.Time{start.Add(10 * time.Second)}, promoted)
 	require.Equal(t, []time.Time{start.Add(10 * time.Second)}, at, "promoted at its due time exactly")
 	b.clock.Advance(15 * time.Second)
-	b.parked(t, 1)
-	_, at = b.src.snapshot("a")
+	for len(at) < 2 {
+		<-b.src.passes
+		_, at = b.src.snapshot("a")
+	}
 	require.Equal(t, start.Add(25*time.Second), at[1])
 }
 
 func TestPromoterCapsItsSleep(t *testing.T) {
 	t.Parallel()
 	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: 2 * time.Second})
-	b.src.add("a", b.clock.Now().Add(time.Hour)) // something scheduled: not idle
+	b.src.add("a", b.clock.Now().Add(3*time.Second)) // within the horizon (4 s): the loop stays
 	require.NoError(t, b.p.Start(b.ctx))
 	<-b.src.passes
 	b.parked(t, 1)
-	// A job appears without a nudge (a nudge lost): found after MaxSleep.
+	// A job appears without its nudge (a nudge lost): found after MaxSleep.
 	b.src.add("a", b.clock.Now())
 	b.clock.Advance(2 * time.Second)
 	<-b.src.passes
@@ -153,25 +206,54 @@ func TestPromoterCapsItsSleep(t *testing.T) {
 	require.Len(t, promoted, 1)
 }
 
-// A queue with nothing scheduled is passed over every IdleSleep, not every
-// MaxSleep: idle queues cost little however many there are.
-func TestPromoterIdleQueueSleepsIdleSleep(t *testing.T) {
+// A queue whose next job is further off than the horizon (2×MaxSleep) is
+// parked in the index, its loop ends, and it costs no pass until the
+// scheduler's read of the index finds its time near; then it is promoted
+// on time.
+func TestPromoterParksAQueueUntilItsTimeNears(t *testing.T) {
 	t.Parallel()
-	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Second, IdleSleep: 10 * time.Second})
+	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Second})
+	start := b.clock.Now()
+	b.src.add("a", start.Add(time.Minute))
 	require.NoError(t, b.p.Start(b.ctx))
 	<-b.src.passes
-	b.parked(t, 1)
-	b.src.add("a", b.clock.Now()) // without a nudge
-	b.clock.Advance(9 * time.Second)
-	b.parked(t, 1)
-	select {
-	case <-b.src.passes:
-		t.Fatal("an idle queue was passed over before IdleSleep")
-	default:
+	b.parked(t, 0) // the loop ended: only the scheduler's timer is left
+	at, ok := b.src.indexed("a")
+	require.True(t, ok)
+	require.Equal(t, start.Add(time.Minute), at)
+	for range 57 {
+		b.clock.Advance(time.Second)
+		b.parked(t, 0)
 	}
-	b.clock.Advance(time.Second)
+	b.noPass(t, "a parked queue is passed over only when its time nears")
+	b.clock.Advance(time.Second) // 58 s: within the horizon
 	<-b.src.passes
 	b.parked(t, 1)
+	b.clock.Advance(2 * time.Second)
+	<-b.src.passes
+	_, promotedAt := b.src.snapshot("a")
+	require.Equal(t, []time.Time{start.Add(time.Minute)}, promotedAt, "promoted at its due time exactly")
+}
+
+// A queue with nothing scheduled leaves the index and costs no pass, until
+// a nudge, or the reconcile every ReconcileInterval (which finds a job
+// whose producer died before updating the index).
+func TestPromoterIdleQueueCostsNothingUntilReconcile(t *testing.T) {
+	t.Parallel()
+	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Second, ReconcileInterval: 10 * time.Second})
+	require.NoError(t, b.p.Start(b.ctx))
+	<-b.src.passes // the reconcile at Start
+	b.parked(t, 0)
+	_, ok := b.src.indexed("a")
+	require.False(t, ok, "nothing scheduled: not in the index")
+	b.src.addUnindexed("a", b.clock.Now())
+	for range 9 {
+		b.clock.Advance(time.Second)
+		b.parked(t, 0)
+	}
+	b.noPass(t, "an idle queue is passed over only by a reconcile")
+	b.clock.Advance(time.Second)
+	<-b.src.passes
 	promoted, _ := b.src.snapshot("a")
 	require.Len(t, promoted, 1)
 }
@@ -210,7 +292,10 @@ func TestPromoterDrainsInBatchesWithoutSleeping(t *testing.T) {
 		b.src.add("a", b.clock.Now().Add(-time.Duration(i)*time.Second))
 	}
 	require.NoError(t, b.p.Start(b.ctx))
-	b.parked(t, 1) // all seven moved before the first sleep
+	for range 4 { // all seven moved without a sleep
+		<-b.src.passes
+	}
+	require.NoError(t, b.p.Stop(b.ctx))
 	promoted, _ := b.src.snapshot("a")
 	require.Len(t, promoted, 7)
 	require.True(t, slices.IsSortedFunc(promoted, time.Time.Compare), "earliest first")
@@ -221,12 +306,15 @@ func TestPromoterDrainsInBatchesWithoutSleeping(t *testing.T) {
 
 func TestPromoterFollowsNewQueues(t *testing.T) {
 	t.Parallel()
-	b := setupPromoter(t, delayed.Config{RefreshInterval: time.Hour, MaxSleep: time.Hour})
+	b := setupPromoter(t, delayed.Config{MaxSleep: time.Hour})
 	require.NoError(t, b.p.Start(b.ctx))
-	b.parked(t, 2) // queue "a" from the listing, and the refresh timer
+	<-b.src.passes // queue "a" from the listing
+	b.parked(t, 0)
 	b.src.add("new", b.clock.Now())
+	b.src.add("new", b.clock.Now().Add(time.Minute))
 	b.src.nudges <- delayed.Nudge{Queue: "new", At: b.clock.Now()}
-	b.parked(t, 3)
+	<-b.src.passes
+	b.parked(t, 1)
 	promoted, _ := b.src.snapshot("new")
 	require.Len(t, promoted, 1)
 }
@@ -236,6 +324,10 @@ func TestPromoterStopWaitsForLoops(t *testing.T) {
 	b := setupPromoter(t, delayed.Config{Queues: []string{"a", "b"}})
 	require.NoError(t, b.p.Start(b.ctx))
 	require.Error(t, b.p.Start(b.ctx), "a second Start is refused")
+	b.src.add("a", b.clock.Now().Add(time.Second))
+	b.src.add("b", b.clock.Now().Add(time.Second))
+	<-b.src.passes
+	<-b.src.passes
 	b.parked(t, 2)
 	require.NoError(t, b.p.Stop(b.ctx))
 	// Stopped loops hold no timers.

@@ -138,7 +138,7 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 		return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
 	}
 	res, _ := v.([]any)
-	if len(res) != 5 {
+	if len(res) != 4 {
 		return FailResult{}, fmt.Errorf("queue: fail %s/%s: unexpected reply %v", queue, id, v)
 	}
 	code, _ := res[0].(int64)
@@ -147,12 +147,9 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	}
 	status, _ := res[1].(string)
 	at, _ := res[2].(int64)
-	if head, _ := res[3].(int64); head == 1 {
-		c.nudge(ctx, queue, at)
-	}
 	r := FailResult{Status: Status(status), RunAt: time.UnixMilli(at).UTC()}
 	if r.Status == StatusScheduled {
-		if r.Due, err = nextOfReply(res[4]); err != nil {
+		if r.Due, err = nextOfReply(res[3]); err != nil {
 			return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
 		}
 	}

@@ -137,7 +137,8 @@ type Client struct {
 
 	known sync.Map // queue name -> struct{}: registered in the queues set
 
-	redisAhead atomic.Int64 // ns Redis's clock is ahead of this client's (see observeRedisTime)
+	redisAhead   atomic.Int64 // ns Redis's clock is ahead of this client's (see observeRedisTime)
+	markFailures atomic.Int64 // see MarkFailures
 
 	mu        sync.Mutex
 	listeners map[chan delayed.Nudge]struct{}
@@ -372,6 +373,7 @@ func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
 					return
 				}
 				if n, from, ok := parseNudge(m.Payload); ok && from != c.instance {
+					n.At = c.localOf(n.At)
 					c.mu.Lock()
 					select {
 					case ch <- n:
@@ -407,12 +409,11 @@ func parseNudge(s string) (n delayed.Nudge, from string, ok bool) {
 	return delayed.Nudge{Queue: parts[0], At: time.UnixMilli(at).UTC()}, parts[2], true
 }
 
-// nudge tells promoters here (directly) and elsewhere (by pub/sub; a
-// client ignores its own echo) that queue has a job due at
-// atMs ahead of all others. A lost nudge only costs the promoter's
-// MaxSleep, so a failed publish is not an error of the enqueue.
-func (c *Client) nudge(ctx context.Context, queue string, atMs int64) {
-	n := delayed.Nudge{Queue: queue, At: time.UnixMilli(atMs).UTC()}
+// nudgeLocal tells promoters here that queue has a job due at atMs ahead
+// of all others (those elsewhere hear it by pub/sub from markScript; a
+// client ignores its own echo).
+func (c *Client) nudgeLocal(queue string, atMs int64) {
+	n := delayed.Nudge{Queue: queue, At: c.localOf(time.UnixMilli(atMs).UTC())}
 	c.mu.Lock()
 	for ch := range c.listeners {
 		select {
@@ -421,5 +422,4 @@ func (c *Client) nudge(ctx context.Context, queue string, atMs int64) {
 		}
 	}
 	c.mu.Unlock()
-	_ = c.rdb.Publish(ctx, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(atMs, 10)+"|"+c.instance).Err()
 }

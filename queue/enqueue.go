@@ -246,7 +246,7 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
-	if len(res) == 1 {
+	if len(res) == 1 && res[0] == int64(-1) {
 		// The queue was deleted since this process created it: make it
 		// again, enqueue, and put its name back into the set of queues once
 		// the job is in (a delete racing this may have taken it out after
@@ -263,14 +263,14 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, wrapRedis(err))
 		}
 	}
-	if len(res) != 2+3*len(idx) {
+	if len(res) != 1+3*len(idx) {
 		return fmt.Errorf("queue: enqueue into %s: unexpected reply %v", queue, res)
 	}
 	nowUs, _ := res[0].(int64)
 	now := time.UnixMicro(nowUs).UTC()
 	for n, i := range idx {
-		id, _ := res[2+3*n].(string)
-		replayed, _ := res[3+3*n].(int64)
+		id, _ := res[1+3*n].(string)
+		replayed, _ := res[2+3*n].(int64)
 		if replayed == 1 {
 			j, err := c.Get(ctx, queue, id)
 			if err != nil {
@@ -279,7 +279,7 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 			out[i] = Enqueued{Job: j, Replayed: true}
 			continue
 		}
-		due, err := nextOfReply(res[4+3*n])
+		due, err := nextOfReply(res[3+3*n])
 		if err != nil {
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 		}
@@ -290,9 +290,6 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 			j.RunAt, j.Status = time.UnixMilli(now.UnixMilli()).UTC(), StatusPending
 		}
 		out[i] = Enqueued{Job: &j}
-	}
-	if head, err := nextOfReply(res[1]); err == nil && !head.IsZero() {
-		c.nudge(ctx, queue, head.UnixMilli())
 	}
 	return nil
 }

@@ -57,3 +57,38 @@ func DeadRecord(kind string, attempts int, spec string, runAtMs, diedAtMs int64)
 	f[rAttempts], f[rFence], f[rLastError] = strconv.Itoa(attempts), strconv.Itoa(attempts), "boom"
 	return strings.Join(f, "\x00")
 }
+
+// Index reads one attention index ("due" or "sweep"): queue -> ms.
+func (c *Client) Index(ctx context.Context, name string) (map[string]int64, error) {
+	a := attentionKeys(c.ns)
+	key := map[string]string{"due": a.due, "sweep": a.sweep}[name]
+	zs, err := c.rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, z := range zs {
+		out[z.Member.(string)] = int64(z.Score)
+	}
+	return out, nil
+}
+
+// Unindex takes queue out of the attention indexes, as a client that died
+// before its mark leaves it.
+func (c *Client) Unindex(ctx context.Context, queue string) error { return c.unmark(ctx, queue) }
+
+// ParkDue exposes park on the due index.
+func (c *Client) ParkDue(ctx context.Context, queue string, atMs, seq int64) error {
+	a := attentionKeys(c.ns)
+	return c.park(ctx, a.due, a.dueSeq, queue, atMs, seq)
+}
+
+// SweepDue exposes sweepDue: the queues a sweep would visit now.
+func (c *Client) SweepDue(ctx context.Context) ([]string, error) {
+	ds, err := c.sweepDue(ctx, sweepBatch)
+	var qs []string
+	for _, d := range ds {
+		qs = append(qs, d.Queue)
+	}
+	return qs, err
+}

@@ -58,6 +58,7 @@ const sentinels = 1
 // keys are the Redis keys of one queue. Build them with queueKeys only
 // after the queue name was validated.
 type keys struct {
+	name                                                                             string // the queue's name (not a key)
 	meta, jobs, data, sched, pending, leases, dead, done, idem, expiry, claims, wake string
 	events                                                                           string // pub/sub channel of job events (sharded pub/sub in a cluster): a channel, not a key
 }
@@ -65,7 +66,7 @@ type keys struct {
 func queueKeys(ns, queue string) keys {
 	p := ns + ":{" + queue + "}:"
 	return keys{
-		meta: p + keyMeta, jobs: p + keyJobs, data: p + keyData, sched: p + keySched,
+		name: queue, meta: p + keyMeta, jobs: p + keyJobs, data: p + keyData, sched: p + keySched,
 		pending: p + keyPending, leases: p + keyLeases, dead: p + keyDead, done: p + keyDone,
 		idem: p + keyIdem, expiry: p + keyExpiry, claims: p + keyClaims, wake: p + keyWake,
 		events: p + "events",
@@ -116,6 +117,17 @@ func resultField(id string) string { return id + ".r" }
 func queuesKey(ns string) string     { return ns + ":queues" }     // SET of known queue names
 func nudgeChannel(ns string) string  { return ns + ":nudge" }      // pub/sub: "<queue>|<due ms>|<instance>"
 func eventsPattern(ns string) string { return ns + ":{*}:events" } // PSUBSCRIBE pattern, single node only
+
+// The attention indexes (see attention.go), in one slot of their own.
+type attnKeys struct {
+	due, dueSeq     string // ZSET queue -> the ms its earliest scheduled job is due; HASH queue -> seq of the last write
+	sweep, sweepSeq string // ZSET queue -> the ms its next sweep work falls due; HASH queue -> seq of the last write
+}
+
+func attentionKeys(ns string) attnKeys {
+	p := ns + ":{" + ns + ":attn}:"
+	return attnKeys{due: p + "due", dueSeq: p + "due_seq", sweep: p + "sweep", sweepSeq: p + "sweep_seq"}
+}
 
 // Meta hash fields.
 const (

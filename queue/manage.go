@@ -259,7 +259,7 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 		return nil, fmt.Errorf("queue: reschedule %s/%s: %w", queue, id, err)
 	}
 	res, _ := v.([]any)
-	if len(res) != 4 {
+	if len(res) != 3 {
 		return nil, fmt.Errorf("queue: reschedule %s/%s: unexpected reply %v", queue, id, v)
 	}
 	code, _ := res[0].(int64)
@@ -270,10 +270,7 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 	case 0:
 		return nil, fmt.Errorf("%w: job %s/%s is %s, only scheduled and pending jobs can be rescheduled", ErrConflict, queue, id, status)
 	}
-	if head, _ := res[2].(int64); head == 1 {
-		c.nudge(ctx, queue, runAt.UnixMilli())
-	}
-	return c.jobOfReply(queue, res[3])
+	return c.jobOfReply(queue, res[2])
 }
 
 // RunNow sends a scheduled job, or a dead one, to the back of pending now.

@@ -6,13 +6,22 @@ import (
 	"time"
 )
 
-// Promote implements delayed.Source: it moves up to one batch (500) of the
-// jobs of queue that are due by Redis's clock into pending, earliest
-// first, and answers how many moved and when the next scheduled job is
-// due (zero when none is), on this client's clock (see Client.localOf).
-// A job is due when Redis's clock has reached its due time, to the
-// microsecond, never before.
+// Promote moves up to one batch (500) of the jobs of queue that are due by
+// Redis's clock into pending, earliest first, and answers how many moved
+// and when the next scheduled job is due (zero when none is), on this
+// client's clock (see Client.localOf). A job is due when Redis's clock has
+// reached its due time, to the microsecond, never before. Unless more is
+// due already, it parks the queue in the due index at its next job's time
+// (see attention.go).
 func (c *Client) Promote(ctx context.Context, queue string) (int, time.Time, error) {
+	return c.PromoteWithin(ctx, queue, 0)
+}
+
+// PromoteWithin implements delayed.Source: it is Promote, parking the
+// queue in the due index only when its next job is not due within horizon
+// (or nothing is scheduled): a promoter that sleeps until a job due sooner
+// makes no index write for it.
+func (c *Client) PromoteWithin(ctx context.Context, queue string, horizon time.Duration) (int, time.Time, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return 0, time.Time{}, err
@@ -34,5 +43,15 @@ func (c *Client) Promote(ctx context.Context, queue string) (int, time.Time, err
 	}
 	nowUs, _ := res[2].(int64)
 	c.observeRedisTime(nowUs, t0, t1)
+	if next.IsZero() || next.Sub(time.UnixMicro(nowUs)) > horizon {
+		a := attentionKeys(c.ns)
+		var at int64
+		if !next.IsZero() {
+			at = next.UnixMilli() // floored: never later than the job
+		}
+		if err := c.park(ctx, a.due, a.dueSeq, queue, at, nowUs); err != nil {
+			return int(moved), c.localOf(next), err
+		}
+	}
 	return int(moved), c.localOf(next), nil
 }

@@ -59,8 +59,14 @@ func (c *Client) forgetIdle(ctx context.Context, queue string) (bool, error) {
 // and the keys are in different slots, so this is a second step: should
 // an enqueue have made the queue again meanwhile, its name goes back (and
 // the enqueue puts it back too once its job is in: either sees the other).
+//
+// Its entries in the attention indexes go too; should the queue be back,
+// they are put back at now, for a pass to set right.
 func (c *Client) forget(ctx context.Context, queue string) error {
 	c.known.Delete(queue)
+	if err := c.unmark(ctx, queue); err != nil {
+		return err
+	}
 	qk := queuesKey(c.ns)
 	if err := c.rdb.SRem(ctx, qk, queue).Err(); err != nil {
 		return wrapRedis(err)
@@ -70,6 +76,8 @@ func (c *Client) forget(ctx context.Context, queue string) error {
 		return wrapRedis(err)
 	}
 	if n == 1 {
+		now := c.redisNow().UnixMilli()
+		c.mark(ctx, queue, marked{dueMs: now, sweepMs: now})
 		return wrapRedis(c.rdb.SAdd(ctx, qk, queue).Err())
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -21,7 +22,8 @@ import (
 // the finished jobs whose retention is over and trims the dead set by age
 // and count. It works in bounded batches and answers the ids taken back.
 // (A claim is one script, so no claimer can die holding a job without a
-// lease.)
+// lease.) Last, it parks the queue in the sweep index at its next work's
+// time (see attention.go).
 func (c *Client) Reclaim(ctx context.Context, queue string) ([]string, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
@@ -35,16 +37,19 @@ func (c *Client) Reclaim(ctx context.Context, queue string) ([]string, error) {
 			return ids, fmt.Errorf("queue: reclaim %s: %w", queue, err)
 		}
 		res, _ := v.([]any)
-		if len(res) < 1 {
+		if len(res) < 3 {
 			return ids, fmt.Errorf("queue: reclaim %s: unexpected reply %v", queue, v)
 		}
 		more, _ := res[0].(int64)
-		for _, r := range res[1:] {
+		next, _ := res[1].(int64)
+		seq, _ := res[2].(int64)
+		for _, r := range res[3:] {
 			id, _ := r.(string)
 			ids = append(ids, id)
 		}
 		if more == 0 {
-			return ids, nil
+			a := attentionKeys(c.ns)
+			return ids, c.park(ctx, a.sweep, a.sweepSeq, queue, next, seq)
 		}
 	}
 	return ids, nil
@@ -59,26 +64,46 @@ type ReclaimerConfig struct {
 	// Interval between sweeps. A lapsed lease waits at most this long on
 	// top of its visibility. Defaults to 5 s.
 	Interval time.Duration
+	// ReconcileInterval is how often a sweep looks at every queue rather
+	// than only those the sweep index names (see [Reclaimer]): it repairs
+	// an index entry left late by a client that died between a change and
+	// its mark, and forgets queues idle for Config.IdleQueueTTL. The first
+	// sweep is one. Defaults to 5 minutes.
+	ReconcileInterval time.Duration
 	// OnReclaim, when set, is called with the ids each sweep took back.
 	OnReclaim func(queue string, ids []string)
 	// Logger receives errors. Defaults to slog.Default().
 	Logger *slog.Logger
 }
 
+// DefaultReconcileInterval is how often a Reclaimer sweep, and a
+// delayed.Promoter pass, looks at every queue (ReclaimerConfig and
+// delayed.Config's ReconcileInterval).
+const DefaultReconcileInterval = 5 * time.Minute
+
+// sweepBatch is how many queues a sweep reads from the sweep index at
+// once; a sweep reads on while it gets as many.
+const sweepBatch = 1000
+
 // Reclaimer runs [Client.Reclaim] over the queues on a schedule. Any number
-// may run at once: each reclaim is atomic per batch. A sweep first reads,
-// in one pipeline, the head of each queue's leases, expiry and dead sets
-// (see [Client.SweepPlan]) and runs the reclaim script only on the queues
-// that have something to do, so idle queues cost a few reads a sweep; every
-// fullSweepEvery-th sweep runs on every queue regardless.
+// may run at once: each reclaim is atomic per batch. A sweep costs Redis in
+// proportion to the queues that have work then, not to the queues there
+// are: it reads from the namespace's sweep index (see attention.go) the
+// queues whose next lease deadline, retention end or dead job's age has
+// come, and reclaims those, each of which parks itself in the index again
+// at its next work's time. Every ReconcileInterval a sweep reconciles
+// instead: it reads every queue's heads in one pipeline (see
+// [Client.SweepPlan]), reclaims those with work now or an index entry
+// later than their work, and forgets the idle ones.
 type Reclaimer struct {
-	sweeps int
-	cfg    ReclaimerConfig
-	clock  clockwork.Clock
-	log    *slog.Logger
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg        ReclaimerConfig
+	clock      clockwork.Clock
+	log        *slog.Logger
+	only       map[string]bool // cfg.Queues as a set; nil: every queue
+	reconciled time.Time
+	mu         sync.Mutex
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
 // NewReclaimer checks cfg and fills its defaults.
@@ -86,13 +111,19 @@ func NewReclaimer(cfg ReclaimerConfig) (*Reclaimer, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("queue: ReclaimerConfig.Client is required")
 	}
+	var only map[string]bool
 	for _, q := range cfg.Queues {
 		if err := ValidateQueue(q); err != nil {
 			return nil, err
 		}
+		if only == nil {
+			only = map[string]bool{}
+		}
+		only[q] = true
 	}
 	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Second)
-	return &Reclaimer{cfg: cfg, clock: cfg.Client.clock, log: cmp.Or(cfg.Logger, slog.Default())}, nil
+	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)
+	return &Reclaimer{cfg: cfg, clock: cfg.Client.clock, log: cmp.Or(cfg.Logger, slog.Default()), only: only}, nil
 }
 
 // Start starts the sweeps and returns at once.
@@ -139,12 +170,42 @@ func (r *Reclaimer) loop(ctx context.Context) {
 	}
 }
 
-// fullSweepEvery: one sweep in this many runs the reclaim script on every
-// queue, whatever the plan says (a safety net for a plan read with a
-// clock estimate that was off).
-const fullSweepEvery = 12
-
+// sweep is one tick: a reconcile when one is due, else the queues the
+// sweep index names.
 func (r *Reclaimer) sweep(ctx context.Context) {
+	if r.reconciled.IsZero() || r.clock.Since(r.reconciled) >= r.cfg.ReconcileInterval {
+		if r.reconcile(ctx) {
+			r.reconciled = r.clock.Now()
+		}
+		return
+	}
+	seen := map[string]bool{}
+	for range maxScriptLoops {
+		due, err := r.cfg.Client.sweepDue(ctx, sweepBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("reclaimer: reading the sweep index failed", "err", err)
+			}
+			return
+		}
+		fresh := 0
+		for _, d := range due {
+			if seen[d.Queue] || r.only != nil && !r.only[d.Queue] {
+				continue
+			}
+			seen[d.Queue] = true
+			fresh++
+			r.reclaim(ctx, d.Queue)
+		}
+		if len(due) < sweepBatch || fresh == 0 {
+			return
+		}
+	}
+}
+
+// reconcile sweeps with every queue in view (see Reclaimer), and answers
+// whether it read them all.
+func (r *Reclaimer) reconcile(ctx context.Context) bool {
 	qs := r.cfg.Queues
 	if len(qs) == 0 {
 		var err error
@@ -152,31 +213,18 @@ func (r *Reclaimer) sweep(ctx context.Context) {
 			if ctx.Err() == nil {
 				r.log.Warn("reclaimer: listing queues failed", "err", err)
 			}
-			return
+			return false
 		}
 	}
-	r.sweeps++
-	work, empty := qs, qs
-	if r.sweeps%fullSweepEvery != 0 {
-		var err error
-		if work, empty, err = r.cfg.Client.SweepPlan(ctx, qs); err != nil {
-			if ctx.Err() == nil {
-				r.log.Warn("reclaimer: reading what to sweep failed", "err", err)
-			}
-			return
+	work, empty, err := r.cfg.Client.SweepPlan(ctx, qs)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("reclaimer: reading what to sweep failed", "err", err)
 		}
+		return false
 	}
 	for _, q := range work {
-		ids, err := r.cfg.Client.Reclaim(ctx, q)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("reclaimer: sweep failed", "queue", q, "err", err)
-		}
-		if len(ids) > 0 {
-			r.log.Info("reclaimer: took back jobs of lost workers", "queue", q, "count", len(ids))
-			if r.cfg.OnReclaim != nil {
-				r.cfg.OnReclaim(q, ids)
-			}
-		}
+		r.reclaim(ctx, q)
 	}
 	for _, q := range empty {
 		if gone, err := r.cfg.Client.forgetIdle(ctx, q); err != nil && ctx.Err() == nil {
@@ -185,23 +233,42 @@ func (r *Reclaimer) sweep(ctx context.Context) {
 			r.log.Info("reclaimer: forgot an idle, empty queue", "queue", q)
 		}
 	}
+	return true
+}
+
+func (r *Reclaimer) reclaim(ctx context.Context, q string) {
+	ids, err := r.cfg.Client.Reclaim(ctx, q)
+	if err != nil && ctx.Err() == nil {
+		r.log.Warn("reclaimer: sweep failed", "queue", q, "err", err)
+	}
+	if len(ids) > 0 {
+		r.log.Info("reclaimer: took back jobs of lost workers", "queue", q, "count", len(ids))
+		if r.cfg.OnReclaim != nil {
+			r.cfg.OnReclaim(q, ids)
+		}
+	}
 }
 
 // SweepPlan reads, in one pipeline, what a reclaim sweep of each of qs
 // would act on, and answers the queues with work (a lease lapsed, a job or
 // idempotency record past its time, a dead set past its age or count, by
-// Redis's clock, read in the same pipeline, a second ahead to be safe)
-// and those that hold no job at all and saw no enqueue for
-// Config.IdleQueueTTL (which the sweep forgets). It costs Redis a few reads per queue, however
-// many jobs the queues hold.
+// Redis's clock, read in the same pipeline, a second ahead to be safe, or
+// an entry in the sweep index later than the queue's next such time) and
+// those that hold no job at all and saw no enqueue for
+// Config.IdleQueueTTL (which the sweep forgets). It costs Redis a few
+// reads per queue, however many jobs the queues hold.
 func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []string, err error) {
 	type probe struct {
 		lease, expiry, dead *redis.ZSliceCmd
 		ndead, njobs        *redis.IntCmd
 		active              *redis.SliceCmd
 	}
+	if len(qs) == 0 {
+		return nil, nil, nil
+	}
 	pipe := c.rdb.Pipeline()
 	clock := pipe.Time(ctx) // Redis's (a cluster's: one node's), as the scripts read it
+	index := pipe.ZMScore(ctx, attentionKeys(c.ns).sweep, qs...)
 	probes := make([]probe, len(qs))
 	for i, q := range qs {
 		k, err := c.keysFor(q)
@@ -217,13 +284,24 @@ func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []stri
 	}
 	redisNow := clock.Val().Add(time.Duration(c.timeOffset()) * time.Microsecond)
 	nowMs := float64(redisNow.Add(time.Second).UnixMilli())
-	due := func(z *redis.ZSliceCmd, by float64) bool {
+	head := func(z *redis.ZSliceCmd, plus float64) float64 {
 		h := z.Val()
-		return len(h) == 1 && h[0].Member != sentinel && h[0].Score <= by
+		if len(h) == 1 && h[0].Member != sentinel {
+			return h[0].Score + plus
+		}
+		return math.Inf(1)
 	}
+	scores := index.Val()
 	for i, p := range probes {
-		if due(p.lease, nowMs) || due(p.expiry, nowMs) || due(p.dead, nowMs-float64(c.cfg.DeadMaxAge.Milliseconds())) ||
-			p.ndead.Val()-sentinels > int64(c.cfg.DeadMaxJobs) {
+		next := min(head(p.lease, 0), head(p.expiry, 0), head(p.dead, float64(c.cfg.DeadMaxAge.Milliseconds())))
+		if p.ndead.Val()-sentinels > int64(c.cfg.DeadMaxJobs) {
+			next = math.Inf(-1)
+		}
+		indexed := math.Inf(1)
+		if i < len(scores) && scores[i] != 0 { // ZMSCORE answers nil, read as 0, for a queue not in it
+			indexed = scores[i]
+		}
+		if next <= nowMs || next < math.Inf(1) && indexed > next {
 			work = append(work, qs[i])
 		}
 		if p.njobs.Val() <= sentinels && lastActive(p.active.Val())+float64(c.cfg.IdleQueueTTL.Milliseconds()) <= nowMs {

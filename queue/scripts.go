@@ -96,34 +96,56 @@ func migrating(err error) bool {
 }
 
 // run runs a script on the keys of k with the common arguments in front of
-// args. Script.Run sends EVALSHA and falls back to EVAL when the server has
-// lost its script cache (restart, failover, SCRIPT FLUSH; per node in a
-// cluster).
+// args, and applies the attention marks its reply carries (see
+// attention.go), answering the reply without them. Script.Run sends
+// EVALSHA and falls back to EVAL when the server has lost its script cache
+// (restart, failover, SCRIPT FLUSH; per node in a cluster).
 func (c *Client) run(ctx context.Context, sc *luaScript, k keys, args ...any) (any, error) {
 	argv := sc.spec.argv([]any{c.timeOffset(), c.pubcmd, k.events}, args)
 	ks := sc.spec.keysOf(k)
+	var v any
+	err := retryMigration(ctx, func() error {
+		var err error
+		v, err = sc.s.Run(ctx, c.rdb, ks, argv...).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	v, m := unwrapMarks(v)
+	c.mark(ctx, k.name, m)
+	return v, nil
+}
+
+// retryMigration runs f until it answers anything but a migration (see
+// migrating), for as long as ctx allows and at most clusterRetryFor.
+// Errors from Redis are wrapped as wrapRedis does.
+func retryMigration(ctx context.Context, f func() error) error {
 	var deadline time.Time
 	sleep := time.Millisecond
 	for {
-		v, err := sc.s.Run(ctx, c.rdb, ks, argv...).Result()
-		if err == nil || errors.Is(err, redis.Nil) {
-			return v, nil
+		err := f()
+		if err == nil {
+			return nil
 		}
 		if !migrating(err) {
-			return nil, wrapRedis(err)
+			return wrapRedis(err)
 		}
 		now := time.Now()
 		if deadline.IsZero() {
 			deadline = now.Add(clusterRetryFor)
 		}
 		if now.After(deadline) {
-			return nil, wrapRedis(err)
+			return wrapRedis(err)
 		}
 		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
 		}
 		sleep = min(2*sleep, clusterRetryMaxSleep)

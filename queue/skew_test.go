@@ -66,7 +66,7 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			// would wake early, find nothing due by Redis's clock, and go
 			// round again: never early either way.)
 			p, err := delayed.NewPromoter(delayed.Config{Source: behind, Clock: behind.Clock(), Queues: []string{q},
-				MaxSleep: time.Hour, IdleSleep: time.Hour})
+				MaxSleep: time.Hour})
 			require.NoError(t, err)
 			require.NoError(t, p.Start(ctx))
 			defer func() { require.NoError(t, p.Stop(context.Background())) }()

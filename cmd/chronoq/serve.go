@@ -47,7 +47,7 @@ type serveConfig struct {
 	idempotencyTTL   time.Duration
 	reclaimInterval  time.Duration
 	promoteMaxSleep  time.Duration
-	promoteIdleSleep time.Duration
+	reconcileEvery   time.Duration
 	shutdownTimeout  time.Duration
 	readTimeout      time.Duration
 
@@ -160,7 +160,7 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.Duration(&c.idempotencyTTL, "idempotency-ttl", "CHRONOQ_IDEMPOTENCY_TTL", queue.DefaultIdempotencyTTL, "how long an idempotency key is remembered")
 	e.Duration(&c.reclaimInterval, "reclaim-interval", "CHRONOQ_RECLAIM_INTERVAL", 5*time.Second, "time between reclaim sweeps")
 	e.Duration(&c.promoteMaxSleep, "promote-max-sleep", "CHRONOQ_PROMOTE_MAX_SLEEP", time.Second, "longest promoter sleep over a queue with jobs scheduled (the most a lost wake-up delays a job)")
-	e.Duration(&c.promoteIdleSleep, "promote-idle-sleep", "CHRONOQ_PROMOTE_IDLE_SLEEP", time.Minute, "longest promoter sleep over a queue with nothing scheduled")
+	e.Duration(&c.reconcileEvery, "reconcile-interval", "CHRONOQ_RECONCILE_INTERVAL", queue.DefaultReconcileInterval, "how often the promoter and the reclaimer look at every queue, not only those their index names")
 	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
 	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
@@ -324,12 +324,12 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err != nil {
 		return err
 	}
-	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, IdleSleep: c.promoteIdleSleep,
+	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
 		OnPromote: srv.ObservePromote, Logger: log})
 	if err != nil {
 		return err
 	}
-	reclaimer, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: client, Interval: c.reclaimInterval, Logger: log})
+	reclaimer, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: client, Interval: c.reclaimInterval, ReconcileInterval: c.reconcileEvery, Logger: log})
 	if err != nil {
 		return err
 	}

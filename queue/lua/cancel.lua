@@ -11,7 +11,7 @@
 -- canceled, fenced by the token like complete.lua.
 -- Keys and arguments: specCancel in queue/layout.go; request is remembered
 -- on the canceled job so that a repeated call answers as the first.
--- Returns: { code, status, job } with code -1 no such job, 0 conflict
+-- Returns: { code, status, job }, through reply() when it wrote, with code -1 no such job, 0 conflict
 --          (status is the job's; with a claim token: not the current
 --          claim), 1 canceled, 2 canceled before by this request or token
 --          (a repeated call), 3 cancellation requested (processing), 4
@@ -43,7 +43,7 @@ if claim ~= '' then
   cancel_now(id, f, req, A_retention_ms)
   local out = { 1, 'canceled', packed(id, f) }
   publish_events()
-  return out
+  return reply(out)
 end
 if status == 'canceled' and f[R_cancel_token] == req then
   return { 2, status, packed(id, f) }
@@ -57,7 +57,7 @@ if status == 'scheduled' or status == 'pending' then
   cancel_now(id, f, req, A_retention_ms)
   local out = { 1, 'canceled', packed(id, f) }
   publish_events()
-  return out
+  return reply(out)
 elseif status == 'processing' then
   f[R_cancel_requested] = '1'
   save(id, f)
@@ -72,6 +72,6 @@ elseif status == 'completed' or status == 'dead' or status == 'canceled' then
   drop(id, f)
   emit('deleted', id, f[R_kind], status, f[R_attempts])
   publish_events()
-  return { 4, status, before }
+  return reply({ 4, status, before })
 end
 return { 0, status, '' }

@@ -7,7 +7,8 @@
 -- want_next "1": answer a due time for the caller to wake at. wait_ms > 0:
 -- when nothing is claimed the caller will wait that long on the wake
 -- stream, so jobs that become pending until then add an entry to it.
--- Returns: { paused, next, now_us, wake_id, job_1, ..., job_k }: paused 1
+-- Returns: { paused, next, now_us, wake_id, job_1, ..., job_k } (the last
+--          one through reply(): a lease earlier than all is a sweep mark): paused 1
 --          when the queue is paused (then nothing is promoted or claimed);
 --          next the score of the earliest scheduled job when asked for,
 --          unless another claim was handed that score first ("" then);
@@ -83,6 +84,7 @@ while #ids < max and stale <= stale_budget do
         v = spec_visibility(f[R_spec])
       end
       local lease = now + v
+      note_sweep(K_leases, lease, lease)
       f[R_status] = 'processing'
       f[R_attempts] = (tonumber(f[R_attempts]) or 0) + 1
       f[R_fence] = (tonumber(f[R_fence]) or 0) + 1
@@ -118,4 +120,4 @@ elseif wait_ms > 0 then
   out[4] = wake_id()
 end
 publish_events()
-return out
+return reply(out)

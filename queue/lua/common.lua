@@ -224,10 +224,71 @@ local function next_due()
   return head[2]
 end
 
+-- Attention marks -----------------------------------------------------------
+-- The namespace indexes its queues by when each next needs a promoter
+-- (its earliest scheduled job) and a sweep (its earliest lease deadline,
+-- retention end or dead job's age): see queue/attention.go. An index may
+-- say earlier than the truth, never later. The indexes sit in another
+-- slot, so a script cannot write them: when it adds a time earlier than
+-- any its key held, it notes it here, answers it through reply(), and the
+-- client lowers the index after it. A time not earlier than its key's head
+-- needs no note: the index is at that head or before it already.
+
+local mark_due, mark_sweep = nil, nil
+local heads = {}
+
+-- first_score answers the earliest score of a sorted set, math.huge when
+-- it holds only the sentinel.
+local function first_score(key)
+  local r = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if r[1] == SENTINEL or not r[1] then
+    return math.huge
+  end
+  return tonumber(r[2])
+end
+
+-- head_of answers the earliest score of a sorted set as this script
+-- began (math.huge for none), lowered by what it noted since.
+local function head_of(key)
+  local h = heads[key]
+  if h == nil then
+    h = first_score(key)
+    heads[key] = h
+  end
+  return h
+end
+
+-- note_due notes a scheduled job's due score (a number) before its ZADD.
+local function note_due(due)
+  if due < head_of(K_sched) then
+    heads[K_sched] = due
+    if not mark_due or due < mark_due then
+      mark_due = due
+    end
+  end
+end
+
+-- note_sweep notes score (a number), about to be added to key, one of the
+-- swept sets, whose work falls due at work_at.
+local function note_sweep(key, score, work_at)
+  if score < head_of(key) then
+    heads[key] = score
+    if not mark_sweep or work_at < mark_sweep then
+      mark_sweep = work_at
+    end
+  end
+end
+
+-- reply is how a script that notes answers: { SENTINEL, due_ms, sweep_ms,
+-- now_us, x }, the marks as whole ms (0: none), floored (never later).
+-- The client takes the marks off and hands x on (Client.run).
+local function reply(x)
+  return { SENTINEL, math.floor(mark_due or 0), math.floor(mark_sweep or 0), now_us, x }
+end
+
 -- schedule puts a job that is out of every list to wait until its due
 -- score (or straight into pending when that is now or past), saving f.
--- Answers the new status and whether the job became the earliest
--- scheduled one.
+-- Answers the new status.
 local function schedule(id, f, score)
   local due = tonumber(score)
   f[R_run_at_ms] = math.floor(due)
@@ -236,16 +297,13 @@ local function schedule(id, f, score)
     f[R_run_at_ms] = now -- due already: it runs from now
     save(id, f)
     redis.call('LPUSH', K_pending, id)
-    return 'pending', 0
+    return 'pending'
   end
-  local head = next_due()
   f[R_status] = 'scheduled'
   save(id, f)
+  note_due(due)
   redis.call('ZADD', K_sched, score, id)
-  if head == '' or due < tonumber(head) then
-    return 'scheduled', 1
-  end
-  return 'scheduled', 0
+  return 'scheduled'
 end
 
 -- promote_due moves up to limit scheduled jobs that are due into pending,
@@ -319,6 +377,7 @@ local function drop(id, f)
   local left = since + tonumber(A_tomb_ms) - now
   if left > 0 then
     redis.call('HSET', K_jobs, id, '-' .. f[R_ack])
+    note_sweep(K_expiry, now + left, now + left)
     redis.call('ZADD', K_expiry, now + left, id)
   else
     redis.call('HDEL', K_jobs, id)
@@ -344,6 +403,7 @@ local function retire(id, f, retention_ms)
     end
   end
   if ttl > 0 then
+    note_sweep(K_expiry, now + ttl, now + ttl)
     redis.call('ZADD', K_expiry, now + ttl, id)
     return true
   end
@@ -379,6 +439,7 @@ local function kill(id, f, err, max_count, max_age_ms)
   f[R_cancel_requested] = ''
   f[R_lease_until_ms] = ''
   save(id, f)
+  note_sweep(K_dead, now, now + max_age_ms)
   redis.call('ZADD', K_dead, now, id)
   count('dead', 1)
   emit('dead', id, f[R_kind], 'dead', f[R_attempts])

@@ -2,7 +2,7 @@
 -- cancellation was requested completes too: its work was done.
 -- Keys and arguments: specComplete in queue/layout.go; per job: id,
 -- token, result ("" none).
--- Returns: { code_1, ..., code_n }: 1 completed, 2 completed before with
+-- Returns: { code_1, ..., code_n }, through reply(): 1 completed, 2 completed before with
 --          this token (a repeated call, also once the job is deleted, for
 --          tomb_ms), 0 lease lost (a stale token or not processing:
 --          nothing changed), -1 no such job.
@@ -60,4 +60,4 @@ if #finished > 0 then
   count('completed', #finished)
 end
 publish_events()
-return out
+return reply(out)

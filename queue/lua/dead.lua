@@ -4,7 +4,7 @@
 -- entry of the previous batch); upto -1 is Redis's now, answered for the
 -- next batches. Requeued jobs start their attempts again.
 -- Keys and arguments: specDead in queue/layout.go.
--- Returns: { done, count, last_score, last_id }: done 1 when the sweep
+-- Returns, through reply(): { done, count, last_score, last_id, upto }: done 1 when the sweep
 --          reached its end, count the jobs changed, the cursor, and upto.
 local mode, kind, batch, upto = A_mode, A_kind, tonumber(A_batch), tonumber(A_upto)
 if upto and upto < 0 then
@@ -80,4 +80,4 @@ end
 count('requeued', requeued)
 wake(requeued)
 publish_events()
-return { done, n, last_score, last_id, upto }
+return reply({ done, n, last_score, last_id, upto })

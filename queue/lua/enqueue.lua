@@ -3,9 +3,10 @@
 -- job: id, kind, payload, spec, when ("d<µs>" a delay after Redis's now,
 -- "a<score>" an absolute due score), idempotency key ("" none),
 -- result_ttl_ms ("" default).
--- Returns: { -1 } when the queue does not exist; else { now_us, head, id_1, replayed_1, due_1, ..., id_n, replayed_n, due_n }:
---          head the due score of a job that became the queue's earliest
---          scheduled one ("" when none did); id_i the job that answers job
+-- Returns: { -1 } when the queue does not exist; else, through reply()
+--          (a job that became the queue's earliest scheduled one is its
+--          due mark), { now_us, id_1, replayed_1, due_1, ..., id_n,
+--          replayed_n, due_n }: id_i the job that answers job
 --          i (its own id, or the job of its idempotency key); replayed_i 1
 --          when that is another, earlier job, 2 when job i itself existed
 --          already (a rerun of this call; it may have run since, and even
@@ -32,9 +33,7 @@ if not meta[1] then
   return { -1 } -- deleted since this client created it: the client creates it again
 end
 
-local out = { now_us, '' }
-local head = nil -- the earliest scheduled score before this call, read once if needed
-local new_head = nil
+local out = { now_us }
 local added, pend, sched = 0, {}, {}
 for _, j in ipairs(jobs) do
   local answer, replayed = j.id, 0
@@ -62,12 +61,7 @@ for _, j in ipairs(jobs) do
         f[R_status] = 'scheduled'
         sched[#sched + 1] = j.score
         sched[#sched + 1] = j.id
-        if not head then
-          head = next_due()
-        end
-        if (head == '' or due < tonumber(head)) and (not new_head or due < tonumber(new_head)) then
-          new_head = j.score
-        end
+        note_due(due)
       end
       save(j.id, f)
       redis.call('HSET', K_data, j.id, j.payload)
@@ -93,6 +87,5 @@ count('enqueued', added)
 if tonumber(meta[3] or '0') < now - 60000 then
   redis.call('HSET', K_meta, 'active_ms', now) -- the last enqueue, to the minute: idle queues are forgotten by it
 end
-out[2] = new_head or ''
 publish_events()
-return out
+return reply(out)

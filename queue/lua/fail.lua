@@ -4,11 +4,10 @@
 -- cancellation was requested. Keys and arguments: specFail in
 -- queue/layout.go; retry_at is a due score, or "-1" for now + the backoff;
 -- jitter a number in [0, 1) for the backoff's jitter.
--- Returns: { code, status, run_at_ms, new_head, due }: code 1 done, 2 this
---          token's failure was recorded before (a repeated call; status is
---          the job's status now), 0 lease lost, -1 no such job; new_head 1
---          when the retry became the earliest scheduled job; due the
---          retry's due score.
+-- Returns: { code, status, run_at_ms, due } (through reply() once it
+--          writes): code 1 done, 2 this token's failure was recorded
+--          before (a repeated call; status is the job's status now), 0
+--          lease lost, -1 no such job; due the retry's due score.
 -- The backoff formula is delayed.Backoff.Delay's; a test holds them equal.
 local retry_at, jitter = A_retry_at, tonumber(A_jitter)
 local dead_max, dead_age = tonumber(A_dead_max), tonumber(A_dead_age_ms)
@@ -20,21 +19,21 @@ local f = load(A_id)
 if not f then
   local tomb = tomb_of(A_id)
   if tomb == 'f' .. A_token then
-    return { 2, '', 0, 0, '' }
+    return { 2, '', 0, '' }
   elseif tomb then
-    return { 0, '', 0, 0, '' }
+    return { 0, '', 0, '' }
   end
-  return { -1, '', 0, 0, '' }
+  return { -1, '', 0, '' }
 end
 if f[R_ack] == 'f' .. A_token and f[R_token] == A_token then
   local due = ''
   if f[R_status] == 'scheduled' then
     due = redis.call('ZSCORE', K_sched, A_id) or ''
   end
-  return { 2, f[R_status], tonumber(f[R_run_at_ms]) or 0, 0, due }
+  return { 2, f[R_status], tonumber(f[R_run_at_ms]) or 0, due }
 end
 if f[R_token] ~= A_token or f[R_status] ~= 'processing' then
-  return { 0, f[R_status], 0, 0, '' }
+  return { 0, f[R_status], 0, '' }
 end
 local attempts, max_attempts = tonumber(f[R_attempts]), spec_max_attempts(f[R_spec])
 local initial, factor, maxd, jit = spec_backoff(f[R_spec])
@@ -51,12 +50,12 @@ count('failed', 1)
 if f[R_cancel_requested] == '1' then
   cancel_now(A_id, f, '', A_retention_ms)
   publish_events()
-  return { 1, 'canceled', now, 0, '' }
+  return reply({ 1, 'canceled', now, '' })
 end
 if A_dead == '1' or attempts >= max_attempts then
   kill(A_id, f, A_error, dead_max, dead_age)
   publish_events()
-  return { 1, 'dead', now, 0, '' }
+  return reply({ 1, 'dead', now, '' })
 end
 local score = retry_at
 if retry_at == '-1' then
@@ -64,11 +63,11 @@ if retry_at == '-1' then
   d = math.min(d * (1 + jit * (2 * jitter - 1)), maxd)
   score = score_of_us(now_us + math.floor(d) * 1000)
 end
-local status, new_head = schedule(A_id, f, score)
+local status = schedule(A_id, f, score)
 if status == 'pending' then
   wake(1)
 end
 count('retried', 1)
 emit('retried', A_id, f[R_kind], status, f[R_attempts])
 publish_events()
-return { 1, status, tonumber(f[R_run_at_ms]), new_head, score }
+return reply({ 1, status, tonumber(f[R_run_at_ms]), score })

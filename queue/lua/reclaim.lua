@@ -9,17 +9,20 @@
 --    idempotency records.
 -- 3. Dead jobs past the dead set's age or count.
 -- Keys and arguments: specReclaim in queue/layout.go.
--- Returns: { more, id_1, ..., id_k }: more 1 when work may remain, and the
---          ids taken back from lapsed leases.
+-- Returns: { more, next, now_us, id_1, ..., id_k }: more 1 when work may
+--          remain; next the Unix ms its next work falls due (a lease
+--          deadline, a retention end, a dead job's age; now when more is
+--          1; 0 when it holds none of these), for the sweep index (see
+--          queue/attention.go); and the ids taken back from lapsed leases.
 -- Safe to run twice: a second run finds only what is still due.
 local limit, dead_max, dead_age = tonumber(A_limit), tonumber(A_dead_max), tonumber(A_dead_age_ms)
 if not limit or not dead_max or not dead_age or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq reclaim: malformed arguments')
 end
 if not exists() then
-  return { 0 }
+  return { 0, 0, now_us }
 end
-local out = { 0 }
+local out = { 0, 0, now_us }
 
 local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, limit)
 local back = {}
@@ -48,7 +51,7 @@ if #back > 0 then
   push_front(back)
   wake(#back)
 end
-count('reclaimed', #out - 1)
+count('reclaimed', #out - 3)
 if #expired == limit then
   out[1] = 1
 end
@@ -71,6 +74,15 @@ if #due == limit then
 end
 if trim_dead(dead_max, dead_age) == 100 then
   out[1] = 1
+end
+if out[1] == 1 or redis.call('ZCARD', K_dead) - 1 > dead_max then
+  out[2] = now
+else
+  -- read afresh: head_of's may be of before this script's removals
+  local next = math.min(first_score(K_leases), first_score(K_expiry), first_score(K_dead) + dead_age)
+  if next < math.huge then
+    out[2] = math.floor(next)
+  end
 end
 publish_events()
 return out

@@ -1,8 +1,8 @@
 -- release.lua: hands a claimed job whose token is current straight back to
 -- the head of pending. A job whose cancellation was requested is canceled
 -- instead. Keys and arguments: specRelease in queue/layout.go.
--- Returns: 1 released (or canceled), 2 released before with this token (a
---          repeated call), 0 lease lost, -1 no such job.
+-- Returns: 1 released (or canceled), through reply(); 2 released before
+--          with this token (a repeated call), 0 lease lost, -1 no such job.
 if not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq release: malformed arguments')
 end
@@ -29,7 +29,7 @@ f[R_lease_until_ms] = ''
 if f[R_cancel_requested] == '1' then
   cancel_now(A_id, f, '', A_retention_ms)
   publish_events()
-  return 1
+  return reply(1)
 end
 f[R_status] = 'pending'
 save(A_id, f)
@@ -37,4 +37,4 @@ push_front({ A_id })
 wake(1)
 emit('released', A_id, f[R_kind], 'pending', f[R_attempts])
 publish_events()
-return 1
+return reply(1)

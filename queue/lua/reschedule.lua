@@ -3,28 +3,28 @@
 -- after now makes it pending. A pending job's old id stays in the list,
 -- counted stale (no O(N) LREM). Keys and arguments: specReschedule in
 -- queue/layout.go.
--- Returns: { code, status, new_head, job }: code -1 no such job, 0 not
---          scheduled or pending (status is the job's), 1 done; new_head 1
---          when the job became the earliest scheduled one; job packed.
+-- Returns: { code, status, job } (through reply() once it writes): code
+--          -1 no such job, 0 not scheduled or pending (status is the
+--          job's), 1 done; job packed.
 local score = due_of(A_when)
 if not score then
   return redis.error_reply('ERR chronoq reschedule: malformed due time')
 end
 local f = load(A_id)
 if not f then
-  return { -1, '', 0, '' }
+  return { -1, '', '' }
 end
 if f[R_status] == 'scheduled' then
   redis.call('ZREM', K_sched, A_id)
 elseif f[R_status] == 'pending' then
   redis.call('HINCRBY', K_meta, 'stale', 1)
 else
-  return { 0, f[R_status], 0, '' }
+  return { 0, f[R_status], '' }
 end
-local status, new_head = schedule(A_id, f, score)
+local status = schedule(A_id, f, score)
 if status == 'pending' then
   wake(1)
 end
 emit('rescheduled', A_id, f[R_kind], status, f[R_attempts])
 publish_events()
-return { 1, status, new_head, packed(A_id, f) }
+return reply({ 1, status, packed(A_id, f) })

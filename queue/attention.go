@@ -1,0 +1,209 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/delayed"
+)
+
+// Attention: which queues need a promoter or a sweep, and when.
+//
+// A namespace may hold thousands of queues of which a few have work at any
+// moment. So that a promoter or reclaimer tick costs in proportion to
+// those few, the namespace keeps two indexes (attentionKeys): "due", each
+// queue's earliest scheduled job, and "sweep", the earliest time a reclaim
+// sweep of the queue has work (a lease deadline, a retention end, a dead
+// job's age). A tick reads the members of one index that are due (Due,
+// sweepDue) and touches only those queues.
+//
+// The rule: an index may say a queue needs attention earlier than it does
+// (that costs one idle pass), never later and never not at all while it
+// has such work. Two kinds of writes keep it:
+//
+//   - Marks lower an entry (ZADD LT). A queue's scripts cannot write the
+//     index (another slot), so a script that adds a time earlier than any
+//     its set held answers it as a mark (reply() in common.lua) and run
+//     applies it after the script, with the script's Redis time as seq.
+//     A time not earlier than its set's head needs no mark: the entry is
+//     at that head or before it already.
+//   - Parks set an entry to what a promote or reclaim pass found (or take
+//     the queue out when it found nothing), but only when no mark from a
+//     later script was applied since: each entry keeps the seq (the
+//     Redis time, in µs, of the queue's script) of the latest write, and a
+//     park older than it is dropped. So a park never undoes a mark it did
+//     not see.
+//
+// A client that dies between a script and its mark leaves an entry later
+// than the truth. Promoters and reclaimers therefore reconcile now and
+// then (their ReconcileInterval), passing over every queue once; and a
+// worker's claim promotes what is due by itself. The seq is the queue's
+// master's clock: after a failover to a master whose clock is behind, a
+// park may pass a mark it should have yielded to, which the same
+// reconciling repairs.
+
+// markScript lowers a queue's entries in the indexes and publishes the
+// nudge of a due mark. KEYS: due, due_seq, sweep, sweep_seq. ARGV: queue,
+// due ms (0: none), sweep ms (0: none), seq (µs), nudge channel, nudge.
+var markScript = redis.NewScript(`
+local q, seq = ARGV[1], tonumber(ARGV[4])
+local function mark(idx, seqs, at)
+  if at == '0' then
+    return
+  end
+  redis.call('ZADD', idx, 'LT', at, q)
+  if tonumber(redis.call('HGET', seqs, q) or '0') < seq then
+    redis.call('HSET', seqs, q, seq)
+  end
+end
+mark(KEYS[1], KEYS[2], ARGV[2])
+mark(KEYS[3], KEYS[4], ARGV[3])
+if ARGV[2] ~= '0' then
+  redis.call('PUBLISH', ARGV[5], ARGV[6])
+end
+return 1`)
+
+// parkScript sets a queue's entry in one index to a pass's finding (0:
+// out of the index) unless a later write was applied. KEYS: the index, its
+// seq hash. ARGV: queue, ms (0: none), seq (µs). Answers 1 when set.
+var parkScript = redis.NewScript(`
+local q, seq = ARGV[1], tonumber(ARGV[3])
+if tonumber(redis.call('HGET', KEYS[2], q) or '0') >= seq then
+  return 0
+end
+redis.call('HSET', KEYS[2], q, seq)
+if ARGV[2] == '0' then
+  redis.call('ZREM', KEYS[1], q)
+else
+  redis.call('ZADD', KEYS[1], ARGV[2], q)
+end
+return 1`)
+
+// unmarkScript takes a deleted queue out of both indexes. KEYS: due,
+// due_seq, sweep, sweep_seq. ARGV: queue.
+var unmarkScript = redis.NewScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+return 1`)
+
+// marked is the reply of a script that notes (reply() in common.lua):
+// its marks, its seq, and the reply proper.
+type marked struct {
+	dueMs, sweepMs, seq int64
+}
+
+// unwrapMarks takes the marks off a script's reply: { SENTINEL, due_ms,
+// sweep_ms, now_us, x } answers x and the marks; any other reply is
+// answered as it is, with none.
+func unwrapMarks(v any) (any, marked) {
+	res, ok := v.([]any)
+	if !ok || len(res) < 4 {
+		return v, marked{}
+	}
+	if s, _ := res[0].(string); s != sentinel {
+		return v, marked{}
+	}
+	var m marked
+	m.dueMs, _ = res[1].(int64)
+	m.sweepMs, _ = res[2].(int64)
+	m.seq, _ = res[3].(int64)
+	if len(res) < 5 {
+		return nil, m // the script answered nil
+	}
+	return res[4], m
+}
+
+// mark applies a script's marks. The script's change is made already, so
+// a failure here is not the caller's: the entry stays late until a
+// reconcile, and the failure is counted (MarkFailures).
+func (c *Client) mark(ctx context.Context, queue string, m marked) {
+	if m.dueMs == 0 && m.sweepMs == 0 {
+		return
+	}
+	if m.dueMs != 0 {
+		c.nudgeLocal(queue, m.dueMs)
+	}
+	a := attentionKeys(c.ns)
+	ctx = context.WithoutCancel(ctx) // the change is made: its mark must follow it
+	err := c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
+		queue, m.dueMs, m.sweepMs, m.seq, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.dueMs, 10)+"|"+c.instance)
+	if err != nil {
+		c.markFailures.Add(1)
+	}
+}
+
+// MarkFailures is how many times this client could not lower an attention
+// index after a change (Redis unreachable at that instant): each leaves a
+// queue's promotion or sweep to the next reconcile of the promoters and
+// reclaimers, or to a claim.
+func (c *Client) MarkFailures() int64 { return c.markFailures.Load() }
+
+// park sets queue's entry in the index idx (attentionKeys' due or sweep,
+// with seqs its seq hash) to atMs, 0 for none, as found by a script that
+// ran at seq.
+func (c *Client) park(ctx context.Context, idx, seqs, queue string, atMs, seq int64) error {
+	if seq <= 0 {
+		return nil
+	}
+	if err := c.runGlobal(ctx, parkScript, []string{idx, seqs}, queue, atMs, seq); err != nil {
+		return fmt.Errorf("queue: index %s: %w", queue, err)
+	}
+	return nil
+}
+
+// unmark takes queue out of the indexes (it was deleted).
+func (c *Client) unmark(ctx context.Context, queue string) error {
+	a := attentionKeys(c.ns)
+	return c.runGlobal(ctx, unmarkScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq}, queue)
+}
+
+// runGlobal runs one of the index scripts, retrying a migration of their
+// slot as run does.
+func (c *Client) runGlobal(ctx context.Context, s *redis.Script, keys []string, args ...any) error {
+	return retryMigration(ctx, func() error { return s.Run(ctx, c.rdb, keys, args...).Err() })
+}
+
+// Due implements delayed.Source: it answers, earliest first and at most
+// limit of them, the queues whose earliest scheduled job is due within the
+// next `within` by the due index, with that time on this client's clock.
+// The index may name a queue that has nothing due (a pass finds out and
+// parks it); it names every queue that has, but after a lost mark (see
+// attention.go).
+func (c *Client) Due(ctx context.Context, within time.Duration, limit int) ([]delayed.Nudge, error) {
+	return c.attention(ctx, attentionKeys(c.ns).due, within, limit)
+}
+
+// sweepDue answers the queues whose next sweep work is due by now
+// (Redis's clock, as estimated here).
+func (c *Client) sweepDue(ctx context.Context, limit int) ([]delayed.Nudge, error) {
+	return c.attention(ctx, attentionKeys(c.ns).sweep, 0, limit)
+}
+
+func (c *Client) attention(ctx context.Context, idx string, within time.Duration, limit int) ([]delayed.Nudge, error) {
+	by := c.redisNow().Add(within).UnixMilli()
+	zs, err := c.rdb.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: idx, ByScore: true, Start: "-inf",
+		Stop: strconv.FormatInt(by, 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, wrapRedis(err)
+	}
+	out := make([]delayed.Nudge, 0, len(zs))
+	for _, z := range zs {
+		q, _ := z.Member.(string)
+		if ValidateQueue(q) != nil {
+			continue
+		}
+		out = append(out, delayed.Nudge{Queue: q, At: c.localOf(time.UnixMilli(int64(z.Score)).UTC())})
+	}
+	return out, nil
+}
+
+// redisNow is this client's estimate of Redis's clock now.
+func (c *Client) redisNow() time.Time {
+	return c.clock.Now().Add(c.RedisClockOffset())
+}

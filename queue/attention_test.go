@@ -1,0 +1,242 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// The attention indexes (attention.go): each queue's next due job and next
+// sweep work, kept never later than the truth, so that promoters and
+// reclaimers visit only the queues that have work. On one redis-server and
+// on the Cluster (where the indexes sit in another slot than the queues).
+
+func TestAttentionSingle(t *testing.T) {
+	t.Parallel()
+	runAttention(t, func(t *testing.T) redis.UniversalClient { return testutil.Redis(t) })
+}
+
+func TestAttentionCluster(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster suite skipped in -short mode")
+	}
+	runAttention(t, func(t *testing.T) redis.UniversalClient { return testutil.Cluster(t) })
+}
+
+func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
+	setup := func(t *testing.T, opts ...func(*queue.Config)) *testBundle {
+		t.Helper()
+		return newBundle(t, newRDB, opts...)
+	}
+	index := func(t *testing.T, b *testBundle, name string) map[string]int64 {
+		t.Helper()
+		idx, err := b.client.Index(b.ctx, name)
+		require.NoError(t, err)
+		return idx
+	}
+
+	t.Run("AnEarlierJobLowersTheDueIndexALaterOneDoesNot", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.Empty(t, index(t, b, "due"))
+		j := b.enqueue(t, queue.NewJob{Delay: time.Hour})
+		require.Equal(t, map[string]int64{b.queue: j.RunAt.UnixMilli()}, index(t, b, "due"))
+		b.enqueue(t, queue.NewJob{Delay: 2 * time.Hour})
+		require.Equal(t, map[string]int64{b.queue: j.RunAt.UnixMilli()}, index(t, b, "due"), "a later job: no change")
+		earlier := b.enqueue(t, queue.NewJob{Delay: time.Minute})
+		require.Equal(t, map[string]int64{b.queue: earlier.RunAt.UnixMilli()}, index(t, b, "due"))
+		b.enqueue(t, queue.NewJob{Queue: "other"}) // pending at once: nothing to promote
+		require.NotContains(t, index(t, b, "due"), "other")
+
+		// A failed attempt's retry, and a rescheduled job, lower it too.
+		o := setup(t)
+		o.enqueue(t, queue.NewJob{MaxAttempts: 3})
+		c := o.claimOne(t)
+		res, err := o.client.Fail(o.ctx, o.queue, c.ID, c.Token, queue.FailOptions{Error: "x", RetryAt: o.clock.Now().Add(time.Hour)})
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{o.queue: res.Due.UnixMilli()}, index(t, o, "due"))
+		p := o.enqueue(t, queue.NewJob{})
+		_, err = o.client.Reschedule(o.ctx, o.queue, p.ID, o.clock.Now().Add(time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{o.queue: o.clock.Now().Add(time.Minute).UnixMilli()}, index(t, o, "due"))
+	})
+
+	t.Run("APromotePassParksTheQueueAtItsNextJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{Delay: time.Second})
+		later := b.enqueue(t, queue.NewJob{Delay: time.Hour})
+		b.clock.Advance(2 * time.Second)
+		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, 1, moved)
+		require.Equal(t, map[string]int64{b.queue: later.RunAt.UnixMilli()}, index(t, b, "due"))
+
+		// Within its horizon, a promoter's pass writes nothing: its loop
+		// sleeps until the job.
+		require.NoError(t, b.client.Unindex(b.ctx, b.queue))
+		_, _, err = b.client.PromoteWithin(b.ctx, b.queue, 2*time.Hour)
+		require.NoError(t, err)
+		require.Empty(t, index(t, b, "due"))
+		_, _, err = b.client.PromoteWithin(b.ctx, b.queue, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{b.queue: later.RunAt.UnixMilli()}, index(t, b, "due"))
+
+		// Nothing scheduled: out of the index.
+		b.clock.Advance(2 * time.Hour)
+		_, _, err = b.client.Promote(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Empty(t, index(t, b, "due"))
+		due, err := b.client.Due(b.ctx, time.Hour, 10)
+		require.NoError(t, err)
+		require.Empty(t, due)
+	})
+
+	t.Run("AParkOlderThanAMarkIsDropped", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{Delay: time.Hour})
+		// A promote pass reads the queue...
+		v, err := b.client.RunScript(b.ctx, "promote", b.queue, 500)
+		require.NoError(t, err)
+		seq := v.([]any)[2].(int64)
+		// ...an enqueue of an earlier job marks the index after it...
+		earlier := b.enqueue(t, queue.NewJob{Delay: time.Minute})
+		// ...and the pass's park, arriving last, must not undo that mark.
+		require.NoError(t, b.client.ParkDue(b.ctx, b.queue, b.clock.Now().Add(time.Hour).UnixMilli(), seq))
+		require.Equal(t, map[string]int64{b.queue: earlier.RunAt.UnixMilli()}, index(t, b, "due"))
+		// A pass that ran after the mark parks.
+		_, _, err = b.client.Promote(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{b.queue: earlier.RunAt.UnixMilli()}, index(t, b, "due"))
+		require.NoError(t, b.client.ParkDue(b.ctx, b.queue, 0, b.clock.Now().Add(time.Hour).UnixMicro()))
+		require.Empty(t, index(t, b, "due"), "a newer park takes the queue out")
+	})
+
+	t.Run("LeasesRetentionAndTheDeadMarkTheSweepIndex", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(c *queue.Config) { c.Retention = time.Hour; c.DeadMaxAge = 24 * time.Hour })
+		b.enqueue(t, queue.NewJob{Visibility: time.Minute})
+		require.Empty(t, index(t, b, "sweep"), "a pending job needs no sweep")
+		c := b.claimOne(t)
+		require.Equal(t, map[string]int64{b.queue: c.LeaseUntil.UnixMilli()}, index(t, b, "sweep"))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.Equal(t, map[string]int64{b.queue: c.LeaseUntil.UnixMilli()}, index(t, b, "sweep"),
+			"a retention end later than the lease: the entry is early already")
+		sweep, err := b.client.SweepDue(b.ctx)
+		require.NoError(t, err)
+		require.Empty(t, sweep)
+
+		// The reclaim the lapsed entry brings parks the queue at its next
+		// work: the completed job's retention end.
+		b.clock.Advance(2 * time.Minute)
+		sweep, err = b.client.SweepDue(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{b.queue}, sweep)
+		_, err = b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		done := b.get(t, c.ID)
+		require.Equal(t, map[string]int64{b.queue: done.CompletedAt.Add(time.Hour).UnixMilli()}, index(t, b, "sweep"))
+
+		// A dead job's age, in a queue with nothing else to sweep.
+		d := setup(t, func(c *queue.Config) { c.Retention = -1; c.DeadMaxAge = 24 * time.Hour; c.RetryWindow = time.Second })
+		d.enqueue(t, queue.NewJob{MaxAttempts: 1})
+		c = d.claimOne(t)
+		_, err = d.client.Fail(d.ctx, d.queue, c.ID, c.Token, queue.FailOptions{Error: "x"})
+		require.NoError(t, err)
+		d.clock.Advance(2 * time.Minute) // past the lease, with nothing left to do
+		_, err = d.client.Reclaim(d.ctx, d.queue)
+		require.NoError(t, err)
+		dead := d.get(t, c.ID)
+		require.Equal(t, map[string]int64{d.queue: dead.DiedAt.Add(24 * time.Hour).UnixMilli()}, index(t, d, "sweep"))
+	})
+
+	t.Run("DeletingAQueueTakesItOutOfTheIndexes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{Delay: time.Hour})
+		b.enqueue(t, queue.NewJob{})
+		b.claimOne(t)
+		require.Len(t, index(t, b, "due"), 1)
+		require.Len(t, index(t, b, "sweep"), 1)
+		require.NoError(t, b.client.DeleteQueue(b.ctx, b.queue, true))
+		require.Empty(t, index(t, b, "due"))
+		require.Empty(t, index(t, b, "sweep"))
+	})
+
+	// A sweep visits the queues the index names and no other: a queue whose
+	// mark was lost (its client died after the claim) waits for the
+	// reconcile, while the others are swept on time.
+	t.Run("ASweepVisitsWhatTheIndexNamesAndAReconcileTheRest", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for _, q := range []string{"busy", "lost"} {
+			b.enqueue(t, queue.NewJob{Queue: q, Visibility: 5 * time.Second})
+			_, err := b.client.Claim(b.ctx, q, queue.ClaimOptions{})
+			require.NoError(t, err)
+		}
+		require.NoError(t, b.client.Unindex(b.ctx, "lost"))
+		reclaimed := make(chan string, 4)
+		r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: b.client, Interval: time.Second, ReconcileInterval: time.Minute,
+			OnReclaim: func(q string, _ []string) { reclaimed <- q }})
+		require.NoError(t, err)
+		require.NoError(t, r.Start(b.ctx))
+		defer func() { require.NoError(t, r.Stop(context.Background())) }()
+		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // the first sweep, a reconcile, is done
+		lease := func(q string) int64 { return b.get2(t, q, firstProcessing(t, b, q)).LeaseUntil.UnixMilli() }
+		require.Equal(t, map[string]int64{"busy": lease("busy"), "lost": lease("lost")}, index(t, b, "sweep"),
+			"the reconcile found the lost queue's lease, not yet due but not in the index: it reclaimed it, which parked it")
+		require.NoError(t, b.client.Unindex(b.ctx, "lost")) // lost again
+		b.clock.Advance(6 * time.Second)                    // both leases lapse; the sweeps are not reconciles
+		require.Equal(t, "busy", <-reclaimed)
+		for range 5 {
+			require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
+			b.clock.Advance(time.Second)
+		}
+		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
+		require.Empty(t, reclaimed, "the lost queue is not in the index: no sweep visits it")
+		require.Equal(t, queue.StatusProcessing, b.get2(t, "lost", firstProcessing(t, b, "lost")).Status)
+		b.clock.Advance(time.Minute) // the reconcile
+		require.Equal(t, "lost", <-reclaimed)
+	})
+
+	// The promoter over real Redis: a queue whose next job is far off is
+	// parked, costs no pass, and is promoted on time when it nears.
+	t.Run("APromoterPromotesAParkedQueueOnTime", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.enqueue(t, queue.NewJob{Delay: time.Minute})
+		passes := make(chan int, 16)
+		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Clock: b.clock, MaxSleep: time.Second,
+			OnPromote: func(_ string, n int) { passes <- n }})
+		require.NoError(t, err)
+		require.NoError(t, p.Start(b.ctx))
+		defer func() { require.NoError(t, p.Stop(context.Background())) }()
+		for range 59 {
+			require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // the scheduler only: the queue is parked
+			b.clock.Advance(time.Second)
+		}
+		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 2)) // the queue's loop, started as its job nears, sleeps
+		require.Equal(t, queue.StatusScheduled, b.get(t, j.ID).Status)
+		b.clock.Advance(time.Second)
+		require.Equal(t, 1, <-passes)
+		require.Equal(t, queue.StatusPending, b.get(t, j.ID).Status)
+	})
+}
+
+// firstProcessing answers the id of a processing job of queue q.
+func firstProcessing(t *testing.T, b *testBundle, q string) string {
+	t.Helper()
+	jobs, _, err := b.client.List(b.ctx, q, queue.ListOptions{Status: queue.StatusProcessing, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	return jobs[0].ID
+}
