@@ -37,10 +37,6 @@ const (
 type Config struct {
 	// Store is the job engine, a *queue.Client. Required.
 	Store Store
-	// Manager serves the routes that manage single jobs and the dead set.
-	// Defaults to Store when it implements Manager; without one those
-	// routes answer 501.
-	Manager Manager
 	// Cron serves the /v1/cron routes, which are registered only when it
 	// is set. Defaults to nil.
 	Cron CronStore
@@ -91,7 +87,6 @@ type Server struct {
 	cfg     Config
 	e       *echo.Echo
 	store   Store
-	manager Manager
 	cron    CronStore
 	clock   clockwork.Clock
 	log     *slog.Logger
@@ -133,10 +128,7 @@ func New(cfg Config) (*Server, error) {
 			cfg.Ready = func(context.Context) error { return nil }
 		}
 	}
-	if cfg.Manager == nil {
-		cfg.Manager, _ = cfg.Store.(Manager)
-	}
-	s := &Server{cfg: cfg, store: cfg.Store, manager: cfg.Manager, cron: cfg.Cron, clock: cfg.Clock,
+	s := &Server{cfg: cfg, store: cfg.Store, cron: cfg.Cron, clock: cfg.Clock,
 		log: cmp.Or(cfg.Logger, slog.Default())}
 	if cfg.Token != "" {
 		s.token = sha256.Sum256([]byte(cfg.Token))
