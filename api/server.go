@@ -94,6 +94,7 @@ type Server struct {
 	token   [sha256.Size]byte
 	session [sha256.Size]byte // sha256 of the session cookie's value
 	enqueue func(context.Context, queue.NewJob) (queue.Enqueued, error)
+	started time.Time    // when New made the server, on its clock
 	streams atomic.Int64 // event streams open
 	doc     []byte       // the OpenAPI document served
 
@@ -129,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, cron: cfg.Cron, clock: cfg.Clock,
-		log: cmp.Or(cfg.Logger, slog.Default())}
+		log: cmp.Or(cfg.Logger, slog.Default()), started: cfg.Clock.Now()}
 	if cfg.Token != "" {
 		s.token = sha256.Sum256([]byte(cfg.Token))
 		s.session = sha256.Sum256([]byte(sessionValue(cfg.Token)))
@@ -204,6 +205,7 @@ func (s *Server) routes() {
 		{http.MethodGet, "/readyz", s.readyz, true},
 		{http.MethodGet, "/metrics", s.metricsHandler(), !s.cfg.MetricsAuth},
 		{http.MethodGet, "/v1/openapi.json", s.openAPI, false},
+		{http.MethodGet, "/v1/status", s.status, false},
 
 		{http.MethodPost, "/v1/jobs", s.enqueueOne, false},
 		{http.MethodPost, "/v1/jobs/batch", s.enqueueBatch, false},

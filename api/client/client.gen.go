@@ -1150,6 +1150,33 @@ type RunNowEventDataStatus string
 // RunNowEventEvent defines model for RunNowEvent.Event.
 type RunNowEventEvent string
 
+// Status defines model for Status.
+type Status struct {
+	// GoVersion Example: go1.26.8
+	GoVersion string `json:"go_version"`
+
+	// RedisClockOffsetSeconds How far Redis's clock is ahead of this instance's (negative: behind), as the engine last estimated it from a script's round trip (claims and promoter passes), to within half that round trip; 0 before the first. The gauge chronoq_redis_clock_offset_seconds. Every decision about time is Redis's: an instance's clock only says how long to sleep.
+	RedisClockOffsetSeconds float64 `json:"redis_clock_offset_seconds"`
+
+	// RedisClockWarning true when |redis_clock_offset_seconds| is over 1 s: fix this host's clock (NTP). chronoq serve logs a warning then too.
+	RedisClockWarning bool `json:"redis_clock_warning"`
+
+	// RedisTime Redis's clock now, as this instance estimates it: time plus redis_clock_offset_seconds. RFC 3339, milliseconds, UTC
+	RedisTime time.Time `json:"redis_time"`
+
+	// StartedAt When this instance's server started, by its clock. RFC 3339, milliseconds, UTC
+	StartedAt time.Time `json:"started_at"`
+
+	// Time This instance's clock now. RFC 3339, milliseconds, UTC
+	Time          time.Time `json:"time"`
+	UptimeSeconds float64   `json:"uptime_seconds"`
+
+	// Version The running binary's version as Go stamped it: the module version ("v1.2.0", or a pseudo-version naming the commit), or "(devel)" with the commit ("+dirty" when the work tree had changes)
+	//
+	// Example: v1.2.0
+	Version string `json:"version"`
+}
+
 // Token defines model for Token.
 type Token struct {
 	Token string `json:"token"`
@@ -2147,6 +2174,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queue QueueName, body ResumeQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Status This instance: its build, its uptime, and its clock against Redis's
+	//
+	// Answered by the instance that receives the request, from what it knows: it reads nothing from Redis (so it answers while Redis is away too). Behind a load balancer, each request may reach another instance.
+	//
+	// Corresponds with GET /v1/status (the `Status` operationId).
+	Status(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Dashboard The dashboard
@@ -2949,6 +2983,23 @@ func (c *Client) ResumeQueueWithBody(ctx context.Context, queue QueueName, conte
 // Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queue QueueName, body ResumeQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Status This instance: its build, its uptime, and its clock against Redis's
+//
+// Answered by the instance that receives the request, from what it knows: it reads nothing from Redis (so it answers while Redis is away too). Behind a load balancer, each request may reach another instance.
+//
+// Corresponds with GET /v1/status (the `Status` operationId).
+func (c *Client) Status(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStatusRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -4426,6 +4477,33 @@ func NewResumeQueueRequestWithBody(server string, queue QueueName, contentType s
 	return req, nil
 }
 
+// NewStatusRequest constructs an http.Request for the Status method
+func NewStatusRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/status")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -4831,6 +4909,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queue QueueName, body ResumeQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// StatusWithResponse This instance: its build, its uptime, and its clock against Redis's
+	//
+	// Answered by the instance that receives the request, from what it knows: it reads nothing from Redis (so it answers while Redis is away too). Behind a load balancer, each request may reach another instance.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/status (the `Status` operationId).
+	StatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StatusResponse, error)
 }
 
 type DashboardResponse struct {
@@ -7386,6 +7473,54 @@ func (r ResumeQueueResponse) ContentType() string {
 	return ""
 }
 
+type StatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Status
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StatusResponse) GetJSON200() *Status {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StatusResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetBody returns the raw response body bytes
+func (r StatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DashboardWithResponse The dashboard
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8034,6 +8169,21 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParseResumeQueueResponse(rsp)
+}
+
+// StatusWithResponse This instance: its build, its uptime, and its clock against Redis's
+//
+// Answered by the instance that receives the request, from what it knows: it reads nothing from Redis (so it answers while Redis is away too). Behind a load balancer, each request may reach another instance.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/status (the `Status` operationId).
+func (c *ClientWithResponses) StatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StatusResponse, error) {
+	rsp, err := c.Status(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStatusResponse(rsp)
 }
 
 // ParseDashboardResponse parses an HTTP response from a DashboardWithResponse call
@@ -10163,6 +10313,39 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStatusResponse parses an HTTP response from a StatusWithResponse call
+func ParseStatusResponse(rsp *http.Response) (*StatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Status
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	}
 
