@@ -7,24 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/api/client"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
-
-// skewedClock is the real clock off by skew: an instance whose host's
-// clock is wrong.
-type skewedClock struct {
-	clockwork.Clock
-	skew time.Duration
-}
-
-func (c skewedClock) Now() time.Time                  { return c.Clock.Now().Add(c.skew) }
-func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 type statusView struct {
 	Version           string  `json:"version"`
@@ -76,7 +65,7 @@ func TestStatus(t *testing.T) {
 func TestStatusSkewedClock(t *testing.T) {
 	t.Parallel()
 	for _, skew := range []time.Duration{30 * time.Second, -30 * time.Second, 0} {
-		b := setup(t, func(sc *setupConfig) { sc.clock = skewedClock{clockwork.NewRealClock(), skew} })
+		b := setup(t, func(sc *setupConfig) { sc.clock = testutil.SkewedClock(skew) })
 		c, err := client.NewClientWithResponses(b.http.URL, client.WithHTTPClient(b.http.Client()))
 		require.NoError(t, err)
 		// A claim (of nothing) is a script that answers Redis's time.
