@@ -38,6 +38,13 @@
 // http.Server.RegisterOnShutdown so that a graceful shutdown does not wait
 // for them.
 //
+// # Status
+//
+// GET /v1/status answers the instance that serves it: its version, its
+// uptime, and how far its clock is from Redis's as the engine estimates
+// it (queue.Client.RedisClockOffset), flagged past [ClockOffsetWarning].
+// It reads nothing from Redis.
+//
 // # Metrics
 //
 // GET /metrics answers the Prometheus text format from the server's own
