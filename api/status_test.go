@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"runtime"
 	"testing"
@@ -60,24 +59,37 @@ func TestStatus(t *testing.T) {
 
 // TestStatusSkewedClock: an instance whose clock is 30 s ahead of Redis's
 // (a real clock, off) learns the offset from its first script round trip
-// and reports it, with the warning, and Redis's time as it estimates it.
-// Read with the generated client, so its Status type is proven too.
+// and reports it, with the warning, and Redis's time as it estimates it;
+// on Redis Cluster too. Read with the generated client, so its Status
+// type is proven too.
 func TestStatusSkewedClock(t *testing.T) {
 	t.Parallel()
-	for _, skew := range []time.Duration{30 * time.Second, -30 * time.Second, 0} {
-		b := setup(t, func(sc *setupConfig) { sc.clock = testutil.SkewedClock(skew) })
+	for _, tt := range []struct {
+		skew    time.Duration
+		cluster bool
+	}{{30 * time.Second, false}, {-30 * time.Second, false}, {0, false}, {30 * time.Second, true}} {
+		if tt.cluster && testing.Short() {
+			continue // cluster skipped in -short mode
+		}
+		skew := tt.skew
+		b := setup(t, func(sc *setupConfig) {
+			sc.clock = testutil.SkewedClock(skew)
+			if tt.cluster {
+				sc.rdb = testutil.Cluster(t) // the offset is to the clock of the master that answered
+			}
+		})
 		c, err := client.NewClientWithResponses(b.http.URL, client.WithHTTPClient(b.http.Client()))
 		require.NoError(t, err)
 		// A claim (of nothing) is a script that answers Redis's time.
 		_, err = b.client.Claim(b.ctx, "q", queue.ClaimOptions{Max: 1})
 		require.NoError(t, err)
 
-		res, err := c.StatusWithResponse(context.Background())
+		res, err := c.StatusWithResponse(b.ctx)
 		require.NoError(t, err)
 		require.NotNil(t, res.JSON200, "%d %s", res.StatusCode(), res.Body)
 		st := res.JSON200
-		require.InDelta(t, -skew.Seconds(), st.RedisClockOffsetSeconds, 0.5, "skew %s", skew)
-		require.Equal(t, skew != 0, st.RedisClockWarning, "skew %s", skew)
+		require.InDelta(t, -skew.Seconds(), st.RedisClockOffsetSeconds, 0.5, "skew %s, cluster %v", skew, tt.cluster)
+		require.Equal(t, skew != 0, st.RedisClockWarning, "skew %s, cluster %v", skew, tt.cluster)
 		require.WithinDuration(t, time.Now().Add(skew), st.Time, time.Second, "the instance's clock")
 		require.WithinDuration(t, time.Now(), st.RedisTime, time.Second, "Redis's, as the instance estimates it")
 		// Each time is written to the millisecond.
