@@ -37,11 +37,18 @@ const (
 // it, as each would have alone. Batches never mix queues, so one call is
 // one script: it is written whole or not at all.
 type coalescer struct {
-	p   Producer
+	p   producer
 	log *slog.Logger
 
 	mu     sync.Mutex
 	queues map[string]*pendingBatch // queues with calls waiting or in flight
+}
+
+// producer is what the coalescer needs of the engine ([Store]): its own
+// small seam, so that its tests can gate the batches.
+type producer interface {
+	Enqueue(ctx context.Context, nj queue.NewJob) (queue.Enqueued, error)
+	EnqueueBatch(ctx context.Context, jobs []queue.NewJob) ([]queue.Enqueued, error)
 }
 
 type pendingBatch struct {
@@ -55,7 +62,7 @@ type enqueueCall struct {
 	done chan struct{}
 }
 
-func newCoalescer(p Producer, log *slog.Logger) *coalescer {
+func newCoalescer(p producer, log *slog.Logger) *coalescer {
 	return &coalescer{p: p, log: log, queues: map[string]*pendingBatch{}}
 }
 

@@ -3,11 +3,11 @@
 //
 // # Shape
 //
-// [New] builds a [Server] from a [Config]. The handlers see the engine only
-// through small interfaces — [Producer], [Reader], [Operator], [Claimer],
-// [EventSource], [Manager] and [CronStore] — so each can be tested alone
-// and the engine can grow without the API changing. A *queue.Client is a
-// [Store] (all of the core ones) and, once it has them, a [Manager].
+// [New] builds a [Server] from a [Config]. The handlers see the engine
+// through one interface per seam: [Store], the job engine that every
+// route but the cron ones needs (a *queue.Client), and [CronStore], the
+// recurring jobs (a *cron.Store), whose routes are registered only when
+// one is configured.
 //
 //	client, _ := queue.NewClient(queue.Config{Redis: rdb})
 //	srv, _ := api.New(api.Config{Store: client, Token: token})
@@ -37,6 +37,13 @@
 // [Server.Drain] is called, which the serve command registers with
 // http.Server.RegisterOnShutdown so that a graceful shutdown does not wait
 // for them.
+//
+// # Status
+//
+// GET /v1/status answers the instance that serves it: its version, its
+// uptime, and how far its clock is from Redis's as the engine estimates
+// it (queue.Client.RedisClockOffset), flagged past [ClockOffsetWarning].
+// It reads nothing from Redis.
 //
 // # Metrics
 //

@@ -22,7 +22,6 @@ const (
 	CodeLeaseLost        = "lease_lost"         // 409
 	CodeQueueBusy        = "queue_busy"         // 409
 	CodePayloadTooLarge  = "payload_too_large"  // 413
-	CodeNotImplemented   = "not_implemented"    // 501
 	CodeUnavailable      = "unavailable"        // 503
 	CodeInternal         = "internal"           // 500
 )
@@ -59,8 +58,6 @@ var (
 		Message: "a valid bearer token is required (Authorization: Bearer <token>)"}
 	errCrossOrigin = &Error{Status: http.StatusForbidden, Code: CodeForbidden,
 		Message: "a state-changing request from a browser must come from the dashboard's own origin"}
-	errNoManager = &Error{Status: http.StatusNotImplemented, Code: CodeNotImplemented,
-		Message: "this server's store does not manage single jobs"}
 )
 
 // toError maps any error of a handler to the API's answer.
@@ -146,7 +143,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	e := toError(err)
 	switch {
-	case e.Status >= 500 && e.Status != http.StatusServiceUnavailable && e.Status != http.StatusNotImplemented:
+	case e.Status >= 500 && e.Status != http.StatusServiceUnavailable:
 		s.log.Error("api: request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	case e.Status == http.StatusServiceUnavailable:
 		s.log.Warn("api: store unavailable", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)

@@ -146,6 +146,7 @@ func FuzzRequest(f *testing.F) {
 	j := b.enqueue(f, map[string]any{"queue": "fz"})
 	for _, seed := range []struct{ method, path, body string }{
 		{"GET", "/v1/queues", ``},
+		{"GET", "/v1/status?verbose=1", ``},
 		{"GET", "/v1/queues/fz", ``},
 		{"GET", "/v1/queues/fz/jobs?status=pending&limit=2&cursor=abc", ``},
 		{"GET", "/v1/queues/fz/jobs?status=dead&cursor=%00", ``},

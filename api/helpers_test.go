@@ -45,6 +45,9 @@ type setupConfig struct {
 	// realCron serves the cron routes from a cron.Store over the
 	// bundle's queue client.
 	realCron bool
+	// clock, when set, is the queue client's clock instead of the fake
+	// one (b.clock is then not the client's).
+	clock clockwork.Clock
 }
 
 func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
@@ -59,6 +62,9 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	clock := testutil.FakeClock()
 	qc := sc.queue
 	qc.Redis, qc.Namespace, qc.Clock = sc.rdb, testutil.Namespace(t), clock
+	if sc.clock != nil {
+		qc.Clock = sc.clock
+	}
 	client, err := queue.NewClient(qc)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })

@@ -45,7 +45,7 @@ func pathJob(c echo.Context) (string, string, error) {
 
 // allStats reads the stats of the known queues, sorted by name, the first
 // limit of them (all when limit is 0), statsParallel at a time.
-func allStats(ctx context.Context, r Reader, limit int) ([]queue.Stats, error) {
+func allStats(ctx context.Context, r Store, limit int) ([]queue.Stats, error) {
 	qs, err := r.Queues(ctx)
 	if err != nil {
 		return nil, err
@@ -217,10 +217,7 @@ func (s *Server) listJobs(c echo.Context) error {
 		}
 		o.Limit = n
 	}
-	if s.manager == nil {
-		return errNoManager
-	}
-	jobs, next, err := s.manager.List(c.Request().Context(), q, o)
+	jobs, next, err := s.store.List(c.Request().Context(), q, o)
 	if err != nil {
 		return err
 	}
@@ -262,10 +259,7 @@ func (s *Server) rescheduleJob(c echo.Context) error {
 	default:
 		return invalidArg("run_at", "give run_at or delay")
 	}
-	if s.manager == nil {
-		return errNoManager
-	}
-	j, err := s.manager.Reschedule(c.Request().Context(), q, id, runAt)
+	j, err := s.store.Reschedule(c.Request().Context(), q, id, runAt)
 	if err != nil {
 		return err
 	}
@@ -278,10 +272,7 @@ func (s *Server) cancelJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.manager == nil {
-		return errNoManager
-	}
-	j, err := s.manager.Cancel(c.Request().Context(), q, id)
+	j, err := s.store.Cancel(c.Request().Context(), q, id)
 	if err != nil {
 		return err
 	}
@@ -297,10 +288,7 @@ func (s *Server) retryJob(c echo.Context) error {
 	if err := s.decode(c, &struct{}{}, true); err != nil {
 		return err
 	}
-	if s.manager == nil {
-		return errNoManager
-	}
-	j, err := s.manager.RunNow(c.Request().Context(), q, id)
+	j, err := s.store.RunNow(c.Request().Context(), q, id)
 	if err != nil {
 		return err
 	}
@@ -326,10 +314,7 @@ func (s *Server) requeueDead(c echo.Context) error {
 			return invalidArg("kind", "%v", err)
 		}
 	}
-	if s.manager == nil {
-		return errNoManager
-	}
-	n, err := s.manager.RequeueDead(c.Request().Context(), q, req.Kind)
+	n, err := s.store.RequeueDead(c.Request().Context(), q, req.Kind)
 	if err != nil {
 		return err
 	}
@@ -348,10 +333,7 @@ func (s *Server) purgeDead(c echo.Context) error {
 			return invalidArg("kind", "%v", err)
 		}
 	}
-	if s.manager == nil {
-		return errNoManager
-	}
-	n, err := s.manager.PurgeDead(c.Request().Context(), q, kind)
+	n, err := s.store.PurgeDead(c.Request().Context(), q, kind)
 	if err != nil {
 		return err
 	}

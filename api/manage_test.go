@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/chronoq/chronoq/api"
 )
 
 type listView struct {
@@ -214,23 +212,3 @@ func TestDeadSet(t *testing.T) {
 	requireError(t, b.do(t, http.MethodPost, "/v1/queues/ds/dead/retry", `{"kinds":["a"]}`), 400, "invalid_argument", "kinds")
 	requireError(t, b.do(t, http.MethodDelete, "/v1/queues/ds/dead?kind=a%20b", nil), 400, "invalid_argument", "kind")
 }
-
-func TestManagerMissing(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	// A store that is not a Manager: the routes answer 501, not a 500.
-	b2 := setup(t, func(sc *setupConfig) { sc.api.Store = storeOnly{b.client} })
-	for _, req := range []struct{ method, path string }{
-		{http.MethodGet, "/v1/queues/q/jobs?status=pending"},
-		{http.MethodDelete, "/v1/queues/q/jobs/abc"},
-		{http.MethodPost, "/v1/queues/q/jobs/abc/retry"},
-		{http.MethodPost, "/v1/queues/q/dead/retry"},
-		{http.MethodDelete, "/v1/queues/q/dead"},
-	} {
-		requireError(t, b2.do(t, req.method, req.path, nil), 501, "not_implemented", "")
-	}
-	requireError(t, b2.do(t, http.MethodPatch, "/v1/queues/q/jobs/abc", `{"delay":"1s"}`), 501, "not_implemented", "")
-}
-
-// storeOnly hides every method of a store but those of api.Store.
-type storeOnly struct{ api.Store }

@@ -29,7 +29,7 @@ type metrics struct {
 	promoted     *prometheus.HistogramVec
 }
 
-func newMetrics(r Reader) *metrics {
+func newMetrics(r Store) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -108,7 +108,7 @@ func templatePath(p string) string {
 // queueCollector reads every queue's depths and totals from Redis at
 // scrape time: statsParallel queues at a time, within scrapeTimeout, at
 // most maxScrapeQueues of them.
-type queueCollector struct{ r Reader }
+type queueCollector struct{ r Store }
 
 var (
 	descDepth = prometheus.NewDesc("chronoq_queue_jobs",

@@ -61,11 +61,11 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		cfg  api.Config
 		ops  int
 	}{
-		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 32},
-		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 32},
+		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 33},
+		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 33},
 		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t",
-			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 35},
-		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 27},
+			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 36},
+		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 28},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := api.New(tt.cfg)

@@ -55,6 +55,7 @@ func TestRedisGoesAwayAndComesBack(t *testing.T) {
 	// Bad input is still a 400, not a 503: it is checked before Redis.
 	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", `{"queue":"o"}`), 400, "invalid_argument", "kind")
 	require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/healthz", nil).status)
+	require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/v1/status", nil).status, "the status reads nothing from Redis")
 	require.Equal(t, 0.0, b.scrape(t)["chronoq_store_up"])
 
 	rs.Restart()

@@ -37,10 +37,6 @@ const (
 type Config struct {
 	// Store is the job engine, a *queue.Client. Required.
 	Store Store
-	// Manager serves the routes that manage single jobs and the dead set.
-	// Defaults to Store when it implements Manager; without one those
-	// routes answer 501.
-	Manager Manager
 	// Cron serves the /v1/cron routes, which are registered only when it
 	// is set. Defaults to nil.
 	Cron CronStore
@@ -91,7 +87,6 @@ type Server struct {
 	cfg     Config
 	e       *echo.Echo
 	store   Store
-	manager Manager
 	cron    CronStore
 	clock   clockwork.Clock
 	log     *slog.Logger
@@ -99,6 +94,7 @@ type Server struct {
 	token   [sha256.Size]byte
 	session [sha256.Size]byte // sha256 of the session cookie's value
 	enqueue func(context.Context, queue.NewJob) (queue.Enqueued, error)
+	started time.Time    // when New made the server, on its clock
 	streams atomic.Int64 // event streams open
 	doc     []byte       // the OpenAPI document served
 
@@ -133,11 +129,8 @@ func New(cfg Config) (*Server, error) {
 			cfg.Ready = func(context.Context) error { return nil }
 		}
 	}
-	if cfg.Manager == nil {
-		cfg.Manager, _ = cfg.Store.(Manager)
-	}
-	s := &Server{cfg: cfg, store: cfg.Store, manager: cfg.Manager, cron: cfg.Cron, clock: cfg.Clock,
-		log: cmp.Or(cfg.Logger, slog.Default())}
+	s := &Server{cfg: cfg, store: cfg.Store, cron: cfg.Cron, clock: cfg.Clock,
+		log: cmp.Or(cfg.Logger, slog.Default()), started: cfg.Clock.Now()}
 	if cfg.Token != "" {
 		s.token = sha256.Sum256([]byte(cfg.Token))
 		s.session = sha256.Sum256([]byte(sessionValue(cfg.Token)))
@@ -212,6 +205,7 @@ func (s *Server) routes() {
 		{http.MethodGet, "/readyz", s.readyz, true},
 		{http.MethodGet, "/metrics", s.metricsHandler(), !s.cfg.MetricsAuth},
 		{http.MethodGet, "/v1/openapi.json", s.openAPI, false},
+		{http.MethodGet, "/v1/status", s.status, false},
 
 		{http.MethodPost, "/v1/jobs", s.enqueueOne, false},
 		{http.MethodPost, "/v1/jobs/batch", s.enqueueBatch, false},

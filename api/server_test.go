@@ -24,7 +24,7 @@ func TestAuth(t *testing.T) {
 		t.Parallel()
 		b := setup(t, withToken(token), func(sc *setupConfig) { sc.noAuth = true })
 		for _, hdr := range []string{"", "Bearer", "Bearer wrong", "Basic " + token, "Bearer " + token + "x", "Bearer " + token[:5]} {
-			for _, path := range []string{"/v1/queues", "/v1/openapi.json", "/", "/v1/events"} {
+			for _, path := range []string{"/v1/queues", "/v1/openapi.json", "/v1/status", "/", "/v1/events"} {
 				r := b.do(t, http.MethodGet, path, nil, "Authorization", hdr)
 				requireError(t, r, http.StatusUnauthorized, "unauthenticated", "")
 				require.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer")

@@ -9,63 +9,56 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// The engine as the handlers see it: one small interface per group of
-// routes. *queue.Client implements all of them but [CronStore].
+// The API has two seams, one interface each: the job engine ([Store],
+// what *queue.Client is; required) and the recurring jobs ([CronStore],
+// what *cron.Store is; optional, because the cron routes exist only when
+// one is configured). Every route but the cron ones is served by the
+// engine: no route depends on a method the engine might lack.
 
-// Producer adds jobs: POST /v1/jobs, /v1/jobs/batch, /v1/queues/{q}/jobs.
-type Producer interface {
+// Store is the job engine as the API uses it: every method is one of
+// *queue.Client, which is the only implementation (tests wrap it, or
+// embed the interface and override a method, to inject faults). Errors
+// are the queue package's (queue.ErrNotFound, *queue.FieldError, ...):
+// the API maps them to its answers.
+type Store interface {
+	// Producing: POST /v1/jobs, /v1/jobs/batch, /v1/queues/{q}/jobs.
 	Enqueue(ctx context.Context, nj queue.NewJob) (queue.Enqueued, error)
 	EnqueueBatch(ctx context.Context, jobs []queue.NewJob) ([]queue.Enqueued, error)
-}
 
-// Reader reads jobs and queues: GET /v1/queues..., the job by id, metrics.
-type Reader interface {
+	// Reading: GET /v1/queues..., the job by id, /metrics.
 	Get(ctx context.Context, queue, id string) (*queue.Job, error)
+	List(ctx context.Context, queue string, o ListOptions) ([]*queue.Job, string, error)
 	Queues(ctx context.Context) ([]string, error)
 	Stats(ctx context.Context, queue string) (queue.Stats, error)
-}
 
-// Operator acts on a whole queue: pause, resume, a reclaim sweep, delete.
-type Operator interface {
-	DeleteQueue(ctx context.Context, queue string, force bool) error
+	// Managing single jobs and the dead set: reschedule, cancel, retry,
+	// requeue and purge the dead.
+	Reschedule(ctx context.Context, queue, id string, runAt time.Time) (*queue.Job, error)
+	Cancel(ctx context.Context, queue, id string) (*queue.Job, error)
+	RunNow(ctx context.Context, queue, id string) (*queue.Job, error)
+	RequeueDead(ctx context.Context, queue, kind string) (int, error)
+	PurgeDead(ctx context.Context, queue, kind string) (int, error)
+
+	// Managing a whole queue: pause, resume, a reclaim sweep, delete.
 	Pause(ctx context.Context, queue string) error
 	Resume(ctx context.Context, queue string) error
 	Reclaim(ctx context.Context, queue string) ([]string, error)
-}
+	DeleteQueue(ctx context.Context, queue string, force bool) error
 
-// Claimer is the worker protocol: claim, complete, fail, heartbeat, and
-// ending as canceled a job whose cancellation was requested.
-type Claimer interface {
+	// The worker protocol: claim, complete, fail, heartbeat, and ending
+	// as canceled a job whose cancellation was requested.
 	Claim(ctx context.Context, queue string, o queue.ClaimOptions) ([]*queue.Job, error)
 	Complete(ctx context.Context, queue, id, token string, result json.RawMessage) error
 	Fail(ctx context.Context, queue, id, token string, o queue.FailOptions) (queue.FailResult, error)
 	Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (queue.Lease, error)
 	CancelClaimed(ctx context.Context, queue, id, token string) error
-}
 
-// EventSource streams job events: GET /v1/events.
-type EventSource interface {
+	// Events: GET /v1/events.
 	Subscribe(ctx context.Context, queues ...string) (<-chan queue.Event, error)
-}
 
-// Store is every core interface at once: what [Config.Store] must be.
-type Store interface {
-	Producer
-	Reader
-	Operator
-	Claimer
-	EventSource
-}
-
-// Manager manages single jobs and the dead set: list, reschedule, cancel,
-// retry, requeue and purge the dead.
-type Manager interface {
-	List(ctx context.Context, queue string, o ListOptions) ([]*queue.Job, string, error)
-	Cancel(ctx context.Context, queue, id string) (*queue.Job, error)
-	Reschedule(ctx context.Context, queue, id string, runAt time.Time) (*queue.Job, error)
-	RunNow(ctx context.Context, queue, id string) (*queue.Job, error)
-	RequeueDead(ctx context.Context, queue, kind string) (int, error)
-	PurgeDead(ctx context.Context, queue, kind string) (int, error)
+	// RedisClockOffset is how far Redis's clock is ahead of this
+	// instance's, as the engine last estimated it: GET /v1/status.
+	RedisClockOffset() time.Duration
 }
 
 // CronStore keeps the recurring jobs: the /v1/cron routes, registered only
@@ -89,11 +82,12 @@ type CronStore interface {
 // cron package's Entry, so *cron.Store is a CronStore as it is.
 type CronEntry = cron.Entry
 
-// ListOptions select a page of [Manager.List].
+// ListOptions select a page of [Store.List].
 type ListOptions = queue.ListOptions
 
-// The queue client is the store and the manager.
+// The queue client is the engine; the cron package's store keeps the
+// recurring jobs.
 var (
-	_ Store   = (*queue.Client)(nil)
-	_ Manager = (*queue.Client)(nil)
+	_ Store     = (*queue.Client)(nil)
+	_ CronStore = (*cron.Store)(nil)
 )

@@ -252,7 +252,6 @@ const (
 	ErrorErrorCodeLeaseLost        ErrorErrorCode = "lease_lost"
 	ErrorErrorCodeMethodNotAllowed ErrorErrorCode = "method_not_allowed"
 	ErrorErrorCodeNotFound         ErrorErrorCode = "not_found"
-	ErrorErrorCodeNotImplemented   ErrorErrorCode = "not_implemented"
 	ErrorErrorCodePayloadTooLarge  ErrorErrorCode = "payload_too_large"
 	ErrorErrorCodeQueueBusy        ErrorErrorCode = "queue_busy"
 	ErrorErrorCodeUnauthenticated  ErrorErrorCode = "unauthenticated"
@@ -275,8 +274,6 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeMethodNotAllowed:
 		return true
 	case ErrorErrorCodeNotFound:
-		return true
-	case ErrorErrorCodeNotImplemented:
 		return true
 	case ErrorErrorCodePayloadTooLarge:
 		return true
@@ -1153,6 +1150,33 @@ type RunNowEventDataStatus string
 // RunNowEventEvent defines model for RunNowEvent.Event.
 type RunNowEventEvent string
 
+// Status defines model for Status.
+type Status struct {
+	// GoVersion Example: go1.26.8
+	GoVersion string `json:"go_version"`
+
+	// RedisClockOffsetSeconds How far Redis's clock is ahead of this instance's (negative: behind), as the engine last estimated it from a script's round trip (claims and promoter passes), to within half that round trip; 0 before the first. The gauge chronoq_redis_clock_offset_seconds. Every decision about time is Redis's: an instance's clock only says how long to sleep.
+	RedisClockOffsetSeconds float64 `json:"redis_clock_offset_seconds"`
+
+	// RedisClockWarning true when |redis_clock_offset_seconds| is over 1 s: fix this host's clock (NTP). chronoq serve logs a warning then too.
+	RedisClockWarning bool `json:"redis_clock_warning"`
+
+	// RedisTime Redis's clock now, as this instance estimates it: time plus redis_clock_offset_seconds. RFC 3339, milliseconds, UTC
+	RedisTime time.Time `json:"redis_time"`
+
+	// StartedAt When this instance's server started, by its clock. RFC 3339, milliseconds, UTC
+	StartedAt time.Time `json:"started_at"`
+
+	// Time This instance's clock now. RFC 3339, milliseconds, UTC
+	Time          time.Time `json:"time"`
+	UptimeSeconds float64   `json:"uptime_seconds"`
+
+	// Version The running binary's version as Go stamped it: the module version ("v1.2.0", or a pseudo-version naming the commit), or "(devel)" with the commit ("+dirty" when the work tree had changes)
+	//
+	// Example: v1.2.0
+	Version string `json:"version"`
+}
+
 // Token defines model for Token.
 type Token struct {
 	Token string `json:"token"`
@@ -1181,9 +1205,6 @@ type Internal = Error
 
 // NotFound defines model for NotFound.
 type NotFound = Error
-
-// NotImplemented defines model for NotImplemented.
-type NotImplemented = Error
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = Error
@@ -2153,6 +2174,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queue QueueName, body ResumeQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Status This instance: its build, its uptime, and its clock against Redis's
+	//
+	// Answered by the instance that receives the request, from what it knows: it reads nothing from Redis (so it answers while Redis is away too). Behind a load balancer, each request may reach another instance.
+	//
+	// Corresponds with GET /v1/status (the `Status` operationId).
+	Status(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Dashboard The dashboard
@@ -2955,6 +2983,23 @@ func (c *Client) ResumeQueueWithBody(ctx context.Context, queue QueueName, conte
 // Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queue QueueName, body ResumeQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Status This instance: its build, its uptime, and its clock against Redis's
+//
+// Answered by the instance that receives the request, from what it knows: it reads nothing from Redis (so it answers while Redis is away too). Behind a load balancer, each request may reach another instance.
+//
+// Corresponds with GET /v1/status (the `Status` operationId).
+func (c *Client) Status(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStatusRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -4432,6 +4477,33 @@ func NewResumeQueueRequestWithBody(server string, queue QueueName, contentType s
 	return req, nil
 }
 
+// NewStatusRequest constructs an http.Request for the Status method
+func NewStatusRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/status")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -4837,6 +4909,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queue QueueName, body ResumeQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// StatusWithResponse This instance: its build, its uptime, and its clock against Redis's
+	//
+	// Answered by the instance that receives the request, from what it knows: it reads nothing from Redis (so it answers while Redis is away too). Behind a load balancer, each request may reach another instance.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/status (the `Status` operationId).
+	StatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StatusResponse, error)
 }
 
 type DashboardResponse struct {
@@ -6068,8 +6149,6 @@ type PurgeDeadResponse struct {
 	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 }
@@ -6097,11 +6176,6 @@ func (r PurgeDeadResponse) GetJSON403() *Forbidden {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PurgeDeadResponse) GetJSON500() *Internal {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r PurgeDeadResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -6153,8 +6227,6 @@ type RequeueDeadResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 }
@@ -6187,11 +6259,6 @@ func (r RequeueDeadResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r RequeueDeadResponse) GetJSON500() *Internal {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r RequeueDeadResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -6239,8 +6306,6 @@ type ListJobsResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 }
@@ -6263,11 +6328,6 @@ func (r ListJobsResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListJobsResponse) GetJSON500() *Internal {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListJobsResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -6433,8 +6493,6 @@ type CancelJobResponse struct {
 	JSON409 *Conflict
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 }
@@ -6472,11 +6530,6 @@ func (r CancelJobResponse) GetJSON409() *Conflict {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r CancelJobResponse) GetJSON500() *Internal {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r CancelJobResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -6608,8 +6661,6 @@ type RescheduleJobResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 }
@@ -6652,11 +6703,6 @@ func (r RescheduleJobResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r RescheduleJobResponse) GetJSON500() *Internal {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r RescheduleJobResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -7100,8 +7146,6 @@ type RetryJobResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 }
@@ -7144,11 +7188,6 @@ func (r RetryJobResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r RetryJobResponse) GetJSON500() *Internal {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r RetryJobResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -7428,6 +7467,54 @@ func (r ResumeQueueResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResumeQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Status
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StatusResponse) GetJSON200() *Status {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StatusResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetBody returns the raw response body bytes
+func (r StatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StatusResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8082,6 +8169,21 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParseResumeQueueResponse(rsp)
+}
+
+// StatusWithResponse This instance: its build, its uptime, and its clock against Redis's
+//
+// Answered by the instance that receives the request, from what it knows: it reads nothing from Redis (so it answers while Redis is away too). Behind a load balancer, each request may reach another instance.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/status (the `Status` operationId).
+func (c *ClientWithResponses) StatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StatusResponse, error) {
+	rsp, err := c.Status(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStatusResponse(rsp)
 }
 
 // ParseDashboardResponse parses an HTTP response from a DashboardWithResponse call
@@ -9130,13 +9232,6 @@ func ParsePurgeDeadResponse(rsp *http.Response) (*PurgeDeadResponse, error) {
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9205,13 +9300,6 @@ func ParseRequeueDeadResponse(rsp *http.Response) (*RequeueDeadResponse, error) 
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9265,13 +9353,6 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -9460,13 +9541,6 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9609,13 +9683,6 @@ func ParseRescheduleJobResponse(rsp *http.Response) (*RescheduleJobResponse, err
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -10036,13 +10103,6 @@ func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10253,6 +10313,39 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStatusResponse parses an HTTP response from a StatusWithResponse call
+func ParseStatusResponse(rsp *http.Response) (*StatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Status
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	}
 

@@ -7,9 +7,10 @@
 //
 // It exists to prove the contract: the api package's tests run a worker
 // loop with it, unchanged, against a real server, so a document that a
-// generated client cannot use fails them. It is also a usable client for
-// Go programs that speak HTTP to chronoq rather than link the queue
-// package:
+// generated client cannot use fails them. The operator CLI (`chronoq
+// stats`, `list`, ...) speaks to the API through it, so it reads the
+// API's own types. It is also a usable client for Go programs that speak
+// HTTP to chronoq rather than link the queue package:
 //
 //	c, _ := client.NewClientWithResponses("http://127.0.0.1:8080",
 //		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,10 +10,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/chronoq/chronoq/api/client"
 )
 
 // The operator CLI: small commands over the HTTP API of a running serve.
@@ -26,6 +28,7 @@ type cli struct {
 	url    string
 	token  string
 	json   bool
+	api    *client.ClientWithResponses // set by parse
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -58,6 +61,9 @@ func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+	if err := c.connect(); err != nil {
+		return nil, c.usageErr("%v", err), false
+	}
 	return pos, 0, true
 }
 
@@ -66,103 +72,95 @@ func (c *cli) usageErr(format string, args ...any) int {
 	return 2
 }
 
+// connect makes the client of the API the flags name: the client
+// generated from the API's OpenAPI document (api/client), so the CLI
+// reads the API's own types.
+func (c *cli) connect() error {
+	opts := []client.ClientOption{client.WithHTTPClient(&http.Client{Timeout: cliTimeout})}
+	if c.token != "" {
+		opts = append(opts, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+c.token)
+			return nil
+		}))
+	}
+	api, err := client.NewClientWithResponses(strings.TrimRight(c.url, "/"), opts...)
+	if err != nil {
+		return fmt.Errorf("--url %q: %v", c.url, err)
+	}
+	c.api = api
+	return nil
+}
+
+// answer is what the CLI reads of every response of the generated client.
+type answer interface {
+	StatusCode() int
+	GetBody() []byte
+}
+
 // apiError is an error answer of the API.
 type apiError struct {
-	Status  int
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field"`
+	status int
+	body   client.Error
 }
 
 func (e *apiError) Error() string {
-	s := fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
-	if e.Field != "" {
-		s += " (field " + e.Field + ")"
+	b := e.body.Error
+	s := fmt.Sprintf("%d %s: %s", e.status, b.Code, b.Message)
+	if f := b.Field; f != nil && *f != "" {
+		s += " (field " + *f + ")"
 	}
 	return s
 }
 
-// do calls the API and answers the body of a 2xx.
-func (c *cli) do(ctx context.Context, method, path string, body any) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(data)
+// errUndocumented is a 2xx answer whose body is not the one documented.
+var errUndocumented = errors.New("the answer is not the documented JSON")
+
+// typed is the typed body of a 2xx answer, or errUndocumented.
+func typed[T any](v *T) (*T, error) {
+	if v == nil {
+		return nil, errUndocumented
 	}
-	ctx, cancel := context.WithTimeout(ctx, cliTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.url, "/")+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	if res.StatusCode/100 != 2 {
-		var e struct {
-			Error *apiError `json:"error"`
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error != nil {
-			e.Error.Status = res.StatusCode
-			return nil, e.Error
-		}
-		return nil, fmt.Errorf("%s %s: HTTP %d", method, path, res.StatusCode)
-	}
-	return data, nil
+	return v, nil
 }
 
-// call does the request and prints its answer: the JSON as is with
-// --json, else through text. Answers the exit code.
-func (c *cli) call(ctx context.Context, method, path string, body any, text func(data []byte, w io.Writer) error) int {
-	data, err := c.do(ctx, method, path, body)
+// show prints the answer of a call (res and err, as the generated client
+// answered them): the API's JSON as is with --json (or without text),
+// else text's; an error answer as the API's error. Answers the exit code.
+func show[R answer](c *cli, res R, err error, text func(w io.Writer) error) int {
+	if err == nil && res.StatusCode()/100 != 2 {
+		err = fmt.Errorf("HTTP %d", res.StatusCode())
+		var e client.Error
+		if json.Unmarshal(res.GetBody(), &e) == nil && e.Error.Code != "" {
+			err = &apiError{status: res.StatusCode(), body: e}
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "chronoq %s: %v\n", c.name, err)
 		return 1
 	}
 	if c.json || text == nil {
 		var out bytes.Buffer
-		if len(data) > 0 && json.Indent(&out, data, "", "  ") == nil {
+		if data := res.GetBody(); len(data) > 0 && json.Indent(&out, data, "", "  ") == nil {
 			out.WriteByte('\n')
 			_, _ = c.stdout.Write(out.Bytes())
 		}
 		return 0
 	}
-	if err := text(data, c.stdout); err != nil {
+	if err := text(c.stdout); err != nil {
 		fmt.Fprintf(c.stderr, "chronoq %s: reading the answer: %v\n", c.name, err)
 		return 1
 	}
 	return 0
 }
 
-func esc(s string) string { return url.PathEscape(s) }
+// timeLayout is how the API writes times, and the CLI prints them.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// cliJob is the part of the Job resource the CLI prints.
-type cliJob struct {
-	ID          string  `json:"id"`
-	Queue       string  `json:"queue"`
-	Kind        string  `json:"kind"`
-	Status      string  `json:"status"`
-	Attempts    int     `json:"attempts"`
-	MaxAttempts int     `json:"max_attempts"`
-	RunAt       *string `json:"run_at"`
-	LeaseUntil  *string `json:"lease_until"`
-	CompletedAt *string `json:"completed_at"`
-	LastError   *string `json:"last_error"`
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(timeLayout)
 }
 
 func str(p *string) string {
@@ -197,58 +195,48 @@ func runEnqueue(ctx context.Context, args []string, env func(string) string, std
 	case !json.Valid([]byte(payload)):
 		return c.usageErr("--payload is not valid JSON")
 	}
-	body := map[string]any{"queue": q, "kind": kind, "payload": json.RawMessage(payload)}
+	nj := client.NewJob{Queue: &q, Kind: kind, Payload: json.RawMessage(payload)}
 	if in != "" {
 		if _, err := time.ParseDuration(in); err != nil {
 			return c.usageErr("--in %q: want a duration such as 10s or 5m", in)
 		}
-		body["delay"] = in
+		nj.Delay = &in
 	}
 	if at != "" {
-		if _, err := time.Parse(time.RFC3339, at); err != nil {
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
 			return c.usageErr("--at %q: want an RFC 3339 time such as 2030-01-02T15:04:05Z", at)
 		}
-		body["run_at"] = at
+		nj.RunAt = &t
 	}
 	if maxAttempts != 0 {
-		body["max_attempts"] = maxAttempts
+		nj.MaxAttempts = &maxAttempts
 	}
 	if idem != "" {
-		body["idempotency_key"] = idem
+		nj.IdempotencyKey = &idem
 	}
-	return c.call(ctx, http.MethodPost, "/v1/jobs", body, func(data []byte, w io.Writer) error {
-		var j cliJob
-		if err := json.Unmarshal(data, &j); err != nil {
+	res, err := c.api.EnqueueWithResponse(ctx, nil, nj)
+	return show(c, res, err, func(w io.Writer) error {
+		j, err := typed(cmp.Or(res.JSON201, res.JSON200)) // 200: an idempotent replay
+		if err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(w, "%s\t%s\trun at %s\n", j.ID, j.Status, str(j.RunAt))
+		_, err = fmt.Fprintf(w, "%s\t%s\trun at %s\n", j.Id, j.Status, fmtTime(&j.RunAt))
 		return err
 	})
 }
 
-// cliQueue is the Queue resource.
-type cliQueue struct {
-	Name           string  `json:"name"`
-	Paused         bool    `json:"paused"`
-	Scheduled      int64   `json:"scheduled"`
-	Pending        int64   `json:"pending"`
-	Processing     int64   `json:"processing"`
-	Dead           int64   `json:"dead"`
-	CompletedTotal int64   `json:"completed_total"`
-	FailedTotal    int64   `json:"failed_total"`
-	RetriedTotal   int64   `json:"retried_total"`
-	ReclaimedTotal int64   `json:"reclaimed_total"`
-	EnqueuedTotal  int64   `json:"enqueued_total"`
-	OldestPending  int64   `json:"oldest_pending_age_ms"`
-	NextRunAt      *string `json:"next_run_at"`
-}
-
-func printQueues(w io.Writer, qs []cliQueue) error {
+// printQueues prints the Queue resources: depths, then totals since each
+// queue was first used (DIED is dead_total, the jobs that went to the
+// dead set), then the oldest pending job's age and the next run.
+func printQueues(w io.Writer, qs []client.Queue) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tPAUSED\tSCHEDULED\tPENDING\tPROCESSING\tDEAD\tCOMPLETED\tFAILED\tRECLAIMED\tOLDEST PENDING\tNEXT RUN")
+	fmt.Fprintln(tw, "QUEUE\tPAUSED\tSCHEDULED\tPENDING\tPROCESSING\tDEAD\t"+
+		"ENQUEUED\tPROMOTED\tCOMPLETED\tFAILED\tRETRIED\tRECLAIMED\tDIED\tOLDEST PENDING\tNEXT RUN")
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", q.Name, q.Paused, q.Scheduled, q.Pending, q.Processing,
-			q.Dead, q.CompletedTotal, q.FailedTotal, q.ReclaimedTotal, time.Duration(q.OldestPending)*time.Millisecond, str(q.NextRunAt))
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", q.Name, q.Paused, q.Scheduled, q.Pending, q.Processing, q.Dead,
+			q.EnqueuedTotal, q.PromotedTotal, q.CompletedTotal, q.FailedTotal, q.RetriedTotal, q.ReclaimedTotal, q.DeadTotal,
+			time.Duration(q.OldestPendingAgeMs)*time.Millisecond, fmtTime(q.NextRunAt))
 	}
 	return tw.Flush()
 }
@@ -261,28 +249,28 @@ func runStats(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	switch len(pos) {
 	case 0:
-		return c.call(ctx, http.MethodGet, "/v1/queues", nil, func(data []byte, w io.Writer) error {
-			var v struct {
-				Queues []cliQueue `json:"queues"`
-			}
-			if err := json.Unmarshal(data, &v); err != nil {
+		res, err := c.api.ListQueuesWithResponse(ctx)
+		return show(c, res, err, func(w io.Writer) error {
+			v, err := typed(res.JSON200)
+			if err != nil {
 				return err
 			}
 			return printQueues(w, v.Queues)
 		})
 	case 1:
-		return c.call(ctx, http.MethodGet, "/v1/queues/"+esc(pos[0]), nil, func(data []byte, w io.Writer) error {
-			var q cliQueue
-			if err := json.Unmarshal(data, &q); err != nil {
+		res, err := c.api.GetQueueWithResponse(ctx, pos[0])
+		return show(c, res, err, func(w io.Writer) error {
+			q, err := typed(res.JSON200)
+			if err != nil {
 				return err
 			}
-			return printQueues(w, []cliQueue{q})
+			return printQueues(w, []client.Queue{*q})
 		})
 	}
 	return c.usageErr("want at most one queue, got %q", pos)
 }
 
-func printJobs(w io.Writer, jobs []cliJob) error {
+func printJobs(w io.Writer, jobs []client.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tATTEMPT\tRUN AT\tLEASE UNTIL\tLAST ERROR")
 	for _, j := range jobs {
@@ -290,7 +278,8 @@ func printJobs(w io.Writer, jobs []cliJob) error {
 		if len(e) > 60 {
 			e = e[:57] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Status, j.Attempts, j.MaxAttempts, str(j.RunAt), str(j.LeaseUntil), e)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.Id, j.Kind, j.Status, j.Attempts, j.MaxAttempts,
+			fmtTime(&j.RunAt), fmtTime(j.LeaseUntil), e)
 	}
 	return tw.Flush()
 }
@@ -310,23 +299,21 @@ func runList(ctx context.Context, args []string, env func(string) string, stdout
 	if len(pos) > 0 || q == "" || status == "" {
 		return c.usageErr("usage: chronoq list --queue Q --status S [--limit N]")
 	}
-	v := url.Values{"status": {status}, "limit": {fmt.Sprint(limit)}}
+	params := &client.ListJobsParams{Status: client.ListJobsParamsStatus(status), Limit: &limit}
 	if cursor != "" {
-		v.Set("cursor", cursor)
+		params.Cursor = &cursor
 	}
-	return c.call(ctx, http.MethodGet, "/v1/queues/"+esc(q)+"/jobs?"+v.Encode(), nil, func(data []byte, w io.Writer) error {
-		var page struct {
-			Jobs []cliJob `json:"jobs"`
-			Next string   `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(data, &page); err != nil {
+	res, err := c.api.ListJobsWithResponse(ctx, q, params)
+	return show(c, res, err, func(w io.Writer) error {
+		page, err := typed(res.JSON200)
+		if err != nil {
 			return err
 		}
 		if err := printJobs(w, page.Jobs); err != nil {
 			return err
 		}
-		if page.Next != "" {
-			_, err := fmt.Fprintf(w, "more: --cursor %s\n", page.Next)
+		if page.NextCursor != "" {
+			_, err := fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
 			return err
 		}
 		return nil
@@ -334,7 +321,7 @@ func runList(ctx context.Context, args []string, env func(string) string, stdout
 }
 
 // jobCommand is inspect and cancel: --queue Q ID.
-func jobCommand(ctx context.Context, name, method string, args []string, env func(string) string, stdout, stderr io.Writer) int {
+func jobCommand(ctx context.Context, name string, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	c := newCLI(name, env, stdout, stderr)
 	var q string
 	c.fs.StringVar(&q, "queue", "", "queue (required)")
@@ -345,26 +332,27 @@ func jobCommand(ctx context.Context, name, method string, args []string, env fun
 	if len(pos) != 1 || q == "" {
 		return c.usageErr("usage: chronoq %s --queue Q ID", name)
 	}
-	var text func([]byte, io.Writer) error // inspect: the whole job, as JSON
-	if name == "cancel" {
-		text = func(data []byte, w io.Writer) error {
-			var j cliJob
-			if err := json.Unmarshal(data, &j); err != nil {
-				return err
-			}
-			_, err := fmt.Fprintf(w, "%s\t%s\n", j.ID, j.Status)
+	if name == "inspect" {
+		res, err := c.api.GetJobWithResponse(ctx, q, pos[0])
+		return show(c, res, err, nil) // the whole job, as JSON
+	}
+	res, err := c.api.CancelJobWithResponse(ctx, q, pos[0])
+	return show(c, res, err, func(w io.Writer) error {
+		j, err := typed(res.JSON200)
+		if err != nil {
 			return err
 		}
-	}
-	return c.call(ctx, method, "/v1/queues/"+esc(q)+"/jobs/"+esc(pos[0]), nil, text)
+		_, err = fmt.Fprintf(w, "%s\t%s\n", j.Id, j.Status)
+		return err
+	})
 }
 
 func runInspect(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	return jobCommand(ctx, "inspect", http.MethodGet, args, env, stdout, stderr)
+	return jobCommand(ctx, "inspect", args, env, stdout, stderr)
 }
 
 func runCancel(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	return jobCommand(ctx, "cancel", http.MethodDelete, args, env, stdout, stderr)
+	return jobCommand(ctx, "cancel", args, env, stdout, stderr)
 }
 
 func runDead(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
@@ -379,34 +367,28 @@ func runDead(ctx context.Context, args []string, env func(string) string, stdout
 	if len(pos) != 1 || q == "" || (pos[0] != "requeue" && pos[0] != "purge") {
 		return c.usageErr("usage: chronoq dead requeue|purge --queue Q [--kind K]")
 	}
+	var kindp *string
+	if kind != "" {
+		kindp = &kind
+	}
 	if pos[0] == "requeue" {
-		body := map[string]any{}
-		if kind != "" {
-			body["kind"] = kind
-		}
-		return c.call(ctx, http.MethodPost, "/v1/queues/"+esc(q)+"/dead/retry", body, func(data []byte, w io.Writer) error {
-			var v struct {
-				N int `json:"requeued"`
-			}
-			if err := json.Unmarshal(data, &v); err != nil {
+		res, err := c.api.RequeueDeadWithResponse(ctx, q, client.DeadFilter{Kind: kindp})
+		return show(c, res, err, func(w io.Writer) error {
+			v, err := typed(res.JSON200)
+			if err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(w, "requeued %d\n", v.N)
+			_, err = fmt.Fprintf(w, "requeued %d\n", v.Requeued)
 			return err
 		})
 	}
-	path := "/v1/queues/" + esc(q) + "/dead"
-	if kind != "" {
-		path += "?" + url.Values{"kind": {kind}}.Encode()
-	}
-	return c.call(ctx, http.MethodDelete, path, nil, func(data []byte, w io.Writer) error {
-		var v struct {
-			N int `json:"deleted"`
-		}
-		if err := json.Unmarshal(data, &v); err != nil {
+	res, err := c.api.PurgeDeadWithResponse(ctx, q, &client.PurgeDeadParams{Kind: kindp})
+	return show(c, res, err, func(w io.Writer) error {
+		v, err := typed(res.JSON200)
+		if err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(w, "deleted %d\n", v.N)
+		_, err = fmt.Fprintf(w, "deleted %d\n", v.Deleted)
 		return err
 	})
 }
@@ -420,26 +402,17 @@ func runCron(ctx context.Context, args []string, env func(string) string, stdout
 	if len(pos) != 1 || pos[0] != "list" {
 		return c.usageErr("usage: chronoq cron list")
 	}
-	return c.call(ctx, http.MethodGet, "/v1/cron", nil, func(data []byte, w io.Writer) error {
-		var v struct {
-			Entries []struct {
-				Name      string  `json:"name"`
-				Schedule  string  `json:"schedule"`
-				Timezone  string  `json:"timezone"`
-				Queue     string  `json:"queue"`
-				Kind      string  `json:"kind"`
-				Paused    bool    `json:"paused"`
-				NextRunAt *string `json:"next_run_at"`
-				LastRunAt *string `json:"last_run_at"`
-			} `json:"entries"`
-		}
-		if err := json.Unmarshal(data, &v); err != nil {
+	res, err := c.api.ListCronWithResponse(ctx)
+	return show(c, res, err, func(w io.Writer) error {
+		v, err := typed(res.JSON200)
+		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tSCHEDULE\tTIMEZONE\tQUEUE\tKIND\tPAUSED\tNEXT RUN\tLAST RUN")
 		for _, e := range v.Entries {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", e.Name, e.Schedule, e.Timezone, e.Queue, e.Kind, e.Paused, str(e.NextRunAt), str(e.LastRunAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", e.Name, e.Schedule, e.Timezone, e.Queue, e.Kind, e.Paused,
+				fmtTime(e.NextRunAt), fmtTime(e.LastRunAt))
 		}
 		return tw.Flush()
 	})

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -143,7 +145,55 @@ func TestCLI(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^nightly\s+0 3 \* \* \*\s+UTC\s+reports\s+daily\s+false\s+2030-01-03T03:00:00.000Z\s+-`, out)
 
+	// Every total of the Queue resource is shown, promoted and died
+	// (dead_total) too. A job due in 5 s, the clock past it: a claim
+	// promotes it first.
+	code, _, errOut = s.cli(t, "enqueue", "--queue", "later", "--kind", "k", "--in", "5s")
+	require.Equal(t, 0, code, errOut)
+	clock.Advance(6 * time.Second)
+	status, body = s.do(t, http.MethodPost, "/v1/queues/later/claim", `{"max":1}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Len(t, body["jobs"], 1)
+	code, out, errOut = s.cli(t, "stats")
+	require.Equal(t, 0, code, errOut)
+	later, work := statsRow(t, out, "later"), statsRow(t, out, "work")
+	require.Equal(t, "1", later["ENQUEUED"], out)
+	require.Equal(t, "1", later["PROMOTED"], out)
+	require.Equal(t, "1", later["PROCESSING"], out)
+	require.Equal(t, "0", later["DIED"], out)
+	require.Equal(t, "0", work["PROMOTED"], out)
+	require.Equal(t, "3", work["DIED"], out, "two died, were requeued, and one died again")
+	require.Equal(t, "2", work["ENQUEUED"], out)
+	require.Equal(t, "0", work["DEAD"], out, "purged")
+	code, out, errOut = s.cli(t, "stats", "work", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"dead_total": 3`)
+	require.Contains(t, out, `"promoted_total": 0`)
+
 	// --url and --token as flags win over the environment.
 	var o, eo bytes.Buffer
 	require.Equal(t, 0, run(t.Context(), []string{"stats", "--url", s.base, "--token", "tok"}, env("CHRONOQ_URL", "http://127.0.0.1:1"), &o, &eo), eo.String())
+}
+
+// statsRow is the row of queue q in the table of `chronoq stats`, by
+// column: cells are at least two spaces apart.
+func statsRow(t *testing.T, out, q string) map[string]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	cells := regexp.MustCompile(`\s{2,}`)
+	head := cells.Split(lines[0], -1)
+	for _, l := range lines[1:] {
+		row := cells.Split(strings.TrimSpace(l), -1)
+		if row[0] != q {
+			continue
+		}
+		require.Len(t, row, len(head), "row %q of\n%s", l, out)
+		m := make(map[string]string, len(head))
+		for i, h := range head {
+			m[h] = row[i]
+		}
+		return m
+	}
+	t.Fatalf("no queue %s in\n%s", q, out)
+	return nil
 }

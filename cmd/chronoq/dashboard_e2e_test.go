@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +96,21 @@ func (b *browser) eval(expr string) string {
 	return s
 }
 
+// screenshot saves the page in the test's temporary directory and, when
+// CHRONOQ_SCREENSHOT_DIR is set, there.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	require.NoError(b.t, err)
+	path := filepath.Join(b.t.TempDir(), name)
+	require.NoError(b.t, os.WriteFile(path, shot, 0o644))
+	if dir := os.Getenv("CHRONOQ_SCREENSHOT_DIR"); dir != "" {
+		require.NoError(b.t, os.MkdirAll(dir, 0o755))
+		require.NoError(b.t, os.WriteFile(filepath.Join(dir, name), shot, 0o644))
+	}
+	b.t.Logf("screenshot: %s (%d bytes)", path, len(shot))
+}
+
 // rows is a predicate: the jobs table shows n rows of status.
 func rows(status string, cmp string, n int) string {
 	return fmt.Sprintf(`document.querySelectorAll('#jobs tr.job[data-status=%s]').length %s %d`, status, cmp, n)
@@ -107,12 +124,14 @@ func text(id, want string) string {
 // headless Chromium: sign in with the token, enqueue a delayed batch and
 // watch it scheduled, then completed by the simulated workers; hang
 // workers, run a reclaim sweep and watch the jobs back in pending; retry a
-// dead job; and, signed out, see the page and its actions refused.
+// dead job; see the instance's clock offset to Redis's, and on a second
+// instance whose clock is 30 s ahead, the same as a warning; and, signed
+// out, see the page and its actions refused.
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	s := startServeAs(t, "demo", []string{"--redis-url", "redis://" + testutil.RedisAddr(t) + "/0",
-		"--namespace", testutil.Namespace(t), "--token", "tok3n", "--reclaim-interval", "1h"}, nil)
+	redisURL, ns := "redis://"+testutil.RedisAddr(t)+"/0", testutil.Namespace(t)
+	s := startServeAs(t, "demo", []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n", "--reclaim-interval", "1h"}, nil)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(s.logs)
@@ -206,15 +225,33 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.do(b.click("#q-resume"))
 	b.waitFor("no paused badge", `!document.querySelector("#queues tr.q[data-queue=demo] .badge")`, 5*time.Second)
 
-	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	// This instance's clock against Redis's (GET /v1/status): shown, and
+	// no warning, both clocks being this host's.
+	const clockText = `document.getElementById("clock").textContent`
+	b.waitFor("the clock offset", `!document.getElementById("clock").hidden && /^Redis clock offset [+-]\d+\.\d m?s$/.test(`+clockText+`)`, 5*time.Second)
+	require.Equal(t, "false", b.eval(`String(document.getElementById("clock").classList.contains("warn"))`), b.eval(clockText))
+	off, err := strconv.ParseFloat(b.eval(`document.getElementById("clock").dataset.offset`), 64)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "dashboard.png")
-	require.NoError(t, os.WriteFile(path, shot, 0o644))
-	if dir := os.Getenv("CHRONOQ_SCREENSHOT_DIR"); dir != "" {
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "dashboard.png"), shot, 0o644))
-	}
-	t.Logf("screenshot: %s (%d bytes)", path, len(shot))
+	require.Less(t, math.Abs(off), 1.0)
+
+	b.screenshot("dashboard.png")
+
+	// A second instance on the same Redis (a demo too, with no workers:
+	// the page logs no 404 for /v1/demo), whose host's clock is 30 s
+	// ahead: its promoter's first passes tell it Redis's clock is 30 s
+	// behind, and its dashboard shows that as a warning.
+	skewed := startServeAs(t, "demo", []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n", "--reclaim-interval", "1h"},
+		testutil.SkewedClock(30*time.Second))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("the skewed instance:\n", skewed.logs)
+		}
+	})
+	b.do(chromedp.Navigate(skewed.base + "/?token=tok3n"))
+	b.waitFor("the skewed instance's clock warning", `document.getElementById("clock").classList.contains("warn")`, 15*time.Second)
+	require.Regexp(t, `^Redis clock offset -(29|30)\.\d s: fix this host's clock \(NTP\)$`, b.eval(clockText))
+	require.Equal(t, "rgb(252, 211, 77)", b.eval(`getComputedStyle(document.getElementById("clock")).backgroundColor`), "the warning style")
+	b.screenshot("dashboard-clock-warning.png")
 
 	mu.Lock()
 	require.Empty(t, problems, "the page logged errors")

@@ -423,7 +423,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 
 // watchClock exposes the distance between this instance's clock and
 // Redis's (chronoq_redis_clock_offset_seconds: how far Redis's is ahead)
-// and logs a warning, at most once a minute, while it is over a second.
+// and logs a warning, at most once a minute, while it is over
+// api.ClockOffsetWarning (a second; GET /v1/status and the dashboard flag
+// it from the same threshold).
 // chronoq decides nothing by this instance's clock (the scripts read
 // Redis's), but a clock that far off is a host to fix: logs and metrics
 // carry its times.
@@ -435,7 +437,7 @@ func watchClock(ctx context.Context, client *queue.Client, reg *prometheus.Regis
 		t := time.NewTicker(time.Minute)
 		defer t.Stop()
 		for {
-			if d := client.RedisClockOffset(); d > time.Second || d < -time.Second {
+			if d := client.RedisClockOffset(); d > api.ClockOffsetWarning || d < -api.ClockOffsetWarning {
 				log.Warn("this instance's clock is off from Redis's; chronoq keeps time by Redis's, fix the host's clock (NTP)",
 					"redis_ahead_by", d)
 			}

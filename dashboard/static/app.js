@@ -218,6 +218,32 @@
     }
   }
 
+  function fmtAge(sec) {
+    return sec < 90 ? Math.round(sec) + "s" : sec < 5400 ? Math.round(sec / 60) + "m" : sec < 172800 ? Math.round(sec / 3600) + "h" : Math.round(sec / 86400) + "d";
+  }
+
+  // fmtOffset writes seconds with their sign: "+0.4 ms", "-30.0 s".
+  function fmtOffset(sec) {
+    const a = Math.abs(sec);
+    return (sec < 0 ? "-" : "+") + (a < 1 ? (a * 1000).toFixed(1) + " ms" : a.toFixed(1) + " s");
+  }
+
+  // renderStatus shows how far this instance's clock is from Redis's
+  // (GET /v1/status), as a warning past the server's threshold (1 s).
+  function renderStatus(st) {
+    const c = $("clock");
+    c.hidden = !st;
+    if (!st) return;
+    const off = st.redis_clock_offset_seconds;
+    c.textContent = "Redis clock offset " + fmtOffset(off) + (st.redis_clock_warning ? ": fix this host's clock (NTP)" : "");
+    c.classList.toggle("warn", st.redis_clock_warning);
+    c.dataset.offset = String(off);
+    const way = off < 0 ? "behind" : "ahead of";
+    c.title = "Redis's clock is " + fmtOffset(Math.abs(off)).slice(1) + " " + way + " this instance's, as the instance last measured it " +
+      "(to within half a round trip). Redis time " + st.redis_time + ", instance time " + st.time + ". " +
+      "chronoq " + st.version + " (" + st.go_version + "), up " + fmtAge(st.uptime_seconds) + ".";
+  }
+
   function select(q) {
     state.queue = q;
     state.open = "";
@@ -230,11 +256,13 @@
     if (state.busy) { state.again = true; return; }
     state.busy = true;
     try {
-      const [qs, demo, cron] = await Promise.all([
+      const [qs, demo, cron, status] = await Promise.all([
         api("GET", "/v1/queues"),
         state.demo !== null ? api("GET", "/v1/demo").catch((e) => { if (e.status === 404) return null; throw e; }) : null,
         state.cron ? api("GET", "/v1/cron").catch((e) => { if (e.status === 404) return null; throw e; }) : null,
+        api("GET", "/v1/status").catch((e) => { if (e.status === 404) return null; throw e; }),
       ]);
+      renderStatus(status);
       state.demo = demo ? true : null;
       $("demo-panel").hidden = !demo;
       if (demo) renderDemo(demo);
