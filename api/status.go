@@ -28,6 +28,8 @@ type statusJSON struct {
 	Time              string  `json:"time"`
 	RedisTime         string  `json:"redis_time"`
 	RedisClockOffset  float64 `json:"redis_clock_offset_seconds"`
+	RedisClockBound   float64 `json:"redis_clock_bound_seconds"`
+	RedisClockAt      *string `json:"redis_clock_measured_at"`
 	RedisClockWarning bool    `json:"redis_clock_warning"`
 }
 
@@ -36,7 +38,13 @@ type statusJSON struct {
 // nothing from Redis, so it answers while Redis is away too.
 func (s *Server) status(c echo.Context) error {
 	now := s.clock.Now()
-	off := s.store.RedisClockOffset()
+	est := s.store.RedisClock()
+	off := est.Offset
+	var at *string
+	if !est.At.IsZero() {
+		v := est.At.UTC().Format(timeLayout)
+		at = &v
+	}
 	return writeJSON(c, http.StatusOK, statusJSON{
 		Version:           buildVersion(),
 		GoVersion:         runtime.Version(),
@@ -45,6 +53,8 @@ func (s *Server) status(c echo.Context) error {
 		Time:              now.UTC().Format(timeLayout),
 		RedisTime:         now.Add(off).UTC().Format(timeLayout),
 		RedisClockOffset:  off.Seconds(),
+		RedisClockBound:   est.Bound.Seconds(),
+		RedisClockAt:      at,
 		RedisClockWarning: off > ClockOffsetWarning || off < -ClockOffsetWarning,
 	})
 }

@@ -22,6 +22,8 @@ type statusView struct {
 	Time              string  `json:"time"`
 	RedisTime         string  `json:"redis_time"`
 	RedisClockOffset  float64 `json:"redis_clock_offset_seconds"`
+	RedisClockBound   float64 `json:"redis_clock_bound_seconds"`
+	RedisClockAt      *string `json:"redis_clock_measured_at"`
 	RedisClockWarning bool    `json:"redis_clock_warning"`
 }
 
@@ -49,6 +51,8 @@ func TestStatus(t *testing.T) {
 	require.Equal(t, start.Add(90*time.Second), parseTime(t, st.Time))
 	require.Equal(t, st.Time, st.RedisTime)
 	require.Zero(t, st.RedisClockOffset)
+	require.Zero(t, st.RedisClockBound)
+	require.Equal(t, &st.Time, st.RedisClockAt, "under a fake clock the two clocks are one, known now")
 	require.False(t, st.RedisClockWarning)
 
 	// Like every /v1 route, it needs the token.
@@ -80,14 +84,24 @@ func TestStatusSkewedClock(t *testing.T) {
 		})
 		c, err := client.NewClientWithResponses(b.http.URL, client.WithHTTPClient(b.http.Client()))
 		require.NoError(t, err)
-		// A claim (of nothing) is a script that answers Redis's time.
-		_, err = b.client.Claim(b.ctx, "q", queue.ClaimOptions{Max: 1})
-		require.NoError(t, err)
-
 		res, err := c.StatusWithResponse(b.ctx)
 		require.NoError(t, err)
 		require.NotNil(t, res.JSON200, "%d %s", res.StatusCode(), res.Body)
+		require.Nil(t, res.JSON200.RedisClockMeasuredAt, "nothing measured yet")
+		require.Zero(t, res.JSON200.RedisClockOffsetSeconds)
+		// A claim (of nothing) is a script that answers Redis's time.
+		before := time.Now().Add(skew)
+		_, err = b.client.Claim(b.ctx, "q", queue.ClaimOptions{Max: 1})
+		require.NoError(t, err)
+
+		res, err = c.StatusWithResponse(b.ctx)
+		require.NoError(t, err)
+		require.NotNil(t, res.JSON200, "%d %s", res.StatusCode(), res.Body)
 		st := res.JSON200
+		require.NotNil(t, st.RedisClockMeasuredAt)
+		require.WithinDuration(t, before, *st.RedisClockMeasuredAt, time.Second, "measured at the claim, on the instance's clock")
+		require.Positive(t, st.RedisClockBoundSeconds, "half a round trip")
+		require.Less(t, st.RedisClockBoundSeconds, 0.5)
 		require.InDelta(t, -skew.Seconds(), st.RedisClockOffsetSeconds, 0.5, "skew %s, cluster %v", skew, tt.cluster)
 		require.Equal(t, skew != 0, st.RedisClockWarning, "skew %s, cluster %v", skew, tt.cluster)
 		require.WithinDuration(t, time.Now().Add(skew), st.Time, time.Second, "the instance's clock")

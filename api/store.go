@@ -56,9 +56,9 @@ type Store interface {
 	// Events: GET /v1/events.
 	Subscribe(ctx context.Context, queues ...string) (<-chan queue.Event, error)
 
-	// RedisClockOffset is how far Redis's clock is ahead of this
-	// instance's, as the engine last estimated it: GET /v1/status.
-	RedisClockOffset() time.Duration
+	// RedisClock is the engine's estimate of Redis's clock against this
+	// instance's: GET /v1/status.
+	RedisClock() queue.ClockEstimate
 }
 
 // CronStore keeps the recurring jobs: the /v1/cron routes, registered only

@@ -138,6 +138,8 @@ type Client struct {
 	known sync.Map // queue name -> struct{}: registered in the queues set
 
 	redisAhead   atomic.Int64 // ns Redis's clock is ahead of this client's (see observeRedisTime)
+	redisBound   atomic.Int64 // ns: the estimate's error bound, half its round trip
+	redisAt      atomic.Int64 // Unix ns on this client's clock when it was made; 0: not yet
 	markFailures atomic.Int64 // see MarkFailures
 
 	mu        sync.Mutex
@@ -312,24 +314,74 @@ var fakeAnchors sync.Map
 // observeRedisTime takes Redis's now (Unix µs, as a script answered it)
 // seen between t0 and t1 on this client's clock, and keeps the estimate of
 // the distance between the two clocks: Redis's time less the middle of
-// the round trip, within half the round trip.
+// the round trip, within half the round trip. A sample from a round trip
+// more than twice as long as the estimate's is passed over while the
+// estimate is under redisClockFresh old: a slow reply (a pause, a busy
+// server) would blur it.
 func (c *Client) observeRedisTime(redisUs int64, t0, t1 time.Time) {
 	if redisUs <= 0 {
 		return
 	}
-	mid := t0.Add(t1.Sub(t0) / 2)
+	bound := t1.Sub(t0) / 2
+	if at := c.redisAt.Load(); at != 0 && t1.Sub(time.Unix(0, at)) < redisClockFresh &&
+		bound > 2*time.Duration(c.redisBound.Load()) {
+		return
+	}
+	mid := t0.Add(bound)
 	c.redisAhead.Store(int64(time.UnixMicro(redisUs).Sub(mid)))
+	c.redisBound.Store(int64(bound))
+	c.redisAt.Store(t1.UnixNano())
 }
 
-// RedisClockOffset is how far Redis's clock was ahead of this client's at
-// the last script that answered its time (negative: behind). Every
-// decision about time is Redis's; this client only sleeps by its own
-// clock, and sleeps until Redis-time instants less this offset.
-func (c *Client) RedisClockOffset() time.Duration {
+// redisClockFresh is how long a clock estimate holds against samples from
+// slower round trips.
+const redisClockFresh = 10 * time.Second
+
+// ClockEstimate is a client's estimate of Redis's clock against its own.
+type ClockEstimate struct {
+	// Offset is how far Redis's clock is ahead of the client's
+	// (negative: behind).
+	Offset time.Duration
+	// Bound is the estimate's error: the truth is within Offset ± Bound
+	// (half the round trip it was measured over).
+	Bound time.Duration
+	// At is when it was measured, on the client's clock; zero before the
+	// first measurement (then Offset is 0).
+	At time.Time
+}
+
+// RedisClock is this client's estimate of Redis's clock, from the last
+// script that answered Redis's time (claims, promoter passes) or
+// MeasureRedisClock. Every decision about time is Redis's; this client
+// only sleeps by its own clock, until Redis-time instants less the
+// offset. Under a fake clock the two clocks are one (see Config.Clock):
+// the offset is 0.
+func (c *Client) RedisClock() ClockEstimate {
 	if _, ok := c.clock.(*clockwork.FakeClock); ok {
-		return 0
+		return ClockEstimate{At: c.clock.Now()}
 	}
-	return time.Duration(c.redisAhead.Load())
+	at := c.redisAt.Load()
+	if at == 0 {
+		return ClockEstimate{}
+	}
+	return ClockEstimate{Offset: time.Duration(c.redisAhead.Load()), Bound: time.Duration(c.redisBound.Load()), At: time.Unix(0, at)}
+}
+
+// RedisClockOffset is RedisClock().Offset.
+func (c *Client) RedisClockOffset() time.Duration { return c.RedisClock().Offset }
+
+// MeasureRedisClock measures the distance to Redis's clock now, with one
+// TIME, and answers the estimate (see RedisClock). On a cluster it is one
+// node's clock; a queue's time is its master's.
+func (c *Client) MeasureRedisClock(ctx context.Context) (ClockEstimate, error) {
+	t0 := c.clock.Now()
+	tm, err := c.rdb.Time(ctx).Result()
+	t1 := c.clock.Now()
+	if err != nil {
+		return c.RedisClock(), wrapRedis(err)
+	}
+	c.observeRedisTime(tm.UnixMicro(), t0, t1)
+	return c.RedisClock(), nil
 }
 
 // localOf is t, an instant of Redis's clock, on this client's clock: when

@@ -1155,7 +1155,13 @@ type Status struct {
 	// GoVersion Example: go1.26.8
 	GoVersion string `json:"go_version"`
 
-	// RedisClockOffsetSeconds How far Redis's clock is ahead of this instance's (negative: behind), as the engine last estimated it from a script's round trip (claims and promoter passes), to within half that round trip; 0 before the first. The gauge chronoq_redis_clock_offset_seconds. Every decision about time is Redis's: an instance's clock only says how long to sleep.
+	// RedisClockBoundSeconds The estimate's error: Redis's clock is within redis_clock_offset_seconds ± this (half the round trip it was measured over). 0 before the first measurement.
+	RedisClockBoundSeconds float64 `json:"redis_clock_bound_seconds"`
+
+	// RedisClockMeasuredAt When the estimate was made, by this instance's clock; null before the first measurement. RFC 3339, milliseconds, UTC
+	RedisClockMeasuredAt *time.Time `json:"redis_clock_measured_at"`
+
+	// RedisClockOffsetSeconds How far Redis's clock is ahead of this instance's (negative: behind), as the engine last estimated it from a script's round trip (claims and promoter passes) or a TIME at start and each minute; 0 before the first. The gauge chronoq_redis_clock_offset_seconds. Every decision about time is Redis's: an instance's clock only says how long to sleep.
 	RedisClockOffsetSeconds float64 `json:"redis_clock_offset_seconds"`
 
 	// RedisClockWarning true when |redis_clock_offset_seconds| is over 1 s: fix this host's clock (NTP). chronoq serve logs a warning then too.

@@ -228,7 +228,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// This instance's clock against Redis's (GET /v1/status): shown, and
 	// no warning, both clocks being this host's.
 	const clockText = `document.getElementById("clock").textContent`
-	b.waitFor("the clock offset", `!document.getElementById("clock").hidden && /^Redis clock offset [+-]\d+\.\d m?s$/.test(`+clockText+`)`, 5*time.Second)
+	b.waitFor("the clock offset", `!document.getElementById("clock").hidden && /^Redis clock offset [+-]\d+\.\d m?s \(±\d+\.\d m?s\)$/.test(`+clockText+`)`, 5*time.Second)
 	require.Equal(t, "false", b.eval(`String(document.getElementById("clock").classList.contains("warn"))`), b.eval(clockText))
 	off, err := strconv.ParseFloat(b.eval(`document.getElementById("clock").dataset.offset`), 64)
 	require.NoError(t, err)
@@ -249,7 +249,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 	b.do(chromedp.Navigate(skewed.base + "/?token=tok3n"))
 	b.waitFor("the skewed instance's clock warning", `document.getElementById("clock").classList.contains("warn")`, 15*time.Second)
-	require.Regexp(t, `^Redis clock offset -(29|30)\.\d s: fix this host's clock \(NTP\)$`, b.eval(clockText))
+	require.Regexp(t, `^Redis clock offset -(29|30)\.\d s \(±\d+\.\d m?s\): fix this host's clock \(NTP\)$`, b.eval(clockText))
 	require.Equal(t, "rgb(252, 211, 77)", b.eval(`getComputedStyle(document.getElementById("clock")).backgroundColor`), "the warning style")
 	b.screenshot("dashboard-clock-warning.png")
 

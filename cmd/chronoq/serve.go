@@ -437,6 +437,9 @@ func watchClock(ctx context.Context, client *queue.Client, reg *prometheus.Regis
 		t := time.NewTicker(time.Minute)
 		defer t.Stop()
 		for {
+			// Measured here too: an instance that claims and promotes
+			// nothing still knows its clock.
+			_, _ = client.MeasureRedisClock(ctx)
 			if d := client.RedisClockOffset(); d > api.ClockOffsetWarning || d < -api.ClockOffsetWarning {
 				log.Warn("this instance's clock is off from Redis's; chronoq keeps time by Redis's, fix the host's clock (NTP)",
 					"redis_ahead_by", d)

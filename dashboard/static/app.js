@@ -235,12 +235,18 @@
     c.hidden = !st;
     if (!st) return;
     const off = st.redis_clock_offset_seconds;
-    c.textContent = "Redis clock offset " + fmtOffset(off) + (st.redis_clock_warning ? ": fix this host's clock (NTP)" : "");
+    if (!st.redis_clock_measured_at) {
+      c.textContent = "Redis clock offset: not measured yet";
+      c.classList.remove("warn");
+      return;
+    }
+    c.textContent = "Redis clock offset " + fmtOffset(off) + " (±" + fmtOffset(st.redis_clock_bound_seconds).slice(1) + ")" +
+      (st.redis_clock_warning ? ": fix this host's clock (NTP)" : "");
     c.classList.toggle("warn", st.redis_clock_warning);
     c.dataset.offset = String(off);
     const way = off < 0 ? "behind" : "ahead of";
     c.title = "Redis's clock is " + fmtOffset(Math.abs(off)).slice(1) + " " + way + " this instance's, as the instance last measured it " +
-      "(to within half a round trip). Redis time " + st.redis_time + ", instance time " + st.time + ". " +
+      "at " + st.redis_clock_measured_at + " (to within half that round trip). Redis time " + st.redis_time + ", instance time " + st.time + ". " +
       "chronoq " + st.version + " (" + st.go_version + "), up " + fmtAge(st.uptime_seconds) + ".";
   }
 
