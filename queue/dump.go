@@ -111,7 +111,7 @@ func (c *Client) hashAll(ctx context.Context, key string) (map[string]string, er
 }
 
 // Keys lists every Redis key of queue in namespace ns, for tools that look
-// at Redis directly (every other key of ns is the set of queue names, or
+// at Redis directly (every other key of ns is one of NamespaceKeys, or
 // belongs to cron).
 func Keys(ns, queue string) ([]string, error) {
 	if err := ValidateQueue(queue); err != nil {
@@ -123,5 +123,9 @@ func Keys(ns, queue string) ([]string, error) {
 	return queueKeys(ns, queue).all(), nil
 }
 
-// QueuesKey is the key of the set of queue names of namespace ns.
-func QueuesKey(ns string) string { return queuesKey(ns) }
+// NamespaceKeys lists the keys of namespace ns that belong to no queue:
+// the set of queue names and the attention indexes (see attention.go).
+func NamespaceKeys(ns string) []string {
+	a := attentionKeys(ns)
+	return []string{queuesKey(ns), a.due, a.dueSeq, a.sweep, a.sweepSeq}
+}

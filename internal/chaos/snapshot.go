@@ -53,7 +53,10 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 	}
 	defer func() { _ = c.Close() }()
 	s := &Snapshot{Jobs: map[string]*JobState{}, Queues: map[string]*QueueState{}}
-	known := map[string]bool{queue.QueuesKey(ns): true}
+	known := map[string]bool{}
+	for _, k := range queue.NamespaceKeys(ns) {
+		known[k] = true
+	}
 	for _, q := range queues {
 		ks, err := queue.Keys(ns, q)
 		if err != nil {
