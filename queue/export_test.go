@@ -92,3 +92,8 @@ func (c *Client) SweepDue(ctx context.Context) ([]string, error) {
 	}
 	return qs, err
 }
+
+// SweepPlan exposes sweepPlan, a reconcile's reading of every queue.
+func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []string, err error) {
+	return c.sweepPlan(ctx, qs)
+}

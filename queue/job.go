@@ -71,20 +71,6 @@ type Job struct {
 	Token string
 }
 
-// DecodeRecord decodes a job's record, the value of its field in the
-// queue's jobs hash (see layout.go), with its payload and result from the
-// data hash, for tools that read Redis directly (the chaos battery's
-// checker does). The layout is this version's and may change with the
-// next: this is the one place that reads it. A tombstone or an empty record
-// is ErrNotFound. Unlike Get, it sets Token: the job's last claim token.
-func DecodeRecord(queue, id, record, payload, result string) (*Job, error) {
-	j, err := jobFromRecord(queue, id, record, payload, result)
-	if err != nil {
-		return nil, err
-	}
-	return j, nil
-}
-
 // jobFromRecord builds a Job from its record, payload and result. Token is
 // set; callers that must not show it clear it.
 func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {

@@ -93,7 +93,7 @@ const sweepBatch = 1000
 // come, and reclaims those, each of which parks itself in the index again
 // at its next work's time. Every ReconcileInterval a sweep reconciles
 // instead: it reads every queue's heads in one pipeline (see
-// [Client.SweepPlan]), reclaims those with work now or an index entry
+// sweepPlan), reclaims those with work now or an index entry
 // later than their work, and forgets the idle ones.
 type Reclaimer struct {
 	cfg        ReclaimerConfig
@@ -216,7 +216,7 @@ func (r *Reclaimer) reconcile(ctx context.Context) bool {
 			return false
 		}
 	}
-	work, empty, err := r.cfg.Client.SweepPlan(ctx, qs)
+	work, empty, err := r.cfg.Client.sweepPlan(ctx, qs)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("reclaimer: reading what to sweep failed", "err", err)
@@ -249,7 +249,7 @@ func (r *Reclaimer) reclaim(ctx context.Context, q string) {
 	}
 }
 
-// SweepPlan reads, in one pipeline, what a reclaim sweep of each of qs
+// sweepPlan reads, in one pipeline, what a reclaim sweep of each of qs
 // would act on, and answers the queues with work (a lease lapsed, a job or
 // idempotency record past its time, a dead set past its age or count, by
 // Redis's clock, read in the same pipeline, a second ahead to be safe, or
@@ -257,7 +257,7 @@ func (r *Reclaimer) reclaim(ctx context.Context, q string) {
 // those that hold no job at all and saw no enqueue for
 // Config.IdleQueueTTL (which the sweep forgets). It costs Redis a few
 // reads per queue, however many jobs the queues hold.
-func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []string, err error) {
+func (c *Client) sweepPlan(ctx context.Context, qs []string) (work, empty []string, err error) {
 	type probe struct {
 		lease, expiry, dead *redis.ZSliceCmd
 		ndead, njobs        *redis.IntCmd

@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"errors"
-	"maps"
 	"strings"
 	"time"
 
@@ -27,11 +26,6 @@ var (
 	scriptsByName = map[string]*luaScript{}
 	scriptHashes  = map[string]string{}
 )
-
-// ScriptHashes answers each of the package's scripts by name with its SHA1
-// (the EVALSHA argument), for tools that watch the traffic to Redis (the
-// chaos battery names the requests its proxy drops).
-func ScriptHashes() map[string]string { return maps.Clone(scriptHashes) }
 
 func newScript(spec scriptSpec) *luaScript {
 	common, err := luaFS.ReadFile("lua/common.lua")

@@ -366,6 +366,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	watchClock(bg, client, srv.Registry(), log)
+	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
+		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
+		func() float64 { return float64(client.MarkFailures()) }))
 	if pool != nil {
 		if err := pool.Start(bg); err != nil {
 			return err

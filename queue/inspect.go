@@ -1,9 +1,16 @@
 package queue
 
+// Inspection: what tools that read Redis directly need (the chaos
+// battery's checker, backups, migrations), in this one file. It is stable
+// API of this package, with one caveat written on each: the layout it
+// reads is this version's and may change with the next, so a tool reads
+// the layout through these and never retypes a key or a field.
+
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -129,3 +136,22 @@ func NamespaceKeys(ns string) []string {
 	a := attentionKeys(ns)
 	return []string{queuesKey(ns), a.due, a.dueSeq, a.sweep, a.sweepSeq}
 }
+
+// DecodeRecord decodes a job's record, the value of its field in the
+// queue's jobs hash (see layout.go), with its payload and result from the
+// data hash, for tools that read Redis directly (the chaos battery's
+// checker does). The layout is this version's and may change with the
+// next: this is the one place that reads it. A tombstone or an empty record
+// is ErrNotFound. Unlike Get, it sets Token: the job's last claim token.
+func DecodeRecord(queue, id, record, payload, result string) (*Job, error) {
+	j, err := jobFromRecord(queue, id, record, payload, result)
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// ScriptHashes answers each of the package's scripts by name with its SHA1
+// (the EVALSHA argument), for tools that watch the traffic to Redis (the
+// chaos battery names the requests its proxy drops).
+func ScriptHashes() map[string]string { return maps.Clone(scriptHashes) }
