@@ -21,12 +21,12 @@ type Source interface {
 	// until. When nothing is due within horizon, the source parks the
 	// queue in its index, for Due to name it again when it nears.
 	PromoteWithin(ctx context.Context, queue string, horizon time.Duration) (moved int, next time.Time, err error)
-	// Due answers, earliest first and at most limit of them, the queues
-	// whose earliest scheduled job is due within the next `within` by the
-	// source's index, with when (on the Promoter's clock). It may name a
-	// queue with nothing due; it names every queue that has something,
-	// but after a lost index update, which a reconcile repairs.
-	Due(ctx context.Context, within time.Duration, limit int) ([]Nudge, error)
+	// Due answers, earliest first, the queues whose earliest scheduled
+	// job is due within the next `within` by the source's index, with when
+	// (on the Promoter's clock): limit of them from the offset-th. It may
+	// name a queue with nothing due; it names every queue that has
+	// something, but after a lost index update, which a reconcile repairs.
+	Due(ctx context.Context, within time.Duration, offset, limit int) ([]Nudge, error)
 	// Queues lists the known queues, for a reconcile.
 	Queues(ctx context.Context) ([]string, error)
 	// Nudges delivers a Nudge each time a job is scheduled ahead of the
@@ -217,25 +217,35 @@ func (p *Promoter) schedule(ctx context.Context) {
 	}
 }
 
+// startDue starts a loop for each queue the index names whose time nears.
+// It reads the index a page at a time: the entries of queues whose loops
+// run are often early (a running loop does not write its entry), and
+// must not hide the rest.
 func (p *Promoter) startDue(ctx context.Context) {
-	due, err := p.cfg.Source.Due(ctx, p.horizon, dueBatch)
-	if err != nil {
-		if ctx.Err() == nil {
-			p.log.Warn("promoter: reading the due index failed", "err", err)
+	for offset := 0; ; offset += dueBatch {
+		due, err := p.cfg.Source.Due(ctx, p.horizon, offset, dueBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("promoter: reading the due index failed", "err", err)
+			}
+			return
 		}
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, d := range due {
-		if _, running := p.wakes[d.Queue]; !running {
-			p.wakeLocked(d.Queue)
+		p.mu.Lock()
+		for _, d := range due {
+			if _, running := p.wakes[d.Queue]; !running {
+				p.wakeLocked(d.Queue)
+			}
+		}
+		p.mu.Unlock()
+		if len(due) < dueBatch {
+			return
 		}
 	}
 }
 
-// reconcile starts a loop (one pass, at least) for every queue, and
-// answers whether it could list them.
+// reconcile passes over every queue once, one at a time, and starts a
+// loop for each whose next job is due within the horizon; it answers
+// whether it could list them.
 func (p *Promoter) reconcile(ctx context.Context) bool {
 	qs := p.cfg.Queues
 	if len(qs) == 0 {
@@ -247,14 +257,34 @@ func (p *Promoter) reconcile(ctx context.Context) bool {
 			return false
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, q := range qs {
-		if _, running := p.wakes[q]; !running {
-			p.wakeLocked(q)
+		if ctx.Err() != nil {
+			return false
+		}
+		if p.running(q) || p.only != nil && !p.only[q] {
+			continue
+		}
+		moved, next, err := p.cfg.Source.PromoteWithin(ctx, q, p.horizon)
+		if moved > 0 && p.cfg.OnPromote != nil {
+			p.cfg.OnPromote(q, moved)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("promoter: promote failed", "queue", q, "err", err)
+			}
+			p.Wake(q) // its loop tries again
+		} else if !next.IsZero() && p.clock.Until(next) <= p.horizon {
+			p.Wake(q)
 		}
 	}
 	return true
+}
+
+func (p *Promoter) running(queue string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.wakes[queue]
+	return ok
 }
 
 // loop promotes one queue: a pass, then a sleep until the next due job (at

@@ -2,6 +2,7 @@ package delayed_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -80,7 +81,7 @@ func (s *fakeSource) PromoteWithin(_ context.Context, q string, horizon time.Dur
 	return moved, next, nil
 }
 
-func (s *fakeSource) Due(_ context.Context, within time.Duration, limit int) ([]delayed.Nudge, error) {
+func (s *fakeSource) Due(_ context.Context, within time.Duration, offset, limit int) ([]delayed.Nudge, error) {
 	by := s.clock.Now().Add(within)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,6 +92,7 @@ func (s *fakeSource) Due(_ context.Context, within time.Duration, limit int) ([]
 		}
 	}
 	slices.SortFunc(out, func(a, b delayed.Nudge) int { return a.At.Compare(b.At) })
+	out = out[min(offset, len(out)):]
 	return out[:min(len(out), limit)], nil
 }
 
@@ -367,6 +369,57 @@ func TestPromoterOnTheRealClock(t *testing.T) {
 		case <-src.passes:
 		case <-deadline:
 			t.Fatalf("%d of 21 jobs promoted in 10 s", len(promoted))
+		}
+	}
+}
+
+// The index is read a page at a time: the entries of queues whose loops
+// run stay early (a running loop writes no entry), and a full page of
+// them must not hide a queue behind them.
+func TestPromoterReadsTheIndexPastRunningQueues(t *testing.T) {
+	t.Parallel()
+	b := setupPromoter(t, delayed.Config{MaxSleep: time.Minute})
+	start := b.clock.Now()
+	const running = 1000 // one page
+	qs := make([]string, running)
+	for i := range qs {
+		qs[i] = fmt.Sprintf("q%04d", i)
+		b.src.add(qs[i], start.Add(90*time.Second)) // within the horizon (2 min): their loops stay
+	}
+	require.NoError(t, b.p.Start(b.ctx))
+	<-b.src.passes // the reconcile's pass over "a"
+	for _, q := range qs {
+		b.p.Wake(q)
+	}
+	b.parked(t, running)
+	b.src.mu.Lock()
+	for _, q := range qs {
+		b.src.index[q] = start // early: their loops run and write nothing
+	}
+	b.src.mu.Unlock()
+	b.src.add("behind", start.Add(100*time.Second)) // no nudge: only the index names it
+	for len(b.src.passes) > 0 {
+		<-b.src.passes
+	}
+	b.clock.Advance(time.Minute) // the scheduler's tick reads the index
+	for q := ""; q != "behind"; { // its loop starts: it sleeps until its job
+		select {
+		case q = <-b.src.passes:
+		case <-b.ctx.Done():
+			t.Fatal("the queue behind a page of running queues got no pass")
+		}
+	}
+	b.parked(t, running+1)
+	b.clock.Advance(40 * time.Second)
+	for {
+		promoted, _ := b.src.snapshot("behind")
+		if len(promoted) == 1 {
+			break
+		}
+		select {
+		case <-b.src.passes:
+		case <-b.ctx.Done():
+			t.Fatal("the queue behind a page of running queues was not promoted")
 		}
 	}
 }

@@ -169,26 +169,26 @@ func (c *Client) runGlobal(ctx context.Context, s *redis.Script, keys []string, 
 	return retryMigration(ctx, func() error { return s.Run(ctx, c.rdb, keys, args...).Err() })
 }
 
-// Due implements delayed.Source: it answers, earliest first and at most
-// limit of them, the queues whose earliest scheduled job is due within the
+// Due implements delayed.Source: it answers, earliest first, limit of them
+// from the offset-th, the queues whose earliest scheduled job is due within the
 // next `within` by the due index, with that time on this client's clock.
 // The index may name a queue that has nothing due (a pass finds out and
 // parks it); it names every queue that has, but after a lost mark (see
 // attention.go).
-func (c *Client) Due(ctx context.Context, within time.Duration, limit int) ([]delayed.Nudge, error) {
-	return c.attention(ctx, attentionKeys(c.ns).due, within, limit)
+func (c *Client) Due(ctx context.Context, within time.Duration, offset, limit int) ([]delayed.Nudge, error) {
+	return c.attention(ctx, attentionKeys(c.ns).due, within, offset, limit)
 }
 
 // sweepDue answers the queues whose next sweep work is due by now
 // (Redis's clock, as estimated here).
 func (c *Client) sweepDue(ctx context.Context, limit int) ([]delayed.Nudge, error) {
-	return c.attention(ctx, attentionKeys(c.ns).sweep, 0, limit)
+	return c.attention(ctx, attentionKeys(c.ns).sweep, 0, 0, limit)
 }
 
-func (c *Client) attention(ctx context.Context, idx string, within time.Duration, limit int) ([]delayed.Nudge, error) {
+func (c *Client) attention(ctx context.Context, idx string, within time.Duration, offset, limit int) ([]delayed.Nudge, error) {
 	by := c.redisNow().Add(within).UnixMilli()
 	zs, err := c.rdb.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: idx, ByScore: true, Start: "-inf",
-		Stop: strconv.FormatInt(by, 10), Count: int64(limit)}).Result()
+		Stop: strconv.FormatInt(by, 10), Offset: int64(offset), Count: int64(limit)}).Result()
 	if err != nil {
 		return nil, wrapRedis(err)
 	}
