@@ -30,7 +30,9 @@ import (
 //     its set held answers it as a mark (reply() in common.lua) and run
 //     applies it after the script, with the script's Redis time as seq.
 //     A time not earlier than its set's head needs no mark: the entry is
-//     at that head or before it already.
+//     at that head or before it already. A rerun of a call whose reply was
+//     lost (rerun_reply in common.lua) marks the current heads of what its
+//     first run could have added to, since those marks were never applied.
 //   - Parks set an entry to what a promote or reclaim pass found (or take
 //     the queue out when it found nothing), but only when no mark from a
 //     later script was applied since: each entry keeps the seq (the
@@ -119,6 +121,9 @@ func unwrapMarks(v any) (any, marked) {
 	return res[4], m
 }
 
+// markTimeout bounds a mark.
+const markTimeout = 5 * time.Second
+
 // mark applies a script's marks. The script's change is made already, so
 // a failure here is not the caller's: the entry stays late until a
 // reconcile, and the failure is counted (MarkFailures).
@@ -130,7 +135,10 @@ func (c *Client) mark(ctx context.Context, queue string, m marked) {
 		c.nudgeLocal(queue, m.dueMs)
 	}
 	a := attentionKeys(c.ns)
-	ctx = context.WithoutCancel(ctx) // the change is made: its mark must follow it
+	// The change is made: its mark follows it even when the caller has
+	// gone, but does not keep the caller long when Redis has.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+	defer cancel()
 	err := c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
 		queue, m.dueMs, m.sweepMs, m.seq, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.dueMs, 10)+"|"+c.instance)
 	if err != nil {

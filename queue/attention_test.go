@@ -121,6 +121,48 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		require.Empty(t, index(t, b, "due"), "a newer park takes the queue out")
 	})
 
+	// A call whose reply was lost is sent again, and its rerun changes
+	// nothing: it must still mark what its first run added, since the
+	// client that ran it never got the marks to apply.
+	t.Run("ARerunAfterALostReplyMarksAgain", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		spec := queue.EncodeSpec(3, 30*time.Second, delayed.DefaultBackoff.Encode())
+		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
+		enq := []any{60000, 1, id, "k", "{}", spec, "d3600000000", "", ""} // an hour ahead
+		_, err := b.client.RunScript(b.ctx, "create", b.queue)
+		require.NoError(t, err)
+		_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)
+		require.NoError(t, err)
+		want := index(t, b, "due")
+		require.Len(t, want, 1)
+		require.NoError(t, b.client.Unindex(b.ctx, b.queue)) // the first run's marks never applied
+		_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)
+		require.NoError(t, err)
+		require.Equal(t, want, index(t, b, "due"), "the rerun of the enqueue")
+
+		b.enqueue(t, queue.NewJob{})
+		claim := []any{1, "base0001", 30000, "0", 0}
+		_, err = b.client.RunScript(b.ctx, "claim", b.queue, claim...)
+		require.NoError(t, err)
+		want = index(t, b, "sweep")
+		require.Len(t, want, 1)
+		require.NoError(t, b.client.Unindex(b.ctx, b.queue))
+		v, err := b.client.RunScript(b.ctx, "claim", b.queue, claim...)
+		require.NoError(t, err)
+		require.Len(t, v.([]any), 5, "the same job, answered again")
+		require.Equal(t, want, index(t, b, "sweep"), "the rerun of the claim")
+
+		c, err := queue.ParsePacked(b.queue, v.([]any)[4].(string))
+		require.NoError(t, err)
+		res, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", RetryAt: b.clock.Now().Add(time.Minute)})
+		require.NoError(t, err)
+		require.NoError(t, b.client.Unindex(b.ctx, b.queue))
+		_, err = b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", RetryAt: b.clock.Now().Add(time.Minute)})
+		require.NoError(t, err)
+		require.Equal(t, res.Due.UnixMilli(), index(t, b, "due")[b.queue], "the rerun of the fail")
+	})
+
 	t.Run("LeasesRetentionAndTheDeadMarkTheSweepIndex", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(c *queue.Config) { c.Retention = time.Hour; c.DeadMaxAge = 24 * time.Hour })

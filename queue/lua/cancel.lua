@@ -25,14 +25,14 @@ local f = load(id)
 if not f then
   local tomb = tomb_of(id)
   if claim ~= '' and tomb == 'x' .. claim then
-    return { 2, 'canceled', '' }
+    return rerun_reply({ 2, 'canceled', '' }, nil, { K_expiry })
   end
   return { -1, '', '' }
 end
 local status = f[R_status]
 if claim ~= '' then
   if f[R_ack] == 'x' .. claim then
-    return { 2, status, packed(id, f) }
+    return rerun_reply({ 2, status, packed(id, f) }, nil, { K_expiry })
   end
   if status ~= 'processing' or f[R_token] ~= claim then
     return { 0, status, '' }
@@ -46,7 +46,7 @@ if claim ~= '' then
   return reply(out)
 end
 if status == 'canceled' and f[R_cancel_token] == req then
-  return { 2, status, packed(id, f) }
+  return rerun_reply({ 2, status, packed(id, f) }, nil, { K_expiry })
 end
 if status == 'scheduled' or status == 'pending' then
   if status == 'scheduled' then

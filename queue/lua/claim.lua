@@ -38,7 +38,7 @@ if prior then
       out[#out + 1] = packed(id, f)
     end
   end
-  return out
+  return rerun_reply(out, nil, { K_leases })
 end
 if meta[2] == '1' then
   return { 1, '', now_us, '0-0' }

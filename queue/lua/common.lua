@@ -286,6 +286,33 @@ local function reply(x)
   return { SENTINEL, math.floor(mark_due or 0), math.floor(mark_sweep or 0), now_us, x }
 end
 
+-- rerun_reply answers x as reply() does, for a rerun of a call whose first
+-- run may have noted marks that the client never applied (its reply was
+-- lost): it marks the current heads of the sets that run could have added
+-- to, whatever they are: sched (K_sched or nil) for the due mark, the
+-- sweep sets for the sweep mark, and dead (K_dead or nil) dead_age after
+-- its head. A mark that is not earlier than the index changes nothing.
+local function rerun_reply(x, sched, sweep, dead, dead_age)
+  local function at(h, plus)
+    if h < math.huge then
+      mark_sweep = math.min(mark_sweep or (h + plus), h + plus)
+    end
+  end
+  if sched then
+    local h = first_score(sched)
+    if h < math.huge then
+      mark_due = math.min(mark_due or h, h)
+    end
+  end
+  for _, key in ipairs(sweep) do
+    at(first_score(key), 0)
+  end
+  if dead then
+    at(first_score(dead), dead_age)
+  end
+  return reply(x)
+end
+
 -- schedule puts a job that is out of every list to wait until its due
 -- score (or straight into pending when that is now or past), saving f.
 -- Answers the new status.

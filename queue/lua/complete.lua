@@ -12,6 +12,7 @@ if not n or not cap or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) t
   return redis.error_reply('ERR chronoq complete: malformed arguments')
 end
 local out, finished = {}, {}
+local rerun = false
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local id, token, result = ARGV[b + G_id], ARGV[b + G_token], ARGV[b + G_result]
@@ -21,6 +22,7 @@ for i = 0, n - 1 do
     local tomb = tomb_of(id)
     if tomb and tomb == 'c' .. token then
       code = 2
+      rerun = true
     elseif tomb then
       code = 0
     else
@@ -28,6 +30,7 @@ for i = 0, n - 1 do
     end
   elseif f[R_ack] == 'c' .. token and f[R_token] == token then
     code = 2
+    rerun = true
   elseif f[R_status] ~= 'processing' or f[R_token] ~= token then
     code = 0
   else
@@ -60,4 +63,7 @@ if #finished > 0 then
   count('completed', #finished)
 end
 publish_events()
+if rerun then
+  return rerun_reply(out, nil, { K_expiry })
+end
 return reply(out)

@@ -80,4 +80,6 @@ end
 count('requeued', requeued)
 wake(requeued)
 publish_events()
-return reply({ done, n, last_score, last_id, upto })
+-- A rerun after a lost reply finds nothing left to do: the tombstones
+-- its first run left are marked in any case.
+return rerun_reply({ done, n, last_score, last_id, upto }, nil, { K_expiry })

@@ -34,11 +34,13 @@ if not meta[1] then
 end
 
 local out = { now_us }
+local rerun = false
 local added, pend, sched = 0, {}, {}
 for _, j in ipairs(jobs) do
   local answer, replayed = j.id, 0
   if redis.call('HEXISTS', K_jobs, j.id) == 1 then
     replayed = 2 -- written by an earlier run of this same call
+    rerun = true
   else
     if j.idem ~= '' then
       local first, till = idem_of(j.idem)
@@ -88,4 +90,7 @@ if tonumber(meta[3] or '0') < now - 60000 then
   redis.call('HSET', K_meta, 'active_ms', now) -- the last enqueue, to the minute: idle queues are forgotten by it
 end
 publish_events()
+if rerun then
+  return rerun_reply(out, K_sched, {})
+end
 return reply(out)
