@@ -18,7 +18,7 @@ test-race: test ## same as test (the suite always runs with -race)
 test-short: deps ## quick run: no race detector, no cluster suite
 	$(GO) test -short -count=1 $(PKGS)
 
-bench: deps ## benchmarks: end-to-end throughput and scheduled-job lateness on real Redis
+bench: deps ## benchmarks: end-to-end throughput and scheduled-job lateness (true clocks, and the promoter 30 s ahead) on real Redis
 	$(GO) test -run '^$$' -bench . -skip Bounded -benchtime 1x -count 1 -timeout 10m ./queue/ ./delayed/
 
 BENCH_COUNT ?= 1
