@@ -45,6 +45,11 @@ type clock struct {
 	skew time.Duration
 }
 
+// RealTimers tells delayed.NewAlarm that this clock's timers are the
+// real clock's: an alarm on it is as precise as on a host whose own clock
+// is off.
+func (clock) RealTimers() bool { return true }
+
 func (c clock) Now() time.Time                  { return c.Clock.Now().Add(c.skew) }
 func (c clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 func (c clock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
