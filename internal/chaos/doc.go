@@ -124,10 +124,13 @@
 //     number was never tried, a second job for one try, a run of a job that
 //     was neither acknowledged nor present. Must be 0.
 //   - early: runs claimed before their job was due, by Redis's clock: the
-//     claim's claimed_at before the run_at the enqueue answered, or before
-//     the run_at the job had when it was claimed (a retry's due time). Both
-//     are Redis's times, to the millisecond; the worker records them at
-//     the start of each run. Must be 0.
+//     claim's claimed_at before the run_at the job had when it was claimed
+//     (its enqueue's due time, or a retry's). Both are Redis's times, to
+//     the millisecond; the worker records them at the start of each run.
+//     Must be 0. (Not against the run_at the enqueue answered, which the
+//     ledger keeps too: when go-redis resends an enqueue whose reply was
+//     lost, the answer carries the rerun's now, some milliseconds after
+//     the job was made, and so a due time later than the job's.)
 //   - runs: handler executions, one per claim token that reached the
 //     handler.
 //   - retries after an accepted failure: a run that follows a run whose

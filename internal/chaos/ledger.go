@@ -32,7 +32,7 @@ type Ack struct {
 	ID    string `json:"id"`
 	Queue string `json:"q"`
 	// Due is the job's run_at as enqueue answered it (Redis's clock, to
-	// the ms), unix ns: no run of the job may be claimed before it.
+	// the ms), unix ns; for the report's examples (see Report.Early).
 	Due int64 `json:"due,omitempty"`
 	T   int64 `json:"t"`
 }
