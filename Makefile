@@ -60,8 +60,8 @@ generate-check: generate ## fail when the checked-in generated code differs from
 
 CHAOS_FLAGS ?=
 
-chaos: deps ## fault-injection battery, full size: every scenario (about 9 min); CHAOS_FLAGS="-scenarios reshard" for one
+chaos: deps ## fault-injection battery, full size: every scenario (about 10 min); CHAOS_FLAGS="-scenarios reshard" for one
 	$(GO) run ./cmd/chronoq-chaos run -go $(GO) $(CHAOS_FLAGS)
 
-chaos-short: deps ## fault-injection battery, CI form: every scenario scaled down (about 2 min)
+chaos-short: deps ## fault-injection battery, CI form: every scenario scaled down (about 2½ min)
 	$(GO) run ./cmd/chronoq-chaos run -go $(GO) -short $(CHAOS_FLAGS)

@@ -4,7 +4,7 @@
 // one promise — a job it accepted is run, and not lost, whatever crashes —
 // and this package is the proof of it, in figures.
 //
-// Run it with `make chaos-short` (CI form, about 2 minutes) or `make chaos`
+// Run it with `make chaos-short` (CI form, about 2½ minutes) or `make chaos`
 // (full size); the program is cmd/chronoq-chaos. It prints one table, a
 // column per scenario, then for each scenario the faults injected, the
 // errors its processes saw by class, and every failure with example job
