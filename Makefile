@@ -18,7 +18,7 @@ test-race: test ## same as test (the suite always runs with -race)
 test-short: deps ## quick run: no race detector, no cluster suite
 	$(GO) test -short -count=1 $(PKGS)
 
-bench: deps ## benchmarks: end-to-end throughput and scheduled-job lateness on real Redis
+bench: deps ## benchmarks: end-to-end throughput and scheduled-job lateness (true clocks, and the promoter 30 s ahead) on real Redis
 	$(GO) test -run '^$$' -bench . -skip Bounded -benchtime 1x -count 1 -timeout 10m ./queue/ ./delayed/
 
 BENCH_COUNT ?= 1
@@ -60,8 +60,8 @@ generate-check: generate ## fail when the checked-in generated code differs from
 
 CHAOS_FLAGS ?=
 
-chaos: deps ## fault-injection battery, full size: every scenario (about 9 min); CHAOS_FLAGS="-scenarios reshard" for one
+chaos: deps ## fault-injection battery, full size: every scenario (about 10 min); CHAOS_FLAGS="-scenarios reshard" for one
 	$(GO) run ./cmd/chronoq-chaos run -go $(GO) $(CHAOS_FLAGS)
 
-chaos-short: deps ## fault-injection battery, CI form: every scenario scaled down (about 2 min)
+chaos-short: deps ## fault-injection battery, CI form: every scenario scaled down (about 2½ min)
 	$(GO) run ./cmd/chronoq-chaos run -go $(GO) -short $(CHAOS_FLAGS)

@@ -33,10 +33,12 @@
 // instance computes the same tick instants. Each entry that fires has a
 // cursor in Redis, in a sorted set scored by it: the first of its ticks
 // that no instance has handled yet. Each loop asks Redis for the entries
-// whose cursor its clock has reached, and only for those, enqueues their
-// ticks through [queue.Client.Enqueue] with the idempotency key
-// "cron:<name>:<tick in Unix ms>", and moves their cursors past them; then
-// it sleeps until the earliest cursor, at most RefreshInterval. The first
+// whose cursor Redis's clock has reached (the script reads TIME), and only
+// for those, enqueues their ticks through [queue.Client.Enqueue] with the
+// idempotency key "cron:<name>:<tick in Unix ms>", each job due at its
+// tick, and moves their cursors past them (a script that reads TIME too,
+// and moves no cursor past a tick Redis's clock has not reached); then it
+// sleeps until the earliest cursor, at most RefreshInterval. The first
 // instance creates a tick's job; another that reads the same cursor before
 // it moved gets the job back as a replay. After enqueueing, an instance
 // records the tick in the entry's bookkeeping (its last run, and a set of
@@ -61,28 +63,48 @@
 // completed job at least that long. The set of done ticks covers a tick for
 // an hour besides, even if its job was dropped sooner (dead-set caps, a
 // purge). Every window in which two instances may enqueue the same tick
-// (their clock skew, plus Grace for a loop that fell behind) must stay
-// inside both: with the defaults about a minute against an hour and a day.
+// (Grace, for a loop that fell behind) must stay inside both: with the
+// defaults a minute against an hour and a day.
 //
-// # Clock skew
+// # One clock: Redis's
 //
-// An instance enqueues a tick when its own clock reaches it. With clocks
-// that disagree by up to s, a tick's job is therefore enqueued by the
-// instance that is most ahead: up to s early in true time, never more, and
-// exactly once, since the others find the cursor past it, or enqueue the
-// same key as a replay, or find the tick done. Skew below an hour (the
-// memory of done ticks, and far below the idempotency TTL) gives no
-// duplicate; the tests run three instances at -2 s, 0 and +2 s. An
-// instance that starts while another runs finds the cursors where the
-// other left them, less than Grace behind its own clock, and runs those
-// ticks rather than count them missed, so a rolling restart loses none
-// whatever the skew (below Grace).
+// Which tick is due is decided by the clock of the Redis that holds the
+// entries and their index, never by an instance's: due.lua and
+// advance.lua read TIME, and Put reads it for the instant of a change (so
+// the first tick after a change is the first after it by Redis's clock).
+// The instances' clocks are only for sleeping: each read of the due index
+// answers Redis's time, and the loop keeps an estimate of how far Redis's
+// clock is ahead of its own (Redis's time less the middle of the round
+// trip, within half of it) and sleeps until the next cursor less that
+// estimate. So an instance whose clock is minutes wrong neither enqueues a
+// tick early nor wakes late for it; one that wakes a moment early by the
+// estimate's error finds nothing due and sleeps again, a millisecond at
+// least. Grace, the missed ticks and the start of a loop are counted on
+// Redis's clock too. TestSchedulerSkewedClocks runs loops on clocks 30 s
+// and 5 min ahead and behind, each alone and all together: every tick
+// once, none before its instant by Redis's time, each enqueued within two
+// seconds of it (some milliseconds, in practice). (Under a clockwork.FakeClock the scripts add the fake clock's
+// distance from the real time to TIME, so that Redis's clock reads as the
+// fake one: that is how the other tests move time.)
+//
+// A tick's job is enqueued due at the tick, an absolute run_at, so the
+// queue's own Redis decides when it runs. On a Redis Cluster the index
+// lives in the slot of <ns>:cron and a queue in the slot of its name,
+// often on another master: the index's master decides which tick has
+// come, and the target queue's master when its job becomes due. Should
+// the index's master run ahead of the queue's, a tick's job waits
+// scheduled until the queue's master reaches the tick; never early by the
+// queue's clock. Should it run behind, the tick is enqueued that much
+// late. After a failover to a master whose clock differs, ticks come by
+// the new master's clock: behind, the cursor waits (a move planned on the
+// old master's time is refused, the tick already recorded as done), ahead,
+// the ticks in between come at once. Keep the Redis hosts on NTP.
 //
 // # Missed runs
 //
-// A tick is missed when it is more than Config.Grace late by the clock of
-// the instance that reaches it (Redis was unreachable, the process was
-// paused or restarted, no instance ran), and then follows the entry's
+// A tick is missed when it is more than Config.Grace late, by Redis's
+// clock, when an instance reaches it (Redis was unreachable, the process
+// was paused or restarted, no instance ran), and then follows the entry's
 // Missed policy: [MissedSkip] enqueues none of the missed ticks,
 // [MissedOnce] enqueues one catch-up job under the key of the latest of
 // them (so it is the same job as that tick's, should another instance have

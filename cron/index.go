@@ -80,6 +80,8 @@ type dueEntry struct {
 
 // dueRead is what due.lua answers.
 type dueRead struct {
+	// now is Redis's now when the script ran.
+	now time.Time
 	due []dueEntry
 	// next is the first cursor after now; zero when none.
 	next time.Time
@@ -88,31 +90,45 @@ type dueRead struct {
 	entries, versions int64
 }
 
-// readDue runs due.lua: the entries whose cursor is at or before now, at
-// most limit of them, earliest first.
-func (s *Store) readDue(ctx context.Context, now time.Time, limit int) (dueRead, error) {
+// readDue runs due.lua: the entries whose cursor Redis's clock has
+// reached, at most limit of them, earliest first. It updates the
+// estimate of Redis's clock.
+func (s *Store) readDue(ctx context.Context, limit int) (dueRead, error) {
+	t0 := s.rc.clock.Now()
 	v, err := dueScript.Run(ctx, s.rdb, []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns)},
-		now.UnixMilli(), limit).Result()
+		s.rc.offsetArg(), limit).Result()
+	t1 := s.rc.clock.Now()
 	if err != nil {
 		return dueRead{}, redisErr("read the due entries", err)
 	}
 	res, ok := v.([]any)
-	if !ok || len(res) < 3 || (len(res)-3)%4 != 0 {
+	if !ok || len(res) < 4 || (len(res)-4)%4 != 0 {
 		return dueRead{}, fmt.Errorf("cron: read the due entries: unexpected reply %v", v)
 	}
-	var out dueRead
-	if ms, err := strconv.ParseInt(str(res[0]), 10, 64); err == nil {
+	nowUs, ok := res[0].(int64)
+	if !ok || nowUs <= 0 {
+		return dueRead{}, fmt.Errorf("cron: read the due entries: Redis's time %v", res[0])
+	}
+	s.rc.observe(nowUs, t0, t1)
+	out := dueRead{now: s.rc.at(nowUs)}
+	if ms, err := strconv.ParseInt(str(res[1]), 10, 64); err == nil {
 		out.next = time.UnixMilli(ms).UTC()
 	}
-	out.entries, _ = res[1].(int64)
-	out.versions, _ = res[2].(int64)
-	for i := 3; i < len(res); i += 4 {
+	out.entries, _ = res[2].(int64)
+	out.versions, _ = res[3].(int64)
+	for i := 4; i < len(res); i += 4 {
 		ms, err := strconv.ParseInt(str(res[i+1]), 10, 64)
 		if err != nil {
 			return dueRead{}, fmt.Errorf("cron: read the due entries: cursor %v", res[i+1])
 		}
-		out.due = append(out.due, dueEntry{name: str(res[i]), cursor: time.UnixMilli(ms).UTC(),
-			version: str(res[i+2]), raw: str(res[i+3])})
+		cursor := time.UnixMilli(ms).UTC()
+		if cursor.After(out.now) { // only under a fake clock (see redisClock.at)
+			if out.next.IsZero() || cursor.Before(out.next) {
+				out.next = cursor
+			}
+			continue
+		}
+		out.due = append(out.due, dueEntry{name: str(res[i]), cursor: cursor, version: str(res[i+2]), raw: str(res[i+3])})
 	}
 	return out, nil
 }
@@ -122,10 +138,15 @@ func str(v any) string {
 	return s
 }
 
-// advanced is a cursor to move: the entry's, planned from version.
+// advanced is a cursor to move: the entry's, planned from version, past
+// the ticks handled up to through.
 type advanced struct {
 	name, version string
-	cursor        time.Time // zero: the entry never fires again
+	// through is the latest instant the handled ticks reach (the last
+	// tick enqueued, or the cut-off of missed ticks let pass): advance.lua
+	// refuses the move while Redis's clock has not reached it.
+	through time.Time
+	cursor  time.Time // zero: the entry never fires again
 }
 
 // advance runs advance.lua for moves, in one call.
@@ -133,13 +154,14 @@ func (s *Store) advance(ctx context.Context, moves []advanced) error {
 	if len(moves) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 3*len(moves))
+	args := make([]any, 0, 1+4*len(moves))
+	args = append(args, s.rc.offsetArg())
 	for _, m := range moves {
 		c := ""
 		if !m.cursor.IsZero() {
 			c = strconv.FormatInt(m.cursor.UnixMilli(), 10)
 		}
-		args = append(args, m.name, m.version, c)
+		args = append(args, m.name, m.version, m.through.UnixMilli(), c)
 	}
 	if err := advanceScript.Run(ctx, s.rdb, []string{versionsKey(s.ns), dueKey(s.ns)}, args...).Err(); err != nil {
 		return redisErr("advance the cursors", err)

@@ -25,8 +25,8 @@ func TestIndexKeysShareASlot(t *testing.T) {
 }
 
 // A cursor moves only forward, only while the entry's version is the one
-// the move was planned from, and never comes back once the entry left
-// the index.
+// the move was planned from, only past ticks Redis's clock has reached,
+// and never comes back once the entry left the index.
 func TestAdvanceFencedByVersion(t *testing.T) {
 	t.Parallel()
 	ctx, rdb, ns := t.Context(), testutil.Redis(t), testutil.Namespace(t)
@@ -56,6 +56,12 @@ func TestAdvanceFencedByVersion(t *testing.T) {
 	require.Equal(t, sec(5), cursor())
 	require.NoError(t, s.advance(ctx, []advanced{{name: "e", version: v1, cursor: sec(3)}}))
 	require.Equal(t, sec(5), cursor(), "never back")
+	// Redis's clock reads base (the fake clock): ticks it has not reached
+	// are not handed out, whatever the caller planned.
+	require.NoError(t, s.advance(ctx, []advanced{{name: "e", version: v1, through: sec(5), cursor: sec(6)}}))
+	require.Equal(t, sec(5), cursor(), "a tick not due by Redis's clock")
+	require.NoError(t, s.advance(ctx, []advanced{{name: "e", version: v1, through: base, cursor: sec(6)}}))
+	require.Equal(t, sec(6), cursor())
 
 	e.Schedule = "@every 2s" // a change: a new version, the cursor after it
 	_, err = s.Put(ctx, e)

@@ -30,6 +30,10 @@ const (
 	// repairInterval is how often at most a loop repairs the due index
 	// while the entries and their versions do not match (see repair).
 	repairInterval = time.Minute
+	// minWait is the shortest sleep until a tick Redis's clock has not
+	// reached: when the estimate of that clock says it has, the loop looks
+	// again this soon rather than at once.
+	minWait = time.Millisecond
 )
 
 // Config configures a [Scheduler].
@@ -37,16 +41,20 @@ type Config struct {
 	// Client is the queue client the ticks are enqueued through; its
 	// namespace holds the entries. Required.
 	Client *queue.Client
-	// Clock drives the loop. Defaults to the Client's clock.
+	// Clock drives the loop's sleeps. Defaults to the Client's clock.
+	// Which tick is due is decided by the clock of the Redis that holds
+	// the entries, never by this one: the loop sleeps until a tick's
+	// instant on Redis's clock, less its estimate of how far that clock is
+	// ahead of this one.
 	Clock clockwork.Clock
 	// RefreshInterval is the longest the loop sleeps between two looks at
 	// the due index, and so how late at most it sees a tick of an entry
 	// put, on any instance, after the loop went to sleep until a later
 	// one. Each look reads only the entries that are due. Defaults to 1 s.
 	RefreshInterval time.Duration
-	// Grace is how late a tick may be enqueued and still count as on time
-	// (Redis was unreachable, the process was paused, or restarted: see
-	// the package's "Missed runs"). Ticks later than that count as missed
+	// Grace is how late a tick may be enqueued, by Redis's clock, and
+	// still count as on time (Redis was unreachable, the process was
+	// paused, or restarted: see the package's "Missed runs"). Ticks later than that count as missed
 	// and follow the entry's Missed policy. Must be at most 30 min.
 	// Defaults to 1 min.
 	Grace time.Duration
@@ -83,7 +91,7 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	if cfg.Grace < 0 || cfg.Grace > MaxGrace {
 		return nil, fmt.Errorf("cron: Config.Grace must be in (0, %s]", MaxGrace)
 	}
-	return &Scheduler{cfg: cfg, store: NewStore(cfg.Client), clock: cfg.Clock, log: cfg.Logger}, nil
+	return &Scheduler{cfg: cfg, store: newStore(cfg.Client, cfg.Clock), clock: cfg.Clock, log: cfg.Logger}, nil
 }
 
 // Start starts the loop and returns at once. It runs until Stop is called
@@ -130,9 +138,11 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // Redis (their cursors); the loop keeps only what concerns itself.
 type loop struct {
 	s *Scheduler
-	// start is when the loop started, on its clock: ticks before it of an
-	// entry no instance had handled for longer than Grace were missed.
-	start time.Time
+	// startLocal is when the loop started, on its clock; start is that
+	// instant on Redis's clock, set at the first read of the due index:
+	// ticks before it of an entry no instance had handled for longer than
+	// Grace were missed.
+	startLocal, start time.Time
 	// pins keep, for an entry whose missed ticks a pass found but failed
 	// to handle, the cut-off it used: the retry picks the same catch-up
 	// tick. Dropped when the entry's cursor moves.
@@ -145,7 +155,7 @@ type loop struct {
 }
 
 func newLoop(s *Scheduler, start time.Time) *loop {
-	return &loop{s: s, start: start, pins: map[string]pin{}, broken: map[string]string{}}
+	return &loop{s: s, startLocal: start, pins: map[string]pin{}, broken: map[string]string{}}
 }
 
 // pin is the cut-off of missed ticks used for an entry at a cursor.
@@ -159,7 +169,7 @@ func (s *Scheduler) run(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	l := newLoop(s, s.clock.Now())
 	for ctx.Err() == nil {
-		wait := l.pass(ctx, s.clock.Now())
+		wait := l.pass(ctx)
 		if wait <= 0 {
 			continue // more ticks are due than one pass takes
 		}
@@ -173,16 +183,23 @@ func (s *Scheduler) run(ctx context.Context, done chan<- struct{}) {
 	}
 }
 
-// pass enqueues the due ticks and answers how long to sleep: until the
-// earliest cursor, at most RefreshInterval (an entry put meanwhile may
-// come sooner).
-func (l *loop) pass(ctx context.Context, now time.Time) time.Duration {
-	wait, err := l.tick(ctx, now)
-	if err != nil {
+// pass enqueues the due ticks and answers how long to sleep, on the
+// loop's clock: until the earliest cursor comes by Redis's clock (less
+// the estimate of how far it is ahead), at most RefreshInterval (an entry
+// put meanwhile may come sooner); 0 when more is due at once.
+func (l *loop) pass(ctx context.Context) time.Duration {
+	again, wake, err := l.tick(ctx)
+	switch {
+	case err != nil:
 		l.warn(ctx, "cron: enqueueing ticks failed", "err", err)
 		return l.s.cfg.RefreshInterval // retry then
+	case again:
+		return 0
+	case wake.IsZero():
+		return l.s.cfg.RefreshInterval
 	}
-	return wait
+	d := l.s.store.rc.localOf(wake).Sub(l.s.clock.Now())
+	return max(min(d, l.s.cfg.RefreshInterval), minWait)
 }
 
 func (l *loop) warn(ctx context.Context, msg string, args ...any) {
@@ -201,9 +218,11 @@ type planned struct {
 	// last tick, or after the missed ones it let pass.
 	next time.Time
 	// moved: the pass handled ticks (or let them pass); next is to be
-	// written.
-	moved  bool
-	capped bool
+	// written. through is the latest instant they reach: the last tick
+	// handled, or the cut-off of the missed ones let pass.
+	moved   bool
+	through time.Time
+	capped  bool
 }
 
 // plannedTick is a tick to enqueue and where the entry's cursor is after
@@ -214,28 +233,30 @@ type plannedTick struct {
 	catchUp bool
 }
 
-// tick reads the due entries, enqueues their ticks in order and moves
-// their cursors.
-func (l *loop) tick(ctx context.Context, now time.Time) (time.Duration, error) {
-	read, err := l.s.store.readDue(ctx, now, maxEntriesPerPass)
+// tick reads the due entries at Redis's now, enqueues their ticks in
+// order and moves their cursors. It answers whether more is due at once,
+// or else the earliest cursor after now, on Redis's clock (zero: none).
+func (l *loop) tick(ctx context.Context) (again bool, wake time.Time, err error) {
+	read, err := l.s.store.readDue(ctx, maxEntriesPerPass)
 	if err != nil {
-		return 0, err
+		return false, time.Time{}, err
+	}
+	now := read.now
+	if l.start.IsZero() {
+		l.start = l.s.store.rc.redisOf(l.startLocal)
 	}
 	if read.entries != read.versions && (l.repairedAt.IsZero() || now.Sub(l.repairedAt) >= repairInterval) {
 		l.repairedAt = now
 		n, err := l.s.store.repair(ctx)
 		if err != nil {
-			return 0, err
+			return false, time.Time{}, err
 		}
 		if n > 0 {
 			l.s.log.Info("cron: indexed entries stored without a cursor, or dropped the index of deleted ones", "repaired", n)
-			return 0, nil // read the index again
+			return true, time.Time{}, nil // read the index again
 		}
 	}
-	wait := l.s.cfg.RefreshInterval
-	if !read.next.IsZero() {
-		wait = min(wait, read.next.Sub(now))
-	}
+	wake = read.next
 	var plans []*planned
 	var withTicks []*planned
 	for _, d := range read.due {
@@ -252,7 +273,7 @@ func (l *loop) tick(ctx context.Context, now time.Time) (time.Duration, error) {
 	if len(withTicks) > 0 {
 		runs, done, err := l.readRuns(ctx, withTicks)
 		if err != nil {
-			return 0, err
+			return false, time.Time{}, err
 		}
 		for i, p := range withTicks {
 			if err := l.enqueue(ctx, p, &runs[i], done[i]); err != nil {
@@ -264,29 +285,28 @@ func (l *loop) tick(ctx context.Context, now time.Time) (time.Duration, error) {
 	// The cursors of what was handled move, a failed pass included: the
 	// next one retries from the tick that failed.
 	var moves []advanced
-	again := false
 	for _, p := range plans {
 		if !p.moved {
 			continue
 		}
 		delete(l.pins, p.name)
-		moves = append(moves, advanced{name: p.name, version: p.version, cursor: p.next})
+		moves = append(moves, advanced{name: p.name, version: p.version, through: p.through, cursor: p.next})
 		if p.capped || (!p.next.IsZero() && !p.next.After(now)) {
 			again = true
-		} else if !p.next.IsZero() {
-			wait = min(wait, p.next.Sub(now))
+		} else if !p.next.IsZero() && (wake.IsZero() || p.next.Before(wake)) {
+			wake = p.next
 		}
 	}
 	if err := l.s.store.advance(ctx, moves); err != nil && failed == nil {
 		failed = err
 	}
 	if failed != nil {
-		return 0, failed
+		return false, time.Time{}, failed
 	}
 	if again || (len(read.due) == maxEntriesPerPass && len(moves) > 0) {
-		return 0, nil // more is due than one pass takes
+		return true, time.Time{}, nil // more is due than one pass takes
 	}
-	return wait, nil
+	return false, wake, nil
 }
 
 // plan decodes a due entry and lists its ticks to enqueue at now: a
@@ -329,7 +349,7 @@ func (l *loop) plan(d dueEntry, now time.Time) *planned {
 		}
 		if len(p.ticks) == 0 {
 			l.s.log.Info("cron: skipping missed ticks", "name", d.name, "from", start, "before", cutoff)
-			p.next, p.moved = first, true
+			p.next, p.moved, p.through = first, true, cutoff
 		}
 		start = first
 	}
@@ -388,7 +408,7 @@ func (l *loop) enqueue(ctx context.Context, p *planned, run *lastRun, done []boo
 				return err
 			}
 		}
-		p.next, p.moved = pt.after, true
+		p.next, p.moved, p.through = pt.after, true, pt.at
 	}
 	return nil
 }
@@ -406,7 +426,12 @@ func (l *loop) enqueueTick(ctx context.Context, p *planned, run *lastRun, pt pla
 			return err
 		}
 	}
-	res, err := l.s.cfg.Client.Enqueue(ctx, newJob(p.entry, tickIdempotencyKey(name, pt.at)))
+	// Due at the tick: the queue's Redis decides when it runs (on a
+	// cluster, the master of the queue's slot, whose clock may differ from
+	// that of the master of the due index).
+	nj := newJob(p.entry, tickIdempotencyKey(name, pt.at))
+	nj.RunAt = pt.at
+	res, err := l.s.cfg.Client.Enqueue(ctx, nj)
 	if err != nil {
 		if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrTooManyQueues) || errors.Is(err, queue.ErrPayloadTooLarge) {
 			// Retrying cannot help: drop this tick, keep the next. Put

@@ -114,8 +114,12 @@ func TestSchedulerRestartAmongOthers(t *testing.T) {
 	}
 }
 
-// Three instances whose clocks read -2 s, 0 and +2 s of the true time:
-// one job per tick, none missing.
+// Three instances on fake clocks 2 s apart. Under a fake clock the
+// scripts read Redis's clock as the fake one, so here Redis's time itself
+// differs by instance, by up to 4 s, as it does, one instance after the
+// other, across failovers to masters whose clocks disagree: still one job
+// per tick, none missing. (Instances on skewed real clocks, which all read
+// the one Redis clock, are TestSchedulerSkewedClocks.)
 func TestSchedulerClockSkew(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -438,10 +442,10 @@ func TestSchedulerQuickRestartRunsTheGapLate(t *testing.T) {
 	}
 }
 
-// An instance whose clock is ahead starts while another runs: it finds
-// the cursors where the other left them, a moment behind its own clock,
-// and runs those ticks (early in true time, by the skew) instead of
-// counting them missed. No tick is lost or doubled, as in a rolling
+// An instance that reads Redis's clock ahead (a fake clock ahead: see
+// TestSchedulerClockSkew) starts while another runs: it finds the cursors
+// where the other left them, a moment behind, and runs those ticks instead
+// of counting them missed. No tick is lost or doubled, as in a rolling
 // restart.
 func TestSchedulerStartAmongSkewedOthers(t *testing.T) {
 	t.Parallel()

@@ -43,13 +43,17 @@ const (
 type Store struct {
 	client *queue.Client
 	rdb    redis.UniversalClient
-	clock  clockwork.Clock
+	rc     *redisClock
 	ns     string
 }
 
-// NewStore is the store of client's namespace. Its clock is the client's.
-func NewStore(client *queue.Client) *Store {
-	return &Store{client: client, rdb: client.Redis(), clock: client.Clock(), ns: client.Namespace()}
+// NewStore is the store of client's namespace. It keeps time by the
+// clock of the Redis that holds the entries; it sleeps, and estimates
+// that clock, by the client's.
+func NewStore(client *queue.Client) *Store { return newStore(client, client.Clock()) }
+
+func newStore(client *queue.Client, clock clockwork.Clock) *Store {
+	return &Store{client: client, rdb: client.Redis(), rc: newRedisClock(clock, client), ns: client.Namespace()}
 }
 
 // Put creates or replaces the entry e.Name. created is true when it was
@@ -59,9 +63,9 @@ func NewStore(client *queue.Client) *Store {
 // refused here, not dropped at every tick.
 //
 // Putting settings equal to the stored ones changes nothing. Any other
-// change restarts the entry's ticks from now: ticks before it are neither
-// run nor caught up, whatever the Missed policy (this is also what
-// unpausing does).
+// change restarts the entry's ticks from now, by the clock of the Redis
+// that holds the entries: ticks before it are neither run nor caught up,
+// whatever the Missed policy (this is also what unpausing does).
 func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
 	e, sched, err := s.validate(e)
 	if err != nil {
@@ -95,7 +99,10 @@ func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
 			if err != nil {
 				return err
 			}
-			since := time.UnixMilli(s.clock.Now().UnixMilli()).UTC()
+			since, err := s.redisNow(ctx, tx)
+			if err != nil {
+				return err
+			}
 			raw, err := json.Marshal(stored{Entry: e, UpdatedAtMs: since.UnixMilli()})
 			if err != nil {
 				return err
@@ -121,6 +128,21 @@ func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
 		return created, nil
 	}
 	return false, fmt.Errorf("cron: put %q: %w: the entry kept changing", e.Name, queue.ErrConflict)
+}
+
+// redisNow reads the time of the Redis that holds the entries (tx is
+// bound to it, in a cluster too), to the millisecond.
+func (s *Store) redisNow(ctx context.Context, tx *redis.Tx) (time.Time, error) {
+	off := s.rc.offsetArg()
+	t0 := s.rc.clock.Now()
+	tm, err := tx.Time(ctx).Result()
+	t1 := s.rc.clock.Now()
+	if err != nil {
+		return time.Time{}, err
+	}
+	us := tm.UnixMicro() + off
+	s.rc.observe(us, t0, t1)
+	return time.UnixMilli(s.rc.at(us).UnixMilli()).UTC(), nil
 }
 
 // Register puts entries declared in code, typically at start-up: each
@@ -281,7 +303,7 @@ func (s *Store) view(st stored, run lastRun) Entry {
 	e.LastRunAt, e.LastJobID = run.at, run.jobID
 	if !e.Paused {
 		if sched, err := Parse(e.Schedule, e.Timezone); err == nil {
-			e.NextRunAt = sched.Next(s.clock.Now())
+			e.NextRunAt = sched.Next(s.rc.now())
 		}
 	}
 	return e

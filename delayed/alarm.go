@@ -27,15 +27,34 @@ const fineWait = 2 * time.Millisecond
 // realClockType is the type of clockwork's real clock.
 var realClockType = reflect.TypeOf(clockwork.NewRealClock())
 
+// RealTimers is implemented by a clock whose timers are the real clock's
+// although its Now reads another time (a test's stand-in for a host whose
+// clock is off: the time it reads is wrong, its durations are not). Its
+// alarms are as precise as the real clock's.
+type RealTimers interface {
+	RealTimers() bool
+}
+
+// precise reports whether an Alarm on clock waits its last fineWait on a
+// kernel timer.
+func precise(clock clockwork.Clock) bool {
+	if reflect.TypeOf(clock) == realClockType {
+		return true
+	}
+	r, ok := clock.(RealTimers)
+	return ok && r.RealTimers()
+}
+
 // NewAlarm calls f, in a goroutine of its own, once clock reaches at. On
 // clockwork's real clock the last 2 ms are waited on a kernel timer, so f
 // runs within the kernel's timer slack of at, not up to a millisecond
 // after it, when the process has a P free to notice (see the package
-// doc). Any other clock (a fake one in tests) is used as it is.
+// doc); so on a clock with RealTimers. Any other clock (a fake one in
+// tests) is used as it is.
 func NewAlarm(clock clockwork.Clock, at time.Time, f func()) *Alarm {
 	a := &Alarm{at: at}
 	d := clock.Until(at)
-	if reflect.TypeOf(clock) != realClockType {
+	if !precise(clock) {
 		a.timer = clock.AfterFunc(d, func() { a.ring(f) })
 		return a
 	}

@@ -137,10 +137,27 @@ func infoField(b *testing.B, rdb redis.UniversalClient, section, field string) s
 }
 
 // BenchmarkLateness schedules 2,000 jobs due over one second and measures,
-// for each, how late a worker received it after its run-at: the promoter
-// sleeps until the next due job, and 8 claimers wait on the queue's wake
-// stream.
-func BenchmarkLateness(b *testing.B) {
+// for each, how late a worker received it after its run-at, by Redis's
+// clock: a promoter (an instance of its own) sleeps until the next due
+// job, and 8 claimers wait on the queue's wake stream. Every clock is
+// true; BenchmarkLatenessSkewedPromoter is the same with the promoter's
+// clock 30 s ahead.
+func BenchmarkLateness(b *testing.B) { benchLateness(b, 0) }
+
+// BenchmarkLatenessSkewedPromoter is BenchmarkLateness with the promoting
+// instance's clock 30 s ahead of Redis's: it sleeps until each due time on
+// Redis's clock less its estimate of the skew, and Redis's clock decides
+// what is due, so it must be neither early nor later than with a true
+// clock.
+func BenchmarkLatenessSkewedPromoter(b *testing.B) { benchLateness(b, 30*time.Second) }
+
+// benchLateness runs the lateness benchmark with the promoter's clock skew
+// off the true time. Lateness is measured on Redis's clock: the claimers'
+// true clock (on this host the one TIME reads) corrected by its measured
+// distance to TIME. It also reports Redis's CPU per job over the run, the
+// TIME calls the scripts made per job, and what those cost, from the cost
+// of one redis.call('TIME') measured on the same server (timeCallCost).
+func benchLateness(b *testing.B, skew time.Duration) {
 	const (
 		jobs     = 2000
 		spread   = time.Second
@@ -149,18 +166,27 @@ func BenchmarkLateness(b *testing.B) {
 	for range b.N {
 		c, ctx := benchClient(b)
 		q := "late"
-		p, err := delayed.NewPromoter(delayed.Config{Source: c, Queues: []string{q}})
+		pc, err := queue.NewClient(queue.Config{Redis: c.Redis(), Namespace: c.Namespace(), Clock: testutil.SkewedClock(skew)})
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = pc.Close() })
+		perTime := timeCallCost(b, c.Redis())
+		off := redisAhead(b, c.Redis())
+		var promoted atomic.Int64 // by the promoter; the claimers' claims promote the rest
+		p, err := delayed.NewPromoter(delayed.Config{Source: pc, Clock: pc.Clock(), Queues: []string{q},
+			OnPromote: func(_ string, n int) { promoted.Add(int64(n)) }})
 		require.NoError(b, err)
 		require.NoError(b, p.Start(ctx))
 
 		lateness := make(chan time.Duration, jobs)
-		// Due times spread evenly over one second, starting 500 ms from now.
-		base := time.Now().Add(500 * time.Millisecond)
+		// Due times spread evenly over one second, starting 500 ms from
+		// now, on Redis's clock.
+		base := time.Now().Add(off).Add(500 * time.Millisecond)
 		asked := make([]time.Time, jobs)
 		for i := range asked {
 			asked[i] = base.Add(spread * time.Duration(i) / jobs)
 		}
-		var got atomic.Int64
+		cpu0, time0 := redisCPU(b, c), timeCalls(b, c.Redis())
+		var got, earlyClaims atomic.Int64
 		var wg sync.WaitGroup
 		for range claimers {
 			wg.Go(func() {
@@ -170,7 +196,7 @@ func BenchmarkLateness(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					now := time.Now()
+					now := time.Now().Add(off)
 					acks := make([]queue.Ack, 0, len(js))
 					for _, j := range js {
 						// Against the time asked for, which the schedule keeps
@@ -181,6 +207,9 @@ func BenchmarkLateness(b *testing.B) {
 							return
 						}
 						lateness <- now.Sub(asked[i])
+						if j.ClaimedAt.Before(j.RunAt) { // both Redis's, to the ms
+							earlyClaims.Add(1)
+						}
 						acks = append(acks, queue.Ack{ID: j.ID, Token: j.Token})
 					}
 					if len(acks) > 0 {
@@ -204,6 +233,7 @@ func BenchmarkLateness(b *testing.B) {
 		}
 		wg.Wait()
 		require.NoError(b, p.Stop(ctx))
+		cpu, calls := redisCPU(b, c)-cpu0, timeCalls(b, c.Redis())-time0
 		close(lateness)
 		var all []time.Duration
 		early := 0
@@ -220,8 +250,83 @@ func BenchmarkLateness(b *testing.B) {
 		b.ReportMetric(pct(0.99), "p99-ms")
 		b.ReportMetric(float64(all[len(all)-1].Microseconds())/1000, "max-ms")
 		b.ReportMetric(float64(early), "early")
-		if early > 0 {
-			b.Errorf("%d jobs ran early; the earliest by %s", early, -all[0])
+		b.ReportMetric(float64(cpu.Microseconds())/jobs, "redis-µs/job")
+		b.ReportMetric(float64(calls)/jobs, "TIME-calls/job")
+		b.ReportMetric(float64(calls)/jobs*perTime.Seconds()*1e6, "TIME-µs/job")
+		b.ReportMetric(perTime.Seconds()*1e6, "µs/TIME-call")
+		b.ReportMetric(pc.RedisClockOffset().Seconds(), "promoter-offset-s")
+		b.ReportMetric(float64(promoted.Load())/jobs, "promoter-share")
+		if early > 0 || earlyClaims.Load() > 0 {
+			b.Errorf("%d jobs ran early (%d claimed before their run_at by Redis's clock); the earliest by %s", early, earlyClaims.Load(), -all[0])
 		}
 	}
+}
+
+// redisAhead is how far Redis's clock (TIME) is ahead of this process's,
+// from the TIME round trip with the shortest of 20, within half of it (a
+// few µs on loopback).
+func redisAhead(b *testing.B, rdb redis.UniversalClient) time.Duration {
+	b.Helper()
+	best, ahead := time.Duration(1<<62), time.Duration(0)
+	for range 20 {
+		t0 := time.Now()
+		tm, err := rdb.Time(context.Background()).Result()
+		t1 := time.Now()
+		require.NoError(b, err)
+		if rtt := t1.Sub(t0); rtt < best {
+			best, ahead = rtt, tm.Sub(t0.Add(rtt/2))
+		}
+	}
+	return ahead
+}
+
+// timeCalls is how many TIME commands Redis has run, the scripts' included
+// (INFO commandstats counts the commands a script calls).
+func timeCalls(b *testing.B, rdb redis.UniversalClient) int64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(b, err)
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "cmdstat_time:calls="); ok {
+			n, err := strconv.ParseInt(v[:strings.IndexByte(v, ',')], 10, 64)
+			require.NoError(b, err)
+			return n
+		}
+	}
+	return 0
+}
+
+// timeCallCost is what one redis.call('TIME') costs a script on rdb's
+// server, Lua's side of the call included: the difference in Redis's own
+// time (INFO commandstats, eval's usec) between a script that calls TIME
+// 1,000 times in a loop and one that loops as long without it, over 200
+// runs of each.
+func timeCallCost(b *testing.B, rdb redis.UniversalClient) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	const runs, loops = 200, 1000
+	with := redis.NewScript(`local t for i = 1, tonumber(ARGV[1]) do t = redis.call('TIME') end return 1`)
+	without := redis.NewScript(`local t for i = 1, tonumber(ARGV[1]) do t = i end return 1`)
+	usec := func(sc *redis.Script) int64 {
+		require.NoError(b, sc.Load(ctx, rdb).Err())
+		require.NoError(b, rdb.ConfigResetStat(ctx).Err())
+		for range runs {
+			require.NoError(b, sc.EvalSha(ctx, rdb, nil, loops).Err())
+		}
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		require.NoError(b, err)
+		for line := range strings.SplitSeq(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				_, rest, _ := strings.Cut(v, ",usec=")
+				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				require.NoError(b, err)
+				return n
+			}
+		}
+		b.Fatal("INFO commandstats has no evalsha")
+		return 0
+	}
+	d := usec(with) - usec(without)
+	require.NoError(b, rdb.ConfigResetStat(ctx).Err())
+	return time.Duration(d) * time.Microsecond / (runs * loops)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/redisproc"
 )
 
@@ -195,16 +196,6 @@ func FakeClock() *clockwork.FakeClock {
 
 // SkewedClock is the real clock read off by skew: an instance whose clock
 // is wrong (NTP drift, a paused VM, a container with a bad clock). Its
-// timers run in real time.
-func SkewedClock(skew time.Duration) clockwork.Clock {
-	return skewedClock{Clock: clockwork.NewRealClock(), skew: skew}
-}
-
-type skewedClock struct {
-	clockwork.Clock
-	skew time.Duration
-}
-
-func (c skewedClock) Now() time.Time                  { return c.Clock.Now().Add(c.skew) }
-func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
+// timers run in real time. (The chaos battery's skewed processes use the
+// same clock, package internal/clockskew.)
+func SkewedClock(skew time.Duration) clockwork.Clock { return clockskew.New(skew) }

@@ -23,6 +23,7 @@ import (
 	"github.com/chronoq/chronoq/dashboard"
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/demo"
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -239,7 +240,19 @@ func runServeAs(ctx context.Context, name string, args []string, env func(string
 		return 2
 	}
 	log := newLogger(c, stderr)
-	if err := serve(ctx, c, log, serveHooks{}); err != nil {
+	var hooks serveHooks
+	// A clock wrong on purpose, for the chaos battery's skew scenario; not
+	// among the documented settings.
+	clock, skew, err := clockskew.FromEnv(env)
+	if err != nil {
+		fmt.Fprintf(stderr, "chronoq %s: %v\n", name, err)
+		return 2
+	}
+	if clock != nil {
+		hooks.clock = clock
+		log.Warn("this instance's clock is skewed on purpose ("+clockskew.Env+"): for tests only", "skew", skew)
+	}
+	if err := serve(ctx, c, log, hooks); err != nil {
 		log.Error("chronoq "+name+": stopped", "err", err)
 		return 1
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/testutil"
 )
 
@@ -258,6 +260,74 @@ func TestServeEmbeddedRedis(t *testing.T) {
 	require.Contains(t, string(metrics), "chronoq_redis_clock_offset_seconds", "the distance to Redis's clock is exposed")
 	s.stop()
 	require.Contains(t, s.logs.String(), "stopped")
+}
+
+// TestServeEmbeddedRedisTime: the embedded Redis answers TIME, the
+// scripts' calls included, from the host's clock (miniredis reads
+// time.Now), not from serve's: an instance whose clock is 30 s ahead sees
+// Redis's clock 30 s behind its own, and a delayed job becomes due when
+// the host's clock reaches it, neither 30 s early nor late.
+func TestServeEmbeddedRedisTime(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, nil, clockskew.New(30*time.Second))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.logs)
+		}
+	})
+	rdb, closeRedis, err := connect(serveConfig{}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer closeRedis()
+	tm, err := rdb.Time(t.Context()).Result()
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), tm, time.Second, "TIME")
+	us, err := rdb.Eval(t.Context(), "local t = redis.call('TIME') return t[1] * 1000000 + t[2]", nil).Int64()
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), time.UnixMicro(us), time.Second, "TIME in a script")
+
+	start := time.Now()
+	status, body := s.do(t, http.MethodPost, "/v1/jobs", `{"queue":"soon","kind":"k","delay":"300ms"}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	status, body = s.do(t, http.MethodPost, "/v1/queues/soon/claim", `{"wait":"5s"}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Len(t, body["jobs"], 1)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "not early")
+	require.Less(t, time.Since(start), 3*time.Second, "not late")
+
+	res, err := http.Get(s.base + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	var offset float64
+	for line := range strings.Lines(string(metrics)) {
+		if v, ok := strings.CutPrefix(line, "chronoq_redis_clock_offset_seconds "); ok {
+			offset, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			require.NoError(t, err)
+		}
+	}
+	require.InDelta(t, -30, offset, 0.5, "Redis's clock, the host's, is 30 s behind serve's")
+
+	// Cron ticks too come by the embedded Redis's clock: the first tick
+	// after the put, a second later, not half a minute off.
+	status, body = s.do(t, http.MethodPut, "/v1/cron/tick", `{"schedule":"* * * * * *","queue":"crons","kind":"tick"}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	put := time.Now()
+	require.Eventually(t, func() bool {
+		_, q := s.do(t, http.MethodGet, "/v1/queues/crons", "")
+		n, _ := q["enqueued_total"].(float64)
+		return n >= 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Less(t, time.Since(put), 3*time.Second)
+	status, body = s.do(t, http.MethodPost, "/v1/queues/crons/claim", `{}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Len(t, body["jobs"], 1)
+	job := body["jobs"].([]any)[0].(map[string]any)
+	ms, err := strconv.ParseInt(strings.TrimPrefix(job["idempotency_key"].(string), "cron:tick:"), 10, 64)
+	require.NoError(t, err)
+	enqueued, err := time.Parse(time.RFC3339Nano, job["enqueued_at"].(string))
+	require.NoError(t, err)
+	require.False(t, enqueued.Before(time.UnixMilli(ms)), "tick %d enqueued at %s: early", ms, enqueued)
 }
 
 // TestServeRealRedis: serve on a real Redis with a token, beyond the

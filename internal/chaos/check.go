@@ -26,6 +26,16 @@ type Report struct {
 	DeadNonPoison  int `json:"dead_non_poison"`
 	Lost           int `json:"lost"`
 	Unexpected     int `json:"unexpected"`
+	// Early counts runs claimed before their job was due, by Redis's
+	// clock: the claim's claimed_at before the run_at the job had when it
+	// was claimed (its enqueue's due time, or a retry's). Not the run_at
+	// the enqueue answered: when go-redis resends an enqueue whose reply
+	// was lost, the answer is the rerun's, whose now (and so the due time
+	// of a delay, or of a job due at once) is later than that of the run
+	// that made the job.
+	Early int `json:"early"`
+	// Clocks are the processes whose clocks were skewed, and by how much.
+	Clocks map[string]string `json:"clocks,omitempty"`
 
 	Executions          int            `json:"executions"`
 	Retries             int            `json:"retries"` // runs after an accepted failure
@@ -125,9 +135,9 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 	for _, js := range snap.Jobs {
 		bySeq[js.Seq] = append(bySeq[js.Seq], js)
 	}
-	ackedIDs := map[string]bool{}
+	ackedIDs := map[string]Ack{} // by job id
 	for _, a := range rec.Acks {
-		ackedIDs[a.ID] = true
+		ackedIDs[a.ID] = a
 	}
 
 	// Every acknowledged enqueue must have come out: completed or dead.
@@ -234,7 +244,7 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 		}
 	}
 	for id, m := range runs {
-		if !ackedIDs[id] && snap.Jobs[id] == nil {
+		if _, acked := ackedIDs[id]; !acked && snap.Jobs[id] == nil {
 			r.Unexpected++
 			r.example("unexpected", id+" (executed, never acknowledged nor present)")
 		}
@@ -253,6 +263,11 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 		r.Executions += len(rs)
 		attempts := map[int]bool{}
 		for i, cur := range rs {
+			if e := cur.start; e.Claimed > 0 && e.Claimed < e.Due {
+				r.Early++
+				r.example("early", fmt.Sprintf("%s: attempt %d claimed on %s at %s by Redis's clock, due %s (enqueue answered %s)",
+					id, e.Attempt, e.Slot, stampMs(e.Claimed), stampMs(e.Due), stampMs(ackedIDs[id].Due)))
+			}
 			if attempts[cur.start.Attempt] {
 				r.AttemptReuse++
 				r.example("attempt_reuse", fmt.Sprintf("%s: attempt %d ran under two tokens", id, cur.start.Attempt))
@@ -390,6 +405,14 @@ func explainedBy(faults []Fault, first, second Exec) string {
 
 func stamp(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.000") }
 
+// stampMs writes an instant kept to the millisecond; "-" for none.
+func stampMs(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return stamp(ns)
+}
+
 // AddFailure records a failure found outside the count (a process that
 // died unexpectedly, a drain that did not finish).
 func (r *Report) AddFailure(msg string) {
@@ -407,6 +430,7 @@ func (r *Report) judge() {
 	add(r.Enqueued == 0, "nothing was enqueued")
 	add(r.Lost > 0, "%d acknowledged jobs lost", r.Lost)
 	add(r.Unexpected > 0, "%d unexpected jobs or runs", r.Unexpected)
+	add(r.Early > 0, "%d runs claimed before their job was due by Redis's clock", r.Early)
 	add(r.Unexplained > 0, "%d duplicate runs no fault explains", r.Unexplained)
 	add(r.PoisonWrong > 0, "%d poison jobs not dead with exactly their max attempts", r.PoisonWrong)
 	add(r.DeadNonPoison > 0, "%d ordinary jobs dead", r.DeadNonPoison)

@@ -99,6 +99,36 @@ func TestCheckLostAndUnexpected(t *testing.T) {
 	require.Equal(t, 1, r.Orphans, "the pending job's hash")
 }
 
+// A run claimed before its job was due by Redis's clock fails the run:
+// before the due time the job had at the claim (its enqueue's, or a
+// retry's). A claim at the due millisecond is on time, and so is one
+// before the due time a resent enqueue answered (later than the job's).
+func TestCheckEarly(t *testing.T) {
+	t.Parallel()
+	w := newWorld()
+	claimed := func(id string, claimedAt, dueAtClaim float64) {
+		w.rec.Execs = append(w.rec.Execs,
+			chaos.Exec{Ev: "start", ID: id, Attempt: 1, Token: "t" + id, Slot: "w0", Claimed: at(claimedAt), Due: at(dueAtClaim), T: at(claimedAt)},
+			chaos.Exec{Ev: "end", ID: id, Attempt: 1, Token: "t" + id, Slot: "w0", T: at(claimedAt + 0.1)})
+		w.rec.Outcomes = append(w.rec.Outcomes, chaos.Outcome{ID: id, Token: "t" + id, Slot: "w0", Status: "completed"})
+	}
+	for i, id := range []string{"ontime", "atdue", "early", "earlyretry", "resent"} {
+		w.job(int64(i+1), id, true, "completed", 1, 25, "t"+id)
+		a := w.rec.Acks[int64(i+1)]
+		a.Due = at(5)
+		w.rec.Acks[int64(i+1)] = a
+	}
+	claimed("ontime", 5.2, 5)
+	claimed("atdue", 5, 5)
+	claimed("early", 4.9, 4.95)   // before the enqueue's due time
+	claimed("earlyretry", 7, 7.5) // before a retry's due time
+	claimed("resent", 4.9, 4.8)   // the enqueue answered 5, the job is due at 4.8
+	r := w.check()
+	require.Equal(t, 2, r.Early)
+	require.False(t, r.Pass)
+	require.Len(t, r.Examples["early"], 2)
+}
+
 func TestCheckUnacknowledgedButPresentIsAllowed(t *testing.T) {
 	t.Parallel()
 	w := newWorld()

@@ -4,7 +4,7 @@
 // one promise — a job it accepted is run, and not lost, whatever crashes —
 // and this package is the proof of it, in figures.
 //
-// Run it with `make chaos-short` (CI form, about 2 minutes) or `make chaos`
+// Run it with `make chaos-short` (CI form, about 2½ minutes) or `make chaos`
 // (full size); the program is cmd/chronoq-chaos. It prints one table, a
 // column per scenario, then for each scenario the faults injected, the
 // errors its processes saw by class, and every failure with example job
@@ -75,10 +75,22 @@
 //     node fails there, after its earlier writes. A caller may see
 //     latency, never an error: here every error that reaches a caller (of
 //     any class but a stale token's refusal) fails the scenario.
+//   - skew: one durable redis-server, and every chronoq process on a
+//     clock that is wrong (package internal/clockskew; serve reads the
+//     test-only variable CHRONOQ_CLOCK_SKEW, a worker its configuration):
+//     the two serve instances, promoters and reclaimers, 5 min ahead and
+//     5 min behind, the workers 30 s ahead, 30 s behind, 5 min ahead (and
+//     5 min behind at full size). Redis's clock, the host's, decides every
+//     time, so none of them may claim or promote a job early, and the
+//     reclaimer ahead may take no lease its worker keeps alive (a lease it
+//     took from a heartbeating worker would show as a duplicate run no
+//     fault explains). Meanwhile workers are SIGKILLed and SIGSTOPped as
+//     in single, and redis-server is SIGKILLed and restarted once.
 //
-// The full size is 20,000 jobs over 60 s, half of them delayed 0–60 s; the
-// short form 3,000 over 15 s, delayed 0–10 s (reshard's: 2,000 over 12 s,
-// delayed 0–8 s). One job in 50 is poison: it
+// The full size is 20,000 jobs over 60 s, half of them delayed 0–60 s
+// (skew's: 10,000 over 30 s, delayed 0–30 s); the short form 3,000 over
+// 15 s, delayed 0–10 s (reshard's: 2,000 over 12 s, delayed 0–8 s; skew's:
+// 1,500 over 8 s, delayed 0–6 s). One job in 50 is poison: it
 // always fails, has 3 attempts and a 200 ms backoff, so it dies within the
 // run. Ordinary jobs have 25 attempts, a 2 s visibility and heartbeats
 // every third of it; their handlers work from 2 ms to 2.5 s. Faults run for
@@ -111,6 +123,14 @@
 //   - unexpected: jobs or runs never asked for — a job whose sequence
 //     number was never tried, a second job for one try, a run of a job that
 //     was neither acknowledged nor present. Must be 0.
+//   - early: runs claimed before their job was due, by Redis's clock: the
+//     claim's claimed_at before the run_at the job had when it was claimed
+//     (its enqueue's due time, or a retry's). Both are Redis's times, to
+//     the millisecond; the worker records them at the start of each run.
+//     Must be 0. (Not against the run_at the enqueue answered, which the
+//     ledger keeps too: when go-redis resends an enqueue whose reply was
+//     lost, the answer carries the rerun's now, some milliseconds after
+//     the job was made, and so a due time later than the job's.)
 //   - runs: handler executions, one per claim token that reached the
 //     handler.
 //   - retries after an accepted failure: a run that follows a run whose
@@ -165,7 +185,10 @@
 // Only a coordinated CLUSTER FAILOVER is injected: an automatic failover
 // after a master crash can lose writes the master acknowledged but had not
 // yet sent to its replica (Redis replication is asynchronous), whatever
-// chronoq does. Clocks are the one machine's; skew is not injected. The
-// worker runtime claims with claim.lua and waits with WaitPending, never
-// with a blocking Claim (the queue's contract tests cover that).
+// chronoq does. Redis's clock is the one machine's: the skew scenario
+// skews the chronoq processes' clocks, not Redis's, and no failover there
+// moves a queue to a master whose clock differs. The ledger's times (runs,
+// faults) are the machine's true clock in every process. The worker
+// runtime claims with claim.lua and waits with WaitPending, never with a
+// blocking Claim (the queue's contract tests cover that).
 package chaos

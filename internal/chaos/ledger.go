@@ -31,7 +31,10 @@ type Ack struct {
 	Seq   int64  `json:"seq"`
 	ID    string `json:"id"`
 	Queue string `json:"q"`
-	T     int64  `json:"t"`
+	// Due is the job's run_at as enqueue answered it (Redis's clock, to
+	// the ms), unix ns; for the report's examples (see Report.Early).
+	Due int64 `json:"due,omitempty"`
+	T   int64 `json:"t"`
 }
 
 // Exec is the start or the end of one run of a handler.
@@ -44,7 +47,8 @@ type Exec struct {
 	Token   string `json:"tok"`
 	Slot    string `json:"slot"`
 	Pid     int    `json:"pid"`
-	Claimed int64  `json:"claimed"` // when the claim was made (the job's claimed_at), unix ns
+	Claimed int64  `json:"claimed"` // when the claim was made (the job's claimed_at, Redis's clock), unix ns
+	Due     int64  `json:"due"`     // the job's run_at at the claim (Redis's clock), unix ns
 	T       int64  `json:"t"`
 	Err     string `json:"err,omitempty"` // the handler's error, on "end"
 }

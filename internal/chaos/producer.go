@@ -126,7 +126,7 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 					sleep(ctx, 100*time.Millisecond)
 					continue
 				}
-				if err := led.RecordAck(Ack{Seq: s, ID: out.Job.ID, Queue: nj.Queue, T: time.Now().UnixNano()}); err != nil {
+				if err := led.RecordAck(Ack{Seq: s, ID: out.Job.ID, Queue: nj.Queue, Due: out.Job.RunAt.UnixNano(), T: time.Now().UnixNano()}); err != nil {
 					fail(err)
 					return
 				}

@@ -33,6 +33,7 @@ func WriteTable(w io.Writer, rs []*Report) {
 	row("  of them ordinary jobs", n(func(r *Report) int { return r.DeadNonPoison }))
 	row("LOST", n(func(r *Report) int { return r.Lost }))
 	row("UNEXPECTED", n(func(r *Report) int { return r.Unexpected }))
+	row("EARLY (claimed before due, Redis's clock)", n(func(r *Report) int { return r.Early }))
 	row("runs (handler executions)", n(func(r *Report) int { return r.Executions }))
 	row("retries after an accepted failure", n(func(r *Report) int { return r.Retries }))
 	row("duplicate runs", n(func(r *Report) int { return r.Duplicates }))
@@ -67,6 +68,9 @@ func WriteTable(w io.Writer, rs []*Report) {
 			fmt.Fprintf(w, "  queues on masters: %s\n", joinMap(r.Placement))
 		} else {
 			fmt.Fprintf(w, "  queues: %s\n", strings.Join(r.Queues, ", "))
+		}
+		if len(r.Clocks) > 0 {
+			fmt.Fprintf(w, "  clocks off the true time: %s\n", joinMap(r.Clocks))
 		}
 		injected := maps.Clone(r.Faults)
 		maps.DeleteFunc(injected, func(k string, _ int) bool { return observed(k) })

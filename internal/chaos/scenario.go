@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/redisproc"
 )
 
@@ -61,6 +62,11 @@ type Scenario struct {
 	MigrateEvery time.Duration
 	MigrateKeys  int           // keys per MIGRATE step
 	MigratePause time.Duration // pause between two steps
+	// Clocks: serve instance i runs on a clock ServeSkews[i] off the true
+	// time, worker slot i on one WorkerSkews[i % len] off (package
+	// clockskew); none when empty. Redis's clock, which decides every
+	// time, is the host's.
+	ServeSkews, WorkerSkews []time.Duration
 	// ErrorsFail makes any error that reaches a caller of the engine
 	// (producer, workers, serve) a failure, not only the forbidden
 	// classes: for a scenario whose faults must cause latency only.
@@ -69,7 +75,7 @@ type Scenario struct {
 	DrainTimeout time.Duration
 }
 
-// Scenarios are the four batteries, at full size or in the short (CI) form.
+// Scenarios are the five batteries, at full size or in the short (CI) form.
 func Scenarios(short bool) []Scenario {
 	base := Scenario{Jobs: 20_000, ProduceOver: 60 * time.Second, MaxDelay: 60 * time.Second, PoisonEvery: 50,
 		Workers: 4, Concurrency: 16, Visibility: 2 * time.Second, Serves: 2, ReclaimInterval: 500 * time.Millisecond,
@@ -121,7 +127,25 @@ func Scenarios(short bool) []Scenario {
 	reshard.MigrateEvery = every(4*time.Second, 2*time.Second)
 	reshard.MigrateKeys, reshard.MigratePause = 10, 10*time.Millisecond
 	reshard.ErrorsFail = true
-	return []Scenario{single, cluster, client, reshard}
+
+	// Promoters, reclaimers and workers on clocks minutes off, while
+	// workers are killed and stopped and Redis is killed once: Redis's
+	// clock decides, so no job is claimed early and no live lease is
+	// taken. Smaller in the short form, to keep CI's battery short.
+	skew := base
+	skew.Name = "skew"
+	skew.Jobs, skew.ProduceOver, skew.MaxDelay = 10_000, 30*time.Second, 30*time.Second
+	if short {
+		skew.Jobs, skew.ProduceOver, skew.MaxDelay = 1500, 8*time.Second, 6*time.Second
+		skew.DrainTimeout = time.Minute
+	}
+	skew.FaultsFor = skew.ProduceOver + skew.MaxDelay
+	skew.WorkerKillEvery = single.WorkerKillEvery
+	skew.WorkerStopEvery = single.WorkerStopEvery
+	skew.RedisKills = 1
+	skew.ServeSkews = []time.Duration{5 * time.Minute, -5 * time.Minute}
+	skew.WorkerSkews = []time.Duration{30 * time.Second, -30 * time.Second, 5 * time.Minute, -5 * time.Minute}
+	return []Scenario{single, cluster, client, reshard, skew}
 }
 
 // Options are the binaries and places of a run.
@@ -135,10 +159,12 @@ type Options struct {
 	Out         io.Writer // progress lines
 }
 
-// slot is a worker's place: its name stays, its process changes.
+// slot is a worker's place: its name (and its clock) stays, its process
+// changes.
 type slot struct {
 	name string
-	mu   sync.Mutex // held while a fault works on the slot
+	skew time.Duration // its clock's offset from the true time
+	mu   sync.Mutex    // held while a fault works on the slot
 	proc *redisproc.Child
 }
 
@@ -156,6 +182,7 @@ type harness struct {
 	cluster *Cluster
 	queues  []string
 	place   map[string]string // queue -> its master, for the report
+	clocks  map[string]string // process -> its clock's skew, for the report
 	qslot   map[string]int    // queue -> its cluster hash slot
 	proxies map[string]*Proxy
 	slots   []*slot
@@ -295,6 +322,7 @@ func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 	}
 	r.Duration = time.Since(h.start)
 	r.Placement = h.place
+	r.Clocks = h.clocks
 	h.mu.Lock()
 	for _, p := range h.problems {
 		r.AddFailure(p)
@@ -337,7 +365,20 @@ func (h *harness) setup(ctx context.Context) error {
 		h.logf("redis %s (AOF, fsync always) pid %d; ledger %s", h.single.Addr, h.single.Pid(), ledSrv.Addr)
 	}
 	for i := range h.sc.Workers {
-		h.slots = append(h.slots, &slot{name: fmt.Sprintf("w%d", i)})
+		s := &slot{name: fmt.Sprintf("w%d", i)}
+		if len(h.sc.WorkerSkews) > 0 {
+			s.skew = h.sc.WorkerSkews[i%len(h.sc.WorkerSkews)]
+			h.clock(s.name, s.skew)
+		}
+		h.slots = append(h.slots, s)
+	}
+	for i, d := range h.sc.ServeSkews {
+		if i < h.sc.Serves {
+			h.clock(fmt.Sprintf("serve-%d", i), d)
+		}
+	}
+	if len(h.clocks) > 0 {
+		h.logf("clocks off the true time: %s", joinMap(h.clocks))
 	}
 	if h.sc.ProxyDropEvery > 0 {
 		names := []string{"producer"}
@@ -408,6 +449,18 @@ func (h *harness) pickClusterQueues() error {
 	return nil
 }
 
+// clock notes, for the report, that process name runs on a clock skew off.
+func (h *harness) clock(name string, skew time.Duration) {
+	if h.clocks == nil {
+		h.clocks = map[string]string{}
+	}
+	s := skew.String()
+	if skew > 0 {
+		s = "+" + s
+	}
+	h.clocks[name] = s
+}
+
 func (h *harness) fault(f Fault) {
 	if err := h.led.RecordFault(f); err != nil {
 		h.problem("recording a fault: %v", err)
@@ -428,7 +481,11 @@ func (h *harness) startServe(ctx context.Context, i int) error {
 		args = append(args, "--redis-url", "redis://"+h.target.Addr)
 	}
 	logPath := filepath.Join(h.dir, fmt.Sprintf("serve-%d.log", i))
-	p, err := redisproc.StartChild(fmt.Sprintf("serve-%d", i), h.o.Chronoq, args, "", logPath)
+	var env []string
+	if i < len(h.sc.ServeSkews) {
+		env = append(env, clockskew.Env+"="+h.sc.ServeSkews[i].String())
+	}
+	p, err := redisproc.StartChildEnv(fmt.Sprintf("serve-%d", i), h.o.Chronoq, args, env, "", logPath)
 	if err != nil {
 		return err
 	}
@@ -454,7 +511,7 @@ func (h *harness) startServe(ctx context.Context, i int) error {
 
 func (h *harness) startWorker(s *slot) error {
 	b, _ := json.Marshal(WorkerConfig{Slot: s.name, Redis: h.via(s.name), Ledger: h.ledAddr, Prefix: "run", Namespace: Namespace,
-		Queues: h.queues, Concurrency: h.sc.Concurrency})
+		Queues: h.queues, Concurrency: h.sc.Concurrency, ClockSkew: s.skew})
 	p, err := redisproc.StartChild("worker-"+s.name, h.o.Self, []string{"worker", "-config", string(b)}, "", filepath.Join(h.dir, "worker-"+s.name+".log"))
 	if err != nil {
 		return err

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/worker"
 )
@@ -35,6 +38,9 @@ type WorkerConfig struct {
 	Namespace   string   `json:"ns"`
 	Queues      []string `json:"queues"`
 	Concurrency int      `json:"concurrency"`
+	// ClockSkew puts the process's clock this far off the true time (see
+	// package clockskew): the worker runtime and its queue client keep it.
+	ClockSkew time.Duration `json:"clock_skew,omitempty"`
 }
 
 // RunWorker runs the chronoq worker runtime until ctx ends (SIGTERM), then
@@ -51,7 +57,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	}
 	rdb := cfg.Redis.Client()
 	defer rdb.Close()
-	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: cfg.Namespace})
+	var clock clockwork.Clock = clockwork.NewRealClock()
+	if cfg.ClockSkew != 0 {
+		clock = clockskew.New(cfg.ClockSkew)
+	}
+	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: cfg.Namespace, Clock: clock})
 	if err != nil {
 		return err
 	}
@@ -62,7 +72,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		var p Payload
 		_ = json.Unmarshal(job.Payload, &p)
 		e := Exec{Ev: "start", ID: job.ID, Seq: p.Seq, Queue: job.Queue, Attempt: job.Attempts, Token: job.Token,
-			Slot: cfg.Slot, Pid: pid, Claimed: job.ClaimedAt.UnixNano(), T: time.Now().UnixNano()}
+			Slot: cfg.Slot, Pid: pid, Claimed: job.ClaimedAt.UnixNano(), Due: job.RunAt.UnixNano(), T: time.Now().UnixNano()}
 		if err := led.RecordExec(e); err != nil {
 			fatal(err)
 		}
@@ -113,7 +123,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	log.Info("chaos worker started", "slot", cfg.Slot, "pid", pid)
+	log.Info("chaos worker started", "slot", cfg.Slot, "pid", pid, "clock_skew", cfg.ClockSkew)
 	go watchStalls(ctx, led, cfg.Slot, pid, fatal)
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

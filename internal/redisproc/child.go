@@ -33,6 +33,12 @@ type Child struct {
 // StartChild starts bin with args in dir ("" for the current directory),
 // its output appended to logPath.
 func StartChild(name, bin string, args []string, dir, logPath string) (*Child, error) {
+	return StartChildEnv(name, bin, args, nil, dir, logPath)
+}
+
+// StartChildEnv is StartChild with env ("KEY=value") added to this
+// process's environment.
+func StartChildEnv(name, bin string, args, env []string, dir, logPath string) (*Child, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("redisproc: log of %s: %w", name, err)
@@ -40,6 +46,9 @@ func StartChild(name, bin string, args []string, dir, logPath string) (*Child, e
 	defer logf.Close() // the child holds its own descriptor
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := spawn(cmd); err != nil {
 		return nil, fmt.Errorf("redisproc: start %s: %w", name, err)
