@@ -22,15 +22,11 @@
 // A job is promoted when the clock has reached its due time (which the
 // queue package keeps to the microsecond), so never before it.
 //
-// A loop waits with an [Alarm] (the worker package uses one too, to wake
-// at the next due time it knows of). On clockwork's real clock an Alarm
-// waits the last 2 ms on a kernel timer (a timerfd on Linux) rather than
-// on a Go timer, which the runtime fires up to a millisecond late. A burst
-// of retries due a few hundred microseconds apart is then promoted as
-// each falls due, not a millisecond of batches later. The goroutine waits
-// for the timerfd in the runtime's network poller, so it holds no thread:
-// a nanosleep would hold a P, half of a two-core machine's, for as long as
-// it slept. The poller is read at once when the process has an idle P;
-// when every P is busy it is read when the scheduler gets to it (up to
-// about 10 ms, as for every network reply of the process then).
+// A loop waits with an alarm (package internal/alarm, which the worker
+// uses too, to wake at the next due time it knows of). On the default,
+// real clock its wait ends on a kernel timer, to a fraction of a
+// millisecond rather than the millisecond a Go timer can be late, so a
+// burst of retries due a few hundred microseconds apart is promoted as
+// each falls due. Any clock given in Config.Clock, a clockwork fake in
+// tests, is used as it is.
 package delayed

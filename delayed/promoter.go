@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/chronoq/chronoq/internal/alarm"
 )
 
 // Source is what a [Promoter] drives. The queue package's Client is one.
@@ -48,7 +50,9 @@ type Config struct {
 	// Source. Defaults to empty.
 	Queues []string
 	// Clock drives the waits. Defaults to the real clock, whose waits end
-	// on time to a fraction of a millisecond (see the package doc).
+	// on time to a fraction of a millisecond (see the package doc); a
+	// clock given (clockwork.NewRealClock() too) is used as it is, with
+	// Go timers.
 	Clock clockwork.Clock
 	// MaxSleep caps the wait between two passes over a queue whose next
 	// job is due soon, and is how often the Source's index is read for
@@ -104,7 +108,7 @@ func NewPromoter(cfg Config) (*Promoter, error) {
 	}
 	cfg.MaxSleep = cmp.Or(cfg.MaxSleep, time.Second)
 	cfg.ReconcileInterval = max(cmp.Or(cfg.ReconcileInterval, 5*time.Minute), cfg.MaxSleep)
-	p := &Promoter{cfg: cfg, clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()),
+	p := &Promoter{cfg: cfg, clock: cmp.Or(cfg.Clock, alarm.Real()),
 		log: cmp.Or(cfg.Logger, slog.Default()), horizon: 2 * cfg.MaxSleep, wakes: map[string]chan struct{}{}}
 	for _, q := range cfg.Queues {
 		if p.only == nil {
@@ -336,11 +340,11 @@ func (p *Promoter) park(queue string, wake chan struct{}) bool {
 }
 
 // sleep waits d, or until a wake or ctx's end; false when ctx ended. The
-// wait is an [Alarm], so on the real clock it ends on time to a fraction
-// of a millisecond.
+// wait is an alarm (package internal/alarm), so on the real clock it ends
+// on time to a fraction of a millisecond.
 func (p *Promoter) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	rang := make(chan struct{}, 1)
-	a := NewAlarm(p.clock, p.clock.Now().Add(d), func() { rang <- struct{}{} })
+	a := alarm.New(p.clock, p.clock.Now().Add(d), func() { rang <- struct{}{} })
 	defer a.Stop()
 	select {
 	case <-ctx.Done():

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/alarm"
 )
 
 // Caps and defaults. Each is documented where it is configured.
@@ -70,7 +71,11 @@ type Config struct {
 	// about time (what is due, when a lease lapses, when a retry falls
 	// due) is made by Redis's clock inside the scripts, so an instance
 	// whose clock is wrong is never early and never takes a live lease.
-	// Defaults to the real clock. A *clockwork.FakeClock is for tests: the
+	// Defaults to the real clock, on which the promoter's and the
+	// workers' waits for a due time end to a fraction of a millisecond
+	// (a clock given, clockwork.NewRealClock() too, is used as it is,
+	// with Go timers, up to a millisecond late). A *clockwork.FakeClock
+	// is for tests: the
 	// scripts then still read Redis's clock, shifted so that it reads as
 	// the fake clock plus the real time gone by since that fake clock was
 	// first used by a client, and advancing the fake clock moves the time
@@ -168,7 +173,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
 	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: delayed.DefaultBackoff, instance: newToken()[:12],
-		clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()), listeners: map[chan delayed.Nudge]struct{}{}}
+		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {
 			return nil, fmt.Errorf("queue: Config.DefaultBackoff: %w", err)

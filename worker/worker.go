@@ -14,7 +14,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -132,13 +132,13 @@ type Worker struct {
 	running map[*run]struct{}
 	stopErr error
 
-	quit         chan struct{}  // closed by Stop: claim no more
-	stopped      chan struct{}  // closed when Stop has finished
-	dispatchDone chan struct{}  // closed when the claim loop has returned
-	slotFreed    chan struct{}  // a slot came free (capacity 1)
-	wake         chan struct{}  // a watched queue has jobs, or a job is due (capacity 1)
-	rearm        chan struct{}  // a run asked for a retry sooner than any known (capacity 1)
-	alarm        *delayed.Alarm // rings wake when the earliest known job is due; the claim loop owns it
+	quit         chan struct{} // closed by Stop: claim no more
+	stopped      chan struct{} // closed when Stop has finished
+	dispatchDone chan struct{} // closed when the claim loop has returned
+	slotFreed    chan struct{} // a slot came free (capacity 1)
+	wake         chan struct{} // a watched queue has jobs, or a job is due (capacity 1)
+	rearm        chan struct{} // a run asked for a retry sooner than any known (capacity 1)
+	alarm        *alarm.Alarm  // rings wake when the earliest known job is due; the claim loop owns it
 
 	bg         context.Context // Start's ctx without its cancellation: store calls that must finish
 	runCtx     context.Context // cancelled at Stop: idle waits
@@ -591,7 +591,7 @@ func (w *Worker) setAlarm(due time.Time) {
 		return
 	}
 	// The client's clock: the due times and the claim's cutoff are its.
-	w.alarm = delayed.NewAlarm(w.client.Clock(), due, func() {
+	w.alarm = alarm.New(w.client.Clock(), due, func() {
 		signal(w.wake)
 	})
 }

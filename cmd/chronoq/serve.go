@@ -23,6 +23,7 @@ import (
 	"github.com/chronoq/chronoq/dashboard"
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/demo"
+	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -248,7 +249,7 @@ func runServeAs(ctx context.Context, name string, args []string, env func(string
 
 // serveHooks let tests drive serve.
 type serveHooks struct {
-	clock    clockwork.Clock   // defaults to the real clock
+	clock    clockwork.Clock   // defaults to alarm.Real()
 	onListen func(addr string) // called once the listener is open
 }
 
@@ -294,7 +295,7 @@ func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, close 
 func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHooks) error {
 	clock := hooks.clock
 	if clock == nil {
-		clock = clockwork.NewRealClock()
+		clock = alarm.Real() // the promoter's waits end on a kernel timer
 	}
 	rdb, closeRedis, err := connect(c, log)
 	if err != nil {

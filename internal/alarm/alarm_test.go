@@ -1,4 +1,4 @@
-package delayed_test
+package alarm_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/alarm"
 )
 
 func ringTo(ch chan<- time.Time, clock clockwork.Clock) func() {
@@ -19,7 +19,7 @@ func TestAlarmRingsAtItsTimeOnAFakeClock(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	rang := make(chan time.Time, 1)
 	at := clock.Now().Add(time.Second)
-	a := delayed.NewAlarm(clock, at, ringTo(rang, clock))
+	a := alarm.New(clock, at, ringTo(rang, clock))
 	require.Equal(t, at, a.At())
 	clock.Advance(time.Second - time.Microsecond)
 	require.True(t, a.Pending(), "not before its time")
@@ -39,8 +39,8 @@ func TestStoppedAlarmNeverRings(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	stopped, other := make(chan time.Time, 1), make(chan time.Time, 1)
 	at := clock.Now().Add(time.Second)
-	a := delayed.NewAlarm(clock, at, ringTo(stopped, clock))
-	delayed.NewAlarm(clock, at, ringTo(other, clock))
+	a := alarm.New(clock, at, ringTo(stopped, clock))
+	alarm.New(clock, at, ringTo(other, clock))
 	a.Stop()
 	require.False(t, a.Pending())
 	require.False(t, a.Rang())
@@ -53,13 +53,21 @@ func TestStoppedAlarmNeverRings(t *testing.T) {
 	}
 }
 
+func TestOnlyRealIsTheRealClock(t *testing.T) {
+	t.Parallel()
+	require.True(t, alarm.IsReal(alarm.Real()))
+	require.False(t, alarm.IsReal(clockwork.NewRealClock()), "a clock passed in is used as it is")
+	require.False(t, alarm.IsReal(clockwork.NewFakeClock()))
+	require.WithinDuration(t, time.Now(), alarm.Real().Now(), time.Second)
+}
+
 func TestAlarmOnTheRealClockNeverRingsEarly(t *testing.T) {
 	t.Parallel()
-	clock := clockwork.NewRealClock()
+	clock := alarm.Real()
 	for _, d := range []time.Duration{-time.Millisecond, 0, 300 * time.Microsecond, 2500 * time.Microsecond, 10 * time.Millisecond} {
 		rang := make(chan time.Time, 1)
 		at := time.Now().Add(d)
-		delayed.NewAlarm(clock, at, func() { rang <- time.Now() })
+		alarm.New(clock, at, func() { rang <- time.Now() })
 		select {
 		case when := <-rang:
 			require.False(t, when.Before(at), "an alarm for now + %s rang %s early", d, at.Sub(when))
