@@ -1,12 +1,15 @@
-// Package delayed decides when jobs run: the exponential [Backoff] policy of
-// retries, and the [Promoter], the loop that moves scheduled jobs into their
-// queue's pending list the moment they are due.
+// Package delayed is the promoter: the [Promoter] moves scheduled jobs into
+// their queue's pending list the moment they are due.
 //
-// It is a package of its own, below queue, because both halves are about
-// time and not about Redis: the promoter drives any [Source] (the queue
-// client is one) and sleeps on a clockwork clock, so its timing is tested
-// with a fake clock and no Redis at all, while queue stores the backoff
-// policy with every job. Dependencies point one way: queue imports delayed.
+// It knows nothing of Redis. It drives a [Source], a small interface
+// (promote one batch, read the due index, list the queues, deliver
+// [Nudge]s) that the queue package's Client implements, and sleeps on a
+// clockwork clock, so its timing is tested with a fake clock and no Redis
+// at all (and again against Redis in the queue package's contract tests).
+// Dependencies point one way: delayed imports nothing of chronoq but the
+// internal alarm, and queue imports delayed for the Nudge type its Client
+// returns as a Source. The retry backoff, which is stored with every job,
+// is the queue package's (queue.Backoff).
 //
 // # Never early, rarely late
 //

@@ -92,8 +92,8 @@ type Config struct {
 	// claim names one. Defaults to 30 s.
 	DefaultVisibility time.Duration
 	// DefaultBackoff is the retry policy of a job that names none. Defaults
-	// to delayed.DefaultBackoff (1 s, ×2, at most 1 h, ±20 %).
-	DefaultBackoff *delayed.Backoff
+	// to [DefaultBackoff] (1 s, ×2, at most 1 h, ±20 %).
+	DefaultBackoff *Backoff
 	// Retention is how long a completed job's hash is kept when the job
 	// names no ResultTTL; negative deletes it at completion. Defaults to 1 h.
 	Retention time.Duration
@@ -135,7 +135,7 @@ type Client struct {
 	ns       string
 	pubcmd   string
 	cluster  bool
-	backoff  delayed.Backoff
+	backoff  Backoff
 	// backoffEnc is backoff.Encode(), once: most jobs use the default.
 	backoffEnc string
 	instance   string // tells this client's nudges from others' on the nudge channel
@@ -172,7 +172,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
-	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: delayed.DefaultBackoff, instance: newToken()[:12],
+	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
 		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {

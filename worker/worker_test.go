@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 	"github.com/chronoq/chronoq/worker"
@@ -165,7 +164,7 @@ func TestPanicIsRetriedWithItsStack(t *testing.T) {
 				}
 				return json.RawMessage(`{"ok":true}`), nil
 			})
-			bo := delayed.Backoff{Initial: time.Second, Factor: 2, Max: time.Minute}
+			bo := queue.Backoff{Initial: time.Second, Factor: 2, Max: time.Minute}
 			j := b.enqueue(t, queue.NewJob{Kind: "explode", Backoff: &bo})
 			b.start(t, worker.Config{})
 
@@ -367,7 +366,7 @@ func TestErrorsDecideTheRetry(t *testing.T) {
 	b.mux.HandleFunc("flaky", func(context.Context, *queue.Job) (json.RawMessage, error) {
 		return nil, errors.New("flaky")
 	})
-	bo := delayed.Backoff{Initial: 4 * time.Second, Factor: 2, Max: time.Minute}
+	bo := queue.Backoff{Initial: 4 * time.Second, Factor: 2, Max: time.Minute}
 	dead := b.enqueue(t, queue.NewJob{Kind: "bad-input", MaxAttempts: 5})
 	later := b.enqueue(t, queue.NewJob{Kind: "rate-limited", MaxAttempts: 5})
 	flaky := b.enqueue(t, queue.NewJob{Kind: "flaky", MaxAttempts: 5, Backoff: &bo})
