@@ -11,6 +11,20 @@
 // returns as a Source. The retry backoff, which is stored with every job,
 // is the queue package's (queue.Backoff).
 //
+// # Running it
+//
+// A promoter follows the convention of chronoq's long-running parts: Run
+// works until its context ends, then waits for its loops and returns nil.
+//
+//	p, err := delayed.NewPromoter(delayed.Config{Source: client}) // a *queue.Client
+//	if err != nil {
+//		return err
+//	}
+//	go p.Run(ctx) // until ctx ends
+//
+// Any number of promoters may run over the same queues (each batch is
+// one atomic script); `chronoq serve` runs one.
+//
 // # Never early, rarely late
 //
 // A Promoter runs one loop per queue whose next job is due soon (within

@@ -64,8 +64,8 @@ type Config struct {
 	// the index says, which repairs an index entry left late by a producer
 	// that died between its enqueue and the index update. (A worker's
 	// claim promotes what is due by itself, so such a job is late only
-	// for a queue no worker is waiting on.) The first reconcile is at
-	// Start. Defaults to 5 minutes.
+	// for a queue no worker is waiting on.) The first reconcile is when
+	// Run starts. Defaults to 5 minutes.
 	ReconcileInterval time.Duration
 	// OnPromote, when set, is called after each pass that moved jobs
 	// (metrics: batch sizes). Defaults to nil.
@@ -96,9 +96,9 @@ type Promoter struct {
 	only    map[string]bool // cfg.Queues as a set; nil: every queue
 	mu      sync.Mutex
 	wakes   map[string]chan struct{}
-	runCtx  context.Context // the loops': set by Start, canceled by Stop
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	inRun   bool            // Run is under way
+	runCtx  context.Context // the loops', until Run's ctx ends; nil otherwise
+	wg      sync.WaitGroup  // the loops and the nudge dispatcher
 }
 
 // NewPromoter checks cfg and fills its defaults.
@@ -119,42 +119,30 @@ func NewPromoter(cfg Config) (*Promoter, error) {
 	return p, nil
 }
 
-// Start starts the loops and returns at once. The loops run until Stop is
-// called or ctx ends.
-func (p *Promoter) Start(ctx context.Context) error {
+// Run promotes until ctx ends, then waits for its loops and returns nil.
+// One Run at a time: a second one while the first is under way answers
+// an error at once.
+func (p *Promoter) Run(ctx context.Context) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cancel != nil {
-		return errors.New("delayed: promoter already started")
+	if p.inRun {
+		p.mu.Unlock()
+		return errors.New("delayed: the promoter is running already")
 	}
-	ctx, p.cancel = context.WithCancel(ctx)
-	p.runCtx = ctx
-	nudges := p.cfg.Source.Nudges(ctx)
-	p.wg.Add(2)
-	go p.dispatch(ctx, nudges)
-	go p.schedule(ctx)
-	return nil
-}
-
-// Stop ends the loops and waits for them, or for ctx to end.
-func (p *Promoter) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	cancel := p.cancel
-	if cancel != nil {
-		cancel() // under mu: no loop starts after it (see wakeLocked)
-	}
+	p.inRun, p.runCtx = true, ctx
 	p.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	nudges := p.cfg.Source.Nudges(ctx)
+	p.wg.Add(1)
+	go p.dispatch(ctx, nudges)
+	p.schedule(ctx) // until ctx ends
+	p.mu.Lock()
+	p.runCtx = nil // no loop starts from here on (see wakeLocked)
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	clear(p.wakes)
+	p.inRun = false
+	p.mu.Unlock()
+	return nil
 }
 
 // Wake makes the loop of queue pass over it now, starting one if it has
@@ -201,7 +189,6 @@ func (p *Promoter) dispatch(ctx context.Context, nudges <-chan Nudge) {
 // schedule starts the loops of the queues whose time nears, reading the
 // index every MaxSleep, and of every queue each ReconcileInterval.
 func (p *Promoter) schedule(ctx context.Context) {
-	defer p.wg.Done()
 	var reconciled time.Time
 	for ctx.Err() == nil {
 		if reconciled.IsZero() || p.clock.Since(reconciled) >= p.cfg.ReconcileInterval {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -260,8 +261,8 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Clock: b.clock, MaxSleep: time.Second,
 			OnPromote: func(_ string, n int) { passes <- n }})
 		require.NoError(t, err)
-		require.NoError(t, p.Start(b.ctx))
-		defer func() { require.NoError(t, p.Stop(context.Background())) }()
+		promoting := lifecycle.Start(b.ctx, p)
+		defer func() { require.NoError(t, promoting.Stop(context.Background())) }()
 		for range 59 {
 			require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // the scheduler only: the queue is parked
 			b.clock.Advance(time.Second)

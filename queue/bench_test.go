@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -151,7 +152,7 @@ func BenchmarkLateness(b *testing.B) {
 		q := "late"
 		p, err := delayed.NewPromoter(delayed.Config{Source: c, Queues: []string{q}})
 		require.NoError(b, err)
-		require.NoError(b, p.Start(ctx))
+		promoting := lifecycle.Start(ctx, p)
 
 		lateness := make(chan time.Duration, jobs)
 		// Due times spread evenly over one second, starting 500 ms from now.
@@ -203,7 +204,7 @@ func BenchmarkLateness(b *testing.B) {
 			require.NoError(b, err)
 		}
 		wg.Wait()
-		require.NoError(b, p.Stop(ctx))
+		require.NoError(b, promoting.Stop(ctx))
 		close(lateness)
 		var all []time.Duration
 		early := 0

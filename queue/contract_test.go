@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -217,8 +218,8 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		j := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(10 * time.Second)})
 		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
 		require.NoError(t, err)
-		require.NoError(t, p.Start(b.ctx))
-		t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+		promoting := lifecycle.Start(b.ctx, p)
+		t.Cleanup(func() { require.NoError(t, promoting.Stop(context.Background())) })
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // asleep until run-at
 		b.clock.Advance(9 * time.Second)
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
@@ -233,8 +234,8 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		b := setup(t)
 		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
 		require.NoError(t, err)
-		require.NoError(t, p.Start(b.ctx))
-		t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+		promoting := lifecycle.Start(b.ctx, p)
+		t.Cleanup(func() { require.NoError(t, promoting.Stop(context.Background())) })
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // asleep for an hour
 		other, err := queue.NewClient(queue.Config{Redis: newRDB(t), Namespace: b.ns, Clock: b.clock})
 		require.NoError(t, err)

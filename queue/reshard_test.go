@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -48,8 +49,8 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	}
 	p, err := delayed.NewPromoter(delayed.Config{Source: producer, Queues: []string{q}, MaxSleep: 50 * time.Millisecond})
 	require.NoError(t, err)
-	require.NoError(t, p.Start(ctx))
-	defer func() { require.NoError(t, p.Stop(context.Background())) }()
+	promoting := lifecycle.Start(ctx, p)
+	defer func() { require.NoError(t, promoting.Stop(context.Background())) }()
 	r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: worker, Queues: []string{q}, Interval: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))

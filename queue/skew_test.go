@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -68,8 +69,8 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			p, err := delayed.NewPromoter(delayed.Config{Source: behind, Clock: behind.Clock(), Queues: []string{q},
 				MaxSleep: time.Hour})
 			require.NoError(t, err)
-			require.NoError(t, p.Start(ctx))
-			defer func() { require.NoError(t, p.Stop(context.Background())) }()
+			promoting := lifecycle.Start(ctx, p)
+			defer func() { require.NoError(t, promoting.Stop(context.Background())) }()
 			const n = 20
 			due := map[string]time.Time{}
 			for i := range n {

@@ -24,6 +24,7 @@ import (
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/demo"
 	"github.com/chronoq/chronoq/internal/alarm"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -357,9 +358,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
-	if err := promoter.Start(bg); err != nil {
-		return err
-	}
+	promoting := lifecycle.Start(bg, promoter)
 	if err := reclaimer.Start(bg); err != nil {
 		return err
 	}
@@ -409,7 +408,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 			log.Warn("demo pool stop", "err", err)
 		}
 	}
-	if err := promoter.Stop(sctx); err != nil {
+	if err := promoting.Stop(sctx); err != nil {
 		log.Warn("promoter stop", "err", err)
 	}
 	if err := reclaimer.Stop(sctx); err != nil {
