@@ -231,9 +231,10 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: b.client, Interval: time.Second, ReconcileInterval: time.Minute,
 			OnReclaim: func(q string, _ []string) { reclaimed <- q }})
 		require.NoError(t, err)
-		require.NoError(t, r.Start(b.ctx))
-		defer func() { require.NoError(t, r.Stop(context.Background())) }()
+		reclaiming := lifecycle.Start(b.ctx, r)
+		defer func() { require.NoError(t, reclaiming.Stop(context.Background())) }()
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // the first sweep, a reconcile, is done
+		require.Error(t, r.Run(b.ctx), "a second Run, while one is under way, is refused")
 		lease := func(q string) int64 { return b.get2(t, q, firstProcessing(t, b, q)).LeaseUntil.UnixMilli() }
 		require.Equal(t, map[string]int64{"busy": lease("busy"), "lost": lease("lost")}, index(t, b, "sweep"),
 			"the reconcile found the lost queue's lease, not yet due but not in the index: it reclaimed it, which parked it")

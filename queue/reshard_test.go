@@ -53,8 +53,8 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	defer func() { require.NoError(t, promoting.Stop(context.Background())) }()
 	r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: worker, Queues: []string{q}, Interval: 100 * time.Millisecond})
 	require.NoError(t, err)
-	require.NoError(t, r.Start(ctx))
-	defer func() { require.NoError(t, r.Stop(context.Background())) }()
+	reclaiming := lifecycle.Start(ctx, r)
+	defer func() { require.NoError(t, reclaiming.Stop(context.Background())) }()
 
 	// Producers: one job a call, a third of them delayed, with a batch now
 	// and then.

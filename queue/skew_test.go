@@ -48,8 +48,8 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			require.Len(t, held, 1)
 			r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: ahead, Queues: []string{q}, Interval: 100 * time.Millisecond})
 			require.NoError(t, err)
-			require.NoError(t, r.Start(ctx))
-			defer func() { require.NoError(t, r.Stop(context.Background())) }()
+			reclaiming := lifecycle.Start(ctx, r)
+			defer func() { require.NoError(t, reclaiming.Stop(context.Background())) }()
 			beats := make(chan error, 1)
 			go func() {
 				for range 15 {

@@ -359,9 +359,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
 	promoting := lifecycle.Start(bg, promoter)
-	if err := reclaimer.Start(bg); err != nil {
-		return err
-	}
+	reclaiming := lifecycle.Start(bg, reclaimer)
 	if err := scheduler.Start(bg); err != nil {
 		return err
 	}
@@ -411,7 +409,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err := promoting.Stop(sctx); err != nil {
 		log.Warn("promoter stop", "err", err)
 	}
-	if err := reclaimer.Stop(sctx); err != nil {
+	if err := reclaiming.Stop(sctx); err != nil {
 		log.Warn("reclaimer stop", "err", err)
 	}
 	if err := scheduler.Stop(sctx); err != nil {
