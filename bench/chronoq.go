@@ -111,17 +111,16 @@ func (s *chronoqSide) consumeWorker(ctx context.Context, h handler, completed fu
 				completed(1)
 			}
 		},
+		ShutdownTimeout: stopTimeout,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Start(ctx); err != nil {
-		return nil, err
-	}
+	working := lifecycle.Start(ctx, w)
 	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		sctx, cancel := context.WithTimeout(context.Background(), 2*stopTimeout)
 		defer cancel()
-		_ = w.Stop(sctx)
+		_ = working.Stop(sctx)
 	}, nil
 }
 
