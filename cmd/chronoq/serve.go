@@ -358,15 +358,6 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
-	promoting := lifecycle.Start(bg, promoter)
-	reclaiming := lifecycle.Start(bg, reclaimer)
-	if err := scheduler.Start(bg); err != nil {
-		return err
-	}
-	watchClock(bg, client, srv.Registry(), log)
-	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
-		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
-		func() float64 { return float64(client.MarkFailures()) }))
 	if pool != nil {
 		if err := pool.Start(bg); err != nil {
 			return err
@@ -375,6 +366,17 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 			return err
 		}
 	}
+	if err := scheduler.Start(bg); err != nil {
+		return err
+	}
+	// The background parts, each a Run(ctx) until the shutdown below.
+	var background lifecycle.Group
+	background.Start(bg, "promoter", promoter)
+	background.Start(bg, "reclaimer", reclaimer)
+	watchClock(bg, client, srv.Registry(), log)
+	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
+		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
+		func() float64 { return float64(client.MarkFailures()) }))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
@@ -406,11 +408,8 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 			log.Warn("demo pool stop", "err", err)
 		}
 	}
-	if err := promoting.Stop(sctx); err != nil {
-		log.Warn("promoter stop", "err", err)
-	}
-	if err := reclaiming.Stop(sctx); err != nil {
-		log.Warn("reclaimer stop", "err", err)
+	if err := background.Stop(sctx); err != nil {
+		log.Warn("background stop", "err", err)
 	}
 	if err := scheduler.Stop(sctx); err != nil {
 		log.Warn("cron scheduler stop", "err", err)
