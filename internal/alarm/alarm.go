@@ -16,47 +16,52 @@ type Alarm struct {
 	fired   atomic.Bool
 }
 
-// fineWait is the end of a wait that an Alarm on the [Real] clock waits
-// on a kernel timer rather than on a Go timer: a Go timer on Linux fires
-// up to a millisecond late, because the runtime waits for timers in
-// epoll, whose timeout is whole milliseconds (golang/go#44343;
-// golang/go#79872 would make it precise, behind a GODEBUG).
+// fineWait is the end of a wait that an Alarm on a clock with
+// [RealTimers] waits on a kernel timer rather than on a Go timer: a Go
+// timer on Linux fires up to a millisecond late, because the runtime
+// waits for timers in epoll, whose timeout is whole milliseconds
+// (golang/go#44343; golang/go#79872 would make it precise, behind a
+// GODEBUG).
 const fineWait = 2 * time.Millisecond
 
-// realTime is the mark of the clock [Real] answers. Its method is
-// unexported, so no clock from outside this package has it: a clockwork
-// fake (or any other clock) is used as it is.
-type realTime interface {
-	clockwork.Clock
-	keepsRealTime()
+// RealTimers is implemented by a clock whose timers run in real time: the
+// clock [Real] answers, and a test's clock whose Now reads the real time
+// off by a fixed offset (a host whose clock is off: the time it reads is
+// wrong, its durations are not). An Alarm on such a clock waits its last
+// 2 ms on a kernel timer. A clock without it, or whose method answers
+// false (a clockwork fake above all), is used as it is.
+type RealTimers interface {
+	RealTimers() bool
 }
 
-// realClock is clockwork's real clock, marked.
+// realClock is clockwork's real clock, with RealTimers.
 type realClock struct{ clockwork.Clock }
 
-func (realClock) keepsRealTime() {}
+func (realClock) RealTimers() bool { return true }
 
-// Real is the real clock, clockwork's, marked so that an Alarm on it ends
-// its wait on a kernel timer (see [New]). It is the default clock of the
-// queue client, the promoter and the worker; a caller that passes its
-// own clock, clockwork.NewRealClock() included, gets Go timers.
+// Real is the real clock: clockwork's, with [RealTimers], so that an
+// Alarm on it ends its wait on a kernel timer. It is the default clock of
+// the queue client and the promoter (and so of the worker); a clock
+// passed in, clockwork.NewRealClock() included, is used as it is.
 func Real() clockwork.Clock { return realClock{clockwork.NewRealClock()} }
 
-// IsReal reports whether clock is the one [Real] answers.
-func IsReal(clock clockwork.Clock) bool {
-	_, ok := clock.(realTime)
-	return ok
+// precise reports whether an Alarm on clock waits its last fineWait on a
+// kernel timer.
+func precise(clock clockwork.Clock) bool {
+	r, ok := clock.(RealTimers)
+	return ok && r.RealTimers()
 }
 
-// New calls f, in a goroutine of its own, once clock reaches at. On the
-// [Real] clock the last 2 ms are waited on a kernel timer, so f runs
-// within the kernel's timer slack of at, not up to a millisecond after
-// it, when the process has a P free to notice (see the package doc). Any
-// other clock (a clockwork fake in tests) is used as it is.
+// New calls f, in a goroutine of its own, once clock reaches at. On a
+// clock with [RealTimers] ([Real]'s) the last 2 ms are waited on a kernel
+// timer, so f runs within the kernel's timer slack of at, not up to a
+// millisecond after it, when the process has a P free to notice (see the
+// package doc). Any other clock (a clockwork fake in tests) is used as it
+// is.
 func New(clock clockwork.Clock, at time.Time, f func()) *Alarm {
 	a := &Alarm{at: at}
 	d := clock.Until(at)
-	if !IsReal(clock) {
+	if !precise(clock) {
 		a.timer = clock.AfterFunc(d, func() { a.ring(f) })
 		return a
 	}

@@ -53,26 +53,36 @@ func TestStoppedAlarmNeverRings(t *testing.T) {
 	}
 }
 
-func TestOnlyRealIsTheRealClock(t *testing.T) {
+func TestRealHasRealTimers(t *testing.T) {
 	t.Parallel()
-	require.True(t, alarm.IsReal(alarm.Real()))
-	require.False(t, alarm.IsReal(clockwork.NewRealClock()), "a clock passed in is used as it is")
-	require.False(t, alarm.IsReal(clockwork.NewFakeClock()))
+	rt, ok := alarm.Real().(alarm.RealTimers)
+	require.True(t, ok && rt.RealTimers())
 	require.WithinDuration(t, time.Now(), alarm.Real().Now(), time.Second)
+	_, ok = clockwork.Clock(clockwork.NewFakeClock()).(alarm.RealTimers)
+	require.False(t, ok, "a fake clock's alarms are its AfterFuncs")
 }
+
+// offClock reads the real time an hour ahead, its timers the real
+// clock's: a host whose clock is off.
+type offClock struct{ clockwork.Clock }
+
+func (offClock) RealTimers() bool                  { return true }
+func (c offClock) Now() time.Time                  { return c.Clock.Now().Add(time.Hour) }
+func (c offClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 func TestAlarmOnTheRealClockNeverRingsEarly(t *testing.T) {
 	t.Parallel()
-	clock := alarm.Real()
-	for _, d := range []time.Duration{-time.Millisecond, 0, 300 * time.Microsecond, 2500 * time.Microsecond, 10 * time.Millisecond} {
-		rang := make(chan time.Time, 1)
-		at := time.Now().Add(d)
-		alarm.New(clock, at, func() { rang <- time.Now() })
-		select {
-		case when := <-rang:
-			require.False(t, when.Before(at), "an alarm for now + %s rang %s early", d, at.Sub(when))
-		case <-time.After(10 * time.Second):
-			t.Fatalf("an alarm for now + %s did not ring", d)
+	for _, clock := range []clockwork.Clock{alarm.Real(), offClock{clockwork.NewRealClock()}, clockwork.NewRealClock()} {
+		for _, d := range []time.Duration{-time.Millisecond, 0, 300 * time.Microsecond, 2500 * time.Microsecond, 10 * time.Millisecond} {
+			rang := make(chan time.Time, 1)
+			at := clock.Now().Add(d)
+			alarm.New(clock, at, func() { rang <- clock.Now() })
+			select {
+			case when := <-rang:
+				require.False(t, when.Before(at), "%T: an alarm for now + %s rang %s early", clock, d, at.Sub(when))
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%T: an alarm for now + %s did not ring", clock, d)
+			}
 		}
 	}
 }

@@ -6,8 +6,8 @@
 //	a := alarm.New(clock, due, func() { signal(wake) })
 //	defer a.Stop()
 //
-// On the [Real] clock an Alarm waits the last 2 ms on a kernel timer (a
-// timerfd on Linux) rather than on a Go timer, which the runtime fires up
+// On the [Real] clock (and any clock with [RealTimers]) an Alarm waits
+// the last 2 ms on a kernel timer (a timerfd on Linux) rather than on a Go timer, which the runtime fires up
 // to a millisecond late. A burst of retries due a few hundred
 // microseconds apart is then promoted as each falls due, not a
 // millisecond of batches later. The goroutine waits for the timerfd in
@@ -18,7 +18,8 @@
 // for every network reply of the process then).
 //
 // Any other clock, a clockwork fake in tests above all, is used as it is:
-// the alarm is its AfterFunc, and advancing the fake rings it. The real
-// clock is told apart by type ([Real] answers a clock of this package's
-// own), not by reflection on clockwork's internals.
+// the alarm is its AfterFunc, and advancing the fake rings it. A clock
+// says that its timers are real by the [RealTimers] interface, not by
+// its type: clockwork's real clock has no such method, so the default
+// clock of chronoq's parts is [Real], which adds it.
 package alarm
