@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -34,7 +33,7 @@ type enqueueRequest struct {
 }
 
 // backoffRequest is a retry policy; a field left out takes the value of
-// delayed.DefaultBackoff.
+// queue.DefaultBackoff.
 type backoffRequest struct {
 	Initial *string  `json:"initial"`
 	Factor  *float64 `json:"factor"`
@@ -122,16 +121,16 @@ func fieldPrefix(index int) string {
 	return fmt.Sprintf("jobs[%d].", index)
 }
 
-func (r *backoffRequest) backoff(prefix string) (delayed.Backoff, error) {
-	b := delayed.DefaultBackoff
+func (r *backoffRequest) backoff(prefix string) (queue.Backoff, error) {
+	b := queue.DefaultBackoff
 	var err error
 	if r.Initial != nil {
-		if b.Initial, err = parseDuration(prefix+"initial", *r.Initial, time.Millisecond, delayed.MaxBackoffDelay); err != nil {
+		if b.Initial, err = parseDuration(prefix+"initial", *r.Initial, time.Millisecond, queue.MaxBackoffDelay); err != nil {
 			return b, err
 		}
 	}
 	if r.Max != nil {
-		if b.Max, err = parseDuration(prefix+"max", *r.Max, time.Millisecond, delayed.MaxBackoffDelay); err != nil {
+		if b.Max, err = parseDuration(prefix+"max", *r.Max, time.Millisecond, queue.MaxBackoffDelay); err != nil {
 			return b, err
 		}
 	}
@@ -143,7 +142,7 @@ func (r *backoffRequest) backoff(prefix string) (delayed.Backoff, error) {
 	}
 	if err := b.Validate(); err != nil {
 		// "invalid backoff: factor must be in ...": name the field.
-		msg := strings.TrimPrefix(err.Error(), delayed.ErrInvalidBackoff.Error()+": ")
+		msg := strings.TrimPrefix(err.Error(), queue.ErrInvalidBackoff.Error()+": ")
 		field, _, _ := strings.Cut(msg, " ")
 		return b, invalidArg(prefix+field, "%s", msg)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/worker"
 )
@@ -110,17 +111,16 @@ func (s *chronoqSide) consumeWorker(ctx context.Context, h handler, completed fu
 				completed(1)
 			}
 		},
+		ShutdownTimeout: stopTimeout,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Start(ctx); err != nil {
-		return nil, err
-	}
+	working := lifecycle.Start(ctx, w)
 	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		sctx, cancel := context.WithTimeout(context.Background(), 2*stopTimeout)
 		defer cancel()
-		_ = w.Stop(sctx)
+		_ = working.Stop(sctx)
 	}, nil
 }
 
@@ -185,13 +185,11 @@ func (s *chronoqSide) promote(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Start(ctx); err != nil {
-		return nil, err
-	}
+	promoting := lifecycle.Start(ctx, p)
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		defer cancel()
-		_ = p.Stop(sctx)
+		_ = promoting.Stop(sctx)
 	}, nil
 }
 

@@ -1,12 +1,29 @@
-// Package delayed decides when jobs run: the exponential [Backoff] policy of
-// retries, and the [Promoter], the loop that moves scheduled jobs into their
-// queue's pending list the moment they are due.
+// Package delayed is the promoter: the [Promoter] moves scheduled jobs into
+// their queue's pending list the moment they are due.
 //
-// It is a package of its own, below queue, because both halves are about
-// time and not about Redis: the promoter drives any [Source] (the queue
-// client is one) and sleeps on a clockwork clock, so its timing is tested
-// with a fake clock and no Redis at all, while queue stores the backoff
-// policy with every job. Dependencies point one way: queue imports delayed.
+// It knows nothing of Redis. It drives a [Source], a small interface
+// (promote one batch, read the due index, list the queues, deliver
+// [Nudge]s) that the queue package's Client implements, and sleeps on a
+// clockwork clock, so its timing is tested with a fake clock and no Redis
+// at all (and again against Redis in the queue package's contract tests).
+// Dependencies point one way: delayed imports nothing of chronoq but the
+// internal alarm, and queue imports delayed for the Nudge type its Client
+// returns as a Source. The retry backoff, which is stored with every job,
+// is the queue package's (queue.Backoff).
+//
+// # Running it
+//
+// A promoter follows the convention of chronoq's long-running parts: Run
+// works until its context ends, then waits for its loops and returns nil.
+//
+//	p, err := delayed.NewPromoter(delayed.Config{Source: client}) // a *queue.Client
+//	if err != nil {
+//		return err
+//	}
+//	go p.Run(ctx) // until ctx ends
+//
+// Any number of promoters may run over the same queues (each batch is
+// one atomic script); `chronoq serve` runs one.
 //
 // # Never early, rarely late
 //
@@ -22,15 +39,11 @@
 // A job is promoted when the clock has reached its due time (which the
 // queue package keeps to the microsecond), so never before it.
 //
-// A loop waits with an [Alarm] (the worker package uses one too, to wake
-// at the next due time it knows of). On clockwork's real clock an Alarm
-// waits the last 2 ms on a kernel timer (a timerfd on Linux) rather than
-// on a Go timer, which the runtime fires up to a millisecond late. A burst
-// of retries due a few hundred microseconds apart is then promoted as
-// each falls due, not a millisecond of batches later. The goroutine waits
-// for the timerfd in the runtime's network poller, so it holds no thread:
-// a nanosleep would hold a P, half of a two-core machine's, for as long as
-// it slept. The poller is read at once when the process has an idle P;
-// when every P is busy it is read when the scheduler gets to it (up to
-// about 10 ms, as for every network reply of the process then).
+// A loop waits with an alarm (package internal/alarm, which the worker
+// uses too, to wake at the next due time it knows of). On the default,
+// real clock its wait ends on a kernel timer, to a fraction of a
+// millisecond rather than the millisecond a Go timer can be late, so a
+// burst of retries due a few hundred microseconds apart is promoted as
+// each falls due. Any clock given in Config.Clock, a clockwork fake in
+// tests, is used as it is.
 package delayed

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/chronoq/chronoq/internal/alarm"
 )
 
 // Source is what a [Promoter] drives. The queue package's Client is one.
@@ -48,7 +50,9 @@ type Config struct {
 	// Source. Defaults to empty.
 	Queues []string
 	// Clock drives the waits. Defaults to the real clock, whose waits end
-	// on time to a fraction of a millisecond (see the package doc).
+	// on time to a fraction of a millisecond (see the package doc); a
+	// clock given (clockwork.NewRealClock() too) is used as it is, with
+	// Go timers.
 	Clock clockwork.Clock
 	// MaxSleep caps the wait between two passes over a queue whose next
 	// job is due soon, and is how often the Source's index is read for
@@ -60,8 +64,8 @@ type Config struct {
 	// the index says, which repairs an index entry left late by a producer
 	// that died between its enqueue and the index update. (A worker's
 	// claim promotes what is due by itself, so such a job is late only
-	// for a queue no worker is waiting on.) The first reconcile is at
-	// Start. Defaults to 5 minutes.
+	// for a queue no worker is waiting on.) The first reconcile is when
+	// Run starts. Defaults to 5 minutes.
 	ReconcileInterval time.Duration
 	// OnPromote, when set, is called after each pass that moved jobs
 	// (metrics: batch sizes). Defaults to nil.
@@ -92,9 +96,9 @@ type Promoter struct {
 	only    map[string]bool // cfg.Queues as a set; nil: every queue
 	mu      sync.Mutex
 	wakes   map[string]chan struct{}
-	runCtx  context.Context // the loops': set by Start, canceled by Stop
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	inRun   bool            // Run is under way
+	runCtx  context.Context // the loops', until Run's ctx ends; nil otherwise
+	wg      sync.WaitGroup  // the loops and the nudge dispatcher
 }
 
 // NewPromoter checks cfg and fills its defaults.
@@ -104,7 +108,7 @@ func NewPromoter(cfg Config) (*Promoter, error) {
 	}
 	cfg.MaxSleep = cmp.Or(cfg.MaxSleep, time.Second)
 	cfg.ReconcileInterval = max(cmp.Or(cfg.ReconcileInterval, 5*time.Minute), cfg.MaxSleep)
-	p := &Promoter{cfg: cfg, clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()),
+	p := &Promoter{cfg: cfg, clock: cmp.Or(cfg.Clock, alarm.Real()),
 		log: cmp.Or(cfg.Logger, slog.Default()), horizon: 2 * cfg.MaxSleep, wakes: map[string]chan struct{}{}}
 	for _, q := range cfg.Queues {
 		if p.only == nil {
@@ -115,42 +119,30 @@ func NewPromoter(cfg Config) (*Promoter, error) {
 	return p, nil
 }
 
-// Start starts the loops and returns at once. The loops run until Stop is
-// called or ctx ends.
-func (p *Promoter) Start(ctx context.Context) error {
+// Run promotes until ctx ends, then waits for its loops and returns nil.
+// One Run at a time: a second one while the first is under way answers
+// an error at once.
+func (p *Promoter) Run(ctx context.Context) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cancel != nil {
-		return errors.New("delayed: promoter already started")
+	if p.inRun {
+		p.mu.Unlock()
+		return errors.New("delayed: the promoter is running already")
 	}
-	ctx, p.cancel = context.WithCancel(ctx)
-	p.runCtx = ctx
-	nudges := p.cfg.Source.Nudges(ctx)
-	p.wg.Add(2)
-	go p.dispatch(ctx, nudges)
-	go p.schedule(ctx)
-	return nil
-}
-
-// Stop ends the loops and waits for them, or for ctx to end.
-func (p *Promoter) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	cancel := p.cancel
-	if cancel != nil {
-		cancel() // under mu: no loop starts after it (see wakeLocked)
-	}
+	p.inRun, p.runCtx = true, ctx
 	p.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	nudges := p.cfg.Source.Nudges(ctx)
+	p.wg.Add(1)
+	go p.dispatch(ctx, nudges)
+	p.schedule(ctx) // until ctx ends
+	p.mu.Lock()
+	p.runCtx = nil // no loop starts from here on (see wakeLocked)
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	clear(p.wakes)
+	p.inRun = false
+	p.mu.Unlock()
+	return nil
 }
 
 // Wake makes the loop of queue pass over it now, starting one if it has
@@ -197,7 +189,6 @@ func (p *Promoter) dispatch(ctx context.Context, nudges <-chan Nudge) {
 // schedule starts the loops of the queues whose time nears, reading the
 // index every MaxSleep, and of every queue each ReconcileInterval.
 func (p *Promoter) schedule(ctx context.Context) {
-	defer p.wg.Done()
 	var reconciled time.Time
 	for ctx.Err() == nil {
 		if reconciled.IsZero() || p.clock.Since(reconciled) >= p.cfg.ReconcileInterval {
@@ -336,11 +327,11 @@ func (p *Promoter) park(queue string, wake chan struct{}) bool {
 }
 
 // sleep waits d, or until a wake or ctx's end; false when ctx ended. The
-// wait is an [Alarm], so on the real clock it ends on time to a fraction
-// of a millisecond.
+// wait is an alarm (package internal/alarm), so on the real clock it ends
+// on time to a fraction of a millisecond.
 func (p *Promoter) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	rang := make(chan struct{}, 1)
-	a := NewAlarm(p.clock, p.clock.Now().Add(d), func() { rang <- struct{}{} })
+	a := alarm.New(p.clock, p.clock.Now().Add(d), func() { rang <- struct{}{} })
 	defer a.Stop()
 	select {
 	case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 )
 
 // fakeSource is a sorted set of due times per queue and an index of the
@@ -136,6 +137,7 @@ type promoterBundle struct {
 	clock *clockwork.FakeClock
 	src   *fakeSource
 	p     *delayed.Promoter
+	run   *lifecycle.Handle // the promoter's Run, once started
 }
 
 func setupPromoter(t *testing.T, cfg delayed.Config) *promoterBundle {
@@ -147,8 +149,22 @@ func setupPromoter(t *testing.T, cfg delayed.Config) *promoterBundle {
 	cfg.Source, cfg.Clock = src, clock
 	p, err := delayed.NewPromoter(cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
-	return &promoterBundle{ctx: ctx, clock: clock, src: src, p: p}
+	b := &promoterBundle{ctx: ctx, clock: clock, src: src, p: p}
+	t.Cleanup(func() {
+		if b.run != nil {
+			require.NoError(t, b.run.Stop(context.Background()))
+		}
+	})
+	return b
+}
+
+// start runs the promoter in the background, until stop or the test's end.
+func (b *promoterBundle) start() { b.run = lifecycle.Start(b.ctx, b.p) }
+
+// stop ends the promoter's Run and waits for it.
+func (b *promoterBundle) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, b.run.Stop(b.ctx))
 }
 
 // parked waits until n queue loops sleep, beside the scheduler.
@@ -173,7 +189,7 @@ func TestPromoterSleepsExactlyUntilNextDue(t *testing.T) {
 	start := b.clock.Now()
 	b.src.add("a", start.Add(10*time.Second))
 	b.src.add("a", start.Add(25*time.Second))
-	require.NoError(t, b.p.Start(b.ctx))
+	b.start()
 	b.parked(t, 1)
 	b.clock.Advance(10*time.Second - time.Millisecond)
 	b.parked(t, 1)
@@ -196,7 +212,7 @@ func TestPromoterCapsItsSleep(t *testing.T) {
 	t.Parallel()
 	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: 2 * time.Second})
 	b.src.add("a", b.clock.Now().Add(3*time.Second)) // within the horizon (4 s): the loop stays
-	require.NoError(t, b.p.Start(b.ctx))
+	b.start()
 	<-b.src.passes
 	b.parked(t, 1)
 	// A job appears without its nudge (a nudge lost): found after MaxSleep.
@@ -217,7 +233,7 @@ func TestPromoterParksAQueueUntilItsTimeNears(t *testing.T) {
 	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Second})
 	start := b.clock.Now()
 	b.src.add("a", start.Add(time.Minute))
-	require.NoError(t, b.p.Start(b.ctx))
+	b.start()
 	<-b.src.passes
 	b.parked(t, 0) // the loop ended: only the scheduler's timer is left
 	at, ok := b.src.indexed("a")
@@ -243,7 +259,7 @@ func TestPromoterParksAQueueUntilItsTimeNears(t *testing.T) {
 func TestPromoterIdleQueueCostsNothingUntilReconcile(t *testing.T) {
 	t.Parallel()
 	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Second, ReconcileInterval: 10 * time.Second})
-	require.NoError(t, b.p.Start(b.ctx))
+	b.start()
 	<-b.src.passes // the reconcile at Start
 	b.parked(t, 0)
 	_, ok := b.src.indexed("a")
@@ -265,7 +281,7 @@ func TestPromoterWakesOnNudge(t *testing.T) {
 	b := setupPromoter(t, delayed.Config{Queues: []string{"a"}, MaxSleep: time.Hour})
 	start := b.clock.Now()
 	b.src.add("a", start.Add(time.Hour))
-	require.NoError(t, b.p.Start(b.ctx))
+	b.start()
 	<-b.src.passes
 	b.parked(t, 1)
 	// An earlier job: without the nudge the loop would sleep an hour.
@@ -293,11 +309,11 @@ func TestPromoterDrainsInBatchesWithoutSleeping(t *testing.T) {
 	for i := range 7 {
 		b.src.add("a", b.clock.Now().Add(-time.Duration(i)*time.Second))
 	}
-	require.NoError(t, b.p.Start(b.ctx))
+	b.start()
 	for range 4 { // all seven moved without a sleep
 		<-b.src.passes
 	}
-	require.NoError(t, b.p.Stop(b.ctx))
+	b.stop(t)
 	promoted, _ := b.src.snapshot("a")
 	require.Len(t, promoted, 7)
 	require.True(t, slices.IsSortedFunc(promoted, time.Time.Compare), "earliest first")
@@ -309,7 +325,7 @@ func TestPromoterDrainsInBatchesWithoutSleeping(t *testing.T) {
 func TestPromoterFollowsNewQueues(t *testing.T) {
 	t.Parallel()
 	b := setupPromoter(t, delayed.Config{MaxSleep: time.Hour})
-	require.NoError(t, b.p.Start(b.ctx))
+	b.start()
 	<-b.src.passes // queue "a" from the listing
 	b.parked(t, 0)
 	b.src.add("new", b.clock.Now())
@@ -324,18 +340,24 @@ func TestPromoterFollowsNewQueues(t *testing.T) {
 func TestPromoterStopWaitsForLoops(t *testing.T) {
 	t.Parallel()
 	b := setupPromoter(t, delayed.Config{Queues: []string{"a", "b"}})
-	require.NoError(t, b.p.Start(b.ctx))
-	require.Error(t, b.p.Start(b.ctx), "a second Start is refused")
 	b.src.add("a", b.clock.Now().Add(time.Second))
 	b.src.add("b", b.clock.Now().Add(time.Second))
+	b.start()
 	<-b.src.passes
 	<-b.src.passes
+	require.Error(t, b.p.Run(b.ctx), "a second Run, while one is under way, is refused")
 	b.parked(t, 2)
-	require.NoError(t, b.p.Stop(b.ctx))
+	b.stop(t)
 	// Stopped loops hold no timers.
 	ctx, cancel := context.WithTimeout(b.ctx, time.Second)
 	defer cancel()
 	require.NoError(t, b.clock.BlockUntilContext(ctx, 0))
+	// A promoter whose Run has returned may run again.
+	b.start()
+	<-b.src.passes
+	<-b.src.passes
+	b.parked(t, 2)
+	b.stop(t)
 	_, err := delayed.NewPromoter(delayed.Config{})
 	require.Error(t, err)
 }
@@ -353,8 +375,8 @@ func TestPromoterOnTheRealClock(t *testing.T) {
 	}
 	p, err := delayed.NewPromoter(delayed.Config{Source: src, Queues: []string{"a"}, MaxSleep: time.Hour})
 	require.NoError(t, err)
-	require.NoError(t, p.Start(t.Context()))
-	t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+	run := lifecycle.Start(t.Context(), p)
+	t.Cleanup(func() { require.NoError(t, run.Stop(context.Background())) })
 	late := time.Now().Add(50 * time.Millisecond)
 	src.add("a", late)
 	src.nudges <- delayed.Nudge{Queue: "a", At: late}
@@ -386,7 +408,7 @@ func TestPromoterReadsTheIndexPastRunningQueues(t *testing.T) {
 		qs[i] = fmt.Sprintf("q%04d", i)
 		b.src.add(qs[i], start.Add(90*time.Second)) // within the horizon (2 min): their loops stay
 	}
-	require.NoError(t, b.p.Start(b.ctx))
+	b.start()
 	<-b.src.passes // the reconcile's pass over "a"
 	for _, q := range qs {
 		b.p.Wake(q)
@@ -401,7 +423,7 @@ func TestPromoterReadsTheIndexPastRunningQueues(t *testing.T) {
 	for len(b.src.passes) > 0 {
 		<-b.src.passes
 	}
-	b.clock.Advance(time.Minute) // the scheduler's tick reads the index
+	b.clock.Advance(time.Minute)  // the scheduler's tick reads the index
 	for q := ""; q != "behind"; { // its loop starts: it sleeps until its job
 		select {
 		case q = <-b.src.passes:

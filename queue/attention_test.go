@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -127,7 +128,7 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 	t.Run("ARerunAfterALostReplyMarksAgain", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		spec := queue.EncodeSpec(3, 30*time.Second, delayed.DefaultBackoff.Encode())
+		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
 		enq := []any{60000, 1, id, "k", "{}", spec, "d3600000000", "", ""} // an hour ahead
 		_, err := b.client.RunScript(b.ctx, "create", b.queue)
@@ -230,9 +231,10 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: b.client, Interval: time.Second, ReconcileInterval: time.Minute,
 			OnReclaim: func(q string, _ []string) { reclaimed <- q }})
 		require.NoError(t, err)
-		require.NoError(t, r.Start(b.ctx))
-		defer func() { require.NoError(t, r.Stop(context.Background())) }()
+		reclaiming := lifecycle.Start(b.ctx, r)
+		defer func() { require.NoError(t, reclaiming.Stop(context.Background())) }()
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // the first sweep, a reconcile, is done
+		require.Error(t, r.Run(b.ctx), "a second Run, while one is under way, is refused")
 		lease := func(q string) int64 { return b.get2(t, q, firstProcessing(t, b, q)).LeaseUntil.UnixMilli() }
 		require.Equal(t, map[string]int64{"busy": lease("busy"), "lost": lease("lost")}, index(t, b, "sweep"),
 			"the reconcile found the lost queue's lease, not yet due but not in the index: it reclaimed it, which parked it")
@@ -260,8 +262,8 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Clock: b.clock, MaxSleep: time.Second,
 			OnPromote: func(_ string, n int) { passes <- n }})
 		require.NoError(t, err)
-		require.NoError(t, p.Start(b.ctx))
-		defer func() { require.NoError(t, p.Stop(context.Background())) }()
+		promoting := lifecycle.Start(b.ctx, p)
+		defer func() { require.NoError(t, promoting.Stop(context.Background())) }()
 		for range 59 {
 			require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // the scheduler only: the queue is parked
 			b.clock.Advance(time.Second)

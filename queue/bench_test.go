@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -175,7 +176,7 @@ func benchLateness(b *testing.B, skew time.Duration) {
 		p, err := delayed.NewPromoter(delayed.Config{Source: pc, Clock: pc.Clock(), Queues: []string{q},
 			OnPromote: func(_ string, n int) { promoted.Add(int64(n)) }})
 		require.NoError(b, err)
-		require.NoError(b, p.Start(ctx))
+		promoting := lifecycle.Start(ctx, p)
 
 		lateness := make(chan time.Duration, jobs)
 		// Due times spread evenly over one second, starting 500 ms from
@@ -232,7 +233,7 @@ func benchLateness(b *testing.B, skew time.Duration) {
 			require.NoError(b, err)
 		}
 		wg.Wait()
-		require.NoError(b, p.Stop(ctx))
+		require.NoError(b, promoting.Stop(ctx))
 		cpu, calls := redisCPU(b, c)-cpu0, timeCalls(b, c.Redis())-time0
 		close(lateness)
 		var all []time.Duration

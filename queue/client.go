@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/alarm"
 )
 
 // Caps and defaults. Each is documented where it is configured.
@@ -70,7 +71,11 @@ type Config struct {
 	// about time (what is due, when a lease lapses, when a retry falls
 	// due) is made by Redis's clock inside the scripts, so an instance
 	// whose clock is wrong is never early and never takes a live lease.
-	// Defaults to the real clock. A *clockwork.FakeClock is for tests: the
+	// Defaults to the real clock, on which the promoter's and the
+	// workers' waits for a due time end to a fraction of a millisecond
+	// (a clock given, clockwork.NewRealClock() too, is used as it is,
+	// with Go timers, up to a millisecond late). A *clockwork.FakeClock
+	// is for tests: the
 	// scripts then still read Redis's clock, shifted so that it reads as
 	// the fake clock plus the real time gone by since that fake clock was
 	// first used by a client, and advancing the fake clock moves the time
@@ -87,8 +92,8 @@ type Config struct {
 	// claim names one. Defaults to 30 s.
 	DefaultVisibility time.Duration
 	// DefaultBackoff is the retry policy of a job that names none. Defaults
-	// to delayed.DefaultBackoff (1 s, ×2, at most 1 h, ±20 %).
-	DefaultBackoff *delayed.Backoff
+	// to [DefaultBackoff] (1 s, ×2, at most 1 h, ±20 %).
+	DefaultBackoff *Backoff
 	// Retention is how long a completed job's hash is kept when the job
 	// names no ResultTTL; negative deletes it at completion. Defaults to 1 h.
 	Retention time.Duration
@@ -130,7 +135,7 @@ type Client struct {
 	ns       string
 	pubcmd   string
 	cluster  bool
-	backoff  delayed.Backoff
+	backoff  Backoff
 	// backoffEnc is backoff.Encode(), once: most jobs use the default.
 	backoffEnc string
 	instance   string // tells this client's nudges from others' on the nudge channel
@@ -167,8 +172,8 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
-	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: delayed.DefaultBackoff, instance: newToken()[:12],
-		clock: cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock()), listeners: map[chan delayed.Nudge]struct{}{}}
+	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
+		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {
 			return nil, fmt.Errorf("queue: Config.DefaultBackoff: %w", err)

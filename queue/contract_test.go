@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -217,8 +218,8 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		j := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(10 * time.Second)})
 		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
 		require.NoError(t, err)
-		require.NoError(t, p.Start(b.ctx))
-		t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+		promoting := lifecycle.Start(b.ctx, p)
+		t.Cleanup(func() { require.NoError(t, promoting.Stop(context.Background())) })
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // asleep until run-at
 		b.clock.Advance(9 * time.Second)
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
@@ -233,8 +234,8 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		b := setup(t)
 		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
 		require.NoError(t, err)
-		require.NoError(t, p.Start(b.ctx))
-		t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+		promoting := lifecycle.Start(b.ctx, p)
+		t.Cleanup(func() { require.NoError(t, promoting.Stop(context.Background())) })
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // asleep for an hour
 		other, err := queue.NewClient(queue.Config{Redis: newRDB(t), Namespace: b.ns, Clock: b.clock})
 		require.NoError(t, err)
@@ -381,7 +382,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 	t.Run("DecodeRecordReadsWhatGetReads", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		bo := delayed.Backoff{Initial: 3 * time.Second, Factor: 1.5, Max: time.Hour, Jitter: 0.1}
+		bo := queue.Backoff{Initial: 3 * time.Second, Factor: 1.5, Max: time.Hour, Jitter: 0.1}
 		j := b.enqueue(t, queue.NewJob{MaxAttempts: 7, Visibility: 45 * time.Second, Backoff: &bo})
 		claimed := b.claimOne(t)
 		rec, err := b.rdb.HGet(b.ctx, b.key(queue.KeyJobs), j.ID).Result()
@@ -545,7 +546,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 	t.Run("BackoffMatchesPolicyWithinBounds", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		bo := delayed.Backoff{Initial: time.Second, Factor: 3, Max: time.Minute, Jitter: 0.25}
+		bo := queue.Backoff{Initial: time.Second, Factor: 3, Max: time.Minute, Jitter: 0.25}
 		j := b.enqueue(t, queue.NewJob{MaxAttempts: 6, Backoff: &bo})
 		prev := time.Duration(0)
 		for attempt := 1; attempt <= 5; attempt++ {
@@ -576,7 +577,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 	t.Run("PoisonJobDiesWithMaxAttempts", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		bo := delayed.Backoff{Initial: time.Second, Factor: 2, Max: time.Minute}
+		bo := queue.Backoff{Initial: time.Second, Factor: 2, Max: time.Minute}
 		j := b.enqueue(t, queue.NewJob{MaxAttempts: 4, Backoff: &bo})
 		for attempt := 1; ; attempt++ {
 			c := b.claimOne(t)
@@ -840,7 +841,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 			{"delay", queue.NewJob{Kind: "k", Delay: time.Second, RunAt: time.Now()}, queue.ErrInvalid},
 			{"max_attempts", queue.NewJob{Kind: "k", MaxAttempts: -1}, queue.ErrInvalid},
 			{"max_attempts", queue.NewJob{Kind: "k", MaxAttempts: 1001}, queue.ErrInvalid},
-			{"backoff", queue.NewJob{Kind: "k", Backoff: &delayed.Backoff{Initial: time.Second, Factor: 0.5, Max: time.Minute}}, delayed.ErrInvalidBackoff},
+			{"backoff", queue.NewJob{Kind: "k", Backoff: &queue.Backoff{Initial: time.Second, Factor: 0.5, Max: time.Minute}}, queue.ErrInvalidBackoff},
 			{"visibility", queue.NewJob{Kind: "k", Visibility: time.Millisecond}, queue.ErrInvalid},
 			{"result_ttl", queue.NewJob{Kind: "k", ResultTTL: -time.Second}, queue.ErrInvalid},
 			{"idempotency_key", queue.NewJob{Kind: "k", IdempotencyKey: "a\nb"}, queue.ErrInvalid},
@@ -943,7 +944,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 
 		// An enqueue sent twice makes one job, and a job claimed between the
 		// two runs is left alone.
-		spec := queue.EncodeSpec(3, 30*time.Second, delayed.DefaultBackoff.Encode())
+		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
 		job := []any{"0192f3c4a1b27c9e8d1f0a3b4c5d6e7f", "k", "{}", spec, "d0", "", ""}
 		enq := append([]any{60000, 1}, job...)
 		_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)

@@ -14,8 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/google/uuid"
-
-	"github.com/chronoq/chronoq/delayed"
 )
 
 // NewJob is what a producer asks for. Only Kind is required.
@@ -36,7 +34,7 @@ type NewJob struct {
 	// Defaults to Config.DefaultMaxAttempts.
 	MaxAttempts int
 	// Backoff is the retry policy. Defaults to Config.DefaultBackoff.
-	Backoff *delayed.Backoff
+	Backoff *Backoff
 	// Visibility is the lease of a claim, 100 ms to 24 h. Defaults to
 	// Config.DefaultVisibility.
 	Visibility time.Duration

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/chronoq/chronoq/delayed"
 )
 
 // Status is where a job is in its life.
@@ -50,7 +48,7 @@ type Job struct {
 	// heartbeat are fenced by the claim's Token.)
 	Fence          int64
 	MaxAttempts    int
-	Backoff        delayed.Backoff
+	Backoff        Backoff
 	Visibility     time.Duration // lease length of a claim
 	ResultTTL      time.Duration // how long the finished job is kept
 	EnqueuedAt     time.Time
@@ -128,7 +126,7 @@ func parsePacked(queue, s string) (*Job, error) {
 
 // encodeSpec renders what a job fixes at enqueue as its "spec" field:
 // "<max_attempts>|<visibility_ms>|<backoff>", the backoff as
-// [delayed.Backoff.Encode] writes it (the Lua readers are in
+// [Backoff.Encode] writes it (the Lua readers are in
 // lua/common.lua).
 func encodeSpec(maxAttempts int, vis time.Duration, backoff string) string {
 	b := make([]byte, 0, 32+len(backoff))
@@ -147,7 +145,7 @@ func parseSpec(spec string, j *Job) error {
 	if !ok1 || !ok2 {
 		return fmt.Errorf("malformed spec %q: want max_attempts|visibility_ms|backoff", spec)
 	}
-	backoff, err := delayed.DecodeBackoff(bo)
+	backoff, err := DecodeBackoff(bo)
 	if err != nil {
 		return err
 	}

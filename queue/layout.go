@@ -152,7 +152,7 @@ var statFields = []string{"enqueued", "promoted", "completed", "failed", "retrie
 var recFields = []string{
 	"status",         // a Status
 	"kind",           //
-	"spec",           // "<max_attempts>|<visibility_ms>|<backoff>", the backoff as delayed.Backoff.Encode writes it
+	"spec",           // "<max_attempts>|<visibility_ms>|<backoff>", the backoff as Backoff.Encode writes it
 	"enqueued_at_ms", //
 	"run_at_ms",      // the millisecond its due time falls in
 	"attempts",       // claims since enqueue or the last manual retry; bounded by max_attempts

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -100,7 +99,7 @@ func writeDead(t *testing.T, ctx context.Context, c *queue.Client, rdb redis.Uni
 	_, err := c.RunScript(ctx, "create", q)
 	require.NoError(t, err)
 	ids := make([]string, n)
-	bo := delayed.DefaultBackoff.Encode()
+	bo := queue.DefaultBackoff.Encode()
 	const vis = 30 * time.Second
 	for start := 0; start < n; start += 2000 {
 		pipe := rdb.Pipeline()

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -112,7 +111,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		t.Parallel()
 		// Finished jobs are deleted at once: a retry finds no job.
 		b := setup(t, func(c *queue.Config) { c.Retention = -1 })
-		spec := queue.EncodeSpec(3, 30*time.Second, delayed.DefaultBackoff.Encode())
+		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
 		enq := []any{60000, 1, id, "k", "{}", spec, "d0", "", ""}
 		r1, err := b.client.RunScript(b.ctx, "create", b.queue)

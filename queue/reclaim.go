@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -100,10 +100,8 @@ type Reclaimer struct {
 	clock      clockwork.Clock
 	log        *slog.Logger
 	only       map[string]bool // cfg.Queues as a set; nil: every queue
-	reconciled time.Time
-	mu         sync.Mutex
-	cancel     context.CancelFunc
-	done       chan struct{}
+	running    atomic.Bool
+	reconciled time.Time // by Run's goroutine only
 }
 
 // NewReclaimer checks cfg and fills its defaults.
@@ -126,45 +124,21 @@ func NewReclaimer(cfg ReclaimerConfig) (*Reclaimer, error) {
 	return &Reclaimer{cfg: cfg, clock: cfg.Client.clock, log: cmp.Or(cfg.Logger, slog.Default()), only: only}, nil
 }
 
-// Start starts the sweeps and returns at once.
-func (r *Reclaimer) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel != nil {
-		return errors.New("queue: reclaimer already started")
+// Run sweeps until ctx ends, then returns nil once the sweep under way
+// has stopped. One Run at a time: a second one while the first is under
+// way answers an error at once.
+func (r *Reclaimer) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("queue: the reclaimer is running already")
 	}
-	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
-	go r.loop(ctx)
-	return nil
-}
-
-// Stop ends the sweeps and waits for the one under way, or for ctx.
-func (r *Reclaimer) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (r *Reclaimer) loop(ctx context.Context) {
-	defer close(r.done)
+	defer r.running.Store(false)
 	for {
 		r.sweep(ctx)
 		t := r.clock.NewTimer(r.cfg.Interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return nil
 		case <-t.Chan():
 		}
 	}

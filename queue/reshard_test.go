@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -48,12 +49,12 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	}
 	p, err := delayed.NewPromoter(delayed.Config{Source: producer, Queues: []string{q}, MaxSleep: 50 * time.Millisecond})
 	require.NoError(t, err)
-	require.NoError(t, p.Start(ctx))
-	defer func() { require.NoError(t, p.Stop(context.Background())) }()
+	promoting := lifecycle.Start(ctx, p)
+	defer func() { require.NoError(t, promoting.Stop(context.Background())) }()
 	r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: worker, Queues: []string{q}, Interval: 100 * time.Millisecond})
 	require.NoError(t, err)
-	require.NoError(t, r.Start(ctx))
-	defer func() { require.NoError(t, r.Stop(context.Background())) }()
+	reclaiming := lifecycle.Start(ctx, r)
+	defer func() { require.NoError(t, reclaiming.Stop(context.Background())) }()
 
 	// Producers: one job a call, a third of them delayed, with a batch now
 	// and then.

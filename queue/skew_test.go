@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -47,8 +48,8 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			require.Len(t, held, 1)
 			r, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: ahead, Queues: []string{q}, Interval: 100 * time.Millisecond})
 			require.NoError(t, err)
-			require.NoError(t, r.Start(ctx))
-			defer func() { require.NoError(t, r.Stop(context.Background())) }()
+			reclaiming := lifecycle.Start(ctx, r)
+			defer func() { require.NoError(t, reclaiming.Stop(context.Background())) }()
 			beats := make(chan error, 1)
 			go func() {
 				for range 15 {
@@ -68,8 +69,8 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			p, err := delayed.NewPromoter(delayed.Config{Source: behind, Clock: behind.Clock(), Queues: []string{q},
 				MaxSleep: time.Hour})
 			require.NoError(t, err)
-			require.NoError(t, p.Start(ctx))
-			defer func() { require.NoError(t, p.Stop(context.Background())) }()
+			promoting := lifecycle.Start(ctx, p)
+			defer func() { require.NoError(t, promoting.Stop(context.Background())) }()
 			const n = 20
 			due := map[string]time.Time{}
 			for i := range n {

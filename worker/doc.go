@@ -37,10 +37,8 @@
 //
 //	w, err := worker.New(worker.Config{Client: client, Handler: mux,
 //		Queues: []worker.QueueConfig{{Name: "critical"}, {Name: "default"}},
-//		Priority: worker.Strict, Concurrency: 50})
-//	err = w.Start(ctx)
-//	...
-//	err = w.Stop(shutdownCtx)
+//		Priority: worker.Strict, Concurrency: 50, ShutdownTimeout: 30 * time.Second})
+//	err = w.Run(ctx) // until ctx ends, then a graceful stop
 //
 // A worker claims as many jobs as it has free slots in one script call
 // when its queues are busy. When they are empty it waits on each of them
@@ -63,9 +61,12 @@
 // when someone asked to cancel the job ([ErrJobCanceled]; the job then
 // ends as canceled), or when its timeout passes ([ErrTimeout]).
 //
-// [Worker.Stop] stops claiming, waits for running handlers until its ctx
-// ends, then hands the unfinished jobs straight back to pending (not after
-// their visibility timeout) and cancels their contexts ([ErrStopped]).
+// When Run's ctx ends the worker stops claiming, waits for running
+// handlers for Config.ShutdownTimeout, then hands the unfinished jobs
+// straight back to pending (not after their visibility timeout) and
+// cancels their contexts ([ErrStopped]). Run follows the convention of
+// chronoq's long-running parts (the promoter and the reclaimer too): it
+// blocks until its ctx ends and answers nil on a clean stop.
 //
 // A worker only runs jobs. It promotes the due jobs its claims find, but
 // only a delayed.Promoter promotes a job no worker is waiting for (a job

@@ -62,19 +62,13 @@ func Example_worker() {
 	})
 
 	w, err := worker.New(worker.Config{Client: client, Handler: mux, Concurrency: 50, Priority: worker.Strict,
-		Queues: []worker.QueueConfig{{Name: "critical"}, {Name: "default"}}})
+		Queues: []worker.QueueConfig{{Name: "critical"}, {Name: "default"}}, ShutdownTimeout: 30 * time.Second})
 	if err != nil {
-		log.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
 		log.Fatal(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := w.Stop(shutdown); err != nil {
+	if err := w.Run(ctx); err != nil { // until SIGINT or SIGTERM, then the graceful stop
 		log.Print(err) // some jobs were handed back to pending
 	}
 }

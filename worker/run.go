@@ -17,8 +17,8 @@ type run struct {
 	job    *queue.Job
 	q      *queueState
 	cancel context.CancelCauseFunc
-	// state: runRunning until the handler returns (runFinished) or Stop
-	// hands the job back (runHandedBack), whichever comes first.
+	// state: runRunning until the handler returns (runFinished) or the
+	// stop hands the job back (runHandedBack), whichever comes first.
 	state   atomic.Int32
 	hbStop  chan struct{}
 	hbClose sync.Once
@@ -71,7 +71,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	w.mu.Unlock()
 	signal(w.slotFreed)
 	if !finished {
-		return // handed back by Stop, which settled it
+		return // handed back by the stop, which settled it
 	}
 	defer w.live.Done()
 	w.settle(r, res, err, cause, start, end)
@@ -221,7 +221,7 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 
 // complete is the completer of q: it sends in one CompleteMany every ack
 // that arrived while its previous call was in flight (group commit), until
-// Stop closes q.acks.
+// the stop closes q.acks.
 func (w *Worker) complete(q *queueState) {
 	defer w.wg.Done()
 	batch := make([]ack, 0, 64)

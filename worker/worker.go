@@ -14,7 +14,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -88,12 +88,17 @@ type Config struct {
 	Timeout time.Duration
 	// KindTimeouts overrides Timeout for the kinds it names (0: none).
 	KindTimeouts map[string]time.Duration
+	// ShutdownTimeout is how long Run, once its ctx has ended, lets the
+	// running handlers return before it hands their jobs back to pending
+	// and cancels their contexts (cause ErrStopped). Defaults to 30 s; a
+	// negative value hands them back at once.
+	ShutdownTimeout time.Duration
 	// HeartbeatInterval is how often a running job's lease is extended;
 	// keep it well under the jobs' visibility. Defaults to a third of each
 	// job's visibility.
 	HeartbeatInterval time.Duration
 	// IdleWait is how long one blocking wait for jobs lasts when the
-	// queues are empty (1 ms to queue.MaxClaimWait); Stop may wait this
+	// queues are empty (1 ms to queue.MaxClaimWait); a stop may wait this
 	// long for the waits under way, plus up to a tick of Redis's timer
 	// (see queue.ClaimOptions.Wait). Defaults to 1 s.
 	IdleWait time.Duration
@@ -110,15 +115,16 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultConcurrency = 10
-	DefaultIdleWait    = time.Second
-	maxWeight          = 1000
+	DefaultConcurrency     = 10
+	DefaultIdleWait        = time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+	maxWeight              = 1000
 	// minHeartbeat keeps a tiny visibility from spinning the heartbeats.
 	minHeartbeat = 10 * time.Millisecond
 )
 
-// Worker claims and runs jobs. Create it with [New], run it with Start
-// and end it with Stop; it runs once.
+// Worker claims and runs jobs. Create it with [New] and call Run, which
+// works until its ctx ends; a worker runs once.
 type Worker struct {
 	cfg    Config
 	client *queue.Client
@@ -127,35 +133,26 @@ type Worker struct {
 	queues []*queueState
 
 	mu      sync.Mutex
-	state   int // stateNew, stateRunning, stateStopping
-	free    int // slots not running a job
+	started bool // Run has been called
+	free    int  // slots not running a job
 	running map[*run]struct{}
-	stopErr error
 
-	quit         chan struct{}  // closed by Stop: claim no more
-	stopped      chan struct{}  // closed when Stop has finished
-	dispatchDone chan struct{}  // closed when the claim loop has returned
-	slotFreed    chan struct{}  // a slot came free (capacity 1)
-	wake         chan struct{}  // a watched queue has jobs, or a job is due (capacity 1)
-	rearm        chan struct{}  // a run asked for a retry sooner than any known (capacity 1)
-	alarm        *delayed.Alarm // rings wake when the earliest known job is due; the claim loop owns it
+	quit         chan struct{} // closed at the stop: claim no more
+	dispatchDone chan struct{} // closed when the claim loop has returned
+	slotFreed    chan struct{} // a slot came free (capacity 1)
+	wake         chan struct{} // a watched queue has jobs, or a job is due (capacity 1)
+	rearm        chan struct{} // a run asked for a retry sooner than any known (capacity 1)
+	alarm        *alarm.Alarm  // rings wake when the earliest known job is due; the claim loop owns it
 
-	bg         context.Context // Start's ctx without its cancellation: store calls that must finish
-	runCtx     context.Context // cancelled at Stop: idle waits
+	bg         context.Context // Run's ctx without its cancellation: store calls that must finish
+	runCtx     context.Context // cancelled at the stop: idle waits
 	cancelRun  context.CancelFunc
 	jobCtx     context.Context // parent of the handlers' contexts
 	cancelJobs context.CancelCauseFunc
-	stopAfter  func() bool
 
 	live sync.WaitGroup // runs neither settled nor handed back
 	wg   sync.WaitGroup // watchers, completers, heartbeats
 }
-
-const (
-	stateNew = iota
-	stateRunning
-	stateStopping
-)
 
 // queueState is a served queue and its bookkeeping.
 type queueState struct {
@@ -183,6 +180,7 @@ func New(cfg Config) (*Worker, error) {
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	cfg.MaxClaim = cmp.Or(cfg.MaxClaim, min(cfg.Concurrency, queue.MaxBatch))
 	cfg.IdleWait = cmp.Or(cfg.IdleWait, DefaultIdleWait)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	if len(cfg.Queues) == 0 {
 		cfg.Queues = []QueueConfig{{Name: queue.DefaultQueue}}
 	}
@@ -205,7 +203,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, client: cfg.Client, free: cfg.Concurrency, running: map[*run]struct{}{},
 		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
-		quit: make(chan struct{}), stopped: make(chan struct{}), dispatchDone: make(chan struct{}),
+		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
 		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
 	seen := map[string]bool{}
 	for i, qc := range cfg.Queues {
@@ -227,16 +225,32 @@ func New(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// Start starts claiming and returns at once. Cancelling ctx is a hard
-// stop: like a Stop whose ctx has ended, it hands running jobs back at
-// once. Values of ctx reach the handlers' contexts.
-func (w *Worker) Start(ctx context.Context) error {
+// Run claims and runs jobs until ctx ends, then stops: it claims no
+// more, lets the running handlers return for Config.ShutdownTimeout,
+// hands the jobs still running back to pending (their handlers' contexts
+// end, cause ErrStopped), and flushes the completions under way. It
+// answers nil when every run ended by itself, and an error wrapping
+// context.DeadlineExceeded, with how many jobs went back, when it had to
+// hand some back. Values of ctx reach the handlers' contexts. A worker
+// runs once: a second Run answers an error at once.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.begin(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	grace, cancel := context.WithTimeout(context.Background(), max(w.cfg.ShutdownTimeout, 0))
+	defer cancel()
+	return w.stop(grace)
+}
+
+// begin starts claiming and returns at once.
+func (w *Worker) begin(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.state != stateNew {
-		return errors.New("worker: Start called twice")
+	if w.started {
+		return errors.New("worker: Run called twice")
 	}
-	w.state = stateRunning
+	w.started = true
 	w.bg = context.WithoutCancel(ctx)
 	w.runCtx, w.cancelRun = context.WithCancel(w.bg)
 	w.jobCtx, w.cancelJobs = context.WithCancelCause(w.bg)
@@ -246,41 +260,17 @@ func (w *Worker) Start(ctx context.Context) error {
 		go w.complete(q)
 	}
 	go w.dispatch()
-	w.stopAfter = context.AfterFunc(ctx, func() {
-		ended, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = w.Stop(ended)
-	})
 	return nil
 }
 
-// Stop stops claiming, waits for the running handlers to return until ctx
-// ends, then hands the jobs still running straight back to pending and
-// cancels their contexts (cause ErrStopped). It flushes the completions
-// under way before it returns. It answers ctx's error, wrapped, when it
-// had to hand jobs back. Stopping a worker that never started does
-// nothing; a second Stop waits for the first.
-func (w *Worker) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	switch w.state {
-	case stateNew:
-		w.mu.Unlock()
-		return nil
-	case stateStopping:
-		w.mu.Unlock()
-		select {
-		case <-w.stopped:
-			return w.stopErr
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	w.state = stateStopping
+// stop stops claiming, waits for the running handlers to return until
+// ctx ends, then hands the jobs still running straight back to pending
+// and cancels their contexts (cause ErrStopped). It flushes the
+// completions under way before it returns, and answers an error wrapping
+// ctx's when it handed jobs back.
+func (w *Worker) stop(ctx context.Context) error {
 	close(w.quit)
 	w.cancelRun()
-	w.mu.Unlock()
-	w.stopAfter()
-	defer close(w.stopped)
 
 	<-w.dispatchDone // a claim under way finishes; its jobs are running
 	settled := make(chan struct{})
@@ -288,19 +278,21 @@ func (w *Worker) Stop(ctx context.Context) error {
 		w.live.Wait()
 		close(settled)
 	}()
+	var err error
 	select {
 	case <-settled:
 	case <-ctx.Done():
-		n := w.handBack()
+		if n := w.handBack(); n > 0 {
+			err = fmt.Errorf("worker: stop: %d running jobs handed back to pending: %w", n, ctx.Err())
+		}
 		<-settled
-		w.stopErr = fmt.Errorf("worker: stop: %d running jobs handed back to pending: %w", n, ctx.Err())
 	}
 	for _, q := range w.queues {
 		close(q.acks) // every run has settled: no more acks come
 	}
 	w.cancelJobs(ErrStopped)
 	w.wg.Wait()
-	return w.stopErr
+	return err
 }
 
 // handBack releases every job still running to the head of pending and
@@ -362,7 +354,7 @@ func (w *Worker) pause(d time.Duration) bool {
 
 // dispatch is the claim loop: while there are free slots, claim from the
 // queues in priority order; when they are all empty, wait for a watcher to
-// see a job or for a slot to come free. It runs until Stop.
+// see a job or for a slot to come free. It runs until the stop.
 func (w *Worker) dispatch() {
 	defer close(w.dispatchDone)
 	defer func() {
@@ -430,7 +422,7 @@ func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 		if room == 0 {
 			continue
 		}
-		// Not cancelled by Stop: jobs claimed must reach a handler (or be
+		// Not cancelled by the stop: jobs claimed must reach a handler (or be
 		// handed back), not be lost with a cancelled reply.
 		asked := min(room, w.cfg.MaxClaim)
 		w.claimStarting(q)
@@ -531,7 +523,7 @@ func (w *Worker) retryAsked(q *queueState, t time.Time) {
 
 // idle arms the watchers of the queues that have room and the alarm for
 // the earliest job due among them, and waits for one of those, for a slot
-// to come free, or for Stop (false).
+// to come free, or for the stop (false).
 func (w *Worker) idle() bool {
 	w.mu.Lock()
 	for _, q := range w.queues {
@@ -591,7 +583,7 @@ func (w *Worker) setAlarm(due time.Time) {
 		return
 	}
 	// The client's clock: the due times and the claim's cutoff are its.
-	w.alarm = delayed.NewAlarm(w.client.Clock(), due, func() {
+	w.alarm = alarm.New(w.client.Clock(), due, func() {
 		signal(w.wake)
 	})
 }

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 	"github.com/chronoq/chronoq/worker"
@@ -48,24 +49,27 @@ func setup(t *testing.T) *testBundle {
 	return setupOn(t, testutil.Redis(t))
 }
 
-// start starts a worker over the bundle's mux, stopped at cleanup.
-func (b *testBundle) start(t *testing.T, cfg worker.Config) *worker.Worker {
+// start runs a worker over the bundle's mux, stopped at cleanup, and
+// answers its Run. Unless cfg says otherwise, its stop gives running
+// handlers 10 s.
+func (b *testBundle) start(t *testing.T, cfg worker.Config) *lifecycle.Handle {
 	t.Helper()
 	cfg.Client, cfg.Handler = b.client, b.mux
 	if len(cfg.Queues) == 0 {
 		cfg.Queues = []worker.QueueConfig{{Name: "q1"}}
 	}
-	cfg.IdleWait = 50 * time.Millisecond // Stop waits at most this long for idle waits
+	cfg.IdleWait = 50 * time.Millisecond // a stop waits at most this long for idle waits
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, 10*time.Second)
 	cfg.OnOutcome = func(o worker.Outcome) { b.outcomes <- o }
 	w, err := worker.New(cfg)
 	require.NoError(t, err)
-	require.NoError(t, w.Start(b.ctx))
+	run := lifecycle.Start(b.ctx, w)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		_ = w.Stop(ctx)
+		_ = run.Stop(ctx)
 	})
-	return w
+	return run
 }
 
 func (b *testBundle) enqueue(t *testing.T, nj queue.NewJob) *queue.Job {
@@ -165,7 +169,7 @@ func TestPanicIsRetriedWithItsStack(t *testing.T) {
 				}
 				return json.RawMessage(`{"ok":true}`), nil
 			})
-			bo := delayed.Backoff{Initial: time.Second, Factor: 2, Max: time.Minute}
+			bo := queue.Backoff{Initial: time.Second, Factor: 2, Max: time.Minute}
 			j := b.enqueue(t, queue.NewJob{Kind: "explode", Backoff: &bo})
 			b.start(t, worker.Config{})
 
@@ -259,14 +263,12 @@ func TestStopHandsRunningJobsBackAtOnce(t *testing.T) {
 	for range 3 {
 		ids[b.enqueue(t, queue.NewJob{Kind: "block", MaxAttempts: 1}).ID] = true
 	}
-	w := b.start(t, worker.Config{Concurrency: 5})
+	run := b.start(t, worker.Config{Concurrency: 5, ShutdownTimeout: -1})
 	for range 3 {
 		recv(t, b.ctx, h.started)
 	}
-	ended, cancel := context.WithCancel(b.ctx)
-	cancel()
-	stopErr := w.Stop(ended)
-	require.ErrorIs(t, stopErr, context.Canceled)
+	stopErr := run.Stop(b.ctx)
+	require.ErrorIs(t, stopErr, context.DeadlineExceeded, "no time to finish")
 	require.Contains(t, stopErr.Error(), "3 running jobs handed back")
 	for range 3 {
 		require.ErrorIs(t, recv(t, b.ctx, h.causes), worker.ErrStopped)
@@ -287,7 +289,7 @@ func TestStopHandsRunningJobsBackAtOnce(t *testing.T) {
 	for _, j := range jobs {
 		require.True(t, ids[j.ID])
 	}
-	require.Equal(t, stopErr, w.Stop(b.ctx), "a second Stop answers as the first")
+	require.Equal(t, stopErr, run.Stop(b.ctx), "a second Stop answers as the first")
 }
 
 func TestStopWaitsForRunningHandlers(t *testing.T) {
@@ -303,10 +305,10 @@ func TestStopWaitsForRunningHandlers(t *testing.T) {
 		return json.RawMessage(`1`), nil
 	})
 	j := b.enqueue(t, queue.NewJob{Kind: "wait"})
-	w := b.start(t, worker.Config{})
+	run := b.start(t, worker.Config{})
 	recv(t, b.ctx, started)
 	stopped := make(chan error, 1)
-	go func() { stopped <- w.Stop(b.ctx) }()
+	go func() { stopped <- run.Stop(b.ctx) }()
 	close(release)
 	require.NoError(t, recv(t, b.ctx, stopped))
 	require.NoError(t, recv(t, b.ctx, causes), "a graceful stop does not cancel the handler")
@@ -367,7 +369,7 @@ func TestErrorsDecideTheRetry(t *testing.T) {
 	b.mux.HandleFunc("flaky", func(context.Context, *queue.Job) (json.RawMessage, error) {
 		return nil, errors.New("flaky")
 	})
-	bo := delayed.Backoff{Initial: 4 * time.Second, Factor: 2, Max: time.Minute}
+	bo := queue.Backoff{Initial: 4 * time.Second, Factor: 2, Max: time.Minute}
 	dead := b.enqueue(t, queue.NewJob{Kind: "bad-input", MaxAttempts: 5})
 	later := b.enqueue(t, queue.NewJob{Kind: "rate-limited", MaxAttempts: 5})
 	flaky := b.enqueue(t, queue.NewJob{Kind: "flaky", MaxAttempts: 5, Backoff: &bo})
@@ -575,7 +577,10 @@ func TestConfigIsChecked(t *testing.T) {
 	}
 	w, err := worker.New(worker.Config{Client: b.client, Handler: b.mux})
 	require.NoError(t, err)
-	require.NoError(t, w.Stop(b.ctx), "stopping a worker never started does nothing")
+	ended, cancel := context.WithCancel(b.ctx)
+	cancel()
+	require.NoError(t, w.Run(ended), "a Run whose ctx has ended stops at once, cleanly")
+	require.Error(t, w.Run(b.ctx), "a worker runs once")
 }
 
 func TestMux(t *testing.T) {
@@ -633,10 +638,10 @@ func TestNoGoroutineLeft(t *testing.T) {
 		b.mux.Handle("block", h)
 		b.mux.HandleFunc("noop", func(context.Context, *queue.Job) (json.RawMessage, error) { return nil, nil })
 		w, err := worker.New(worker.Config{Client: b.client, Handler: b.mux, Concurrency: 4, IdleWait: 50 * time.Millisecond,
-			Queues:    []worker.QueueConfig{{Name: "a"}, {Name: "b"}},
+			ShutdownTimeout: -1, Queues: []worker.QueueConfig{{Name: "a"}, {Name: "b"}},
 			OnOutcome: func(o worker.Outcome) { b.outcomes <- o }})
 		require.NoError(t, err)
-		require.NoError(t, w.Start(b.ctx))
+		run := lifecycle.Start(b.ctx, w)
 		for i := range 20 {
 			b.enqueue(t, queue.NewJob{Queue: []string{"a", "b"}[i%2], Kind: "noop"})
 		}
@@ -645,9 +650,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 		}
 		b.enqueue(t, queue.NewJob{Queue: "b", Kind: "block"})
 		recv(t, b.ctx, h.started)
-		ended, cancel := context.WithCancel(b.ctx)
-		cancel()
-		require.ErrorIs(t, w.Stop(ended), context.Canceled)
+		require.ErrorIs(t, run.Stop(b.ctx), context.DeadlineExceeded)
 		require.NoError(t, b.client.Close())
 	}()
 	goleak.VerifyNone(t, ignore)

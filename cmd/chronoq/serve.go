@@ -23,7 +23,9 @@ import (
 	"github.com/chronoq/chronoq/dashboard"
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/demo"
+	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/clockskew"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -261,7 +263,7 @@ func runServeAs(ctx context.Context, name string, args []string, env func(string
 
 // serveHooks let tests drive serve.
 type serveHooks struct {
-	clock    clockwork.Clock   // defaults to the real clock
+	clock    clockwork.Clock   // defaults to alarm.Real()
 	onListen func(addr string) // called once the listener is open
 }
 
@@ -307,7 +309,7 @@ func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, close 
 func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHooks) error {
 	clock := hooks.clock
 	if clock == nil {
-		clock = clockwork.NewRealClock()
+		clock = alarm.Real() // the promoter's waits end on a kernel timer
 	}
 	rdb, closeRedis, err := connect(c, log)
 	if err != nil {
@@ -369,19 +371,6 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
-	if err := promoter.Start(bg); err != nil {
-		return err
-	}
-	if err := reclaimer.Start(bg); err != nil {
-		return err
-	}
-	if err := scheduler.Start(bg); err != nil {
-		return err
-	}
-	watchClock(bg, client, srv.Registry(), log)
-	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
-		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
-		func() float64 { return float64(client.MarkFailures()) }))
 	if pool != nil {
 		if err := pool.Start(bg); err != nil {
 			return err
@@ -390,6 +379,17 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 			return err
 		}
 	}
+	if err := scheduler.Start(bg); err != nil {
+		return err
+	}
+	// The background parts, each a Run(ctx) until the shutdown below.
+	var background lifecycle.Group
+	background.Start(bg, "promoter", promoter)
+	background.Start(bg, "reclaimer", reclaimer)
+	watchClock(bg, client, srv.Registry(), log)
+	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
+		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
+		func() float64 { return float64(client.MarkFailures()) }))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
@@ -421,11 +421,8 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 			log.Warn("demo pool stop", "err", err)
 		}
 	}
-	if err := promoter.Stop(sctx); err != nil {
-		log.Warn("promoter stop", "err", err)
-	}
-	if err := reclaimer.Stop(sctx); err != nil {
-		log.Warn("reclaimer stop", "err", err)
+	if err := background.Stop(sctx); err != nil {
+		log.Warn("background stop", "err", err)
 	}
 	if err := scheduler.Stop(sctx); err != nil {
 		log.Warn("cron scheduler stop", "err", err)

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -39,7 +38,7 @@ type ProducerConfig struct {
 
 // PoisonBackoff is the retry policy of poison jobs: short, so that they
 // spend their attempts and die within the run.
-var PoisonBackoff = delayed.Backoff{Initial: 200 * time.Millisecond, Factor: 2, Max: time.Second}
+var PoisonBackoff = queue.Backoff{Initial: 200 * time.Millisecond, Factor: 2, Max: time.Second}
 
 // WorkMs draws how long the handler of job seq works: mostly a few ms,
 // some a few hundred, a few longer than the visibility timeout (their

@@ -103,7 +103,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	log := slog.New(&countingHandler{next: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}),
 		led: led, fatal: fatal})
 	w, err := worker.New(worker.Config{Client: client, Handler: mux, Queues: qs, Concurrency: cfg.Concurrency,
-		IdleWait: 500 * time.Millisecond, Logger: log,
+		IdleWait: 500 * time.Millisecond, ShutdownTimeout: 10 * time.Second, Logger: log,
 		OnOutcome: func(o worker.Outcome) {
 			rec := Outcome{ID: o.Job.ID, Token: o.Job.Token, Slot: cfg.Slot, Status: string(o.Status),
 				HandedBack: errors.Is(o.Err, worker.ErrStopped), T: time.Now().UnixNano()}
@@ -120,15 +120,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
 	log.Info("chaos worker started", "slot", cfg.Slot, "pid", pid, "clock_skew", cfg.ClockSkew)
 	go watchStalls(ctx, led, cfg.Slot, pid, fatal)
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return w.Stop(sctx)
+	return w.Run(ctx) // until ctx ends, then 10 s for the running jobs
 }
 
 // countingHandler counts, in the ledger, each error the runtime logs at

@@ -45,7 +45,7 @@ type clock struct {
 	skew time.Duration
 }
 
-// RealTimers tells delayed.NewAlarm that this clock's timers are the
+// RealTimers tells internal/alarm that this clock's timers are the
 // real clock's: an alarm on it is as precise as on a host whose own clock
 // is off.
 func (clock) RealTimers() bool { return true }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/clockskew"
 )
 
@@ -21,7 +21,7 @@ func TestSkewedClock(t *testing.T) {
 	<-c.After(20 * time.Millisecond) // timers run in real time
 	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
 	require.Less(t, time.Since(start), time.Minute)
-	rt, ok := c.(delayed.RealTimers)
+	rt, ok := c.(alarm.RealTimers)
 	require.True(t, ok && rt.RealTimers(), "delayed's alarms are as precise on it as on the real clock")
 }
 

@@ -1,4 +1,4 @@
-package delayed
+package alarm
 
 import (
 	"testing"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package delayed
+package alarm
 
 import "time"
 

@@ -1,4 +1,4 @@
-package delayed_test
+package queue_test
 
 import (
 	"math/rand/v2"
@@ -7,12 +7,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/queue"
 )
 
 func TestBackoffGrowsExponentiallyWithinJitterBounds(t *testing.T) {
 	t.Parallel()
-	b := delayed.Backoff{Initial: time.Second, Factor: 2, Max: time.Hour, Jitter: 0.2}
+	b := queue.Backoff{Initial: time.Second, Factor: 2, Max: time.Hour, Jitter: 0.2}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for attempt := 1; attempt <= 20; attempt++ {
 		base := min(time.Second<<(attempt-1), time.Hour)
@@ -26,7 +26,7 @@ func TestBackoffGrowsExponentiallyWithinJitterBounds(t *testing.T) {
 		}
 	}
 	// Without jitter the delays are exact powers.
-	exact := delayed.Backoff{Initial: 250 * time.Millisecond, Factor: 3, Max: time.Minute}
+	exact := queue.Backoff{Initial: 250 * time.Millisecond, Factor: 3, Max: time.Minute}
 	want := []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 2250 * time.Millisecond, 6750 * time.Millisecond, 20250 * time.Millisecond, time.Minute, time.Minute}
 	for i, w := range want {
 		require.Equal(t, w, exact.Delay(i+1, 0.99), "attempt %d", i+1)
@@ -36,7 +36,7 @@ func TestBackoffGrowsExponentiallyWithinJitterBounds(t *testing.T) {
 
 func TestBackoffJitterSpreadsDelays(t *testing.T) {
 	t.Parallel()
-	b := delayed.DefaultBackoff
+	b := queue.DefaultBackoff
 	seen := map[time.Duration]bool{}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 100 {
@@ -47,8 +47,8 @@ func TestBackoffJitterSpreadsDelays(t *testing.T) {
 
 func TestBackoffValidate(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, delayed.DefaultBackoff.Validate())
-	bad := []delayed.Backoff{
+	require.NoError(t, queue.DefaultBackoff.Validate())
+	bad := []queue.Backoff{
 		{Initial: 0, Factor: 2, Max: time.Hour},
 		{Initial: time.Second, Factor: 0.5, Max: time.Hour},
 		{Initial: time.Second, Factor: 101, Max: time.Hour},
@@ -57,17 +57,17 @@ func TestBackoffValidate(t *testing.T) {
 		{Initial: time.Second, Factor: 2, Max: 31 * 24 * time.Hour},
 	}
 	for _, b := range bad {
-		require.ErrorIs(t, b.Validate(), delayed.ErrInvalidBackoff, "%+v", b)
+		require.ErrorIs(t, b.Validate(), queue.ErrInvalidBackoff, "%+v", b)
 	}
 }
 
 func TestBackoffEncodeRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, b := range []delayed.Backoff{delayed.DefaultBackoff, {Initial: 1500 * time.Millisecond, Factor: 1.5, Max: 90 * time.Second, Jitter: 0.05}} {
-		got, err := delayed.DecodeBackoff(b.Encode())
+	for _, b := range []queue.Backoff{queue.DefaultBackoff, {Initial: 1500 * time.Millisecond, Factor: 1.5, Max: 90 * time.Second, Jitter: 0.05}} {
+		got, err := queue.DecodeBackoff(b.Encode())
 		require.NoError(t, err)
 		require.Equal(t, b, got)
 	}
-	_, err := delayed.DecodeBackoff("nonsense")
-	require.ErrorIs(t, err, delayed.ErrInvalidBackoff)
+	_, err := queue.DecodeBackoff("nonsense")
+	require.ErrorIs(t, err, queue.ErrInvalidBackoff)
 }

@@ -1,4 +1,4 @@
-package delayed
+package queue
 
 import (
 	"errors"
@@ -14,9 +14,11 @@ import (
 // (and capped at Max again). With Jitter 0.2 a 10 s delay becomes a delay in
 // [8 s, 12 s].
 //
-// The queue's fail script computes the same formula inside Redis from the
-// policy stored with the job, so a retry is one atomic step; [Backoff.Delay]
-// is the reference that the script is tested against.
+// The policy is stored with every job (in its spec field, as
+// [Backoff.Encode] writes it), and the fail script computes the same
+// formula inside Redis from it, so a retry is one atomic step;
+// [Backoff.Delay] is the reference that the script is tested against
+// (the contract test BackoffMatchesPolicyWithinBounds).
 type Backoff struct {
 	// Initial is the delay after the first failed attempt. Defaults to 1 s.
 	Initial time.Duration
@@ -30,7 +32,8 @@ type Backoff struct {
 	Jitter float64
 }
 
-// DefaultBackoff is the policy of a job that names none.
+// DefaultBackoff is the policy of a job that names none, unless
+// Config.DefaultBackoff says otherwise.
 var DefaultBackoff = Backoff{Initial: time.Second, Factor: 2, Max: time.Hour, Jitter: 0.2}
 
 // Limits of a backoff policy.
