@@ -1,7 +1,6 @@
 package cron_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -51,14 +50,7 @@ func passCost(t *testing.T, idle int) (outBytes, calls int64) {
 			Timezone: "Europe/Berlin", Queue: "q", Kind: "report", Payload: json.RawMessage(`{"report":"nightly","to":"ops"}`)})
 	}
 	require.NoError(t, cron.NewStore(c).Register(ctx, entries...))
-	s, err := cron.NewScheduler(cron.Config{Client: c, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, s.Start(ctx))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, s.Stop(ctx))
-	})
+	newRunner(t, ctx, cron.Config{Client: c, Logger: slog.New(slog.DiscardHandler)})
 	for range 3 { // warm up: the queue made, the scripts loaded
 		step(t, clock, 1, time.Second)
 	}

@@ -14,8 +14,7 @@
 //		Timezone: "Europe/Berlin", Queue: "reports", Kind: "report.daily"})
 //	...
 //	sched, err := cron.NewScheduler(cron.Config{Client: client})
-//	err = sched.Start(ctx)
-//	defer sched.Stop(ctx)
+//	err = sched.Run(ctx) // until ctx ends
 //
 // Put and Register refuse an entry whose jobs the queue client would
 // refuse (a payload over its Config.MaxPayloadBytes, a bad kind or queue

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -44,20 +45,54 @@ func (b *testBundle) client(t *testing.T, clock clockwork.Clock) *queue.Client {
 	return c
 }
 
-// scheduler starts a scheduler on client (and its clock), stopped at the
-// end of the test.
-func (b *testBundle) scheduler(t *testing.T, cfg cron.Config) *cron.Scheduler {
+// runner runs a Scheduler as chronoq serve does (its Run, through
+// internal/lifecycle), with the Start and Stop the tests step through.
+type runner struct {
+	*cron.Scheduler
+	h *lifecycle.Handle
+}
+
+// Start runs the scheduler until Stop.
+func (r *runner) Start(ctx context.Context) error {
+	r.h = lifecycle.Start(ctx, r.Scheduler)
+	return nil
+}
+
+// Stop ends the run and waits for it (or ctx); stopping a stopped one is
+// nothing.
+func (r *runner) Stop(ctx context.Context) error {
+	if r.h == nil {
+		return nil
+	}
+	err := r.h.Stop(ctx)
+	r.h = nil
+	return err
+}
+
+// newRunner builds a scheduler of cfg, logging nowhere, and runs it until
+// the end of the test.
+func newRunner(t *testing.T, ctx context.Context, cfg cron.Config) *runner {
 	t.Helper()
-	cfg.Logger = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	s, err := cron.NewScheduler(cfg)
 	require.NoError(t, err)
-	require.NoError(t, s.Start(b.ctx))
+	r := &runner{Scheduler: s}
+	require.NoError(t, r.Start(ctx))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		require.NoError(t, s.Stop(ctx))
+		require.NoError(t, r.Stop(ctx))
 	})
-	return s
+	return r
+}
+
+// scheduler runs a scheduler on client (and its clock) until the end of
+// the test.
+func (b *testBundle) scheduler(t *testing.T, cfg cron.Config) *runner {
+	t.Helper()
+	return newRunner(t, b.ctx, cfg)
 }
 
 // parked waits until n loops sleep on clock.

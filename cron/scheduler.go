@@ -71,9 +71,8 @@ type Scheduler struct {
 	clock clockwork.Clock
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu      sync.Mutex
+	running bool
 }
 
 // NewScheduler checks cfg and fills its defaults.
@@ -94,43 +93,27 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	return &Scheduler{cfg: cfg, store: newStore(cfg.Client, cfg.Clock), clock: cfg.Clock, log: cfg.Logger}, nil
 }
 
-// Start starts the loop and returns at once. It runs until Stop is called
-// or ctx ends. A stopped Scheduler may be started again: it then behaves
-// as a freshly started instance (ticks missed meanwhile follow the
-// entries' Missed policy).
-func (s *Scheduler) Start(ctx context.Context) error {
+// Run runs the tick loop until ctx ends, then answers nil; a second Run
+// while one runs answers an error. When ctx ends, a tick being enqueued
+// is finished or abandoned; either way another instance, or the Missed
+// policy at the next start, covers it. Run again after it returned, the
+// Scheduler behaves as a freshly started instance (ticks missed meanwhile
+// follow the entries' Missed policy). (internal/lifecycle gives the
+// Start/Stop of this convention.)
+func (s *Scheduler) Run(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		return errors.New("cron: scheduler already started")
+	if s.running {
+		s.mu.Unlock()
+		return errors.New("cron: the scheduler is running already")
 	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	go s.run(ctx, s.done)
-	return nil
-}
-
-// Stop ends the loop and waits for it, or for ctx to end. A tick being
-// enqueued is finished or abandoned; either way another instance, or the
-// Missed policy at the next start, covers it.
-func (s *Scheduler) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
+	s.running = true
 	s.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	s.mu.Lock()
-	if s.done == done {
-		s.cancel, s.done = nil, nil
-	}
-	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
+	s.run(ctx)
 	return nil
 }
 
@@ -165,8 +148,7 @@ type pin struct {
 	cutoff  time.Time
 }
 
-func (s *Scheduler) run(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
+func (s *Scheduler) run(ctx context.Context) {
 	l := newLoop(s, s.clock.Now())
 	for ctx.Err() == nil {
 		wait := l.pass(ctx)

@@ -1,6 +1,7 @@
 package cron_test
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"testing"
@@ -90,7 +91,7 @@ func TestSchedulerRestartAmongOthers(t *testing.T) {
 	}
 	clients := []*queue.Client{b.client(t, clock), b.client(t, clock), b.client(t, clock)}
 	require.NoError(t, cron.NewStore(clients[0]).Register(b.ctx, entries...))
-	var scheds []*cron.Scheduler
+	var scheds []*runner
 	for _, c := range clients {
 		scheds = append(scheds, b.scheduler(t, cron.Config{Client: c}))
 	}
@@ -321,15 +322,22 @@ func TestNewSchedulerConfig(t *testing.T) {
 	_, err := cron.NewScheduler(cron.Config{})
 	require.Error(t, err)
 	b := setup(t)
-	c := b.client(t, clockwork.NewFakeClockAt(base))
+	clock := clockwork.NewFakeClockAt(base)
+	c := b.client(t, clock)
 	_, err = cron.NewScheduler(cron.Config{Client: c, Grace: time.Hour})
 	require.Error(t, err)
 	s, err := cron.NewScheduler(cron.Config{Client: c})
 	require.NoError(t, err)
-	require.NoError(t, s.Start(b.ctx))
-	require.Error(t, s.Start(b.ctx), "started twice")
-	require.NoError(t, s.Stop(b.ctx))
-	require.NoError(t, s.Stop(b.ctx), "stopping a stopped scheduler")
+	ctx, cancel := context.WithCancel(b.ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	require.NoError(t, clock.BlockUntilContext(b.ctx, 1)) // the first Run sleeps
+	require.ErrorContains(t, s.Run(b.ctx), "running already", "a second Run while one runs")
+	cancel()
+	require.NoError(t, <-ran, "a Run ended by its ctx answers nil")
+	ctx, cancel = context.WithCancel(b.ctx)
+	cancel()
+	require.NoError(t, s.Run(ctx), "run again after it returned")
 }
 
 // A loop that falls behind by more than Grace (a stalled process, Redis
@@ -577,7 +585,7 @@ type stoppedAfterTen struct {
 	client  *queue.Client
 	store   *cron.Store
 	entries []cron.Entry
-	sched   *cron.Scheduler
+	sched   *runner
 }
 
 func (b *testBundle) runTenTicksAndStop(t *testing.T) stoppedAfterTen {

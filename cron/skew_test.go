@@ -53,7 +53,7 @@ func skewedTicks(t *testing.T, skews []time.Duration) {
 	require.NoError(t, cron.NewStore(clients[len(clients)-1]).Register(b.ctx, entries...))
 	after, err := b.rdb.Time(b.ctx).Result()
 	require.NoError(t, err)
-	var scheds []*cron.Scheduler
+	var scheds []*runner
 	for _, c := range clients {
 		// No refresh to fall back on: each loop wakes for a tick only by
 		// converting its instant on Redis's clock to its own.
@@ -65,7 +65,7 @@ func skewedTicks(t *testing.T, skews []time.Duration) {
 		return err == nil && st.EnqueuedTotal >= 3
 	}, 15*time.Second, 10*time.Millisecond, "ticks are enqueued")
 	for i, s := range scheds {
-		require.InDelta(t, -skews[i].Seconds(), cron.RedisClockOffset(s).Seconds(), 0.5,
+		require.InDelta(t, -skews[i].Seconds(), cron.RedisClockOffset(s.Scheduler).Seconds(), 0.5,
 			"the loop on a clock %s off knows how far Redis's is", skews[i])
 		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 		require.NoError(t, s.Stop(ctx))

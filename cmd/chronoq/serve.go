@@ -379,11 +379,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 			return err
 		}
 	}
-	if err := scheduler.Start(bg); err != nil {
-		return err
-	}
 	// The background parts, each a Run(ctx) until the shutdown below.
 	var background lifecycle.Group
+	background.Start(bg, "cron", scheduler)
 	background.Start(bg, "promoter", promoter)
 	background.Start(bg, "reclaimer", reclaimer)
 	watchClock(bg, client, srv.Registry(), log)
@@ -423,9 +421,6 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	}
 	if err := background.Stop(sctx); err != nil {
 		log.Warn("background stop", "err", err)
-	}
-	if err := scheduler.Stop(sctx); err != nil {
-		log.Warn("cron scheduler stop", "err", err)
 	}
 	log.Info("stopped")
 	if errors.Is(serveErr, http.ErrServerClosed) {
