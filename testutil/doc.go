@@ -13,10 +13,12 @@
 //
 // # Usage
 //
-// Every package whose tests use testutil should route its TestMain through
-// [Main], which stops the shared servers and removes their directories after
-// the tests ran (without it the servers still die with the test binary, see
-// Processes below, but their temporary directories are left behind):
+// Every package routes its TestMain through [Main], which stops the shared
+// servers and removes their directories after the tests ran (without it the
+// servers still die with the test binary, see Processes below, but their
+// temporary directories are left behind), and then fails a passing run that
+// left a goroutine behind (go.uber.org/goleak; [LeakOptions] are the known
+// long-lived ones):
 //
 //	func TestMain(m *testing.M) { testutil.Main(m) }
 //

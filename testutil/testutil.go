@@ -14,6 +14,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/redisproc"
@@ -58,14 +59,38 @@ func sharedDir(pattern string) (string, error) {
 	return dir, nil
 }
 
-// Main runs the package's tests and then stops every server this package
-// started. Use as:
+// Main runs the package's tests, stops every server this package started,
+// and then, when the tests passed, fails the run if any goroutine is left
+// behind (go.uber.org/goleak). Use as:
 //
 //	func TestMain(m *testing.M) { testutil.Main(m) }
-func Main(m *testing.M) {
+//
+// A leaked goroutine is a bug: a loop nobody stopped, a client nobody
+// closed, a request whose body nobody read. opts are more goleak options
+// for a package whose tests knowingly leave one running (say why where
+// you pass them); the defaults are in [LeakOptions].
+func Main(m *testing.M, opts ...goleak.Option) {
 	code := m.Run()
+	// The shared servers' goroutines (their process waiters) end here, so
+	// they are not taken for leaks.
 	stopShared()
+	if code == 0 {
+		if err := goleak.Find(append(LeakOptions(), opts...)...); err != nil {
+			fmt.Fprintf(os.Stderr, "testutil: goroutines left running after the tests passed: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
+}
+
+// LeakOptions are the goleak options [Main] always applies: the goroutines
+// that are expected to outlive every test of a binary, and nothing else.
+func LeakOptions() []goleak.Option {
+	return []goleak.Option{
+		// The thread that starts redis-server children must outlive them
+		// (their Pdeathsig is tied to it), so it never ends.
+		goleak.IgnoreTopFunction(redisproc.SpawnerFunc),
+	}
 }
 
 // stopShared stops all shared servers (in parallel) and removes their

@@ -17,6 +17,12 @@ const (
 	termWait = 10 * time.Second // graceful exit after SIGTERM, then SIGKILL
 )
 
+// SpawnerFunc names, as goroutine leak checks (go.uber.org/goleak) see it,
+// the one goroutine of this package that lives as long as the process: on
+// Linux, the spawner that starts every child from a thread of its own
+// (see spawn). Elsewhere there is no such goroutine.
+const SpawnerFunc = "github.com/chronoq/chronoq/internal/redisproc.(*spawner).run"
+
 // Child is one child process. Every child runs in a process group of its
 // own (Setpgid), so that a signal reaches its own children too
 // (redis-server forks for AOF rewrites) and a Ctrl-C of the terminal
