@@ -126,14 +126,30 @@ var single struct {
 // PING; later calls (from any test) return the same address.
 func RedisAddr(t testing.TB) string {
 	t.Helper()
+	addr, err := redisAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// ExampleRedisAddr is [RedisAddr] for code that has no testing.TB: the
+// package's runnable examples. It panics where RedisAddr fails the test.
+// The server is stopped by [Main] like any other.
+func ExampleRedisAddr() string {
+	addr, err := redisAddr()
+	if err != nil {
+		panic(err)
+	}
+	return addr
+}
+
+func redisAddr() (string, error) {
 	if addr := strings.TrimSpace(os.Getenv(EnvRedisAddr)); addr != "" {
-		return addr
+		return addr, nil
 	}
 	single.once.Do(func() { single.addr, single.err = startSingle() })
-	if single.err != nil {
-		t.Fatal(single.err)
-	}
-	return single.addr
+	return single.addr, single.err
 }
 
 func startSingle() (string, error) {
@@ -182,7 +198,17 @@ var issued sync.Map
 // Each call returns a new namespace.
 func Namespace(t testing.TB) string {
 	t.Helper()
-	name := sanitize(strings.TrimPrefix(t.Name(), "Test"))
+	return namespace(strings.TrimPrefix(t.Name(), "Test"))
+}
+
+// ExampleNamespace is [Namespace] for code that has no testing.TB, the
+// runnable examples: a fresh namespace "t" + name + "-" + 8 random hex
+// characters, so that an example's keys never meet those of a test or of
+// an earlier run on a shared server.
+func ExampleNamespace(name string) string { return namespace(name) }
+
+func namespace(name string) string {
+	name = sanitize(name)
 	const suffixLen = 1 + 8 // "-" + hex
 	if maxName := namespaceMax - 1 - suffixLen; len(name) > maxName {
 		name = name[:maxName]
