@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 	"github.com/chronoq/chronoq/worker"
 )
 
@@ -43,22 +41,41 @@ func ExampleMux() {
 }
 
 // A worker process: two queues, the first served first, and a graceful
-// stop on SIGINT or SIGTERM that gives running jobs 30 s to finish before
-// handing them back. (Not run: it needs a Redis server.)
+// stop that gives running jobs 30 s to finish before handing them back.
+// Run works until its context ends; a real process ends it on SIGINT or
+// SIGTERM:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	err := w.Run(ctx)
+//
+// where this example ends it once its one job is done.
 func Example_worker() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	ctx := context.Background()
+	// In a program: the address of your Redis, and no Namespace (the
+	// default "chronoq"). Here: the test binary's redis-server, and keys of
+	// the example's own.
+	rdb := redis.NewClient(&redis.Options{Addr: testutil.ExampleRedisAddr()})
 	defer rdb.Close()
-	client, err := queue.NewClient(queue.Config{Redis: rdb})
+	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.ExampleNamespace("worker")})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
 
+	sent := make(chan string, 1)
 	mux := worker.NewMux()
-	mux.Use(worker.Logging(nil, nil), worker.Recover)
-	mux.HandleFunc("email.send", func(ctx context.Context, job *queue.Job) (json.RawMessage, error) {
-		// ... send it, honouring ctx ...
-		return nil, nil
+	mux.Use(worker.Recover)
+	mux.HandleFunc("email.send", func(_ context.Context, job *queue.Job) (json.RawMessage, error) {
+		var p struct {
+			To string `json:"to"`
+		}
+		if err := json.Unmarshal(job.Payload, &p); err != nil {
+			return nil, worker.SkipRetry(err)
+		}
+		// ... send it, honouring the context ...
+		sent <- p.To
+		return json.RawMessage(`{"sent":true}`), nil
 	})
 
 	w, err := worker.New(worker.Config{Client: client, Handler: mux, Concurrency: 50, Priority: worker.Strict,
@@ -66,9 +83,27 @@ func Example_worker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := w.Run(ctx); err != nil { // until SIGINT or SIGTERM, then the graceful stop
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(runCtx) }()
+
+	e, err := client.Enqueue(ctx, queue.NewJob{Queue: "critical", Kind: "email.send",
+		Payload: json.RawMessage(`{"to":"ada@example.com"}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("sent to", <-sent)
+
+	stop() // SIGTERM, in a program
+	if err := <-ran; err != nil {
 		log.Print(err) // some jobs were handed back to pending
 	}
+	job, err := client.Get(ctx, "critical", e.Job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(job.Status, string(job.Result))
+	// Output:
+	// sent to ada@example.com
+	// completed {"sent":true}
 }
