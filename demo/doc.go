@@ -13,5 +13,6 @@
 // [clockwork.Clock].
 //
 // [Pool.Routes] are the /v1/demo routes, for [api.Config.Routes], and
-// [OpenAPI] their OpenAPI paths, for [api.Config.RoutesOpenAPI].
+// [OpenAPI] their OpenAPI paths, for [api.Config.RoutesOpenAPI]. What the
+// page offers: docs/DASHBOARD.md, "The demo".
 package demo

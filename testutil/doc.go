@@ -34,6 +34,9 @@
 //		...
 //	}
 //
+// Runnable examples, which have no testing.TB, use [ExampleRedisAddr] and
+// [ExampleNamespace] instead of [RedisAddr] and [Namespace].
+//
 // Cluster tests use [Cluster] (or [ClusterAddrs]) instead of [Redis]. Tests
 // that must stop, kill or restart Redis use [StartServer], which gives the
 // test a redis-server of its own. Tests that move a hash slot from one
