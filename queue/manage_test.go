@@ -131,10 +131,7 @@ func requireEachOnce(t *testing.T, ids []string, want []string) {
 }
 
 func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
-	setup := func(t *testing.T, opts ...func(*queue.Config)) *testBundle {
-		t.Helper()
-		return newBundle(t, newRDB, opts...)
-	}
+	setup := setupOn(newRDB)
 	quiet := func(c *queue.Config) { c.DisableEvents = true }
 
 	t.Run("ListScheduled10000PagesSoonestFirst", func(t *testing.T) {

@@ -35,10 +35,7 @@ func TestPromiseCluster(t *testing.T) {
 }
 
 func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
-	setup := func(t *testing.T, opts ...func(*queue.Config)) *testBundle {
-		t.Helper()
-		return newBundle(t, newRDB, opts...)
-	}
+	setup := setupOn(newRDB)
 	// cancelRequested enqueues a job, claims it and asks for it to be
 	// canceled while it runs.
 	cancelRequested := func(t *testing.T, b *testBundle, nj queue.NewJob) *queue.Job {

@@ -1,0 +1,254 @@
+package queue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// contractClaim holds the contract of claims: fenced by a token, leased,
+// blocking when the queue is empty, and promoting what is due on the way;
+// heartbeats and releases of a claim.
+func contractClaim(t *testing.T, setup setupFunc) {
+	t.Run("ClaimPromotesWhatIsDueAndTellsTheNext", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		due := b.clock.Now().Add(5*time.Second + 300*time.Microsecond)
+		var ids []string
+		for i := range 3 {
+			ids = append(ids, b.enqueue(t, queue.NewJob{RunAt: due.Add(time.Duration(i) * time.Microsecond)}).ID)
+		}
+		late := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Hour)})
+		claim := func(max int) ([]*queue.Job, time.Time) {
+			t.Helper()
+			jobs, next, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: max})
+			require.NoError(t, err)
+			return jobs, next
+		}
+
+		// No promoter runs: the claim itself promotes, never before a job
+		// is due by Redis's clock, and at most as many as it may claim.
+		b.clock.Advance(due.Sub(b.clock.Now()) - time.Second)
+		jobs, next := claim(10)
+		require.Empty(t, jobs)
+		require.Equal(t, due, next, "the earliest due time, to the microsecond")
+		b.clock.Advance(time.Second)
+		jobs, next = claim(1)
+		require.Len(t, jobs, 1)
+		require.Equal(t, ids[0], jobs[0].ID)
+		require.Equal(t, queue.StatusProcessing, jobs[0].Status)
+		require.False(t, jobs[0].ClaimedAt.Before(jobs[0].RunAt))
+		require.Equal(t, due.Add(time.Microsecond), next, "the next job's due time")
+		b.clock.Advance(5 * time.Microsecond)
+		jobs, next = claim(1)
+		require.Len(t, jobs, 1)
+		require.Equal(t, ids[1], jobs[0].ID)
+		require.Equal(t, due.Add(2*time.Microsecond), next, "due already, and still scheduled: one claim promotes at most Max")
+		require.Equal(t, queue.StatusScheduled, b.get(t, ids[2]).Status)
+		jobs, next = claim(10)
+		require.Len(t, jobs, 1)
+		require.Equal(t, ids[2], jobs[0].ID)
+		require.Equal(t, late.RunAt, next)
+		require.Equal(t, int64(3), b.stats(t).PromotedTotal)
+
+		// A paused queue promotes nothing on a claim (the promoter still
+		// does) and tells no next due time.
+		require.NoError(t, b.client.Pause(b.ctx, b.queue))
+		b.clock.Advance(time.Hour)
+		jobs, next = claim(10)
+		require.Empty(t, jobs)
+		require.True(t, next.IsZero())
+		require.Equal(t, queue.StatusScheduled, b.get(t, late.ID).Status)
+		require.NoError(t, b.client.Resume(b.ctx, b.queue))
+		jobs, next = claim(10)
+		require.Len(t, jobs, 1)
+		require.Equal(t, late.ID, jobs[0].ID)
+		require.True(t, next.IsZero(), "nothing scheduled any more")
+	})
+
+	t.Run("OneClaimerIsHandedEachDueTime", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
+		second := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(2 * time.Second)})
+		next := func() time.Time {
+			t.Helper()
+			jobs, next, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+			require.NoError(t, err)
+			require.Empty(t, jobs)
+			return next
+		}
+		// A plain Claim (an HTTP worker's) takes no due time, so it does not
+		// keep a worker that asks from hearing of it.
+		b.claimNone(t)
+		require.Equal(t, first.RunAt, next())
+		require.True(t, next().IsZero(), "handed to the first caller already")
+		require.True(t, next().IsZero())
+		// Once that job is gone, the next due time goes to the next caller.
+		b.clock.Advance(time.Second)
+		jobs, _, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		require.Equal(t, first.ID, jobs[0].ID)
+		require.True(t, next().IsZero(), "the claim that took the job was handed the next due time")
+		// If that claimer never comes back, the promoter moves the job, and
+		// the due time after it is handed out as before.
+		b.clock.Advance(time.Second)
+		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, 1, moved)
+		require.Equal(t, second.ID, b.claimOne(t).ID)
+		third := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
+		require.Equal(t, third.RunAt, next())
+		require.True(t, next().IsZero())
+	})
+
+	t.Run("StaleTokenChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{Visibility: time.Second})
+		first := b.claimOne(t)
+		b.clock.Advance(1001 * time.Millisecond) // the lease lapses
+		ids, err := b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, []string{first.ID}, ids)
+		second := b.claimOne(t)
+		require.Equal(t, first.ID, second.ID)
+		require.Equal(t, 2, second.Attempts)
+		require.NotEqual(t, first.Token, second.Token)
+
+		before := b.get(t, first.ID)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, nil), queue.ErrLeaseLost)
+		_, err = b.client.Fail(b.ctx, b.queue, first.ID, first.Token, queue.FailOptions{Error: "late"})
+		require.ErrorIs(t, err, queue.ErrLeaseLost)
+		_, err = b.client.Heartbeat(b.ctx, b.queue, first.ID, first.Token, time.Minute)
+		require.ErrorIs(t, err, queue.ErrLeaseLost)
+		require.ErrorIs(t, b.client.Release(b.ctx, b.queue, first.ID, first.Token), queue.ErrLeaseLost)
+		require.Equal(t, before, b.get(t, first.ID), "a stale token changed the job")
+		s := b.stats(t)
+		require.Equal(t, int64(1), s.Processing)
+		require.Zero(t, s.CompletedTotal+s.FailedTotal)
+
+		// The current holder still can.
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, second.ID, second.Token, nil))
+	})
+
+	t.Run("BlockingClaimWaitsForAJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		got := make(chan []*queue.Job, 1)
+		go func() {
+			jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Wait: 10 * time.Second, Max: 5})
+			if err != nil {
+				jobs = nil
+			}
+			got <- jobs
+		}()
+		// Wait until the claimer waits on the wake stream, then enqueue.
+		node := b.rdb
+		if cc, ok := b.rdb.(*redis.ClusterClient); ok {
+			n, err := cc.MasterForKey(b.ctx, b.key(queue.KeyPending))
+			require.NoError(t, err)
+			node = n
+		}
+		require.Eventually(t, func() bool {
+			cl, err := node.ClientList(b.ctx).Result()
+			return err == nil && containsCmd(cl, "xread")
+		}, 10*time.Second, 5*time.Millisecond)
+		j := b.enqueue(t, queue.NewJob{})
+		jobs := <-got
+		require.Len(t, jobs, 1)
+		require.Equal(t, j.ID, jobs[0].ID)
+		require.Equal(t, queue.StatusProcessing, b.get(t, j.ID).Status)
+	})
+
+	t.Run("ClaimedJobsLiveInLeasesNotInProcessing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for range 3 {
+			b.enqueue(t, queue.NewJob{})
+		}
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 2})
+		require.NoError(t, err)
+		require.Len(t, jobs, 2)
+		blocked, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Wait: time.Second})
+		require.NoError(t, err)
+		require.Len(t, blocked, 1)
+		require.Equal(t, int64(3+1), b.rdb.ZCard(b.ctx, b.key(queue.KeyLeases)).Val(), "and the sentinel")
+		require.Equal(t, int64(3), b.stats(t).Processing)
+		listed, _, err := b.client.List(b.ctx, b.queue, queue.ListOptions{Status: queue.StatusProcessing})
+		require.NoError(t, err)
+		require.Len(t, listed, 3)
+	})
+
+	t.Run("BlockingClaimTimesOutEmpty", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Wait: 100 * time.Millisecond})
+		require.NoError(t, err)
+		require.Empty(t, jobs)
+	})
+
+	t.Run("HeartbeatExtendsAndReportsCancel", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{Visibility: 10 * time.Second})
+		c := b.claimOne(t)
+		b.clock.Advance(8 * time.Second)
+		l, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, 0)
+		require.NoError(t, err)
+		requireSoonAfter(t, b.clock.Now().Add(10*time.Second), l.Until)
+		require.False(t, l.CancelRequested)
+		b.clock.Advance(8 * time.Second) // 16 s after the claim: alive thanks to the heartbeat
+		ids, err := b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Empty(t, ids)
+		// A shorter extension never shortens the lease.
+		l2, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, time.Second)
+		require.NoError(t, err)
+		require.Equal(t, l.Until, l2.Until)
+		_, err = b.client.Cancel(b.ctx, b.queue, c.ID)
+		require.NoError(t, err)
+		l3, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, 0)
+		require.NoError(t, err)
+		require.True(t, l3.CancelRequested)
+	})
+
+	t.Run("ReleaseHandsBackAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.enqueue(t, queue.NewJob{MaxAttempts: 1})
+		c := b.claimOne(t)
+		require.NoError(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token))
+		require.NoError(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token), "a retried release answers what the first did")
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil), queue.ErrLeaseLost)
+		again := b.claimOne(t)
+		require.ErrorIs(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token), queue.ErrLeaseLost, "not once the job is claimed again")
+		require.Equal(t, j.ID, again.ID)
+		require.Equal(t, 2, again.Attempts)
+	})
+
+	t.Run("PausedQueueAcceptsAndPromotesButHandsOutNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.NoError(t, b.client.Pause(b.ctx, b.queue))
+		b.enqueue(t, queue.NewJob{})
+		b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
+		b.clock.Advance(time.Second)
+		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, 1, moved)
+		b.claimNone(t)
+		s := b.stats(t)
+		require.True(t, s.Paused)
+		require.Equal(t, int64(2), s.Pending)
+		require.NoError(t, b.client.Resume(b.ctx, b.queue))
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 5})
+		require.NoError(t, err)
+		require.Len(t, jobs, 2)
+	})
+}

@@ -1,0 +1,139 @@
+package queue_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// contractFail holds the contract of failure: retries on the backoff
+// policy or at a given time, death when the attempts are spent, reclaim of
+// lapsed leases, and the capped dead set.
+func contractFail(t *testing.T, setup setupFunc) {
+	t.Run("BackoffMatchesPolicyWithinBounds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		bo := queue.Backoff{Initial: time.Second, Factor: 3, Max: time.Minute, Jitter: 0.25}
+		j := b.enqueue(t, queue.NewJob{MaxAttempts: 6, Backoff: &bo})
+		prev := time.Duration(0)
+		for attempt := 1; attempt <= 5; attempt++ {
+			c := b.claimOne(t)
+			require.Equal(t, attempt, c.Attempts)
+			res, err := b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: "boom"})
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusScheduled, res.Status)
+			// The backoff counts from Redis's now, a little after the fake
+			// clock's.
+			d := res.RunAt.Sub(b.clock.Now())
+			lo, hi := bo.Bounds(attempt)
+			require.GreaterOrEqual(t, d, lo-time.Millisecond, "attempt %d", attempt)
+			require.LessOrEqual(t, d, hi+time.Second, "attempt %d", attempt)
+			if attempt <= 3 { // until the cap, every delay is longer than the last
+				require.Greater(t, d, prev)
+			}
+			prev = d
+			require.Equal(t, res.RunAt, b.get(t, j.ID).RunAt)
+			b.clock.Advance(res.Due.Sub(b.clock.Now()))
+			moved, _, err := b.client.Promote(b.ctx, b.queue)
+			require.NoError(t, err)
+			require.Equal(t, 1, moved)
+		}
+		require.Equal(t, int64(5), b.stats(t).RetriedTotal)
+	})
+
+	t.Run("PoisonJobDiesWithMaxAttempts", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		bo := queue.Backoff{Initial: time.Second, Factor: 2, Max: time.Minute}
+		j := b.enqueue(t, queue.NewJob{MaxAttempts: 4, Backoff: &bo})
+		for attempt := 1; ; attempt++ {
+			c := b.claimOne(t)
+			res, err := b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: fmt.Sprintf("boom %d", attempt)})
+			require.NoError(t, err)
+			if res.Status == queue.StatusDead {
+				break
+			}
+			require.Less(t, attempt, 4)
+			b.clock.Advance(time.Minute)
+			_, _, err = b.client.Promote(b.ctx, b.queue)
+			require.NoError(t, err)
+		}
+		dead := b.get(t, j.ID)
+		require.Equal(t, queue.StatusDead, dead.Status)
+		require.Equal(t, 4, dead.Attempts)
+		require.Equal(t, "boom 4", dead.LastError)
+		requireSoonAfter(t, b.clock.Now(), dead.DiedAt)
+		s := b.stats(t)
+		require.Equal(t, int64(1), s.Dead)
+		require.Equal(t, int64(4), s.FailedTotal)
+		require.Equal(t, int64(3), s.RetriedTotal)
+		require.Equal(t, int64(1), s.DeadTotal)
+		require.Zero(t, s.Pending+s.Scheduled+s.Processing)
+	})
+
+	t.Run("FailDeadAndRetryAt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.enqueue(t, queue.NewJob{MaxAttempts: 10})
+		c := b.claimOne(t)
+		at := b.clock.Now().Add(1500 * time.Millisecond)
+		res, err := b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: "rate limited", RetryAt: at})
+		require.NoError(t, err)
+		require.Equal(t, queue.FailResult{Status: queue.StatusScheduled, RunAt: at, Due: at}, res)
+		// Repeating the same failure (a retried command) changes nothing.
+		res2, err := b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: "rate limited", RetryAt: at})
+		require.NoError(t, err)
+		require.Equal(t, res, res2)
+		require.Equal(t, int64(1), b.stats(t).FailedTotal)
+		b.clock.Advance(1500 * time.Millisecond)
+		_, _, err = b.client.Promote(b.ctx, b.queue)
+		require.NoError(t, err)
+		c = b.claimOne(t)
+		res, err = b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: "bad input", Dead: true})
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusDead, res.Status)
+		require.Equal(t, 2, b.get(t, j.ID).Attempts)
+	})
+
+	t.Run("ReclaimSpentAttemptsGoesDead", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.enqueue(t, queue.NewJob{MaxAttempts: 1, Visibility: time.Second})
+		b.claimOne(t)
+		b.clock.Advance(2 * time.Second)
+		ids, err := b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, []string{j.ID}, ids)
+		dead := b.get(t, j.ID)
+		require.Equal(t, queue.StatusDead, dead.Status)
+		require.Contains(t, dead.LastError, "lease expired")
+		b.claimNone(t)
+	})
+
+	t.Run("DeadSetCappedByCountAndAge", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(c *queue.Config) { c.DeadMaxJobs = 3; c.DeadMaxAge = time.Hour })
+		kill := func() string {
+			j := b.enqueue(t, queue.NewJob{})
+			c := b.claimOne(t)
+			_, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", Dead: true})
+			require.NoError(t, err)
+			b.clock.Advance(time.Second)
+			return j.ID
+		}
+		var ids []string
+		for range 5 {
+			ids = append(ids, kill())
+		}
+		require.Equal(t, int64(3), b.stats(t).Dead)
+		_, err := b.client.Get(b.ctx, b.queue, ids[0])
+		require.ErrorIs(t, err, queue.ErrNotFound, "the oldest dead job was trimmed, hash and all")
+		b.clock.Advance(2 * time.Hour)
+		kill()
+		require.Equal(t, int64(1), b.stats(t).Dead, "dead jobs past the age cap are trimmed")
+	})
+}
