@@ -212,10 +212,10 @@ func (b *testBundle) enqueue(t testing.TB, body map[string]any) jobView {
 	return decodeAs[jobView](t, r)
 }
 
-// claim claims up to max jobs of q at once.
-func (b *testBundle) claim(t *testing.T, q string, max int) []jobView {
+// claim claims up to n jobs of q at once.
+func (b *testBundle) claim(t *testing.T, q string, n int) []jobView {
 	t.Helper()
-	r := b.do(t, http.MethodPost, "/v1/queues/"+q+"/claim", map[string]any{"max": max})
+	r := b.do(t, http.MethodPost, "/v1/queues/"+q+"/claim", map[string]any{"max": n})
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	return decodeAs[jobsView](t, r).Jobs
 }

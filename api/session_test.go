@@ -15,7 +15,16 @@ import (
 )
 
 // login does GET /?token=tok without following the redirect.
-func login(t *testing.T, hs *httptest.Server, tok string) *http.Response {
+// loginAnswer is the answer to a login, its body read and closed.
+type loginAnswer struct {
+	StatusCode int
+	Header     http.Header
+	cookies    []*http.Cookie
+}
+
+func (a loginAnswer) Cookies() []*http.Cookie { return a.cookies }
+
+func login(t *testing.T, hs *httptest.Server, tok string) loginAnswer {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, hs.URL+"/?token="+tok, nil)
 	require.NoError(t, err)
@@ -25,10 +34,10 @@ func login(t *testing.T, hs *httptest.Server, tok string) *http.Response {
 	require.NoError(t, err)
 	_, _ = io.Copy(io.Discard, res.Body)
 	_ = res.Body.Close()
-	return res
+	return loginAnswer{StatusCode: res.StatusCode, Header: res.Header, cookies: res.Cookies()}
 }
 
-func sessionCookie(t *testing.T, res *http.Response) *http.Cookie {
+func sessionCookie(t *testing.T, res loginAnswer) *http.Cookie {
 	t.Helper()
 	for _, c := range res.Cookies() {
 		if c.Name == api.SessionCookie {

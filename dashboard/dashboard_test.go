@@ -20,7 +20,7 @@ import (
 func TestHandler(t *testing.T) {
 	t.Parallel()
 	rec := httptest.NewRecorder()
-	dashboard.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	dashboard.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil))
 	res := rec.Result()
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Equal(t, "text/html; charset=utf-8", res.Header.Get("Content-Type"))

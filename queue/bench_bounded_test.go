@@ -450,10 +450,10 @@ func boundedOps(b *testing.B, e *boundedEnv, q string, near, far []string, r *bo
 	}
 	// Claims of 1, then of 32, each completed in one call: the stale ids
 	// the near end now holds are what they pop first.
-	claim := func(max int) {
+	claim := func(n int) {
 		r.calls++
 		r.claims++
-		js, err := c.Claim(ctx, q, queue.ClaimOptions{Max: max})
+		js, err := c.Claim(ctx, q, queue.ClaimOptions{Max: n})
 		require.NoError(b, err)
 		if len(js) == 0 {
 			r.emptyClaims++

@@ -23,9 +23,9 @@ func contractClaim(t *testing.T, setup setupFunc) {
 			ids = append(ids, b.enqueue(t, queue.NewJob{RunAt: due.Add(time.Duration(i) * time.Microsecond)}).ID)
 		}
 		late := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Hour)})
-		claim := func(max int) ([]*queue.Job, time.Time) {
+		claim := func(n int) ([]*queue.Job, time.Time) {
 			t.Helper()
-			jobs, next, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: max})
+			jobs, next, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: n})
 			require.NoError(t, err)
 			return jobs, next
 		}

@@ -30,7 +30,9 @@ func TestDemo(t *testing.T) {
 		return q["completed_total"] == float64(5)
 	}, 10*time.Second, 20*time.Millisecond)
 
-	res, err := http.Get(s.base + "/")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/", nil)
+	require.NoError(t, err)
+	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	page, _ := io.ReadAll(res.Body)
 	_ = res.Body.Close()
