@@ -30,7 +30,7 @@ func exactNames(data []byte, t reflect.Type, prefix string) *Error {
 	case reflect.Struct:
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(data, &obj) != nil {
-			return nil // not an object: the decode proper answered for it
+			return nil //nolint:nilerr // not an object: the decode proper answered for it
 		}
 		for name, val := range obj {
 			f, ok := fieldByJSONName(t, name)
@@ -44,7 +44,7 @@ func exactNames(data []byte, t reflect.Type, prefix string) *Error {
 	case reflect.Slice, reflect.Array:
 		var arr []json.RawMessage
 		if json.Unmarshal(data, &arr) != nil {
-			return nil
+			return nil //nolint:nilerr // not an array: the decode proper answered for it
 		}
 		for i, el := range arr {
 			if err := exactNames(el, t.Elem(), strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"]."); err != nil {

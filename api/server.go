@@ -135,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 		s.token = sha256.Sum256([]byte(cfg.Token))
 		s.session = sha256.Sum256([]byte(sessionValue(cfg.Token)))
 	}
-	s.drainCtx, s.drain = context.WithCancel(context.Background())
+	s.drainCtx, s.drain = context.WithCancel(context.Background()) //nolint:gosec // G118: s.drain is called by Drain
 	s.metrics = newMetrics(cfg.Store)
 	s.enqueue = cfg.Store.Enqueue
 	if !cfg.DisableCoalescing {
@@ -376,7 +376,7 @@ func (s *Server) recover(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				if r == http.ErrAbortHandler {
+				if r == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http compares it
 					panic(r)
 				}
 				s.log.Error("api: panic in handler", "method", c.Request().Method, "path", c.Request().URL.Path,
@@ -427,6 +427,7 @@ func (s *Server) dashboard(c echo.Context) error {
 			if len(tok) != 1 || !s.tokenOK(tok[0]) {
 				return errUnauthenticated
 			}
+			//nolint:gosec // G124: Secure exactly when the request came over TLS; a loopback server speaks plain HTTP
 			http.SetCookie(c.Response(), &http.Cookie{Name: SessionCookie, Value: sessionValue(s.cfg.Token), Path: "/",
 				HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 			h.Set("Cache-Control", "no-store")

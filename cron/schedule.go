@@ -158,11 +158,11 @@ func (s *Schedule) lastBefore(lo, hi time.Time) time.Time {
 		return time.Time{}
 	}
 	for range 128 {
-		gap := r.Sub(l) / time.Second
+		gap := int64(r.Sub(l) / time.Second) // l and r are whole seconds
 		if gap <= 1 {
 			break
 		}
-		mid := l.Add(gap / 2 * time.Second)
+		mid := l.Add(time.Duration(gap/2) * time.Second)
 		if before(mid) {
 			l = mid
 		} else {

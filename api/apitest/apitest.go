@@ -156,7 +156,7 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 // the Error body.
 func (c *Contract) checkNoRoute(x Exchange, routeErr error) error {
 	if x.Status != http.StatusNotFound && x.Status != http.StatusMethodNotAllowed {
-		return fmt.Errorf("no operation in the document (%v): want 404 or 405, the server answered %d (body: %.500s)", routeErr, x.Status, x.Body)
+		return fmt.Errorf("no operation in the document (%w): want 404 or 405, the server answered %d (body: %.500s)", routeErr, x.Status, x.Body)
 	}
 	if x.Request.Method == http.MethodHead {
 		return nil

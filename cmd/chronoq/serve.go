@@ -197,7 +197,7 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	}
 	host, _, err := net.SplitHostPort(c.listen)
 	if err != nil {
-		return c, fmt.Errorf("--listen %q: %v", c.listen, err)
+		return c, fmt.Errorf("--listen %q: %w", c.listen, err)
 	}
 	if !isLoopback(host) && c.token == "" && !c.insecure {
 		return c, fmt.Errorf("refusing to listen on %s without an API token: anyone who reaches it could run and delete jobs. "+
@@ -268,8 +268,8 @@ type serveHooks struct {
 }
 
 // connect opens the Redis connection serve uses, starting the embedded
-// in-memory Redis when none is configured. close releases it all.
-func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, close func(), err error) {
+// in-memory Redis when none is configured. release releases it all.
+func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, release func(), err error) {
 	switch {
 	case len(c.redisCluster) > 0:
 		o := &redis.ClusterOptions{Addrs: c.redisCluster, DialerRetries: 2}

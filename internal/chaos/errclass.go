@@ -9,7 +9,8 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// Error classes that must never reach a caller of the engine as a failure:
+// ForbiddenClasses are the error classes that must never reach a caller of
+// the engine as a failure:
 // the engine (and go-redis under it) must follow redirects, keep every
 // script's keys in one slot, declare every key a script touches (NONLOCAL:
 // "Script attempted to access a non local key", which Redis answers after

@@ -235,8 +235,8 @@ func CommandName(req []byte) string {
 	return cmd
 }
 
-// parseRESPArgs reads up to max bulk strings of the first RESP array in b.
-func parseRESPArgs(b []byte, max int) []string {
+// parseRESPArgs reads up to limit bulk strings of the first RESP array in b.
+func parseRESPArgs(b []byte, limit int) []string {
 	line := func() (string, bool) {
 		i := bytes.Index(b, []byte("\r\n"))
 		if i < 0 {
@@ -252,7 +252,7 @@ func parseRESPArgs(b []byte, max int) []string {
 	}
 	n, _ := strconv.Atoi(h[1:])
 	var out []string
-	for range min(n, max) {
+	for range min(n, limit) {
 		l, ok := line()
 		if !ok || !strings.HasPrefix(l, "$") {
 			return out

@@ -143,7 +143,10 @@ func (s *Server) waitReady(ctx context.Context) error {
 	pid := strconv.Itoa(s.cur.Pid())
 	for {
 		if !s.cur.Running() {
-			return fmt.Errorf("exited before becoming ready: %v", s.cur.Err())
+			if err := s.cur.Err(); err != nil {
+				return fmt.Errorf("exited before becoming ready: %w", err)
+			}
+			return errors.New("exited before becoming ready")
 		}
 		err := probe(s.Addr, pid)
 		if err == nil {
@@ -151,7 +154,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not ready: %w (last: %v)", ctx.Err(), err)
+			return fmt.Errorf("not ready: %w (last: %w)", ctx.Err(), err)
 		case <-s.cur.Done():
 		case <-time.After(readyPoll):
 		}

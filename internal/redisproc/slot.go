@@ -2,6 +2,7 @@ package redisproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -198,7 +199,7 @@ func (a *admin) close() { _ = a.rdb.Close() }
 // names the node.
 func (a *admin) do(ctx context.Context, args ...any) (any, error) {
 	v, err := a.rdb.Do(ctx, args...).Result()
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
@@ -215,7 +216,7 @@ func (a *admin) asking(ctx context.Context, args ...any) (any, error) {
 	cmd := pipe.Do(ctx, args...)
 	_, _ = pipe.Exec(ctx)
 	v, err := cmd.Result()
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
