@@ -79,7 +79,8 @@ func invalid(field, format string, args ...any) *FieldError {
 func (c *Client) Enqueue(ctx context.Context, nj NewJob) (Enqueued, error) {
 	out, err := c.EnqueueBatch(ctx, []NewJob{nj})
 	if err != nil {
-		if fe, ok := err.(*FieldError); ok {
+		var fe *FieldError
+		if errors.As(err, &fe) {
 			fe.Index = -1
 		}
 		return Enqueued{}, err

@@ -176,20 +176,6 @@ func msDuration(s string) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// dueAt is how a job asked for at runAt is stored, at now: later when it
-// is not due yet; the score of the schedule (runAt to the microsecond,
-// rounded up, so the job never runs before it asked; now's millisecond
-// when due already); and the run_at the job shows, the millisecond its due
-// time falls in, as every time of a job is (so a claim's claimed_at is
-// never before it).
-func dueAt(runAt, now time.Time) (shown time.Time, score string, later bool) {
-	if !runAt.After(now) {
-		ms := now.UnixMilli()
-		return time.UnixMilli(ms).UTC(), strconv.FormatInt(ms, 10), false
-	}
-	return time.UnixMilli(runAt.UnixMilli()).UTC(), scoreOf(runAt), true
-}
-
 // scoreOf is t as a score of a scheduled set: Unix milliseconds with
 // three decimals, rounded up to the microsecond. (A job's run_at_ms is
 // the whole millisecond; the schedule keeps microseconds, so that a retry
@@ -234,10 +220,4 @@ func nextOfReply(v any) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("next due score %q: %w", head, err)
 	}
 	return timeOfScore(f), nil
-}
-
-// cutoffOf is now as the highest score that is due: Unix milliseconds with
-// the microseconds, rounded down.
-func cutoffOf(now time.Time) string {
-	return usScore(now.UnixMicro())
 }

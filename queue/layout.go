@@ -140,9 +140,6 @@ const (
 	metaWaitingUntil = "waiting_until" // ms until which a claimer may be waiting on the wake stream
 )
 
-// The counters in the meta hash, as Stats reads them.
-var statFields = []string{"enqueued", "promoted", "completed", "failed", "retried", "reclaimed", "dead", "canceled", "requeued"}
-
 // A job's record: its fields joined by NUL bytes, in this order. No value
 // can hold a NUL: kinds and ids are validated, errors are scrubbed,
 // idempotency keys refuse control characters, and payloads and results

@@ -8,10 +8,10 @@ import (
 // The name rules are checked with byte loops, not regexps: they run on
 // every call.
 
-// nameOK reports whether s is 1 to max bytes, starting with a letter or
-// digit of first, the rest from rest.
-func nameOK(s string, max int, first, rest func(byte) bool) bool {
-	if len(s) == 0 || len(s) > max || !first(s[0]) {
+// nameOK reports whether s is 1 to maxLen bytes, starting with a letter
+// or digit of first, the rest from rest.
+func nameOK(s string, maxLen int, first, rest func(byte) bool) bool {
+	if len(s) == 0 || len(s) > maxLen || !first(s[0]) {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
