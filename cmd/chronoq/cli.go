@@ -85,7 +85,7 @@ func (c *cli) connect() error {
 	}
 	api, err := client.NewClientWithResponses(strings.TrimRight(c.url, "/"), opts...)
 	if err != nil {
-		return fmt.Errorf("--url %q: %v", c.url, err)
+		return fmt.Errorf("--url %q: %w", c.url, err)
 	}
 	c.api = api
 	return nil
