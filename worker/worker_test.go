@@ -224,8 +224,11 @@ func TestHandlerOutlivingItsLease(t *testing.T) {
 	recv(t, b.ctx, started)
 
 	// Another instance, whose clock is past the lease, takes the job back
-	// before this worker's next heartbeat.
-	later := clockwork.NewFakeClockAt(b.clock.Now().Add(3*time.Second + time.Millisecond))
+	// before this worker's next heartbeat. Past it by a minute, not a
+	// millisecond: the time the scripts see runs on in real time from each
+	// fake clock's first use, so the lease ends 3 s after the claim plus
+	// however long this machine took to get there from the setup.
+	later := clockwork.NewFakeClockAt(b.clock.Now().Add(3*time.Second + time.Minute))
 	other, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: later})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = other.Close() })
