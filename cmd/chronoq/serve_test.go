@@ -296,7 +296,9 @@ func TestServeEmbeddedRedisTime(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "not early")
 	require.Less(t, time.Since(start), 3*time.Second, "not late")
 
-	res, err := http.Get(s.base + "/metrics")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/metrics", nil)
+	require.NoError(t, err)
+	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	metrics, err := io.ReadAll(res.Body)
 	require.NoError(t, err)

@@ -57,7 +57,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	}
 	rdb := cfg.Redis.Client()
 	defer rdb.Close()
-	var clock clockwork.Clock = clockwork.NewRealClock()
+	clock := clockwork.NewRealClock()
 	if cfg.ClockSkew != 0 {
 		clock = clockskew.New(cfg.ClockSkew)
 	}
