@@ -1,6 +1,16 @@
 // Package queue is chronoq's job engine on Redis: enqueue, claim, complete,
 // fail, heartbeat, release and reclaim, each one atomic Lua script.
 //
+//	c, err := queue.NewClient(queue.Config{Redis: rdb}) // a *redis.Client or *redis.ClusterClient
+//	e, err := c.Enqueue(ctx, queue.NewJob{Queue: "emails", Kind: "welcome",
+//		Payload: json.RawMessage(`{"to":"a@example.com"}`), Delay: time.Hour})
+//	jobs, err := c.Claim(ctx, "emails", queue.ClaimOptions{Max: 10})
+//	err = c.Complete(ctx, "emails", jobs[0].ID, jobs[0].Token, nil)
+//
+// Most programs do not claim by hand: package worker runs handlers, the
+// promoter (package delayed) and the [Reclaimer] keep time, and package
+// api serves all of it over HTTP. See Example for a job's whole path.
+//
 // # The path of a job
 //
 // [Client.Enqueue] writes the job's record and puts its id in the queue's
