@@ -45,6 +45,7 @@ var scenarioNames = []string{"e2e", "drain", "enqueue", "late", "retry", "mem"}
 type bench struct {
 	addr     string
 	ctl      *redis.Client
+	ctlAddr  string // the control connection as Redis sees it
 	deadline time.Duration
 	n        int // scenarios 1, 2, 3
 	lateN    int
@@ -104,8 +105,9 @@ func run() int {
 		defer srv.stop()
 		b.addr = srv.proc.Addr
 	}
-	b.ctl = redis.NewClient(&redis.Options{Addr: b.addr})
+	b.ctl = redis.NewClient(&redis.Options{Addr: b.addr, PoolSize: 1})
 	defer b.ctl.Close()
+	b.ctlAddr = clientAddr(b.ctl)
 	keys, err := keyCount(b.ctl)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: redis at %s: %v\n", b.addr, err)
@@ -171,8 +173,11 @@ func run() int {
 // printNotes says, for each scenario run, what its rows measure.
 func printNotes(b *bench, selected map[string]bool) {
 	notes := map[string][]string{
-		"e2e": {"1. n no-op jobs enqueued by 4 producers (chronoq: EnqueueBatch of 100; asynq: one Enqueue a job,",
-			"   it has no batch or pipelined enqueue) while 50 handlers run; first enqueue to last completion."},
+		"e2e": {"1. n no-op jobs enqueued by 4 producers while 50 handlers run; first enqueue to last completion. First",
+			"   one Enqueue call a job on both sides, then chronoq's EnqueueBatch of 100 against the same asynq run (asynq",
+			"   has no batch or pipelined enqueue). \"of which\": the first pass's redis CPU/job split by phase, in the",
+			"   shares a second one-a-call pass measured by logging every command (SLOWLOG: each command's execution",
+			"   time, plus the rest of that pass's CPU, I/O and event loop, shared out by number of commands)."},
 		"drain":   {"2. n jobs enqueued first, untimed; then the consumer starts; time until all are completed."},
 		"enqueue": {"3. n jobs by 8 producers. redis CPU µs/job (1-3): INFO cpu user+sys delta over the run / jobs."},
 		"late": {fmt.Sprintf("4. %d jobs due evenly over 1 s from 1 s after the enqueues start (4 producers). Lateness =", b.lateN),

@@ -98,43 +98,110 @@ func (b *bench) cpu() time.Duration {
 
 // ---- 1 and 2: end-to-end and drain ----
 
+// flow is how one pass of scenario 1 or 2 runs.
+type flow struct {
+	drain  bool // enqueue everything first, untimed (scenario 2)
+	single bool // chronoq: one Enqueue call a job, as asynq (else EnqueueBatch of 100)
+	split  bool // log every command, to split Redis's time by phase (see phases.go)
+}
+
+func (f flow) name() string {
+	switch {
+	case f.drain:
+		return "drain"
+	case f.single:
+		return "e2e single"
+	}
+	return "e2e batch"
+}
+
+// e2e runs scenario 1 twice over: one Enqueue call a job on both sides
+// (the fair row: what a producer sending one job at a time, every HTTP
+// client, sees), then with chronoq's EnqueueBatch of 100 against the same
+// asynq figure; and, in a pass of its own, splits the Redis time of the
+// one-a-call flow by phase.
 func (b *bench) e2e(ctx context.Context, t *table) {
-	c := b.chronoqFlow(ctx, false)
-	a := b.asynqFlow(ctx, false)
-	t.add("1. end-to-end no-op jobs/s", t.rate(c), t.rate(a), higherBetter(c.perSec(), a.perSec()))
-	t.add("   redis CPU µs/job", t.cpuCell(c), t.cpuCell(a), lowerBetter(c.cpuPerJob(), a.cpuPerJob()))
+	cs, _ := b.chronoqFlow(ctx, flow{single: true})
+	a, _ := b.asynqFlow(ctx, flow{single: true})
+	t.add("1. end-to-end no-op jobs/s, one Enqueue a job", t.rate(cs), t.rate(a), higherBetter(cs.perSec(), a.perSec()))
+	t.add("   redis CPU µs/job", t.cpuCell(cs), t.cpuCell(a), lowerBetter(cs.cpuPerJob(), a.cpuPerJob()))
+	_, pc := b.chronoqFlow(ctx, flow{single: true, split: true})
+	_, pa := b.asynqFlow(ctx, flow{single: true, split: true})
+	for ph := range nPhases {
+		t.add("   of which "+phaseNames[ph], t.phaseCell(cs, pc, ph), t.phaseCell(a, pa, ph),
+			lowerBetter(pc.perJob(cs, ph), pa.perJob(a, ph)))
+	}
+	cb, _ := b.chronoqFlow(ctx, flow{})
+	t.add("1. end-to-end, chronoq EnqueueBatch of 100", t.rate(cb), t.rate(a), higherBetter(cb.perSec(), a.perSec())+" vs a single")
+	t.add("   redis CPU µs/job", t.cpuCell(cb), t.cpuCell(a), lowerBetter(cb.cpuPerJob(), a.cpuPerJob())+" vs a single")
 }
 
 func (b *bench) drain(ctx context.Context, t *table) {
-	c := b.chronoqFlow(ctx, true)
-	a := b.asynqFlow(ctx, true)
+	c, _ := b.chronoqFlow(ctx, flow{drain: true})
+	a, _ := b.asynqFlow(ctx, flow{drain: true})
 	t.add("2. drain jobs/s (pre-filled)", t.rate(c), t.rate(a), higherBetter(c.perSec(), a.perSec()))
 	t.add("   redis CPU µs/job", t.cpuCell(c), t.cpuCell(a), lowerBetter(c.cpuPerJob(), a.cpuPerJob()))
 }
 
+// splitOn starts logging every command for a split pass.
+func (b *bench) splitOn(f flow) bool {
+	if !f.split {
+		return true
+	}
+	if err := slowlogOn(b.ctl, b.slowlogMax()); err != nil {
+		logf("SLOWLOG: %v", err)
+		return false
+	}
+	return true
+}
+
+// slowlogMax bounds the slow log of a split pass: the top-level commands
+// and those the scripts call (logged too, then left out), with room.
+func (b *bench) slowlogMax() int { return 60*b.n + 100_000 }
+
+// splitOff ends a split pass of Redis CPU cpu and sums what it logged.
+func (b *bench) splitOff(f flow, cpu time.Duration, classify func([]string) phase) phases {
+	if !f.split {
+		return phases{}
+	}
+	logs, whole, err := slowlogOff(b.ctl, b.slowlogMax())
+	if err != nil {
+		logf("SLOWLOG: %v", err)
+		return phases{}
+	}
+	if !whole {
+		logf("SLOWLOG: the log filled up: no split")
+		return phases{}
+	}
+	return split(logs, b.ctlAddr, cpu, classify)
+}
+
 // chronoqFlow measures N no-op jobs through chronoq: enqueued by 4
-// producers in batches of 100 while the consumer runs (e2e), or enqueued
-// first, untimed, by 8 producers (drain). The clock stops when Redis has
-// acknowledged the last completion.
-func (b *bench) chronoqFlow(ctx context.Context, drain bool) throughput {
+// producers (one Enqueue a job, or batches of 100) while the consumer runs
+// (e2e), or enqueued first, untimed, by 8 producers (drain). The clock
+// stops when Redis has acknowledged the last completion.
+func (b *bench) chronoqFlow(ctx context.Context, f flow) (throughput, phases) {
 	ctx, cancel := context.WithTimeout(ctx, b.deadline)
 	defer cancel()
 	res := throughput{want: b.n, incomplete: true}
 	if !b.reset() {
-		return res
+		return res, phases{}
 	}
 	s, err := openChronoq(b.addr)
 	if err != nil {
 		logf("chronoq: %v", err)
-		return res
+		return res, phases{}
 	}
 	defer s.close()
-	send := s.send(false, func(int) queue.NewJob { return chronoqJob(noopPayload, time.Time{}) })
-	if drain {
+	send := s.send(f.single, func(int) queue.NewJob { return chronoqJob(noopPayload, time.Time{}) })
+	if f.drain {
 		if n, err := produce(ctx, fillProducers, b.n, enqueueBatch, send); err != nil {
 			logf("chronoq: fill: %d of %d: %v", n, b.n, err)
-			return res
+			return res, phases{}
 		}
+	}
+	if !b.splitOn(f) {
+		return res, phases{}
 	}
 	cnt := newCounter(b.n)
 	cpu0 := b.cpu()
@@ -142,10 +209,10 @@ func (b *bench) chronoqFlow(ctx context.Context, drain bool) throughput {
 	stop, err := s.consume(ctx, b.runtime, b.n, noop, cnt.add)
 	if err != nil {
 		logf("chronoq: %v", err)
-		return res
+		return res, phases{}
 	}
 	defer stop()
-	if !drain {
+	if !f.drain {
 		start = time.Now()
 		if n, err := produce(ctx, e2eProducers, b.n, enqueueBatch, send); err != nil {
 			logf("chronoq: enqueue: %d of %d: %v", n, b.n, err)
@@ -161,28 +228,32 @@ func (b *bench) chronoqFlow(ctx context.Context, drain bool) throughput {
 	res.cpu = b.cpu() - cpu0
 	res.elapsed = end.Sub(start)
 	res.done = min(int(cnt.n.Load()), b.n)
-	logf("chronoq %s: %d jobs in %s", map[bool]string{false: "e2e", true: "drain"}[drain], res.done, res.elapsed.Round(time.Millisecond))
-	return res
+	ph := b.splitOff(f, res.cpu, chronoqPhase())
+	logf("chronoq %s%s: %d jobs in %s", f.name(), map[bool]string{true: " (split pass)"}[f.split], res.done, res.elapsed.Round(time.Millisecond))
+	return res, ph
 }
 
 // asynqFlow is chronoqFlow on asynq: single Enqueue calls (asynq has no
 // batch), an asynq.Server with Concurrency 50. The clock stops when asynq's
 // processed counter, written after each handler returns, reaches N.
-func (b *bench) asynqFlow(ctx context.Context, drain bool) throughput {
+func (b *bench) asynqFlow(ctx context.Context, f flow) (throughput, phases) {
 	ctx, cancel := context.WithTimeout(ctx, b.deadline)
 	defer cancel()
 	res := throughput{want: b.n, incomplete: true}
 	if !b.reset() {
-		return res
+		return res, phases{}
 	}
 	s := openAsynq(b.addr)
 	defer s.close()
 	send := s.send(func(int) (*asynq.Task, []asynq.Option) { return asynq.NewTask(asynqType, noopPayload), nil })
-	if drain {
+	if f.drain {
 		if n, err := produce(ctx, fillProducers, b.n, enqueueBatch, send); err != nil {
 			logf("asynq: fill: %d of %d: %v", n, b.n, err)
-			return res
+			return res, phases{}
 		}
+	}
+	if !b.splitOn(f) {
+		return res, phases{}
 	}
 	cnt := newCounter(b.n)
 	cpu0 := b.cpu()
@@ -190,10 +261,10 @@ func (b *bench) asynqFlow(ctx context.Context, drain bool) throughput {
 	stop, err := s.serve(serverConfig{}, func([]byte) time.Duration { cnt.add(1); return 0 })
 	if err != nil {
 		logf("asynq: %v", err)
-		return res
+		return res, phases{}
 	}
 	defer stop()
-	if !drain {
+	if !f.drain {
 		start = time.Now()
 		if n, err := produce(ctx, e2eProducers, b.n, enqueueBatch, send); err != nil {
 			logf("asynq: enqueue: %d of %d: %v", n, b.n, err)
@@ -211,8 +282,9 @@ func (b *bench) asynqFlow(ctx context.Context, drain bool) throughput {
 	res.cpu = b.cpu() - cpu0
 	res.elapsed = end.Sub(start)
 	res.done = min(processed(b.ctl), b.n)
-	logf("asynq %s: %d jobs in %s", map[bool]string{false: "e2e", true: "drain"}[drain], res.done, res.elapsed.Round(time.Millisecond))
-	return res
+	ph := b.splitOff(f, res.cpu, asynqPhase)
+	logf("asynq %s%s: %d jobs in %s", f.name(), map[bool]string{true: " (split pass)"}[f.split], res.done, res.elapsed.Round(time.Millisecond))
+	return res, ph
 }
 
 // ---- 3: enqueue ----
@@ -563,6 +635,13 @@ func (t *table) rate(x throughput) string { return t.star(thousands(x.perSec()),
 
 func (t *table) cpuCell(x throughput) string {
 	return t.star(fmt.Sprintf("%.1f", x.cpuPerJob()), x.incomplete)
+}
+
+func (t *table) phaseCell(x throughput, p phases, ph phase) string {
+	if !p.ok {
+		return "n/a"
+	}
+	return t.star(fmt.Sprintf("%.1f", p.perJob(x, ph)), x.incomplete)
 }
 
 func (t *table) earlyCell(d delays) string {
