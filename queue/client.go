@@ -123,6 +123,11 @@ type Config struct {
 	// DisableEvents stops the scripts publishing job events (saves a
 	// little Redis time when nobody listens). Defaults to false.
 	DisableEvents bool
+	// DisableCoalescing sends each Enqueue in a script call of its own,
+	// instead of together with the Enqueue calls into the same queue that
+	// arrive while one is in flight (see Client.Enqueue). Defaults to
+	// false.
+	DisableCoalescing bool
 }
 
 // Client is the queue's store: every state change of a job is one Lua
@@ -149,6 +154,8 @@ type Client struct {
 
 	mu        sync.Mutex
 	listeners map[chan delayed.Nudge]struct{}
+
+	coalescer coalescer // single enqueues in flight, by queue (coalesce.go)
 }
 
 // NewClient checks cfg, fills its defaults and opens the blocking pool.

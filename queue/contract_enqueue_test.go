@@ -1,11 +1,18 @@
 package queue_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/queue"
@@ -37,6 +44,91 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		require.Equal(t, int64(1), s.CompletedTotal)
 		require.Equal(t, int64(1), s.CompletedHistory)
 		require.Zero(t, s.Pending+s.Processing+s.Scheduled)
+	})
+
+	t.Run("ConcurrentEnqueuesShareAScriptCall", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{Kind: "warm-up"}) // the queue exists
+		// The next enqueue script call waits at the gate, in flight; the
+		// calls that arrive meanwhile wait for it, and then go together.
+		gate, entered := make(chan struct{}), make(chan struct{}, 1)
+		h := &enqueueHook{sha: queue.ScriptHashes()["enqueue"], gate: gate, entered: entered}
+		b.rdb.AddHook(h)
+		first := make(chan error, 1)
+		go func() {
+			_, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "first"})
+			first <- err
+		}()
+		<-entered
+		const n = 5
+		type answer struct {
+			e   queue.Enqueued
+			err error
+		}
+		answers := make(chan answer, n)
+		for i := range n {
+			go func() {
+				e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "k" + strconv.Itoa(i),
+					Payload: json.RawMessage(strconv.Itoa(i))})
+				answers <- answer{e, err}
+			}()
+		}
+		// An invalid job is refused at once, never joining a batch.
+		_, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "bad kind"})
+		require.ErrorIs(t, err, queue.ErrInvalidKind)
+		// A caller that gives up while its job waits takes it out.
+		cctx, cancel := context.WithCancel(b.ctx)
+		gaveUp := make(chan error, 1)
+		go func() {
+			_, err := b.client.Enqueue(cctx, queue.NewJob{Queue: b.queue, Kind: "gave-up"})
+			gaveUp <- err
+		}()
+		require.Eventually(t, func() bool { return b.client.CoalesceWaiting(b.queue) == n+1 }, 10*time.Second, time.Millisecond)
+		cancel()
+		require.ErrorIs(t, <-gaveUp, context.Canceled)
+		require.Equal(t, n, b.client.CoalesceWaiting(b.queue))
+		close(gate)
+		require.NoError(t, <-first)
+		ids := map[string]bool{}
+		for range n {
+			a := <-answers
+			require.NoError(t, a.err)
+			require.False(t, a.e.Replayed)
+			require.Equal(t, queue.StatusPending, a.e.Job.Status)
+			got := b.get(t, a.e.Job.ID)
+			require.Equal(t, a.e.Job.Kind, got.Kind, "each call is answered its own job")
+			require.Equal(t, "k"+string(got.Payload), got.Kind)
+			ids[a.e.Job.ID] = true
+		}
+		require.Len(t, ids, n)
+		require.Equal(t, []int{1, n}, h.batches(), "the first call alone, then the %d that waited, together", n)
+		require.Equal(t, int64(2+n), b.stats(t).EnqueuedTotal, "the warm-up, the first and the %d; not the one given up", n)
+	})
+
+	t.Run("CoalescedEnqueuesKeepIdempotency", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{Kind: "warm-up"})
+		gate, entered := make(chan struct{}), make(chan struct{}, 1)
+		h := &enqueueHook{sha: queue.ScriptHashes()["enqueue"], gate: gate, entered: entered}
+		b.rdb.AddHook(h)
+		go func() { _, _ = b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "first"}) }()
+		<-entered
+		answers := make(chan queue.Enqueued, 2)
+		for range 2 {
+			go func() {
+				e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "k", IdempotencyKey: "same"})
+				assert.NoError(t, err)
+				answers <- e
+			}()
+		}
+		require.Eventually(t, func() bool { return b.client.CoalesceWaiting(b.queue) == 2 }, 10*time.Second, time.Millisecond)
+		close(gate)
+		a, c := <-answers, <-answers
+		require.Equal(t, a.Job.ID, c.Job.ID, "one job for the key, even within one script call")
+		require.True(t, a.Replayed != c.Replayed, "the second of the batch is answered the first")
+		require.Equal(t, []int{1, 2}, h.batches())
 	})
 
 	t.Run("ImmediateJobIsPendingWhateverTheSubMillisecond", func(t *testing.T) {
@@ -181,4 +273,45 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Equal(t, int64(2), s.EnqueuedTotal)
 	})
+}
+
+// enqueueHook holds the first enqueue script call it sees at gate (telling
+// entered), and notes how many jobs each enqueue call carried.
+type enqueueHook struct {
+	sha     string
+	gate    chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	sizes   []int
+}
+
+func (h *enqueueHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *enqueueHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *enqueueHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) > 3 && args[1] == h.sha {
+			keys, _ := args[2].(int)
+			n, _ := strconv.Atoi(fmt.Sprint(args[3+keys+4])) // ARGV[5]: the jobs (specEnqueue)
+			h.mu.Lock()
+			h.sizes = append(h.sizes, n)
+			firstCall := len(h.sizes) == 1
+			h.mu.Unlock()
+			if firstCall {
+				h.entered <- struct{}{}
+				<-h.gate
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *enqueueHook) batches() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.sizes)
 }

@@ -75,8 +75,17 @@ func invalid(field, format string, args ...any) *FieldError {
 	return &FieldError{Index: -1, Field: field, Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)}
 }
 
-// Enqueue adds one job.
+// Enqueue adds one job. Calls into one queue that arrive while another is
+// in flight go to Redis together, in one script call, each still with its
+// own answer (see coalesce.go; Config.DisableCoalescing turns it off).
 func (c *Client) Enqueue(ctx context.Context, nj NewJob) (Enqueued, error) {
+	if !c.cfg.DisableCoalescing {
+		p, err := c.prepare(nj, c.clock.Now(), -1)
+		if err != nil {
+			return Enqueued{}, err
+		}
+		return c.enqueueOne(ctx, p)
+	}
 	out, err := c.EnqueueBatch(ctx, []NewJob{nj})
 	if err != nil {
 		var fe *FieldError

@@ -97,3 +97,14 @@ func (c *Client) SweepDue(ctx context.Context) ([]string, error) {
 func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []string, err error) {
 	return c.sweepPlan(ctx, qs)
 }
+
+// CoalesceWaiting is how many Enqueue calls into queue wait for the one in
+// flight (see coalesce.go).
+func (c *Client) CoalesceWaiting(queue string) int {
+	c.coalescer.mu.Lock()
+	defer c.coalescer.mu.Unlock()
+	if g := c.coalescer.queues[queue]; g != nil {
+		return len(g.waiting)
+	}
+	return 0
+}
