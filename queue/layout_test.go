@@ -102,3 +102,51 @@ func TestScriptsRefuseMalformedArgumentsBeforeWriting(t *testing.T) {
 		}
 	}
 }
+
+// Each script is sent with only the definitions of common.lua it uses
+// (commonFor): none may read a name that neither it nor Lua defines, which
+// Redis would find only when that line runs. The check is lexical: every
+// identifier outside comments and strings, not a field (after "." or ":")
+// nor a table constructor's key, must be a keyword, a global Redis's Lua
+// has, or declared in the script (local, a function's parameter, a loop's
+// variable).
+func TestScriptsReadNoUndeclaredGlobal(t *testing.T) {
+	t.Parallel()
+	allowed := map[string]bool{}
+	for _, w := range strings.Fields(`and break do else elseif end false for function if in local nil not or
+		repeat return then true until while redis KEYS ARGV string table math tonumber tostring type ipairs pairs
+		unpack next select error pcall cjson bit`) {
+		allowed[w] = true
+	}
+	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	declLocal := regexp.MustCompile(`\blocal\s+(?:function\s+)?([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)`)
+	declParams := regexp.MustCompile(`\bfunction\s*[A-Za-z_0-9]*\s*\(([^)]*)\)`)
+	declFor := regexp.MustCompile(`\bfor\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*(?:=|in)`)
+	for _, spec := range allSpecs {
+		src := stripLuaCommentsAndStrings(scriptSource(spec))
+		declared := map[string]bool{}
+		for _, re := range []*regexp.Regexp{declLocal, declParams, declFor} {
+			for _, m := range re.FindAllStringSubmatch(src, -1) {
+				for _, n := range strings.Split(m[1], ",") {
+					declared[strings.TrimSpace(n)] = true
+				}
+			}
+		}
+		for _, loc := range ident.FindAllStringIndex(src, -1) {
+			w := src[loc[0]:loc[1]]
+			if allowed[w] || declared[w] {
+				continue
+			}
+			before := strings.TrimRight(src[:loc[0]], " \t\n")
+			after := strings.TrimLeft(src[loc[1]:], " \t\n")
+			if strings.HasSuffix(before, ".") && !strings.HasSuffix(before, "..") || strings.HasSuffix(before, ":") {
+				continue // a field or method
+			}
+			if (strings.HasSuffix(before, "{") || strings.HasSuffix(before, ",")) && strings.HasPrefix(after, "=") &&
+				!strings.HasPrefix(after, "==") {
+				continue // a table constructor's key
+			}
+			t.Errorf("%s.lua, as sent, reads %s, which it does not define", spec.name, w)
+		}
+	}
+}
