@@ -70,6 +70,7 @@ end
 -- them a call, so that a claim never answers empty, nor waits, while jobs
 -- are pending behind stale ids.
 local ids, leases, stale = {}, {}, 0
+local lease_strs = {} -- visibility ms -> the lease deadline as a string
 local stale_budget = 1000
 while #ids < max and stale <= stale_budget do
   local popped = pop_pending(math.min(max - #ids, stale_budget + 1 - stale))
@@ -85,16 +86,20 @@ while #ids < max and stale <= stale_budget do
       end
       local lease = now + v
       note_sweep(K_leases, lease, lease)
+      local lease_str = lease_strs[v]
+      if not lease_str then
+        lease_str = int_str(lease)
+        lease_strs[v] = lease_str
+      end
       f[R_status] = 'processing'
-      f[R_attempts] = (tonumber(f[R_attempts]) or 0) + 1
-      f[R_fence] = (tonumber(f[R_fence]) or 0) + 1
-      f[R_token] = A_token_base .. '.' .. (#ids + 1)
-      f[R_claimed_at_ms] = now
-      f[R_lease_until_ms] = lease
-      save(id, f)
-      out[#out + 1] = packed(id, f)
+      f[R_attempts] = int_str((tonumber(f[R_attempts]) or 0) + 1)
+      f[R_fence] = int_str((tonumber(f[R_fence]) or 0) + 1)
+      f[R_token] = A_token_base .. '.' .. int_str(#ids + 1)
+      f[R_claimed_at_ms] = now_str
+      f[R_lease_until_ms] = lease_str
+      out[#out + 1] = packed(id, f, save(id, f))
       ids[#ids + 1] = id
-      leases[#leases + 1] = lease
+      leases[#leases + 1] = lease_str
       leases[#leases + 1] = id
       emit('claimed', id, f[R_kind], 'processing', f[R_attempts])
     else

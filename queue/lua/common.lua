@@ -16,6 +16,16 @@ local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2]) + tonumber(A_of
 local now = math.floor(now_us / 1000)
 local cutoff = string.format('%d.%03d', now, now_us % 1000)
 
+-- now_str is now as a string, once: Lua writes a number into a string
+-- (a record field, a concatenation) with sprintf("%.14g"), which costs
+-- Redis about as much as a redis.call. Integers that go into records are
+-- written with int_str ('%d' costs half as much).
+local now_str = string.format('%d', now)
+
+local function int_str(x)
+  return string.format('%d', x)
+end
+
 -- score_of_us writes Unix µs as a due score, "<ms>.<µs>".
 local function score_of_us(us)
   return string.format('%d.%03d', math.floor(us / 1000), us % 1000)
@@ -40,8 +50,12 @@ end
 -- Records -----------------------------------------------------------------
 
 local function split(rec)
-  local f = {}
-  for v in string.gmatch(rec .. '\0', '([^%z]*)%z') do
+  local f = { string.match(rec, REC_PATTERN) }
+  if #f == NREC then
+    return f
+  end
+  f = {} -- a record of another length (an older version's): field by field
+  for v in string.gmatch(rec .. '\0', '(%Z*)%z') do
     f[#f + 1] = v
   end
   return f
@@ -71,8 +85,11 @@ local function tomb_of(id)
   return nil
 end
 
+-- save writes f as id's record, and answers the record.
 local function save(id, f)
-  redis.call('HSET', K_jobs, id, table.concat(f, '\0'))
+  local rec = table.concat(f, '\0')
+  redis.call('HSET', K_jobs, id, rec)
+  return rec
 end
 
 local function new_record()
@@ -135,7 +152,7 @@ local function emit(typ, id, kind, status, attempts)
     return
   end
   event_lines[#event_lines + 1] = typ .. '|' .. id .. '|' .. (kind or '') .. '|' .. status .. '|' ..
-      ((attempts ~= '' and attempts) or '0') .. '|' .. now
+      ((attempts ~= '' and attempts) or '0') .. '|' .. now_str
 end
 
 local function publish_events()
@@ -415,8 +432,10 @@ end
 -- retire keeps a job that has ended (completed or canceled) for its
 -- retention, at least as long as its idempotency record, after which the
 -- sweep drops it; with no retention it is dropped now. f is saved first.
--- Answers whether the job is kept.
-local function retire(id, f, retention_ms)
+-- Answers whether the job is kept. With expiring (a table), the job's
+-- score and id are appended to it, for one ZADD of K_expiry by the
+-- caller, instead of a ZADD of its own.
+local function retire(id, f, retention_ms, expiring)
   save(id, f)
   local ttl = tonumber(retention_ms)
   if f[R_result_ttl_ms] ~= '' then
@@ -431,7 +450,12 @@ local function retire(id, f, retention_ms)
   end
   if ttl > 0 then
     note_sweep(K_expiry, now + ttl, now + ttl)
-    redis.call('ZADD', K_expiry, now + ttl, id)
+    if expiring then
+      expiring[#expiring + 1] = int_str(now + ttl)
+      expiring[#expiring + 1] = id
+    else
+      redis.call('ZADD', K_expiry, now + ttl, id)
+    end
     return true
   end
   drop(id, f)
@@ -485,9 +509,10 @@ local function cancel_now(id, f, request, retention_ms)
   retire(id, f, retention_ms)
 end
 
--- packed is a job as scripts answer it: "<id>\0<record>\0<payload>\0<result>".
--- (Scripts that call it declare K_data.)
-local function packed(id, f)
+-- packed is a job as scripts answer it: "<id>\0<record>\0<payload>\0<result>";
+-- rec, when given, is f as save answered it. (Scripts that call it
+-- declare K_data.)
+local function packed(id, f, rec)
   local d = redis.call('HMGET', K_data, id, id .. '.r')
-  return id .. '\0' .. table.concat(f, '\0') .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '')
+  return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '')
 end

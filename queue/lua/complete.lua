@@ -11,7 +11,7 @@ local n, cap = tonumber(A_n), tonumber(A_history)
 if not n or not cap or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq complete: malformed arguments')
 end
-local out, finished = {}, {}
+local out, finished, bases, expiring, done = {}, {}, {}, {}, {}
 local rerun = false
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
@@ -35,7 +35,7 @@ for i = 0, n - 1 do
     code = 0
   else
     f[R_status] = 'completed'
-    f[R_completed_at_ms] = now
+    f[R_completed_at_ms] = now_str
     f[R_cancel_requested] = ''
     f[R_lease_until_ms] = ''
     f[R_ack] = 'c' .. token
@@ -43,18 +43,30 @@ for i = 0, n - 1 do
       redis.call('HSET', K_data, id .. '.r', result)
     end
     finished[#finished + 1] = id
-    finish_claim(token)
+    -- the claim's retry marker goes (see finish_claim), once a call
+    local base = token_base(token)
+    if base then
+      bases[#bases + 1] = base
+    end
     emit('completed', id, f[R_kind], 'completed', f[R_attempts])
-    if retire(id, f, A_retention_ms) and cap > 0 then
+    if retire(id, f, A_retention_ms, expiring) and cap > 0 then
       -- by the µs, one apart within a batch: the history keeps its order
-      redis.call('ZADD', K_done, score_of_us(now_us + #finished), id)
+      done[#done + 1] = score_of_us(now_us + #finished)
+      done[#done + 1] = id
     end
   end
   out[#out + 1] = code
 end
 if #finished > 0 then
   redis.call('ZREM', K_leases, unpack(finished))
-  if cap > 0 then
+  if #bases > 0 then
+    redis.call('HDEL', K_claims, unpack(bases))
+  end
+  if #expiring > 0 then
+    redis.call('ZADD', K_expiry, unpack(expiring))
+  end
+  if #done > 0 then
+    redis.call('ZADD', K_done, unpack(done))
     local excess = redis.call('ZCARD', K_done) - 1 - cap
     if excess > 0 then
       redis.call('ZREMRANGEBYRANK', K_done, 0, excess - 1)

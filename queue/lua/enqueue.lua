@@ -35,40 +35,50 @@ end
 
 local out = { now_us }
 local rerun = false
-local added, pend, sched = 0, {}, {}
+local added, pend, sched, data = 0, {}, {}, {}
 for _, j in ipairs(jobs) do
   local answer, replayed = j.id, 0
-  if redis.call('HEXISTS', K_jobs, j.id) == 1 then
-    replayed = 2 -- written by an earlier run of this same call
-    rerun = true
-  else
-    if j.idem ~= '' then
-      local first, till = idem_of(j.idem)
-      if first and till > now and redis.call('HEXISTS', K_jobs, first) == 1 then
+  if j.idem ~= '' then
+    local first, till = idem_of(j.idem)
+    if first and till > now and redis.call('HEXISTS', K_jobs, first) == 1 then
+      if first == j.id then
+        replayed = 2 -- written by an earlier run of this same call
+        rerun = true
+      else
         answer, replayed = first, 1
       end
     end
-    if replayed == 0 then
-      local f = new_record()
-      f[R_kind], f[R_spec], f[R_enqueued_at_ms] = j.kind, j.spec, now
-      f[R_attempts], f[R_fence] = 0, 0
-      f[R_idempotency_key], f[R_result_ttl_ms] = j.idem, j.rttl
-      local due = tonumber(j.score)
-      f[R_run_at_ms] = math.floor(due)
-      if due <= tonumber(cutoff) then
-        f[R_status] = 'pending'
-        f[R_run_at_ms] = now -- due already: it runs from now
+  end
+  if replayed == 0 then
+    local f = new_record()
+    f[R_kind], f[R_spec], f[R_enqueued_at_ms] = j.kind, j.spec, now_str
+    f[R_attempts], f[R_fence] = '0', '0'
+    f[R_idempotency_key], f[R_result_ttl_ms] = j.idem, j.rttl
+    local due = tonumber(j.score)
+    if due <= tonumber(cutoff) then
+      f[R_status] = 'pending'
+      f[R_run_at_ms] = now_str -- due already: it runs from now
+    else
+      f[R_status] = 'scheduled'
+      f[R_run_at_ms] = int_str(math.floor(due))
+    end
+    -- HSETNX: a job already there was written by an earlier run of this
+    -- same call (or is its tombstone): it is not made again.
+    if redis.call('HSETNX', K_jobs, j.id, table.concat(f, '\0')) == 0 then
+      replayed = 2
+      rerun = true
+    else
+      if f[R_status] == 'pending' then
         pend[#pend + 1] = j.id
       else
-        f[R_status] = 'scheduled'
         sched[#sched + 1] = j.score
         sched[#sched + 1] = j.id
         note_due(due)
       end
-      save(j.id, f)
-      redis.call('HSET', K_data, j.id, j.payload)
+      data[#data + 1] = j.id
+      data[#data + 1] = j.payload
       if j.idem ~= '' then
-        redis.call('HSET', K_idem, j.idem, j.id .. '|' .. (now + idem_ttl))
+        redis.call('HSET', K_idem, j.idem, j.id .. '|' .. int_str(now + idem_ttl))
       end
       added = added + 1
       emit('enqueued', j.id, j.kind, f[R_status], '0')
@@ -77,6 +87,9 @@ for _, j in ipairs(jobs) do
   out[#out + 1] = answer
   out[#out + 1] = replayed
   out[#out + 1] = j.score
+end
+if #data > 0 then
+  redis.call('HSET', K_data, unpack(data))
 end
 if #pend > 0 then
   redis.call('LPUSH', K_pending, unpack(pend))
