@@ -522,14 +522,21 @@ func (w *Worker) retryAsked(q *queueState, t time.Time) {
 }
 
 // idle arms the watchers of the queues that have room and the alarm for
-// the earliest job due among them, and waits for one of those, for a slot
-// to come free, or for the stop (false).
+// the earliest job due among them, and waits for one of those, for the
+// stop (false), or, when a queue had no room, for a slot to come free. (A
+// queue with room was found empty by the claim round before, and its
+// watcher will see its next job: claiming it again because a slot came
+// free would only come back empty: with jobs trickling in one at a time,
+// that was an empty claim after every burst.)
 func (w *Worker) idle() bool {
 	w.mu.Lock()
+	capped := false
 	for _, q := range w.queues {
 		if w.roomLocked(q, w.free) > 0 {
 			q.wanted.Store(true)
 			signal(q.arm)
+		} else {
+			capped = true
 		}
 	}
 	w.mu.Unlock()
@@ -544,7 +551,9 @@ func (w *Worker) idle() bool {
 		case <-w.wake:
 			return true
 		case <-w.slotFreed:
-			return true
+			if capped {
+				return true
+			}
 		case <-w.quit:
 			return false
 		case <-w.rearm:
