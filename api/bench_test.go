@@ -2,14 +2,20 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +23,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/delayed"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -110,6 +118,143 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 			}
 			run(b, []byte(`{"jobs":[`+strings.Join(jobs, ",")+`]}`), n)
 		})
+	}
+}
+
+// BenchmarkHTTPLateness measures how late scheduled jobs reach a worker
+// that speaks HTTP only, the black-box view: 1,000 jobs due evenly over
+// one second from 500 ms on, enqueued with run_at in batches over HTTP;
+// 8 HTTP clients long-poll POST /v1/queues/{queue}/claim (max 16, wait
+// 1 s) and complete what they get; a delayed.Promoter runs on the
+// server's client, as in `chronoq serve`. Lateness is the time the claim's
+// answer was read less the run_at asked for (whole milliseconds, as HTTP
+// takes them).
+//
+//	go test -run '^$' -bench HTTPLateness -benchtime 1x ./api/
+func BenchmarkHTTPLateness(b *testing.B) {
+	const (
+		jobs     = 1000
+		spread   = time.Second
+		lead     = 500 * time.Millisecond
+		claimers = 8
+		q        = "late"
+	)
+	rs := testutil.StartServer(b)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), PoolSize: 128})
+	b.Cleanup(func() { _ = rdb.Close() })
+	client, err := queue.NewClient(queue.Config{Redis: rdb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = client.Close() })
+	srv, err := api.New(api.Config{Store: client, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	b.Cleanup(hs.Close)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * claimers}, Timeout: 10 * time.Second}
+	post := func(path string, body any, out any) error {
+		buf, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		res, err := hc.Post(hs.URL+path, "application/json", bytes.NewReader(buf))
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if res.StatusCode >= 300 {
+			msg, _ := io.ReadAll(res.Body)
+			return fmt.Errorf("%s: %d %s", path, res.StatusCode, msg)
+		}
+		if out == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			return nil
+		}
+		return json.NewDecoder(res.Body).Decode(out)
+	}
+	for range b.N {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		p, err := delayed.NewPromoter(delayed.Config{Source: client, Queues: []string{q}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		promoting := lifecycle.Start(ctx, p)
+		base := time.Now().Add(lead).Truncate(time.Millisecond)
+		asked := make([]time.Time, jobs)
+		for i := range asked {
+			asked[i] = base.Add((spread * time.Duration(i) / jobs).Truncate(time.Millisecond))
+		}
+		lateness := make([]time.Duration, jobs)
+		var got atomic.Int64
+		var wg sync.WaitGroup
+		for range claimers {
+			wg.Go(func() {
+				for got.Load() < jobs && ctx.Err() == nil {
+					var res struct {
+						Jobs []struct {
+							ID      string          `json:"id"`
+							Token   string          `json:"token"`
+							Payload json.RawMessage `json:"payload"`
+						} `json:"jobs"`
+					}
+					if err := post("/v1/queues/"+q+"/claim", map[string]any{"wait": "1s", "max": 16}, &res); err != nil {
+						b.Error(err)
+						return
+					}
+					now := time.Now()
+					for _, j := range res.Jobs {
+						i, err := strconv.Atoi(string(j.Payload))
+						if err != nil || i < 0 || i >= jobs {
+							b.Errorf("payload %q", j.Payload)
+							return
+						}
+						lateness[i] = now.Sub(asked[i])
+					}
+					for _, j := range res.Jobs {
+						if err := post("/v1/queues/"+q+"/jobs/"+j.ID+"/complete", map[string]any{"token": j.Token}, nil); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+					got.Add(int64(len(res.Jobs)))
+				}
+			})
+		}
+		for i := 0; i < jobs; i += 100 {
+			batch := make([]map[string]any, 0, 100)
+			for k := i; k < i+100; k++ {
+				batch = append(batch, map[string]any{"queue": q, "kind": "late", "payload": k,
+					"run_at": asked[k].UTC().Format(time.RFC3339Nano)})
+			}
+			if err := post("/v1/jobs/batch", map[string]any{"jobs": batch}, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		wg.Wait()
+		if err := promoting.Stop(ctx); err != nil {
+			b.Error(err)
+		}
+		cancel()
+		if got.Load() < jobs {
+			b.Fatalf("%d of %d jobs claimed", got.Load(), jobs)
+		}
+		slices.Sort(lateness)
+		pct := func(p float64) float64 { return float64(lateness[int(p*float64(jobs-1))].Microseconds()) / 1000 }
+		early := 0
+		for _, d := range lateness {
+			if d < 0 {
+				early++
+			}
+		}
+		b.ReportMetric(pct(0.50), "p50-ms")
+		b.ReportMetric(pct(0.99), "p99-ms")
+		b.ReportMetric(float64(lateness[jobs-1].Microseconds())/1000, "max-ms")
+		b.ReportMetric(float64(early), "early")
+		if early > 0 {
+			b.Errorf("%d jobs ran early; the earliest by %s", early, -lateness[0])
+		}
 	}
 }
 
