@@ -279,13 +279,19 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 	for n, i := range idx {
 		id, _ := res[1+3*n].(string)
 		replayed, _ := res[2+3*n].(int64)
-		if replayed == 1 {
+		if replayed != 0 {
+			// 1: the job of the idempotency key. 2: this very job, written by
+			// an earlier run of this call whose reply was lost: it answers
+			// as stored (its due time was fixed by that run), unless it has
+			// run and been deleted since (then as below, by this run).
 			j, err := c.Get(ctx, queue, id)
-			if err != nil {
+			if err == nil {
+				out[i] = Enqueued{Job: j, Replayed: replayed == 1}
+				continue
+			}
+			if replayed == 1 || !errors.Is(err, ErrNotFound) {
 				return fmt.Errorf("queue: enqueue into %s: reading replayed job: %w", queue, err)
 			}
-			out[i] = Enqueued{Job: j, Replayed: true}
-			continue
 		}
 		due, err := nextOfReply(res[3+3*n])
 		if err != nil {

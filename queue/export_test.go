@@ -108,3 +108,25 @@ func (c *Client) CoalesceWaiting(queue string) int {
 	}
 	return 0
 }
+
+// EnqueueTwice enqueues nj, calls between, and sends the same script call
+// again, as go-redis does after a lost reply; it answers both replies.
+func (c *Client) EnqueueTwice(ctx context.Context, nj NewJob, between func()) (first, second Enqueued, err error) {
+	p, err := c.prepare(nj, c.clock.Now(), 0)
+	if err != nil {
+		return first, second, err
+	}
+	if err := c.register(ctx, p.job.Queue); err != nil {
+		return first, second, err
+	}
+	out := make([]Enqueued, 1)
+	if err := c.enqueueQueue(ctx, p.job.Queue, []prepared{p}, []int{0}, out); err != nil {
+		return first, second, err
+	}
+	first = out[0]
+	between()
+	if err := c.enqueueQueue(ctx, p.job.Queue, []prepared{p}, []int{0}, out); err != nil {
+		return first, second, err
+	}
+	return first, out[0], nil
+}

@@ -104,6 +104,24 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		require.JSONEq(t, `{"done":1}`, string(j.Result))
 	})
 
+	// A resent enqueue answers the job as its first run stored it: the due
+	// time the caller is told is the one the job has, not one a delay
+	// counted from the resend would give.
+	t.Run("ResentEnqueueAnswersTheStoredJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for _, nj := range []queue.NewJob{{Queue: b.queue, Kind: "k", Delay: time.Minute}, {Queue: b.queue, Kind: "k"}} {
+			first, second, err := b.client.EnqueueTwice(b.ctx, nj, func() { b.clock.Advance(30 * time.Second) })
+			require.NoError(t, err)
+			require.False(t, second.Replayed, "the caller's own job")
+			require.Equal(t, first.Job.ID, second.Job.ID)
+			require.Equal(t, first.Job.RunAt, second.Job.RunAt, "delay %s", nj.Delay)
+			require.Equal(t, first.Job.EnqueuedAt, second.Job.EnqueuedAt)
+			require.Equal(t, first.Job.Status, second.Job.Status)
+		}
+		require.Equal(t, int64(2), b.stats(t).EnqueuedTotal, "each once")
+	})
+
 	t.Run("RetriedEnqueueNeverMakesAJobThatRanAndWentAgain", func(t *testing.T) {
 		t.Parallel()
 		// Finished jobs are deleted at once: a retry finds no job.

@@ -8,7 +8,7 @@
 --          writes): code 1 done, 2 this token's failure was recorded
 --          before (a repeated call; status is the job's status now), 0
 --          lease lost, -1 no such job; due the retry's due score.
--- The backoff formula is delayed.Backoff.Delay's; a test holds them equal.
+-- The backoff formula is queue.Backoff.Delay's; a test holds them equal.
 local retry_at, jitter = A_retry_at, tonumber(A_jitter)
 local dead_max, dead_age = tonumber(A_dead_max), tonumber(A_dead_age_ms)
 if not jitter or not dead_max or not dead_age or (retry_at ~= '-1' and not tonumber(retry_at))
