@@ -159,7 +159,12 @@ func BenchmarkHTTPLateness(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		res, err := hc.Post(hs.URL+path, "application/json", bytes.NewReader(buf))
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, hs.URL+path, bytes.NewReader(buf))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		res, err := hc.Do(req)
 		if err != nil {
 			return err
 		}
