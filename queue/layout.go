@@ -140,6 +140,21 @@ const (
 	metaWaitingUntil = "waiting_until" // ms until which a claimer may be waiting on the wake stream
 )
 
+// Settings: a queue's own configuration, fields of its meta hash written by
+// settings.lua (see Client.SetSettings) and read from Go. Only these names
+// can be set.
+const (
+	// SettingPush is the queue's push target, JSON written and read by
+	// package dispatch.
+	SettingPush = "push"
+)
+
+// settingFields are the meta fields SetSettings may write.
+var settingFields = []string{SettingPush}
+
+// noteField is the field of a job's attempt notes in the data hash.
+func noteField(id string) string { return id + ".n" }
+
 // A job's record: its fields joined by NUL bytes, in this order. No value
 // can hold a NUL: kinds and ids are validated, errors are scrubbed,
 // idempotency keys refuse control characters, and payloads and results
@@ -256,13 +271,20 @@ var (
 	specDelete = scriptSpec{"delete",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
 		[]string{"force", "idle_ms"}}
+	specSettings = scriptSpec{"settings",
+		[]string{keyMeta},
+		[]string{"n", "field", "value"}}
+	specNote = scriptSpec{"note",
+		[]string{keyJobs, keyData},
+		[]string{"id", "token", "entry", "keep"}}
 	specList = scriptSpec{"list",
 		[]string{keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone},
 		[]string{"status", "limit", "cursor_num", "cursor_id"}}
 )
 
 var allSpecs = []scriptSpec{specCreate, specEnqueue, specPromote, specClaim, specWait, specComplete, specFail, specHeartbeat,
-	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList, specDelete}
+	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList, specDelete,
+	specSettings, specNote}
 
 // keysOf answers the declared keys of s for queue keys k.
 func (s scriptSpec) keysOf(k keys) []string {

@@ -1,0 +1,92 @@
+package queue_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// Settings live in the queue's meta hash: written in one script, read back,
+// unset with "", gone with the queue; a name that is no setting is refused.
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t)})
+	require.NoError(t, err)
+
+	got, err := c.Settings(ctx, "q")
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.NoError(t, c.SetSettings(ctx, "q", map[string]string{queue.SettingPush: `{"url":"https://x"}`}))
+	got, err = c.Settings(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{queue.SettingPush: `{"url":"https://x"}`}, got)
+	qs, err := c.Queues(ctx)
+	require.NoError(t, err)
+	require.Contains(t, qs, "q", "setting a queue creates it")
+	of, err := c.SettingsOf(ctx, queue.SettingPush, []string{"q", "other"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"q": `{"url":"https://x"}`}, of)
+
+	err = c.SetSettings(ctx, "q", map[string]string{"paused": "1"})
+	require.ErrorIs(t, err, queue.ErrInvalid)
+
+	require.NoError(t, c.SetSettings(ctx, "q", map[string]string{queue.SettingPush: ""}))
+	got, err = c.Settings(ctx, "q")
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	require.NoError(t, c.SetSettings(ctx, "q", map[string]string{queue.SettingPush: "v"}))
+	require.NoError(t, c.DeleteQueue(ctx, "q", false))
+	got, err = c.Settings(ctx, "q")
+	require.NoError(t, err)
+	require.Empty(t, got, "deleting a queue deletes its settings")
+	// A queue deleted behind this client's back is made again.
+	require.NoError(t, c.SetSettings(ctx, "q", map[string]string{queue.SettingPush: "w"}))
+	got, err = c.Settings(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, "w", got[queue.SettingPush])
+}
+
+// Notes are fenced by the claim token, capped at MaxNotes, and a retried
+// note adds nothing.
+func TestNotes(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t)})
+	require.NoError(t, err)
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
+	require.NoError(t, err)
+	jobs, err := c.Claim(ctx, "q", queue.ClaimOptions{})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	j := jobs[0]
+
+	notes, err := c.Notes(ctx, "q", j.ID)
+	require.NoError(t, err)
+	require.Empty(t, notes)
+	require.NoError(t, c.Note(ctx, "q", j.ID, j.Token, "first"))
+	require.NoError(t, c.Note(ctx, "q", j.ID, j.Token, "first"), "a retried note")
+	notes, err = c.Notes(ctx, "q", j.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"first"}, notes)
+
+	err = c.Note(ctx, "q", j.ID, "stale.1", "late")
+	require.True(t, errors.Is(err, queue.ErrLeaseLost), "%v", err)
+	require.ErrorIs(t, c.Note(ctx, "q", j.ID, j.Token, "two\nlines"), queue.ErrInvalid)
+
+	for i := range queue.MaxNotes + 5 {
+		require.NoError(t, c.Note(ctx, "q", j.ID, j.Token, "n"+string(rune('a'+i))))
+	}
+	notes, err = c.Notes(ctx, "q", j.ID)
+	require.NoError(t, err)
+	require.Len(t, notes, queue.MaxNotes)
+	require.Equal(t, "n"+string(rune('a'+queue.MaxNotes+4)), notes[len(notes)-1])
+
+	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, nil))
+	require.ErrorIs(t, c.Note(ctx, "q", j.ID, j.Token, "after"), queue.ErrLeaseLost, "only a processing job takes notes")
+}
