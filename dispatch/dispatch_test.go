@@ -2,11 +2,9 @@ package dispatch_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -389,6 +387,3 @@ func TestConfigValidation(t *testing.T) {
 	require.NoError(t, r.store.Delete(r.ctx, "v"))
 	require.ErrorIs(t, r.store.Delete(r.ctx, "v"), dispatch.ErrNoConfig)
 }
-
-var _ = fmt.Sprint
-var _ = strings.Contains
