@@ -15,6 +15,7 @@ import (
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/demo"
+	"github.com/chronoq/chronoq/dispatch"
 )
 
 var echoParam = regexp.MustCompile(`:([a-z]+)`)
@@ -113,7 +114,7 @@ func TestOpenAPIServedFitsTheServer(t *testing.T) {
 	}
 	bearer := []map[string][]string{{"bearer": {}}, {"session": {}}}
 
-	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"})
+	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Push: dispatch.NewStore(b.client, dispatch.Guard{}), Token: "t"})
 	require.NoError(t, err)
 	require.Equal(t, api.OpenAPI(), srv.OpenAPI(), "serve --token serves api/openapi.json byte for byte")
 	doc := parseDoc(t, srv.OpenAPI())

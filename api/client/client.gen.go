@@ -210,6 +210,30 @@ func (e DeletedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryOutcome.
+const (
+	DeliveryOutcomeCompleted  DeliveryOutcome = "completed"
+	DeliveryOutcomeDead       DeliveryOutcome = "dead"
+	DeliveryOutcomeRetry      DeliveryOutcome = "retry"
+	DeliveryOutcomeRetryAfter DeliveryOutcome = "retry_after"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryOutcome enum.
+func (e DeliveryOutcome) Valid() bool {
+	switch e {
+	case DeliveryOutcomeCompleted:
+		return true
+	case DeliveryOutcomeDead:
+		return true
+	case DeliveryOutcomeRetry:
+		return true
+	case DeliveryOutcomeRetryAfter:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EnqueuedEventDataStatus.
 const (
 	EnqueuedEventDataStatusPending   EnqueuedEventDataStatus = "pending"
@@ -357,6 +381,33 @@ const (
 func (e PromotedEventEvent) Valid() bool {
 	switch e {
 	case Promoted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PushTargetMethod.
+const (
+	DELETE PushTargetMethod = "DELETE"
+	GET    PushTargetMethod = "GET"
+	PATCH  PushTargetMethod = "PATCH"
+	POST   PushTargetMethod = "POST"
+	PUT    PushTargetMethod = "PUT"
+)
+
+// Valid indicates whether the value is a known member of the PushTargetMethod enum.
+func (e PushTargetMethod) Valid() bool {
+	switch e {
+	case DELETE:
+		return true
+	case GET:
+		return true
+	case PATCH:
+		return true
+	case POST:
+		return true
+	case PUT:
 		return true
 	default:
 		return false
@@ -646,6 +697,9 @@ type ClaimedJob struct {
 	ClaimedAt   *time.Time `json:"claimed_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 
+	// Deliveries a push job's attempts (GET of one job only)
+	Deliveries *[]Delivery `json:"deliveries,omitempty"`
+
 	// EnqueuedAt RFC 3339, milliseconds, UTC
 	EnqueuedAt time.Time `json:"enqueued_at"`
 
@@ -809,6 +863,23 @@ type DeletedEventDataStatus string
 // DeletedEventEvent defines model for DeletedEvent.Event.
 type DeletedEventEvent string
 
+// Delivery one push attempt, as the dispatcher noted it (the last 20 are kept)
+type Delivery struct {
+	At         time.Time       `json:"at"`
+	Attempt    int             `json:"attempt"`
+	DurationMs float32         `json:"duration_ms"`
+	Error      *string         `json:"error,omitempty"`
+	Fence      int64           `json:"fence"`
+	Outcome    DeliveryOutcome `json:"outcome"`
+
+	// Status the response's status code; 0 when there was no response
+	Status int    `json:"status"`
+	Url    string `json:"url"`
+}
+
+// DeliveryOutcome defines model for Delivery.Outcome.
+type DeliveryOutcome string
+
 // Empty No fields: the body may be left out, or be {}.
 type Empty = map[string]interface{}
 
@@ -902,6 +973,9 @@ type Job struct {
 	ClaimedAt   *time.Time `json:"claimed_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 
+	// Deliveries a push job's attempts (GET of one job only)
+	Deliveries *[]Delivery `json:"deliveries,omitempty"`
+
 	// EnqueuedAt RFC 3339, milliseconds, UTC
 	EnqueuedAt time.Time `json:"enqueued_at"`
 
@@ -959,13 +1033,19 @@ type Lease struct {
 type NewJob struct {
 	Backoff *BackoffRequest `json:"backoff,omitempty"`
 
+	// CallbackUrl push queues: POSTed a signed summary when the job completes (a job of the same queue, retried with backoff)
+	CallbackUrl *string `json:"callback_url,omitempty"`
+
 	// Delay Go duration string ("90s", "1m30s", "250ms"). >= 0; not with run_at.
 	//
 	// Example: 30s
-	Delay          *string `json:"delay,omitempty"`
-	IdempotencyKey *string `json:"idempotency_key,omitempty"`
-	Kind           string  `json:"kind"`
-	MaxAttempts    *int    `json:"max_attempts,omitempty"`
+	Delay *string `json:"delay,omitempty"`
+
+	// FailureCallbackUrl push queues: POSTed a signed summary when the job dies
+	FailureCallbackUrl *string `json:"failure_callback_url,omitempty"`
+	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
+	Kind               string  `json:"kind"`
+	MaxAttempts        *int    `json:"max_attempts,omitempty"`
 
 	// Payload any JSON, default {}
 	Payload interface{} `json:"payload,omitempty"`
@@ -980,6 +1060,9 @@ type NewJob struct {
 
 	// RunAt due time; past means now. Not with delay.
 	RunAt *time.Time `json:"run_at,omitempty"`
+
+	// Target push queues: this job's own target, instead of the queue's. The job is then stored as kind chronoq.push with an envelope payload {body, kind, target, ...}.
+	Target *PushTarget `json:"target,omitempty"`
 
 	// Visibility Go duration string ("90s", "1m30s", "250ms"). 100ms to 24h; default 30s.
 	//
@@ -1007,23 +1090,63 @@ type PromotedEventDataStatus string
 // PromotedEventEvent defines model for PromotedEvent.Event.
 type PromotedEventEvent string
 
+// PushConfig defines model for PushConfig.
+type PushConfig struct {
+	Concurrency int `json:"concurrency"`
+
+	// Secrets only on the /config routes
+	Secrets *[]string  `json:"secrets,omitempty"`
+	Target  PushTarget `json:"target"`
+}
+
+// PushConfigRequest defines model for PushConfigRequest.
+type PushConfigRequest struct {
+	// Concurrency requests of this queue under way at once in each dispatcher
+	Concurrency *int `json:"concurrency,omitempty"`
+
+	// Secrets Standard Webhooks signing secrets ("whsec_" + base64 of 16 to 64 bytes), one or two (rotation: both sign every request). Left out: the queue's are kept, or one is made.
+	Secrets *[]string `json:"secrets,omitempty"`
+
+	// Target where the queue's jobs go; left out, only jobs with a target of their own are sent
+	Target *PushTarget `json:"target,omitempty"`
+}
+
+// PushTarget defines model for PushTarget.
+type PushTarget struct {
+	// Headers sent with every request; not Host, Content-Type, Content-Length, Connection, Transfer-Encoding nor webhook-* / chronoq-*
+	Headers *map[string]string `json:"headers,omitempty"`
+	Method  *PushTargetMethod  `json:"method,omitempty"`
+
+	// Timeout Go duration string. The whole request, 1s to 30m; default 30s.
+	//
+	// Example: 30s
+	Timeout *string `json:"timeout,omitempty"`
+
+	// Url http or https. Refused by the SSRF guard: loopback, private, link-local, unique-local, multicast, unspecified and metadata addresses, unless the server's allow-list opens them (checked again on the dialled address).
+	Url string `json:"url"`
+}
+
+// PushTargetMethod defines model for PushTarget.Method.
+type PushTargetMethod string
+
 // Queue defines model for Queue.
 type Queue struct {
-	CompletedTotal     int64      `json:"completed_total"`
-	Dead               int64      `json:"dead"`
-	DeadTotal          int64      `json:"dead_total"`
-	EnqueuedTotal      int64      `json:"enqueued_total"`
-	FailedTotal        int64      `json:"failed_total"`
-	Name               string     `json:"name"`
-	NextRunAt          *time.Time `json:"next_run_at"`
-	OldestPendingAgeMs int64      `json:"oldest_pending_age_ms"`
-	Paused             bool       `json:"paused"`
-	Pending            int64      `json:"pending"`
-	Processing         int64      `json:"processing"`
-	PromotedTotal      int64      `json:"promoted_total"`
-	ReclaimedTotal     int64      `json:"reclaimed_total"`
-	RetriedTotal       int64      `json:"retried_total"`
-	Scheduled          int64      `json:"scheduled"`
+	CompletedTotal     int64       `json:"completed_total"`
+	Dead               int64       `json:"dead"`
+	DeadTotal          int64       `json:"dead_total"`
+	EnqueuedTotal      int64       `json:"enqueued_total"`
+	FailedTotal        int64       `json:"failed_total"`
+	Name               string      `json:"name"`
+	NextRunAt          *time.Time  `json:"next_run_at"`
+	OldestPendingAgeMs int64       `json:"oldest_pending_age_ms"`
+	Paused             bool        `json:"paused"`
+	Pending            int64       `json:"pending"`
+	Processing         int64       `json:"processing"`
+	PromotedTotal      int64       `json:"promoted_total"`
+	Push               *PushConfig `json:"push,omitempty"`
+	ReclaimedTotal     int64       `json:"reclaimed_total"`
+	RetriedTotal       int64       `json:"retried_total"`
+	Scheduled          int64       `json:"scheduled"`
 }
 
 // Queues defines model for Queues.
@@ -1282,6 +1405,9 @@ type EnqueueBatchJSONRequestBody = Batch
 
 // ClaimJSONRequestBody defines body for Claim for application/json ContentType.
 type ClaimJSONRequestBody = Claim
+
+// PutPushConfigJSONRequestBody defines body for PutPushConfig for application/json ContentType.
+type PutPushConfigJSONRequestBody = PushConfigRequest
 
 // RequeueDeadJSONRequestBody defines body for RequeueDead for application/json ContentType.
 type RequeueDeadJSONRequestBody = DeadFilter
@@ -1993,6 +2119,38 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/claim (the `Claim` operationId).
 	Claim(ctx context.Context, queue QueueName, body ClaimJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeletePushConfig Stop pushing a queue's jobs
+	//
+	// Its jobs stay; they wait for a pull worker or a new config.
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/config (the `DeletePushConfig` operationId).
+	DeletePushConfig(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPushConfig A queue's push config
+	//
+	// The queue's push target, signing secrets and concurrency; 404 when it is not a push queue.
+	//
+	// Corresponds with GET /v1/queues/{queue}/config (the `GetPushConfig` operationId).
+	GetPushConfig(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPushConfigWithBody Make a queue a push queue, or change its target
+	//
+	// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+	PutPushConfigWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPushConfig Make a queue a push queue, or change its target
+	//
+	// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+	PutPushConfig(ctx context.Context, queue QueueName, body PutPushConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PurgeDead Purge the dead jobs (of one kind)
 	//
 	// Corresponds with DELETE /v1/queues/{queue}/dead (the `PurgeDead` operationId).
@@ -2541,6 +2699,78 @@ func (c *Client) ClaimWithBody(ctx context.Context, queue QueueName, contentType
 // Corresponds with POST /v1/queues/{queue}/claim (the `Claim` operationId).
 func (c *Client) Claim(ctx context.Context, queue QueueName, body ClaimJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewClaimRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeletePushConfig Stop pushing a queue's jobs
+//
+// Its jobs stay; they wait for a pull worker or a new config.
+//
+// Corresponds with DELETE /v1/queues/{queue}/config (the `DeletePushConfig` operationId).
+func (c *Client) DeletePushConfig(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePushConfigRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPushConfig A queue's push config
+//
+// The queue's push target, signing secrets and concurrency; 404 when it is not a push queue.
+//
+// Corresponds with GET /v1/queues/{queue}/config (the `GetPushConfig` operationId).
+func (c *Client) GetPushConfig(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPushConfigRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPushConfigWithBody Make a queue a push queue, or change its target
+//
+// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+func (c *Client) PutPushConfigWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPushConfigRequestWithBody(c.Server, queue, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPushConfig Make a queue a push queue, or change its target
+//
+// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+func (c *Client) PutPushConfig(ctx context.Context, queue QueueName, body PutPushConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPushConfigRequest(c.Server, queue, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3685,6 +3915,121 @@ func NewClaimRequestWithBody(server string, queue QueueName, contentType string,
 	return req, nil
 }
 
+// NewDeletePushConfigRequest constructs an http.Request for the DeletePushConfig method
+func NewDeletePushConfigRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/config", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPushConfigRequest constructs an http.Request for the GetPushConfig method
+func NewGetPushConfigRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/config", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutPushConfigRequest calls the generic PutPushConfig builder with application/json body
+func NewPutPushConfigRequest(server string, queue QueueName, body PutPushConfigJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutPushConfigRequestWithBody(server, queue, "application/json", bodyReader)
+}
+
+// NewPutPushConfigRequestWithBody constructs an http.Request for the PutPushConfig method, with any body, and a specified content type
+func NewPutPushConfigRequestWithBody(server string, queue QueueName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/config", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewPurgeDeadRequest constructs an http.Request for the PurgeDead method
 func NewPurgeDeadRequest(server string, queue QueueName, params *PurgeDeadParams) (*http.Request, error) {
 	var err error
@@ -4719,6 +5064,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `Claim` operationId).
 	ClaimWithResponse(ctx context.Context, queue QueueName, body ClaimJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimResponse, error)
+
+	// DeletePushConfigWithResponse Stop pushing a queue's jobs
+	//
+	// Its jobs stay; they wait for a pull worker or a new config.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/config (the `DeletePushConfig` operationId).
+	DeletePushConfigWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeletePushConfigResponse, error)
+
+	// GetPushConfigWithResponse A queue's push config
+	//
+	// The queue's push target, signing secrets and concurrency; 404 when it is not a push queue.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/config (the `GetPushConfig` operationId).
+	GetPushConfigWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetPushConfigResponse, error)
+
+	// PutPushConfigWithBodyWithResponse Make a queue a push queue, or change its target
+	//
+	// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+	PutPushConfigWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPushConfigResponse, error)
+
+	// PutPushConfigWithResponse Make a queue a push queue, or change its target
+	//
+	// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+	PutPushConfigWithResponse(ctx context.Context, queue QueueName, body PutPushConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*PutPushConfigResponse, error)
 
 	// PurgeDeadWithResponse Purge the dead jobs (of one kind)
 	//
@@ -6136,6 +6517,241 @@ func (r ClaimResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ClaimResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeletePushConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeletePushConfigResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeletePushConfigResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeletePushConfigResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeletePushConfigResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeletePushConfigResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeletePushConfigResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeletePushConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePushConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePushConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeletePushConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetPushConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PushConfig
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPushConfigResponse) GetJSON200() *PushConfig {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPushConfigResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPushConfigResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPushConfigResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetPushConfigResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPushConfigResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPushConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPushConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPushConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPushConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutPushConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PushConfig
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutPushConfigResponse) GetJSON200() *PushConfig {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutPushConfigResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutPushConfigResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutPushConfigResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutPushConfigResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutPushConfigResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutPushConfigResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutPushConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutPushConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutPushConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutPushConfigResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7825,6 +8441,66 @@ func (c *ClientWithResponses) ClaimWithResponse(ctx context.Context, queue Queue
 	return ParseClaimResponse(rsp)
 }
 
+// DeletePushConfigWithResponse Stop pushing a queue's jobs
+//
+// Its jobs stay; they wait for a pull worker or a new config.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/queues/{queue}/config (the `DeletePushConfig` operationId).
+func (c *ClientWithResponses) DeletePushConfigWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeletePushConfigResponse, error) {
+	rsp, err := c.DeletePushConfig(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePushConfigResponse(rsp)
+}
+
+// GetPushConfigWithResponse A queue's push config
+//
+// The queue's push target, signing secrets and concurrency; 404 when it is not a push queue.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/config (the `GetPushConfig` operationId).
+func (c *ClientWithResponses) GetPushConfigWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetPushConfigResponse, error) {
+	rsp, err := c.GetPushConfig(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPushConfigResponse(rsp)
+}
+
+// PutPushConfigWithBodyWithResponse Make a queue a push queue, or change its target
+//
+// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+func (c *ClientWithResponses) PutPushConfigWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPushConfigResponse, error) {
+	rsp, err := c.PutPushConfigWithBody(ctx, queue, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPushConfigResponse(rsp)
+}
+
+// PutPushConfigWithResponse Make a queue a push queue, or change its target
+//
+// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+func (c *ClientWithResponses) PutPushConfigWithResponse(ctx context.Context, queue QueueName, body PutPushConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*PutPushConfigResponse, error) {
+	rsp, err := c.PutPushConfig(ctx, queue, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPushConfigResponse(rsp)
+}
+
 // PurgeDeadWithResponse Purge the dead jobs (of one kind)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -9137,6 +9813,199 @@ func ParseClaimResponse(rsp *http.Response) (*ClaimResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest ClaimedJobs
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeletePushConfigResponse parses an HTTP response from a DeletePushConfigWithResponse call
+func ParseDeletePushConfigResponse(rsp *http.Response) (*DeletePushConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePushConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPushConfigResponse parses an HTTP response from a GetPushConfigWithResponse call
+func ParseGetPushConfigResponse(rsp *http.Response) (*GetPushConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPushConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PushConfig
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutPushConfigResponse parses an HTTP response from a PutPushConfigWithResponse call
+func ParsePutPushConfigResponse(rsp *http.Response) (*PutPushConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutPushConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PushConfig
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
