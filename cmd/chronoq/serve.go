@@ -23,6 +23,7 @@ import (
 	"github.com/chronoq/chronoq/dashboard"
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/demo"
+	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/lifecycle"
@@ -56,6 +57,9 @@ type serveConfig struct {
 
 	logFormat string
 	logLevel  slog.Level
+
+	noDispatch    bool   // run no dispatchers (push queues are served by other instances)
+	dispatchAllow string // the SSRF guard's allow-list: CIDRs, IPs, host names
 
 	demo        bool // `chronoq demo`: the simulated worker pool and /v1/demo
 	demoWorkers int  // workers the demo starts with
@@ -168,6 +172,8 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
 	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
 	e.String(&level, "log-level", "CHRONOQ_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	e.Bool(&c.noDispatch, "no-dispatch", "CHRONOQ_NO_DISPATCH", "run no push dispatchers here (run `chronoq dispatch` elsewhere)")
+	e.String(&c.dispatchAllow, "dispatch-allow", "CHRONOQ_DISPATCH_ALLOW", "", "push targets the SSRF guard lets through although internal: CIDRs, IPs and host names, comma-separated (\"127.0.0.1,10.0.0.0/8,api.internal\")")
 	if name == "demo" {
 		c.demo = true
 		e.Int(&c.demoWorkers, "workers", "CHRONOQ_DEMO_WORKERS", 0, "simulated workers to start with (the page changes it)")
@@ -333,11 +339,22 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		}
 		routes, routesDoc = pool.Routes(), demo.OpenAPI()
 	}
-	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Token: c.token, MetricsAuth: c.metricsAuth,
+	guard, err := dispatch.ParseAllow(c.dispatchAllow)
+	if err != nil {
+		return err
+	}
+	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Push: dispatch.NewStore(client, guard),
+		Token: c.token, MetricsAuth: c.metricsAuth,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})
 	if err != nil {
 		return err
+	}
+	var dispatcher *dispatch.Dispatcher
+	if !c.noDispatch {
+		if dispatcher, err = dispatch.New(dispatch.Config{Client: client, Guard: guard, Registerer: srv.Registry(), Logger: log}); err != nil {
+			return err
+		}
 	}
 	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
 		OnPromote: srv.ObservePromote, Logger: log})
@@ -384,6 +401,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	background.Start(bg, "cron", scheduler)
 	background.Start(bg, "promoter", promoter)
 	background.Start(bg, "reclaimer", reclaimer)
+	if dispatcher != nil {
+		background.Start(bg, "dispatcher", dispatcher)
+	}
 	watchClock(bg, client, srv.Registry(), log)
 	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
 		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
