@@ -29,10 +29,39 @@ var fastBackoff = delayed.Backoff{Initial: 5 * time.Millisecond, Factor: 1, Max:
 
 type rig struct {
 	t     *testing.T
+	tb    testing.TB // t, or a benchmark's b
 	ctx   context.Context
 	c     *queue.Client
 	d     *dispatch.Dispatcher
 	store *dispatch.Store
+}
+
+// newRigB is newRig for benchmarks: the real backoff does not matter.
+func newRigB(b *testing.B, _ int) *rig {
+	b.Helper()
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(b), Namespace: testutil.Namespace(b), DisableEvents: true})
+	require.NoError(b, err)
+	d, err := dispatch.New(dispatch.Config{Client: c, Guard: loopback, RefreshInterval: time.Second})
+	require.NoError(b, err)
+	require.NoError(b, d.Start(b.Context()))
+	b.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.Stop(sctx)
+	})
+	// A promoter, as serve runs: it promotes the jobs scheduled while the
+	// dispatcher waits.
+	p, err := delayed.NewPromoter(delayed.Config{Source: c})
+	require.NoError(b, err)
+	require.NoError(b, p.Start(b.Context()))
+	b.Cleanup(func() { _ = p.Stop(context.Background()) })
+	return &rig{t: nil, tb: b, ctx: b.Context(), c: c, d: d, store: d.Store()}
+}
+
+func newReceiverB(b *testing.B, h http.HandlerFunc) *httptest.Server {
+	s := httptest.NewServer(h)
+	b.Cleanup(s.Close)
+	return s
 }
 
 // newRig is a client on a namespace of the test's own and a dispatcher
@@ -55,19 +84,19 @@ func newRig(t *testing.T, g dispatch.Guard, mod func(*dispatch.Config)) *rig {
 		defer cancel()
 		require.NoError(t, d.Stop(sctx))
 	})
-	return &rig{t: t, ctx: ctx, c: c, d: d, store: d.Store()}
+	return &rig{t: t, tb: t, ctx: ctx, c: c, d: d, store: d.Store()}
 }
 
 // push makes q a push queue to url and has the dispatcher serve it now.
 func (r *rig) push(q, url string, mod func(*dispatch.QueueConfig)) dispatch.QueueConfig {
-	r.t.Helper()
+	r.tb.Helper()
 	qc := dispatch.QueueConfig{Target: dispatch.Target{URL: url}}
 	if mod != nil {
 		mod(&qc)
 	}
 	out, err := r.store.Put(r.ctx, q, qc)
-	require.NoError(r.t, err)
-	require.NoError(r.t, r.d.Refresh(r.ctx))
+	require.NoError(r.tb, err)
+	require.NoError(r.tb, r.d.Refresh(r.ctx))
 	return out
 }
 
