@@ -20,6 +20,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/worker"
 )
@@ -38,6 +39,10 @@ type Config struct {
 	// HeartbeatInterval is how often a job's lease is extended while its
 	// request is under way. Defaults to a third of the job's visibility.
 	HeartbeatInterval time.Duration
+	// ShutdownTimeout is how long, once Run's ctx has ended, the requests
+	// under way may finish before their jobs go back to pending. Defaults
+	// to worker.DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
 	// Registerer, when set, registers the dispatch metrics.
 	Registerer prometheus.Registerer
 	// Logger receives errors. Defaults to slog.Default().
@@ -77,7 +82,7 @@ const (
 
 // Dispatcher sends the jobs of every push queue to their targets: one
 // worker (package worker) per push queue, whose handler is the request.
-// Start it, then Stop it; it runs once.
+// Run it (it runs once).
 type Dispatcher struct {
 	cfg     Config
 	client  *queue.Client
@@ -89,16 +94,14 @@ type Dispatcher struct {
 
 	configs atomic.Pointer[map[string]QueueConfig]
 
-	mu      sync.Mutex
-	workers map[string]*served
-	ctx     context.Context // the refresh loop's; ended by Stop
-	cancel  context.CancelFunc
-	wctx    context.Context // the workers': Start's, without its cancellation
-	done    chan struct{}
+	mu       sync.Mutex
+	workers  map[string]*served
+	ctx      context.Context // Run's; nil before Run
+	dropping sync.WaitGroup  // the stops of workers whose queue was dropped
 }
 
 type served struct {
-	w           *worker.Worker
+	h           *lifecycle.Handle // the worker's Run
 	concurrency int
 }
 
@@ -109,8 +112,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, defaultRefresh)
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, store: NewStore(cfg.Client, cfg.Guard),
-		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Clock(), workers: map[string]*served{},
-		done: make(chan struct{})}
+		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Clock(), workers: map[string]*served{}}
 	d.http = newHTTPClient(cfg.Guard)
 	empty := map[string]QueueConfig{}
 	d.configs.Store(&empty)
@@ -143,40 +145,54 @@ func newHTTPClient(g Guard) *http.Client {
 // Store is the dispatcher's config store.
 func (d *Dispatcher) Store() *Store { return d.store }
 
-// Start reads the configs and serves the push queues, and keeps reading
-// them every RefreshInterval until Stop.
-func (d *Dispatcher) Start(ctx context.Context) error {
+// Run reads the configs and serves the push queues, reading them again
+// every RefreshInterval, until ctx ends. Then it stops every queue's
+// worker at once: each claims no more, lets the requests under way finish
+// for ShutdownTimeout and hands the rest back to pending. It answers the
+// workers' stop errors (nil on a clean stop). A dispatcher runs once: a
+// second Run answers an error at once. Run follows the convention of
+// package internal/lifecycle.
+func (d *Dispatcher) Run(ctx context.Context) error {
 	d.mu.Lock()
 	if d.ctx != nil {
 		d.mu.Unlock()
-		return errors.New("dispatch: started twice")
+		return errors.New("dispatch: a dispatcher runs once")
 	}
-	d.wctx = context.WithoutCancel(ctx)
-	d.ctx, d.cancel = context.WithCancel(d.wctx)
+	d.ctx = ctx
 	d.mu.Unlock()
-	if err := d.Refresh(ctx); err != nil {
+	if err := d.Refresh(ctx); err != nil && ctx.Err() == nil {
 		d.log.Warn("dispatch: reading push configs", "err", err)
 	}
-	go func() {
-		defer close(d.done)
-		t := d.clock.NewTicker(d.cfg.RefreshInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-d.ctx.Done():
-				return
-			case <-t.Chan():
-				if err := d.Refresh(d.ctx); err != nil && d.ctx.Err() == nil {
-					d.log.Warn("dispatch: reading push configs", "err", err)
-				}
+	t := d.clock.NewTicker(d.cfg.RefreshInterval)
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-t.Chan():
+			if err := d.Refresh(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("dispatch: reading push configs", "err", err)
 			}
 		}
-	}()
-	return nil
+	}
+	t.Stop()
+	d.mu.Lock()
+	ws := d.workers
+	d.workers = map[string]*served{}
+	d.mu.Unlock()
+	var all []error
+	for q, s := range ws {
+		// Each worker's Run bounds its own stop by ShutdownTimeout.
+		if err := s.h.Stop(context.Background()); err != nil {
+			all = append(all, fmt.Errorf("queue %s: %w", q, err))
+		}
+	}
+	d.dropping.Wait()
+	d.http.CloseIdleConnections()
+	return errors.Join(all...)
 }
 
 // Refresh reads the push configs now: queues that became push queues are
-// served, queues that stopped being one are dropped.
+// served, queues that stopped being one are dropped. Before Run and after
+// it ended, it only reads them.
 func (d *Dispatcher) Refresh(ctx context.Context) error {
 	all, err := d.store.All(ctx)
 	if err != nil {
@@ -191,7 +207,11 @@ func (d *Dispatcher) Refresh(ctx context.Context) error {
 	for q, s := range d.workers {
 		if c, ok := all[q]; !ok || c.Concurrency != s.concurrency {
 			delete(d.workers, q)
-			go d.stopWorker(q, s.w)
+			d.dropping.Go(func() {
+				if err := s.h.Stop(context.Background()); err != nil {
+					d.log.Warn("dispatch: stopping the worker of a queue", "queue", q, "err", err)
+				}
+			})
 		}
 	}
 	for q, c := range all {
@@ -200,52 +220,13 @@ func (d *Dispatcher) Refresh(ctx context.Context) error {
 		}
 		w, err := worker.New(worker.Config{Client: d.client, Handler: worker.HandlerFunc(d.work),
 			Queues: []worker.QueueConfig{{Name: q}}, Concurrency: c.Concurrency, MaxClaim: min(c.Concurrency, 100),
-			HeartbeatInterval: d.cfg.HeartbeatInterval, Logger: d.log})
+			HeartbeatInterval: d.cfg.HeartbeatInterval, ShutdownTimeout: d.cfg.ShutdownTimeout, Logger: d.log})
 		if err != nil {
 			return err
 		}
-		if err := w.Start(d.wctx); err != nil {
-			return err
-		}
-		d.workers[q] = &served{w: w, concurrency: c.Concurrency}
+		d.workers[q] = &served{h: lifecycle.Start(d.ctx, w), concurrency: c.Concurrency}
 	}
 	return nil
-}
-
-func (d *Dispatcher) stopWorker(q string, w *worker.Worker) {
-	ctx, cancel := context.WithTimeout(context.Background(), MaxTimeout)
-	defer cancel()
-	if err := w.Stop(ctx); err != nil {
-		d.log.Warn("dispatch: stopping the worker of a queue", "queue", q, "err", err)
-	}
-}
-
-// Stop stops claiming, waits for the requests under way until ctx ends,
-// then hands the rest back to pending.
-func (d *Dispatcher) Stop(ctx context.Context) error {
-	d.mu.Lock()
-	if d.ctx == nil {
-		d.mu.Unlock()
-		return nil
-	}
-	d.cancel()
-	ws := d.workers
-	d.workers = map[string]*served{}
-	d.mu.Unlock()
-	<-d.done
-	var wg sync.WaitGroup
-	errs := make(chan error, len(ws))
-	for _, s := range ws {
-		wg.Go(func() { errs <- s.w.Stop(ctx) })
-	}
-	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	d.http.CloseIdleConnections()
-	return errors.Join(all...)
 }
 
 // work is the handler: one request.

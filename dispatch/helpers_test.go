@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/dispatch"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -25,7 +26,7 @@ import (
 var loopback = dispatch.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 
 // fastBackoff retries at once, so that tests of retries take milliseconds.
-var fastBackoff = delayed.Backoff{Initial: 5 * time.Millisecond, Factor: 1, Max: 5 * time.Millisecond}
+var fastBackoff = queue.Backoff{Initial: 5 * time.Millisecond, Factor: 1, Max: 5 * time.Millisecond}
 
 type rig struct {
 	t     *testing.T
@@ -43,18 +44,18 @@ func newRigB(b *testing.B, _ int) *rig {
 	require.NoError(b, err)
 	d, err := dispatch.New(dispatch.Config{Client: c, Guard: loopback, RefreshInterval: time.Second})
 	require.NoError(b, err)
-	require.NoError(b, d.Start(b.Context()))
+	dh := lifecycle.Start(b.Context(), d)
 	b.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = d.Stop(sctx)
+		_ = dh.Stop(sctx)
 	})
 	// A promoter, as serve runs: it promotes the jobs scheduled while the
 	// dispatcher waits.
 	p, err := delayed.NewPromoter(delayed.Config{Source: c})
 	require.NoError(b, err)
-	require.NoError(b, p.Start(b.Context()))
-	b.Cleanup(func() { _ = p.Stop(context.Background()) })
+	ph := lifecycle.Start(b.Context(), p)
+	b.Cleanup(func() { _ = ph.Stop(context.Background()) })
 	return &rig{t: nil, tb: b, ctx: b.Context(), c: c, d: d, store: d.Store()}
 }
 
@@ -78,11 +79,11 @@ func newRig(t *testing.T, g dispatch.Guard, mod func(*dispatch.Config)) *rig {
 	}
 	d, err := dispatch.New(cfg)
 	require.NoError(t, err)
-	require.NoError(t, d.Start(ctx))
+	dh := lifecycle.Start(ctx, d)
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		require.NoError(t, d.Stop(sctx))
+		require.NoError(t, dh.Stop(sctx))
 	})
 	return &rig{t: t, tb: t, ctx: ctx, c: c, d: d, store: d.Store()}
 }

@@ -15,12 +15,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/dispatch"
+	"github.com/chronoq/chronoq/internal/alarm"
+	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 )
 
-// runDispatch is `chronoq dispatch`: push dispatchers only, to scale them
-// apart from the API (whose serve runs them too unless --no-dispatch).
+// runDispatch is `chronoq dispatch`: push dispatchers without the API, to
+// scale them apart from it (serve runs them too unless --no-dispatch). It
+// runs a promoter and a reclaimer as well, as serve does: a deployment of
+// dispatch instances and Go producers only still has its scheduled jobs
+// promoted and its lapsed leases reclaimed (several of each are safe).
 func runDispatch(ctx context.Context, args []string, env func(string) string, _, stderr io.Writer) int {
 	var c serveConfig
 	fs := flag.NewFlagSet("chronoq dispatch", flag.ContinueOnError)
@@ -33,6 +39,7 @@ func runDispatch(ctx context.Context, args []string, env func(string) string, _,
 	e.String(&c.dispatchAllow, "dispatch-allow", "CHRONOQ_DISPATCH_ALLOW", "", "push targets the SSRF guard lets through although internal: CIDRs, IPs and host names, comma-separated")
 	e.String(&metrics, "metrics-listen", "CHRONOQ_METRICS_LISTEN", "", "address to serve /metrics on; empty: none")
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
+	storeFlags(e, &c)
 	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
 	e.String(&level, "log-level", "CHRONOQ_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	err := errors.Join(e.errs...)
@@ -71,7 +78,8 @@ func dispatchOnly(ctx context.Context, c serveConfig, metricsAddr string, log *s
 		return err
 	}
 	defer closeRedis()
-	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: c.namespace})
+	clock := alarm.Real() // the promoter's waits end on a kernel timer
+	client, err := queue.NewClient(storeConfig(c, rdb, clock))
 	if err != nil {
 		return err
 	}
@@ -81,7 +89,16 @@ func dispatchOnly(ctx context.Context, c serveConfig, metricsAddr string, log *s
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	d, err := dispatch.New(dispatch.Config{Client: client, Guard: guard, Registerer: reg, Logger: log})
+	d, err := dispatch.New(dispatch.Config{Client: client, Guard: guard, ShutdownTimeout: c.shutdownTimeout, Registerer: reg, Logger: log})
+	if err != nil {
+		return err
+	}
+	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
+		Logger: log})
+	if err != nil {
+		return err
+	}
+	reclaimer, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: client, Interval: c.reclaimInterval, ReconcileInterval: c.reconcileEvery, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -96,12 +113,17 @@ func dispatchOnly(ctx context.Context, c serveConfig, metricsAddr string, log *s
 		go func() { _ = hs.Serve(ln) }()
 		defer hs.Close()
 	}
-	if err := d.Start(ctx); err != nil {
-		return err
-	}
+	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBg()
+	var background lifecycle.Group
+	background.Start(bg, "promoter", promoter)
+	background.Start(bg, "reclaimer", reclaimer)
+	background.Start(bg, "dispatcher", d)
 	log.Info("chronoq dispatching", "namespace", c.namespace)
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+	// The dispatcher's workers give the requests under way
+	// --shutdown-timeout; wait a little longer for them to hand back the rest.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout+5*time.Second)
 	defer cancel()
-	return d.Stop(sctx)
+	return background.Stop(sctx)
 }

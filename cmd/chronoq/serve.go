@@ -157,17 +157,7 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
 	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
 	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
-	e.Int(&c.maxPayloadBytes, "max-payload-bytes", "CHRONOQ_MAX_PAYLOAD_BYTES", queue.DefaultMaxPayloadBytes, "largest job payload or result in bytes")
-	e.Int(&c.maxQueues, "max-queues", "CHRONOQ_MAX_QUEUES", queue.DefaultMaxQueues, "most queues")
-	e.Duration(&c.retention, "retention", "CHRONOQ_RETENTION", queue.DefaultRetention, "how long a completed job is kept when it names no result_ttl")
-	e.Int(&c.completedHistory, "completed-history", "CHRONOQ_COMPLETED_HISTORY", queue.DefaultCompletedHistory, "completed job ids listed per queue")
-	e.Int(&c.deadMaxJobs, "dead-max-jobs", "CHRONOQ_DEAD_MAX_JOBS", queue.DefaultDeadMaxJobs, "most dead jobs kept per queue (the oldest go first)")
-	e.Duration(&c.deadMaxAge, "dead-max-age", "CHRONOQ_DEAD_MAX_AGE", queue.DefaultDeadMaxAge, "how long a dead job is kept")
-	e.Duration(&c.idleQueueTTL, "idle-queue-ttl", "CHRONOQ_IDLE_QUEUE_TTL", queue.DefaultIdleQueueTTL, "how long an empty queue nothing is enqueued into is kept")
-	e.Duration(&c.idempotencyTTL, "idempotency-ttl", "CHRONOQ_IDEMPOTENCY_TTL", queue.DefaultIdempotencyTTL, "how long an idempotency key is remembered")
-	e.Duration(&c.reclaimInterval, "reclaim-interval", "CHRONOQ_RECLAIM_INTERVAL", 5*time.Second, "time between reclaim sweeps")
-	e.Duration(&c.promoteMaxSleep, "promote-max-sleep", "CHRONOQ_PROMOTE_MAX_SLEEP", time.Second, "longest promoter sleep over a queue with jobs scheduled (the most a lost wake-up delays a job)")
-	e.Duration(&c.reconcileEvery, "reconcile-interval", "CHRONOQ_RECONCILE_INTERVAL", queue.DefaultReconcileInterval, "how often the promoter and the reclaimer look at every queue, not only those their index names")
+	storeFlags(e, &c)
 	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
 	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
@@ -310,6 +300,31 @@ func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, releas
 	return cl, func() { _ = cl.Close(); m.Close() }, nil
 }
 
+// storeFlags are the flags of the job store and of its background parts
+// (promoter, reclaimer): serve's and dispatch's, so that every instance
+// keeps and promotes jobs alike.
+func storeFlags(e *envFlags, c *serveConfig) {
+	e.Int(&c.maxPayloadBytes, "max-payload-bytes", "CHRONOQ_MAX_PAYLOAD_BYTES", queue.DefaultMaxPayloadBytes, "largest job payload or result in bytes")
+	e.Int(&c.maxQueues, "max-queues", "CHRONOQ_MAX_QUEUES", queue.DefaultMaxQueues, "most queues")
+	e.Duration(&c.retention, "retention", "CHRONOQ_RETENTION", queue.DefaultRetention, "how long a completed job is kept when it names no result_ttl")
+	e.Int(&c.completedHistory, "completed-history", "CHRONOQ_COMPLETED_HISTORY", queue.DefaultCompletedHistory, "completed job ids listed per queue")
+	e.Int(&c.deadMaxJobs, "dead-max-jobs", "CHRONOQ_DEAD_MAX_JOBS", queue.DefaultDeadMaxJobs, "most dead jobs kept per queue (the oldest go first)")
+	e.Duration(&c.deadMaxAge, "dead-max-age", "CHRONOQ_DEAD_MAX_AGE", queue.DefaultDeadMaxAge, "how long a dead job is kept")
+	e.Duration(&c.idleQueueTTL, "idle-queue-ttl", "CHRONOQ_IDLE_QUEUE_TTL", queue.DefaultIdleQueueTTL, "how long an empty queue nothing is enqueued into is kept")
+	e.Duration(&c.idempotencyTTL, "idempotency-ttl", "CHRONOQ_IDEMPOTENCY_TTL", queue.DefaultIdempotencyTTL, "how long an idempotency key is remembered")
+	e.Duration(&c.reclaimInterval, "reclaim-interval", "CHRONOQ_RECLAIM_INTERVAL", 5*time.Second, "time between reclaim sweeps")
+	e.Duration(&c.promoteMaxSleep, "promote-max-sleep", "CHRONOQ_PROMOTE_MAX_SLEEP", time.Second, "longest promoter sleep over a queue with jobs scheduled (the most a lost wake-up delays a job)")
+	e.Duration(&c.reconcileEvery, "reconcile-interval", "CHRONOQ_RECONCILE_INTERVAL", queue.DefaultReconcileInterval, "how often the promoter and the reclaimer look at every queue, not only those their index names")
+}
+
+// storeConfig is the queue client's config from the flags of storeFlags.
+func storeConfig(c serveConfig, rdb redis.UniversalClient, clock clockwork.Clock) queue.Config {
+	return queue.Config{Redis: rdb, Namespace: c.namespace, Clock: clock,
+		MaxPayloadBytes: c.maxPayloadBytes, MaxQueues: c.maxQueues, Retention: c.retention,
+		CompletedHistory: c.completedHistory, DeadMaxJobs: c.deadMaxJobs, DeadMaxAge: c.deadMaxAge, IdleQueueTTL: c.idleQueueTTL,
+		IdempotencyTTL: c.idempotencyTTL}
+}
+
 // serve runs the API, the promoter and the reclaimer until ctx ends, then
 // shuts them down gracefully.
 func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHooks) error {
@@ -322,10 +337,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer closeRedis()
-	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: c.namespace, Clock: clock,
-		MaxPayloadBytes: c.maxPayloadBytes, MaxQueues: c.maxQueues, Retention: c.retention,
-		CompletedHistory: c.completedHistory, DeadMaxJobs: c.deadMaxJobs, DeadMaxAge: c.deadMaxAge, IdleQueueTTL: c.idleQueueTTL,
-		IdempotencyTTL: c.idempotencyTTL})
+	client, err := queue.NewClient(storeConfig(c, rdb, clock))
 	if err != nil {
 		return err
 	}
@@ -352,7 +364,8 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	}
 	var dispatcher *dispatch.Dispatcher
 	if !c.noDispatch {
-		if dispatcher, err = dispatch.New(dispatch.Config{Client: client, Guard: guard, Registerer: srv.Registry(), Logger: log}); err != nil {
+		if dispatcher, err = dispatch.New(dispatch.Config{Client: client, Guard: guard, ShutdownTimeout: c.shutdownTimeout,
+			Registerer: srv.Registry(), Logger: log}); err != nil {
 			return err
 		}
 	}
@@ -439,7 +452,12 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 			log.Warn("demo pool stop", "err", err)
 		}
 	}
-	if err := background.Stop(sctx); err != nil {
+	// The dispatcher's requests under way get --shutdown-timeout of their
+	// own (the HTTP shutdown may have used sctx's); then a little longer
+	// for it to hand back the rest.
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout+5*time.Second)
+	defer bcancel()
+	if err := background.Stop(bctx); err != nil {
 		log.Warn("background stop", "err", err)
 	}
 	log.Info("stopped")
