@@ -30,7 +30,7 @@ import (
 const (
 	keyMeta    = "meta"    // HASH: created_ms, paused, the counters (stat*), stale, waker, waiting_until
 	keyJobs    = "jobs"    // HASH: job id -> record (see the rec* fields), or a tombstone
-	keyData    = "data"    // HASH: job id -> payload; job id + ".r" -> result
+	keyData    = "data"    // HASH: job id -> payload; job id + ".r" -> result; job id + ".n" -> notes
 	keySched   = "sched"   // ZSET: due score (Unix ms, µs as decimals) -> id of a scheduled job
 	keyPending = "pending" // LIST: ids of pending jobs, oldest at the right, the sentinel rightmost
 	keyLeases  = "leases"  // ZSET: lease deadline ms -> id of a processing job

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,44 @@ func TestNotes(t *testing.T) {
 
 	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, nil))
 	require.ErrorIs(t, c.Note(ctx, "q", j.ID, j.Token, "after"), queue.ErrLeaseLost, "only a processing job takes notes")
+}
+
+// A deleted job takes its notes with it: no "<id>.n" field is left in the
+// queue's data hash (drop deletes the payload, the result and the notes).
+func TestNotesGoWithTheJob(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := testutil.Namespace(t)
+	rdb := testutil.Redis(t)
+	// Retention < 0: a completed job is deleted at once.
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Retention: -1, RetryWindow: -1})
+	require.NoError(t, err)
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Payload: []byte(`{"a":1}`)})
+	require.NoError(t, err)
+	jobs, err := c.Claim(ctx, "q", queue.ClaimOptions{})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	j := jobs[0]
+	require.NoError(t, c.Note(ctx, "q", j.ID, j.Token, "attempt 1"))
+	keys, err := queue.Keys(ns, "q")
+	require.NoError(t, err)
+	var data string
+	for _, k := range keys {
+		if strings.HasSuffix(k, ":data") {
+			data = k
+		}
+	}
+	require.NotEmpty(t, data)
+	fields, err := rdb.HKeys(ctx, data).Result()
+	require.NoError(t, err)
+	require.Contains(t, fields, j.ID+".n", "the note is where this test looks")
+
+	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, []byte(`{"ok":true}`)))
+	_, err = c.Get(ctx, "q", j.ID)
+	require.ErrorIs(t, err, queue.ErrNotFound, "the job is deleted at completion")
+	fields, err = rdb.HKeys(ctx, data).Result()
+	require.NoError(t, err)
+	for _, f := range fields {
+		require.False(t, strings.HasPrefix(f, j.ID), "field %q of the deleted job is left", f)
+	}
 }

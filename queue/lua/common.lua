@@ -405,13 +405,13 @@ end
 -- Deleting jobs -------------------------------------------------------------
 -- (Scripts that call these declare K_data, K_idem and K_expiry.)
 
--- drop deletes a job: its record, its payload and result, and the
+-- drop deletes a job: its record, its payload, result and notes, and the
 -- idempotency record that points at it. Within A_tomb_ms of its enqueue or
 -- of its end, a tombstone stays in its place until then, holding how its
 -- last attempt was acked: a retried enqueue or ack that arrives after the
 -- job is gone still answers what happened, and never makes it again.
 local function drop(id, f)
-  redis.call('HDEL', K_data, id, id .. '.r')
+  redis.call('HDEL', K_data, id, id .. '.r', id .. '.n')
   local ik = f[R_idempotency_key]
   if ik ~= '' and idem_of(ik) == id then
     redis.call('HDEL', K_idem, ik)
