@@ -132,12 +132,17 @@ func attentionKeys(ns string) attnKeys {
 // Meta hash fields.
 const (
 	metaCreated      = "created_ms"
-	metaActive       = "active_ms"     // the last enqueue, to the minute: an empty queue idle since long is forgotten
-	metaPaused       = "paused"        // "1" while paused
-	metaStale        = "stale"         // ids in the pending list whose job is no longer pending
-	metaWaker        = "waker"         // the due score last handed to a claimer to wake at
-	metaWakerUntil   = "waker_until"   // ms until which that hand-out holds
-	metaWaitingUntil = "waiting_until" // ms until which a claimer may be waiting on the wake stream
+	metaActive       = "active_ms"      // the last enqueue, to the minute: an empty queue idle since long is forgotten
+	metaPaused       = "paused"         // "1" while paused
+	metaStale        = "stale"          // ids in the pending list whose job is no longer pending
+	metaWaker        = "waker"          // the due score last handed to a claimer to wake at
+	metaWakerUntil   = "waker_until"    // ms until which that hand-out holds
+	metaWaitingUntil = "waiting_until"  // ms until which a claimer may be waiting on the wake stream
+	metaLimitRate    = "limit_rate"     // Limits.Rate, jobs a second (absent: none)
+	metaLimitBurst   = "limit_burst"    // Limits.Burst
+	metaLimitFlight  = "limit_inflight" // Limits.MaxInFlight (absent: none)
+	metaTBTokens     = "tb_tokens"      // the rate limit's token bucket: tokens left at tb_ms
+	metaTBAt         = "tb_ms"          // ms the bucket was last counted at (Redis's clock)
 )
 
 // Settings: a queue's own configuration, fields of its meta hash written by
@@ -239,7 +244,7 @@ var (
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyClaims, keyWake},
 		[]string{"max", "token_base", "visibility_ms", "want_next", "wait_ms"}}
 	specWait = scriptSpec{"wait",
-		[]string{keyMeta, keyPending, keyWake},
+		[]string{keyMeta, keyPending, keyLeases, keyWake},
 		[]string{"wait_ms"}}
 	specComplete = scriptSpec{"complete",
 		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims},

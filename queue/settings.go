@@ -70,18 +70,29 @@ func (c *Client) SettingsOf(ctx context.Context, field string, queues []string) 
 // names must be settings (SettingPush, ...). One script: the fields
 // change together.
 func (c *Client) SetSettings(ctx context.Context, queue string, set map[string]string) error {
-	k, err := c.keysFor(queue)
-	if err != nil {
+	if _, err := c.keysFor(queue); err != nil {
 		return err
 	}
 	if len(set) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(set))
 	for n := range set {
 		if !slices.Contains(settingFields, n) {
 			return invalid("setting", "no setting %q (the settings are %s)", n, strings.Join(settingFields, ", "))
 		}
+	}
+	return c.writeSettings(ctx, queue, set)
+}
+
+// writeSettings writes fields of queue's meta hash ("" unsets one),
+// creating the queue when it does not exist: SetSettings and SetLimits.
+func (c *Client) writeSettings(ctx context.Context, queue string, set map[string]string) error {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
 		names = append(names, n)
 	}
 	slices.Sort(names)
