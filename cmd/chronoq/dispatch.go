@@ -89,6 +89,7 @@ func dispatchOnly(ctx context.Context, c serveConfig, metricsAddr string, log *s
 		return err
 	}
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(limitWaitMetric(client))
 	d, err := dispatch.New(dispatch.Config{Client: client, Guard: guard, ShutdownTimeout: c.shutdownTimeout, Registerer: reg, Logger: log})
 	if err != nil {
 		return err

@@ -317,6 +317,14 @@ func storeFlags(e *envFlags, c *serveConfig) {
 	e.Duration(&c.reconcileEvery, "reconcile-interval", "CHRONOQ_RECONCILE_INTERVAL", queue.DefaultReconcileInterval, "how often the promoter and the reclaimer look at every queue, not only those their index names")
 }
 
+// limitWaitMetric is chronoq_limit_wait_seconds_total: the time claims
+// (the dispatchers', the API's) spent held back by queues' limits.
+func limitWaitMetric(client *queue.Client) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_limit_wait_seconds_total",
+		Help: "Time claims and waits of this instance spent held back by queues' rate and in-flight limits."},
+		func() float64 { return client.LimitWait().Seconds() })
+}
+
 // storeConfig is the queue client's config from the flags of storeFlags.
 func storeConfig(c serveConfig, rdb redis.UniversalClient, clock clockwork.Clock) queue.Config {
 	return queue.Config{Redis: rdb, Namespace: c.namespace, Clock: clock,
@@ -421,6 +429,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
 		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
 		func() float64 { return float64(client.MarkFailures()) }))
+	srv.Registry().MustRegister(limitWaitMetric(client))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
