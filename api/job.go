@@ -172,6 +172,8 @@ type queueJSON struct {
 	NextRunAt          *string `json:"next_run_at"`
 	// Push is the queue's push config (without its secrets), when it has one.
 	Push *pushConfigJSON `json:"push,omitempty"`
+	// Limits are the queue's rate and in-flight limits, when it has any.
+	Limits *limitsJSON `json:"limits,omitempty"`
 }
 
 func toQueueJSON(s queue.Stats) queueJSON {

@@ -118,6 +118,14 @@ func (s *Server) answerQueue(c echo.Context, q string) error {
 	if out.Push, err = s.pushOf(c.Request().Context(), q); err != nil {
 		return err
 	}
+	l, err := s.store.Limits(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	if !l.IsZero() {
+		lj := toLimitsJSON(l)
+		out.Limits = &lj
+	}
 	return writeJSON(c, http.StatusOK, out)
 }
 

@@ -131,3 +131,41 @@ func TestJobDeliveries(t *testing.T) {
 	require.Equal(t, "retry", d["outcome"])
 	require.EqualValues(t, 12.5, d["duration_ms"])
 }
+
+// PUT, GET and DELETE /v1/queues/{queue}/limits; the limits show in GET
+// /v1/queues/{queue}; bad values are 400s naming the field.
+func TestLimitsRoutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, http.MethodGet, "/v1/queues/lim/limits", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.JSONEq(t, `{"rate":0,"burst":0,"max_in_flight":0}`, string(r.body))
+
+	r = b.do(t, http.MethodPut, "/v1/queues/lim/limits", map[string]any{"rate": 200, "max_in_flight": 5})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.JSONEq(t, `{"rate":200,"burst":20,"max_in_flight":5}`, string(r.body))
+	l, err := b.client.Limits(b.ctx, "lim")
+	require.NoError(t, err)
+	require.Equal(t, queue.Limits{Rate: 200, Burst: 20, MaxInFlight: 5}, l)
+
+	r = b.do(t, http.MethodGet, "/v1/queues/lim", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, map[string]any{"rate": 200.0, "burst": 20.0, "max_in_flight": 5.0}, r.object(t)["limits"])
+
+	for _, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"rate": -1}, "rate"},
+		{map[string]any{"burst": 5}, "burst"},
+		{map[string]any{"max_in_flight": -2}, "max_in_flight"},
+	} {
+		r = b.do(t, http.MethodPut, "/v1/queues/lim/limits", tc.body)
+		requireError(t, r, http.StatusBadRequest, "invalid_argument", tc.field)
+	}
+
+	r = b.do(t, http.MethodDelete, "/v1/queues/lim/limits", nil)
+	require.Equal(t, http.StatusNoContent, r.status)
+	r = b.do(t, http.MethodGet, "/v1/queues/lim", nil)
+	require.NotContains(t, r.object(t), "limits")
+}

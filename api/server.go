@@ -247,6 +247,11 @@ func (s *Server) routes() {
 			route{http.MethodPost, "/v1/cron/:name/trigger", s.triggerCron, false},
 		)
 	}
+	rs = append(rs,
+		route{http.MethodGet, "/v1/queues/:queue/limits", s.getLimits, false},
+		route{http.MethodPut, "/v1/queues/:queue/limits", s.putLimits, false},
+		route{http.MethodDelete, "/v1/queues/:queue/limits", s.deleteLimits, false},
+	)
 	if s.cfg.Push != nil {
 		rs = append(rs,
 			route{http.MethodGet, "/v1/queues/:queue/config", s.getPushConfig, false},

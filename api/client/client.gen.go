@@ -1029,6 +1029,18 @@ type Lease struct {
 	LeaseUntil time.Time `json:"lease_until"`
 }
 
+// Limits A queue's rate and in-flight limits; 0 is none.
+type Limits struct {
+	// Burst The bucket's size: most jobs claimed at once after a quiet spell. Needs a rate; defaults to a tenth of a second's worth, at least 1.
+	Burst *int `json:"burst,omitempty"`
+
+	// MaxInFlight Most jobs of the queue processing at once, by any consumer. 0: none.
+	MaxInFlight *int `json:"max_in_flight,omitempty"`
+
+	// Rate Most jobs claimed a second, on average (a token bucket refilled by Redis's clock). 0: none.
+	Rate *float32 `json:"rate,omitempty"`
+}
+
 // NewJob A field given as null is the same as a field left out.
 type NewJob struct {
 	Backoff *BackoffRequest `json:"backoff,omitempty"`
@@ -1131,11 +1143,14 @@ type PushTargetMethod string
 
 // Queue defines model for Queue.
 type Queue struct {
-	CompletedTotal     int64       `json:"completed_total"`
-	Dead               int64       `json:"dead"`
-	DeadTotal          int64       `json:"dead_total"`
-	EnqueuedTotal      int64       `json:"enqueued_total"`
-	FailedTotal        int64       `json:"failed_total"`
+	CompletedTotal int64 `json:"completed_total"`
+	Dead           int64 `json:"dead"`
+	DeadTotal      int64 `json:"dead_total"`
+	EnqueuedTotal  int64 `json:"enqueued_total"`
+	FailedTotal    int64 `json:"failed_total"`
+
+	// Limits A queue's rate and in-flight limits; 0 is none.
+	Limits             *Limits     `json:"limits,omitempty"`
 	Name               string      `json:"name"`
 	NextRunAt          *time.Time  `json:"next_run_at"`
 	OldestPendingAgeMs int64       `json:"oldest_pending_age_ms"`
@@ -1432,6 +1447,9 @@ type HeartbeatJSONRequestBody = Heartbeat
 
 // RetryJobJSONRequestBody defines body for RetryJob for application/json ContentType.
 type RetryJobJSONRequestBody = Empty
+
+// PutLimitsJSONRequestBody defines body for PutLimits for application/json ContentType.
+type PutLimitsJSONRequestBody = Limits
 
 // PauseQueueJSONRequestBody defines body for PauseQueue for application/json ContentType.
 type PauseQueueJSONRequestBody = Empty
@@ -2297,6 +2315,36 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJob(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteLimits Remove a queue's limits
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/limits (the `DeleteLimits` operationId).
+	DeleteLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetLimits A queue's rate and in-flight limits
+	//
+	// Zeros when the queue has none (or does not exist).
+	//
+	// Corresponds with GET /v1/queues/{queue}/limits (the `GetLimits` operationId).
+	GetLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLimitsWithBody Set a queue's rate and in-flight limits
+	//
+	// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+	PutLimitsWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLimits Set a queue's rate and in-flight limits
+	//
+	// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+	PutLimits(ctx context.Context, queue QueueName, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PauseQueueWithBody Pause a queue: it accepts and promotes jobs but hands none out
 	//
 	// Takes any type of body and a specified content type.
@@ -3117,6 +3165,76 @@ func (c *Client) RetryJobWithBody(ctx context.Context, queue QueueName, id JobID
 // Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 func (c *Client) RetryJob(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetryJobRequest(c.Server, queue, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteLimits Remove a queue's limits
+//
+// Corresponds with DELETE /v1/queues/{queue}/limits (the `DeleteLimits` operationId).
+func (c *Client) DeleteLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteLimitsRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLimits A queue's rate and in-flight limits
+//
+// Zeros when the queue has none (or does not exist).
+//
+// Corresponds with GET /v1/queues/{queue}/limits (the `GetLimits` operationId).
+func (c *Client) GetLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLimitsRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLimitsWithBody Set a queue's rate and in-flight limits
+//
+// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+func (c *Client) PutLimitsWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLimitsRequestWithBody(c.Server, queue, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLimits Set a queue's rate and in-flight limits
+//
+// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+func (c *Client) PutLimits(ctx context.Context, queue QueueName, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLimitsRequest(c.Server, queue, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4687,6 +4805,121 @@ func NewRetryJobRequestWithBody(server string, queue QueueName, id JobID, conten
 	return req, nil
 }
 
+// NewDeleteLimitsRequest constructs an http.Request for the DeleteLimits method
+func NewDeleteLimitsRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/limits", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetLimitsRequest constructs an http.Request for the GetLimits method
+func NewGetLimitsRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/limits", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutLimitsRequest calls the generic PutLimits builder with application/json body
+func NewPutLimitsRequest(server string, queue QueueName, body PutLimitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutLimitsRequestWithBody(server, queue, "application/json", bodyReader)
+}
+
+// NewPutLimitsRequestWithBody constructs an http.Request for the PutLimits method, with any body, and a specified content type
+func NewPutLimitsRequestWithBody(server string, queue QueueName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/limits", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewPauseQueueRequest calls the generic PauseQueue builder with application/json body
 func NewPauseQueueRequest(server string, queue QueueName, body PauseQueueJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5254,6 +5487,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJobWithResponse(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryJobResponse, error)
+
+	// DeleteLimitsWithResponse Remove a queue's limits
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/limits (the `DeleteLimits` operationId).
+	DeleteLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeleteLimitsResponse, error)
+
+	// GetLimitsWithResponse A queue's rate and in-flight limits
+	//
+	// Zeros when the queue has none (or does not exist).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/limits (the `GetLimits` operationId).
+	GetLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetLimitsResponse, error)
+
+	// PutLimitsWithBodyWithResponse Set a queue's rate and in-flight limits
+	//
+	// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+	PutLimitsWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error)
+
+	// PutLimitsWithResponse Set a queue's rate and in-flight limits
+	//
+	// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+	PutLimitsWithResponse(ctx context.Context, queue QueueName, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error)
 
 	// PauseQueueWithBodyWithResponse Pause a queue: it accepts and promotes jobs but hands none out
 	//
@@ -7846,6 +8113,227 @@ func (r RetryJobResponse) ContentType() string {
 	return ""
 }
 
+type DeleteLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteLimitsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Limits
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLimitsResponse) GetJSON200() *Limits {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Limits
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutLimitsResponse) GetJSON200() *Limits {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutLimitsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutLimitsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type PauseQueueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8773,6 +9261,64 @@ func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, queue Qu
 		return nil, err
 	}
 	return ParseRetryJobResponse(rsp)
+}
+
+// DeleteLimitsWithResponse Remove a queue's limits
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/queues/{queue}/limits (the `DeleteLimits` operationId).
+func (c *ClientWithResponses) DeleteLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeleteLimitsResponse, error) {
+	rsp, err := c.DeleteLimits(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteLimitsResponse(rsp)
+}
+
+// GetLimitsWithResponse A queue's rate and in-flight limits
+//
+// Zeros when the queue has none (or does not exist).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/limits (the `GetLimits` operationId).
+func (c *ClientWithResponses) GetLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetLimitsResponse, error) {
+	rsp, err := c.GetLimits(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLimitsResponse(rsp)
+}
+
+// PutLimitsWithBodyWithResponse Set a queue's rate and in-flight limits
+//
+// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+func (c *ClientWithResponses) PutLimitsWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error) {
+	rsp, err := c.PutLimitsWithBody(ctx, queue, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLimitsResponse(rsp)
+}
+
+// PutLimitsWithResponse Set a queue's rate and in-flight limits
+//
+// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+func (c *ClientWithResponses) PutLimitsWithResponse(ctx context.Context, queue QueueName, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error) {
+	rsp, err := c.PutLimits(ctx, queue, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLimitsResponse(rsp)
 }
 
 // PauseQueueWithBodyWithResponse Pause a queue: it accepts and promotes jobs but hands none out
@@ -10963,6 +11509,185 @@ func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteLimitsResponse parses an HTTP response from a DeleteLimitsWithResponse call
+func ParseDeleteLimitsResponse(rsp *http.Response) (*DeleteLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetLimitsResponse parses an HTTP response from a GetLimitsWithResponse call
+func ParseGetLimitsResponse(rsp *http.Response) (*GetLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Limits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutLimitsResponse parses an HTTP response from a PutLimitsWithResponse call
+func ParsePutLimitsResponse(rsp *http.Response) (*PutLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Limits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
