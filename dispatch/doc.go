@@ -34,4 +34,14 @@
 //     (queue.Client.Notes).
 //   - Sign and Verify: Standard Webhooks signatures, for receivers too.
 //   - Guard: the SSRF guard, on by default, checked on the dialled address.
+//
+// Rate and in-flight limits are not this package's: they are a queue's
+// (queue.Limits), enforced by the claim for pull workers too, and so for
+// the dispatchers' workers.
+//
+// # Not yet
+//
+// A job whose last attempt's dispatcher died (its lease lapsed, and the
+// reclaim sweep of package queue sent it to the dead set) gets no failure
+// callback: the sweep does not know push envelopes.
 package dispatch

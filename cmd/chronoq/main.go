@@ -31,7 +31,7 @@ type command struct {
 var commands = map[string]command{
 	"serve":    {"run the HTTP API, the dashboard, the promoter and the reclaimer", runServe},
 	"demo":     {"serve (on the embedded Redis by default) with a simulated worker pool", runDemo},
-	"dispatch": {"run push dispatchers only (serve runs them too): --redis-url URL", runDispatch},
+	"dispatch": {"run push dispatchers without the API (serve runs them too): --redis-url URL", runDispatch},
 	"enqueue":  {"enqueue a job: --queue Q --kind K [--payload JSON] [--in 10s | --at TIME]", runEnqueue},
 	"stats":    {"the queues' depths and totals: stats [queue]", runStats},
 	"list":     {"list jobs: --queue Q --status S [--limit N]", runList},
