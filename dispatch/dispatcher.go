@@ -237,7 +237,7 @@ func (d *Dispatcher) work(ctx context.Context, job *queue.Job) (json.RawMessage,
 		// failure, retried (it waits for a config, or a pull worker).
 		return nil, errors.New("dispatch: the queue has no push config any more")
 	}
-	body, target, kind := json.RawMessage(job.Payload), cfg.Target, job.Kind
+	body, target, kind := job.Payload, cfg.Target, job.Kind
 	env, enveloped := Open(job)
 	if enveloped {
 		body, kind = env.Body, env.Kind

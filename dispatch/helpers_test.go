@@ -179,7 +179,3 @@ func (rc *receiver) requests() []request {
 	defer rc.mu.Unlock()
 	return slices.Clone(rc.got)
 }
-
-func status(code int) func(int, http.ResponseWriter, *http.Request) {
-	return func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
-}

@@ -6,6 +6,7 @@ package main
 import (
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"time"
@@ -21,12 +22,13 @@ func main() {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
-		log.Printf("job %s attempt %s: %s", r.Header.Get("chronoq-job-id"), r.Header.Get("chronoq-attempt"), body)
+		slog.Info("job", "id", r.Header.Get("chronoq-job-id"), "attempt", r.Header.Get("chronoq-attempt"), "body", string(body))
 		if failOnce && r.Header.Get("chronoq-attempt") == "1" {
 			http.Error(w, "not yet", http.StatusServiceUnavailable)
 			return
 		}
-		w.Write([]byte(`{"ok":true}`))
+		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
-	log.Fatal(http.ListenAndServe("127.0.0.1:9000", nil))
+	srv := &http.Server{Addr: "127.0.0.1:9000", ReadHeaderTimeout: 10 * time.Second}
+	log.Fatal(srv.ListenAndServe())
 }
