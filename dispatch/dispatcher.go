@@ -91,6 +91,7 @@ type Dispatcher struct {
 	log     *slog.Logger
 	clock   clockwork.Clock
 	metrics *metrics
+	notes   *notes
 
 	configs atomic.Pointer[map[string]QueueConfig]
 
@@ -114,6 +115,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, store: NewStore(cfg.Client, cfg.Guard),
 		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Clock(), workers: map[string]*served{}}
 	d.http = newHTTPClient(cfg.Guard)
+	d.notes = newNotes(cfg.Client)
 	empty := map[string]QueueConfig{}
 	d.configs.Store(&empty)
 	var err error
@@ -273,7 +275,7 @@ func (d *Dispatcher) finish(ctx context.Context, job *queue.Job, env Envelope, a
 		a.Outcome = "retry"
 	}
 	line, _ := json.Marshal(a)
-	if nerr := d.client.Note(context.WithoutCancel(ctx), job.Queue, job.ID, job.Token, string(line)); nerr != nil {
+	if nerr := d.notes.note(context.WithoutCancel(ctx), job.Queue, queue.NoteItem{ID: job.ID, Token: job.Token, Line: string(line)}); nerr != nil {
 		d.log.Debug("dispatch: noting an attempt", "queue", job.Queue, "id", job.ID, "err", nerr)
 	}
 	d.metrics.observe(a)

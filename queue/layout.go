@@ -281,7 +281,7 @@ var (
 		[]string{"n", "field", "value"}}
 	specNote = scriptSpec{"note",
 		[]string{keyJobs, keyData},
-		[]string{"id", "token", "entry", "keep"}}
+		[]string{"keep", "n", "id", "token", "entry"}}
 	specList = scriptSpec{"list",
 		[]string{keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone},
 		[]string{"status", "limit", "cursor_num", "cursor_id"}}

@@ -129,22 +129,54 @@ const MaxNotes = 20
 // ErrLeaseLost, and writes nothing, when token is not the job's current
 // claim.
 func (c *Client) Note(ctx context.Context, queue, id, token, line string) error {
+	errs, err := c.NoteMany(ctx, queue, []NoteItem{{ID: id, Token: token, Line: line}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// NoteItem is one line for a claimed job's notes (see Note).
+type NoteItem struct {
+	ID, Token, Line string
+}
+
+// NoteMany is Note for up to MaxBatch jobs of one queue in one script
+// call. The first error is for the call as a whole; otherwise errs[i] is
+// the answer for notes[i] (nil, ErrLeaseLost or ErrNotFound).
+func (c *Client) NoteMany(ctx context.Context, queue string, notes []NoteItem) (errs []error, err error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := ValidateID(id); err != nil {
-		return err
+	if len(notes) == 0 || len(notes) > MaxBatch {
+		return nil, invalid("notes", "a batch holds 1 to %d, got %d", MaxBatch, len(notes))
 	}
-	if line == "" || strings.ContainsAny(line, "\n\x00") || len(line) > MaxErrorBytes {
-		return invalid("note", "one line without NUL, 1 to %d bytes", MaxErrorBytes)
+	args := make([]any, 0, 2+3*len(notes))
+	args = append(args, MaxNotes, len(notes))
+	for _, n := range notes {
+		if err := ValidateID(n.ID); err != nil {
+			return nil, err
+		}
+		if n.Line == "" || strings.ContainsAny(n.Line, "\n\x00") || len(n.Line) > MaxErrorBytes {
+			return nil, invalid("note", "one line without NUL, 1 to %d bytes", MaxErrorBytes)
+		}
+		args = append(args, n.ID, n.Token, n.Line)
 	}
-	v, err := c.run(ctx, noteScript, k, id, token, line, MaxNotes)
+	v, err := c.run(ctx, noteScript, k, args...)
 	if err != nil {
-		return fmt.Errorf("queue: note on %s/%s: %w", queue, id, err)
+		return nil, fmt.Errorf("queue: notes in %s: %w", queue, err)
 	}
-	code, _ := v.(int64)
-	return codeErr(code, queue, id)
+	res, _ := v.([]any)
+	if len(res) != len(notes) {
+		return nil, fmt.Errorf("queue: notes in %s: unexpected reply %v", queue, v)
+	}
+	errs = make([]error, len(notes))
+	for i, r := range res {
+		code, _ := r.(int64)
+		errs[i] = codeErr(code, queue, notes[i].ID)
+	}
+	return errs, nil
 }
 
 // Notes reads a job's notes, oldest first (none: nil).

@@ -131,3 +131,39 @@ func TestNotesGoWithTheJob(t *testing.T) {
 		require.False(t, strings.HasPrefix(f, j.ID), "field %q of the deleted job is left", f)
 	}
 }
+
+// NoteMany writes a batch in one call, answering per item: a stale token
+// writes nothing for its job and does not stop the others.
+func TestNoteMany(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t)})
+	require.NoError(t, err)
+	for range 2 {
+		_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
+		require.NoError(t, err)
+	}
+	jobs, err := c.Claim(ctx, "q", queue.ClaimOptions{Max: 2})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	a, b := jobs[0], jobs[1]
+	errs, err := c.NoteMany(ctx, "q", []queue.NoteItem{
+		{ID: a.ID, Token: a.Token, Line: "a1"},
+		{ID: b.ID, Token: "stale.1", Line: "b1"},
+		{ID: "0123456789abcdef0123456789abcdef", Token: "x.1", Line: "none"},
+		{ID: a.ID, Token: a.Token, Line: "a2"},
+	})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], queue.ErrLeaseLost)
+	require.ErrorIs(t, errs[2], queue.ErrNotFound)
+	require.NoError(t, errs[3])
+	notes, err := c.Notes(ctx, "q", a.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2"}, notes)
+	notes, err = c.Notes(ctx, "q", b.ID)
+	require.NoError(t, err)
+	require.Empty(t, notes)
+	_, err = c.NoteMany(ctx, "q", nil)
+	require.ErrorIs(t, err, queue.ErrInvalid)
+}
