@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -163,6 +164,25 @@ func TestLimitsRoutes(t *testing.T) {
 		r = b.do(t, http.MethodPut, "/v1/queues/lim/limits", tc.body)
 		requireError(t, r, http.StatusBadRequest, "invalid_argument", tc.field)
 	}
+
+	// HTTP claims honour them: 5 in flight at most, a held-back claim
+	// with a wait answers empty at its end, an ack makes room.
+	for range 7 {
+		b.enqueue(t, map[string]any{"queue": "lim", "kind": "k"})
+	}
+	b.clock.Advance(time.Second)
+	r = b.do(t, http.MethodPost, "/v1/queues/lim/claim", map[string]any{"max": 10, "visibility": "10s"})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	got := r.object(t)["jobs"].([]any)
+	require.Len(t, got, 5)
+	r = b.do(t, http.MethodPost, "/v1/queues/lim/claim", map[string]any{"max": 10, "wait": "200ms"})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Empty(t, r.object(t)["jobs"])
+	first := got[0].(map[string]any)
+	r = b.do(t, http.MethodPost, "/v1/queues/lim/jobs/"+first["id"].(string)+"/complete", map[string]any{"token": first["token"]})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r = b.do(t, http.MethodPost, "/v1/queues/lim/claim", map[string]any{"max": 10})
+	require.Len(t, r.object(t)["jobs"], 1)
 
 	r = b.do(t, http.MethodDelete, "/v1/queues/lim/limits", nil)
 	require.Equal(t, http.StatusNoContent, r.status)
