@@ -230,7 +230,7 @@ local function limit_room(want, lim)
     local burst = math.max(tonumber(lim[2] or '') or 1, 1)
     local last = tonumber(lim[5] or '') or now
     tokens = math.min(burst, (tonumber(lim[4] or '') or burst) + math.max(now - last, 0) * rate / 1000)
-    room = math.min(room, math.floor(tokens + 1e-9))
+    room = math.min(room, math.floor(tokens + 0.000000001))
   else
     rate = nil
   end
@@ -255,7 +255,7 @@ end
 -- when it does now or there is no rate limit (then only a lease ending
 -- can make room).
 local function limit_at(tokens, rate)
-  if not tokens or tokens >= 1 - 1e-9 then
+  if not tokens or tokens >= 1 - 0.000000001 then
     return ''
   end
   return tostring(now + math.max(math.ceil((1 - tokens) * 1000 / rate), 1))
