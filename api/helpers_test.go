@@ -19,6 +19,7 @@ import (
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -45,6 +46,9 @@ type setupConfig struct {
 	// realCron serves the cron routes from a cron.Store over the
 	// bundle's queue client.
 	realCron bool
+	// push, when set, serves the push config routes from a dispatch.Store
+	// over the bundle's queue client, with this guard.
+	push *dispatch.Guard
 	// clock, when set, is the queue client's clock instead of the fake
 	// one (b.clock is then not the client's).
 	clock clockwork.Clock
@@ -77,6 +81,9 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	}
 	if sc.realCron {
 		ac.Cron = cron.NewStore(client)
+	}
+	if sc.push != nil {
+		ac.Push = dispatch.NewStore(client, *sc.push)
 	}
 	srv, err := api.New(ac)
 	require.NoError(t, err)

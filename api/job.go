@@ -30,6 +30,10 @@ type enqueueRequest struct {
 	Visibility     *string         `json:"visibility"`
 	IdempotencyKey *string         `json:"idempotency_key"`
 	ResultTTL      *string         `json:"result_ttl"`
+	// Push options (package dispatch): the job's own target, callbacks.
+	Target             *targetJSON `json:"target"`
+	CallbackURL        *string     `json:"callback_url"`
+	FailureCallbackURL *string     `json:"failure_callback_url"`
 }
 
 // backoffRequest is a retry policy; a field left out takes the value of
@@ -166,6 +170,10 @@ type queueJSON struct {
 	DeadTotal          int64   `json:"dead_total"`
 	OldestPendingAgeMs int64   `json:"oldest_pending_age_ms"`
 	NextRunAt          *string `json:"next_run_at"`
+	// Push is the queue's push config (without its secrets), when it has one.
+	Push *pushConfigJSON `json:"push,omitempty"`
+	// Limits are the queue's rate and in-flight limits, when it has any.
+	Limits *limitsJSON `json:"limits,omitempty"`
 }
 
 func toQueueJSON(s queue.Stats) queueJSON {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -113,7 +114,19 @@ func (s *Server) answerQueue(c echo.Context, q string) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toQueueJSON(st))
+	out := toQueueJSON(st)
+	if out.Push, err = s.pushOf(c.Request().Context(), q); err != nil {
+		return err
+	}
+	l, err := s.store.Limits(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	if !l.IsZero() {
+		lj := toLimitsJSON(l)
+		out.Limits = &lj
+	}
+	return writeJSON(c, http.StatusOK, out)
 }
 
 // deleteQueue: DELETE /v1/queues/{queue}[?force=true]; 204. A queue with a
@@ -193,7 +206,21 @@ func (s *Server) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJob(c, http.StatusOK, j)
+	ds, err := s.deliveries(c.Request().Context(), q, id)
+	if err != nil {
+		return err
+	}
+	if len(ds) == 0 {
+		return writeJob(c, http.StatusOK, j)
+	}
+	// The attempts of a push job, after the Job resource's own fields.
+	b := appendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)), j, false)
+	extra, err := json.Marshal(ds)
+	if err != nil {
+		return err
+	}
+	b = append(append(append(b[:len(b)-1], `,"deliveries":`...), extra...), '}')
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
 // listJobs: GET /v1/queues/{queue}/jobs?status=S&limit=N&cursor=C.

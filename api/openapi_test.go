@@ -15,6 +15,7 @@ import (
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/demo"
+	"github.com/chronoq/chronoq/dispatch"
 )
 
 var echoParam = regexp.MustCompile(`:([a-z]+)`)
@@ -61,11 +62,11 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		cfg  api.Config
 		ops  int
 	}{
-		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 33},
-		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 33},
+		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 36},
+		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 36},
 		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t",
-			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 36},
-		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 28},
+			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 39},
+		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 31},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := api.New(tt.cfg)
@@ -113,7 +114,7 @@ func TestOpenAPIServedFitsTheServer(t *testing.T) {
 	}
 	bearer := []map[string][]string{{"bearer": {}}, {"session": {}}}
 
-	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"})
+	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Push: dispatch.NewStore(b.client, dispatch.Guard{}), Token: "t"})
 	require.NoError(t, err)
 	require.Equal(t, api.OpenAPI(), srv.OpenAPI(), "serve --token serves api/openapi.json byte for byte")
 	doc := parseDoc(t, srv.OpenAPI())

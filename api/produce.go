@@ -43,6 +43,9 @@ func (s *Server) enqueueOne(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if nj, err = s.pushJob(nj, &req, ""); err != nil {
+		return err
+	}
 	e, err := s.enqueue(c.Request().Context(), nj)
 	if err != nil {
 		return err
@@ -58,7 +61,7 @@ func (s *Server) enqueueOne(c echo.Context) error {
 
 // decodeBatch reads {"jobs":[...]} in one pass; when that fails it reads
 // the body again job by job, to name the bad one ("jobs[3].kind").
-func decodeBatch(body []byte) ([]queue.NewJob, error) {
+func (s *Server) decodeBatch(body []byte) ([]queue.NewJob, error) {
 	var fast struct {
 		Jobs []enqueueRequest `json:"jobs"`
 	}
@@ -86,6 +89,9 @@ func decodeBatch(body []byte) ([]queue.NewJob, error) {
 		if err != nil {
 			return nil, err
 		}
+		if nj, err = s.pushJob(nj, &fast.Jobs[i], fieldPrefix(i)); err != nil {
+			return nil, err
+		}
 		njs[i] = nj
 	}
 	return njs, nil
@@ -102,7 +108,7 @@ func (s *Server) enqueueBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	njs, err := decodeBatch(body)
+	njs, err := s.decodeBatch(body)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,11 @@ type Config struct {
 	// Cron serves the /v1/cron routes, which are registered only when it
 	// is set. Defaults to nil.
 	Cron CronStore
+	// Push serves the /v1/queues/{queue}/config routes (push targets),
+	// shows a queue's push config in GET /v1/queues/{queue}, and lets
+	// enqueues give a target and callbacks; a *dispatch.Store. Defaults to
+	// nil (none of this).
+	Push PushStore
 	// Token, when set, is the API token: every /v1 route and the dashboard
 	// need "Authorization: Bearer <token>", or the dashboard's session
 	// cookie (see [Server.ServeHTTP] and docs/DASHBOARD.md). /healthz and
@@ -240,6 +245,18 @@ func (s *Server) routes() {
 			route{http.MethodGet, "/v1/cron/:name", s.getCron, false},
 			route{http.MethodDelete, "/v1/cron/:name", s.deleteCron, false},
 			route{http.MethodPost, "/v1/cron/:name/trigger", s.triggerCron, false},
+		)
+	}
+	rs = append(rs,
+		route{http.MethodGet, "/v1/queues/:queue/limits", s.getLimits, false},
+		route{http.MethodPut, "/v1/queues/:queue/limits", s.putLimits, false},
+		route{http.MethodDelete, "/v1/queues/:queue/limits", s.deleteLimits, false},
+	)
+	if s.cfg.Push != nil {
+		rs = append(rs,
+			route{http.MethodGet, "/v1/queues/:queue/config", s.getPushConfig, false},
+			route{http.MethodPut, "/v1/queues/:queue/config", s.putPushConfig, false},
+			route{http.MethodDelete, "/v1/queues/:queue/config", s.deletePushConfig, false},
 		)
 	}
 	for _, r := range s.cfg.Routes {

@@ -115,7 +115,7 @@ func TestBodyLimitEveryRoute(t *testing.T) {
 		require.NoError(t, res.Body.Close())
 		requireError(t, response{status: res.StatusCode, header: res.Header, body: body}, http.StatusRequestEntityTooLarge, "payload_too_large", "")
 	}
-	require.Equal(t, 16, n)
+	require.Equal(t, 17, n)
 }
 
 func TestDefaultBodyLimitIsOneMiB(t *testing.T) {

@@ -44,6 +44,9 @@ type Store interface {
 	Resume(ctx context.Context, queue string) error
 	Reclaim(ctx context.Context, queue string) ([]string, error)
 	DeleteQueue(ctx context.Context, queue string, force bool) error
+	// A queue's rate and in-flight limits: /v1/queues/{q}/limits.
+	Limits(ctx context.Context, queue string) (queue.Limits, error)
+	SetLimits(ctx context.Context, queue string, l queue.Limits) error
 
 	// The worker protocol: claim, complete, fail, heartbeat, and ending
 	// as canceled a job whose cancellation was requested.

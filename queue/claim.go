@@ -25,6 +25,11 @@ type ClaimOptions struct {
 	Visibility time.Duration
 }
 
+// A queue's Limits cap every claim of it: a claim takes no more jobs than
+// they allow, and one they hold back with jobs pending waits, within
+// o.Wait, for the bucket's next token (or, at MaxInFlight, polls every
+// LimitPoll) rather than on the wake stream.
+
 // Claim takes up to o.Max pending jobs of queue, each under a fresh token
 // and a lease of its visibility. It answers no job, and no error, when none
 // came within o.Wait or the queue is paused. A claim first promotes the
@@ -86,6 +91,20 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		if left <= 0 || ctx.Err() != nil {
 			return nil, next, nil
 		}
+		if cl.limited {
+			// Jobs are pending but the limits hold them back: wait for
+			// the next token (or a lease to end), not on the wake stream.
+			c.sleepLimited(ctx, cl.limitAt, left)
+			if ctx.Err() != nil {
+				return nil, next, nil
+			}
+			left = max(time.Until(deadline), 0)
+			cl, err = c.claimNow(ctx, queue, k, o, false, left)
+			if err != nil || len(cl.jobs) > 0 || cl.paused {
+				return cl.jobs, next, err
+			}
+			continue
+		}
 		// Woken or not, claim again: a chunk that ends renews the mark that
 		// a claimer waits.
 		if err := c.waitWake(ctx, k, cl.wakeID, min(left, wakeChunk)); err != nil {
@@ -111,8 +130,12 @@ const wakeChunk = time.Second
 type claimed struct {
 	jobs   []*Job
 	paused bool
-	next   time.Time // the due time handed to this claim to wake at; zero: none
-	wakeID string    // the wake stream's last entry, to wait after
+	// limited: the queue's limits held the claim back while jobs are
+	// pending; claim again at limitAt (zero: after LimitPoll).
+	limited bool
+	limitAt time.Time
+	next    time.Time // the due time handed to this claim to wake at; zero: none
+	wakeID  string    // the wake stream's last entry, to wait after
 }
 
 func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
@@ -126,7 +149,14 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 	if len(res) < 4 {
 		return claimed{}, fmt.Errorf("queue: claim from %s: unexpected reply %v", queue, v)
 	}
-	paused, _ := res[0].(int64)
+	var paused, limited bool
+	var limitAt time.Time
+	switch p := res[0].(type) {
+	case int64:
+		paused = p == 1
+	case string: // "L<ms>": held back by the queue's limits
+		limited, limitAt = true, c.parseLimitAt(strings.TrimPrefix(p, "L"))
+	}
 	next, err := nextOfReply(res[1])
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
@@ -134,7 +164,8 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 	nowUs, _ := res[2].(int64)
 	c.observeRedisTime(nowUs, t0, t1)
 	wakeID, _ := res[3].(string)
-	cl := claimed{jobs: make([]*Job, 0, len(res)-4), paused: paused == 1, next: c.localOf(next), wakeID: wakeID}
+	cl := claimed{jobs: make([]*Job, 0, len(res)-4), paused: paused, limited: limited, limitAt: limitAt,
+		next: c.localOf(next), wakeID: wakeID}
 	for _, r := range res[4:] {
 		packed, _ := r.(string)
 		j, err := parsePacked(queue, packed)

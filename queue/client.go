@@ -151,6 +151,7 @@ type Client struct {
 	redisBound   atomic.Int64 // ns: the estimate's error bound, half its round trip
 	redisAt      atomic.Int64 // Unix ns on this client's clock when it was made; 0: not yet
 	markFailures atomic.Int64 // see MarkFailures
+	limitWaitNs  atomic.Int64 // see LimitWait
 
 	mu        sync.Mutex
 	listeners map[chan delayed.Nudge]struct{}

@@ -30,7 +30,7 @@ import (
 const (
 	keyMeta    = "meta"    // HASH: created_ms, paused, the counters (stat*), stale, waker, waiting_until
 	keyJobs    = "jobs"    // HASH: job id -> record (see the rec* fields), or a tombstone
-	keyData    = "data"    // HASH: job id -> payload; job id + ".r" -> result
+	keyData    = "data"    // HASH: job id -> payload; job id + ".r" -> result; job id + ".n" -> notes
 	keySched   = "sched"   // ZSET: due score (Unix ms, µs as decimals) -> id of a scheduled job
 	keyPending = "pending" // LIST: ids of pending jobs, oldest at the right, the sentinel rightmost
 	keyLeases  = "leases"  // ZSET: lease deadline ms -> id of a processing job
@@ -132,13 +132,33 @@ func attentionKeys(ns string) attnKeys {
 // Meta hash fields.
 const (
 	metaCreated      = "created_ms"
-	metaActive       = "active_ms"     // the last enqueue, to the minute: an empty queue idle since long is forgotten
-	metaPaused       = "paused"        // "1" while paused
-	metaStale        = "stale"         // ids in the pending list whose job is no longer pending
-	metaWaker        = "waker"         // the due score last handed to a claimer to wake at
-	metaWakerUntil   = "waker_until"   // ms until which that hand-out holds
-	metaWaitingUntil = "waiting_until" // ms until which a claimer may be waiting on the wake stream
+	metaActive       = "active_ms"      // the last enqueue, to the minute: an empty queue idle since long is forgotten
+	metaPaused       = "paused"         // "1" while paused
+	metaStale        = "stale"          // ids in the pending list whose job is no longer pending
+	metaWaker        = "waker"          // the due score last handed to a claimer to wake at
+	metaWakerUntil   = "waker_until"    // ms until which that hand-out holds
+	metaWaitingUntil = "waiting_until"  // ms until which a claimer may be waiting on the wake stream
+	metaLimitRate    = "limit_rate"     // Limits.Rate, jobs a second (absent: none)
+	metaLimitBurst   = "limit_burst"    // Limits.Burst
+	metaLimitFlight  = "limit_inflight" // Limits.MaxInFlight (absent: none)
+	metaTBTokens     = "tb_tokens"      // the rate limit's token bucket: tokens left at tb_ms
+	metaTBAt         = "tb_ms"          // ms the bucket was last counted at (Redis's clock)
 )
+
+// Settings: a queue's own configuration, fields of its meta hash written by
+// settings.lua (see Client.SetSettings) and read from Go. Only these names
+// can be set.
+const (
+	// SettingPush is the queue's push target, JSON written and read by
+	// package dispatch.
+	SettingPush = "push"
+)
+
+// settingFields are the meta fields SetSettings may write.
+var settingFields = []string{SettingPush}
+
+// noteField is the field of a job's attempt notes in the data hash.
+func noteField(id string) string { return id + ".n" }
 
 // A job's record: its fields joined by NUL bytes, in this order. No value
 // can hold a NUL: kinds and ids are validated, errors are scrubbed,
@@ -224,7 +244,7 @@ var (
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyClaims, keyWake},
 		[]string{"max", "token_base", "visibility_ms", "want_next", "wait_ms"}}
 	specWait = scriptSpec{"wait",
-		[]string{keyMeta, keyPending, keyWake},
+		[]string{keyMeta, keyPending, keyLeases, keyWake},
 		[]string{"wait_ms"}}
 	specComplete = scriptSpec{"complete",
 		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims},
@@ -256,13 +276,20 @@ var (
 	specDelete = scriptSpec{"delete",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
 		[]string{"force", "idle_ms"}}
+	specSettings = scriptSpec{"settings",
+		[]string{keyMeta},
+		[]string{"n", "field", "value"}}
+	specNote = scriptSpec{"note",
+		[]string{keyJobs, keyData},
+		[]string{"keep", "n", "id", "token", "entry"}}
 	specList = scriptSpec{"list",
 		[]string{keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone},
 		[]string{"status", "limit", "cursor_num", "cursor_id"}}
 )
 
 var allSpecs = []scriptSpec{specCreate, specEnqueue, specPromote, specClaim, specWait, specComplete, specFail, specHeartbeat,
-	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList, specDelete}
+	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList, specDelete,
+	specSettings, specNote}
 
 // keysOf answers the declared keys of s for queue keys k.
 func (s scriptSpec) keysOf(k keys) []string {

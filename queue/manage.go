@@ -372,6 +372,9 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 // worker runtime waits with it when idle, then claims as many jobs as it
 // has room for with [Client.Claim], so an idle wait holds none of its
 // slots. A paused queue waits out wait on the clock and answers false.
+// A pending job the queue's Limits hold back does not count: the wait
+// goes on until the bucket's next token (or, at MaxInFlight, polls every
+// LimitPoll for a lease to end).
 //
 // The wait is an XREAD BLOCK of the queue's wake stream on the blocking
 // pool, as a claim's wait is.
@@ -390,7 +393,7 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
 		}
 		res, _ := v.([]any)
-		if len(res) != 3 {
+		if len(res) != 3 && len(res) != 4 {
 			return false, fmt.Errorf("queue: wait for %s: unexpected reply %v", queue, v)
 		}
 		paused, _ := res[0].(int64)
@@ -400,6 +403,17 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 			return true, nil
 		}
 		left := time.Until(deadline)
+		if len(res) == 4 {
+			// Pending, but the queue's limits let no claim take a job
+			// now: wait for the next token (or a lease to end) and look
+			// again.
+			at, _ := res[3].(string)
+			if left <= 0 || ctx.Err() != nil {
+				return false, nil
+			}
+			c.sleepLimited(ctx, c.parseLimitAt(at), left)
+			continue
+		}
 		if paused == 1 {
 			t := c.clock.NewTimer(max(left, 0))
 			defer t.Stop()

@@ -161,6 +161,8 @@ var (
 	runNowScript     = newScript(specRunNow)
 	deadScript       = newScript(specDead)
 	deleteScript     = newScript(specDelete)
+	settingsScript   = newScript(specSettings)
+	noteScript       = newScript(specNote)
 )
 
 // Retrying a cluster in motion. While a queue's slot migrates, Redis

@@ -53,3 +53,20 @@ type retryAfterError struct {
 
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
+
+// IsSkipRetry reports whether err, or an error it wraps, was made by
+// [SkipRetry]: the job goes to the dead set at once.
+func IsSkipRetry(err error) bool {
+	var e *skipRetryError
+	return errors.As(err, &e)
+}
+
+// RetryAfterOf answers the delay of an error made by [RetryAfter] (or
+// wrapping one), ok false for any other error.
+func RetryAfterOf(err error) (d time.Duration, ok bool) {
+	var e *retryAfterError
+	if errors.As(err, &e) {
+		return e.delay, true
+	}
+	return 0, false
+}

@@ -210,6 +210,30 @@ func (e DeletedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryOutcome.
+const (
+	DeliveryOutcomeCompleted  DeliveryOutcome = "completed"
+	DeliveryOutcomeDead       DeliveryOutcome = "dead"
+	DeliveryOutcomeRetry      DeliveryOutcome = "retry"
+	DeliveryOutcomeRetryAfter DeliveryOutcome = "retry_after"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryOutcome enum.
+func (e DeliveryOutcome) Valid() bool {
+	switch e {
+	case DeliveryOutcomeCompleted:
+		return true
+	case DeliveryOutcomeDead:
+		return true
+	case DeliveryOutcomeRetry:
+		return true
+	case DeliveryOutcomeRetryAfter:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EnqueuedEventDataStatus.
 const (
 	EnqueuedEventDataStatusPending   EnqueuedEventDataStatus = "pending"
@@ -357,6 +381,33 @@ const (
 func (e PromotedEventEvent) Valid() bool {
 	switch e {
 	case Promoted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PushTargetMethod.
+const (
+	DELETE PushTargetMethod = "DELETE"
+	GET    PushTargetMethod = "GET"
+	PATCH  PushTargetMethod = "PATCH"
+	POST   PushTargetMethod = "POST"
+	PUT    PushTargetMethod = "PUT"
+)
+
+// Valid indicates whether the value is a known member of the PushTargetMethod enum.
+func (e PushTargetMethod) Valid() bool {
+	switch e {
+	case DELETE:
+		return true
+	case GET:
+		return true
+	case PATCH:
+		return true
+	case POST:
+		return true
+	case PUT:
 		return true
 	default:
 		return false
@@ -646,6 +697,9 @@ type ClaimedJob struct {
 	ClaimedAt   *time.Time `json:"claimed_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 
+	// Deliveries a push job's attempts (GET of one job only)
+	Deliveries *[]Delivery `json:"deliveries,omitempty"`
+
 	// EnqueuedAt RFC 3339, milliseconds, UTC
 	EnqueuedAt time.Time `json:"enqueued_at"`
 
@@ -809,6 +863,23 @@ type DeletedEventDataStatus string
 // DeletedEventEvent defines model for DeletedEvent.Event.
 type DeletedEventEvent string
 
+// Delivery one push attempt, as the dispatcher noted it (the last 20 are kept)
+type Delivery struct {
+	At         time.Time       `json:"at"`
+	Attempt    int             `json:"attempt"`
+	DurationMs float32         `json:"duration_ms"`
+	Error      *string         `json:"error,omitempty"`
+	Fence      int64           `json:"fence"`
+	Outcome    DeliveryOutcome `json:"outcome"`
+
+	// Status the response's status code; 0 when there was no response
+	Status int    `json:"status"`
+	Url    string `json:"url"`
+}
+
+// DeliveryOutcome defines model for Delivery.Outcome.
+type DeliveryOutcome string
+
 // Empty No fields: the body may be left out, or be {}.
 type Empty = map[string]interface{}
 
@@ -902,6 +973,9 @@ type Job struct {
 	ClaimedAt   *time.Time `json:"claimed_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 
+	// Deliveries a push job's attempts (GET of one job only)
+	Deliveries *[]Delivery `json:"deliveries,omitempty"`
+
 	// EnqueuedAt RFC 3339, milliseconds, UTC
 	EnqueuedAt time.Time `json:"enqueued_at"`
 
@@ -955,17 +1029,35 @@ type Lease struct {
 	LeaseUntil time.Time `json:"lease_until"`
 }
 
+// Limits A queue's rate and in-flight limits; 0 is none.
+type Limits struct {
+	// Burst The bucket's size: most jobs claimed at once after a quiet spell. Needs a rate; defaults to a tenth of a second's worth, at least 1.
+	Burst *int `json:"burst,omitempty"`
+
+	// MaxInFlight Most jobs of the queue processing at once, by any consumer. 0: none.
+	MaxInFlight *int `json:"max_in_flight,omitempty"`
+
+	// Rate Most jobs claimed a second, on average (a token bucket refilled by Redis's clock). 0: none.
+	Rate *float32 `json:"rate,omitempty"`
+}
+
 // NewJob A field given as null is the same as a field left out.
 type NewJob struct {
 	Backoff *BackoffRequest `json:"backoff,omitempty"`
 
+	// CallbackUrl push queues: POSTed a signed summary when the job completes (a job of the same queue, retried with backoff)
+	CallbackUrl *string `json:"callback_url,omitempty"`
+
 	// Delay Go duration string ("90s", "1m30s", "250ms"). >= 0; not with run_at.
 	//
 	// Example: 30s
-	Delay          *string `json:"delay,omitempty"`
-	IdempotencyKey *string `json:"idempotency_key,omitempty"`
-	Kind           string  `json:"kind"`
-	MaxAttempts    *int    `json:"max_attempts,omitempty"`
+	Delay *string `json:"delay,omitempty"`
+
+	// FailureCallbackUrl push queues: POSTed a signed summary when the job dies
+	FailureCallbackUrl *string `json:"failure_callback_url,omitempty"`
+	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
+	Kind               string  `json:"kind"`
+	MaxAttempts        *int    `json:"max_attempts,omitempty"`
 
 	// Payload any JSON, default {}
 	Payload interface{} `json:"payload,omitempty"`
@@ -980,6 +1072,9 @@ type NewJob struct {
 
 	// RunAt due time; past means now. Not with delay.
 	RunAt *time.Time `json:"run_at,omitempty"`
+
+	// Target push queues: this job's own target, instead of the queue's. The job is then stored as kind chronoq.push with an envelope payload {body, kind, target, ...}.
+	Target *PushTarget `json:"target,omitempty"`
 
 	// Visibility Go duration string ("90s", "1m30s", "250ms"). 100ms to 24h; default 30s.
 	//
@@ -1007,23 +1102,66 @@ type PromotedEventDataStatus string
 // PromotedEventEvent defines model for PromotedEvent.Event.
 type PromotedEventEvent string
 
+// PushConfig defines model for PushConfig.
+type PushConfig struct {
+	Concurrency int `json:"concurrency"`
+
+	// Secrets only on the /config routes
+	Secrets *[]string  `json:"secrets,omitempty"`
+	Target  PushTarget `json:"target"`
+}
+
+// PushConfigRequest defines model for PushConfigRequest.
+type PushConfigRequest struct {
+	// Concurrency requests of this queue under way at once in each dispatcher
+	Concurrency *int `json:"concurrency,omitempty"`
+
+	// Secrets Standard Webhooks signing secrets ("whsec_" + base64 of 16 to 64 bytes), one or two (rotation: both sign every request). Left out: the queue's are kept, or one is made.
+	Secrets *[]string `json:"secrets,omitempty"`
+
+	// Target where the queue's jobs go; left out, only jobs with a target of their own are sent
+	Target *PushTarget `json:"target,omitempty"`
+}
+
+// PushTarget defines model for PushTarget.
+type PushTarget struct {
+	// Headers sent with every request; not Host, Content-Type, Content-Length, Connection, Transfer-Encoding nor webhook-* / chronoq-*
+	Headers *map[string]string `json:"headers,omitempty"`
+	Method  *PushTargetMethod  `json:"method,omitempty"`
+
+	// Timeout Go duration string. The whole request, 1s to 30m; default 30s.
+	//
+	// Example: 30s
+	Timeout *string `json:"timeout,omitempty"`
+
+	// Url http or https. Refused by the SSRF guard: loopback, private, link-local, unique-local, multicast, unspecified and metadata addresses, unless the server's allow-list opens them (checked again on the dialled address).
+	Url string `json:"url"`
+}
+
+// PushTargetMethod defines model for PushTarget.Method.
+type PushTargetMethod string
+
 // Queue defines model for Queue.
 type Queue struct {
-	CompletedTotal     int64      `json:"completed_total"`
-	Dead               int64      `json:"dead"`
-	DeadTotal          int64      `json:"dead_total"`
-	EnqueuedTotal      int64      `json:"enqueued_total"`
-	FailedTotal        int64      `json:"failed_total"`
-	Name               string     `json:"name"`
-	NextRunAt          *time.Time `json:"next_run_at"`
-	OldestPendingAgeMs int64      `json:"oldest_pending_age_ms"`
-	Paused             bool       `json:"paused"`
-	Pending            int64      `json:"pending"`
-	Processing         int64      `json:"processing"`
-	PromotedTotal      int64      `json:"promoted_total"`
-	ReclaimedTotal     int64      `json:"reclaimed_total"`
-	RetriedTotal       int64      `json:"retried_total"`
-	Scheduled          int64      `json:"scheduled"`
+	CompletedTotal int64 `json:"completed_total"`
+	Dead           int64 `json:"dead"`
+	DeadTotal      int64 `json:"dead_total"`
+	EnqueuedTotal  int64 `json:"enqueued_total"`
+	FailedTotal    int64 `json:"failed_total"`
+
+	// Limits A queue's rate and in-flight limits; 0 is none.
+	Limits             *Limits     `json:"limits,omitempty"`
+	Name               string      `json:"name"`
+	NextRunAt          *time.Time  `json:"next_run_at"`
+	OldestPendingAgeMs int64       `json:"oldest_pending_age_ms"`
+	Paused             bool        `json:"paused"`
+	Pending            int64       `json:"pending"`
+	Processing         int64       `json:"processing"`
+	PromotedTotal      int64       `json:"promoted_total"`
+	Push               *PushConfig `json:"push,omitempty"`
+	ReclaimedTotal     int64       `json:"reclaimed_total"`
+	RetriedTotal       int64       `json:"retried_total"`
+	Scheduled          int64       `json:"scheduled"`
 }
 
 // Queues defines model for Queues.
@@ -1283,6 +1421,9 @@ type EnqueueBatchJSONRequestBody = Batch
 // ClaimJSONRequestBody defines body for Claim for application/json ContentType.
 type ClaimJSONRequestBody = Claim
 
+// PutPushConfigJSONRequestBody defines body for PutPushConfig for application/json ContentType.
+type PutPushConfigJSONRequestBody = PushConfigRequest
+
 // RequeueDeadJSONRequestBody defines body for RequeueDead for application/json ContentType.
 type RequeueDeadJSONRequestBody = DeadFilter
 
@@ -1306,6 +1447,9 @@ type HeartbeatJSONRequestBody = Heartbeat
 
 // RetryJobJSONRequestBody defines body for RetryJob for application/json ContentType.
 type RetryJobJSONRequestBody = Empty
+
+// PutLimitsJSONRequestBody defines body for PutLimits for application/json ContentType.
+type PutLimitsJSONRequestBody = Limits
 
 // PauseQueueJSONRequestBody defines body for PauseQueue for application/json ContentType.
 type PauseQueueJSONRequestBody = Empty
@@ -1993,6 +2137,38 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/claim (the `Claim` operationId).
 	Claim(ctx context.Context, queue QueueName, body ClaimJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeletePushConfig Stop pushing a queue's jobs
+	//
+	// Its jobs stay; they wait for a pull worker or a new config.
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/config (the `DeletePushConfig` operationId).
+	DeletePushConfig(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPushConfig A queue's push config
+	//
+	// The queue's push target, signing secrets and concurrency; 404 when it is not a push queue.
+	//
+	// Corresponds with GET /v1/queues/{queue}/config (the `GetPushConfig` operationId).
+	GetPushConfig(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPushConfigWithBody Make a queue a push queue, or change its target
+	//
+	// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+	PutPushConfigWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPushConfig Make a queue a push queue, or change its target
+	//
+	// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+	PutPushConfig(ctx context.Context, queue QueueName, body PutPushConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PurgeDead Purge the dead jobs (of one kind)
 	//
 	// Corresponds with DELETE /v1/queues/{queue}/dead (the `PurgeDead` operationId).
@@ -2138,6 +2314,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJob(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteLimits Remove a queue's limits
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/limits (the `DeleteLimits` operationId).
+	DeleteLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetLimits A queue's rate and in-flight limits
+	//
+	// Zeros when the queue has none (or does not exist).
+	//
+	// Corresponds with GET /v1/queues/{queue}/limits (the `GetLimits` operationId).
+	GetLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLimitsWithBody Set a queue's rate and in-flight limits
+	//
+	// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+	PutLimitsWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLimits Set a queue's rate and in-flight limits
+	//
+	// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+	PutLimits(ctx context.Context, queue QueueName, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PauseQueueWithBody Pause a queue: it accepts and promotes jobs but hands none out
 	//
@@ -2551,6 +2757,78 @@ func (c *Client) Claim(ctx context.Context, queue QueueName, body ClaimJSONReque
 	return c.Client.Do(req)
 }
 
+// DeletePushConfig Stop pushing a queue's jobs
+//
+// Its jobs stay; they wait for a pull worker or a new config.
+//
+// Corresponds with DELETE /v1/queues/{queue}/config (the `DeletePushConfig` operationId).
+func (c *Client) DeletePushConfig(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePushConfigRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPushConfig A queue's push config
+//
+// The queue's push target, signing secrets and concurrency; 404 when it is not a push queue.
+//
+// Corresponds with GET /v1/queues/{queue}/config (the `GetPushConfig` operationId).
+func (c *Client) GetPushConfig(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPushConfigRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPushConfigWithBody Make a queue a push queue, or change its target
+//
+// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+func (c *Client) PutPushConfigWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPushConfigRequestWithBody(c.Server, queue, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPushConfig Make a queue a push queue, or change its target
+//
+// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+func (c *Client) PutPushConfig(ctx context.Context, queue QueueName, body PutPushConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPushConfigRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PurgeDead Purge the dead jobs (of one kind)
 //
 // Corresponds with DELETE /v1/queues/{queue}/dead (the `PurgeDead` operationId).
@@ -2887,6 +3165,76 @@ func (c *Client) RetryJobWithBody(ctx context.Context, queue QueueName, id JobID
 // Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 func (c *Client) RetryJob(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetryJobRequest(c.Server, queue, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteLimits Remove a queue's limits
+//
+// Corresponds with DELETE /v1/queues/{queue}/limits (the `DeleteLimits` operationId).
+func (c *Client) DeleteLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteLimitsRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLimits A queue's rate and in-flight limits
+//
+// Zeros when the queue has none (or does not exist).
+//
+// Corresponds with GET /v1/queues/{queue}/limits (the `GetLimits` operationId).
+func (c *Client) GetLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLimitsRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLimitsWithBody Set a queue's rate and in-flight limits
+//
+// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+func (c *Client) PutLimitsWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLimitsRequestWithBody(c.Server, queue, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLimits Set a queue's rate and in-flight limits
+//
+// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+func (c *Client) PutLimits(ctx context.Context, queue QueueName, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLimitsRequest(c.Server, queue, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3685,6 +4033,121 @@ func NewClaimRequestWithBody(server string, queue QueueName, contentType string,
 	return req, nil
 }
 
+// NewDeletePushConfigRequest constructs an http.Request for the DeletePushConfig method
+func NewDeletePushConfigRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/config", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPushConfigRequest constructs an http.Request for the GetPushConfig method
+func NewGetPushConfigRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/config", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutPushConfigRequest calls the generic PutPushConfig builder with application/json body
+func NewPutPushConfigRequest(server string, queue QueueName, body PutPushConfigJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutPushConfigRequestWithBody(server, queue, "application/json", bodyReader)
+}
+
+// NewPutPushConfigRequestWithBody constructs an http.Request for the PutPushConfig method, with any body, and a specified content type
+func NewPutPushConfigRequestWithBody(server string, queue QueueName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/config", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewPurgeDeadRequest constructs an http.Request for the PurgeDead method
 func NewPurgeDeadRequest(server string, queue QueueName, params *PurgeDeadParams) (*http.Request, error) {
 	var err error
@@ -4342,6 +4805,121 @@ func NewRetryJobRequestWithBody(server string, queue QueueName, id JobID, conten
 	return req, nil
 }
 
+// NewDeleteLimitsRequest constructs an http.Request for the DeleteLimits method
+func NewDeleteLimitsRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/limits", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetLimitsRequest constructs an http.Request for the GetLimits method
+func NewGetLimitsRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/limits", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutLimitsRequest calls the generic PutLimits builder with application/json body
+func NewPutLimitsRequest(server string, queue QueueName, body PutLimitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutLimitsRequestWithBody(server, queue, "application/json", bodyReader)
+}
+
+// NewPutLimitsRequestWithBody constructs an http.Request for the PutLimits method, with any body, and a specified content type
+func NewPutLimitsRequestWithBody(server string, queue QueueName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/limits", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewPauseQueueRequest calls the generic PauseQueue builder with application/json body
 func NewPauseQueueRequest(server string, queue QueueName, body PauseQueueJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4720,6 +5298,42 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/claim (the `Claim` operationId).
 	ClaimWithResponse(ctx context.Context, queue QueueName, body ClaimJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimResponse, error)
 
+	// DeletePushConfigWithResponse Stop pushing a queue's jobs
+	//
+	// Its jobs stay; they wait for a pull worker or a new config.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/config (the `DeletePushConfig` operationId).
+	DeletePushConfigWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeletePushConfigResponse, error)
+
+	// GetPushConfigWithResponse A queue's push config
+	//
+	// The queue's push target, signing secrets and concurrency; 404 when it is not a push queue.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/config (the `GetPushConfig` operationId).
+	GetPushConfigWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetPushConfigResponse, error)
+
+	// PutPushConfigWithBodyWithResponse Make a queue a push queue, or change its target
+	//
+	// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+	PutPushConfigWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPushConfigResponse, error)
+
+	// PutPushConfigWithResponse Make a queue a push queue, or change its target
+	//
+	// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+	PutPushConfigWithResponse(ctx context.Context, queue QueueName, body PutPushConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*PutPushConfigResponse, error)
+
 	// PurgeDeadWithResponse Purge the dead jobs (of one kind)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4873,6 +5487,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJobWithResponse(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryJobResponse, error)
+
+	// DeleteLimitsWithResponse Remove a queue's limits
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/limits (the `DeleteLimits` operationId).
+	DeleteLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeleteLimitsResponse, error)
+
+	// GetLimitsWithResponse A queue's rate and in-flight limits
+	//
+	// Zeros when the queue has none (or does not exist).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/limits (the `GetLimits` operationId).
+	GetLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetLimitsResponse, error)
+
+	// PutLimitsWithBodyWithResponse Set a queue's rate and in-flight limits
+	//
+	// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+	PutLimitsWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error)
+
+	// PutLimitsWithResponse Set a queue's rate and in-flight limits
+	//
+	// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+	PutLimitsWithResponse(ctx context.Context, queue QueueName, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error)
 
 	// PauseQueueWithBodyWithResponse Pause a queue: it accepts and promotes jobs but hands none out
 	//
@@ -6142,6 +6790,241 @@ func (r ClaimResponse) ContentType() string {
 	return ""
 }
 
+type DeletePushConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeletePushConfigResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeletePushConfigResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeletePushConfigResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeletePushConfigResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeletePushConfigResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeletePushConfigResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeletePushConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePushConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePushConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeletePushConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetPushConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PushConfig
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPushConfigResponse) GetJSON200() *PushConfig {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPushConfigResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPushConfigResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPushConfigResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetPushConfigResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPushConfigResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPushConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPushConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPushConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPushConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutPushConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PushConfig
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutPushConfigResponse) GetJSON200() *PushConfig {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutPushConfigResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutPushConfigResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutPushConfigResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutPushConfigResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutPushConfigResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutPushConfigResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutPushConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutPushConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutPushConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutPushConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type PurgeDeadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7230,6 +8113,227 @@ func (r RetryJobResponse) ContentType() string {
 	return ""
 }
 
+type DeleteLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteLimitsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Limits
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLimitsResponse) GetJSON200() *Limits {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Limits
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutLimitsResponse) GetJSON200() *Limits {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutLimitsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutLimitsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type PauseQueueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7825,6 +8929,66 @@ func (c *ClientWithResponses) ClaimWithResponse(ctx context.Context, queue Queue
 	return ParseClaimResponse(rsp)
 }
 
+// DeletePushConfigWithResponse Stop pushing a queue's jobs
+//
+// Its jobs stay; they wait for a pull worker or a new config.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/queues/{queue}/config (the `DeletePushConfig` operationId).
+func (c *ClientWithResponses) DeletePushConfigWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeletePushConfigResponse, error) {
+	rsp, err := c.DeletePushConfig(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePushConfigResponse(rsp)
+}
+
+// GetPushConfigWithResponse A queue's push config
+//
+// The queue's push target, signing secrets and concurrency; 404 when it is not a push queue.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/config (the `GetPushConfig` operationId).
+func (c *ClientWithResponses) GetPushConfigWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetPushConfigResponse, error) {
+	rsp, err := c.GetPushConfig(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPushConfigResponse(rsp)
+}
+
+// PutPushConfigWithBodyWithResponse Make a queue a push queue, or change its target
+//
+// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+func (c *ClientWithResponses) PutPushConfigWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPushConfigResponse, error) {
+	rsp, err := c.PutPushConfigWithBody(ctx, queue, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPushConfigResponse(rsp)
+}
+
+// PutPushConfigWithResponse Make a queue a push queue, or change its target
+//
+// Dispatchers send the queue's jobs to the target when they are due, signed (Standard Webhooks). Creates the queue. A bad URL, method, header or timeout is a 400 naming the field.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/config (the `PutPushConfig` operationId).
+func (c *ClientWithResponses) PutPushConfigWithResponse(ctx context.Context, queue QueueName, body PutPushConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*PutPushConfigResponse, error) {
+	rsp, err := c.PutPushConfig(ctx, queue, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPushConfigResponse(rsp)
+}
+
 // PurgeDeadWithResponse Purge the dead jobs (of one kind)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8097,6 +9261,64 @@ func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, queue Qu
 		return nil, err
 	}
 	return ParseRetryJobResponse(rsp)
+}
+
+// DeleteLimitsWithResponse Remove a queue's limits
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/queues/{queue}/limits (the `DeleteLimits` operationId).
+func (c *ClientWithResponses) DeleteLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeleteLimitsResponse, error) {
+	rsp, err := c.DeleteLimits(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteLimitsResponse(rsp)
+}
+
+// GetLimitsWithResponse A queue's rate and in-flight limits
+//
+// Zeros when the queue has none (or does not exist).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/limits (the `GetLimits` operationId).
+func (c *ClientWithResponses) GetLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetLimitsResponse, error) {
+	rsp, err := c.GetLimits(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLimitsResponse(rsp)
+}
+
+// PutLimitsWithBodyWithResponse Set a queue's rate and in-flight limits
+//
+// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+func (c *ClientWithResponses) PutLimitsWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error) {
+	rsp, err := c.PutLimitsWithBody(ctx, queue, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLimitsResponse(rsp)
+}
+
+// PutLimitsWithResponse Set a queue's rate and in-flight limits
+//
+// A token bucket (rate jobs a second, burst) and a most in flight, kept in Redis in the queue's slot and enforced inside the claim for every consumer: push dispatchers, Go workers and HTTP claims alike. A claim takes no more jobs than they allow; a claim with a wait that they hold back waits for the next token (or, at max_in_flight, polls every 10 ms). Creates the queue. The bucket starts full. 0 is none; burst defaults to a tenth of a second's worth (at least 1).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/limits (the `PutLimits` operationId).
+func (c *ClientWithResponses) PutLimitsWithResponse(ctx context.Context, queue QueueName, body PutLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitsResponse, error) {
+	rsp, err := c.PutLimits(ctx, queue, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLimitsResponse(rsp)
 }
 
 // PauseQueueWithBodyWithResponse Pause a queue: it accepts and promotes jobs but hands none out
@@ -9189,6 +10411,199 @@ func ParseClaimResponse(rsp *http.Response) (*ClaimResponse, error) {
 	return response, nil
 }
 
+// ParseDeletePushConfigResponse parses an HTTP response from a DeletePushConfigWithResponse call
+func ParseDeletePushConfigResponse(rsp *http.Response) (*DeletePushConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePushConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPushConfigResponse parses an HTTP response from a GetPushConfigWithResponse call
+func ParseGetPushConfigResponse(rsp *http.Response) (*GetPushConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPushConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PushConfig
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutPushConfigResponse parses an HTTP response from a PutPushConfigWithResponse call
+func ParsePutPushConfigResponse(rsp *http.Response) (*PutPushConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutPushConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PushConfig
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParsePurgeDeadResponse parses an HTTP response from a PurgeDeadWithResponse call
 func ParsePurgeDeadResponse(rsp *http.Response) (*PurgeDeadResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10094,6 +11509,185 @@ func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteLimitsResponse parses an HTTP response from a DeleteLimitsWithResponse call
+func ParseDeleteLimitsResponse(rsp *http.Response) (*DeleteLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetLimitsResponse parses an HTTP response from a GetLimitsWithResponse call
+func ParseGetLimitsResponse(rsp *http.Response) (*GetLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Limits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutLimitsResponse parses an HTTP response from a PutLimitsWithResponse call
+func ParsePutLimitsResponse(rsp *http.Response) (*PutLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Limits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

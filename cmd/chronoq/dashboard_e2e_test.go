@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,4 +279,54 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.do(chromedp.Navigate(s.base + "/?token=wrong"))
 	require.Contains(t, b.eval(`document.body.innerText`), "unauthenticated")
 	require.False(t, strings.Contains(b.eval(`location.href`), "tok3n"))
+}
+
+// TestDashboardPushInBrowser: a push queue with limits, in a real headless
+// Chromium. The queue's target and limits show above its jobs; a job the
+// receiver refused once (429, Retry-After: 1) and then took shows both
+// deliveries, with their response statuses, in the job's detail.
+func TestDashboardPushInBrowser(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	var hits atomic.Int64
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if hits.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(rc.Close)
+	redisURL, ns := "redis://"+testutil.RedisAddr(t)+"/0", testutil.Namespace(t)
+	s := startServeAs(t, "serve", []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n", "--dispatch-allow", "127.0.0.1"}, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.logs)
+		}
+	})
+	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
+	b.waitFor("the page to be live", `document.getElementById("live").textContent.startsWith("live")`, 10*time.Second)
+	put := func(path, body string) string {
+		return b.eval(`fetch(` + strconv.Quote(path) + `, {method: "PUT", headers: {"Content-Type": "application/json"}, body: ` +
+			strconv.Quote(body) + `}).then(r => String(r.status))`)
+	}
+	require.Equal(t, "200", put("/v1/queues/hooks/config", `{"target":{"url":"`+rc.URL+`/hook"},"concurrency":4}`))
+	require.Equal(t, "200", put("/v1/queues/hooks/limits", `{"rate":50,"max_in_flight":3}`))
+	status := b.eval(`fetch("/v1/jobs", {method: "POST", headers: {"Content-Type": "application/json"}, body: '{"queue":"hooks","kind":"ping","payload":{"n":1}}'}).then(r => String(r.status))`)
+	require.Equal(t, "201", status)
+
+	b.waitFor("the queue in the list", `!!document.querySelector("#queue-select option[value=hooks]")`, 10*time.Second)
+	b.do(b.set("queue-select", "hooks"), chromedp.Evaluate[chromedp.Void](`document.getElementById("queue-select").dispatchEvent(new Event("change"))`))
+	b.waitFor("the queue's target", `document.getElementById("queue-target").textContent === "push: POST `+rc.URL+`/hook · timeout 30s · 4 per dispatcher"`, 10*time.Second)
+	b.waitFor("the queue's limits", text("queue-limits", "· limits: 50/s (burst 5), at most 3 in flight"), 5*time.Second)
+
+	b.do(b.click(`#tabs button[data-tab=completed]`))
+	b.waitFor("the job completed after its retry", rows("completed", "===", 1), 20*time.Second)
+	b.do(b.click("#jobs tr.job"))
+	b.waitFor("two deliveries", `document.querySelectorAll("#detail-deliveries tr.delivery").length === 2`, 5*time.Second)
+	require.Equal(t, "429,200", b.eval(`[...document.querySelectorAll("#detail-deliveries tr.delivery")].map(r => r.dataset.status).join()`))
+	require.Contains(t, b.eval(`document.getElementById("detail-deliveries").innerText`), "retry_after")
+	require.Contains(t, b.eval(`document.getElementById("detail-deliveries").innerText`), "completed")
+	b.screenshot("dashboard-push.png")
 }

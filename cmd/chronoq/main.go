@@ -1,7 +1,8 @@
 // Command chronoq is the chronoq service and its tools, in one binary.
 //
-//	chronoq serve     the HTTP API, the dashboard, the promoter and the reclaimer
+//	chronoq serve     the HTTP API, the dashboard, the promoter, the reclaimer and the push dispatchers
 //	chronoq demo      serve, plus a simulated worker pool driven from the dashboard
+//	chronoq dispatch  push dispatchers only (serve runs them too, unless --no-dispatch)
 //	chronoq enqueue, stats, list, inspect, cancel, dead, cron
 //	                  operator commands over the HTTP API (--url, --token)
 //
@@ -28,15 +29,16 @@ type command struct {
 
 // commands are the subcommands, by name.
 var commands = map[string]command{
-	"serve":   {"run the HTTP API, the dashboard, the promoter and the reclaimer", runServe},
-	"demo":    {"serve (on the embedded Redis by default) with a simulated worker pool", runDemo},
-	"enqueue": {"enqueue a job: --queue Q --kind K [--payload JSON] [--in 10s | --at TIME]", runEnqueue},
-	"stats":   {"the queues' depths and totals: stats [queue]", runStats},
-	"list":    {"list jobs: --queue Q --status S [--limit N]", runList},
-	"inspect": {"one job: --queue Q ID", runInspect},
-	"cancel":  {"cancel a scheduled or pending job (delete a finished one): --queue Q ID", runCancel},
-	"dead":    {"dead jobs: dead requeue|purge --queue Q [--kind K]", runDead},
-	"cron":    {"cron entries: cron list", runCron},
+	"serve":    {"run the HTTP API, the dashboard, the promoter and the reclaimer", runServe},
+	"demo":     {"serve (on the embedded Redis by default) with a simulated worker pool", runDemo},
+	"dispatch": {"run push dispatchers without the API (serve runs them too): --redis-url URL", runDispatch},
+	"enqueue":  {"enqueue a job: --queue Q --kind K [--payload JSON] [--in 10s | --at TIME]", runEnqueue},
+	"stats":    {"the queues' depths and totals: stats [queue]", runStats},
+	"list":     {"list jobs: --queue Q --status S [--limit N]", runList},
+	"inspect":  {"one job: --queue Q ID", runInspect},
+	"cancel":   {"cancel a scheduled or pending job (delete a finished one): --queue Q ID", runCancel},
+	"dead":     {"dead jobs: dead requeue|purge --queue Q [--kind K]", runDead},
+	"cron":     {"cron entries: cron list", runCron},
 }
 
 func main() {

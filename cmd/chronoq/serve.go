@@ -23,6 +23,7 @@ import (
 	"github.com/chronoq/chronoq/dashboard"
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/demo"
+	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/lifecycle"
@@ -56,6 +57,9 @@ type serveConfig struct {
 
 	logFormat string
 	logLevel  slog.Level
+
+	noDispatch    bool   // run no dispatchers (push queues are served by other instances)
+	dispatchAllow string // the SSRF guard's allow-list: CIDRs, IPs, host names
 
 	demo        bool // `chronoq demo`: the simulated worker pool and /v1/demo
 	demoWorkers int  // workers the demo starts with
@@ -153,21 +157,13 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
 	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
 	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
-	e.Int(&c.maxPayloadBytes, "max-payload-bytes", "CHRONOQ_MAX_PAYLOAD_BYTES", queue.DefaultMaxPayloadBytes, "largest job payload or result in bytes")
-	e.Int(&c.maxQueues, "max-queues", "CHRONOQ_MAX_QUEUES", queue.DefaultMaxQueues, "most queues")
-	e.Duration(&c.retention, "retention", "CHRONOQ_RETENTION", queue.DefaultRetention, "how long a completed job is kept when it names no result_ttl")
-	e.Int(&c.completedHistory, "completed-history", "CHRONOQ_COMPLETED_HISTORY", queue.DefaultCompletedHistory, "completed job ids listed per queue")
-	e.Int(&c.deadMaxJobs, "dead-max-jobs", "CHRONOQ_DEAD_MAX_JOBS", queue.DefaultDeadMaxJobs, "most dead jobs kept per queue (the oldest go first)")
-	e.Duration(&c.deadMaxAge, "dead-max-age", "CHRONOQ_DEAD_MAX_AGE", queue.DefaultDeadMaxAge, "how long a dead job is kept")
-	e.Duration(&c.idleQueueTTL, "idle-queue-ttl", "CHRONOQ_IDLE_QUEUE_TTL", queue.DefaultIdleQueueTTL, "how long an empty queue nothing is enqueued into is kept")
-	e.Duration(&c.idempotencyTTL, "idempotency-ttl", "CHRONOQ_IDEMPOTENCY_TTL", queue.DefaultIdempotencyTTL, "how long an idempotency key is remembered")
-	e.Duration(&c.reclaimInterval, "reclaim-interval", "CHRONOQ_RECLAIM_INTERVAL", 5*time.Second, "time between reclaim sweeps")
-	e.Duration(&c.promoteMaxSleep, "promote-max-sleep", "CHRONOQ_PROMOTE_MAX_SLEEP", time.Second, "longest promoter sleep over a queue with jobs scheduled (the most a lost wake-up delays a job)")
-	e.Duration(&c.reconcileEvery, "reconcile-interval", "CHRONOQ_RECONCILE_INTERVAL", queue.DefaultReconcileInterval, "how often the promoter and the reclaimer look at every queue, not only those their index names")
+	storeFlags(e, &c)
 	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
 	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
 	e.String(&level, "log-level", "CHRONOQ_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	e.Bool(&c.noDispatch, "no-dispatch", "CHRONOQ_NO_DISPATCH", "run no push dispatchers here (run `chronoq dispatch` elsewhere)")
+	e.String(&c.dispatchAllow, "dispatch-allow", "CHRONOQ_DISPATCH_ALLOW", "", "push targets the SSRF guard lets through although internal: CIDRs, IPs and host names, comma-separated (\"127.0.0.1,10.0.0.0/8,api.internal\")")
 	if name == "demo" {
 		c.demo = true
 		e.Int(&c.demoWorkers, "workers", "CHRONOQ_DEMO_WORKERS", 0, "simulated workers to start with (the page changes it)")
@@ -304,6 +300,39 @@ func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, releas
 	return cl, func() { _ = cl.Close(); m.Close() }, nil
 }
 
+// storeFlags are the flags of the job store and of its background parts
+// (promoter, reclaimer): serve's and dispatch's, so that every instance
+// keeps and promotes jobs alike.
+func storeFlags(e *envFlags, c *serveConfig) {
+	e.Int(&c.maxPayloadBytes, "max-payload-bytes", "CHRONOQ_MAX_PAYLOAD_BYTES", queue.DefaultMaxPayloadBytes, "largest job payload or result in bytes")
+	e.Int(&c.maxQueues, "max-queues", "CHRONOQ_MAX_QUEUES", queue.DefaultMaxQueues, "most queues")
+	e.Duration(&c.retention, "retention", "CHRONOQ_RETENTION", queue.DefaultRetention, "how long a completed job is kept when it names no result_ttl")
+	e.Int(&c.completedHistory, "completed-history", "CHRONOQ_COMPLETED_HISTORY", queue.DefaultCompletedHistory, "completed job ids listed per queue")
+	e.Int(&c.deadMaxJobs, "dead-max-jobs", "CHRONOQ_DEAD_MAX_JOBS", queue.DefaultDeadMaxJobs, "most dead jobs kept per queue (the oldest go first)")
+	e.Duration(&c.deadMaxAge, "dead-max-age", "CHRONOQ_DEAD_MAX_AGE", queue.DefaultDeadMaxAge, "how long a dead job is kept")
+	e.Duration(&c.idleQueueTTL, "idle-queue-ttl", "CHRONOQ_IDLE_QUEUE_TTL", queue.DefaultIdleQueueTTL, "how long an empty queue nothing is enqueued into is kept")
+	e.Duration(&c.idempotencyTTL, "idempotency-ttl", "CHRONOQ_IDEMPOTENCY_TTL", queue.DefaultIdempotencyTTL, "how long an idempotency key is remembered")
+	e.Duration(&c.reclaimInterval, "reclaim-interval", "CHRONOQ_RECLAIM_INTERVAL", 5*time.Second, "time between reclaim sweeps")
+	e.Duration(&c.promoteMaxSleep, "promote-max-sleep", "CHRONOQ_PROMOTE_MAX_SLEEP", time.Second, "longest promoter sleep over a queue with jobs scheduled (the most a lost wake-up delays a job)")
+	e.Duration(&c.reconcileEvery, "reconcile-interval", "CHRONOQ_RECONCILE_INTERVAL", queue.DefaultReconcileInterval, "how often the promoter and the reclaimer look at every queue, not only those their index names")
+}
+
+// limitWaitMetric is chronoq_limit_wait_seconds_total: the time claims
+// (the dispatchers', the API's) spent held back by queues' limits.
+func limitWaitMetric(client *queue.Client) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_limit_wait_seconds_total",
+		Help: "Time claims and waits of this instance spent held back by queues' rate and in-flight limits."},
+		func() float64 { return client.LimitWait().Seconds() })
+}
+
+// storeConfig is the queue client's config from the flags of storeFlags.
+func storeConfig(c serveConfig, rdb redis.UniversalClient, clock clockwork.Clock) queue.Config {
+	return queue.Config{Redis: rdb, Namespace: c.namespace, Clock: clock,
+		MaxPayloadBytes: c.maxPayloadBytes, MaxQueues: c.maxQueues, Retention: c.retention,
+		CompletedHistory: c.completedHistory, DeadMaxJobs: c.deadMaxJobs, DeadMaxAge: c.deadMaxAge, IdleQueueTTL: c.idleQueueTTL,
+		IdempotencyTTL: c.idempotencyTTL}
+}
+
 // serve runs the API, the promoter and the reclaimer until ctx ends, then
 // shuts them down gracefully.
 func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHooks) error {
@@ -316,10 +345,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer closeRedis()
-	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: c.namespace, Clock: clock,
-		MaxPayloadBytes: c.maxPayloadBytes, MaxQueues: c.maxQueues, Retention: c.retention,
-		CompletedHistory: c.completedHistory, DeadMaxJobs: c.deadMaxJobs, DeadMaxAge: c.deadMaxAge, IdleQueueTTL: c.idleQueueTTL,
-		IdempotencyTTL: c.idempotencyTTL})
+	client, err := queue.NewClient(storeConfig(c, rdb, clock))
 	if err != nil {
 		return err
 	}
@@ -333,11 +359,23 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		}
 		routes, routesDoc = pool.Routes(), demo.OpenAPI()
 	}
-	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Token: c.token, MetricsAuth: c.metricsAuth,
+	guard, err := dispatch.ParseAllow(c.dispatchAllow)
+	if err != nil {
+		return err
+	}
+	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Push: dispatch.NewStore(client, guard),
+		Token: c.token, MetricsAuth: c.metricsAuth,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})
 	if err != nil {
 		return err
+	}
+	var dispatcher *dispatch.Dispatcher
+	if !c.noDispatch {
+		if dispatcher, err = dispatch.New(dispatch.Config{Client: client, Guard: guard, ShutdownTimeout: c.shutdownTimeout,
+			Registerer: srv.Registry(), Logger: log}); err != nil {
+			return err
+		}
 	}
 	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
 		OnPromote: srv.ObservePromote, Logger: log})
@@ -384,10 +422,14 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	background.Start(bg, "cron", scheduler)
 	background.Start(bg, "promoter", promoter)
 	background.Start(bg, "reclaimer", reclaimer)
+	if dispatcher != nil {
+		background.Start(bg, "dispatcher", dispatcher)
+	}
 	watchClock(bg, client, srv.Registry(), log)
 	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
 		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
 		func() float64 { return float64(client.MarkFailures()) }))
+	srv.Registry().MustRegister(limitWaitMetric(client))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
@@ -419,7 +461,12 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 			log.Warn("demo pool stop", "err", err)
 		}
 	}
-	if err := background.Stop(sctx); err != nil {
+	// The dispatcher's requests under way get --shutdown-timeout of their
+	// own (the HTTP shutdown may have used sctx's); then a little longer
+	// for it to hand back the rest.
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout+5*time.Second)
+	defer bcancel()
+	if err := background.Stop(bctx); err != nil {
 		log.Warn("background stop", "err", err)
 	}
 	log.Info("stopped")

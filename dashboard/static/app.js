@@ -196,9 +196,34 @@
       $("detail-result").textContent = j.result === null ? "—" : JSON.stringify(j.result, null, 2);
       $("detail-error").textContent = j.last_error || "—";
       $("detail-resched").hidden = !(j.status === "scheduled" || j.status === "pending");
+      renderDeliveries(j.deliveries || []);
     } catch (e) {
       if (e.status === 404) { state.open = ""; $("detail").hidden = true; } else throw e;
     }
+  }
+
+  // renderDeliveries shows a push job's attempts: each request's response
+  // status (or its error), duration and outcome.
+  function renderDeliveries(ds) {
+    $("detail-deliveries-box").hidden = ds.length === 0;
+    $("detail-deliveries").tBodies[0].replaceChildren(...ds.map((d) => el("tr", { class: "delivery", dataset: { status: String(d.status) } },
+      el("td", {}, d.attempt), timeCell(d.at), el("td", { title: d.url }, el("code", {}, d.url)),
+      el("td", { class: d.status >= 200 && d.status < 300 ? "" : "err" }, d.status ? d.status : "—"),
+      el("td", {}, fmtMs(Math.round(d.duration_ms))), el("td", {}, d.outcome),
+      el("td", { class: "err", title: d.error || "" }, d.error || ""))));
+  }
+
+  // renderQueueConfig shows the selected queue's push target and limits
+  // (GET /v1/queues/{queue}).
+  function renderQueueConfig(q) {
+    const p = q && q.push;
+    $("queue-target").textContent = p ? "push: " + p.target.method + " " + (p.target.url || "(each job's own target)") +
+      " · timeout " + p.target.timeout + " · " + p.concurrency + " per dispatcher" : "pull queue (no push target)";
+    const l = q && q.limits;
+    const parts = [];
+    if (l && l.rate) parts.push(l.rate + "/s (burst " + l.burst + ")");
+    if (l && l.max_in_flight) parts.push("at most " + l.max_in_flight + " in flight");
+    $("queue-limits").textContent = parts.length ? "· limits: " + parts.join(", ") : "· no limits";
   }
 
   function renderCron(entries) {
@@ -277,8 +302,12 @@
       if (cron) renderCron(cron.entries);
       renderQueues(qs.queues);
       if (state.queue) {
-        const r = await api("GET", "/v1/queues/" + encodeURIComponent(state.queue) + "/jobs?status=" + state.tab + "&limit=" + LIMIT);
+        const [r, q] = await Promise.all([
+          api("GET", "/v1/queues/" + encodeURIComponent(state.queue) + "/jobs?status=" + state.tab + "&limit=" + LIMIT),
+          api("GET", "/v1/queues/" + encodeURIComponent(state.queue)).catch((e) => { if (e.status === 404) return null; throw e; }),
+        ]);
         renderJobs(r.jobs);
+        renderQueueConfig(q);
       }
       await showJob();
       $("auth").hidden = true;

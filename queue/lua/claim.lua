@@ -9,7 +9,10 @@
 -- stream, so jobs that become pending until then add an entry to it.
 -- Returns: { paused, next, now_us, wake_id, job_1, ..., job_k } (the last
 --          one through reply(): a lease earlier than all is a sweep mark): paused 1
---          when the queue is paused (then nothing is promoted or claimed);
+--          when the queue is paused (then nothing is promoted or claimed),
+--          "L<ms>" when the queue's limits held the claim back while jobs
+--          are pending: claim again at <ms>, Redis's clock (the token
+--          bucket's next token), or, with no <ms>, when a lease ends;
 --          next the score of the earliest scheduled job when asked for,
 --          unless another claim was handed that score first ("" then);
 --          wake_id the wake stream's last entry, to wait after; job_i is
@@ -21,7 +24,7 @@ local wants_next = A_want_next == '1'
 if not max or not vis or not wait_ms then
   return redis.error_reply('ERR chronoq claim: malformed arguments')
 end
-local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused')
+local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused', unpack(LIMIT_FIELDS))
 if not meta[1] then
   return { 0, '', now_us, '0-0' } -- no such queue
 end
@@ -65,6 +68,9 @@ local out = { 0, '', now_us, '0-0' }
 if wants_next then
   out[2] = take_wake(next_due())
 end
+-- The queue's limits cap the claim: max becomes what they let it take.
+local asked, tokens, rate = max, nil, nil
+max, tokens, rate = limit_room(max, { meta[3], meta[4], meta[5], meta[6], meta[7] })
 -- Stale ids (jobs canceled or rescheduled while pending) are dropped as
 -- they come, and more are taken in their place, up to stale_budget of
 -- them a call, so that a claim never answers empty, nor waits, while jobs
@@ -107,6 +113,10 @@ while #ids < max and stale <= stale_budget do
     end
   end
 end
+tokens = limit_take(tokens, #ids)
+if max < asked and #ids == max and pending_count() > 0 then
+  out[1] = 'L' .. limit_at(tokens, rate) -- held back by the limits
+end
 if stale > 0 then
   local s = tonumber(redis.call('HGET', K_meta, 'stale') or '0')
   redis.call('HSET', K_meta, 'stale', math.max(s - stale, 0))
@@ -114,7 +124,7 @@ end
 if #ids > 0 then
   redis.call('ZADD', K_leases, unpack(leases))
   redis.call('HSET', K_claims, A_token_base, table.concat(ids, ','))
-  if #ids == max and pending_count() > 0 then
+  if #ids == asked and pending_count() > 0 then
     wake(1) -- more are pending: the next waiting claimer takes them
   end
 elseif wait_ms > 0 then

@@ -211,6 +211,56 @@ local function pending_count()
   return redis.call('LLEN', K_pending) - 1 - tonumber(redis.call('HGET', K_meta, 'stale') or '0')
 end
 
+-- Limits (see Limits in queue/limits.go) -----------------------------------
+-- (Scripts that call limit_room declare K_meta and K_leases.)
+
+-- LIMIT_FIELDS are the meta fields limit_room reads, in its order: the
+-- settings (rate a second, burst, most jobs leased at once) and the token
+-- bucket's state (tokens left, and the ms they were counted at).
+local LIMIT_FIELDS = { 'limit_rate', 'limit_burst', 'limit_inflight', 'tb_tokens', 'tb_ms' }
+
+-- limit_room answers how many of want jobs the queue's limits let a claim
+-- take now, from lim, the values of LIMIT_FIELDS; and the bucket's tokens,
+-- refilled to now by Redis's clock, and its rate (nil, nil: no rate
+-- limit), for limit_take and limit_at. It writes nothing.
+local function limit_room(want, lim)
+  local room, tokens = want, nil
+  local rate = tonumber(lim[1] or '')
+  if rate and rate > 0 then
+    local burst = math.max(tonumber(lim[2] or '') or 1, 1)
+    local last = tonumber(lim[5] or '') or now
+    tokens = math.min(burst, (tonumber(lim[4] or '') or burst) + math.max(now - last, 0) * rate / 1000)
+    room = math.min(room, math.floor(tokens + 0.000000001))
+  else
+    rate = nil
+  end
+  local cap = tonumber(lim[3] or '')
+  if cap then
+    room = math.min(room, cap - (redis.call('ZCARD', K_leases) - 1))
+  end
+  return math.max(room, 0), tokens, rate
+end
+
+-- limit_take stores the bucket after a claim took n of its tokens, and
+-- answers the tokens left.
+local function limit_take(tokens, n)
+  if not tokens then
+    return nil
+  end
+  redis.call('HSET', K_meta, 'tb_tokens', string.format('%.6f', tokens - n), 'tb_ms', now)
+  return tokens - n
+end
+
+-- limit_at is the ms at which the bucket holds a whole token again, ""
+-- when it does now or there is no rate limit (then only a lease ending
+-- can make room).
+local function limit_at(tokens, rate)
+  if not tokens or tokens >= 1 - 0.000000001 then
+    return ''
+  end
+  return tostring(now + math.max(math.ceil((1 - tokens) * 1000 / rate), 1))
+end
+
 -- wake tells claimers waiting on the wake stream that n jobs became
 -- pending, when one may be waiting (a claim that found nothing and is
 -- about to wait marks waiting_until; a script that read it already passes
@@ -405,13 +455,13 @@ end
 -- Deleting jobs -------------------------------------------------------------
 -- (Scripts that call these declare K_data, K_idem and K_expiry.)
 
--- drop deletes a job: its record, its payload and result, and the
+-- drop deletes a job: its record, its payload, result and notes, and the
 -- idempotency record that points at it. Within A_tomb_ms of its enqueue or
 -- of its end, a tombstone stays in its place until then, holding how its
 -- last attempt was acked: a retried enqueue or ack that arrives after the
 -- job is gone still answers what happened, and never makes it again.
 local function drop(id, f)
-  redis.call('HDEL', K_data, id, id .. '.r')
+  redis.call('HDEL', K_data, id, id .. '.r', id .. '.n')
   local ik = f[R_idempotency_key]
   if ik ~= '' and idem_of(ik) == id then
     redis.call('HDEL', K_idem, ik)

@@ -1,9 +1,12 @@
 -- wait.lua: the first half of a blocking peek: answers whether the queue
--- is paused and how many jobs are pending, and when none is, marks that a
+-- is paused and how many jobs are pending (and claimable under the queue's
+-- limits), and when none is, marks that a
 -- claimer is about to wait wait_ms on the wake stream and answers the
 -- stream's last entry to wait after. Keys and arguments: specWait in
 -- queue/layout.go.
--- Returns: { paused, pending, wake_id }.
+-- Returns: { paused, pending, wake_id }, or { 0, 0, "0-0", at } when jobs
+-- are pending but the queue's limits let no claim take one now: look again
+-- at at (ms, Redis's clock), or, when at is "", when a lease ends.
 local wait_ms = tonumber(A_wait_ms)
 if not wait_ms then
   return redis.error_reply('ERR chronoq wait: malformed arguments')
@@ -16,7 +19,11 @@ if redis.call('HGET', K_meta, 'paused') == '1' then
 end
 local n = pending_count()
 if n > 0 then
-  return { 0, n, '0-0' }
+  local room, tokens, rate = limit_room(1, redis.call('HMGET', K_meta, unpack(LIMIT_FIELDS)))
+  if room > 0 then
+    return { 0, n, '0-0' }
+  end
+  return { 0, 0, '0-0', limit_at(tokens, rate) } -- pending, but the limits hold claims back
 end
 local till = now + wait_ms
 if tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') < till then

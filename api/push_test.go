@@ -1,0 +1,191 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/dispatch"
+	"github.com/chronoq/chronoq/queue"
+)
+
+func withPush(g dispatch.Guard) func(*setupConfig) {
+	return func(sc *setupConfig) { sc.push = &g }
+}
+
+// PUT, GET and DELETE /v1/queues/{queue}/config; the config shows (without
+// its secrets) in GET /v1/queues/{queue}; bad fields are 400s naming them.
+func TestPushConfigRoutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withPush(dispatch.Guard{}))
+
+	r := b.do(t, http.MethodGet, "/v1/queues/hooks/config", nil)
+	requireError(t, r, http.StatusNotFound, "not_found", "")
+
+	r = b.do(t, http.MethodPut, "/v1/queues/hooks/config", map[string]any{
+		"target": map[string]any{"url": "https://example.com/hook", "headers": map[string]string{"X-Team": "a"}, "timeout": "10s"}})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	cfg := r.object(t)
+	target := cfg["target"].(map[string]any)
+	require.Equal(t, "https://example.com/hook", target["url"])
+	require.Equal(t, "POST", target["method"])
+	require.Equal(t, "10s", target["timeout"])
+	secrets := cfg["secrets"].([]any)
+	require.Len(t, secrets, 1)
+	require.EqualValues(t, dispatch.DefaultConcurrency, cfg["concurrency"])
+
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks/config", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, secrets, r.object(t)["secrets"])
+
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	push := r.object(t)["push"].(map[string]any)
+	require.Equal(t, "https://example.com/hook", push["target"].(map[string]any)["url"])
+	require.NotContains(t, push, "secrets", "the queue view shows no secrets")
+
+	for _, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"target": map[string]any{"url": "ftp://example.com/"}}, "target.url"},
+		{map[string]any{"target": map[string]any{"url": "http://127.0.0.1:6379/"}}, "target.url"},
+		{map[string]any{"target": map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}}, "target.url"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com", "timeout": "500ms"}}, "target.timeout"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com", "timeout": "31m"}}, "target.timeout"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com", "method": "TRACE"}}, "target.method"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com", "headers": map[string]string{"Host": "x"}}}, "target.headers"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "secrets": []string{"nope!"}}, "secrets[0]"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "concurrency": 0}, "concurrency"},
+	} {
+		r = b.do(t, http.MethodPut, "/v1/queues/hooks/config", tc.body)
+		requireError(t, r, http.StatusBadRequest, "invalid_argument", tc.field)
+	}
+
+	r = b.do(t, http.MethodDelete, "/v1/queues/hooks/config", nil)
+	require.Equal(t, http.StatusNoContent, r.status)
+	r = b.do(t, http.MethodDelete, "/v1/queues/hooks/config", nil)
+	requireError(t, r, http.StatusNotFound, "not_found", "")
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks", nil)
+	require.NotContains(t, r.object(t), "push")
+}
+
+// An enqueue may give a job its own target and callbacks: the job is
+// stored as a push envelope; a bad URL is a 400 naming the field.
+func TestEnqueueWithTarget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withPush(dispatch.Guard{}))
+	r := b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "hooks", "kind": "ping", "payload": map[string]int{"n": 1},
+		"target": map[string]any{"url": "https://example.com/own", "method": "PUT"}, "callback_url": "https://example.com/cb"})
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+	j := r.object(t)
+	require.Equal(t, dispatch.EnvelopeKind, j["kind"])
+	var env dispatch.Envelope
+	raw, _ := json.Marshal(j["payload"])
+	require.NoError(t, json.Unmarshal(raw, &env))
+	require.JSONEq(t, `{"n":1}`, string(env.Body))
+	require.Equal(t, "ping", env.Kind)
+	require.Equal(t, "https://example.com/cb", env.CallbackURL)
+	require.Equal(t, "https://example.com/own", env.TargetOf().URL)
+
+	r = b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "hooks", "kind": "ping",
+		"target": map[string]any{"url": "http://10.0.0.1/"}})
+	requireError(t, r, http.StatusBadRequest, "invalid_argument", "target.url")
+	r = b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "hooks", "kind": "ping", "failure_callback_url": "gopher://x"})
+	requireError(t, r, http.StatusBadRequest, "invalid_argument", "failure_callback_url")
+	r = b.do(t, http.MethodPost, "/v1/jobs/batch", map[string]any{"jobs": []any{
+		map[string]any{"queue": "hooks", "kind": "ok"},
+		map[string]any{"queue": "hooks", "kind": "ping", "target": map[string]any{"url": "http://localhost/"}}}})
+	requireError(t, r, http.StatusBadRequest, "invalid_argument", "jobs[1].target.url")
+}
+
+// Without a push store, a target is refused and the config routes are
+// not served.
+func TestNoPushStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "ping", "target": map[string]any{"url": "https://example.com/"}})
+	requireError(t, r, http.StatusBadRequest, "invalid_argument", "target")
+	require.NotContains(t, string(b.srv.OpenAPI()), "/config\"")
+}
+
+// GET of a push job shows its deliveries (the attempts the dispatcher
+// noted).
+func TestJobDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withPush(dispatch.Guard{}))
+	e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: "hooks", Kind: "k"})
+	require.NoError(t, err)
+	jobs, err := b.client.Claim(b.ctx, "hooks", queue.ClaimOptions{})
+	require.NoError(t, err)
+	line := `{"attempt":1,"fence":1,"at":"2030-01-02T03:04:05Z","url":"https://example.com/","status":503,"duration_ms":12.5,"error":"HTTP 503","outcome":"retry"}`
+	require.NoError(t, b.client.Note(b.ctx, "hooks", e.Job.ID, jobs[0].Token, line))
+	r := b.do(t, http.MethodGet, "/v1/queues/hooks/jobs/"+e.Job.ID, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	ds := r.object(t)["deliveries"].([]any)
+	require.Len(t, ds, 1)
+	d := ds[0].(map[string]any)
+	require.EqualValues(t, 503, d["status"])
+	require.Equal(t, "retry", d["outcome"])
+	require.EqualValues(t, 12.5, d["duration_ms"])
+}
+
+// PUT, GET and DELETE /v1/queues/{queue}/limits; the limits show in GET
+// /v1/queues/{queue}; bad values are 400s naming the field.
+func TestLimitsRoutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, http.MethodGet, "/v1/queues/lim/limits", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.JSONEq(t, `{"rate":0,"burst":0,"max_in_flight":0}`, string(r.body))
+
+	r = b.do(t, http.MethodPut, "/v1/queues/lim/limits", map[string]any{"rate": 200, "max_in_flight": 5})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.JSONEq(t, `{"rate":200,"burst":20,"max_in_flight":5}`, string(r.body))
+	l, err := b.client.Limits(b.ctx, "lim")
+	require.NoError(t, err)
+	require.Equal(t, queue.Limits{Rate: 200, Burst: 20, MaxInFlight: 5}, l)
+
+	r = b.do(t, http.MethodGet, "/v1/queues/lim", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, map[string]any{"rate": 200.0, "burst": 20.0, "max_in_flight": 5.0}, r.object(t)["limits"])
+
+	for _, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"rate": -1}, "rate"},
+		{map[string]any{"burst": 5}, "burst"},
+		{map[string]any{"max_in_flight": -2}, "max_in_flight"},
+	} {
+		r = b.do(t, http.MethodPut, "/v1/queues/lim/limits", tc.body)
+		requireError(t, r, http.StatusBadRequest, "invalid_argument", tc.field)
+	}
+
+	// HTTP claims honour them: 5 in flight at most, a held-back claim
+	// with a wait answers empty at its end, an ack makes room.
+	for range 7 {
+		b.enqueue(t, map[string]any{"queue": "lim", "kind": "k"})
+	}
+	b.clock.Advance(time.Second)
+	r = b.do(t, http.MethodPost, "/v1/queues/lim/claim", map[string]any{"max": 10, "visibility": "10s"})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	got := r.object(t)["jobs"].([]any)
+	require.Len(t, got, 5)
+	r = b.do(t, http.MethodPost, "/v1/queues/lim/claim", map[string]any{"max": 10, "wait": "200ms"})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Empty(t, r.object(t)["jobs"])
+	first := got[0].(map[string]any)
+	r = b.do(t, http.MethodPost, "/v1/queues/lim/jobs/"+first["id"].(string)+"/complete", map[string]any{"token": first["token"]})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r = b.do(t, http.MethodPost, "/v1/queues/lim/claim", map[string]any{"max": 10})
+	require.Len(t, r.object(t)["jobs"], 1)
+
+	r = b.do(t, http.MethodDelete, "/v1/queues/lim/limits", nil)
+	require.Equal(t, http.StatusNoContent, r.status)
+	r = b.do(t, http.MethodGet, "/v1/queues/lim", nil)
+	require.NotContains(t, r.object(t), "limits")
+}

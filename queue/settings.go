@@ -1,0 +1,199 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Settings are a queue's own configuration (its push target, for package
+// dispatch), kept as fields of its meta hash: in the queue's slot, so
+// every instance reads the same, and gone with the queue when it is
+// deleted. Only the names of settingFields (SettingPush, ...) can be set;
+// their values are opaque to this package.
+
+// Settings reads the settings of queue that are set: a field absent from
+// the map is unset. A queue that does not exist has none.
+func (c *Client) Settings(ctx context.Context, queue string) (map[string]string, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := c.rdb.HMGet(ctx, k.meta, settingFields...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("queue: settings of %s: %w", queue, wrapRedis(err))
+	}
+	out := map[string]string{}
+	for i, v := range vals {
+		if s, ok := v.(string); ok && s != "" {
+			out[settingFields[i]] = s
+		}
+	}
+	return out, nil
+}
+
+// SettingsOf reads one setting of many queues in one round trip: the
+// value of field for each queue of queues that has it set.
+func (c *Client) SettingsOf(ctx context.Context, field string, queues []string) (map[string]string, error) {
+	if !slices.Contains(settingFields, field) {
+		return nil, invalid("setting", "no setting %q", field)
+	}
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(queues))
+	for i, q := range queues {
+		k, err := c.keysFor(q)
+		if err != nil {
+			return nil, err
+		}
+		cmds[i] = pipe.HGet(ctx, k.meta, field)
+	}
+	if len(queues) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("queue: settings: %w", wrapRedis(err))
+		}
+	}
+	out := map[string]string{}
+	for i, cmd := range cmds {
+		if v := cmd.Val(); v != "" {
+			out[queues[i]] = v
+		}
+	}
+	return out, nil
+}
+
+// SetSettings writes settings of queue, creating the queue when it does
+// not exist (within Config.MaxQueues); a value "" unsets its field. The
+// names must be settings (SettingPush, ...). One script: the fields
+// change together.
+func (c *Client) SetSettings(ctx context.Context, queue string, set map[string]string) error {
+	if _, err := c.keysFor(queue); err != nil {
+		return err
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	for n := range set {
+		if !slices.Contains(settingFields, n) {
+			return invalid("setting", "no setting %q (the settings are %s)", n, strings.Join(settingFields, ", "))
+		}
+	}
+	return c.writeSettings(ctx, queue, set)
+}
+
+// writeSettings writes fields of queue's meta hash ("" unsets one),
+// creating the queue when it does not exist: SetSettings and SetLimits.
+func (c *Client) writeSettings(ctx context.Context, queue string, set map[string]string) error {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	args := []any{len(names)}
+	for _, n := range names {
+		args = append(args, n, set[n])
+	}
+	if err := c.register(ctx, queue); err != nil {
+		return err
+	}
+	for range 2 {
+		v, err := c.run(ctx, settingsScript, k, args...)
+		if err != nil {
+			return fmt.Errorf("queue: settings of %s: %w", queue, err)
+		}
+		if code, _ := v.(int64); code == 1 {
+			return nil
+		}
+		// Deleted since this process created it: make it again.
+		c.known.Delete(queue)
+		if err := c.register(ctx, queue); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("queue: settings of %s: the queue was deleted while they were written", queue)
+}
+
+// MaxNotes is how many notes a job keeps, the latest.
+const MaxNotes = 20
+
+// Note appends a line (no newline in it) to a claimed job's notes, the
+// last MaxNotes of which are kept with the job: package dispatch logs
+// each attempt there (its status code, duration and error). It answers
+// ErrLeaseLost, and writes nothing, when token is not the job's current
+// claim.
+func (c *Client) Note(ctx context.Context, queue, id, token, line string) error {
+	errs, err := c.NoteMany(ctx, queue, []NoteItem{{ID: id, Token: token, Line: line}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// NoteItem is one line for a claimed job's notes (see Note).
+type NoteItem struct {
+	ID, Token, Line string
+}
+
+// NoteMany is Note for up to MaxBatch jobs of one queue in one script
+// call. The first error is for the call as a whole; otherwise errs[i] is
+// the answer for notes[i] (nil, ErrLeaseLost or ErrNotFound).
+func (c *Client) NoteMany(ctx context.Context, queue string, notes []NoteItem) (errs []error, err error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	if len(notes) == 0 || len(notes) > MaxBatch {
+		return nil, invalid("notes", "a batch holds 1 to %d, got %d", MaxBatch, len(notes))
+	}
+	args := make([]any, 0, 2+3*len(notes))
+	args = append(args, MaxNotes, len(notes))
+	for _, n := range notes {
+		if err := ValidateID(n.ID); err != nil {
+			return nil, err
+		}
+		if n.Line == "" || strings.ContainsAny(n.Line, "\n\x00") || len(n.Line) > MaxErrorBytes {
+			return nil, invalid("note", "one line without NUL, 1 to %d bytes", MaxErrorBytes)
+		}
+		args = append(args, n.ID, n.Token, n.Line)
+	}
+	v, err := c.run(ctx, noteScript, k, args...)
+	if err != nil {
+		return nil, fmt.Errorf("queue: notes in %s: %w", queue, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != len(notes) {
+		return nil, fmt.Errorf("queue: notes in %s: unexpected reply %v", queue, v)
+	}
+	errs = make([]error, len(notes))
+	for i, r := range res {
+		code, _ := r.(int64)
+		errs[i] = codeErr(code, queue, notes[i].ID)
+	}
+	return errs, nil
+}
+
+// Notes reads a job's notes, oldest first (none: nil).
+func (c *Client) Notes(ctx context.Context, queue, id string) ([]string, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	v, err := c.rdb.HGet(ctx, k.data, noteField(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: notes of %s/%s: %w", queue, id, wrapRedis(err))
+	}
+	return strings.Split(v, "\n"), nil
+}
