@@ -27,8 +27,8 @@ type ClaimOptions struct {
 
 // A queue's Limits cap every claim of it: a claim takes no more jobs than
 // they allow, and one they hold back with jobs pending waits, within
-// o.Wait, for the bucket's next token (or, at MaxInFlight, polls every
-// LimitPoll) rather than on the wake stream.
+// o.Wait, for the bucket's next token, or, at MaxInFlight, on the wake
+// stream for a lease to end (the scripts that end one write to it).
 
 // Claim takes up to o.Max pending jobs of queue, each under a fresh token
 // and a lease of its visibility. It answers no job, and no error, when none
@@ -91,9 +91,10 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		if left <= 0 || ctx.Err() != nil {
 			return nil, next, nil
 		}
-		if cl.limited {
-			// Jobs are pending but the limits hold them back: wait for
-			// the next token (or a lease to end), not on the wake stream.
+		if cl.limited && !cl.limitAt.IsZero() {
+			// Jobs are pending but the bucket holds them back: wait for
+			// its next token, not on the wake stream. (At MaxInFlight the
+			// wait is on the wake stream, below: an ended lease writes it.)
 			c.sleepLimited(ctx, cl.limitAt, left)
 			if ctx.Err() != nil {
 				return nil, next, nil
@@ -107,7 +108,12 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		}
 		// Woken or not, claim again: a chunk that ends renews the mark that
 		// a claimer waits.
-		if err := c.waitWake(ctx, k, cl.wakeID, min(left, wakeChunk)); err != nil {
+		t0 := time.Now()
+		err := c.waitWake(ctx, k, cl.wakeID, min(left, wakeChunk))
+		if cl.limited {
+			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
+		}
+		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
 				return nil, next, nil
 			}
@@ -131,7 +137,7 @@ type claimed struct {
 	jobs   []*Job
 	paused bool
 	// limited: the queue's limits held the claim back while jobs are
-	// pending; claim again at limitAt (zero: after LimitPoll).
+	// pending; claim again at limitAt (zero: when a lease ends).
 	limited bool
 	limitAt time.Time
 	next    time.Time // the due time handed to this claim to wake at; zero: none

@@ -247,7 +247,7 @@ var (
 		[]string{keyMeta, keyPending, keyLeases, keyWake},
 		[]string{"wait_ms"}}
 	specComplete = scriptSpec{"complete",
-		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims},
+		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
 		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result"}}
 	specFail = scriptSpec{"fail",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake},
@@ -262,7 +262,7 @@ var (
 		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
 		[]string{"limit", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
 	specCancel = scriptSpec{"cancel",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
 		[]string{"id", "request", "retention_ms", "claim_token", "tomb_ms"}}
 	specReschedule = scriptSpec{"reschedule",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyWake},

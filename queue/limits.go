@@ -17,8 +17,8 @@ import (
 // workers of package worker, HTTP claims. A claim takes no more jobs than
 // they allow; a claim they hold back waits (Claim with a Wait, the
 // worker's watchers) until the bucket's next token, or, when the queue is
-// at MaxInFlight, polls every LimitPoll for a lease to end. The zero
-// Limits is none.
+// at MaxInFlight, on the queue's wake stream until a lease ends (the
+// scripts that end one write to it). The zero Limits is none.
 type Limits struct {
 	// Rate is the most jobs claimed a second, on average: a token bucket,
 	// refilled by Redis's clock, of which each claimed job takes a token.
@@ -38,10 +38,6 @@ const (
 	MaxLimitBurst  = 1_000_000
 	MaxLimitFlight = 1_000_000
 )
-
-// LimitPoll is how often a claim held back by MaxInFlight looks again
-// (nothing tells it a lease ended on another instance).
-const LimitPoll = 10 * time.Millisecond
 
 // IsZero reports whether l limits nothing.
 func (l Limits) IsZero() bool { return l.Rate == 0 && l.MaxInFlight == 0 }
@@ -117,14 +113,11 @@ func (c *Client) limitWaited(d time.Duration) {
 }
 
 // sleepLimited waits for a queue's limits: until at on the client's
-// clock (the next token; zero: LimitPoll), but no longer than left in
+// clock (the next token), but no longer than left in
 // real time (a claim's or a wait's deadline is real time, as Redis
 // waits), or until ctx ends. It adds the time waited to LimitWait.
 func (c *Client) sleepLimited(ctx context.Context, at time.Time, left time.Duration) {
-	d := LimitPoll
-	if !at.IsZero() {
-		d = max(at.Sub(c.clock.Now()), time.Millisecond)
-	}
+	d := max(at.Sub(c.clock.Now()), time.Millisecond)
 	t0 := time.Now()
 	t := c.clock.NewTimer(d)
 	defer t.Stop()

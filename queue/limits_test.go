@@ -114,14 +114,27 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "at MaxInFlight no pending job is claimable")
 
-	// A claim that waits takes the room an ack makes.
+	// A claim that waits takes the room an ack makes: it waits on the wake
+	// stream, which the ack writes (no polling).
+	rdb, wake := c.Redis(), queue.QueueKey(c.Namespace(), "q", queue.KeyWake)
+	lastWake := func() string {
+		e, err := rdb.XRevRangeN(ctx, wake, "+", "-", 1).Result()
+		require.NoError(t, err)
+		require.Len(t, e, 1)
+		return e[0].ID
+	}
+	before := lastWake()
 	done := make(chan []*queue.Job, 1)
 	go func() {
 		js, _ := c.Claim(context.WithoutCancel(ctx), "q", queue.ClaimOptions{Max: 10, Wait: 10 * time.Second})
 		done <- js
 	}()
-	time.Sleep(20 * time.Millisecond)
+	require.Eventually(t, func() bool { // the claim is waiting
+		v, err := rdb.HGet(ctx, queue.QueueKey(c.Namespace(), "q", queue.KeyMeta), "waiting_until").Int64()
+		return err == nil && v > 0
+	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Complete(ctx, "q", jobs[0].ID, jobs[0].Token, nil))
+	require.NotEqual(t, before, lastWake(), "the ack that ended a lease wrote to the wake stream")
 	select {
 	case js := <-done:
 		require.Len(t, js, 1)
@@ -131,6 +144,21 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	ok, err = c.WaitPending(ctx, "q", time.Millisecond)
 	require.NoError(t, err)
 	require.False(t, ok)
+
+	// A worker's idle wait at MaxInFlight ends when a lease does.
+	waited := make(chan bool, 1)
+	go func() {
+		ok, _ := c.WaitPending(context.WithoutCancel(ctx), "q", 10*time.Second)
+		waited <- ok
+	}()
+	time.Sleep(20 * time.Millisecond) // most likely waiting by now (and if not, it finds the room at once)
+	require.NoError(t, c.Complete(ctx, "q", jobs[1].ID, jobs[1].Token, nil))
+	select {
+	case ok := <-waited:
+		require.True(t, ok, "a pending job is claimable again: the ack made room")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle wait did not end when a lease did")
+	}
 }
 
 func TestLimitsValidate(t *testing.T) {

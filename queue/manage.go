@@ -373,8 +373,8 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 // has room for with [Client.Claim], so an idle wait holds none of its
 // slots. A paused queue waits out wait on the clock and answers false.
 // A pending job the queue's Limits hold back does not count: the wait
-// goes on until the bucket's next token (or, at MaxInFlight, polls every
-// LimitPoll for a lease to end).
+// goes on until the bucket's next token (or, at MaxInFlight, until a lease
+// ends: the scripts that end one write to the wake stream).
 //
 // The wait is an XREAD BLOCK of the queue's wake stream on the blocking
 // pool, as a claim's wait is.
@@ -403,11 +403,14 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 			return true, nil
 		}
 		left := time.Until(deadline)
+		var at string
 		if len(res) == 4 {
-			// Pending, but the queue's limits let no claim take a job
-			// now: wait for the next token (or a lease to end) and look
-			// again.
-			at, _ := res[3].(string)
+			at, _ = res[3].(string)
+		}
+		if at != "" {
+			// Pending, but the bucket lets no claim take a job now: wait
+			// for its next token and look again. (At MaxInFlight, at is
+			// "" and the wait is on the wake stream, below.)
 			if left <= 0 || ctx.Err() != nil {
 				return false, nil
 			}
@@ -426,7 +429,12 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 		if left <= 0 || ctx.Err() != nil {
 			return false, nil
 		}
-		if err := c.waitWake(ctx, k, wakeID, min(left, wakeChunk)); err != nil {
+		t0 := time.Now()
+		err = c.waitWake(ctx, k, wakeID, min(left, wakeChunk))
+		if len(res) == 4 {
+			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
+		}
+		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
 				return false, nil
 			}

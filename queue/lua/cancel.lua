@@ -38,6 +38,7 @@ if claim ~= '' then
     return { 0, status, '' }
   end
   redis.call('ZREM', K_leases, id)
+  lease_freed(1)
   finish_claim(claim)
   f[R_ack] = 'x' .. claim
   cancel_now(id, f, req, A_retention_ms)

@@ -128,10 +128,7 @@ if #ids > 0 then
     wake(1) -- more are pending: the next waiting claimer takes them
   end
 elseif wait_ms > 0 then
-  local till = now + wait_ms
-  if tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') < till then
-    redis.call('HSET', K_meta, 'waiting_until', till)
-  end
+  mark_waiting(wait_ms) -- held back at MaxInFlight too: an ended lease writes to the stream
   out[4] = wake_id()
 end
 publish_events()

@@ -271,6 +271,24 @@ local function wake(n, waiting_until)
   end
 end
 
+-- mark_waiting marks that a claimer waits on the wake stream until
+-- wait_ms from now: scripts that make jobs claimable write to it then.
+local function mark_waiting(wait_ms)
+  local till = now + wait_ms
+  if tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') < till then
+    redis.call('HSET', K_meta, 'waiting_until', till)
+  end
+end
+
+-- lease_freed tells claimers that n leases ended, when the queue has a
+-- MaxInFlight limit (see limit_room): a claim it held back waits on the
+-- wake stream for a lease to end, not on a timer.
+local function lease_freed(n)
+  if n > 0 and redis.call('HGET', K_meta, 'limit_inflight') then
+    wake(n)
+  end
+end
+
 -- wake_id is the id of the wake stream's last entry: a claimer waits for
 -- an entry after it.
 local function wake_id()

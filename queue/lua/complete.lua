@@ -59,6 +59,7 @@ for i = 0, n - 1 do
 end
 if #finished > 0 then
   redis.call('ZREM', K_leases, unpack(finished))
+  lease_freed(#finished)
   if #bases > 0 then
     redis.call('HDEL', K_claims, unpack(bases))
   end

@@ -42,6 +42,7 @@ if not attempts or not max_attempts or not initial or not factor or not maxd or 
 end
 
 redis.call('ZREM', K_leases, A_id)
+lease_freed(1)
 finish_claim(A_token)
 f[R_ack] = 'f' .. A_token
 f[R_last_error] = A_error

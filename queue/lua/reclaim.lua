@@ -25,6 +25,7 @@ end
 local out = { 0, 0, now_us }
 
 local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, limit)
+lease_freed(#expired)
 local back = {}
 for _, id in ipairs(expired) do
   redis.call('ZREM', K_leases, id)

@@ -23,6 +23,7 @@ if f[R_token] ~= A_token or f[R_status] ~= 'processing' then
   return 0
 end
 redis.call('ZREM', K_leases, A_id)
+lease_freed(1)
 finish_claim(A_token)
 f[R_ack] = 'r' .. A_token
 f[R_lease_until_ms] = ''

@@ -4,9 +4,11 @@
 -- claimer is about to wait wait_ms on the wake stream and answers the
 -- stream's last entry to wait after. Keys and arguments: specWait in
 -- queue/layout.go.
--- Returns: { paused, pending, wake_id }, or { 0, 0, "0-0", at } when jobs
--- are pending but the queue's limits let no claim take one now: look again
--- at at (ms, Redis's clock), or, when at is "", when a lease ends.
+-- Returns: { paused, pending, wake_id }, or { 0, 0, wake_id, at } when
+-- jobs are pending but the queue's limits let no claim take one now: look
+-- again at at (ms, Redis's clock; wake_id "0-0"), or, when at is "" (the
+-- queue is at its MaxInFlight), once the wake stream has an entry after
+-- wake_id (a lease ended).
 local wait_ms = tonumber(A_wait_ms)
 if not wait_ms then
   return redis.error_reply('ERR chronoq wait: malformed arguments')
@@ -23,10 +25,13 @@ if n > 0 then
   if room > 0 then
     return { 0, n, '0-0' }
   end
-  return { 0, 0, '0-0', limit_at(tokens, rate) } -- pending, but the limits hold claims back
+  local at = limit_at(tokens, rate)
+  if at ~= '' then
+    return { 0, 0, '0-0', at } -- pending, but the bucket holds claims back until at
+  end
+  -- At MaxInFlight: wait on the wake stream, which an ended lease writes.
+  mark_waiting(wait_ms)
+  return { 0, 0, wake_id(), '' }
 end
-local till = now + wait_ms
-if tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') < till then
-  redis.call('HSET', K_meta, 'waiting_until', till)
-end
+mark_waiting(wait_ms)
 return { 0, 0, wake_id() }
