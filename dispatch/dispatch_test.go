@@ -342,6 +342,44 @@ func TestCallbacksRetriedUntilTheySucceed(t *testing.T) {
 	require.Len(t, target.requests(), 2, "callbacks get no callbacks, and the jobs ran once each")
 }
 
+// A push job whose last attempt's dispatcher died is put in the dead set
+// by the reclaim sweep, which knows nothing of callbacks: a dispatcher's
+// look at the dead set sends its failure callback, once.
+func TestFailureCallbackOfAJobTheReclaimKilled(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, loopback, nil)
+	failCb := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
+	target := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
+	nj, err := dispatch.PushJob{Job: queue.NewJob{Queue: "lost", Kind: "k", MaxAttempts: 1, Visibility: queue.MinVisibility},
+		FailureCallbackURL: failCb.URL}.NewJob(loopback)
+	require.NoError(t, err)
+	j := r.enqueue(nj)
+	// A dispatcher claims it and dies (no dispatcher serves "lost" yet).
+	claimed, err := r.c.Claim(r.ctx, "lost", queue.ClaimOptions{Max: 1})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	time.Sleep(queue.MinVisibility + 20*time.Millisecond)
+	_, err = r.c.Reclaim(r.ctx, "lost")
+	require.NoError(t, err)
+	dead := r.wait("lost", j.ID, queue.StatusDead)
+	require.Contains(t, dead.LastError, queue.LeaseExpiredError)
+
+	r.push("lost", target.URL, nil) // now served: the next look finds the death
+	deadline := time.Now().Add(15 * time.Second)
+	for len(failCb.requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // several more looks: nothing more comes
+	got := failCb.requests()
+	require.Len(t, got, 1, "the failure callback, once")
+	var s dispatch.Summary
+	require.NoError(t, json.Unmarshal(got[0].Body, &s))
+	require.Equal(t, "dead", s.Status)
+	require.Equal(t, j.ID, s.JobID)
+	require.Contains(t, s.Error, queue.LeaseExpiredError)
+	require.Empty(t, target.requests(), "the dead job itself is not sent")
+}
+
 // A queue's config is validated: each bad field is named.
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,6 +96,9 @@ type Dispatcher struct {
 	notes   *notes
 
 	configs atomic.Pointer[map[string]QueueConfig]
+	// deadSeen is, per push queue, the newest death sweepDead has seen
+	// (Run's goroutine only).
+	deadSeen map[string]time.Time
 
 	mu       sync.Mutex
 	workers  map[string]*served
@@ -162,17 +167,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	d.ctx = ctx
 	d.mu.Unlock()
-	if err := d.Refresh(ctx); err != nil && ctx.Err() == nil {
-		d.log.Warn("dispatch: reading push configs", "err", err)
+	d.deadSeen = map[string]time.Time{}
+	look := func() {
+		if err := d.Refresh(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("dispatch: reading push configs", "err", err)
+		}
+		d.sweepDead(ctx, slices.Collect(maps.Keys(*d.configs.Load())))
 	}
+	look()
 	t := d.clock.NewTicker(d.cfg.RefreshInterval)
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 		case <-t.Chan():
-			if err := d.Refresh(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("dispatch: reading push configs", "err", err)
-			}
+			look()
 		}
 	}
 	t.Stop()

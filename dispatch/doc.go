@@ -39,9 +39,7 @@
 // (queue.Limits), enforced by the claim for pull workers too, and so for
 // the dispatchers' workers.
 //
-// # Not yet
-//
 // A job whose last attempt's dispatcher died (its lease lapsed, and the
-// reclaim sweep of package queue sent it to the dead set) gets no failure
-// callback: the sweep does not know push envelopes.
+// reclaim sweep of package queue sent it to the dead set) gets its failure
+// callback from the dispatchers' look at the dead sets (see sweepDead).
 package dispatch

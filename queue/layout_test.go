@@ -150,3 +150,11 @@ func TestScriptsReadNoUndeclaredGlobal(t *testing.T) {
 		}
 	}
 }
+
+// The error a reclaim writes on a job it kills is the one Go names.
+func TestReclaimWritesLeaseExpiredError(t *testing.T) {
+	t.Parallel()
+	body, err := fs.ReadFile(luaFS, "lua/reclaim.lua")
+	require.NoError(t, err)
+	require.Contains(t, string(body), "'"+LeaseExpiredError+" during attempt '")
+}

@@ -297,3 +297,8 @@ func lastActive(v []any) float64 {
 	}
 	return 0
 }
+
+// LeaseExpiredError begins the last error of a job the reclaim sweep put
+// in the dead set: its lease lapsed on its last attempt (its worker died
+// or hung). reclaim.lua writes it; a test holds the two equal.
+const LeaseExpiredError = "lease expired: worker lost"
