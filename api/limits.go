@@ -53,13 +53,14 @@ func (s *Server) putLimits(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, toLimitsJSON(l))
 }
 
-// deleteLimits: DELETE /v1/queues/{queue}/limits; 204.
+// deleteLimits: DELETE /v1/queues/{queue}/limits; 204, or 404 for a
+// queue never used (it makes none).
 func (s *Server) deleteLimits(c echo.Context) error {
 	q, err := pathQueue(c)
 	if err != nil {
 		return err
 	}
-	if err := s.store.SetLimits(c.Request().Context(), q, queue.Limits{}); err != nil {
+	if err := s.store.ClearLimits(c.Request().Context(), q); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -188,4 +188,9 @@ func TestLimitsRoutes(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, r.status)
 	r = b.do(t, http.MethodGet, "/v1/queues/lim", nil)
 	require.NotContains(t, r.object(t), "limits")
+
+	// Taking limits from a queue never used makes none.
+	requireError(t, b.do(t, http.MethodDelete, "/v1/queues/neverused/limits", nil), http.StatusNotFound, "not_found", "")
+	r = b.do(t, http.MethodGet, "/v1/queues/neverused", nil)
+	require.Equal(t, http.StatusNotFound, r.status)
 }

@@ -47,6 +47,7 @@ type Store interface {
 	// A queue's rate and in-flight limits: /v1/queues/{q}/limits.
 	Limits(ctx context.Context, queue string) (queue.Limits, error)
 	SetLimits(ctx context.Context, queue string, l queue.Limits) error
+	ClearLimits(ctx context.Context, queue string) error
 
 	// The worker protocol: claim, complete, fail, heartbeat, and ending
 	// as canceled a job whose cancellation was requested.

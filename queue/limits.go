@@ -78,6 +78,23 @@ func (c *Client) SetLimits(ctx context.Context, queue string, l Limits) error {
 	return c.writeSettings(ctx, queue, set)
 }
 
+// ClearLimits takes queue's limits away. Unlike SetLimits it makes no
+// queue: one never used (or deleted) is ErrNoQueue.
+func (c *Client) ClearLimits(ctx context.Context, queue string) error {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return err
+	}
+	n, err := c.rdb.Exists(ctx, k.meta).Result()
+	if err != nil {
+		return wrapRedis(err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", ErrNoQueue, queue)
+	}
+	return c.SetLimits(ctx, queue, Limits{})
+}
+
 // Limits reads queue's limits (none: the zero Limits).
 func (c *Client) Limits(ctx context.Context, queue string) (Limits, error) {
 	k, err := c.keysFor(queue)
