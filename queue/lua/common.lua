@@ -319,8 +319,15 @@ end
 -- client lowers the index after it. A time not earlier than its key's head
 -- needs no note: the index is at that head or before it already.
 
-local mark_due, mark_sweep = nil, nil
+local marks = {} -- 'due', 'sweep' -> the earliest time noted
 local heads = {}
+
+-- mark lowers marks[name] to at (a number, math.huge: nothing).
+local function mark(name, at)
+  if at < math.huge and (not marks[name] or at < marks[name]) then
+    marks[name] = at
+  end
+end
 
 -- first_score answers the earliest score of a sorted set, math.huge when
 -- it holds only the sentinel.
@@ -343,32 +350,31 @@ local function head_of(key)
   return h
 end
 
+-- note marks name at work_at when score (a number), about to be added to
+-- key, is earlier than the key's head.
+local function note(name, key, score, work_at)
+  if score < head_of(key) then
+    heads[key] = score
+    mark(name, work_at)
+  end
+end
+
 -- note_due notes a scheduled job's due score (a number) before its ZADD.
 local function note_due(due)
-  if due < head_of(K_sched) then
-    heads[K_sched] = due
-    if not mark_due or due < mark_due then
-      mark_due = due
-    end
-  end
+  note('due', K_sched, due, due)
 end
 
 -- note_sweep notes score (a number), about to be added to key, one of the
 -- swept sets, whose work falls due at work_at.
 local function note_sweep(key, score, work_at)
-  if score < head_of(key) then
-    heads[key] = score
-    if not mark_sweep or work_at < mark_sweep then
-      mark_sweep = work_at
-    end
-  end
+  note('sweep', key, score, work_at)
 end
 
 -- reply is how a script that notes answers: { SENTINEL, due_ms, sweep_ms,
 -- now_us, x }, the marks as whole ms (0: none), floored (never later).
 -- The client takes the marks off and hands x on (Client.run).
 local function reply(x)
-  return { SENTINEL, math.floor(mark_due or 0), math.floor(mark_sweep or 0), now_us, x }
+  return { SENTINEL, math.floor(marks.due or 0), math.floor(marks.sweep or 0), now_us, x }
 end
 
 -- rerun_reply answers x as reply() does, for a rerun of a call whose first
@@ -378,22 +384,14 @@ end
 -- sweep sets for the sweep mark, and dead (K_dead or nil) dead_age after
 -- its head. A mark that is not earlier than the index changes nothing.
 local function rerun_reply(x, sched, sweep, dead, dead_age)
-  local function at(h, plus)
-    if h < math.huge then
-      mark_sweep = math.min(mark_sweep or (h + plus), h + plus)
-    end
-  end
   if sched then
-    local h = first_score(sched)
-    if h < math.huge then
-      mark_due = math.min(mark_due or h, h)
-    end
+    mark('due', first_score(sched))
   end
   for _, key in ipairs(sweep) do
-    at(first_score(key), 0)
+    mark('sweep', first_score(key))
   end
   if dead then
-    at(first_score(dead), dead_age)
+    mark('sweep', first_score(dead) + dead_age)
   end
   return reply(x)
 end
