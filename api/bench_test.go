@@ -29,13 +29,10 @@ import (
 	"github.com/chronoq/chronoq/testutil"
 )
 
-// BenchmarkHTTPEnqueue measures the HTTP produce path end to end: clients
-// in parallel over a real loopback listener with keep-alive, the server,
-// and a redis-server of its own, all on this machine. It reports
-// requests/s and jobs/s.
-//
-//	go test -run '^$' -bench HTTPEnqueue -benchtime 5s ./api/
-func BenchmarkHTTPEnqueue(b *testing.B) {
+// benchServer is a redis-server of the benchmark's own, a queue client on
+// it and the API server on a loopback listener, all closed at cleanup.
+func benchServer(b *testing.B) (*queue.Client, *redis.Client, *httptest.Server) {
+	b.Helper()
 	rs := testutil.StartServer(b)
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), PoolSize: 128})
 	b.Cleanup(func() { _ = rdb.Close() })
@@ -50,6 +47,17 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 	}
 	hs := httptest.NewServer(srv)
 	b.Cleanup(hs.Close)
+	return client, rdb, hs
+}
+
+// BenchmarkHTTPEnqueue measures the HTTP produce path end to end: clients
+// in parallel over a real loopback listener with keep-alive, the server,
+// and a redis-server of its own, all on this machine. It reports
+// requests/s and jobs/s.
+//
+//	go test -run '^$' -bench HTTPEnqueue -benchtime 5s ./api/
+func BenchmarkHTTPEnqueue(b *testing.B) {
+	_, rdb, hs := benchServer(b)
 	addr := strings.TrimPrefix(hs.URL, "http://")
 
 	run := func(b *testing.B, body []byte, jobsPerRequest int) {
@@ -139,20 +147,7 @@ func BenchmarkHTTPLateness(b *testing.B) {
 		claimers = 8
 		q        = "late"
 	)
-	rs := testutil.StartServer(b)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), PoolSize: 128})
-	b.Cleanup(func() { _ = rdb.Close() })
-	client, err := queue.NewClient(queue.Config{Redis: rdb})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = client.Close() })
-	srv, err := api.New(api.Config{Store: client, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	b.Cleanup(hs.Close)
+	client, _, hs := benchServer(b)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * claimers}, Timeout: 10 * time.Second}
 	post := func(path string, body any, out any) error {
 		buf, err := json.Marshal(body)
