@@ -109,7 +109,7 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		// Woken or not, claim again: a chunk that ends renews the mark that
 		// a claimer waits.
 		t0 := time.Now()
-		err := c.waitWake(ctx, k, cl.wakeID, min(left, wakeChunk))
+		err := c.waitWake(ctx, k, min(left, wakeChunk))
 		if cl.limited {
 			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
 		}
@@ -141,7 +141,6 @@ type claimed struct {
 	limited bool
 	limitAt time.Time
 	next    time.Time // the due time handed to this claim to wake at; zero: none
-	wakeID  string    // the wake stream's last entry, to wait after
 }
 
 func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
@@ -152,7 +151,7 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
-	if len(res) < 4 {
+	if len(res) < 3 {
 		return claimed{}, fmt.Errorf("queue: claim from %s: unexpected reply %v", queue, v)
 	}
 	var paused, limited bool
@@ -169,10 +168,9 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 	}
 	nowUs, _ := res[2].(int64)
 	c.observeRedisTime(nowUs, t0, t1)
-	wakeID, _ := res[3].(string)
-	cl := claimed{jobs: make([]*Job, 0, len(res)-4), paused: paused, limited: limited, limitAt: limitAt,
-		next: c.localOf(next), wakeID: wakeID}
-	for _, r := range res[4:] {
+	cl := claimed{jobs: make([]*Job, 0, len(res)-3), paused: paused, limited: limited, limitAt: limitAt,
+		next: c.localOf(next)}
+	for _, r := range res[3:] {
 		packed, _ := r.(string)
 		j, err := parsePacked(queue, packed)
 		if err != nil {
@@ -190,15 +188,25 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 var errWaitEnded = errors.New("queue: the wait's server stopped being a master")
 
 // waitWake waits up to d, on the blocking pool, for an entry of the wake
-// stream after id. It answers nil whether one came or the time ran out,
-// and errWaitEnded when Redis ended the wait.
-func (c *Client) waitWake(ctx context.Context, k keys, id string, d time.Duration) error {
-	if id == "" {
-		id = "0-0"
-	}
+// stream no waiter has read. It answers nil whether one came or the time
+// ran out, and errWaitEnded when Redis ended the wait.
+func (c *Client) waitWake(ctx context.Context, k keys, d time.Duration) error {
 	d = max(d, time.Millisecond) // BLOCK 0 would wait for ever
-	err := c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{k.wake, id}, Count: 1, Block: d}).Err()
+	// Through the stream's group (see wakeGroup): an entry written since
+	// the last read wakes one waiter, at once if it came before this read.
+	err := c.blocking.XReadGroup(ctx, &redis.XReadGroupArgs{Group: wakeGroup, Consumer: wakeGroup,
+		Streams: []string{k.wake, ">"}, Count: 1, Block: d, NoAck: true}).Err()
 	var rerr redis.Error
+	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOGROUP") {
+		// A queue made before wake streams had their group: make it, and
+		// answer as a wait that ended (the caller claims again). No queue
+		// at all: wait for the stream its creation writes.
+		err = c.rdb.XGroupCreate(ctx, k.wake, wakeGroup, "$").Err()
+		if err == nil || strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			return nil
+		}
+		err = c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{k.wake, "$"}, Count: 1, Block: d}).Err()
+	}
 	switch {
 	case err == nil, errors.Is(err, redis.Nil), migrating(err):
 		return nil

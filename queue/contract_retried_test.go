@@ -63,7 +63,7 @@ func contractRetried(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		read := func(r any) []*queue.Job {
 			var jobs []*queue.Job
-			for _, packed := range r.([]any)[4:] {
+			for _, packed := range r.([]any)[3:] {
 				j, err := queue.ParsePacked(b.queue, packed.(string))
 				require.NoError(t, err)
 				jobs = append(jobs, j)

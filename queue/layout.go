@@ -52,6 +52,13 @@ const (
 // keeps its last entry.
 const sentinel = "\x01"
 
+// wakeGroup is the consumer group of every queue's wake stream. Waiting
+// claimers read the stream through it (XREADGROUP ... NOACK), so that each
+// entry wakes one of them, not all: a job that becomes pending makes one
+// claim, not one per waiting claimer. (A claimer that takes all it asked
+// for while more are pending writes an entry for the next.)
+const wakeGroup = "w"
+
 // sentinels is how many members of each kind of key are the sentinel.
 const sentinels = 1
 
@@ -354,6 +361,7 @@ func (s scriptSpec) prelude() string {
 	// string.match costs Redis less than half of a gmatch loop.
 	fmt.Fprintf(&b, "local REC_PATTERN = '^%s(%%Z*)$'\n", strings.Repeat("(%Z*)%z", len(recFields)-1))
 	fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", sentinel[0]) // Lua 5.1 reads no \x escapes
+	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", wakeGroup)
 	return b.String()
 }
 

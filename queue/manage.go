@@ -393,19 +393,19 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
 		}
 		res, _ := v.([]any)
-		if len(res) != 3 && len(res) != 4 {
+		if len(res) != 2 && len(res) != 3 {
 			return false, fmt.Errorf("queue: wait for %s: unexpected reply %v", queue, v)
 		}
 		paused, _ := res[0].(int64)
 		pending, _ := res[1].(int64)
-		wakeID, _ := res[2].(string)
 		if pending > 0 {
 			return true, nil
 		}
 		left := time.Until(deadline)
+		limited := len(res) == 3 // held back by the limits
 		var at string
-		if len(res) == 4 {
-			at, _ = res[3].(string)
+		if limited {
+			at, _ = res[2].(string)
 		}
 		if at != "" {
 			// Pending, but the bucket lets no claim take a job now: wait
@@ -430,8 +430,8 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 			return false, nil
 		}
 		t0 := time.Now()
-		err = c.waitWake(ctx, k, wakeID, min(left, wakeChunk))
-		if len(res) == 4 {
+		err = c.waitWake(ctx, k, min(left, wakeChunk))
+		if limited {
 			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
 		}
 		if err != nil {

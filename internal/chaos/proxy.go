@@ -16,7 +16,7 @@ import (
 )
 
 // replyWait bounds how long a proxy waits for the reply it is to drop; a
-// blocking command (XREAD BLOCK) may not answer for a while: the connection is
+// blocking command (XREADGROUP BLOCK) may not answer for a while: the connection is
 // dropped anyway.
 const replyWait = 200 * time.Millisecond
 

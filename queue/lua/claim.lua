@@ -7,7 +7,7 @@
 -- want_next "1": answer a due time for the caller to wake at. wait_ms > 0:
 -- when nothing is claimed the caller will wait that long on the wake
 -- stream, so jobs that become pending until then add an entry to it.
--- Returns: { paused, next, now_us, wake_id, job_1, ..., job_k } (the last
+-- Returns: { paused, next, now_us, job_1, ..., job_k } (the last
 --          one through reply(): a lease earlier than all is a sweep mark): paused 1
 --          when the queue is paused (then nothing is promoted or claimed),
 --          "L<ms>" when the queue's limits held the claim back while jobs
@@ -15,8 +15,9 @@
 --          bucket's next token), or, with no <ms>, when a lease ends;
 --          next the score of the earliest scheduled job when asked for,
 --          unless another claim was handed that score first ("" then);
---          wake_id the wake stream's last entry, to wait after; job_i is
---          packed (see common.lua).
+--          job_i is packed (see common.lua). A claimer that found nothing
+--          waits on the wake stream through its group (see wakeGroup in
+--          layout.go).
 -- Safe to run twice: a claim's ids are kept under its token base until one
 -- of its jobs is acked or taken back, and a rerun answers the same jobs.
 local max, vis, wait_ms = tonumber(A_max), tonumber(A_visibility_ms), tonumber(A_wait_ms)
@@ -26,12 +27,12 @@ if not max or not vis or not wait_ms then
 end
 local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused', unpack(LIMIT_FIELDS))
 if not meta[1] then
-  return { 0, '', now_us, '0-0' } -- no such queue
+  return { 0, '', now_us } -- no such queue
 end
 
 local prior = redis.call('HGET', K_claims, A_token_base)
 if prior then
-  local out = { 0, '', now_us, '0-0' }
+  local out = { 0, '', now_us }
   if wants_next then
     out[2] = next_due() -- the same caller, whose reply was lost
   end
@@ -44,7 +45,7 @@ if prior then
   return rerun_reply(out, nil, { K_leases })
 end
 if meta[2] == '1' then
-  return { 1, '', now_us, '0-0' }
+  return { 1, '', now_us }
 end
 
 -- take_wake hands next to this claim unless an earlier claim was handed
@@ -64,7 +65,7 @@ local function take_wake(next)
 end
 
 promote_due(max)
-local out = { 0, '', now_us, '0-0' }
+local out = { 0, '', now_us }
 if wants_next then
   out[2] = take_wake(next_due())
 end
@@ -129,7 +130,6 @@ if #ids > 0 then
   end
 elseif wait_ms > 0 then
   mark_waiting(wait_ms) -- held back at MaxInFlight too: an ended lease writes to the stream
-  out[4] = wake_id()
 end
 publish_events()
 return reply(out)

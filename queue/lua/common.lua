@@ -289,16 +289,6 @@ local function lease_freed(n)
   end
 end
 
--- wake_id is the id of the wake stream's last entry: a claimer waits for
--- an entry after it.
-local function wake_id()
-  local last = redis.call('XREVRANGE', K_wake, '+', '-', 'COUNT', 1)
-  if last[1] then
-    return last[1][1]
-  end
-  return '0-0'
-end
-
 -- next_due is the score of the earliest scheduled job, as a string, ""
 -- when none is (the sentinel's score is +inf).
 local function next_due()

@@ -20,4 +20,5 @@ end
 if redis.call('XLEN', K_wake) == 0 then
   redis.call('XADD', K_wake, 'MAXLEN', '1', '*', 'n', 0)
 end
+redis.pcall('XGROUP', 'CREATE', K_wake, WAKE_GROUP, '$') -- an error when it exists: kept as it is
 return new

@@ -1,0 +1,77 @@
+package queue_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// A job that becomes pending wakes one waiting claimer, not all of them:
+// the others stay blocked, and no claim runs but the one that takes the
+// job (claimers read the wake stream through its group). On a server of
+// its own, to count the scripts Redis ran.
+func TestAPendingJobWakesOneWaitingClaimer(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), DisableEvents: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"}) // the queue exists
+	require.NoError(t, err)
+	_, err = c.Claim(ctx, "q", queue.ClaimOptions{})
+	require.NoError(t, err)
+
+	info := func(section, field string) int64 {
+		t.Helper()
+		s, err := rdb.Info(ctx, section).Result()
+		require.NoError(t, err)
+		for line := range strings.SplitSeq(s, "\r\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				if section == "commandstats" { // calls=N,usec=...
+					v, _, _ = strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+				}
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		return 0
+	}
+	const waiters = 3
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	got := make(chan int, waiters)
+	for range waiters {
+		go func() {
+			js, _ := c.Claim(wctx, "q", queue.ClaimOptions{Wait: 20 * time.Second})
+			got <- len(js)
+		}()
+	}
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == waiters },
+		10*time.Second, time.Millisecond, "the claimers wait")
+	scripts := info("commandstats", "cmdstat_evalsha")
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
+	require.NoError(t, err)
+	require.Equal(t, 1, <-got, "one claimer takes the job")
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == waiters-1 },
+		10*time.Second, time.Millisecond, "the others wait on")
+	// The enqueue, the one claim, and the claim's mark of the first lease.
+	require.LessOrEqual(t, info("commandstats", "cmdstat_evalsha")-scripts, int64(3),
+		"no claim ran but the one that took the job")
+	stop()
+	for range waiters - 1 {
+		require.Zero(t, <-got)
+	}
+}
