@@ -143,6 +143,79 @@ func (c *Client) mark(ctx context.Context, queue string, m marked) {
 		queue, m.dueMs, m.sweepMs, m.seq, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.dueMs, 10)+"|"+c.instance)
 	if err != nil {
 		c.markFailures.Add(1)
+		c.remarkLater(queue)
+	}
+}
+
+// uncertain is called when a script of queue failed in a way that leaves
+// open whether it ran (the connection broke after the request, a
+// timeout): a run whose reply was lost may have noted marks that no one
+// will apply. The queue is marked at now in both indexes instead, which is
+// early (a promoter's or a sweep's pass finds its real times and parks
+// it), never late.
+func (c *Client) uncertain(ctx context.Context, queue string, err error) {
+	if err == nil || isScriptError(err) {
+		return
+	}
+	now := c.redisNow().UnixMilli()
+	c.mark(ctx, queue, marked{dueMs: now, sweepMs: now})
+}
+
+// remarkLater keeps queue to mark at now in both indexes, retried every
+// remarkEvery by one goroutine until it succeeds, for as long as the
+// client is open: a mark Redis refused while unreachable is applied once
+// it is back, not left to the next reconcile.
+func (c *Client) remarkLater(queue string) {
+	c.remarkMu.Lock()
+	defer c.remarkMu.Unlock()
+	if c.closed {
+		return
+	}
+	if c.remark == nil {
+		c.remark = map[string]bool{}
+	}
+	c.remark[queue] = true
+	if !c.remarking {
+		c.remarking = true
+		go c.remarkLoop()
+	}
+}
+
+// remarkEvery is how often a mark that failed is tried again.
+const remarkEvery = 500 * time.Millisecond
+
+func (c *Client) remarkLoop() {
+	a := attentionKeys(c.ns)
+	for {
+		t := time.NewTimer(remarkEvery)
+		select {
+		case <-c.closing:
+			t.Stop()
+		case <-t.C:
+		}
+		c.remarkMu.Lock()
+		if c.closed || len(c.remark) == 0 {
+			c.remarking = false
+			c.remarkMu.Unlock()
+			return
+		}
+		qs := make([]string, 0, len(c.remark))
+		for q := range c.remark {
+			qs = append(qs, q)
+		}
+		c.remarkMu.Unlock()
+		now := c.redisNow().UnixMilli()
+		for _, q := range qs {
+			ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
+			err := markScript.Run(ctx, c.rdb, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
+				q, now, now, 0, nudgeChannel(c.ns), q+"|"+strconv.FormatInt(now, 10)+"|"+c.instance).Err()
+			cancel()
+			if err == nil {
+				c.remarkMu.Lock()
+				delete(c.remark, q)
+				c.remarkMu.Unlock()
+			}
+		}
 	}
 }
 

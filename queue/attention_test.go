@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -162,6 +163,26 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		_, err = b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", RetryAt: b.clock.Now().Add(time.Minute)})
 		require.NoError(t, err)
 		require.Equal(t, res.Due.UnixMilli(), index(t, b, "due")[b.queue], "the rerun of the fail")
+	})
+
+	// A call that failed with the connection (its reply lost, a timeout)
+	// may have run, and noted marks no one applies: the queue is marked at
+	// now in both indexes instead, early, never late. A script's own
+	// error wrote nothing and marks nothing.
+	t.Run("AnUncertainFailureMarksTheQueueNow", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.client.Uncertain(b.ctx, b.queue, errors.New("queue: redis: EOF"))
+		now := b.clock.Now()
+		for _, idx := range []string{"due", "sweep"} {
+			got := index(t, b, idx)
+			require.Contains(t, got, b.queue, idx)
+			requireSoonAfter(t, now, time.UnixMilli(got[b.queue]), idx)
+		}
+		o := setup(t)
+		o.client.Uncertain(o.ctx, o.queue, errors.New("ERR chronoq claim: malformed arguments"))
+		require.Empty(t, index(t, o, "due"))
+		require.Empty(t, index(t, o, "sweep"))
 	})
 
 	t.Run("LeasesRetentionAndTheDeadMarkTheSweepIndex", func(t *testing.T) {

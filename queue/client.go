@@ -151,7 +151,13 @@ type Client struct {
 	redisBound   atomic.Int64 // ns: the estimate's error bound, half its round trip
 	redisAt      atomic.Int64 // Unix ns on this client's clock when it was made; 0: not yet
 	markFailures atomic.Int64 // see MarkFailures
-	limitWaitNs  atomic.Int64 // see LimitWait
+
+	remarkMu    sync.Mutex
+	remark      map[string]bool // queues to mark at now, once Redis answers (see remarkLater)
+	remarking   bool            // the goroutine that retries them runs
+	closed      bool
+	closing     chan struct{} // closed by Close
+	limitWaitNs atomic.Int64  // see LimitWait
 
 	mu        sync.Mutex
 	listeners map[chan delayed.Nudge]struct{}
@@ -181,7 +187,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
 	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
-		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}}
+		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}, closing: make(chan struct{})}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {
 			return nil, fmt.Errorf("queue: Config.DefaultBackoff: %w", err)
@@ -241,7 +247,15 @@ func (c *Client) checkDefaults() error {
 
 // Close closes the blocking pool. The Redis client given in Config is the
 // caller's to close.
-func (c *Client) Close() error { return c.blocking.Close() }
+func (c *Client) Close() error {
+	c.remarkMu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.closing)
+	}
+	c.remarkMu.Unlock()
+	return c.blocking.Close()
+}
 
 // Namespace is the prefix of every key.
 func (c *Client) Namespace() string { return c.ns }

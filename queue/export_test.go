@@ -130,3 +130,8 @@ func (c *Client) EnqueueTwice(ctx context.Context, nj NewJob, between func()) (f
 	}
 	return first, out[0], nil
 }
+
+// Uncertain exposes uncertain: a script of queue failed with err.
+func (c *Client) Uncertain(ctx context.Context, queue string, err error) {
+	c.uncertain(ctx, queue, err)
+}

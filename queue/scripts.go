@@ -211,6 +211,7 @@ func (c *Client) run(ctx context.Context, sc *luaScript, k keys, args ...any) (a
 		return err
 	})
 	if err != nil {
+		c.uncertain(ctx, k.name, err)
 		return nil, err
 	}
 	v, m := unwrapMarks(v)
@@ -269,12 +270,19 @@ func (e unavailableError) Unwrap() []error {
 	return []error{ErrUnavailable, e.err}
 }
 
+// isScriptError reports whether err is a script's own answer (a bug or a
+// malformed call, which wrote nothing), not a failure to reach Redis.
+func isScriptError(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "ERR Error running script") || strings.HasPrefix(msg, "ERR Error compiling script") ||
+		strings.HasPrefix(msg, "ERR chronoq ") || strings.Contains(msg, "user_script")
+}
+
 func wrapRedis(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	if msg := err.Error(); strings.HasPrefix(msg, "ERR Error running script") || strings.HasPrefix(msg, "ERR Error compiling script") ||
-		strings.HasPrefix(msg, "ERR chronoq ") || strings.Contains(msg, "user_script") {
+	if isScriptError(err) {
 		return err // a script bug or a malformed call, not an outage
 	}
 	return unavailableError{err}
