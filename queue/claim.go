@@ -109,7 +109,7 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		// Woken or not, claim again: a chunk that ends renews the mark that
 		// a claimer waits.
 		t0 := time.Now()
-		err := c.waitWake(ctx, k, min(left, wakeChunk))
+		err := c.waitWake(ctx, k, min(left, c.wakeChunk))
 		if cl.limited {
 			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
 		}

@@ -157,6 +157,7 @@ type Client struct {
 	remarking   bool            // the goroutine that retries them runs
 	closed      bool
 	closing     chan struct{} // closed by Close
+	wakeChunk   time.Duration // the package's wakeChunk; a test may lengthen it (below blockingReadTimeout)
 	limitWaitNs atomic.Int64  // see LimitWait
 
 	mu        sync.Mutex
@@ -187,7 +188,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
 	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
-		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}, closing: make(chan struct{})}
+		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}, closing: make(chan struct{}), wakeChunk: wakeChunk}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {
 			return nil, fmt.Errorf("queue: Config.DefaultBackoff: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // RunScript runs one of the package's scripts by name on queue's keys,
@@ -135,3 +136,7 @@ func (c *Client) EnqueueTwice(ctx context.Context, nj NewJob, between func()) (f
 func (c *Client) Uncertain(ctx context.Context, queue string, err error) {
 	c.uncertain(ctx, queue, err)
 }
+
+// SetWakeChunk sets how long one wait on the wake stream lasts at most,
+// before the client is used (under blockingReadTimeout).
+func (c *Client) SetWakeChunk(d time.Duration) { c.wakeChunk = d }

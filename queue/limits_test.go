@@ -129,9 +129,9 @@ func TestLimitsMaxInFlight(t *testing.T) {
 		js, _ := c.Claim(context.WithoutCancel(ctx), "q", queue.ClaimOptions{Max: 10, Wait: 10 * time.Second})
 		done <- js
 	}()
-	require.Eventually(t, func() bool { // the claim is waiting
+	require.Eventually(t, func() bool { // the claim is waiting: its 10 s mark, not the earlier 30 ms one
 		v, err := rdb.HGet(ctx, queue.QueueKey(c.Namespace(), "q", queue.KeyMeta), "waiting_until").Int64()
-		return err == nil && v > 0
+		return err == nil && v > time.Now().Add(5*time.Second).UnixMilli()
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Complete(ctx, "q", jobs[0].ID, jobs[0].Token, nil))
 	require.NotEqual(t, before, lastWake(), "the ack that ended a lease wrote to the wake stream")

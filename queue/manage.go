@@ -430,7 +430,7 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 			return false, nil
 		}
 		t0 := time.Now()
-		err = c.waitWake(ctx, k, min(left, wakeChunk))
+		err = c.waitWake(ctx, k, min(left, c.wakeChunk))
 		if limited {
 			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
 		}

@@ -26,6 +26,7 @@ func TestAPendingJobWakesOneWaitingClaimer(t *testing.T) {
 	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), DisableEvents: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
+	c.SetWakeChunk(4 * time.Second) // no waiter's wait ends by itself while the scripts are counted
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"}) // the queue exists
