@@ -116,6 +116,7 @@ func BenchmarkLimitedRate(b *testing.B) {
 	ns := testutil.Namespace(b)
 	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(b), Namespace: ns, DisableEvents: true})
 	require.NoError(b, err)
+	b.Cleanup(func() { _ = c.Close() })
 	var f flight
 	rc := newReceiverB(b, func(http.ResponseWriter, *http.Request) { f.begin(); f.end() })
 	_, err = dispatch.NewStore(c, loopback).Put(b.Context(), "rate", dispatch.QueueConfig{Target: dispatch.Target{URL: rc.URL}})

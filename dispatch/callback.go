@@ -82,8 +82,10 @@ func (d *Dispatcher) sweepDead(ctx context.Context, queues []string) {
 func (d *Dispatcher) sweepDeadQueue(ctx context.Context, q string, after time.Time) (time.Time, error) {
 	var newest time.Time
 	cursor := ""
-	for {
-		jobs, next, err := d.client.List(ctx, q, queue.ListOptions{Status: queue.StatusDead, Limit: deadPageLimit, Cursor: cursor})
+	// The first page is the newest death alone: on most looks it is one
+	// seen already, and no more is read.
+	for limit := 1; ; limit = deadPageLimit {
+		jobs, next, err := d.client.List(ctx, q, queue.ListOptions{Status: queue.StatusDead, Limit: limit, Cursor: cursor})
 		if err != nil {
 			return newest, err
 		}

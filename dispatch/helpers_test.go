@@ -42,6 +42,7 @@ func newRigB(b *testing.B, _ int) *rig {
 	b.Helper()
 	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(b), Namespace: testutil.Namespace(b), DisableEvents: true})
 	require.NoError(b, err)
+	b.Cleanup(func() { _ = c.Close() })
 	d, err := dispatch.New(dispatch.Config{Client: c, Guard: loopback, RefreshInterval: time.Second})
 	require.NoError(b, err)
 	dh := lifecycle.Start(b.Context(), d)
@@ -73,6 +74,7 @@ func newRig(t *testing.T, g dispatch.Guard, mod func(*dispatch.Config)) *rig {
 	bo := fastBackoff
 	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), DefaultBackoff: &bo})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() }) // after the dispatcher's stop, registered below
 	cfg := dispatch.Config{Client: c, Guard: g, RefreshInterval: 50 * time.Millisecond}
 	if mod != nil {
 		mod(&cfg)

@@ -53,6 +53,7 @@ func instances(tb testing.TB, ns string, n int) []*dispatch.Dispatcher {
 	for i := range out {
 		c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(tb), Namespace: ns, DisableEvents: true})
 		require.NoError(tb, err)
+		tb.Cleanup(func() { _ = c.Close() })
 		d, err := dispatch.New(dispatch.Config{Client: c, Guard: loopback, RefreshInterval: 50 * time.Millisecond})
 		require.NoError(tb, err)
 		h := lifecycle.Start(context.Background(), d)
@@ -88,6 +89,7 @@ func TestLimitsMaxInFlightAcrossDispatchersAndWorkers(t *testing.T) {
 	ns := testutil.Namespace(t)
 	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: ns})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
 	var f flight
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		f.begin()
@@ -135,6 +137,7 @@ func TestLimitsRateAcrossDispatchers(t *testing.T) {
 	ns := testutil.Namespace(t)
 	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: ns})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
 	var f flight
 	rc := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { f.begin(); f.end() }))
 	t.Cleanup(rc.Close)

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -125,8 +126,8 @@ func unwrapMarks(v any) (any, marked) {
 const markTimeout = 5 * time.Second
 
 // mark applies a script's marks. The script's change is made already, so
-// a failure here is not the caller's: the entry stays late until a
-// reconcile, and the failure is counted (MarkFailures).
+// a failure here is not the caller's: the marks are kept for remarkLoop
+// to apply once Redis answers, and counted (MarkFailures).
 func (c *Client) mark(ctx context.Context, queue string, m marked) {
 	if m.dueMs == 0 && m.sweepMs == 0 {
 		return
@@ -134,17 +135,21 @@ func (c *Client) mark(ctx context.Context, queue string, m marked) {
 	if m.dueMs != 0 {
 		c.nudgeLocal(queue, m.dueMs)
 	}
-	a := attentionKeys(c.ns)
 	// The change is made: its mark follows it even when the caller has
 	// gone, but does not keep the caller long when Redis has.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
-	err := c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
-		queue, m.dueMs, m.sweepMs, m.seq, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.dueMs, 10)+"|"+c.instance)
-	if err != nil {
+	if err := c.sendMark(ctx, queue, m); err != nil {
 		c.markFailures.Add(1)
-		c.remarkLater(queue)
+		c.remarkLater(queue, m)
 	}
+}
+
+// sendMark runs markScript for queue's marks m.
+func (c *Client) sendMark(ctx context.Context, queue string, m marked) error {
+	a := attentionKeys(c.ns)
+	return c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
+		queue, m.dueMs, m.sweepMs, m.seq, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.dueMs, 10)+"|"+c.instance)
 }
 
 // uncertain is called when a script of queue failed in a way that leaves
@@ -152,40 +157,54 @@ func (c *Client) mark(ctx context.Context, queue string, m marked) {
 // timeout): a run whose reply was lost may have noted marks that no one
 // will apply. The queue is marked at now in both indexes instead, which is
 // early (a promoter's or a sweep's pass finds its real times and parks
-// it), never late.
-func (c *Client) uncertain(ctx context.Context, queue string, err error) {
+// it), never late. The mark goes in the background: the caller, whose
+// call just failed, does not wait on Redis a second time.
+func (c *Client) uncertain(queue string, err error) {
 	if err == nil || isScriptError(err) {
 		return
 	}
 	now := c.redisNow().UnixMilli()
-	c.mark(ctx, queue, marked{dueMs: now, sweepMs: now})
+	c.remarkLater(queue, marked{dueMs: now, sweepMs: now})
 }
 
-// remarkLater keeps queue to mark at now in both indexes, retried every
-// remarkEvery by one goroutine until it succeeds, for as long as the
-// client is open: a mark Redis refused while unreachable is applied once
-// it is back, not left to the next reconcile.
-func (c *Client) remarkLater(queue string) {
+// remarkLater keeps marks m of queue (with those kept already, the
+// earliest of each) for remarkLoop, which applies them every remarkEvery
+// until Redis takes them, for as long as the client is open: a mark that
+// could not be applied when it was made is applied once Redis is back, as
+// early as it was, not left to the next reconcile.
+func (c *Client) remarkLater(queue string, m marked) {
 	c.remarkMu.Lock()
 	defer c.remarkMu.Unlock()
 	if c.closed {
 		return
 	}
 	if c.remark == nil {
-		c.remark = map[string]bool{}
+		c.remark = map[string]marked{}
 	}
-	c.remark[queue] = true
+	kept, ok := c.remark[queue]
+	if ok {
+		m.dueMs, m.sweepMs = earliestMs(kept.dueMs, m.dueMs), earliestMs(kept.sweepMs, m.sweepMs)
+	}
+	m.seq = 0 // applied late: it may not raise an entry's seq (see parkScript)
+	c.remark[queue] = m
 	if !c.remarking {
 		c.remarking = true
 		go c.remarkLoop()
 	}
 }
 
+// earliestMs is the earlier of two marks, 0 being none.
+func earliestMs(a, b int64) int64 {
+	if a == 0 || b != 0 && b < a {
+		return b
+	}
+	return a
+}
+
 // remarkEvery is how often a mark that failed is tried again.
 const remarkEvery = 500 * time.Millisecond
 
 func (c *Client) remarkLoop() {
-	a := attentionKeys(c.ns)
 	for {
 		t := time.NewTimer(remarkEvery)
 		select {
@@ -199,20 +218,17 @@ func (c *Client) remarkLoop() {
 			c.remarkMu.Unlock()
 			return
 		}
-		qs := make([]string, 0, len(c.remark))
-		for q := range c.remark {
-			qs = append(qs, q)
-		}
+		todo := maps.Clone(c.remark)
 		c.remarkMu.Unlock()
-		now := c.redisNow().UnixMilli()
-		for _, q := range qs {
+		for q, m := range todo {
 			ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
-			err := markScript.Run(ctx, c.rdb, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
-				q, now, now, 0, nudgeChannel(c.ns), q+"|"+strconv.FormatInt(now, 10)+"|"+c.instance).Err()
+			err := c.sendMark(ctx, q, m)
 			cancel()
 			if err == nil {
 				c.remarkMu.Lock()
-				delete(c.remark, q)
+				if c.remark[q] == m { // not lowered meanwhile
+					delete(c.remark, q)
+				}
 				c.remarkMu.Unlock()
 			}
 		}

@@ -153,8 +153,8 @@ type Client struct {
 	markFailures atomic.Int64 // see MarkFailures
 
 	remarkMu    sync.Mutex
-	remark      map[string]bool // queues to mark at now, once Redis answers (see remarkLater)
-	remarking   bool            // the goroutine that retries them runs
+	remark      map[string]marked // marks to apply once Redis answers (see remarkLater)
+	remarking   bool              // the goroutine that retries them runs
 	closed      bool
 	closing     chan struct{} // closed by Close
 	wakeChunk   time.Duration // the package's wakeChunk; a test may lengthen it (below blockingReadTimeout)

@@ -133,8 +133,13 @@ func (c *Client) EnqueueTwice(ctx context.Context, nj NewJob, between func()) (f
 }
 
 // Uncertain exposes uncertain: a script of queue failed with err.
-func (c *Client) Uncertain(ctx context.Context, queue string, err error) {
-	c.uncertain(ctx, queue, err)
+func (c *Client) Uncertain(queue string, err error) { c.uncertain(queue, err) }
+
+// MarksPending is how many queues' marks wait for remarkLoop.
+func (c *Client) MarksPending() int {
+	c.remarkMu.Lock()
+	defer c.remarkMu.Unlock()
+	return len(c.remark)
 }
 
 // SetWakeChunk sets how long one wait on the wake stream lasts at most,

@@ -146,12 +146,18 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	require.False(t, ok)
 
 	// A worker's idle wait at MaxInFlight ends when a lease does.
+	meta := queue.QueueKey(c.Namespace(), "q", queue.KeyMeta)
+	marked, err := rdb.HGet(ctx, meta, "waiting_until").Int64()
+	require.NoError(t, err)
 	waited := make(chan bool, 1)
 	go func() {
 		ok, _ := c.WaitPending(context.WithoutCancel(ctx), "q", 10*time.Second)
 		waited <- ok
 	}()
-	time.Sleep(20 * time.Millisecond) // most likely waiting by now (and if not, it finds the room at once)
+	require.Eventually(t, func() bool { // the wait has marked that it waits
+		v, err := rdb.HGet(ctx, meta, "waiting_until").Int64()
+		return err == nil && v > marked
+	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Complete(ctx, "q", jobs[1].ID, jobs[1].Token, nil))
 	select {
 	case ok := <-waited:

@@ -211,7 +211,7 @@ func (c *Client) run(ctx context.Context, sc *luaScript, k keys, args ...any) (a
 		return err
 	})
 	if err != nil {
-		c.uncertain(ctx, k.name, err)
+		c.uncertain(k.name, err)
 		return nil, err
 	}
 	v, m := unwrapMarks(v)
