@@ -63,21 +63,26 @@ func New(clock clockwork.Clock, at time.Time, f func()) *Alarm {
 	d := clock.Until(at)
 	if !precise(clock) {
 		a.timer = clock.AfterFunc(d, func() { a.ring(f) })
-		return a
+	} else {
+		deadline := time.Now().Add(d)
+		a.timer = clock.AfterFunc(d-fineWait, func() {
+			sleepUntil(deadline)
+			a.ring(f)
+		})
 	}
-	deadline := time.Now().Add(d)
-	a.timer = clock.AfterFunc(d-fineWait, func() {
-		sleepUntil(deadline)
-		a.ring(f)
-	})
+	// The clock may have passed at between reading it and setting the
+	// timer (a test advancing its fake clock meanwhile): the timer then
+	// waits past at, so the alarm rings now. It rings once either way.
+	if d > 0 && !clock.Now().Before(at) {
+		go a.ring(f)
+	}
 	return a
 }
 
 func (a *Alarm) ring(f func()) {
-	if a.stopped.Load() {
+	if a.stopped.Load() || !a.fired.CompareAndSwap(false, true) {
 		return
 	}
-	a.fired.Store(true)
 	f()
 }
 

@@ -86,3 +86,40 @@ func TestAlarmOnTheRealClockNeverRingsEarly(t *testing.T) {
 		}
 	}
 }
+
+// movingClock is a fake clock that a test advances by d right after the
+// alarm reads the time to its due instant, before the alarm's timer is
+// set: the interleaving a test that advances its clock while a worker
+// sets an alarm can fall into.
+type movingClock struct {
+	*clockwork.FakeClock
+	d time.Duration
+}
+
+func (c movingClock) Until(t time.Time) time.Duration {
+	left := c.FakeClock.Until(t)
+	c.Advance(c.d)
+	return left
+}
+
+func TestAlarmRingsWhenItsClockPassesItsTimeWhileItIsSet(t *testing.T) {
+	t.Parallel()
+	fake := clockwork.NewFakeClock()
+	clock := movingClock{FakeClock: fake, d: time.Second}
+	rang := make(chan time.Time, 1)
+	at := fake.Now().Add(time.Second)
+	a := alarm.New(clock, at, ringTo(rang, fake))
+	select {
+	case when := <-rang:
+		require.Equal(t, at, when)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the alarm did not ring: its clock passed its time while it was set")
+	}
+	require.True(t, a.Rang())
+	fake.Advance(time.Hour) // its timer, set for 1 s after at, fires too
+	select {
+	case <-rang:
+		t.Fatal("the alarm rang twice")
+	case <-time.After(20 * time.Millisecond):
+	}
+}
