@@ -76,8 +76,11 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
 	}
 	f := strings.Split(record, "\x00")
-	if len(f) < nRec {
-		return nil, fmt.Errorf("queue: job %s/%s: malformed record of %d fields, want %d", queue, id, len(f), nRec)
+	if len(f) < nRecFirst {
+		return nil, fmt.Errorf("queue: job %s/%s: malformed record of %d fields, want at least %d", queue, id, len(f), nRecFirst)
+	}
+	for len(f) < nRec {
+		f = append(f, "") // written before the record's later fields existed
 	}
 	j := &Job{ID: id, Queue: queue, Kind: f[rKind], Status: Status(f[rStatus]),
 		LastError: f[rLastError], IdempotencyKey: f[rIdemKey], CancelRequested: f[rCancelReq] == "1",

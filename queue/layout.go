@@ -219,6 +219,11 @@ const (
 	nRec
 )
 
+// nRecFirst is the length of the first version's record. Fields added
+// since go at the end of recFields; a record written before them is read
+// with those fields empty (here and in common.lua's load).
+const nRecFirst = rAck + 1
+
 // scriptSpec declares one script: the keys it is given, by name, and its
 // arguments after the common ones.
 type scriptSpec struct {
