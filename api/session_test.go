@@ -1,11 +1,14 @@
 package api_test
 
 import (
+	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
@@ -185,4 +188,53 @@ func TestDashboardNoToken(t *testing.T) {
 	// Reads stay open (a browser's same-origin policy keeps their answers
 	// from other sites).
 	require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/v1/queues", nil, "Origin", "http://evil.example").status)
+}
+
+// TestDashboardSessionEvents: the dashboard's event stream (an
+// EventSource, which cannot send an Authorization header) authenticates
+// with the session cookie alone; a forged cookie, none, a wrong bearer
+// token beside a good cookie, or the token in the stream's address is a
+// 401.
+func TestDashboardSessionEvents(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	b := setup(t, withToken(token), func(sc *setupConfig) { sc.noAuth = true })
+	ck := sessionCookie(t, login(t, b.http, token))
+	cookie := ck.Name + "=" + ck.Value
+
+	for _, tt := range []struct {
+		name, query string
+		hdr         []string
+	}{
+		{"nothing", "", nil},
+		{"forged cookie", "", []string{"Cookie", api.SessionCookie + "=" + token}},
+		{"wrong bearer beside a good cookie", "", []string{"Cookie", cookie, "Authorization", "Bearer nope"}},
+		{"token in the address", "?token=" + token, nil},
+		{"token in the address beside a forged cookie", "?token=" + token, []string{"Cookie", api.SessionCookie + "=x"}},
+	} {
+		requireError(t, b.do(t, http.MethodGet, "/v1/events"+tt.query, nil, tt.hdr...), 401, "unauthenticated", "")
+	}
+
+	// The cookie opens the stream, and events come.
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second) // a stream without the event ends, failing the test
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.http.URL+"/v1/events?queue=dash", nil)
+	require.NoError(t, err)
+	req.Header.Set("Cookie", cookie)
+	res, err := b.http.Client().Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = res.Body.Close() })
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
+	sc := bufio.NewScanner(res.Body)
+	require.True(t, sc.Scan())
+	require.Equal(t, ": connected", sc.Text())
+	r := b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "dash", "kind": "k"}, "Authorization", "Bearer "+token)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	for sc.Scan() {
+		if sc.Text() == "event: enqueued" {
+			return
+		}
+	}
+	t.Fatalf("the stream ended without the event: %v", sc.Err())
 }

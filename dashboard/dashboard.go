@@ -1,8 +1,13 @@
 // Package dashboard is chronoq's web page: one HTML document, its CSS and
 // JavaScript inlined, embedded in the binary (no CDN: it works offline).
-// The page polls the JSON API once a second and acts through it; it holds
+// The page reads the JSON API and acts through it, and keeps itself live
+// with the job event stream (GET /v1/events, Server-Sent Events), not by
+// polling: events move its counts, charts, lists and job pages, and it
+// reads everything again when the stream (re)connects and every 30 s. Its
+// views are hash routes (#/queues, #/queues/{queue}/jobs/{id}). It holds
 // no credential of its own: the browser sends the session cookie that
-// GET /?token=T set (see package api).
+// GET /?token=T set (see package api) with every request and with the
+// event stream. See docs/DASHBOARD.md.
 //
 // Serve it as api.Config.Dashboard:
 //

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,6 +101,14 @@ func (b *browser) eval(expr string) string {
 	return s
 }
 
+// num evaluates a number.
+func (b *browser) num(expr string) float64 {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[float64](expr))
+	require.NoError(b.t, err)
+	return v
+}
+
 // screenshot saves the page in the test's temporary directory and, when
 // CHRONOQ_SCREENSHOT_DIR is set, there.
 func (b *browser) screenshot(name string) {
@@ -173,16 +182,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.do(b.set("demo-count", "4"), b.set("demo-when", "delay"), b.set("demo-delay", "2s"), b.click("#demo-batch"))
 	b.waitFor("4 scheduled jobs", rows("scheduled", "===", 4), 10*time.Second)
 	require.Equal(t, "demo", b.eval(`document.getElementById("queue-select").value`))
-	// Open one: its payload shows.
+	// Open one: its page shows its payload; back to the list.
 	b.do(b.click("#jobs tr.job"))
-	b.waitFor("the job's detail", `!document.getElementById("detail").hidden && document.getElementById("detail-payload").textContent.includes("user")`, 5*time.Second)
+	b.waitFor("the job's page", `!document.querySelector("[data-view=job]").hidden && document.getElementById("detail-payload").textContent.includes("user")`, 5*time.Second)
+	require.Contains(t, b.eval(`location.hash`), "#/queues/demo/jobs/")
+	b.do(b.click("#job-back"))
+	b.waitFor("the jobs again", `!document.querySelector("[data-view=queues]").hidden && `+rows("scheduled", "===", 4), 5*time.Second)
 
 	// Workers: the jobs are promoted when due and completed.
 	b.do(b.set("demo-size", "2"), b.set("demo-latency", "50ms"), b.set("demo-fail", "0"), b.set("demo-hang", "0"), b.click("#demo-apply"))
 	b.waitFor("2 workers", text("demo-running", "2"), 5*time.Second)
 	b.do(b.click(`#tabs button[data-tab=completed]`))
 	b.waitFor("4 completed jobs", rows("completed", "===", 4), 20*time.Second)
-	b.waitFor("the throughput chart", `document.querySelectorAll("#queues svg.spark polyline").length >= 2`, 5*time.Second)
+	b.waitFor("the throughput chart", `!!document.querySelector("#chart-throughput path.series[data-queue=demo]") && !!document.querySelector("#chart-lateness path.series[data-queue=demo]")`, 5*time.Second)
 
 	// Hung workers: each claims a job and crashes holding it.
 	b.do(b.set("demo-hang", "1"), b.click("#demo-apply"))
@@ -218,8 +230,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	id := b.eval(`document.querySelector('#jobs tr.job[data-status=dead]').dataset.id`)
 	b.do(b.click(`#jobs tr.job[data-id="` + id + `"]`))
 	b.waitFor("the dead job's error", `document.getElementById("detail-error").textContent.includes("simulated")`, 5*time.Second)
-	b.do(b.click(`#jobs tr.job[data-id="` + id + `"] button[data-act=retry]`))
-	b.waitFor("the retried job to leave the dead set", `!document.querySelector('#jobs tr.job[data-id="`+id+`"]')`, 5*time.Second)
+	b.waitFor("the dead job's status", `document.getElementById("job-status").dataset.status === "dead"`, 5*time.Second)
+	b.do(b.click(`#detail-actions button[data-act=retry]`))
+	b.waitFor("the retried job pending", `document.getElementById("job-status").dataset.status === "pending"`, 5*time.Second)
+	b.do(b.click("#job-back"))
+	b.waitFor("the retried job to leave the dead set", `!document.querySelector("[data-view=queues]").hidden && !document.querySelector('#jobs tr.job[data-id="`+id+`"]')`, 5*time.Second)
 	b.do(b.click(`#tabs button[data-tab=pending]`))
 	b.waitFor("the retried job in pending", `!!document.querySelector('#jobs tr.job[data-status=pending][data-id="`+id+`"]')`, 5*time.Second)
 
@@ -329,4 +344,167 @@ func TestDashboardPushInBrowser(t *testing.T) {
 	require.Contains(t, b.eval(`document.getElementById("detail-deliveries").innerText`), "retry_after")
 	require.Contains(t, b.eval(`document.getElementById("detail-deliveries").innerText`), "completed")
 	b.screenshot("dashboard-push.png")
+}
+
+func value(id, want string) string {
+	return fmt.Sprintf(`document.getElementById(%q).value === %q`, id, want)
+}
+
+// liveState is a predicate: the page's event stream is in state ("live",
+// "down" or "connecting").
+func liveState(state string) string {
+	return fmt.Sprintf(`document.getElementById("live").dataset.state === %q`, state)
+}
+
+// pending is a predicate: the queues table shows n pending jobs in q.
+func pending(q string, n int) string {
+	return fmt.Sprintf(`(document.querySelector('#queues tr.q[data-queue=%q] .n-pending') || {}).textContent === "%d"`, q, n)
+}
+
+// TestDashboardLive drives the dashboard of `chronoq demo` in a real
+// headless Chromium and checks what the event stream (GET /v1/events)
+// brings: the demo pool's form shows the pool's current settings; an
+// enqueue shows up through its event, and the page polls nothing; a job's
+// page (a deep link) shows the job and its status changing live; the
+// charts are of a readable size, with axes and a legend, and fit a narrow
+// window; the stream refuses a wrong credential; and when the server goes
+// away the page says so, shows a server that refuses its session as
+// signed out, and reconnects by itself (reading again what it missed).
+func TestDashboardLive(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	redisURL, ns := "redis://"+testutil.RedisAddr(t)+"/0", testutil.Namespace(t)
+	args := []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n", "--reclaim-interval", "1h"}
+	s := startServeAs(t, "demo", slices.Concat(args, []string{"--workers", "3"}), nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.logs)
+		}
+	})
+	console := chromedp.Console(b.ctx)
+	var mu sync.Mutex
+	var problems []string
+	outage := false // from then on the page makes failed requests on purpose
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if !outage && (m.IsException() || m.Type == "error") {
+				problems = append(problems, m.String()+" "+m.URL)
+			}
+			mu.Unlock()
+		}
+	}()
+	post := func(srv *served, path, body string) map[string]any {
+		t.Helper()
+		status, m := srv.do(t, http.MethodPost, path, body)
+		require.Less(t, status, 300, "%s: %v", path, m)
+		return m
+	}
+
+	// The pool's settings, changed before the page opens (and 3 workers
+	// from --workers): the form shows them, not defaults of its own.
+	post(s, "/v1/demo/pool", `{"latency":"120ms","fail_rate":0.25,"hang_rate":0.05}`)
+	post(s, "/v1/jobs", `{"queue":"live","kind":"k"}`)
+	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
+	b.waitFor("the stream live", liveState("live"), 10*time.Second)
+	b.waitFor("the pool's settings in the form", value("demo-size", "3")+" && "+value("demo-latency", "120ms")+" && "+
+		value("demo-fail", "0.25")+" && "+value("demo-hang", "0.05"), 5*time.Second)
+	// Changed from the page: a new page shows the new settings.
+	b.do(b.set("demo-size", "0"), b.set("demo-latency", "10ms"), b.set("demo-fail", "0"), b.set("demo-hang", "0"), b.click("#demo-apply"))
+	b.waitFor("no workers", text("demo-running", "0"), 10*time.Second)
+	b.do(chromedp.Navigate(s.base + "/"))
+	b.waitFor("the new settings in a new page's form", value("demo-size", "0")+" && "+value("demo-latency", "10ms")+" && "+
+		value("demo-fail", "0")+" && "+value("demo-hang", "0"), 10*time.Second)
+
+	// Live, without polling: from now on the test sees every request the
+	// page makes. An enqueue by someone else shows up through its event,
+	// and no request reads the queues again.
+	b.waitFor("the page read once", liveState("live")+` && Number(document.getElementById("live").dataset.resyncs) >= 1 && `+pending("live", 1), 10*time.Second)
+	b.eval(`window.__paths = []; new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__paths.push(new URL(e.name).pathname) }).observe({type: "resource"}); "ok"`)
+	resyncs0 := b.eval(`document.getElementById("live").dataset.resyncs`)
+	events0 := b.eval(`document.getElementById("live").dataset.events`)
+	post(s, "/v1/jobs", `{"queue":"live","kind":"k"}`)
+	b.waitFor("the enqueue, through its event", pending("live", 2)+` && Number(document.getElementById("live").dataset.events) > `+events0, 10*time.Second)
+	// A page that polls reads the queues within a second or two: give it 3
+	// (a bounded wait, as only time can show that nothing happens). Only
+	// the full re-read (every 30 s) may read them, at most once here.
+	readsBeyondResyncs := `window.__paths.filter((p) => p === "/v1/queues").length - (Number(document.getElementById("live").dataset.resyncs) - ` + resyncs0 + `)`
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](readsBeyondResyncs+` > 0`, chromedp.WithPollingTimeout(3*time.Second)))
+	require.ErrorIs(t, err, chromedp.ErrPollingTimeout, "the page read the queues beyond its resync: %s", b.eval(`window.__paths.join(" ")`))
+	require.Equal(t, "0", b.eval(`String(`+readsBeyondResyncs+`)`))
+	require.LessOrEqual(t, b.num(`Number(document.getElementById("live").dataset.resyncs) - `+resyncs0), 1.0)
+
+	// A job's page, opened by its address: its details, then its status as
+	// it changes, each change shown from its event.
+	j := post(s, "/v1/jobs", `{"queue":"one","kind":"report","payload":{"n":7},"delay":"1h"}`)
+	id := j["id"].(string)
+	b.do(chromedp.Navigate("about:blank"), chromedp.Navigate(s.base+"/#/queues/one/jobs/"+id))
+	b.waitFor("the job's page", `document.getElementById("job-status").dataset.status === "scheduled" && document.getElementById("detail-payload").textContent.includes('"n": 7')`, 10*time.Second)
+	b.waitFor("the stream live", liveState("live"), 10*time.Second)
+	post(s, "/v1/queues/one/jobs/"+id+"/retry", "")
+	b.waitFor("pending, live", `document.getElementById("job-status").dataset.status === "pending" && !!document.querySelector("#job-events li[data-type=run_now]")`, 10*time.Second)
+	claimed := post(s, "/v1/queues/one/claim", `{"wait":"5s"}`)
+	jobs := claimed["jobs"].([]any)
+	require.Len(t, jobs, 1)
+	b.waitFor("processing, live", `document.getElementById("job-status").dataset.status === "processing"`, 10*time.Second)
+	post(s, "/v1/queues/one/jobs/"+id+"/complete", `{"token":"`+jobs[0].(map[string]any)["token"].(string)+`","result":{"sent":true}}`)
+	b.waitFor("completed, with its result", `document.getElementById("job-status").dataset.status === "completed" && document.getElementById("detail-result").textContent.includes("sent")`, 10*time.Second)
+	require.Equal(t, "completed,processing,pending", b.eval(`[...document.querySelectorAll("#job-events li")].map((l) => l.dataset.status).join()`))
+
+	// The charts: drawn from the events of demo jobs, readable.
+	b.eval(`location.hash = "#/queues"; "ok"`)
+	post(s, "/v1/demo/pool", `{"size":2,"latency":"10ms"}`)
+	post(s, "/v1/demo/batch", `{"count":10}`)
+	b.waitFor("the throughput drawn", `Number((document.querySelector("#chart-throughput svg") || {dataset: {}}).dataset.max) > 0 && !!document.querySelector("#chart-throughput path.series[data-queue=demo]")`, 20*time.Second)
+	for _, chart := range []string{"chart-throughput", "chart-lateness"} {
+		q := `document.querySelector("#` + chart + ` svg")`
+		require.Equal(t, "true", b.eval(`String(`+q+`.getBoundingClientRect().width >= 500 && `+q+`.getBoundingClientRect().height >= 200)`),
+			"%s: %s", chart, b.eval(`JSON.stringify(`+q+`.getBoundingClientRect())`))
+		require.GreaterOrEqual(t, b.num(`document.querySelectorAll("#`+chart+` text.tick.y").length`), 5.0)
+		require.Equal(t, "12px", b.eval(`getComputedStyle(document.querySelector("#`+chart+` text.tick")).fontSize`))
+		xs := strings.Split(b.eval(`[...document.querySelectorAll("#`+chart+` text.tick.x")].map((t) => t.textContent).join()`), ",")
+		require.GreaterOrEqual(t, len(xs), 4, "%q", xs)
+		require.Equal(t, "now", xs[0])
+		require.Regexp(t, `^\d+ (s|min) ago$`, xs[len(xs)-1])
+		require.NotEmpty(t, b.eval(`document.querySelector("#`+chart+` text.unit").textContent`))
+		require.Contains(t, b.eval(`document.querySelector("#`+chart+` .legend").textContent`), "demo")
+		require.Contains(t, b.eval(`document.querySelector("#`+chart+` .legend").textContent`), "live")
+	}
+	b.screenshot("dashboard-live.png")
+	// A narrow window: the charts fit it.
+	b.do(chromedp.EmulateViewport(480, 900))
+	const fitted = `[...document.querySelectorAll("figure.chart .plot > svg")].every((s) => s.width.baseVal.value === s.parentElement.clientWidth && s.getBoundingClientRect().right <= 480)`
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](fitted, chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		t.Fatalf("the charts do not fit a narrow window: %v: %s", err, b.eval(`JSON.stringify([innerWidth, ...[...document.querySelectorAll("figure.chart .plot > svg")].map((s) => [s.width.baseVal.value, s.parentElement.clientWidth, s.getBoundingClientRect().right])])`))
+	}
+	b.screenshot("dashboard-live-narrow.png")
+
+	mu.Lock()
+	require.Empty(t, problems, "the page logged errors")
+	outage = true
+	mu.Unlock()
+
+	// The stream takes the session cookie, and nothing else: a wrong bearer
+	// token beside the cookie, or the token in its address, is refused.
+	require.Equal(t, "401", b.eval(`fetch("/v1/events", {headers: {Authorization: "Bearer wrong"}}).then((r) => String(r.status))`))
+	require.Equal(t, "401", b.eval(`fetch("/v1/events?token=tok3n", {credentials: "omit"}).then((r) => String(r.status))`))
+
+	// The server goes away: the page says so and tries again. A server
+	// there with another token refuses the page's session: signed out.
+	// Then the server is back: the page reconnects by itself, reads again
+	// the job enqueued while it was away, and events flow again.
+	addr := strings.TrimPrefix(s.base, "http://")
+	s.stop()
+	b.waitFor("the stream down", liveState("down")+` && document.getElementById("live").textContent.includes("reconnecting")`, 10*time.Second)
+	other := startServeAs(t, "demo", slices.Concat(args, []string{"--listen", addr, "--token", "other"}), nil)
+	b.waitFor("signed out", `document.getElementById("live").textContent.includes("signed out") && !document.getElementById("auth").hidden`, 20*time.Second)
+	post(other, "/v1/jobs", `{"queue":"live","kind":"k"}`) // no event reaches the page
+	other.stop()
+	back := startServeAs(t, "demo", slices.Concat(args, []string{"--listen", addr}), nil)
+	b.waitFor("live again", liveState("live")+` && document.getElementById("auth").hidden && `+pending("live", 3), 45*time.Second)
+	post(back, "/v1/jobs", `{"queue":"live","kind":"k"}`)
+	b.waitFor("events again", pending("live", 4), 10*time.Second)
 }

@@ -1,12 +1,52 @@
-// chronoq dashboard: vanilla JS over the JSON API, polled once a second.
+// chronoq dashboard: vanilla JS over the JSON API, kept live by the event
+// stream (GET /v1/events, Server-Sent Events) rather than by polling.
+//
+// How it fits together (add a view in three steps: a <div data-view="x">
+// in index.html, an entry in `views` below, a route in `routes`):
+// - routes: hash routes ("#/queues", "#/queues/{queue}",
+//   "#/queues/{queue}/jobs/{id}") name a view and its parameters; route()
+//   shows that view's <div data-view> and hides the others.
+// - views: {enter(params), leave(), load(), event(type, data)}: enter when
+//   shown, load to read its data again (each full resync), event for each
+//   job event while it is shown.
+// - live: one EventSource on /v1/events, for every queue. The browser sends
+//   the session cookie with it, as with every fetch (an EventSource cannot
+//   send an Authorization header). Each event moves the queue counts at once
+//   (applyEvent), feeds the charts, then goes to the shown view. On an
+//   error the stream is closed and opened again after a growing delay
+//   (BACKOFF_MS); each time it opens, everything is read again, since the
+//   events of while it was down are lost.
+// - sync: what an event cannot tell (a cancel's previous status, the next
+//   scheduled time, the new oldest pending job) makes a re-read of the
+//   queue stats, at most every SOON_MS; and everything is read again every
+//   RESYNC_MS, so a missed event never leaves a number stale for long.
 "use strict";
 (function () {
-  const POLL_MS = 1000;     // at most one refresh a second
-  const HISTORY = 60;       // samples kept per queue for the charts
+  const RESYNC_MS = 30000;  // everything read again, whatever the events said
+  const SOON_MS = 2000;     // queue stats read again after an uncertain event, at most this often
+  const LIST_MS = 500;      // the shown job list, job or demo read again after an event, at most this often
+  const DEMO_SETTLE_MS = 1000; // the demo's counters read again when its events have been quiet this long
+  const BACKOFF_MS = [1000, 2000, 5000, 10000, 30000]; // reconnect delays, by attempt (±25 %)
+  const WINDOW_S = 180;     // chart history, seconds
+  const RATE_S = 5;         // throughput averaged over this many seconds
+  const MAX_SERIES = 8;     // queues drawn per chart (the busiest)
+  const COLORS = ["#2563eb", "#d97706", "#15803d", "#b91c1c", "#7c3aed", "#0891b2", "#db2777", "#4b5563"];
+  const MAX_KNOWN = 10000;  // jobs whose last status the page keeps
+  const MAX_KEPT = 3;       // reads in a row that may leave a queue's event-moved counts as they are
   const LIMIT = 50;         // jobs listed per tab
-  const STATUSES = ["scheduled", "pending", "processing", "completed", "dead"];
+  const EVENT_TYPES = ["enqueued", "promoted", "claimed", "completed", "retried", "dead", "reclaimed", "released",
+    "canceled", "rescheduled", "run_now", "deleted"];
+  const DEPTHS = new Set(["scheduled", "pending", "processing", "dead"]);
 
-  const state = { queue: "", tab: "scheduled", open: "", history: {}, demo: false, cron: true, busy: false };
+  const state = {
+    queues: new Map(),  // name -> the queue's JSON (GET /v1/queues), moved by events; _at: when its lateness was known
+    history: new Map(), // name -> {done: Map(second -> completions), samples: [{t, rate, late}]}
+    queue: "", tab: "scheduled", jobs: [],
+    demo: undefined,    // the demo's status; null: no demo routes
+    cron: undefined,    // null: no cron routes
+    view: null, params: {},
+    events: 0,          // events received; a read that events overtook is done again
+  };
   const $ = (id) => document.getElementById(id);
 
   // el builds an element: el("td", {class: "x"}, "text", child...).
@@ -21,6 +61,13 @@
     for (const k of kids) e.append(k instanceof Node ? k : String(k));
     return e;
   }
+  const NS = "http://www.w3.org/2000/svg";
+  function svgEl(tag, attrs, text) {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
 
   // api calls the JSON API; it throws an Error carrying the API's error.
   async function api(method, path, body) {
@@ -33,7 +80,7 @@
     const txt = await r.text();
     let data = null;
     if (txt) { try { data = JSON.parse(txt); } catch (_) { data = null; } }
-    if (r.status === 401) $("auth").hidden = false;
+    $("auth").hidden = r.status !== 401;
     if (!r.ok) {
       const e = data && data.error;
       const err = new Error(e ? e.code + ": " + e.message + (e.field ? " (" + e.field + ")" : "") : "HTTP " + r.status);
@@ -41,6 +88,26 @@
       throw err;
     }
     return data;
+  }
+  const or404 = (p) => p.catch((e) => { if (e.status === 404) return null; throw e; });
+
+  // throttle runs fn at most once per ms: at once when it last ran longer
+  // ago, else ms after that run; calls meanwhile fold into one run.
+  function throttle(fn, ms) {
+    let last = 0, timer = 0, running = false, again = false;
+    async function run() {
+      timer = 0;
+      if (running) { again = true; return; }
+      running = true;
+      last = Date.now();
+      try { await fn(); } catch (e) { report(e); } finally {
+        running = false;
+        if (again) { again = false; t(); }
+      }
+    }
+    function t() { if (!timer) timer = setTimeout(run, Math.max(0, last + ms - Date.now())); }
+    t.cancel = () => { clearTimeout(timer); timer = 0; again = false; };
+    return t;
   }
 
   let msgTimer = 0;
@@ -51,8 +118,10 @@
     clearTimeout(msgTimer);
     msgTimer = setTimeout(() => { m.textContent = ""; }, 6000);
   }
+  function report(e) { if (e && e.status !== 401) say(e.message, false); }
 
-  // act runs an action, reports it, and refreshes at once.
+  // act runs an action, reports it, and reads everything again (not every
+  // action makes an event: pause, resume, the demo pool).
   async function act(label, fn) {
     try {
       const r = await fn();
@@ -60,8 +129,10 @@
     } catch (e) {
       say(label + " failed: " + e.message, false);
     }
-    refresh();
+    resync();
   }
+
+  // Times ----------------------------------------------------------------
 
   function rel(iso) {
     if (!iso) return "—";
@@ -71,78 +142,292 @@
     if (s === "now") return s;
     return d > 0 ? "in " + s : s + " ago";
   }
-  function timeCell(iso) { return el("td", { title: iso || "" }, rel(iso)); }
-  function fmtMs(ms) { return ms < 1000 ? ms + "ms" : (ms / 1000).toFixed(1) + "s"; }
-
-  // spark draws a tiny line chart of values as inline SVG.
-  function spark(values, cls, title) {
-    const w = 80, h = 18, NS = "http://www.w3.org/2000/svg";
-    const svg = document.createElementNS(NS, "svg");
-    svg.setAttribute("class", "spark");
-    svg.setAttribute("width", w);
-    svg.setAttribute("height", h);
-    svg.setAttribute("viewBox", "0 0 " + w + " " + h);
-    const t = document.createElementNS(NS, "title");
-    t.textContent = title;
-    svg.append(t);
-    const max = Math.max(1, ...values);
-    const pts = values.map((v, i) => {
-      const x = values.length < 2 ? 0 : (i * (w - 2)) / (HISTORY - 1) + 1;
-      return x.toFixed(1) + "," + (h - 1 - (v / max) * (h - 2)).toFixed(1);
-    });
-    const pl = document.createElementNS(NS, "polyline");
-    pl.setAttribute("class", cls);
-    pl.setAttribute("points", pts.join(" "));
-    svg.append(pl);
-    return svg;
+  // timeCell shows a time relative to now; the clock tick keeps it true.
+  function timeCell(iso) { return el("td", { title: iso || "", dataset: { at: iso || "" } }, rel(iso)); }
+  function fmtMs(ms) { return ms < 1000 ? Math.round(ms) + "ms" : (ms / 1000).toFixed(1) + "s"; }
+  function fmtAge(sec) {
+    return sec < 90 ? Math.round(sec) + "s" : sec < 5400 ? Math.round(sec / 60) + "m" : sec < 172800 ? Math.round(sec / 3600) + "h" : Math.round(sec / 86400) + "d";
+  }
+  // fmtOffset writes seconds with their sign: "+0.4 ms", "-30.0 s".
+  function fmtOffset(sec) {
+    const a = Math.abs(sec);
+    return (sec < 0 ? "-" : "+") + (a < 1 ? (a * 1000).toFixed(1) + " ms" : a.toFixed(1) + " s");
   }
 
-  function record(q, now) {
-    const h = state.history[q.name] || (state.history[q.name] = []);
-    const last = h[h.length - 1];
-    let rate = 0;
-    if (last && now > last.t) rate = Math.max(0, (q.completed_total - last.completed) / ((now - last.t) / 1000));
-    h.push({ t: now, completed: q.completed_total, rate, late: q.oldest_pending_age_ms });
-    if (h.length > HISTORY) h.shift();
+  // Queue counts -----------------------------------------------------------
+
+  // lateness is the age of the queue's oldest pending job now: the last
+  // known age, grown by the time since.
+  function lateness(q, now) { return q.pending > 0 ? q.oldest_pending_age_ms + Math.max(0, now - q._at) : 0; }
+
+  // eventsOf is, per queue, how many events the page has applied to it: a
+  // read of the stats started before the last of them may predate it.
+  function eventsOf() { return new Map([...state.queues.values()].map((q) => [q.name, q._events || 0])); }
+
+  function queueEvents(name) { const q = state.queues.get(name); return q ? q._events || 0 : 0; }
+
+  // setQueues takes the queues as a read answered them (GET /v1/queues),
+  // started when eventsOf() answered before. A queue that events moved
+  // while the read was under way keeps the counts the events gave it and is
+  // read again soon, unless that happened MAX_KEPT times in a row.
+  function setQueues(list, before) {
+    const now = Date.now();
+    const next = new Map();
+    let again = false;
+    for (const q of list) {
+      const cur = state.queues.get(q.name);
+      if (cur && before && (cur._events || 0) !== (before.get(q.name) || 0) && (cur._kept || 0) < MAX_KEPT) {
+        cur._kept = (cur._kept || 0) + 1;
+        next.set(q.name, cur);
+        again = true;
+        continue;
+      }
+      next.set(q.name, Object.assign({}, q, { _at: now, _events: cur ? cur._events : 0, _kept: 0 }));
+    }
+    state.queues = next;
+    for (const name of state.history.keys()) if (!next.has(name)) state.history.delete(name);
+    if (again) soonStats();
+  }
+
+  function blankQueue(name) {
+    return { name, paused: false, scheduled: 0, pending: 0, processing: 0, dead: 0, completed_total: 0, failed_total: 0,
+      retried_total: 0, reclaimed_total: 0, next_run_at: null, oldest_pending_age_ms: 0, _at: Date.now() };
+  }
+
+  // known is the last status the page saw of recent jobs (from events and
+  // reads), for the events that do not say what a job was.
+  const known = new Map();
+  function know(id, status) {
+    known.delete(id);
+    if (!status) return;
+    known.set(id, status);
+    if (known.size > MAX_KNOWN) known.delete(known.keys().next().value);
+  }
+
+  // applyEvent moves a queue's counts by one job event. What the event
+  // cannot tell asks for a re-read of the stats (soonStats).
+  function applyEvent(type, d) {
+    let q = state.queues.get(d.queue);
+    if (!q) {
+      q = blankQueue(d.queue);
+      state.queues.set(d.queue, q);
+      soonStats(); // its pause state, its next run
+    }
+    q._events = (q._events || 0) + 1;
+    const now = Date.now();
+    const pendingBefore = q.pending, lateBefore = lateness(q, now);
+    const move = (from, to) => {
+      if (DEPTHS.has(from)) q[from] = Math.max(0, q[from] - 1);
+      if (DEPTHS.has(to)) q[to]++;
+    };
+    const was = known.get(d.id);
+    know(d.id, type === "deleted" ? "" : d.status);
+    switch (type) {
+    case "enqueued": move("", d.status); break;
+    case "promoted": move("scheduled", "pending"); break;
+    case "claimed": move("pending", "processing"); break;
+    case "completed": move("processing", ""); q.completed_total++; countDone(d.queue, now); break;
+    case "retried": move("processing", d.status); q.failed_total++; q.retried_total++; break;
+    case "reclaimed": move("processing", "pending"); q.reclaimed_total++; break;
+    case "released": move("processing", "pending"); break;
+    case "dead": move("processing", "dead"); soonStats(); break; // a failure or a lapsed lease: which total, the event does not say
+    case "deleted": move(d.status, ""); break; // its status: what the job was
+    default: // canceled, rescheduled, run_now: from which status, the event does not say; the page may know
+      if (was) move(was, d.status); else soonStats();
+    }
+    if (type === "claimed" && q.pending > 0) soonStats(); // the next oldest pending job's age
+    if (type === "promoted" || d.status === "scheduled") soonStats(); // the next run
+    // The oldest pending job's age: none when nothing is pending, 0 when the
+    // first job became pending now.
+    q.oldest_pending_age_ms = q.pending === 0 || pendingBefore === 0 ? 0 : lateBefore;
+    q._at = now;
+    renderSoon();
+  }
+
+  let statsReading = false;
+  async function readStats() {
+    if (statsReading) { soonStats(); return; }
+    statsReading = true;
+    try {
+      const before = eventsOf();
+      const qs = await api("GET", "/v1/queues");
+      setQueues(qs.queues, before);
+      renderQueues();
+    } finally { statsReading = false; }
+  }
+  const soonStats = throttle(readStats, SOON_MS);
+
+  // Charts ---------------------------------------------------------------
+
+  function hist(name) {
+    let h = state.history.get(name);
+    if (!h) state.history.set(name, h = { done: new Map(), samples: [] });
     return h;
   }
+  function countDone(name, now) {
+    const h = hist(name), s = Math.floor(now / 1000);
+    h.done.set(s, (h.done.get(s) || 0) + 1);
+  }
 
-  function renderQueues(qs) {
-    const tb = $("queues").tBodies[0];
+  // sample adds one point a second to each queue's history: throughput
+  // (completions of the last RATE_S whole seconds) and lateness.
+  function sample(now) {
+    const sec = Math.floor(now / 1000);
+    for (const q of state.queues.values()) {
+      const h = hist(q.name);
+      if (h.samples.length && h.samples[h.samples.length - 1].t === sec) continue;
+      let n = 0;
+      for (let s = sec - RATE_S; s < sec; s++) n += h.done.get(s) || 0;
+      for (const s of h.done.keys()) if (s < sec - RATE_S) h.done.delete(s);
+      h.samples.push({ t: sec, rate: n / RATE_S, late: lateness(q, now) / 1000 });
+      while (h.samples.length && h.samples[0].t <= sec - WINDOW_S) h.samples.shift();
+    }
+  }
+
+  // niceCeil rounds up to 1, 2 or 5 times a power of ten.
+  function niceCeil(v) {
+    if (v <= 0) return 1;
+    const p = Math.pow(10, Math.floor(Math.log10(v)));
+    for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+    return 10 * p;
+  }
+  function fmtNum(v) { return v >= 100 || v === Math.round(v) ? String(Math.round(v)) : v >= 10 ? v.toFixed(1) : v.toFixed(2); }
+
+  // drawChart draws a line chart sized to its box (its width, a fixed
+  // height): y axis with ticks and unit, time axis, one line per series,
+  // and an HTML legend.
+  function drawChart(fig, unit, fmt, series, nowSec) {
+    const plot = fig.querySelector(".plot");
+    const W = Math.max(240, plot.clientWidth), H = 220;
+    const L = 56, R = 14, T = 12, B = 40;
+    let max = 0;
+    for (const s of series) for (const p of s.points) max = Math.max(max, p.v);
+    // The span: since the first sample (at least a minute), at most WINDOW_S.
+    let first = nowSec;
+    for (const s of series) if (s.points.length) first = Math.min(first, s.points[0].t);
+    const span = Math.min(WINDOW_S, Math.max(60, nowSec - first));
+    const step = span <= 60 ? 15 : span <= 120 ? 30 : 60;
+    const top = niceCeil(max), t0 = nowSec - span;
+    const x = (t) => L + ((t - t0) / span) * (W - L - R);
+    const y = (v) => T + (1 - v / top) * (H - T - B);
+    const svg = svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img", "data-span": span,
+      "aria-label": fig.querySelector("figcaption").textContent });
+    svg.dataset.max = String(max);
+    for (let i = 0; i <= 4; i++) {
+      const v = (top * i) / 4, yy = y(v).toFixed(1);
+      svg.append(svgEl("line", { class: "grid", x1: L, x2: W - R, y1: yy, y2: yy }));
+      svg.append(svgEl("text", { class: "tick y", x: L - 6, y: yy, "text-anchor": "end", "dominant-baseline": "middle" }, fmt(v)));
+    }
+    for (let a = 0; a <= span; a += step) {
+      const xx = x(nowSec - a).toFixed(1);
+      svg.append(svgEl("line", { class: "axis", x1: xx, x2: xx, y1: H - B, y2: H - B + 4 }));
+      svg.append(svgEl("text", { class: "tick x", x: xx, y: H - B + 16, "text-anchor": a === 0 ? "end" : a + step > span ? "start" : "middle" },
+        a === 0 ? "now" : a % 60 === 0 ? a / 60 + " min ago" : a + " s ago"));
+    }
+    svg.append(svgEl("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
+    svg.append(svgEl("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
+    svg.append(svgEl("text", { class: "unit", x: 12, y: T + (H - T - B) / 2, "text-anchor": "middle",
+      transform: "rotate(-90 12 " + (T + (H - T - B) / 2) + ")" }, unit));
+    svg.append(svgEl("text", { class: "unit", x: L + (W - L - R) / 2, y: H - 4, "text-anchor": "middle" }, "time"));
+    for (const s of series) {
+      if (!s.points.length) continue;
+      const d = s.points.map((p, i) => (i ? "L" : "M") + x(p.t).toFixed(1) + " " + y(p.v).toFixed(1)).join(" ");
+      const path = svgEl("path", { class: "series", d, stroke: s.color, "data-queue": s.name });
+      path.append(svgEl("title", {}, s.name));
+      svg.append(path);
+    }
+    plot.replaceChildren(svg);
+    fig.querySelector(".legend").replaceChildren(...series.map((s) => {
+      const last = s.points.length ? s.points[s.points.length - 1].v : 0;
+      const sw = svgEl("svg", { width: 12, height: 12, "aria-hidden": "true" });
+      sw.append(svgEl("rect", { width: 12, height: 12, rx: 2, fill: s.color }));
+      return el("li", { dataset: { queue: s.name } }, sw, " " + s.name + " ", el("span", { class: "muted" }, fmt(last) + (unit === "s" ? "" : " " + unit)));
+    }));
+  }
+
+  function renderCharts(now) {
+    const nowSec = Math.floor(now / 1000);
+    // The busiest queues, by the sum of their throughput and lateness.
+    const names = [...state.queues.keys()];
+    const weight = (n) => hist(n).samples.reduce((a, p) => a + p.rate + p.late, 0);
+    const top = names.map((n) => [n, weight(n)]).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, MAX_SERIES)
+      .map((e) => e[0]).sort();
+    const series = (key) => top.map((n, i) => ({ name: n, color: COLORS[i % COLORS.length],
+      points: hist(n).samples.map((p) => ({ t: p.t, v: p[key] })) }));
+    drawChart($("chart-throughput"), "jobs/s", fmtNum, series("rate"), nowSec);
+    drawChart($("chart-lateness"), "s", (v) => fmtMs(v * 1000), series("late"), nowSec);
+  }
+
+  // Rendering of the queues view --------------------------------------------
+
+  let renderTimer = 0;
+  // renderSoon renders the queues within 100 ms, once for many events.
+  function renderSoon() { if (!renderTimer) renderTimer = setTimeout(() => { renderTimer = 0; renderQueues(); }, 100); }
+
+  // The queues table is updated in place (a row per queue, kept), so that
+  // a button under the pointer is not replaced while events stream in.
+  const qRows = new Map(); // name -> {tr, cells}
+  function queueRow(name) {
+    let r = qRows.get(name);
+    if (r) return r;
+    const td = (cls) => el("td", { class: cls });
+    const badge = el("span", { class: "badge" }, "paused");
+    const cells = { badge, scheduled: td("n-scheduled"), pending: td("n-pending"), processing: td("n-processing"),
+      dead: td("n-dead"), completed_total: td("n-completed"), failed_total: td("n-failed"), retried_total: td("n-retried"),
+      reclaimed_total: td("n-reclaimed"), next: td("n-next"), rate: td("n-rate"), late: td("n-late") };
+    cells.name = el("a", { href: "#/queues/" + encodeURIComponent(name) }, name);
+    const tr = el("tr", { class: "q", dataset: { queue: name } }, el("td", {}, cells.name),
+      cells.scheduled, cells.pending, cells.processing, cells.dead, cells.completed_total, cells.failed_total,
+      cells.retried_total, cells.reclaimed_total, cells.next, cells.rate, cells.late,
+      el("td", {}, el("button", { onclick: () => act("reclaim " + name, () => reclaim(name)) }, "reclaim")));
+    r = { tr, cells };
+    qRows.set(name, r);
+    return r;
+  }
+  function setText(e, v) { v = String(v); if (e.textContent !== v) e.textContent = v; }
+
+  function renderQueues() {
+    const qs = [...state.queues.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
     const now = Date.now();
     const rows = qs.map((q) => {
-      const h = record(q, now);
-      const rate = h[h.length - 1].rate;
-      return el("tr", { class: "q" + (q.name === state.queue ? " selected" : ""), dataset: { queue: q.name } },
-        el("td", {}, el("a", { href: "#", onclick: (e) => { e.preventDefault(); select(q.name); } }, q.name),
-          q.paused ? el("span", { class: "badge" }, "paused") : ""),
-        el("td", {}, q.scheduled), el("td", {}, q.pending), el("td", {}, q.processing), el("td", {}, q.dead),
-        el("td", {}, q.completed_total), el("td", {}, q.failed_total), el("td", {}, q.retried_total),
-        el("td", {}, q.reclaimed_total), timeCell(q.next_run_at),
-        el("td", {}, spark(h.map((s) => s.rate), "tp", "completed/s, last minute"), " " + rate.toFixed(1) + "/s"),
-        el("td", {}, spark(h.map((s) => s.late), "lt", "oldest pending age, last minute"), " " + fmtMs(q.oldest_pending_age_ms)),
-        el("td", {}, el("button", { onclick: () => act("reclaim " + q.name, () => reclaim(q.name)) }, "reclaim")));
+      const { tr, cells } = queueRow(q.name);
+      const h = hist(q.name).samples, rate = h.length ? h[h.length - 1].rate : 0;
+      tr.classList.toggle("selected", q.name === state.queue);
+      if (q.paused && !cells.badge.isConnected) cells.name.after(cells.badge);
+      if (!q.paused && cells.badge.isConnected) cells.badge.remove();
+      for (const k of ["scheduled", "pending", "processing", "dead", "completed_total", "failed_total", "retried_total", "reclaimed_total"]) {
+        setText(cells[k], q[k]);
+      }
+      cells.next.dataset.at = q.next_run_at || "";
+      cells.next.title = q.next_run_at || "";
+      setText(cells.next, rel(q.next_run_at));
+      setText(cells.rate, fmtNum(rate) + "/s");
+      setText(cells.late, fmtMs(lateness(q, now)));
+      return tr;
     });
-    tb.replaceChildren(...rows);
+    for (const name of qRows.keys()) if (!state.queues.has(name)) qRows.delete(name);
+    const tb = $("queues").tBodies[0];
+    if (tb.children.length !== rows.length || rows.some((r, i) => tb.children[i] !== r)) tb.replaceChildren(...rows);
     $("no-queues").hidden = qs.length > 0;
 
     const sel = $("queue-select");
     const names = qs.map((q) => q.name);
-    if (!state.queue && names.length) state.queue = state.demo && names.includes("demo") ? "demo" : names[0];
+    const before = state.queue;
+    if (!state.queue && names.length) state.queue = state.demo && names.includes(state.demo.queue) ? state.demo.queue : names[0];
+    if (state.queue !== before) soonJobs();
+    if (state.queue && !names.includes(state.queue)) names.push(state.queue);
     if (sel.options.length !== names.length || names.some((n, i) => sel.options[i].value !== n)) {
       sel.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
     }
-    sel.value = state.queue;
-    const cur = qs.find((q) => q.name === state.queue);
-    if (cur) {
-      $("count-scheduled").textContent = cur.scheduled;
-      $("count-pending").textContent = cur.pending;
-      $("count-processing").textContent = cur.processing;
-      $("count-completed").textContent = cur.completed_total;
-      $("count-dead").textContent = cur.dead;
-      $("q-pause").hidden = cur.paused;
-      $("q-resume").hidden = !cur.paused;
-    }
+    if (sel.value !== state.queue) sel.value = state.queue;
+    const cur = state.queues.get(state.queue) || blankQueue(state.queue);
+    setText($("count-scheduled"), cur.scheduled);
+    setText($("count-pending"), cur.pending);
+    setText($("count-processing"), cur.processing);
+    setText($("count-completed"), cur.completed_total);
+    setText($("count-dead"), cur.dead);
+    $("q-pause").hidden = !!cur.paused;
+    $("q-resume").hidden = !cur.paused;
   }
 
   async function reclaim(q) {
@@ -151,25 +436,25 @@
   }
 
   function jobPath(j) { return "/v1/queues/" + encodeURIComponent(j.queue) + "/jobs/" + encodeURIComponent(j.id); }
+  function jobHash(queue, id) { return "#/queues/" + encodeURIComponent(queue) + "/jobs/" + encodeURIComponent(id); }
 
   function jobActions(j) {
     const b = (label, fn) => el("button", { class: "act", dataset: { act: label }, onclick: (e) => { e.stopPropagation(); act(label + " " + j.id.slice(-8), fn); } }, label);
     const out = [];
     if (j.status === "scheduled") out.push(b("run now", () => api("POST", jobPath(j) + "/retry")));
-    if (j.status === "scheduled" || j.status === "pending") out.push(b("cancel", () => api("DELETE", jobPath(j))));
-    if (j.status === "processing") out.push(b("cancel", () => api("DELETE", jobPath(j))));
+    if (j.status === "scheduled" || j.status === "pending" || j.status === "processing") out.push(b("cancel", () => api("DELETE", jobPath(j))));
     if (j.status === "dead") out.push(b("retry", () => api("POST", jobPath(j) + "/retry")));
-    if (j.status === "dead" || j.status === "completed") out.push(b("delete", () => api("DELETE", jobPath(j))));
+    if (j.status === "dead" || j.status === "completed" || j.status === "canceled") out.push(b("delete", () => api("DELETE", jobPath(j))));
     return out;
   }
 
-  function renderJobs(jobs) {
-    const tab = state.tab;
+  function renderJobs() {
+    const tab = state.tab, jobs = state.jobs;
     $("time-head").textContent = { scheduled: "run at", pending: "due", processing: "lease until", completed: "completed", dead: "died" }[tab];
     const rows = jobs.map((j) => {
       const t = tab === "processing" ? j.lease_until : tab === "completed" ? j.completed_at : j.run_at;
-      return el("tr", { class: "job" + (j.id === state.open ? " selected" : ""), dataset: { id: j.id, status: j.status }, onclick: () => openJob(j) },
-        el("td", { title: j.id }, el("code", {}, j.id.slice(-12))), el("td", {}, j.kind), el("td", {}, j.status),
+      return el("tr", { class: "job", dataset: { id: j.id, status: j.status }, onclick: () => { location.hash = jobHash(j.queue, j.id); } },
+        el("td", { title: j.id }, el("a", { href: jobHash(j.queue, j.id) }, el("code", {}, j.id.slice(-12)))), el("td", {}, j.kind), el("td", {}, j.status),
         el("td", {}, j.attempts + "/" + j.max_attempts), timeCell(t),
         el("td", { class: "err", title: j.last_error || "" }, j.last_error || ""), el("td", {}, ...jobActions(j)));
     });
@@ -179,39 +464,21 @@
     for (const b of document.querySelectorAll("#tabs button[data-tab]")) b.classList.toggle("on", b.dataset.tab === tab);
   }
 
-  async function openJob(j) {
-    state.open = j.id;
-    state.openQueue = j.queue;
-    await showJob();
+  async function loadJobs() {
+    if (!state.queue) { state.jobs = []; renderJobs(); return; }
+    const q = state.queue, tab = state.tab, seen = queueEvents(q);
+    const [r, cfg] = await Promise.all([
+      api("GET", "/v1/queues/" + encodeURIComponent(q) + "/jobs?status=" + tab + "&limit=" + LIMIT),
+      or404(api("GET", "/v1/queues/" + encodeURIComponent(q))),
+    ]);
+    if (q !== state.queue || tab !== state.tab) return; // a newer load is on its way
+    state.jobs = r.jobs;
+    for (const j of r.jobs) know(j.id, j.status);
+    renderJobs();
+    renderQueueConfig(cfg);
+    if (queueEvents(q) !== seen) soonJobs(); // an event of the queue overtook the read
   }
-
-  async function showJob() {
-    if (!state.open) { $("detail").hidden = true; return; }
-    try {
-      const j = await api("GET", "/v1/queues/" + encodeURIComponent(state.openQueue) + "/jobs/" + encodeURIComponent(state.open));
-      $("detail").hidden = false;
-      $("detail-id").textContent = j.id;
-      $("detail-job").textContent = JSON.stringify(Object.assign({}, j, { payload: undefined, result: undefined, last_error: undefined }), null, 2);
-      $("detail-payload").textContent = JSON.stringify(j.payload, null, 2);
-      $("detail-result").textContent = j.result === null ? "—" : JSON.stringify(j.result, null, 2);
-      $("detail-error").textContent = j.last_error || "—";
-      $("detail-resched").hidden = !(j.status === "scheduled" || j.status === "pending");
-      renderDeliveries(j.deliveries || []);
-    } catch (e) {
-      if (e.status === 404) { state.open = ""; $("detail").hidden = true; } else throw e;
-    }
-  }
-
-  // renderDeliveries shows a push job's attempts: each request's response
-  // status (or its error), duration and outcome.
-  function renderDeliveries(ds) {
-    $("detail-deliveries-box").hidden = ds.length === 0;
-    $("detail-deliveries").tBodies[0].replaceChildren(...ds.map((d) => el("tr", { class: "delivery", dataset: { status: String(d.status) } },
-      el("td", {}, d.attempt), timeCell(d.at), el("td", { title: d.url }, el("code", {}, d.url)),
-      el("td", { class: d.status >= 200 && d.status < 300 ? "" : "err" }, d.status ? d.status : "—"),
-      el("td", {}, fmtMs(Math.round(d.duration_ms))), el("td", {}, d.outcome),
-      el("td", { class: "err", title: d.error || "" }, d.error || ""))));
-  }
+  const soonJobs = throttle(loadJobs, LIST_MS);
 
   // renderQueueConfig shows the selected queue's push target and limits
   // (GET /v1/queues/{queue}).
@@ -226,6 +493,7 @@
     $("queue-limits").textContent = parts.length ? "· limits: " + parts.join(", ") : "· no limits";
   }
 
+  let cronTimer = 0;
   function renderCron(entries) {
     const rows = entries.map((c) => el("tr", {},
       el("td", {}, c.name), el("td", {}, el("code", {}, c.schedule), c.paused ? el("span", { class: "badge" }, "paused") : ""),
@@ -233,24 +501,51 @@
       el("td", {}, c.last_job_id ? el("code", {}, c.last_job_id.slice(-12)) : "—")));
     $("cron").tBodies[0].replaceChildren(...rows);
     $("no-cron").hidden = entries.length > 0;
+    // Read the entries again just after the next one is due, to show its run.
+    clearTimeout(cronTimer);
+    const next = Math.min(...entries.filter((c) => c.next_run_at && !c.paused).map((c) => Date.parse(c.next_run_at)));
+    if (isFinite(next) && next - Date.now() < RESYNC_MS) {
+      cronTimer = setTimeout(() => api("GET", "/v1/cron").then((c) => renderCron(c.entries), report), Math.max(1000, next - Date.now() + 1000));
+    }
   }
 
-  function renderDemo(d) {
+  // The demo: the pool form shows the pool's settings as the server has
+  // them; a field the user has changed since is left alone until applied.
+  const demoFields = [["demo-size", "size"], ["demo-latency", "latency"], ["demo-fail", "fail_rate"], ["demo-hang", "hang_rate"]];
+  const demoShown = {}; // field -> the value the page last put in it
+  function renderDemo(d, force) {
     for (const k of ["running", "busy", "completed", "failed", "hung", "released"]) $("demo-" + k).textContent = d[k];
+    for (const [id, key] of demoFields) {
+      const inp = $(id), v = String(d[key]);
+      if (force || inp.value === (demoShown[id] || "")) { inp.value = v; demoShown[id] = v; }
+    }
     const box = $("demo-kinds");
     if (!box.childElementCount) {
       box.append(...d.kinds.map((k) => el("label", {}, el("input", { type: "checkbox", value: k, checked: true }), " " + k)));
     }
   }
-
-  function fmtAge(sec) {
-    return sec < 90 ? Math.round(sec) + "s" : sec < 5400 ? Math.round(sec / 60) + "m" : sec < 172800 ? Math.round(sec / 3600) + "h" : Math.round(sec / 86400) + "d";
+  async function readDemo() {
+    const d = await or404(api("GET", "/v1/demo"));
+    if (d) renderDemo(d);
+    return d;
   }
-
-  // fmtOffset writes seconds with their sign: "+0.4 ms", "-30.0 s".
-  function fmtOffset(sec) {
-    const a = Math.abs(sec);
-    return (sec < 0 ? "-" : "+") + (a < 1 ? (a * 1000).toFixed(1) + " ms" : a.toFixed(1) + " s");
+  // The pool's counters move just after the events of its jobs (in the
+  // demo's process, not in Redis): read them at once, and once more when
+  // its events have been quiet for DEMO_SETTLE_MS.
+  const soonDemoNow = throttle(readDemo, LIST_MS);
+  let demoSettle = 0;
+  function soonDemo() {
+    soonDemoNow();
+    clearTimeout(demoSettle);
+    demoSettle = setTimeout(() => readDemo().catch(report), DEMO_SETTLE_MS);
+  }
+  // followPool reads the pool until it runs as many workers as it was told
+  // to (workers stop when their job is done), after an apply; bounded.
+  let follow = 0;
+  function followPool(d, tries) {
+    clearTimeout(follow);
+    if (!d || d.running === d.size || tries <= 0) return;
+    follow = setTimeout(() => readDemo().then((n) => followPool(n, tries - 1), report), LIST_MS);
   }
 
   // renderStatus shows how far this instance's clock is from Redis's
@@ -275,68 +570,281 @@
       "chronoq " + st.version + " (" + st.go_version + "), up " + fmtAge(st.uptime_seconds) + ".";
   }
 
-  function select(q) {
-    state.queue = q;
-    state.open = "";
-    refresh();
+  // The job page -----------------------------------------------------------
+
+  const job = { queue: "", id: "", data: null, events: 0 };
+
+  function renderJob(j) {
+    job.data = j;
+    know(j.id, j.status);
+    $("job-gone").hidden = true;
+    $("detail-job").textContent = JSON.stringify(Object.assign({}, j, { payload: undefined, result: undefined, last_error: undefined }), null, 2);
+    $("detail-payload").textContent = JSON.stringify(j.payload, null, 2);
+    $("detail-result").textContent = j.result === null || j.result === undefined ? "—" : JSON.stringify(j.result, null, 2);
+    $("detail-error").textContent = j.last_error || "—";
+    setJobStatus(j.status, j.attempts);
+    renderDeliveries(j.deliveries || []);
   }
 
-  let timer = 0;
-  async function refresh() {
-    clearTimeout(timer);
-    if (state.busy) { state.again = true; return; }
-    state.busy = true;
+  function setJobStatus(status, attempts) {
+    const s = $("job-status");
+    s.textContent = status;
+    s.dataset.status = status;
+    $("job-attempts").textContent = attempts;
+    $("detail-resched").hidden = !(status === "scheduled" || status === "pending");
+    $("detail-actions").replaceChildren(...(status === "deleted" ? [] : jobActions({ queue: job.queue, id: job.id, status })));
+  }
+
+  async function loadJob() {
+    const q = job.queue, id = job.id, seen = queueEvents(q);
+    if (!id) return;
+    let j;
+    try {
+      j = await api("GET", "/v1/queues/" + encodeURIComponent(q) + "/jobs/" + encodeURIComponent(id));
+    } catch (e) {
+      if (e.status !== 404) throw e;
+      j = null;
+    }
+    if (q !== job.queue || id !== job.id) return;
+    if (j) renderJob(j);
+    else { $("job-gone").hidden = false; setJobStatus("deleted", $("job-attempts").textContent); }
+    if (queueEvents(q) !== seen) soonJob(); // an event of the queue overtook the read
+  }
+  const soonJob = throttle(loadJob, LIST_MS);
+
+  // jobEvent shows an event of the open job at once, then reads the job
+  // again for what the event does not carry (result, error, deliveries).
+  function jobEvent(type, d) {
+    if (d.queue !== job.queue || d.id !== job.id) return;
+    const status = type === "deleted" ? "deleted" : d.status;
+    setJobStatus(status, d.attempts);
+    const at = d.at ? new Date(d.at) : new Date();
+    $("job-events").prepend(el("li", { dataset: { type, status } }, el("time", { datetime: d.at || "" }, at.toLocaleTimeString()),
+      " " + type + " → ", el("b", {}, status), " (attempts " + d.attempts + ")"));
+    $("no-job-events").hidden = true;
+    soonJob();
+  }
+
+  // renderDeliveries shows a push job's attempts: each request's response
+  // status (or its error), duration and outcome.
+  function renderDeliveries(ds) {
+    $("detail-deliveries-box").hidden = ds.length === 0;
+    $("detail-deliveries").tBodies[0].replaceChildren(...ds.map((d) => el("tr", { class: "delivery", dataset: { status: String(d.status) } },
+      el("td", {}, d.attempt), timeCell(d.at), el("td", { title: d.url }, el("code", {}, d.url)),
+      el("td", { class: d.status >= 200 && d.status < 300 ? "" : "err" }, d.status ? d.status : "—"),
+      el("td", {}, fmtMs(Math.round(d.duration_ms))), el("td", {}, d.outcome),
+      el("td", { class: "err", title: d.error || "" }, d.error || ""))));
+  }
+
+  // Views and routes -------------------------------------------------------
+
+  const views = {
+    queues: {
+      enter(p) {
+        if (p.queue && p.queue !== state.queue) { state.queue = p.queue; state.jobs = []; renderJobs(); }
+        renderQueues();
+        renderCharts(Date.now());
+        soonJobs();
+      },
+      load: loadJobs,
+      event(type, d) {
+        if (d.queue === state.queue && (d.status === state.tab || state.jobs.some((j) => j.id === d.id))) soonJobs();
+        if (state.demo && d.queue === state.demo.queue) soonDemo();
+      },
+    },
+    job: {
+      enter(p) {
+        Object.assign(job, { queue: p.queue, id: p.id, data: null });
+        $("detail-id").textContent = p.id;
+        $("detail-queue").textContent = p.queue;
+        $("job-back").href = "#/queues/" + encodeURIComponent(p.queue);
+        $("job-back").textContent = "← jobs of " + p.queue;
+        for (const id of ["detail-job", "detail-payload", "detail-result", "detail-error"]) $(id).textContent = "";
+        $("job-events").replaceChildren();
+        $("no-job-events").hidden = false;
+        $("job-gone").hidden = true;
+        setJobStatus("…", "");
+        renderDeliveries([]);
+        soonJob();
+      },
+      leave() { job.id = ""; soonJob.cancel(); },
+      load: loadJob,
+      event: jobEvent,
+    },
+    notfound: {
+      enter() { $("notfound-hash").textContent = location.hash; },
+    },
+  };
+
+  // routes: "#/a/:x/b/:y" patterns, first match wins; "" is "#/queues".
+  const routes = [
+    ["/queues", "queues"],
+    ["/queues/:queue", "queues"],
+    ["/queues/:queue/jobs/:id", "job"],
+  ].map(([pattern, view]) => {
+    const names = [];
+    const re = new RegExp("^" + pattern.replace(/:(\w+)/g, (_, n) => { names.push(n); return "([^/]+)"; }) + "$");
+    return { re, names, view };
+  });
+
+  function route() {
+    let path = location.hash.replace(/^#/, "") || "/queues";
+    if (path === "/") path = "/queues";
+    let view = "notfound", params = {};
+    for (const r of routes) {
+      const m = r.re.exec(path);
+      if (!m) continue;
+      try {
+        params = Object.fromEntries(r.names.map((n, i) => [n, decodeURIComponent(m[i + 1])]));
+        view = r.view;
+      } catch (_) { /* a malformed escape: not found */ }
+      break;
+    }
+    if (state.view && views[state.view].leave) views[state.view].leave();
+    state.view = view;
+    state.params = params;
+    for (const d of document.querySelectorAll("[data-view]")) d.hidden = d.dataset.view !== view;
+    for (const a of document.querySelectorAll("#nav a[data-nav]")) a.classList.toggle("on", a.dataset.nav === view || (view === "job" && a.dataset.nav === "queues"));
+    views[view].enter(params);
+  }
+
+  // Sync -----------------------------------------------------------------
+
+  let resyncTimer = 0, resyncing = false, resyncAgain = false;
+  // resync reads everything again: the queues, the instance's status, cron,
+  // the demo and the shown view. It runs at each (re)connect of the event
+  // stream, after each action, and every RESYNC_MS.
+  async function resync() {
+    clearTimeout(resyncTimer);
+    resyncTimer = setTimeout(resync, RESYNC_MS);
+    if (resyncing) { resyncAgain = true; return; }
+    resyncing = true;
+    const before = eventsOf();
     try {
       const [qs, demo, cron, status] = await Promise.all([
         api("GET", "/v1/queues"),
-        state.demo !== null ? api("GET", "/v1/demo").catch((e) => { if (e.status === 404) return null; throw e; }) : null,
-        state.cron ? api("GET", "/v1/cron").catch((e) => { if (e.status === 404) return null; throw e; }) : null,
-        api("GET", "/v1/status").catch((e) => { if (e.status === 404) return null; throw e; }),
+        state.demo !== null ? or404(api("GET", "/v1/demo")) : null,
+        state.cron !== null ? or404(api("GET", "/v1/cron")) : null,
+        or404(api("GET", "/v1/status")),
       ]);
       renderStatus(status);
-      state.demo = demo ? true : null;
+      state.demo = demo;
       $("demo-panel").hidden = !demo;
       if (demo) renderDemo(demo);
-      state.cron = cron !== null;
+      state.cron = cron;
       $("cron-panel").hidden = !cron;
       if (cron) renderCron(cron.entries);
-      renderQueues(qs.queues);
-      if (state.queue) {
-        const [r, q] = await Promise.all([
-          api("GET", "/v1/queues/" + encodeURIComponent(state.queue) + "/jobs?status=" + state.tab + "&limit=" + LIMIT),
-          api("GET", "/v1/queues/" + encodeURIComponent(state.queue)).catch((e) => { if (e.status === 404) return null; throw e; }),
-        ]);
-        renderJobs(r.jobs);
-        renderQueueConfig(q);
-      }
-      await showJob();
-      $("auth").hidden = true;
-      $("live").textContent = "live · " + new Date().toLocaleTimeString();
+      setQueues(qs.queues, before);
+      renderQueues();
+      const v = views[state.view];
+      if (v.load) await v.load();
+      const l = $("live");
+      l.dataset.resyncs = String(Number(l.dataset.resyncs || 0) + 1);
+      l.dataset.synced = new Date().toISOString();
+      showLive();
     } catch (e) {
-      $("live").textContent = "offline: " + e.message;
+      live.why = e.message;
+      showLive();
     } finally {
-      state.busy = false;
-      if (state.again) { state.again = false; timer = setTimeout(refresh, 0); } else timer = setTimeout(refresh, POLL_MS);
+      resyncing = false;
+      if (resyncAgain) { resyncAgain = false; resync(); }
     }
+  }
+
+  // The event stream -------------------------------------------------------
+
+  const live = { es: null, state: "connecting", attempt: 0, retryAt: 0, why: "", timer: 0 };
+
+  function showLive() {
+    const l = $("live");
+    l.dataset.state = live.state;
+    const synced = l.dataset.synced ? " · read " + new Date(l.dataset.synced).toLocaleTimeString() : "";
+    if (live.state === "live") {
+      l.textContent = "live";
+      l.title = "events stream in as they happen" + synced + "; everything is read again every " + RESYNC_MS / 1000 + " s";
+    } else if (live.state === "connecting") {
+      l.textContent = "connecting…";
+    } else {
+      const s = Math.max(0, Math.ceil((live.retryAt - Date.now()) / 1000));
+      l.textContent = (live.why ? "offline: " + live.why + " · " : "disconnected · ") + (s > 0 ? "reconnecting in " + s + "s" : "reconnecting…");
+      l.title = "the event stream is down (attempt " + live.attempt + "); numbers may be stale" + synced;
+    }
+  }
+
+  function connect() {
+    live.timer = 0;
+    live.state = "connecting";
+    showLive();
+    const es = new EventSource("/v1/events");
+    live.es = es;
+    const onEvent = (e) => {
+      let d;
+      try { d = JSON.parse(e.data); } catch (_) { return; }
+      state.events++;
+      $("live").dataset.events = String(state.events);
+      applyEvent(e.type, d);
+      const v = views[state.view];
+      if (v.event) v.event(e.type, d);
+    };
+    for (const t of EVENT_TYPES) es.addEventListener(t, onEvent);
+    es.onopen = () => {
+      if (es !== live.es) return;
+      live.attempt = 0;
+      live.why = "";
+      live.state = "live";
+      showLive();
+      resync(); // the events of while it was closed are lost: read everything
+    };
+    es.onerror = () => {
+      if (es !== live.es) return;
+      es.close();
+      live.es = null;
+      const base = BACKOFF_MS[Math.min(live.attempt, BACKOFF_MS.length - 1)];
+      const delay = Math.round(base * (0.75 + Math.random() / 2));
+      live.attempt++;
+      live.state = "down";
+      live.retryAt = Date.now() + delay;
+      live.timer = setTimeout(connect, delay);
+      // Why: a 401 shows the sign-in banner (api does), anything else here.
+      api("GET", "/v1/status").then(() => { live.why = ""; }, (e) => { live.why = e.status === 401 ? "signed out" : e.message; })
+        .finally(showLive);
+      // A stream that never opened (too many streams open: 503) still
+      // leaves the page its reads: the first now, then every RESYNC_MS.
+      if (!$("live").dataset.synced) resync();
+    };
+  }
+
+  // The clock: once a second, relative times, the charts and the status
+  // line move on; nothing is read from the server.
+  function tick() {
+    const now = Date.now();
+    sample(now);
+    if (state.view === "queues") {
+      renderCharts(now);
+      renderQueues();
+    }
+    for (const c of document.querySelectorAll("[data-at]")) if (c.dataset.at) c.textContent = rel(c.dataset.at);
+    if (live.state === "down") showLive();
   }
 
   function queuePath(suffix) { return "/v1/queues/" + encodeURIComponent(state.queue) + suffix; }
 
   function wire() {
+    window.addEventListener("hashchange", route);
+    window.addEventListener("resize", () => { if (state.view === "queues") renderCharts(Date.now()); });
     for (const b of document.querySelectorAll("#tabs button[data-tab]")) {
-      b.addEventListener("click", () => { state.tab = b.dataset.tab; refresh(); });
+      b.addEventListener("click", () => { state.tab = b.dataset.tab; state.jobs = []; renderJobs(); soonJobs(); });
     }
-    $("queue-select").addEventListener("change", (e) => select(e.target.value));
+    $("queue-select").addEventListener("change", (e) => { location.hash = "#/queues/" + encodeURIComponent(e.target.value); });
     $("q-pause").addEventListener("click", () => act("pause " + state.queue, () => api("POST", queuePath("/pause"))));
     $("q-resume").addEventListener("click", () => act("resume " + state.queue, () => api("POST", queuePath("/resume"))));
     $("q-reclaim").addEventListener("click", () => act("reclaim sweep of " + state.queue, () => reclaim(state.queue)));
     $("dead-retry").addEventListener("click", () => act("retry dead", async () => (await api("POST", queuePath("/dead/retry"), {})).requeued + " requeued"));
     $("dead-purge").addEventListener("click", () => act("purge dead", async () => (await api("DELETE", queuePath("/dead"))).deleted + " deleted"));
-    $("detail-close").addEventListener("click", () => { state.open = ""; $("detail").hidden = true; });
     $("resched-go").addEventListener("click", () => act("reschedule", () => {
       const v = $("resched-value").value.trim();
       const body = /^\d{4}-/.test(v) ? { run_at: v } : { delay: v };
-      return api("PATCH", "/v1/queues/" + encodeURIComponent(state.openQueue) + "/jobs/" + encodeURIComponent(state.open), body);
+      return api("PATCH", "/v1/queues/" + encodeURIComponent(job.queue) + "/jobs/" + encodeURIComponent(job.id), body);
     }));
     $("enqueue").addEventListener("submit", (e) => {
       e.preventDefault();
@@ -360,6 +868,8 @@
         size: Number($("demo-size").value), latency: $("demo-latency").value.trim(),
         fail_rate: Number($("demo-fail").value), hang_rate: Number($("demo-hang").value),
       });
+      renderDemo(d, true);
+      followPool(d, 40);
       return d.size + " worker(s)";
     }));
     $("demo-batch").addEventListener("click", () => act("batch", async () => {
@@ -372,11 +882,13 @@
       if (when === "delay") body.delay = $("demo-delay").value.trim();
       if (when === "spread") body.spread = "1m";
       const r = await api("POST", "/v1/demo/batch", body);
-      if (!state.queue) state.queue = "demo";
+      if (!state.queue && state.demo) state.queue = state.demo.queue;
       return r.enqueued + " job(s), first " + rel(r.first_run_at);
     }));
   }
 
   wire();
-  refresh();
+  route();
+  connect();
+  setInterval(tick, 1000);
 })();
