@@ -441,7 +441,9 @@ func TestDashboardLive(t *testing.T) {
 	// it changes, each change shown from its event.
 	j := post(s, "/v1/jobs", `{"queue":"one","kind":"report","payload":{"n":7},"delay":"1h"}`)
 	id := j["id"].(string)
-	b.do(chromedp.Navigate("about:blank"), chromedp.Navigate(s.base+"/#/queues/one/jobs/"+id))
+	b.eval(`location.hash = "#/queues/one/jobs/` + id + `"; "ok"`)
+	b.do(chromedp.Reload()) // the page loads at the job's address
+	require.Equal(t, s.base+"/#/queues/one/jobs/"+id, b.eval(`location.href`))
 	b.waitFor("the job's page", `document.getElementById("job-status").dataset.status === "scheduled" && document.getElementById("detail-payload").textContent.includes('"n": 7')`, 10*time.Second)
 	b.waitFor("the stream live", liveState("live"), 10*time.Second)
 	post(s, "/v1/queues/one/jobs/"+id+"/retry", "")

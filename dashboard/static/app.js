@@ -184,6 +184,15 @@
       }
       next.set(q.name, Object.assign({}, q, { _at: now, _events: cur ? cur._events : 0, _kept: 0 }));
     }
+    // A queue the read does not know, which events made while it was under
+    // way, is kept too.
+    for (const cur of state.queues.values()) {
+      if (!next.has(cur.name) && before && (cur._events || 0) !== (before.get(cur.name) || 0) && (cur._kept || 0) < MAX_KEPT) {
+        cur._kept = (cur._kept || 0) + 1;
+        next.set(cur.name, cur);
+        again = true;
+      }
+    }
     state.queues = next;
     for (const name of state.history.keys()) if (!next.has(name)) state.history.delete(name);
     if (again) soonStats();
@@ -464,18 +473,21 @@
     for (const b of document.querySelectorAll("#tabs button[data-tab]")) b.classList.toggle("on", b.dataset.tab === tab);
   }
 
+  // configFor is the queue whose push target and limits are shown ("": to
+  // read again); events do not change them.
+  let configFor = "";
   async function loadJobs() {
     if (!state.queue) { state.jobs = []; renderJobs(); return; }
     const q = state.queue, tab = state.tab, seen = queueEvents(q);
     const [r, cfg] = await Promise.all([
       api("GET", "/v1/queues/" + encodeURIComponent(q) + "/jobs?status=" + tab + "&limit=" + LIMIT),
-      or404(api("GET", "/v1/queues/" + encodeURIComponent(q))),
+      configFor === q ? undefined : or404(api("GET", "/v1/queues/" + encodeURIComponent(q))),
     ]);
     if (q !== state.queue || tab !== state.tab) return; // a newer load is on its way
     state.jobs = r.jobs;
     for (const j of r.jobs) know(j.id, j.status);
     renderJobs();
-    renderQueueConfig(cfg);
+    if (cfg !== undefined) { renderQueueConfig(cfg); configFor = q; }
     if (queueEvents(q) !== seen) soonJobs(); // an event of the queue overtook the read
   }
   const soonJobs = throttle(loadJobs, LIST_MS);
@@ -719,6 +731,8 @@
     resyncTimer = setTimeout(resync, RESYNC_MS);
     if (resyncing) { resyncAgain = true; return; }
     resyncing = true;
+    const l = $("live");
+    l.dataset.resyncs = String(Number(l.dataset.resyncs || 0) + 1); // begun: for the tests, which count the page's reads
     const before = eventsOf();
     try {
       const [qs, demo, cron, status] = await Promise.all([
@@ -736,11 +750,10 @@
       if (cron) renderCron(cron.entries);
       setQueues(qs.queues, before);
       renderQueues();
+      configFor = "";
       const v = views[state.view];
       if (v.load) await v.load();
-      const l = $("live");
-      l.dataset.resyncs = String(Number(l.dataset.resyncs || 0) + 1);
-      l.dataset.synced = new Date().toISOString();
+      $("live").dataset.synced = new Date().toISOString();
       showLive();
     } catch (e) {
       live.why = e.message;
