@@ -30,6 +30,12 @@ func TestHandler(t *testing.T) {
 	require.NotContains(t, html, "{{")
 	require.Contains(t, html, `id="queues"`)
 	require.Contains(t, html, "/v1/queues")
+	// Live from the event stream, with a view per hash route.
+	require.Contains(t, html, `new EventSource(url)`)
+	require.Contains(t, html, `stream("/v1/events"`)
+	for _, view := range []string{"queues", "job", "notfound"} {
+		require.Contains(t, html, `data-view="`+view+`"`)
+	}
 	// Offline: no external resource.
 	require.NotRegexp(t, `(src|href)="(https?:)?//`, html)
 	require.Equal(t, 1, strings.Count(html, "<link"))

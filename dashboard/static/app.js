@@ -9,13 +9,15 @@
 // - views: {enter(params), leave(), load(), event(type, data)}: enter when
 //   shown, load to read its data again (each full resync), event for each
 //   job event while it is shown.
-// - live: one EventSource on /v1/events, for every queue. The browser sends
-//   the session cookie with it, as with every fetch (an EventSource cannot
-//   send an Authorization header). Each event moves the queue counts at once
-//   (applyEvent), feeds the charts, then goes to the shown view. On an
-//   error the stream is closed and opened again after a growing delay
-//   (BACKOFF_MS); each time it opens, everything is read again, since the
-//   events of while it was down are lost.
+// - stream(url, opts): an EventSource kept open, reopened after a growing
+//   delay (BACKOFF_MS) on an error. The browser sends the session cookie
+//   with it, as with every fetch (an EventSource cannot send an
+//   Authorization header). A view with a stream of its own opens it with
+//   stream() in enter and closes it in leave.
+// - live: the page's stream, /v1/events for every queue. Each event moves
+//   the queue counts at once (applyEvent), feeds the charts, then goes to
+//   the shown view. Each time it opens, everything is read again, since
+//   the events of while it was down are lost.
 // - sync: what an event cannot tell (a cancel's previous status, the next
 //   scheduled time, the new oldest pending job) makes a re-read of the
 //   queue stats, at most every SOON_MS; and everything is read again every
@@ -766,7 +768,60 @@
 
   // The event stream -------------------------------------------------------
 
-  const live = { es: null, state: "connecting", attempt: 0, retryAt: 0, why: "", timer: 0 };
+  // stream opens an EventSource on url and keeps it open: on an error it
+  // closes it and opens it again after BACKOFF_MS (the browser's own retry
+  // gives up on an HTTP error). opts: types, the event names to take;
+  // event(type, data) with each event's JSON; open() each time it opens;
+  // state(s, info) with s "connecting", "live" or "down" and info
+  // {attempt, retryAt}. The browser sends the session cookie with it.
+  // Answers {close()}. (For a view's own stream, e.g. one job's, open it in
+  // enter and close it in leave.)
+  function stream(url, opts) {
+    const st = { es: null, attempt: 0, retryAt: 0, timer: 0, closed: false };
+    const tell = (s) => { if (opts.state) opts.state(s, st); };
+    function connect() {
+      st.timer = 0;
+      if (st.closed) return;
+      tell("connecting");
+      const es = new EventSource(url);
+      st.es = es;
+      const on = (e) => {
+        let d;
+        try { d = JSON.parse(e.data); } catch (_) { return; }
+        opts.event(e.type, d);
+      };
+      for (const t of opts.types) es.addEventListener(t, on);
+      es.onopen = () => {
+        if (es !== st.es) return;
+        st.attempt = 0;
+        tell("live");
+        if (opts.open) opts.open();
+      };
+      es.onerror = () => {
+        if (es !== st.es) return;
+        es.close();
+        st.es = null;
+        const base = BACKOFF_MS[Math.min(st.attempt, BACKOFF_MS.length - 1)];
+        const delay = Math.round(base * (0.75 + Math.random() / 2));
+        st.attempt++;
+        st.retryAt = Date.now() + delay;
+        st.timer = setTimeout(connect, delay);
+        tell("down");
+      };
+    }
+    connect();
+    return {
+      close() {
+        st.closed = true;
+        clearTimeout(st.timer);
+        if (st.es) st.es.close();
+        st.es = null;
+      },
+    };
+  }
+
+  // live is the page's stream of every queue's job events.
+  const live = { state: "connecting", attempt: 0, retryAt: 0, why: "" };
 
   function showLive() {
     const l = $("live");
@@ -784,47 +839,32 @@
     }
   }
 
-  function connect() {
-    live.timer = 0;
-    live.state = "connecting";
-    showLive();
-    const es = new EventSource("/v1/events");
-    live.es = es;
-    const onEvent = (e) => {
-      let d;
-      try { d = JSON.parse(e.data); } catch (_) { return; }
-      state.events++;
-      $("live").dataset.events = String(state.events);
-      applyEvent(e.type, d);
-      const v = views[state.view];
-      if (v.event) v.event(e.type, d);
-    };
-    for (const t of EVENT_TYPES) es.addEventListener(t, onEvent);
-    es.onopen = () => {
-      if (es !== live.es) return;
-      live.attempt = 0;
-      live.why = "";
-      live.state = "live";
-      showLive();
-      resync(); // the events of while it was closed are lost: read everything
-    };
-    es.onerror = () => {
-      if (es !== live.es) return;
-      es.close();
-      live.es = null;
-      const base = BACKOFF_MS[Math.min(live.attempt, BACKOFF_MS.length - 1)];
-      const delay = Math.round(base * (0.75 + Math.random() / 2));
-      live.attempt++;
-      live.state = "down";
-      live.retryAt = Date.now() + delay;
-      live.timer = setTimeout(connect, delay);
-      // Why: a 401 shows the sign-in banner (api does), anything else here.
-      api("GET", "/v1/status").then(() => { live.why = ""; }, (e) => { live.why = e.status === 401 ? "signed out" : e.message; })
-        .finally(showLive);
-      // A stream that never opened (too many streams open: 503) still
-      // leaves the page its reads: the first now, then every RESYNC_MS.
-      if (!$("live").dataset.synced) resync();
-    };
+  function startLive() {
+    stream("/v1/events", {
+      types: EVENT_TYPES,
+      event(type, d) {
+        state.events++;
+        $("live").dataset.events = String(state.events);
+        applyEvent(type, d);
+        const v = views[state.view];
+        if (v.event) v.event(type, d);
+      },
+      open() {
+        live.why = "";
+        resync(); // the events of while it was closed are lost: read everything
+      },
+      state(s, info) {
+        Object.assign(live, { state: s, attempt: info.attempt, retryAt: info.retryAt });
+        showLive();
+        if (s !== "down") return;
+        // Why: a 401 shows the sign-in banner (api does), anything else here.
+        api("GET", "/v1/status").then(() => { live.why = ""; }, (e) => { live.why = e.status === 401 ? "signed out" : e.message; })
+          .finally(showLive);
+        // A stream that never opened (too many streams open: 503) still
+        // leaves the page its reads: the first now, then every RESYNC_MS.
+        if (!$("live").dataset.synced) resync();
+      },
+    });
   }
 
   // The clock: once a second, relative times, the charts and the status
@@ -902,6 +942,6 @@
 
   wire();
   route();
-  connect();
+  startLive();
   setInterval(tick, 1000);
 })();
