@@ -455,6 +455,8 @@ func TestDashboardLive(t *testing.T) {
 	post(s, "/v1/queues/one/jobs/"+id+"/complete", `{"token":"`+jobs[0].(map[string]any)["token"].(string)+`","result":{"sent":true}}`)
 	b.waitFor("completed, with its result", `document.getElementById("job-status").dataset.status === "completed" && document.getElementById("detail-result").textContent.includes("sent")`, 10*time.Second)
 	require.Equal(t, "completed,processing,pending", b.eval(`[...document.querySelectorAll("#job-events li")].map((l) => l.dataset.status).join()`))
+	require.Equal(t, "none", b.eval(`getComputedStyle(document.getElementById("detail-resched")).display`), "a completed job cannot be rescheduled")
+	b.screenshot("dashboard-job.png")
 
 	// The charts: drawn from the events of demo jobs, readable.
 	b.eval(`location.hash = "#/queues"; "ok"`)
