@@ -147,6 +147,8 @@
   // timeCell shows a time relative to now; the clock tick keeps it true.
   function timeCell(iso) { return el("td", { title: iso || "", dataset: { at: iso || "" } }, rel(iso)); }
   function fmtMs(ms) { return ms < 1000 ? Math.round(ms) + "ms" : (ms / 1000).toFixed(1) + "s"; }
+  // fmtLate writes an age: "250ms", "12.5s", "3m", "2h".
+  function fmtLate(ms) { return ms < 90000 ? fmtMs(ms) : fmtAge(ms / 1000); }
   function fmtAge(sec) {
     return sec < 90 ? Math.round(sec) + "s" : sec < 5400 ? Math.round(sec / 60) + "m" : sec < 172800 ? Math.round(sec / 3600) + "h" : Math.round(sec / 86400) + "d";
   }
@@ -307,10 +309,12 @@
   // drawChart draws a line chart sized to its box (its width, a fixed
   // height): y axis with ticks and unit, time axis, one line per series,
   // and an HTML legend.
-  function drawChart(fig, unit, fmt, series, nowSec) {
+  // axis titles the y axis; fmt writes a value; unit follows a value in
+  // the legend.
+  function drawChart(fig, axis, fmt, unit, series, nowSec) {
     const plot = fig.querySelector(".plot");
     const W = Math.max(240, plot.clientWidth), H = 220;
-    const L = 56, R = 14, T = 12, B = 40;
+    const L = 64, R = 14, T = 12, B = 40;
     let max = 0;
     for (const s of series) for (const p of s.points) max = Math.max(max, p.v);
     // The span: since the first sample (at least a minute), at most WINDOW_S.
@@ -338,7 +342,7 @@
     svg.append(svgEl("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
     svg.append(svgEl("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
     svg.append(svgEl("text", { class: "unit", x: 12, y: T + (H - T - B) / 2, "text-anchor": "middle",
-      transform: "rotate(-90 12 " + (T + (H - T - B) / 2) + ")" }, unit));
+      transform: "rotate(-90 12 " + (T + (H - T - B) / 2) + ")" }, axis));
     svg.append(svgEl("text", { class: "unit", x: L + (W - L - R) / 2, y: H - 4, "text-anchor": "middle" }, "time"));
     for (const s of series) {
       if (!s.points.length) continue;
@@ -352,7 +356,7 @@
       const last = s.points.length ? s.points[s.points.length - 1].v : 0;
       const sw = svgEl("svg", { width: 12, height: 12, "aria-hidden": "true" });
       sw.append(svgEl("rect", { width: 12, height: 12, rx: 2, fill: s.color }));
-      return el("li", { dataset: { queue: s.name } }, sw, " " + s.name + " ", el("span", { class: "muted" }, fmt(last) + (unit === "s" ? "" : " " + unit)));
+      return el("li", { dataset: { queue: s.name } }, sw, " " + s.name + " ", el("span", { class: "muted" }, fmt(last) + unit));
     }));
   }
 
@@ -365,8 +369,8 @@
       .map((e) => e[0]).sort();
     const series = (key) => top.map((n, i) => ({ name: n, color: COLORS[i % COLORS.length],
       points: hist(n).samples.map((p) => ({ t: p.t, v: p[key] })) }));
-    drawChart($("chart-throughput"), "jobs/s", fmtNum, series("rate"), nowSec);
-    drawChart($("chart-lateness"), "s", (v) => fmtMs(v * 1000), series("late"), nowSec);
+    drawChart($("chart-throughput"), "jobs/s", fmtNum, " jobs/s", series("rate"), nowSec);
+    drawChart($("chart-lateness"), "age", (v) => fmtLate(v * 1000), "", series("late"), nowSec);
   }
 
   // Rendering of the queues view --------------------------------------------
@@ -413,7 +417,7 @@
       cells.next.title = q.next_run_at || "";
       setText(cells.next, rel(q.next_run_at));
       setText(cells.rate, fmtNum(rate) + "/s");
-      setText(cells.late, fmtMs(lateness(q, now)));
+      setText(cells.late, fmtLate(lateness(q, now)));
       return tr;
     });
     for (const name of qRows.keys()) if (!state.queues.has(name)) qRows.delete(name);
