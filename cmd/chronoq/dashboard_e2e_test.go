@@ -346,6 +346,7 @@ func TestDashboardPushInBrowser(t *testing.T) {
 	b.screenshot("dashboard-push.png")
 }
 
+// value is a predicate: the input id holds want.
 func value(id, want string) string {
 	return fmt.Sprintf(`document.getElementById(%q).value === %q`, id, want)
 }
