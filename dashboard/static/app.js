@@ -590,7 +590,7 @@
 
   // The job page -----------------------------------------------------------
 
-  const job = { queue: "", id: "", data: null, events: 0 };
+  const job = { queue: "", id: "", data: null }; // the job whose page is shown
 
   function renderJob(j) {
     job.data = j;
@@ -663,6 +663,7 @@
         renderQueues();
         renderCharts(Date.now());
         soonJobs();
+        if (state.demo) soonDemo(); // its counters did not follow while another view was shown
       },
       load: loadJobs,
       event(type, d) {
