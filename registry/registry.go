@@ -143,7 +143,7 @@ type Registration struct {
 // was registered, its last sighting is now (Redis's clock), and its start
 // time is kept while it is live. It answers the worker as recorded.
 func (r *Registry) Register(ctx context.Context, reg Registration) (Worker, error) {
-	info, err := normalize(reg.Info)
+	info, err := CheckInfo(reg.Info)
 	if err != nil {
 		return Worker{}, err
 	}

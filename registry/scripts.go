@@ -51,8 +51,8 @@ end
 `
 
 // touchScript registers or refreshes one worker.
-// ARGV: offset_us, id, ttl_ms, max_workers, sweep, info ('' keeps it),
-// queue ('' none: a queue the worker claimed from), max_queues, mode
+// ARGV: offset_us, id, ttl_ms, max_workers, sweep, info (empty: kept),
+// queue (a queue the worker claimed from, or empty), max_queues, mode
 // (held jobs: 'keep', 'set', 'add' or 'del'), max_held, then the jobs
 // ("queue/id"). Answers {1, now ms, started ms}, or {0, live workers}
 // when the worker is new and max_workers are live: nothing written.
@@ -129,7 +129,7 @@ return {1, now, started}`)
 // live. ARGV: offset_us, from (where the page starts, as ZRANGEBYLEX takes
 // it: '-', '(' and the last id of the page before, or '[' and an id),
 // limit (0: only the count), sweep. Answers {now ms, live,
-// next cursor ('' at the end), then six values a worker: id, info, state,
+// next cursor (empty at the end), then six values a worker: id, info, state,
 // queues, held, expiry ms}; an absent value is false.
 var listScript = redis.NewScript(common + `
 local offset, from, limit, sweep_n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])

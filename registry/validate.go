@@ -68,8 +68,9 @@ func printable(s string) bool {
 	return true
 }
 
-// normalize checks info and drops duplicate labels and queues.
-func normalize(info Info) (Info, error) {
+// CheckInfo checks info against the registry's rules and caps, and
+// answers it without duplicate labels and queues (never nil).
+func CheckInfo(info Info) (Info, error) {
 	if err := ValidateID(info.ID); err != nil {
 		return info, err
 	}
