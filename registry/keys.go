@@ -8,8 +8,8 @@ package registry
 //   - <ns>:{<ns>:workers}:info    HASH worker id -> its registration, JSON
 //     {"host","labels","queues","version"} as Register wrote it (absent for
 //     a worker known only from its claims)
-//   - <ns>:{<ns>:workers}:state   HASH worker id -> "<started ms> <last seen ms>"
-//     (Redis's clock)
+//   - <ns>:{<ns>:workers}:state   HASH worker id -> "<started ms> <last seen
+//     ms> <ttl ms>" (Redis's clock)
 //   - <ns>:{<ns>:workers}:queues  HASH worker id -> " q1 q2 ": the queues it
 //     claimed from over HTTP
 //   - <ns>:{<ns>:workers}:held    HASH worker id -> " q/id q/id ": the jobs it

@@ -135,7 +135,8 @@ type Registration struct {
 	// MaxHeldJobs). Nil keeps them.
 	Jobs []JobRef
 	// TTL is how long the worker stays registered unless refreshed
-	// (MinTTL to MaxTTL). Defaults to the registry's Config.TTL.
+	// (MinTTL to MaxTTL). Zero keeps the worker's TTL, the registry's
+	// Config.TTL for a new one.
 	TTL time.Duration
 }
 
@@ -162,7 +163,7 @@ func (r *Registry) Register(ctx context.Context, reg Registration) (Worker, erro
 	if err != nil {
 		return Worker{}, fmt.Errorf("registry: %w", err)
 	}
-	now, started, err := r.touch(ctx, info.ID, ttl, string(data), "", mode, reg.Jobs)
+	now, started, ttl, err := r.touch(ctx, info.ID, ttl, string(data), "", mode, reg.Jobs)
 	if err != nil {
 		return Worker{}, err
 	}
@@ -184,7 +185,9 @@ type Touch struct {
 	Add []JobRef
 	// Drop are jobs it no longer holds (it completed or failed them).
 	Drop []JobRef
-	// TTL defaults to the registry's Config.TTL.
+	// TTL is how long the worker stays registered unless refreshed
+	// (MinTTL to MaxTTL). Zero keeps the worker's TTL, the registry's
+	// Config.TTL for a new one.
 	TTL time.Duration
 }
 
@@ -219,7 +222,7 @@ func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
 	if jobs, err = checkJobs("jobs", jobs); err != nil {
 		return err
 	}
-	_, _, err = r.touch(ctx, id, ttl, "", t.Queue, mode, jobs)
+	_, _, _, err = r.touch(ctx, id, ttl, "", t.Queue, mode, jobs)
 	return err
 }
 
@@ -307,17 +310,33 @@ func (r *Registry) list(ctx context.Context, from string, limit int) (Page, erro
 	return p, nil
 }
 
+// ErrNotFound is wrapped by the error of Get for a worker that is not
+// live; it wraps queue.ErrNotFound.
+var ErrNotFound = fmt.Errorf("registry: no such live worker: %w", queue.ErrNotFound)
+
+// Get answers live worker id, or an error wrapping ErrNotFound.
+func (r *Registry) Get(ctx context.Context, id string) (Worker, error) {
+	if err := ValidateID(id); err != nil {
+		return Worker{}, err
+	}
+	p, err := r.list(ctx, "["+id, 1)
+	if err != nil {
+		return Worker{}, err
+	}
+	if len(p.Workers) == 1 && p.Workers[0].ID == id {
+		return p.Workers[0], nil
+	}
+	return Worker{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+}
+
 // get reads back the worker w names, filling what the registry holds of
 // it (its held jobs), or answers w as it is when it is gone meanwhile.
 func (r *Registry) get(ctx context.Context, w Worker) (Worker, error) {
-	p, err := r.list(ctx, "["+w.ID, 1)
-	if err != nil {
-		return w, err
+	got, err := r.Get(ctx, w.ID)
+	if errors.Is(err, ErrNotFound) {
+		return w, nil
 	}
-	if len(p.Workers) == 1 && p.Workers[0].ID == w.ID {
-		return p.Workers[0], nil
-	}
-	return w, nil
+	return got, err
 }
 
 // infoJSON is a registration as stored.
@@ -356,11 +375,14 @@ func decode(v []any) (Worker, bool) {
 			w.Jobs = append(w.Jobs, JobRef{Queue: q, ID: id})
 		}
 	}
-	started, seen, ok := strings.Cut(state, " ")
-	s, err1 := strconv.ParseInt(started, 10, 64)
-	l, err2 := strconv.ParseInt(seen, 10, 64)
+	f := strings.Fields(state)
+	if len(f) < 2 {
+		return Worker{}, false
+	}
+	s, err1 := strconv.ParseInt(f[0], 10, 64)
+	l, err2 := strconv.ParseInt(f[1], 10, 64)
 	e, err3 := strconv.ParseFloat(exp, 64)
-	if !ok || err1 != nil || err2 != nil || err3 != nil {
+	if err1 != nil || err2 != nil || err3 != nil {
 		return Worker{}, false
 	}
 	w.StartedAt, w.LastSeenAt, w.ExpiresAt = time.UnixMilli(s).UTC(), time.UnixMilli(l).UTC(), time.UnixMilli(int64(e)).UTC()
@@ -376,11 +398,12 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// touch runs touchScript; it answers the script's now and the worker's
-// start (Redis's clock).
-func (r *Registry) touch(ctx context.Context, id string, ttl time.Duration, info, q, mode string, jobs []JobRef) (now, started time.Time, err error) {
-	args := make([]any, 0, 10+len(jobs))
-	args = append(args, r.offsetArg(), id, ttl.Milliseconds(), r.cfg.MaxWorkers, sweepBatch, info, q, MaxQueues, mode, MaxHeldJobs)
+// touch runs touchScript; it answers the script's now, the worker's
+// start (Redis's clock) and its TTL.
+func (r *Registry) touch(ctx context.Context, id string, ttl time.Duration, info, q, mode string, jobs []JobRef) (now, started time.Time, _ time.Duration, err error) {
+	args := make([]any, 0, 11+len(jobs))
+	args = append(args, r.offsetArg(), id, ttl.Milliseconds(), r.cfg.TTL.Milliseconds(), r.cfg.MaxWorkers, sweepBatch,
+		info, q, MaxQueues, mode, MaxHeldJobs)
 	for _, j := range jobs {
 		args = append(args, j.String())
 	}
@@ -390,17 +413,18 @@ func (r *Registry) touch(ctx context.Context, id string, ttl time.Duration, info
 		return err
 	})
 	if err != nil {
-		return now, started, redisErr("register "+id, err)
+		return now, started, 0, redisErr("register "+id, err)
 	}
 	if len(res) < 2 {
-		return now, started, fmt.Errorf("registry: register %s: unexpected reply %v", id, res)
+		return now, started, 0, fmt.Errorf("registry: register %s: unexpected reply %v", id, res)
 	}
-	if ok, _ := res[0].(int64); ok != 1 {
-		return now, started, fmt.Errorf("%w: %d are live, the cap is %d (Config.MaxWorkers)", ErrTooManyWorkers, res[1], r.cfg.MaxWorkers)
+	if ok, _ := res[0].(int64); ok != 1 || len(res) < 4 {
+		return now, started, 0, fmt.Errorf("%w: %d are live, the cap is %d (Config.MaxWorkers)", ErrTooManyWorkers, res[1], r.cfg.MaxWorkers)
 	}
 	n, _ := res[1].(int64)
 	s, _ := res[2].(int64)
-	return time.UnixMilli(n).UTC(), time.UnixMilli(s).UTC(), nil
+	t, _ := res[3].(int64)
+	return time.UnixMilli(n).UTC(), time.UnixMilli(s).UTC(), time.Duration(t) * time.Millisecond, nil
 }
 
 // offsetArg is what a script adds to Redis's TIME, in µs: 0, except under
@@ -415,9 +439,10 @@ func (r *Registry) offsetArg() int64 {
 	return fc.Now().UnixMicro() - time.Now().UnixMicro()
 }
 
+// ttlOf checks a TTL given (0: the worker's own).
 func (r *Registry) ttlOf(ttl time.Duration) (time.Duration, error) {
 	if ttl == 0 {
-		return r.cfg.TTL, nil
+		return 0, nil
 	}
 	return ttl, checkTTL("ttl", ttl)
 }

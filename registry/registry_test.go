@@ -121,6 +121,34 @@ func testRegisterListExpire(t *testing.T, b *bundle) {
 	require.Empty(t, w3.Jobs)
 }
 
+// A TTL given is the worker's own until another is given: a touch
+// without one keeps it.
+func TestOwnTTL(t *testing.T) {
+	t.Parallel()
+	b := setup(t, registry.Config{TTL: 10 * time.Second})
+	w, err := b.reg.Register(b.ctx, registry.Registration{Info: registry.Info{ID: "w"}, TTL: 5 * time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, w.LastSeenAt.Add(5*time.Minute), w.ExpiresAt)
+	b.clock.Advance(time.Minute)
+	require.NoError(t, b.reg.Touch(b.ctx, "w", registry.Touch{Queue: "q"}))
+	got, err := b.reg.Get(b.ctx, "w")
+	require.NoError(t, err)
+	require.Equal(t, got.LastSeenAt.Add(5*time.Minute), got.ExpiresAt)
+	b.requireAt(t, got.LastSeenAt, "refreshed")
+	w, err = b.reg.Register(b.ctx, registry.Registration{Info: registry.Info{ID: "w"}, TTL: 2 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, w.LastSeenAt.Add(2*time.Second), w.ExpiresAt)
+	// A new worker gets the registry's.
+	require.NoError(t, b.reg.Touch(b.ctx, "x", registry.Touch{}))
+	got, err = b.reg.Get(b.ctx, "x")
+	require.NoError(t, err)
+	require.Equal(t, got.LastSeenAt.Add(10*time.Second), got.ExpiresAt)
+	b.clock.Advance(3 * time.Second)
+	_, err = b.reg.Get(b.ctx, "w")
+	require.ErrorIs(t, err, registry.ErrNotFound)
+	require.ErrorIs(t, err, queue.ErrNotFound)
+}
+
 // An entry past its TTL that no sweep has deleted yet is neither listed
 // nor counted, and a registration under its id starts afresh.
 func TestExpiredUnsweptStartsAfresh(t *testing.T) {

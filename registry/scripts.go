@@ -51,21 +51,23 @@ end
 `
 
 // touchScript registers or refreshes one worker.
-// ARGV: offset_us, id, ttl_ms, max_workers, sweep, info (empty: kept),
+// ARGV: offset_us, id, ttl_ms (0: the worker's own, or default_ttl_ms for a
+// new one), default_ttl_ms, max_workers, sweep, info (empty: kept),
 // queue (a queue the worker claimed from, or empty), max_queues, mode
 // (held jobs: 'keep', 'set', 'add' or 'del'), max_held, then the jobs
-// ("queue/id"). Answers {1, now ms, started ms}, or {0, live workers}
+// ("queue/id"). Answers {1, now ms, started ms, ttl ms}, or {0, live workers}
 // when the worker is new and max_workers are live: nothing written.
 var touchScript = redis.NewScript(common + `
-local offset, id, ttl = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-local max_workers, sweep_n = tonumber(ARGV[4]), tonumber(ARGV[5])
-local info, q, max_queues, mode, max_held = ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
-if not offset or id == '' or not ttl or ttl <= 0 or not max_workers or not sweep_n or not max_queues or not max_held
+local offset, id, ttl, default_ttl = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local max_workers, sweep_n = tonumber(ARGV[5]), tonumber(ARGV[6])
+local info, q, max_queues, mode, max_held = ARGV[7], ARGV[8], tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
+if not offset or id == '' or not ttl or ttl < 0 or not default_ttl or default_ttl <= 0 or not max_workers
+    or not sweep_n or not max_queues or not max_held
     or (mode ~= 'keep' and mode ~= 'set' and mode ~= 'add' and mode ~= 'del') then
   return redis.error_reply('ERR registry: bad arguments to touch')
 end
 local given = {}
-for i = 11, #ARGV do
+for i = 12, #ARGV do
   given[#given + 1] = ARGV[i]
 end
 local now = clock(offset)
@@ -77,14 +79,18 @@ if not live then
     return {0, n}
   end
 end
-local started = now
+local started, own_ttl = now, default_ttl
 if live then
-  started = tonumber(string.match(redis.call('HGET', K_state, id) or '', '^(%d+)')) or now
+  local s, t = string.match(redis.call('HGET', K_state, id) or '', '^(%d+) %d+ (%d+)$')
+  started, own_ttl = tonumber(s) or now, tonumber(t) or default_ttl
 else
   forget(id) -- expired and not swept yet: it starts afresh
 end
+if ttl == 0 then
+  ttl = own_ttl
+end
 sweep(now, sweep_n)
-redis.call('HSET', K_state, id, started .. ' ' .. now)
+redis.call('HSET', K_state, id, started .. ' ' .. now .. ' ' .. ttl)
 if info ~= '' then
   redis.call('HSET', K_info, id, info)
 end
@@ -123,7 +129,7 @@ elseif mode ~= 'keep' then
 end
 redis.call('ZADD', K_expiry, now + ttl, id)
 redis.call('ZADD', K_ids, 0, id)
-return {1, now, started}`)
+return {1, now, started, ttl}`)
 
 // listScript answers a page of the live workers, by id, and how many are
 // live. ARGV: offset_us, from (where the page starts, as ZRANGEBYLEX takes
