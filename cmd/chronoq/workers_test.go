@@ -1,0 +1,45 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// TestCLIWorkers: chronoq workers lists the registry, and shows one
+// worker with the jobs it holds.
+func TestCLIWorkers(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, []string{"--redis-url", "redis://" + testutil.RedisAddr(t) + "/0",
+		"--namespace", testutil.Namespace(t), "--token", "tok", "--reclaim-interval", "1h"}, testutil.FakeClock())
+	code, out, errOut := s.cli(t, "workers")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "live: 0")
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, s.base+"/v1/workers/http-1",
+		strings.NewReader(`{"host":"box-1","queues":["mail"],"labels":["eu"],"version":"1.0","jobs":[{"queue":"mail","id":"j1"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode)
+
+	code, out, errOut = s.cli(t, "workers")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^http-1\s+box-1\s+mail\s+eu\s+1\.0\s+1\s+2030-01-02T03:04:05\.`, out)
+	require.Contains(t, out, "live: 1")
+	code, out, errOut = s.cli(t, "workers", "http-1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "  mail j1\n")
+	code, _, errOut = s.cli(t, "workers", "nosuch")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "404 not_found")
+	code, _, errOut = s.cli(t, "workers", "a", "b")
+	require.Equal(t, 2, code, errOut)
+}
