@@ -19,6 +19,15 @@ package registry
 //   - <ns>:{<ns>:workers}:ids     ZSET worker id, score 0: the ids in byte
 //     order, for paging
 //
+// Once a worker has registered, every key exists and stays: each holds a
+// sentinel, the byte 0x01, which no worker id can be (a field with an
+// empty value in the hashes, a member scored +inf in expiry, 0 in ids),
+// as each key of a queue does (see queue/layout.go). During a migration
+// of the slot Redis answers TRYAGAIN to a script whose keys the node has
+// in part, for as long as the migration lasts; with all of them present,
+// the scripts run until the slot moves (then ASK or MOVED, which the
+// client follows). The scripts skip the sentinel.
+//
 // The namespace is validated by the queue client (no braces) before any
 // key is built.
 

@@ -66,6 +66,7 @@ type Registry struct {
 	cfg   Config
 	rdb   redis.UniversalClient
 	clock clockwork.Clock
+	ns    string
 	k     keys
 }
 
@@ -82,8 +83,11 @@ func New(client *queue.Client, cfg Config) (*Registry, error) {
 	if cfg.MaxWorkers < 1 {
 		return nil, fmt.Errorf("registry: Config.MaxWorkers must be positive, got %d", cfg.MaxWorkers)
 	}
-	return &Registry{cfg: cfg, rdb: client.Redis(), clock: client.Clock(), k: keysOf(client.Namespace())}, nil
+	return &Registry{cfg: cfg, rdb: client.Redis(), clock: client.Clock(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
 }
+
+// Namespace is the namespace of the registry's keys.
+func (r *Registry) Namespace() string { return r.ns }
 
 // TTL is the registry's default TTL.
 func (r *Registry) TTL() time.Duration { return r.cfg.TTL }

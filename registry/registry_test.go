@@ -340,3 +340,34 @@ func TestSanitizeID(t *testing.T) {
 	require.Len(t, registry.SanitizeID("a"+string(make([]byte, 300)), 10), registry.MaxIDBytes-10)
 	require.NoError(t, registry.ValidateID(registry.SanitizeID("a"+string(make([]byte, 300)), 10)))
 }
+
+// Once a worker has registered, every key of the registry exists, and no
+// script empties one: the last worker gone, expired or deregistered,
+// leaves the sentinels (see keys.go), which nothing lists or counts.
+func TestKeysStay(t *testing.T) {
+	t.Parallel()
+	rdb := testutil.Redis(t)
+	b := setupOn(t, rdb, registry.Config{})
+	ns := b.reg.Namespace()
+	keys := make([]string, 0, 6)
+	for _, k := range []string{"info", "state", "queues", "held", "expiry", "ids"} {
+		keys = append(keys, ns+":{"+ns+":workers}:"+k)
+	}
+	require.NoError(t, b.reg.Touch(b.ctx, "a", registry.Touch{TTL: time.Second}))
+	_, err := b.reg.Register(b.ctx, registry.Registration{Info: registry.Info{ID: "b"}})
+	require.NoError(t, err)
+	require.EqualValues(t, 6, rdb.Exists(b.ctx, keys...).Val())
+	b.clock.Advance(2 * time.Second)
+	ok, err := b.reg.Deregister(b.ctx, "b")
+	require.NoError(t, err)
+	require.True(t, ok)
+	p := b.list(t) // sweeps a
+	require.Empty(t, p.Workers)
+	require.Zero(t, p.Live)
+	require.EqualValues(t, 6, rdb.Exists(b.ctx, keys...).Val())
+	for _, k := range keys[:4] {
+		require.EqualValues(t, 1, rdb.HLen(b.ctx, k).Val(), k)
+	}
+	require.EqualValues(t, 1, rdb.ZCard(b.ctx, keys[4]).Val())
+	require.EqualValues(t, 1, rdb.ZCard(b.ctx, keys[5]).Val())
+}

@@ -12,6 +12,15 @@ import "github.com/redis/go-redis/v9"
 // common are the definitions every script starts with.
 const common = `
 local K_info, K_state, K_queues, K_held, K_expiry, K_ids = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local SENTINEL = string.char(1)
+-- live counts the workers live at now (the sentinel, at +inf, is not one).
+local function live(now)
+  local n = redis.call('ZCOUNT', K_expiry, '(' .. now, '+inf')
+  if redis.call('ZSCORE', K_expiry, SENTINEL) then
+    n = n - 1
+  end
+  return n
+end
 local function clock(offset_us)
   local t = redis.call('TIME')
   return math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2]) + offset_us) / 1000)
@@ -72,15 +81,23 @@ for i = 12, #ARGV do
 end
 local now = clock(offset)
 local exp = redis.call('ZSCORE', K_expiry, id)
-local live = exp and tonumber(exp) > now
-if not live then
-  local n = redis.call('ZCOUNT', K_expiry, '(' .. now, '+inf')
+local is_live = exp and tonumber(exp) > now
+if not is_live then
+  local n = live(now)
   if n >= max_workers then
     return {0, n}
   end
 end
+-- The keys exist from the first registration on (see keys.go): a slot
+-- migration then never finds some of them and not the others.
+redis.call('HSETNX', K_info, SENTINEL, '')
+redis.call('HSETNX', K_state, SENTINEL, '')
+redis.call('HSETNX', K_queues, SENTINEL, '')
+redis.call('HSETNX', K_held, SENTINEL, '')
+redis.call('ZADD', K_expiry, 'NX', '+inf', SENTINEL)
+redis.call('ZADD', K_ids, 'NX', 0, SENTINEL)
 local started, own_ttl = now, default_ttl
-if live then
+if is_live then
   local s, t = string.match(redis.call('HGET', K_state, id) or '', '^(%d+) %d+ (%d+)$')
   started, own_ttl = tonumber(s) or now, tonumber(t) or default_ttl
 else
@@ -145,9 +162,12 @@ if not offset or not limit or limit < 0 or not sweep_n or not (from == '-' or f 
 end
 local now = clock(offset)
 sweep(now, sweep_n)
-local out = {now, redis.call('ZCOUNT', K_expiry, '(' .. now, '+inf'), ''}
+local out = {now, live(now), ''}
 if limit == 0 then
   return out
+end
+if from == '-' then
+  from = '(' .. SENTINEL -- the sentinel sorts before every id
 end
 local ids = redis.call('ZRANGEBYLEX', K_ids, from, '+', 'LIMIT', 0, limit + 1)
 if #ids > limit then
