@@ -22,8 +22,8 @@ import (
 // most one a second, not one per job.
 const heldRefreshGap = time.Second
 
-// deregisterTimeout bounds the deregistration at the stop.
-const deregisterTimeout = 5 * time.Second
+// registryTimeout bounds one registration, refresh or deregistration.
+const registryTimeout = 5 * time.Second
 
 // registration keeps the worker's entry in the registry (package
 // registry): it registers at Run, refreshes every third of the TTL and,
@@ -112,7 +112,7 @@ func (r *registration) stop() {
 	}
 	r.once.Do(func() { close(r.quit) })
 	<-r.done
-	ctx, cancel := context.WithTimeout(r.w.bg, deregisterTimeout)
+	ctx, cancel := context.WithTimeout(r.w.bg, registryTimeout)
 	defer cancel()
 	if _, err := r.reg.Deregister(ctx, r.info.ID); err != nil {
 		r.w.log.Warn("worker: deregistering failed; the entry expires by itself", "id", r.info.ID, "err", err)
@@ -156,7 +156,7 @@ func (r *registration) loop() {
 
 // refresh sends the worker's registration with the jobs it holds now.
 func (r *registration) refresh() {
-	ctx, cancel := context.WithTimeout(r.w.bg, deregisterTimeout)
+	ctx, cancel := context.WithTimeout(r.w.bg, registryTimeout)
 	defer cancel()
 	if _, err := r.reg.Register(ctx, registry.Registration{Info: r.info, Jobs: r.w.held(), TTL: r.ttl}); err != nil {
 		r.w.log.Warn("worker: registering failed; tried again at the next refresh", "id", r.info.ID, "err", err)
