@@ -1,9 +1,11 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,4 +61,30 @@ func testCLIWorkers(t *testing.T, s *served, fake bool) {
 	require.Contains(t, errOut, "404 not_found")
 	code, _, errOut = s.cli(t, "workers", "a", "b")
 	require.Equal(t, 2, code, errOut)
+}
+
+// TestServeWorkerTTL: --worker-ttl is the TTL of an HTTP worker that
+// names none; out of range, serve refuses to start.
+func TestServeWorkerTTL(t *testing.T) {
+	t.Parallel()
+	clock := testutil.FakeClock()
+	s := startServe(t, []string{"--redis-url", "redis://" + testutil.RedisAddr(t) + "/0",
+		"--namespace", testutil.Namespace(t), "--worker-ttl", "5s"}, clock)
+	status, body := s.do(t, http.MethodPost, "/v1/queues/q/claim", `{"worker_id":"w"}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	status, body = s.do(t, http.MethodGet, "/v1/workers/w", "")
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	seen, err := time.Parse(time.RFC3339Nano, body["last_seen_at"].(string))
+	require.NoError(t, err)
+	exp, err := time.Parse(time.RFC3339Nano, body["expires_at"].(string))
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Second, exp.Sub(seen))
+	clock.Advance(6 * time.Second)
+	status, _ = s.do(t, http.MethodGet, "/v1/workers/w", "")
+	require.Equal(t, http.StatusNotFound, status)
+
+	c, err := parseServeFlags("serve", []string{"--listen", "127.0.0.1:0", "--worker-ttl", "10ms"}, env(), io.Discard)
+	require.NoError(t, err)
+	err = serve(t.Context(), c, newLogger(c, io.Discard), serveHooks{clock: clock})
+	require.ErrorContains(t, err, "--worker-ttl")
 }
