@@ -13,6 +13,15 @@
 //	srv, _ := api.New(api.Config{Store: client, Token: token})
 //	http.ListenAndServe("127.0.0.1:8080", srv)
 //
+// # Workers
+//
+// The worker registry (package registry; [Config.Workers], by default one
+// over a *queue.Client Store) serves GET /v1/workers and
+// GET/PUT/DELETE /v1/workers/{id}; an HTTP worker's claim, complete,
+// fail, heartbeat and cancel may carry a worker_id that registers or
+// refreshes it and keeps the list of jobs it holds (see workers.go). The
+// gauge chronoq_workers counts the live workers at scrape time.
+//
 // # Errors
 //
 // Every error answers {"error":{"code","message","field"}}: bad input is a

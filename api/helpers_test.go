@@ -21,6 +21,7 @@ import (
 	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/registry"
 	"github.com/chronoq/chronoq/testutil"
 )
 
@@ -52,6 +53,9 @@ type setupConfig struct {
 	// clock, when set, is the queue client's clock instead of the fake
 	// one (b.clock is then not the client's).
 	clock clockwork.Clock
+	// workers, when set, configures the worker registry over the
+	// bundle's queue client (else the server's default).
+	workers *registry.Config
 }
 
 func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
@@ -84,6 +88,10 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	}
 	if sc.push != nil {
 		ac.Push = dispatch.NewStore(client, *sc.push)
+	}
+	if sc.workers != nil {
+		ac.Workers, err = registry.New(client, *sc.workers)
+		require.NoError(t, err)
 	}
 	srv, err := api.New(ac)
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/registry"
 )
 
 // Defaults of [Config].
@@ -85,6 +86,11 @@ type Config struct {
 	SSEHeartbeat time.Duration
 	// Logger receives errors. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Workers is the worker registry: the /v1/workers routes, the
+	// worker_id of the worker calls and the chronoq_workers gauge.
+	// Defaults to registry.New(Store, registry.Config{}) when Store is a
+	// *queue.Client, else none (no such routes; worker_id is ignored).
+	Workers *registry.Registry
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -93,6 +99,7 @@ type Server struct {
 	e       *echo.Echo
 	store   Store
 	cron    CronStore
+	workers *registry.Registry // nil: none
 	clock   clockwork.Clock
 	log     *slog.Logger
 	metrics *metrics
@@ -142,6 +149,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.drainCtx, s.drain = context.WithCancel(context.Background()) //nolint:gosec // G118: s.drain is called by Drain
 	s.metrics = newMetrics(cfg.Store)
+	var err error
+	if s.workers, err = newWorkers(cfg); err != nil {
+		return nil, err
+	}
+	if s.workers != nil {
+		s.metrics.reg.MustRegister(&workersCollector{r: s.workers})
+	}
 	s.enqueue = cfg.Store.Enqueue
 	if !cfg.DisableCoalescing {
 		s.enqueue = newCoalescer(cfg.Store, s.log).Enqueue
@@ -153,7 +167,6 @@ func New(cfg Config) (*Server, error) {
 	e.Use(s.observe, s.writeErrors, s.recover, s.bodyLimit)
 	s.e = e
 	s.routes()
-	var err error
 	if s.doc, err = s.buildOpenAPI(); err != nil {
 		return nil, err
 	}
@@ -259,6 +272,7 @@ func (s *Server) routes() {
 			route{http.MethodDelete, "/v1/queues/:queue/config", s.deletePushConfig, false},
 		)
 	}
+	rs = append(rs, s.workersRoutes()...)
 	for _, r := range s.cfg.Routes {
 		rs = append(rs, route{r.Method, r.Path, r.Handler, false})
 	}

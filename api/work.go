@@ -9,12 +9,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/registry"
 )
 
 type claimRequest struct {
 	Wait       *string `json:"wait"`
 	Max        *int    `json:"max"`
 	Visibility *string `json:"visibility"`
+	WorkerID   *string `json:"worker_id"`
 }
 
 // claim: POST /v1/queues/{queue}/claim. It long-polls up to wait (30 s at
@@ -46,6 +48,14 @@ func (s *Server) claim(c echo.Context) error {
 			return err
 		}
 	}
+	wid, err := s.workerID(req.WorkerID)
+	if err != nil {
+		return err
+	}
+	// Registered first: a worker the registry refuses claims nothing.
+	if err := s.sighted(c.Request().Context(), wid, registry.Touch{Queue: q}); err != nil {
+		return err
+	}
 	ctx, cancel := s.streamContext(c)
 	defer cancel()
 	jobs, err := s.store.Claim(ctx, q, o)
@@ -55,17 +65,23 @@ func (s *Server) claim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	held := make([]registry.JobRef, 0, len(jobs))
 	for _, j := range jobs {
 		if !j.ClaimedAt.IsZero() && !j.RunAt.IsZero() {
 			s.metrics.lateness.WithLabelValues(q).Observe(max(j.ClaimedAt.Sub(j.RunAt).Seconds(), 0))
 		}
+		held = append(held, registry.JobRef{Queue: q, ID: j.ID})
+	}
+	if len(held) > 0 {
+		s.sightedAfter(c.Request().Context(), wid, registry.Touch{Add: held})
 	}
 	return writeJobs(c, http.StatusOK, jobs, true)
 }
 
 type completeRequest struct {
-	Token  string          `json:"token"`
-	Result json.RawMessage `json:"result"`
+	Token    string          `json:"token"`
+	Result   json.RawMessage `json:"result"`
+	WorkerID *string         `json:"worker_id"`
 }
 
 // afterJob answers the job as it is now, or 204 when it is gone already
@@ -97,7 +113,13 @@ func (s *Server) complete(c echo.Context) error {
 	if string(req.Result) == "null" {
 		req.Result = nil
 	}
-	if err := s.store.Complete(c.Request().Context(), q, id, req.Token, req.Result); err != nil {
+	wid, err := s.workerID(req.WorkerID)
+	if err != nil {
+		return err
+	}
+	err = s.store.Complete(c.Request().Context(), q, id, req.Token, req.Result)
+	s.released(c.Request().Context(), wid, q, id, err)
+	if err != nil {
 		return err
 	}
 	j, err := s.afterJob(c, q, id)
@@ -112,6 +134,7 @@ type failRequest struct {
 	Error      string  `json:"error"`
 	RetryAfter *string `json:"retry_after"`
 	Dead       bool    `json:"dead"`
+	WorkerID   *string `json:"worker_id"`
 }
 
 // fail: POST /v1/queues/{queue}/jobs/{id}/fail
@@ -140,7 +163,13 @@ func (s *Server) fail(c echo.Context) error {
 		}
 		o.RetryAt = s.clock.Now().Add(d)
 	}
-	if _, err := s.store.Fail(c.Request().Context(), q, id, req.Token, o); err != nil {
+	wid, err := s.workerID(req.WorkerID)
+	if err != nil {
+		return err
+	}
+	_, err = s.store.Fail(c.Request().Context(), q, id, req.Token, o)
+	s.released(c.Request().Context(), wid, q, id, err)
+	if err != nil {
 		return err
 	}
 	_, err = s.afterJob(c, q, id)
@@ -148,8 +177,9 @@ func (s *Server) fail(c echo.Context) error {
 }
 
 type heartbeatRequest struct {
-	Token  string  `json:"token"`
-	Extend *string `json:"extend"`
+	Token    string  `json:"token"`
+	Extend   *string `json:"extend"`
+	WorkerID *string `json:"worker_id"`
 }
 
 type leaseJSON struct {
@@ -177,15 +207,22 @@ func (s *Server) heartbeat(c echo.Context) error {
 			return err
 		}
 	}
-	l, err := s.store.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
+	wid, err := s.workerID(req.WorkerID)
 	if err != nil {
 		return err
 	}
+	l, err := s.store.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
+	if err != nil {
+		s.released(c.Request().Context(), wid, q, id, err)
+		return err
+	}
+	s.sightedAfter(c.Request().Context(), wid, registry.Touch{Add: []registry.JobRef{{Queue: q, ID: id}}})
 	return writeJSON(c, http.StatusOK, leaseJSON{LeaseUntil: fmtTime(l.Until), CancelRequested: l.CancelRequested})
 }
 
 type tokenRequest struct {
-	Token string `json:"token"`
+	Token    string  `json:"token"`
+	WorkerID *string `json:"worker_id"`
 }
 
 // cancelClaimed: POST /v1/queues/{queue}/jobs/{id}/cancel {"token"}: the
@@ -203,7 +240,13 @@ func (s *Server) cancelClaimed(c echo.Context) error {
 	if req.Token == "" {
 		return invalidArg("token", "token is required: the claim's token")
 	}
-	if err := s.store.CancelClaimed(c.Request().Context(), q, id, req.Token); err != nil {
+	wid, err := s.workerID(req.WorkerID)
+	if err != nil {
+		return err
+	}
+	err = s.store.CancelClaimed(c.Request().Context(), q, id, req.Token)
+	s.released(c.Request().Context(), wid, q, id, err)
+	if err != nil {
 		return err
 	}
 	_, err = s.afterJob(c, q, id)

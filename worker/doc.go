@@ -48,6 +48,17 @@
 // chronoq's long-running parts (the promoter and the reclaimer too): it
 // blocks until its ctx ends and answers nil on a clean stop.
 //
+// # The registry
+//
+// A worker registers itself in the worker registry (package registry,
+// GET /v1/workers) at Run, with Config.ID (by default
+// "<host>-<pid>-<6 hex digits>"), its host, Config.Labels, its queues and
+// Config.Version; it refreshes every third of Config.RegistryTTL (60 s),
+// sends the jobs it runs within a second of a change, and deregisters at
+// the stop. A worker that dies expires at its TTL. Registry failures are
+// logged and tried again; they never stop the worker.
+// Config.DisableRegistry leaves it out.
+//
 // # What else to run
 //
 // A worker only runs jobs. It promotes the due jobs its claims find, but a

@@ -70,6 +70,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	delete(w.running, r)
 	w.mu.Unlock()
 	signal(w.slotFreed)
+	w.reg.heldChanged()
 	if !finished {
 		return // handed back by the stop, which settled it
 	}

@@ -111,6 +111,30 @@ type Config struct {
 	// OnOutcome, when set, is called once per run with what became of the
 	// job, from the worker's goroutines: keep it quick. Defaults to nil.
 	OnOutcome func(Outcome)
+
+	// The worker registry (package registry, GET /v1/workers): a worker
+	// registers at Run with its ID, host, Labels, queues and Version,
+	// refreshes every third of RegistryTTL and within a second of a change
+	// in the jobs it holds (with the list of them), and deregisters at the
+	// stop. A registry failure is logged and tried again; it never stops
+	// the worker.
+
+	// ID names the worker in the registry: 1 to registry.MaxIDBytes of
+	// [A-Za-z0-9._:-]. Defaults to "<host>-<pid>-<6 random hex digits>".
+	ID string
+	// Labels are the worker's labels. Defaults to none.
+	Labels []string
+	// Version is the worker's software version, as the registry shows it
+	// (at most registry.MaxVersionBytes). Defaults to chronoq's module
+	// version in the binary's build information.
+	Version string
+	// RegistryTTL is how long the worker stays registered after its last
+	// refresh (registry.MinTTL to registry.MaxTTL). Defaults to
+	// registry.DefaultTTL (60 s).
+	RegistryTTL time.Duration
+	// DisableRegistry keeps the worker out of the registry. Defaults to
+	// false.
+	DisableRegistry bool
 }
 
 // Defaults of Config.
@@ -131,6 +155,7 @@ type Worker struct {
 	clock  clockwork.Clock
 	log    *slog.Logger
 	queues []*queueState
+	reg    *registration // nil: Config.DisableRegistry
 
 	mu      sync.Mutex
 	started bool // Run has been called
@@ -222,6 +247,11 @@ func New(cfg Config) (*Worker, error) {
 		w.queues = append(w.queues, &queueState{QueueConfig: qc, acks: make(chan ack, cfg.Concurrency),
 			arm: make(chan struct{}, 1)})
 	}
+	var err error
+	if w.reg, err = newRegistration(w, &cfg); err != nil {
+		return nil, err
+	}
+	w.cfg = cfg
 	return w, nil
 }
 
@@ -260,6 +290,7 @@ func (w *Worker) begin(ctx context.Context) error {
 		go w.complete(q)
 	}
 	go w.dispatch()
+	w.reg.start()
 	return nil
 }
 
@@ -292,6 +323,7 @@ func (w *Worker) stop(ctx context.Context) error {
 	}
 	w.cancelJobs(ErrStopped)
 	w.wg.Wait()
+	w.reg.stop()
 	return err
 }
 
@@ -435,6 +467,9 @@ func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 		w.claimAnswered(q, next)
 		for _, j := range jobs {
 			w.start(q, j)
+		}
+		if len(jobs) > 0 {
+			w.reg.heldChanged()
 		}
 		free -= len(jobs)
 		more = more || len(jobs) == asked

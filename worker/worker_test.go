@@ -220,7 +220,7 @@ func TestHandlerOutlivingItsLease(t *testing.T) {
 		return json.RawMessage(`{"late":true}`), nil // succeeds, too late
 	})
 	j := b.enqueue(t, queue.NewJob{Kind: "slow", Visibility: 3 * time.Second})
-	b.start(t, worker.Config{Concurrency: 1})
+	b.start(t, worker.Config{Concurrency: 1, DisableRegistry: true}) // the test counts the clock's timers
 	recv(t, b.ctx, started)
 
 	// Another instance, whose clock is past the lease, takes the job back
@@ -325,7 +325,7 @@ func TestCanceledProcessingJobCancelsItsHandler(t *testing.T) {
 	h := newBlocker()
 	b.mux.Handle("block", h)
 	j := b.enqueue(t, queue.NewJob{Kind: "block", Visibility: 30 * time.Second})
-	b.start(t, worker.Config{})
+	b.start(t, worker.Config{DisableRegistry: true}) // the test counts the clock's timers
 	recv(t, b.ctx, h.started)
 	got, err := b.client.Cancel(b.ctx, "q1", j.ID)
 	require.NoError(t, err)
@@ -349,7 +349,8 @@ func TestTimeoutCancelsTheHandler(t *testing.T) {
 	b.mux.Handle("slow", h)
 	b.mux.HandleFunc("fast", func(context.Context, *queue.Job) (json.RawMessage, error) { return nil, nil })
 	j := b.enqueue(t, queue.NewJob{Kind: "slow", Visibility: time.Minute})
-	b.start(t, worker.Config{Timeout: time.Hour, KindTimeouts: map[string]time.Duration{"slow": 5 * time.Second}})
+	b.start(t, worker.Config{Timeout: time.Hour, KindTimeouts: map[string]time.Duration{"slow": 5 * time.Second},
+		DisableRegistry: true}) // the test counts the clock's timers
 	recv(t, b.ctx, h.started)
 	require.NoError(t, b.clock.BlockUntilContext(b.ctx, 2)) // heartbeat and timeout
 	b.clock.Advance(5 * time.Second)

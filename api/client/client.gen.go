@@ -667,6 +667,9 @@ type Claim struct {
 	//
 	// Example: 30s
 	Wait *string `json:"wait,omitempty"`
+
+	// WorkerId The calling worker's id in the registry (GET /v1/workers): the claim registers or refreshes it before it claims (409 conflict when the registry is full: nothing claimed), notes the queue among its queues, and records the jobs it answers as held. Optional.
+	WorkerId *string `json:"worker_id,omitempty"`
 }
 
 // ClaimedEvent claimed: a worker claimed the job.
@@ -742,6 +745,9 @@ type Complete struct {
 	// Result any JSON, stored with the job
 	Result interface{} `json:"result,omitempty"`
 	Token  string      `json:"token"`
+
+	// WorkerId The calling worker's id in the registry (GET /v1/workers): registers or refreshes it and keeps the list of jobs it holds. Optional.
+	WorkerId *string `json:"worker_id,omitempty"`
 }
 
 // CompletedEvent completed: the job completed.
@@ -946,6 +952,9 @@ type Fail struct {
 	// Example: 30s
 	RetryAfter *string `json:"retry_after,omitempty"`
 	Token      string  `json:"token"`
+
+	// WorkerId The calling worker's id in the registry (GET /v1/workers): registers or refreshes it and keeps the list of jobs it holds. Optional.
+	WorkerId *string `json:"worker_id,omitempty"`
 }
 
 // Health defines model for Health.
@@ -963,6 +972,9 @@ type Heartbeat struct {
 	// Example: 30s
 	Extend *string `json:"extend,omitempty"`
 	Token  string  `json:"token"`
+
+	// WorkerId The calling worker's id in the registry (GET /v1/workers): registers or refreshes it and keeps the list of jobs it holds. Optional.
+	WorkerId *string `json:"worker_id,omitempty"`
 }
 
 // Job defines model for Job.
@@ -1011,6 +1023,18 @@ type JobList struct {
 
 	// NextCursor empty on the last page
 	NextCursor string `json:"next_cursor"`
+}
+
+// JobRef defines model for JobRef.
+type JobRef struct {
+	Id    string `json:"id"`
+	Queue string `json:"queue"`
+}
+
+// JobRefRequest defines model for JobRefRequest.
+type JobRefRequest struct {
+	Id    string `json:"id"`
+	Queue string `json:"queue"`
 }
 
 // JobStatus defines model for JobStatus.
@@ -1324,6 +1348,66 @@ type Status struct {
 // Token defines model for Token.
 type Token struct {
 	Token string `json:"token"`
+
+	// WorkerId The calling worker's id in the registry (GET /v1/workers): registers or refreshes it and keeps the list of jobs it holds. Optional.
+	WorkerId *string `json:"worker_id,omitempty"`
+}
+
+// Worker defines model for Worker.
+type Worker struct {
+	// ExpiresAt last_seen_at plus its TTL: it is dropped then unless seen again
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Host empty when the worker never said
+	Host string `json:"host"`
+	Id   string `json:"id"`
+
+	// Jobs the jobs it holds, as its last calls said (see docs/API.md, "Workers"); at most 1000
+	Jobs   []JobRef `json:"jobs"`
+	Labels []string `json:"labels"`
+
+	// LastSeenAt its last registration or call with its worker_id; RFC 3339, milliseconds, UTC; Redis's clock
+	LastSeenAt time.Time `json:"last_seen_at"`
+
+	// Queues the queues it registered with, then those it claimed from over HTTP
+	Queues []string `json:"queues"`
+
+	// StartedAt when the registry first saw it since it last expired or deregistered; RFC 3339, milliseconds, UTC; Redis's clock
+	StartedAt time.Time `json:"started_at"`
+	Version   string    `json:"version"`
+}
+
+// WorkerRequest Every field optional; the registration replaces the one before. A field given as null is the same as a field left out.
+type WorkerRequest struct {
+	// Host where it runs; at most 255 bytes of printable UTF-8
+	Host *string `json:"host,omitempty"`
+
+	// Jobs when given, replaces the jobs it holds; left out, they are kept
+	Jobs *[]JobRefRequest `json:"jobs,omitempty"`
+
+	// Labels at most 64, each 1 to 128 bytes of printable UTF-8 without spaces; duplicates dropped
+	Labels *[]string `json:"labels,omitempty"`
+
+	// Queues at most 1000
+	Queues *[]string `json:"queues,omitempty"`
+
+	// Ttl Go duration string ("90s", "1m30s", "250ms"). How long it stays registered after its last call, 1s to 1h; default the worker's TTL (60 s for a new one).
+	//
+	// Example: 60s
+	Ttl *string `json:"ttl,omitempty"`
+
+	// Version at most 64 bytes of printable UTF-8
+	Version *string `json:"version,omitempty"`
+}
+
+// Workers defines model for Workers.
+type Workers struct {
+	// Live workers live now, over all pages
+	Live int `json:"live"`
+
+	// NextCursor empty on the last page
+	NextCursor string   `json:"next_cursor"`
+	Workers    []Worker `json:"workers"`
 }
 
 // CronName defines model for CronName.
@@ -1334,6 +1418,9 @@ type JobID = string
 
 // QueueName defines model for QueueName.
 type QueueName = string
+
+// WorkerID defines model for WorkerID.
+type WorkerID = string
 
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
@@ -1406,6 +1493,14 @@ type EnqueueIntoParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// ListWorkersParams defines parameters for ListWorkers.
+type ListWorkersParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // PutCronJSONRequestBody defines body for PutCron for application/json ContentType.
 type PutCronJSONRequestBody = CronEntryRequest
 
@@ -1459,6 +1554,9 @@ type ReclaimQueueJSONRequestBody = Empty
 
 // ResumeQueueJSONRequestBody defines body for ResumeQueue for application/json ContentType.
 type ResumeQueueJSONRequestBody = Empty
+
+// PutWorkerJSONRequestBody defines body for PutWorker for application/json ContentType.
+type PutWorkerJSONRequestBody = WorkerRequest
 
 // AsEnqueuedEvent returns the union data inside the EventMessage as a EnqueuedEvent
 func (t EventMessage) AsEnqueuedEvent() (EnqueuedEvent, error) {
@@ -2393,6 +2491,41 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/status (the `Status` operationId).
 	Status(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkers List the live workers
+	//
+	// Go and HTTP workers seen within their TTL, by id. A page may hold fewer than limit and still have a next one.
+	//
+	// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
+	ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteWorker Deregister a worker
+	//
+	// Corresponds with DELETE /v1/workers/{id} (the `DeleteWorker` operationId).
+	DeleteWorker(ctx context.Context, id WorkerID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorker Read a live worker
+	//
+	// Corresponds with GET /v1/workers/{id} (the `GetWorker` operationId).
+	GetWorker(ctx context.Context, id WorkerID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutWorkerWithBody Register or refresh an HTTP worker
+	//
+	// Registers the worker, or refreshes it (its start time is kept while it is live). 409 conflict when it is new and the registry holds its cap of live workers.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
+	PutWorkerWithBody(ctx context.Context, id WorkerID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutWorker Register or refresh an HTTP worker
+	//
+	// Registers the worker, or refreshes it (its start time is kept while it is live). 409 conflict when it is new and the registry holds its cap of live workers.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
+	PutWorker(ctx context.Context, id WorkerID, body PutWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Dashboard The dashboard
@@ -3354,6 +3487,91 @@ func (c *Client) ResumeQueue(ctx context.Context, queue QueueName, body ResumeQu
 // Corresponds with GET /v1/status (the `Status` operationId).
 func (c *Client) Status(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStatusRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkers List the live workers
+//
+// Go and HTTP workers seen within their TTL, by id. A page may hold fewer than limit and still have a next one.
+//
+// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
+func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteWorker Deregister a worker
+//
+// Corresponds with DELETE /v1/workers/{id} (the `DeleteWorker` operationId).
+func (c *Client) DeleteWorker(ctx context.Context, id WorkerID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWorkerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorker Read a live worker
+//
+// Corresponds with GET /v1/workers/{id} (the `GetWorker` operationId).
+func (c *Client) GetWorker(ctx context.Context, id WorkerID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutWorkerWithBody Register or refresh an HTTP worker
+//
+// Registers the worker, or refreshes it (its start time is kept while it is live). 409 conflict when it is new and the registry holds its cap of live workers.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
+func (c *Client) PutWorkerWithBody(ctx context.Context, id WorkerID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutWorkerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutWorker Register or refresh an HTTP worker
+//
+// Registers the worker, or refreshes it (its start time is kept while it is live). 409 conflict when it is new and the registry holds its cap of live workers.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
+func (c *Client) PutWorker(ctx context.Context, id WorkerID, body PutWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutWorkerRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5088,6 +5306,187 @@ func NewStatusRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListWorkersRequest constructs an http.Request for the ListWorkers method
+func NewListWorkersRequest(server string, params *ListWorkersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteWorkerRequest constructs an http.Request for the DeleteWorker method
+func NewDeleteWorkerRequest(server string, id WorkerID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetWorkerRequest constructs an http.Request for the GetWorker method
+func NewGetWorkerRequest(server string, id WorkerID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutWorkerRequest calls the generic PutWorker builder with application/json body
+func NewPutWorkerRequest(server string, id WorkerID, body PutWorkerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutWorkerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPutWorkerRequestWithBody constructs an http.Request for the PutWorker method, with any body, and a specified content type
+func NewPutWorkerRequestWithBody(server string, id WorkerID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -5572,6 +5971,47 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/status (the `Status` operationId).
 	StatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StatusResponse, error)
+
+	// ListWorkersWithResponse List the live workers
+	//
+	// Go and HTTP workers seen within their TTL, by id. A page may hold fewer than limit and still have a next one.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
+	ListWorkersWithResponse(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*ListWorkersResponse, error)
+
+	// DeleteWorkerWithResponse Deregister a worker
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/workers/{id} (the `DeleteWorker` operationId).
+	DeleteWorkerWithResponse(ctx context.Context, id WorkerID, reqEditors ...RequestEditorFn) (*DeleteWorkerResponse, error)
+
+	// GetWorkerWithResponse Read a live worker
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/workers/{id} (the `GetWorker` operationId).
+	GetWorkerWithResponse(ctx context.Context, id WorkerID, reqEditors ...RequestEditorFn) (*GetWorkerResponse, error)
+
+	// PutWorkerWithBodyWithResponse Register or refresh an HTTP worker
+	//
+	// Registers the worker, or refreshes it (its start time is kept while it is live). 409 conflict when it is new and the registry holds its cap of live workers.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
+	PutWorkerWithBodyWithResponse(ctx context.Context, id WorkerID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutWorkerResponse, error)
+
+	// PutWorkerWithResponse Register or refresh an HTTP worker
+	//
+	// Registers the worker, or refreshes it (its start time is kept while it is live). 409 conflict when it is new and the registry holds its cap of live workers.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
+	PutWorkerWithResponse(ctx context.Context, id WorkerID, body PutWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*PutWorkerResponse, error)
 }
 
 type DashboardResponse struct {
@@ -6718,6 +7158,8 @@ type ClaimResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6744,6 +7186,11 @@ func (r ClaimResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ClaimResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ClaimResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -8638,6 +9085,317 @@ func (r StatusResponse) ContentType() string {
 	return ""
 }
 
+type ListWorkersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Workers
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkersResponse) GetJSON200() *Workers {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWorkersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWorkersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWorkersResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListWorkersResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteWorkerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteWorkerResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteWorkerResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteWorkerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteWorkerResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteWorkerResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteWorkerResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteWorkerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteWorkerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteWorkerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteWorkerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetWorkerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Worker
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkerResponse) GetJSON200() *Worker {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkerResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWorkerResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWorkerResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkerResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWorkerResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutWorkerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Worker
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutWorkerResponse) GetJSON200() *Worker {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutWorkerResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutWorkerResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutWorkerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutWorkerResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutWorkerResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutWorkerResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutWorkerResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutWorkerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutWorkerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutWorkerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutWorkerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DashboardWithResponse The dashboard
 //
 // Returns a wrapper object for the known response body format(s).
@@ -9419,6 +10177,77 @@ func (c *ClientWithResponses) StatusWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseStatusResponse(rsp)
+}
+
+// ListWorkersWithResponse List the live workers
+//
+// Go and HTTP workers seen within their TTL, by id. A page may hold fewer than limit and still have a next one.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
+func (c *ClientWithResponses) ListWorkersWithResponse(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*ListWorkersResponse, error) {
+	rsp, err := c.ListWorkers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkersResponse(rsp)
+}
+
+// DeleteWorkerWithResponse Deregister a worker
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/workers/{id} (the `DeleteWorker` operationId).
+func (c *ClientWithResponses) DeleteWorkerWithResponse(ctx context.Context, id WorkerID, reqEditors ...RequestEditorFn) (*DeleteWorkerResponse, error) {
+	rsp, err := c.DeleteWorker(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteWorkerResponse(rsp)
+}
+
+// GetWorkerWithResponse Read a live worker
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/workers/{id} (the `GetWorker` operationId).
+func (c *ClientWithResponses) GetWorkerWithResponse(ctx context.Context, id WorkerID, reqEditors ...RequestEditorFn) (*GetWorkerResponse, error) {
+	rsp, err := c.GetWorker(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkerResponse(rsp)
+}
+
+// PutWorkerWithBodyWithResponse Register or refresh an HTTP worker
+//
+// Registers the worker, or refreshes it (its start time is kept while it is live). 409 conflict when it is new and the registry holds its cap of live workers.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
+func (c *ClientWithResponses) PutWorkerWithBodyWithResponse(ctx context.Context, id WorkerID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutWorkerResponse, error) {
+	rsp, err := c.PutWorkerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutWorkerResponse(rsp)
+}
+
+// PutWorkerWithResponse Register or refresh an HTTP worker
+//
+// Registers the worker, or refreshes it (its start time is kept while it is live). 409 conflict when it is new and the registry holds its cap of live workers.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
+func (c *ClientWithResponses) PutWorkerWithResponse(ctx context.Context, id WorkerID, body PutWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*PutWorkerResponse, error) {
+	rsp, err := c.PutWorker(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutWorkerResponse(rsp)
 }
 
 // ParseDashboardResponse parses an HTTP response from a DashboardWithResponse call
@@ -10391,6 +11220,13 @@ func ParseClaimResponse(rsp *http.Response) (*ClaimResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -11960,6 +12796,260 @@ func ParseStatusResponse(rsp *http.Response) (*StatusResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListWorkersResponse parses an HTTP response from a ListWorkersWithResponse call
+func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Workers
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteWorkerResponse parses an HTTP response from a DeleteWorkerWithResponse call
+func ParseDeleteWorkerResponse(rsp *http.Response) (*DeleteWorkerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteWorkerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetWorkerResponse parses an HTTP response from a GetWorkerWithResponse call
+func ParseGetWorkerResponse(rsp *http.Response) (*GetWorkerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Worker
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutWorkerResponse parses an HTTP response from a PutWorkerWithResponse call
+func ParsePutWorkerResponse(rsp *http.Response) (*PutWorkerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutWorkerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Worker
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 

@@ -28,6 +28,7 @@ import (
 	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/registry"
 )
 
 // serveConfig is everything `chronoq serve` is told.
@@ -54,6 +55,8 @@ type serveConfig struct {
 	reconcileEvery   time.Duration
 	shutdownTimeout  time.Duration
 	readTimeout      time.Duration
+
+	workerTTL time.Duration // the registry's TTL of a worker that names none
 
 	logFormat string
 	logLevel  slog.Level
@@ -157,6 +160,7 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
 	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
 	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
+	e.Duration(&c.workerTTL, "worker-ttl", "CHRONOQ_WORKER_TTL", registry.DefaultTTL, "how long an HTTP worker that names no ttl stays in the registry after its last call (1s to 1h)")
 	storeFlags(e, &c)
 	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
@@ -363,8 +367,12 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err != nil {
 		return err
 	}
+	workers, err := registry.New(client, registry.Config{TTL: c.workerTTL})
+	if err != nil {
+		return fmt.Errorf("--worker-ttl: %w", err)
+	}
 	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Push: dispatch.NewStore(client, guard),
-		Token: c.token, MetricsAuth: c.metricsAuth,
+		Token: c.token, MetricsAuth: c.metricsAuth, Workers: workers,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})
 	if err != nil {

@@ -1,0 +1,493 @@
+package registry
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// Defaults and caps. Every cap is checked before anything is written;
+// input over one is refused with an error wrapping queue.ErrInvalid (a
+// 400 over HTTP), naming the field.
+const (
+	// DefaultTTL is how long a worker stays registered after its last
+	// sighting when the caller names no TTL. A Go worker refreshes every
+	// third of its TTL.
+	DefaultTTL = time.Minute
+	MinTTL     = time.Second
+	MaxTTL     = time.Hour
+	// DefaultMaxWorkers caps the workers live at once (Config.MaxWorkers):
+	// a new worker past it is refused with ErrTooManyWorkers; those
+	// registered already refresh as ever.
+	DefaultMaxWorkers = 10_000
+	MaxIDBytes        = 128  // a worker id: [A-Za-z0-9][A-Za-z0-9._:-]{0,127}
+	MaxHostBytes      = 255  // the host, any printable UTF-8
+	MaxVersionBytes   = 64   // the version, any printable UTF-8
+	MaxLabels         = 64   // labels of one worker
+	MaxLabelBytes     = 128  // one label, printable UTF-8 without spaces
+	MaxQueues         = 1000 // queues of one worker (registered, and learned from its claims: the first ones kept)
+	MaxHeldJobs       = 1000 // jobs listed as held by one worker: past it, more are not recorded
+	DefaultListLimit  = 100  // workers in a page of List
+	MaxListLimit      = 1000
+	// sweepBatch bounds the expired workers one script deletes.
+	sweepBatch = 1000
+	// migrationRetryFor bounds the retries of a script while the
+	// registry's slot migrates (TRYAGAIN, ASK, MOVED).
+	migrationRetryFor = 10 * time.Second
+)
+
+// ErrTooManyWorkers is answered when a new worker would pass
+// Config.MaxWorkers live workers. Nothing was written.
+var ErrTooManyWorkers = errors.New("registry: too many live workers")
+
+// Config configures a [Registry]. All of it is optional.
+type Config struct {
+	// TTL is how long a worker stays registered after its last sighting
+	// when a call names none (MinTTL to MaxTTL). Defaults to DefaultTTL.
+	TTL time.Duration
+	// MaxWorkers caps the workers live at once. Defaults to
+	// DefaultMaxWorkers.
+	MaxWorkers int
+}
+
+// Registry reads and writes the worker registry of a queue client's
+// namespace. It is safe for concurrent use.
+type Registry struct {
+	cfg   Config
+	rdb   redis.UniversalClient
+	clock clockwork.Clock
+	ns    string
+	k     keys
+}
+
+// New is the registry of client's namespace, on client's Redis and clock.
+func New(client *queue.Client, cfg Config) (*Registry, error) {
+	if client == nil {
+		return nil, errors.New("registry: a queue client is required")
+	}
+	cfg.TTL = cmp.Or(cfg.TTL, DefaultTTL)
+	cfg.MaxWorkers = cmp.Or(cfg.MaxWorkers, DefaultMaxWorkers)
+	if err := checkTTL("Config.TTL", cfg.TTL); err != nil {
+		return nil, err
+	}
+	if cfg.MaxWorkers < 1 {
+		return nil, fmt.Errorf("registry: Config.MaxWorkers must be positive, got %d", cfg.MaxWorkers)
+	}
+	return &Registry{cfg: cfg, rdb: client.Redis(), clock: client.Clock(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
+}
+
+// Namespace is the namespace of the registry's keys.
+func (r *Registry) Namespace() string { return r.ns }
+
+// TTL is the registry's default TTL.
+func (r *Registry) TTL() time.Duration { return r.cfg.TTL }
+
+// Info is what a worker says of itself.
+type Info struct {
+	// ID names the worker: 1 to MaxIDBytes of [A-Za-z0-9._:-], starting
+	// with a letter or digit. Required.
+	ID string
+	// Host is where it runs (free text, at most MaxHostBytes).
+	Host string
+	// Labels are its labels (at most MaxLabels, each at most
+	// MaxLabelBytes, printable, no spaces). Duplicates are dropped.
+	Labels []string
+	// Queues are the queues it serves (at most MaxQueues, valid queue
+	// names). Duplicates are dropped.
+	Queues []string
+	// Version is its software's version (free text, at most
+	// MaxVersionBytes).
+	Version string
+}
+
+// JobRef names a job a worker holds.
+type JobRef struct {
+	Queue, ID string
+}
+
+func (j JobRef) String() string { return j.Queue + "/" + j.ID }
+
+// Worker is a live worker as the registry holds it. Times are Redis's
+// clock.
+type Worker struct {
+	Info
+	// StartedAt is when the registry first saw it (since it last expired
+	// or was removed).
+	StartedAt time.Time
+	// LastSeenAt is its last registration or refresh.
+	LastSeenAt time.Time
+	// ExpiresAt is when it expires unless refreshed: LastSeenAt plus its TTL.
+	ExpiresAt time.Time
+	// Jobs are the jobs it holds, as its last calls said (see Touch).
+	Jobs []JobRef
+}
+
+// Registration is what [Registry.Register] records.
+type Registration struct {
+	Info
+	// Jobs, when not nil, replace the jobs the worker holds (at most
+	// MaxHeldJobs). Nil keeps them.
+	Jobs []JobRef
+	// TTL is how long the worker stays registered unless refreshed
+	// (MinTTL to MaxTTL). Zero keeps the worker's TTL, the registry's
+	// Config.TTL for a new one.
+	TTL time.Duration
+}
+
+// Register registers a worker, or refreshes it: its Info replaces what
+// was registered, its last sighting is now (Redis's clock), and its start
+// time is kept while it is live. It answers the worker as recorded.
+func (r *Registry) Register(ctx context.Context, reg Registration) (Worker, error) {
+	info, err := CheckInfo(reg.Info)
+	if err != nil {
+		return Worker{}, err
+	}
+	ttl, err := r.ttlOf(reg.TTL)
+	if err != nil {
+		return Worker{}, err
+	}
+	mode := "keep"
+	if reg.Jobs != nil {
+		mode = "set"
+		if reg.Jobs, err = checkJobs("jobs", reg.Jobs); err != nil {
+			return Worker{}, err
+		}
+	}
+	data, err := json.Marshal(infoJSON{Host: info.Host, Labels: info.Labels, Queues: info.Queues, Version: info.Version})
+	if err != nil {
+		return Worker{}, fmt.Errorf("registry: %w", err)
+	}
+	now, started, ttl, err := r.touch(ctx, info.ID, ttl, string(data), "", mode, reg.Jobs)
+	if err != nil {
+		return Worker{}, err
+	}
+	w := Worker{Info: info, StartedAt: started, LastSeenAt: now, ExpiresAt: now.Add(ttl), Jobs: reg.Jobs}
+	if reg.Jobs == nil {
+		return r.get(ctx, w)
+	}
+	return w, nil
+}
+
+// Touch is a sighting of worker id by one of its calls: it refreshes the
+// worker (registering it with nothing but its id when it is not live),
+// notes Queue among the queues it claimed from, and adds Add to and drops
+// Drop from the jobs it holds (Drop after Add).
+type Touch struct {
+	// Queue, when set, is a queue the worker claimed from.
+	Queue string
+	// Add are jobs it now holds (it claimed them, or heartbeats them).
+	Add []JobRef
+	// Drop are jobs it no longer holds (it completed or failed them).
+	Drop []JobRef
+	// TTL is how long the worker stays registered unless refreshed
+	// (MinTTL to MaxTTL). Zero keeps the worker's TTL, the registry's
+	// Config.TTL for a new one.
+	TTL time.Duration
+}
+
+// Touch records a sighting of worker id (see [Touch]).
+func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	if t.Queue != "" {
+		if err := queue.ValidateQueue(t.Queue); err != nil {
+			return fieldErr("queue", err)
+		}
+	}
+	ttl, err := r.ttlOf(t.TTL)
+	if err != nil {
+		return err
+	}
+	if len(t.Add) > 0 && len(t.Drop) > 0 {
+		// One script call does one of them: add first, then drop.
+		if err := r.Touch(ctx, id, Touch{Queue: t.Queue, Add: t.Add, TTL: ttl}); err != nil {
+			return err
+		}
+		return r.Touch(ctx, id, Touch{Drop: t.Drop, TTL: ttl})
+	}
+	mode, jobs := "keep", t.Add
+	switch {
+	case len(t.Add) > 0:
+		mode = "add"
+	case len(t.Drop) > 0:
+		mode, jobs = "del", t.Drop
+	}
+	if jobs, err = checkJobs("jobs", jobs); err != nil {
+		return err
+	}
+	_, _, _, err = r.touch(ctx, id, ttl, "", t.Queue, mode, jobs)
+	return err
+}
+
+// Deregister removes worker id. It answers whether it was live.
+func (r *Registry) Deregister(ctx context.Context, id string) (bool, error) {
+	if err := ValidateID(id); err != nil {
+		return false, err
+	}
+	var n int64
+	err := r.run(ctx, func() (err error) {
+		n, err = removeScript.Run(ctx, r.rdb, r.k.all(), r.offsetArg(), id).Int64()
+		return err
+	})
+	if err != nil {
+		return false, redisErr("deregister", err)
+	}
+	return n == 1, nil
+}
+
+// ListOptions select a page of [Registry.List].
+type ListOptions struct {
+	// Cursor is the Next of the page before; empty for the first page.
+	Cursor string
+	// Limit caps the workers in the page, 1 to MaxListLimit. Defaults to
+	// DefaultListLimit.
+	Limit int
+}
+
+// Page is a page of live workers, by id (byte order).
+type Page struct {
+	Workers []Worker
+	// Next is the cursor of the next page; empty when this is the last.
+	// A page may hold fewer than its limit and still have a next one.
+	Next string
+	// Live is how many workers are live now.
+	Live int
+}
+
+// List answers a page of the live workers, sorted by id.
+func (r *Registry) List(ctx context.Context, o ListOptions) (Page, error) {
+	o.Limit = cmp.Or(o.Limit, DefaultListLimit)
+	if o.Limit < 1 || o.Limit > MaxListLimit {
+		return Page{}, fieldErr("limit", fmt.Errorf("%w: must be in [1, %d], got %d", queue.ErrInvalid, MaxListLimit, o.Limit))
+	}
+	if o.Cursor != "" {
+		if err := ValidateID(o.Cursor); err != nil {
+			return Page{}, fieldErr("cursor", err)
+		}
+	}
+	from := "-"
+	if o.Cursor != "" {
+		from = "(" + o.Cursor
+	}
+	return r.list(ctx, from, o.Limit)
+}
+
+// Live counts the live workers.
+func (r *Registry) Live(ctx context.Context) (int, error) {
+	p, err := r.list(ctx, "-", 0)
+	return p.Live, err
+}
+
+// list runs listScript from from (see it).
+func (r *Registry) list(ctx context.Context, from string, limit int) (Page, error) {
+	var res []any
+	err := r.run(ctx, func() (err error) {
+		res, err = listScript.Run(ctx, r.rdb, r.k.all(), r.offsetArg(), from, limit, sweepBatch).Slice()
+		return err
+	})
+	if err != nil {
+		return Page{}, redisErr("list", err)
+	}
+	if len(res) < 3 || (len(res)-3)%6 != 0 {
+		return Page{}, fmt.Errorf("registry: list: unexpected reply of %d values", len(res))
+	}
+	live, _ := res[1].(int64)
+	next, _ := res[2].(string)
+	p := Page{Next: next, Live: int(live), Workers: make([]Worker, 0, (len(res)-3)/6)}
+	for i := 3; i < len(res); i += 6 {
+		w, ok := decode(res[i : i+6])
+		if ok {
+			p.Workers = append(p.Workers, w)
+		}
+	}
+	return p, nil
+}
+
+// ErrNotFound is wrapped by the error of Get for a worker that is not
+// live; it wraps queue.ErrNotFound.
+var ErrNotFound = fmt.Errorf("registry: no such live worker: %w", queue.ErrNotFound)
+
+// Get answers live worker id, or an error wrapping ErrNotFound.
+func (r *Registry) Get(ctx context.Context, id string) (Worker, error) {
+	if err := ValidateID(id); err != nil {
+		return Worker{}, err
+	}
+	p, err := r.list(ctx, "["+id, 1)
+	if err != nil {
+		return Worker{}, err
+	}
+	if len(p.Workers) == 1 && p.Workers[0].ID == id {
+		return p.Workers[0], nil
+	}
+	return Worker{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+}
+
+// get reads back the worker w names, filling what the registry holds of
+// it (its held jobs), or answers w as it is when it is gone meanwhile.
+func (r *Registry) get(ctx context.Context, w Worker) (Worker, error) {
+	got, err := r.Get(ctx, w.ID)
+	if errors.Is(err, ErrNotFound) {
+		return w, nil
+	}
+	return got, err
+}
+
+// infoJSON is a registration as stored.
+type infoJSON struct {
+	Host    string   `json:"host"`
+	Labels  []string `json:"labels"`
+	Queues  []string `json:"queues"`
+	Version string   `json:"version"`
+}
+
+// decode reads one worker of listScript's reply: id, info, state, queues,
+// held, expiry.
+func decode(v []any) (Worker, bool) {
+	id, _ := v[0].(string)
+	info, _ := v[1].(string)
+	state, _ := v[2].(string)
+	claimed, _ := v[3].(string)
+	held, _ := v[4].(string)
+	exp, _ := v[5].(string)
+	w := Worker{Info: Info{ID: id, Labels: []string{}, Queues: []string{}}, Jobs: []JobRef{}}
+	if info != "" {
+		var ij infoJSON
+		if json.Unmarshal([]byte(info), &ij) == nil {
+			w.Host, w.Version = ij.Host, ij.Version
+			w.Labels = append(w.Labels, ij.Labels...)
+			w.Queues = append(w.Queues, ij.Queues...)
+		}
+	}
+	for q := range strings.FieldsSeq(claimed) {
+		if !contains(w.Queues, q) && len(w.Queues) < MaxQueues {
+			w.Queues = append(w.Queues, q)
+		}
+	}
+	for j := range strings.FieldsSeq(held) {
+		if q, id, ok := strings.Cut(j, "/"); ok {
+			w.Jobs = append(w.Jobs, JobRef{Queue: q, ID: id})
+		}
+	}
+	f := strings.Fields(state)
+	if len(f) < 2 {
+		return Worker{}, false
+	}
+	s, err1 := strconv.ParseInt(f[0], 10, 64)
+	l, err2 := strconv.ParseInt(f[1], 10, 64)
+	e, err3 := strconv.ParseFloat(exp, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return Worker{}, false
+	}
+	w.StartedAt, w.LastSeenAt, w.ExpiresAt = time.UnixMilli(s).UTC(), time.UnixMilli(l).UTC(), time.UnixMilli(int64(e)).UTC()
+	return w, true
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// touch runs touchScript; it answers the script's now, the worker's
+// start (Redis's clock) and its TTL.
+func (r *Registry) touch(ctx context.Context, id string, ttl time.Duration, info, q, mode string, jobs []JobRef) (now, started time.Time, _ time.Duration, err error) {
+	args := make([]any, 0, 11+len(jobs))
+	args = append(args, r.offsetArg(), id, ttl.Milliseconds(), r.cfg.TTL.Milliseconds(), r.cfg.MaxWorkers, sweepBatch,
+		info, q, MaxQueues, mode, MaxHeldJobs)
+	for _, j := range jobs {
+		args = append(args, j.String())
+	}
+	var res []any
+	err = r.run(ctx, func() (err error) {
+		res, err = touchScript.Run(ctx, r.rdb, r.k.all(), args...).Slice()
+		return err
+	})
+	if err != nil {
+		return now, started, 0, redisErr("register "+id, err)
+	}
+	if len(res) < 2 {
+		return now, started, 0, fmt.Errorf("registry: register %s: unexpected reply %v", id, res)
+	}
+	if ok, _ := res[0].(int64); ok != 1 || len(res) < 4 {
+		return now, started, 0, fmt.Errorf("%w: %d are live, the cap is %d (Config.MaxWorkers)", ErrTooManyWorkers, res[1], r.cfg.MaxWorkers)
+	}
+	n, _ := res[1].(int64)
+	s, _ := res[2].(int64)
+	t, _ := res[3].(int64)
+	return time.UnixMilli(n).UTC(), time.UnixMilli(s).UTC(), time.Duration(t) * time.Millisecond, nil
+}
+
+// offsetArg is what a script adds to Redis's TIME, in µs: 0, except under
+// a *clockwork.FakeClock, where Redis's clock then reads as the fake
+// clock (plus the microseconds the command takes to reach Redis), as in
+// package cron: a test expires workers by advancing its clock.
+func (r *Registry) offsetArg() int64 {
+	fc, ok := r.clock.(*clockwork.FakeClock)
+	if !ok {
+		return 0
+	}
+	return fc.Now().UnixMicro() - time.Now().UnixMicro()
+}
+
+// ttlOf checks a TTL given (0: the worker's own).
+func (r *Registry) ttlOf(ttl time.Duration) (time.Duration, error) {
+	if ttl == 0 {
+		return 0, nil
+	}
+	return ttl, checkTTL("ttl", ttl)
+}
+
+// run runs f, again while the registry's slot migrates (Redis answers
+// TRYAGAIN, ASK or MOVED, and ran nothing), backing off from 1 ms to
+// 100 ms, for at most migrationRetryFor.
+func (r *Registry) run(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(migrationRetryFor)
+	sleep := time.Millisecond
+	for {
+		err := f()
+		if err == nil || !migrating(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		sleep = min(2*sleep, 100*time.Millisecond)
+	}
+}
+
+// migrating reports whether err is Redis saying the slot is moving.
+func migrating(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "TRYAGAIN") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "MOVED ")
+}
+
+// redisErr wraps a Redis failure as queue.ErrUnavailable (context errors
+// stay as they are).
+func redisErr(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("registry: %s: %w: %w", op, queue.ErrUnavailable, err)
+}
