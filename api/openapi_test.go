@@ -62,11 +62,11 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		cfg  api.Config
 		ops  int
 	}{
-		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 36},
-		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 36},
+		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 41},
+		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 41},
 		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t",
-			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 39},
-		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 31},
+			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 44},
+		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 36},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := api.New(tt.cfg)

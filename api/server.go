@@ -237,6 +237,13 @@ func (s *Server) routes() {
 		{http.MethodPost, "/v1/queues/:queue/jobs/:id/cancel", s.cancelClaimed, false},
 
 		{http.MethodGet, "/v1/events", s.events, false},
+
+		// Artifacts, logs, progress (artifacts.go, stream.go).
+		{http.MethodPut, "/v1/queues/:queue/jobs/:id/artifacts/:name", s.putArtifact, false},
+		{http.MethodGet, "/v1/queues/:queue/jobs/:id/artifacts", s.getArtifacts, false},
+		{http.MethodPost, "/v1/queues/:queue/jobs/:id/logs", s.appendLogs, false},
+		{http.MethodGet, "/v1/queues/:queue/jobs/:id/logs", s.getLogs, false},
+		{http.MethodGet, "/v1/queues/:queue/jobs/:id/stream", s.jobStream, false},
 	}
 	if s.cron != nil {
 		rs = append(rs,
