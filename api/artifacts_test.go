@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 // running enqueues one job into q and claims it.
@@ -323,4 +324,29 @@ func TestJobStreamCatchesUpWithoutEvents(t *testing.T) {
 	require.Equal(t, "unannounced", ev.data["line"])
 	require.Equal(t, "completed", s.event().data["status"])
 	s.ended()
+}
+
+// A job's stream on Redis Cluster (sharded pub/sub), for jobs of queues
+// on several nodes.
+func TestJobStreamOnRedisCluster(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster skipped in -short mode")
+	}
+	b := setup(t, func(sc *setupConfig) { sc.rdb = testutil.Cluster(t) })
+	for _, q := range []string{"s0", "s1", "s2"} {
+		j := b.running(t, q)
+		base := "/v1/queues/" + q + "/jobs/" + j.ID
+		s := b.openJobStream(t, q, j.ID)
+		require.Equal(t, "processing", s.event().data["status"])
+		r := b.do(t, http.MethodPost, base+"/logs", map[string]any{"token": j.Token, "lines": []string{"on " + q}})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		require.Equal(t, "on "+q, s.event().data["line"])
+		r = b.do(t, http.MethodPost, base+"/complete", map[string]any{"token": j.Token, "artifacts": map[string]any{"q": q}})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		require.Equal(t, "completed", s.event().data["status"])
+		s.ended()
+		r = b.do(t, http.MethodGet, base+"/artifacts", nil)
+		require.JSONEq(t, `{"artifacts":{"q":"`+q+`"}}`, string(r.body))
+	}
 }
