@@ -77,8 +77,9 @@ type Config struct {
 	// Defaults to false.
 	DisableCoalescing bool
 	// MaxEventStreams caps the event streams open at once (each holds a
-	// Redis subscription); past it GET /v1/events answers 503. Defaults to
-	// 1000.
+	// Redis subscription): GET /v1/events and the job streams (GET
+	// /v1/queues/{queue}/jobs/{id}/stream) together; past it they answer
+	// 503. Defaults to 1000.
 	MaxEventStreams int
 	// SSEHeartbeat is the interval of the comment lines that keep an event
 	// stream open through proxies. Defaults to 15 s.

@@ -308,7 +308,7 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 	return nil
 }
 
-// Get reads one job.
+// Get reads one job, with its artifacts (Job.Artifacts).
 func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
