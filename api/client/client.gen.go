@@ -750,7 +750,7 @@ type ClaimedEventEvent string
 
 // ClaimedJob A claimed job: the Job resource and its claim token.
 type ClaimedJob struct {
-	// Artifacts the job's artifacts, name -> any JSON: present when it has any, in the answers that read one job (GET of a job, complete, fail, cancel, retry), not in lists nor claims (read GET .../artifacts)
+	// Artifacts the job's artifacts, name -> any JSON: present when it has any, in the answers that read one job (GET of a job, and the answers of complete, fail and a worker's cancel), not in lists nor claims (read GET .../artifacts)
 	Artifacts *map[string]interface{} `json:"artifacts,omitempty"`
 
 	// Attempts claims since the job was enqueued or last retried by hand (a manual retry of a dead job, or a dead-set requeue, starts it at 0); max_attempts bounds it
@@ -1038,7 +1038,7 @@ type Heartbeat struct {
 
 // Job defines model for Job.
 type Job struct {
-	// Artifacts the job's artifacts, name -> any JSON: present when it has any, in the answers that read one job (GET of a job, complete, fail, cancel, retry), not in lists nor claims (read GET .../artifacts)
+	// Artifacts the job's artifacts, name -> any JSON: present when it has any, in the answers that read one job (GET of a job, and the answers of complete, fail and a worker's cancel), not in lists nor claims (read GET .../artifacts)
 	Artifacts *map[string]interface{} `json:"artifacts,omitempty"`
 
 	// Attempts claims since the job was enqueued or last retried by hand (a manual retry of a dead job, or a dead-set requeue, starts it at 0); max_attempts bounds it
