@@ -469,11 +469,16 @@ end
 local function drop(id, f)
   -- its data: payload, result, notes, artifacts, and each of its log
   -- lines (the record counts them: at most MaxLogLines)
-  local gone = { id, id .. '.r', id .. '.n', id .. '.a' }
-  for seq = 1, tonumber(string.match(f[R_log] or '', '^(%d+)|') or '0') do
-    gone[#gone + 1] = id .. '.l.' .. seq
+  local lines = f[R_log] ~= '' and tonumber(string.match(f[R_log] or '', '^(%d+)|'))
+  if lines then
+    local gone = { id, id .. '.r', id .. '.n', id .. '.a' }
+    for seq = 1, lines do
+      gone[#gone + 1] = id .. '.l.' .. seq
+    end
+    redis.call('HDEL', K_data, unpack(gone))
+  else
+    redis.call('HDEL', K_data, id, id .. '.r', id .. '.n', id .. '.a')
   end
-  redis.call('HDEL', K_data, unpack(gone))
   local ik = f[R_idempotency_key]
   if ik ~= '' and idem_of(ik) == id then
     redis.call('HDEL', K_idem, ik)
