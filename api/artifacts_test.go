@@ -366,3 +366,18 @@ func requireStamped(t *testing.T, got any) {
 	require.False(t, g.Before(w), "got %s, before %s", g, w)
 	require.Less(t, g.Sub(w), 10*time.Minute)
 }
+
+// A drained server ends the job streams under way, and a stream opened
+// after the drain answers the job as it is, once.
+func TestJobStreamEndsOnDrain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := b.running(t, "dr")
+	s := b.openJobStream(t, "dr", j.ID)
+	require.Equal(t, "processing", s.event().data["status"])
+	b.srv.Drain()
+	s.ended()
+	s = b.openJobStream(t, "dr", j.ID)
+	require.Equal(t, "processing", s.event().data["status"])
+	s.ended()
+}

@@ -62,14 +62,21 @@ func (s *Server) jobStream(c echo.Context) error {
 			Message: fmt.Sprintf("too many event streams open (%d); retry later", s.cfg.MaxEventStreams)}
 	}
 	defer s.streams.Add(-1)
+	// ctx ends with the request or at the server's drain; the store is
+	// read with the request's, so that a drained stream still answers
+	// what the job is, once.
 	ctx, cancel := s.streamContext(c)
 	defer cancel()
+	rctx := c.Request().Context()
 	evs, err := s.store.Subscribe(ctx, q)
 	if err != nil {
-		return err
+		if ctx.Err() == nil || rctx.Err() != nil {
+			return err
+		}
+		evs = nil // drained: the job as it is now, and the end
 	}
 	js := &jobStreamer{s: s, c: c, q: q, id: id, seq: after}
-	j, err := s.store.Get(ctx, q, id)
+	j, err := s.store.Get(rctx, q, id)
 	if err != nil {
 		return err // 404 before the stream opens
 	}
@@ -82,7 +89,7 @@ func (s *Server) jobStream(c echo.Context) error {
 	if _, err := w.Write([]byte(": connected\n\n")); err != nil {
 		return nil
 	}
-	if done, err := js.catchUp(ctx, j); done || err != nil {
+	if done, err := js.catchUp(rctx, j); done || err != nil || evs == nil {
 		return nil
 	}
 	tick := s.clock.NewTicker(s.cfg.SSEHeartbeat)
@@ -104,13 +111,13 @@ func (s *Server) jobStream(c echo.Context) error {
 			}
 		}
 		// An event of this job, or a tick: read the store again.
-		j, err := s.store.Get(ctx, q, id)
+		j, err := s.store.Get(rctx, q, id)
 		if err != nil {
 			// Deleted (or the store is away: the client reconnects with
 			// its Last-Event-ID).
 			return nil
 		}
-		if done, err := js.catchUp(ctx, j); done || err != nil {
+		if done, err := js.catchUp(rctx, j); done || err != nil {
 			return nil
 		}
 	}
