@@ -1246,6 +1246,7 @@ type NewJob struct {
 
 // Progress How far a running job says it is: the last progress its heartbeats carried. Present when it has any; kept once the job ended.
 type Progress struct {
+	// Message at most 1024 bytes
 	Message string  `json:"message"`
 	Percent float32 `json:"percent"`
 
@@ -1255,7 +1256,7 @@ type Progress struct {
 
 // ProgressRequest Progress carried by a heartbeat.
 type ProgressRequest struct {
-	// Message at most 1024 bytes (1 KiB); default empty
+	// Message at most 1024 bytes (1 KiB), else 400; default empty
 	Message *string `json:"message,omitempty"`
 	Percent float32 `json:"percent"`
 }
