@@ -57,6 +57,36 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		require.ErrorIs(t, err, queue.ErrNotFound)
 	})
 
+	// The script merges artifacts by scanning the stored JSON: values of
+	// every shape, with quotes, escapes and brackets in strings, survive
+	// any number of merges unchanged.
+	t.Run("ArtifactValuesSurviveMerges", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{})
+		c := b.claimOne(t)
+		values := []string{`{}`, `[]`, `""`, `"a\\"`, `"q\"}],{["`, `"\u00e9\n\t"`, `0`, `-1.25e-3`, `true`, `false`, `null`,
+			`[[],{},[{"a":[1,{"b":"]}"}]}]]`, `{"k":{"k":{"k":["\\\"",1e2]}}}`, `"é 😀"`, `[1,2,3]`}
+		want := map[string]any{}
+		for round := range 2 {
+			for i, v := range values {
+				name := fmt.Sprintf("v%d", i)
+				if round == 1 {
+					v = values[len(values)-1-i] // replace each with another shape
+				}
+				require.NoError(t, b.client.AttachArtifacts(b.ctx, b.queue, c.ID, c.Token, map[string]json.RawMessage{name: raw(v)}), v)
+				var x any
+				require.NoError(t, json.Unmarshal([]byte(v), &x))
+				want[name] = x
+				arts, err := b.client.Artifacts(b.ctx, b.queue, c.ID)
+				require.NoError(t, err)
+				var got map[string]any
+				require.NoError(t, json.Unmarshal(arts, &got), "%s", arts)
+				require.Equal(t, want, got)
+			}
+		}
+	})
+
 	t.Run("ArtifactCapsRefuseAndChangeNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
