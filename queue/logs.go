@@ -144,7 +144,8 @@ func parseLogState(s string) (lines int64, truncated bool) {
 }
 
 // Logs reads up to limit lines (DefaultLogPage when 0, at most MaxLogPage)
-// of a job's log after seq after (0: from the start), in one round trip.
+// of a job's log after seq after (0: from the start): the job's record,
+// then the lines (two round trips, one when there is none to read).
 func (c *Client) Logs(ctx context.Context, queue, id string, after int64, limit int) (LogPage, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
@@ -162,28 +163,13 @@ func (c *Client) Logs(ctx context.Context, queue, id string, after int64, limit 
 	if limit < 1 || limit > MaxLogPage {
 		return LogPage{}, invalid("limit", "must be in [1, %d], got %d", MaxLogPage, limit)
 	}
-	// The lines after `after`, read with the record in one pipeline; the
-	// record says how many exist.
-	n := int64(limit)
-	if after >= MaxLogLines {
-		n = 0
-	} else {
-		n = min(n, MaxLogLines-after)
-	}
-	fields := make([]string, 0, n)
-	for s := after + 1; s <= after+n; s++ {
-		fields = append(fields, logLineField(id, s))
-	}
-	pipe := c.rdb.Pipeline()
-	rec := pipe.HGet(ctx, k.jobs, id)
-	var vals *redis.SliceCmd
-	if len(fields) > 0 {
-		vals = pipe.HMGet(ctx, k.data, fields...)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	// The record says how many lines there are; then the page's lines, by
+	// their fields (a read that finds no new line is one round trip: a
+	// job's stream reads this at each of its events).
+	r, err := c.rdb.HGet(ctx, k.jobs, id).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return LogPage{}, wrapRedis(err)
 	}
-	r := rec.Val()
 	if r == "" || r[0] == '-' {
 		return LogPage{}, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
 	}
@@ -195,15 +181,24 @@ func (c *Client) Logs(ctx context.Context, queue, id string, after int64, limit 
 	if len(f) > rLog {
 		page.Total, page.Truncated = parseLogState(f[rLog])
 	}
-	if vals == nil {
+	n := min(int64(limit), page.Total-after)
+	if n <= 0 {
 		return page, nil
 	}
-	for i, v := range vals.Val() {
+	fields := make([]string, 0, n)
+	for s := after + 1; s <= after+n; s++ {
+		fields = append(fields, logLineField(id, s))
+	}
+	vals, err := c.rdb.HMGet(ctx, k.data, fields...).Result()
+	if err != nil {
+		return LogPage{}, wrapRedis(err)
+	}
+	for i, v := range vals {
 		s, ok := v.(string)
-		seq := after + 1 + int64(i)
-		if !ok || seq > page.Total {
-			break // appended after the record was read, or none
+		if !ok {
+			break // the job was deleted meanwhile
 		}
+		seq := after + 1 + int64(i)
 		ms, line, _ := strings.Cut(s, "|")
 		page.Lines = append(page.Lines, LogLine{Seq: seq, At: msTime(ms), Line: line})
 		page.Next = seq
