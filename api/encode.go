@@ -73,6 +73,27 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 		b = append(b, `,"token":`...)
 		b = appendString(b, j.Token)
 	}
+	// Present only when the job has them: its progress, and its artifacts
+	// (read with one job only, see queue.Job.Artifacts).
+	if j.Progress != nil {
+		b = append(b, `,"progress":`...)
+		b = appendProgress(b, j.Progress)
+	}
+	if len(j.Artifacts) > 0 {
+		b = append(b, `,"artifacts":`...)
+		b = append(b, j.Artifacts...) // a JSON object: written by the queue package
+	}
+	return append(b, '}')
+}
+
+// appendProgress appends p as {"percent","message","updated_at"}.
+func appendProgress(b []byte, p *queue.Progress) []byte {
+	b = append(b, `{"percent":`...)
+	b = appendFloat(b, p.Percent)
+	b = append(b, `,"message":`...)
+	b = appendString(b, p.Message)
+	b = append(b, `,"updated_at":`...)
+	b = appendTime(b, p.UpdatedAt)
 	return append(b, '}')
 }
 
@@ -91,7 +112,7 @@ func appendJobs(b []byte, jobs []*queue.Job, withToken bool) []byte {
 
 // writeJob answers one job.
 func writeJob(c echo.Context, status int, j *queue.Job) error {
-	return c.Blob(status, echo.MIMEApplicationJSON, appendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)), j, false))
+	return c.Blob(status, echo.MIMEApplicationJSON, appendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)+len(j.Artifacts)), j, false))
 }
 
 // writeJobs answers {"jobs":[...]}.

@@ -62,11 +62,11 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		cfg  api.Config
 		ops  int
 	}{
-		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 40}, // +4: the /v1/workers routes
-		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 40},
+		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 45}, // +4 the /v1/workers routes, +5 artifacts, logs and the job stream
+		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 45},
 		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t",
-			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 43},
-		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 35},
+			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 48},
+		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 40},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := api.New(tt.cfg)

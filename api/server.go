@@ -78,8 +78,9 @@ type Config struct {
 	// Defaults to false.
 	DisableCoalescing bool
 	// MaxEventStreams caps the event streams open at once (each holds a
-	// Redis subscription); past it GET /v1/events answers 503. Defaults to
-	// 1000.
+	// Redis subscription): GET /v1/events and the job streams (GET
+	// /v1/queues/{queue}/jobs/{id}/stream) together; past it they answer
+	// 503. Defaults to 1000.
 	MaxEventStreams int
 	// SSEHeartbeat is the interval of the comment lines that keep an event
 	// stream open through proxies. Defaults to 15 s.
@@ -250,6 +251,13 @@ func (s *Server) routes() {
 		{http.MethodPost, "/v1/queues/:queue/jobs/:id/cancel", s.cancelClaimed, false},
 
 		{http.MethodGet, "/v1/events", s.events, false},
+
+		// Artifacts, logs, progress (artifacts.go, stream.go).
+		{http.MethodPut, "/v1/queues/:queue/jobs/:id/artifacts/:name", s.putArtifact, false},
+		{http.MethodGet, "/v1/queues/:queue/jobs/:id/artifacts", s.getArtifacts, false},
+		{http.MethodPost, "/v1/queues/:queue/jobs/:id/logs", s.appendLogs, false},
+		{http.MethodGet, "/v1/queues/:queue/jobs/:id/logs", s.getLogs, false},
+		{http.MethodGet, "/v1/queues/:queue/jobs/:id/stream", s.jobStream, false},
 	}
 	if s.cron != nil {
 		rs = append(rs,

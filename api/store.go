@@ -57,6 +57,16 @@ type Store interface {
 	Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (queue.Lease, error)
 	CancelClaimed(ctx context.Context, queue, id, token string) error
 
+	// Artifacts, logs and progress of a running job: complete and
+	// heartbeat that carry them, PUT and GET .../artifacts, POST and GET
+	// .../logs.
+	CompleteWith(ctx context.Context, queue, id, token string, o queue.CompleteOptions) error
+	HeartbeatWith(ctx context.Context, queue, id, token string, o queue.HeartbeatOptions) (queue.Lease, error)
+	AttachArtifacts(ctx context.Context, queue, id, token string, arts map[string]json.RawMessage) error
+	Artifacts(ctx context.Context, queue, id string) (json.RawMessage, error)
+	AppendLog(ctx context.Context, queue, id, token string, lines []string) (queue.LogAppend, error)
+	Logs(ctx context.Context, queue, id string, after int64, limit int) (queue.LogPage, error)
+
 	// Events: GET /v1/events.
 	Subscribe(ctx context.Context, queues ...string) (<-chan queue.Event, error)
 

@@ -79,9 +79,10 @@ func (s *Server) claim(c echo.Context) error {
 }
 
 type completeRequest struct {
-	Token    string          `json:"token"`
-	Result   json.RawMessage `json:"result"`
-	WorkerID *string         `json:"worker_id"`
+	Token     string                     `json:"token"`
+	Result    json.RawMessage            `json:"result"`
+	Artifacts map[string]json.RawMessage `json:"artifacts"`
+	WorkerID  *string                    `json:"worker_id"`
 }
 
 // afterJob answers the job as it is now, or 204 when it is gone already
@@ -97,7 +98,9 @@ func (s *Server) afterJob(c echo.Context, q, id string) (*queue.Job, error) {
 	return j, writeJob(c, http.StatusOK, j)
 }
 
-// complete: POST /v1/queues/{queue}/jobs/{id}/complete {"token","result"}.
+// complete: POST /v1/queues/{queue}/jobs/{id}/complete
+// {"token","result"?,"artifacts"?}: artifacts are set with the completion
+// (see putArtifact); over a cap, 413 and the job stays processing.
 func (s *Server) complete(c echo.Context) error {
 	q, id, err := pathJob(c)
 	if err != nil {
@@ -117,7 +120,11 @@ func (s *Server) complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.store.Complete(c.Request().Context(), q, id, req.Token, req.Result)
+	if req.Artifacts != nil {
+		err = s.store.CompleteWith(c.Request().Context(), q, id, req.Token, queue.CompleteOptions{Result: req.Result, Artifacts: req.Artifacts})
+	} else {
+		err = s.store.Complete(c.Request().Context(), q, id, req.Token, req.Result)
+	}
 	s.released(c.Request().Context(), wid, q, id, err)
 	if err != nil {
 		return err
@@ -177,9 +184,18 @@ func (s *Server) fail(c echo.Context) error {
 }
 
 type heartbeatRequest struct {
-	Token    string  `json:"token"`
-	Extend   *string `json:"extend"`
-	WorkerID *string `json:"worker_id"`
+	Token    string        `json:"token"`
+	Extend   *string       `json:"extend"`
+	Progress *progressJSON `json:"progress"`
+	WorkerID *string       `json:"worker_id"`
+}
+
+// progressJSON is a job's progress: in a heartbeat, percent and message;
+// in the Job resource and the stream, with updated_at too.
+type progressJSON struct {
+	Percent   *float64 `json:"percent"`
+	Message   string   `json:"message"`
+	UpdatedAt *string  `json:"updated_at,omitempty"`
 }
 
 type leaseJSON struct {
@@ -188,7 +204,8 @@ type leaseJSON struct {
 }
 
 // heartbeat: POST /v1/queues/{queue}/jobs/{id}/heartbeat
-// {"token","extend"?}: {"lease_until","cancel_requested"}.
+// {"token","extend"?,"progress"?}: {"lease_until","cancel_requested"}.
+// progress {"percent","message"?} is recorded as the job's progress.
 func (s *Server) heartbeat(c echo.Context) error {
 	q, id, err := pathJob(c)
 	if err != nil {
@@ -211,7 +228,22 @@ func (s *Server) heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.store.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
+	var l queue.Lease
+	if req.Progress != nil {
+		if req.Progress.Percent == nil {
+			return invalidArg("progress.percent", "percent is required: 0 to 100")
+		}
+		if p := *req.Progress.Percent; !(p >= 0 && p <= 100) {
+			return invalidArg("progress.percent", "must be in [0, 100], got %v", p)
+		}
+		if len(req.Progress.Message) > queue.MaxProgressMessageBytes {
+			return invalidArg("progress.message", "at most %d bytes, got %d", queue.MaxProgressMessageBytes, len(req.Progress.Message))
+		}
+		l, err = s.store.HeartbeatWith(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
+			Progress: &queue.Progress{Percent: *req.Progress.Percent, Message: req.Progress.Message}})
+	} else {
+		l, err = s.store.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
+	}
 	if err != nil {
 		s.released(c.Request().Context(), wid, q, id, err)
 		return err

@@ -35,6 +35,9 @@ type Ack struct {
 	// Result is stored with the job (any JSON, at most
 	// Config.MaxPayloadBytes). Optional.
 	Result json.RawMessage
+	// Artifacts are set over the job's artifacts with the completion (see
+	// CompleteOptions.Artifacts). Optional.
+	Artifacts map[string]json.RawMessage
 }
 
 // Complete marks a claimed job done, storing result (optional JSON). It
@@ -50,7 +53,9 @@ func (c *Client) Complete(ctx context.Context, queue, id, token string, result j
 
 // CompleteMany completes up to MaxBatch claimed jobs of one queue in one
 // script call. The first error is for the call as a whole; otherwise
-// errs[i] is the answer for acks[i] (nil, ErrLeaseLost or ErrNotFound).
+// errs[i] is the answer for acks[i] (nil, ErrLeaseLost or ErrNotFound, or
+// a *FieldError wrapping ErrPayloadTooLarge when its artifacts would pass
+// a cap: that job is left processing).
 func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (errs []error, err error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
@@ -59,7 +64,7 @@ func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (er
 	if len(acks) == 0 || len(acks) > MaxBatch {
 		return nil, invalid("acks", "a batch holds 1 to %d, got %d", MaxBatch, len(acks))
 	}
-	args := make([]any, 0, 3+3*len(acks))
+	args := make([]any, 0, 4+4*len(acks))
 	retention := c.cfg.Retention.Milliseconds()
 	args = append(args, max(retention, 0), c.cfg.CompletedHistory, c.tombMs(), len(acks))
 	for _, a := range acks {
@@ -72,7 +77,11 @@ func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (er
 		if len(a.Result) > 0 && !json.Valid(a.Result) {
 			return nil, invalid("result", "not valid JSON")
 		}
-		args = append(args, a.ID, a.Token, string(a.Result))
+		arts, err := encodeArtifacts(a.Artifacts)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, a.ID, a.Token, string(a.Result), arts)
 	}
 	v, err := c.run(ctx, completeScript, k, args...)
 	if err != nil {
@@ -85,6 +94,10 @@ func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (er
 	errs = make([]error, len(acks))
 	for i, r := range res {
 		code, _ := r.(int64)
+		if code == codeArtifactsCount || code == codeArtifactsBytes {
+			errs[i] = artifactsErr(code)
+			continue
+		}
 		errs[i] = codeErr(code, queue, acks[i].ID)
 	}
 	return errs, nil
@@ -168,6 +181,22 @@ type Lease struct {
 // visibility when extend is 0); a lease is never shortened. It answers
 // ErrLeaseLost when token is not the job's current claim.
 func (c *Client) Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (Lease, error) {
+	return c.HeartbeatWith(ctx, queue, id, token, HeartbeatOptions{Extend: extend})
+}
+
+// HeartbeatOptions are what a heartbeat carries.
+type HeartbeatOptions struct {
+	// Extend is the lease's new length from now; 0 for the job's
+	// visibility.
+	Extend time.Duration
+	// Progress, when set, is recorded as the job's progress (its
+	// UpdatedAt is Redis's time of the heartbeat) and published as a
+	// "progress" event.
+	Progress *Progress
+}
+
+// HeartbeatWith is Heartbeat with progress (see HeartbeatOptions).
+func (c *Client) HeartbeatWith(ctx context.Context, queue, id, token string, o HeartbeatOptions) (Lease, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return Lease{}, err
@@ -175,10 +204,15 @@ func (c *Client) Heartbeat(ctx context.Context, queue, id, token string, extend 
 	if err := ValidateID(id); err != nil {
 		return Lease{}, err
 	}
+	extend := o.Extend
 	if extend != 0 && (extend < MinVisibility || extend > MaxVisibility) {
 		return Lease{}, invalid("extend", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, extend)
 	}
-	v, err := c.run(ctx, heartbeatScript, k, id, token, extend.Milliseconds())
+	progress, err := encodeProgress(o.Progress)
+	if err != nil {
+		return Lease{}, err
+	}
+	v, err := c.run(ctx, heartbeatScript, k, id, token, extend.Milliseconds(), progress)
 	if err != nil {
 		return Lease{}, fmt.Errorf("queue: heartbeat %s/%s: %w", queue, id, err)
 	}

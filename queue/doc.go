@@ -25,6 +25,15 @@
 // whose lease lapsed. Where each key and each script argument is defined:
 // layout.go.
 //
+// While it runs, a job may leave more than its result, each fenced by its
+// token like a complete and deleted with the job: named JSON artifacts
+// ([Client.AttachArtifacts], or with the completion, [Client.CompleteWith];
+// read with [Client.Artifacts] and [Client.Get]), lines of a capped,
+// append-only log ([Client.AppendLog], read with [Client.Logs]) and its
+// progress, carried by a heartbeat ([Client.HeartbeatWith], shown as
+// [Job].Progress). The caps are named constants: [MaxArtifacts],
+// [MaxLogLines] and their siblings.
+//
 // # Guarantees
 //
 //   - At least once: a job accepted by Enqueue is run until it completes or

@@ -16,7 +16,9 @@ import (
 type Event struct {
 	// Type is what happened: "enqueued", "promoted", "claimed",
 	// "completed", "retried", "dead", "reclaimed", "released", "canceled",
-	// "rescheduled" or "deleted".
+	// "rescheduled" or "deleted"; or, with no change of status, "log"
+	// (lines were appended to the job's log: read them with Client.Logs)
+	// or "progress" (a heartbeat carried progress: read it with Get).
 	Type  string
 	Queue string
 	ID    string

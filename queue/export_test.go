@@ -145,3 +145,7 @@ func (c *Client) MarksPending() int {
 // SetWakeChunk sets how long one wait on the wake stream lasts at most,
 // before the client is used (under blockingReadTimeout).
 func (c *Client) SetWakeChunk(d time.Duration) { c.wakeChunk = d }
+
+// NRecFirst is the length of the first version's record, for tests of
+// records written before later fields.
+const NRecFirst = nRecFirst

@@ -67,6 +67,12 @@ type Job struct {
 	// Token is the claim token; set only on jobs returned by a claim (and
 	// by DecodeRecord).
 	Token string
+	// Progress is the last progress its heartbeats carried (nil: none).
+	Progress *Progress
+	// Artifacts are the job's artifacts, a JSON object (see
+	// AttachArtifacts); read only by Get (nil when it has none), not by
+	// claims and lists: read them with Client.Artifacts.
+	Artifacts json.RawMessage
 }
 
 // jobFromRecord builds a Job from its record, payload and result. Token is
@@ -102,6 +108,7 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	j.CompletedAt = msTime(f[rCompletedAt])
 	j.DiedAt = msTime(f[rDiedAt])
 	j.CanceledAt = msTime(f[rCanceledAt])
+	j.Progress = parseProgress(f[rProgress])
 	return j, nil
 }
 

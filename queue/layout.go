@@ -30,7 +30,7 @@ import (
 const (
 	keyMeta    = "meta"    // HASH: created_ms, paused, the counters (stat*), stale, waker, waiting_until
 	keyJobs    = "jobs"    // HASH: job id -> record (see the rec* fields), or a tombstone
-	keyData    = "data"    // HASH: job id -> payload; job id + ".r" -> result; job id + ".n" -> notes
+	keyData    = "data"    // HASH: job id -> payload; job id + ".r" -> result; job id + ".n" -> notes; ".a" artifacts, ".l.<seq>" log lines
 	keySched   = "sched"   // ZSET: due score (Unix ms, µs as decimals) -> id of a scheduled job
 	keyPending = "pending" // LIST: ids of pending jobs, oldest at the right, the sentinel rightmost
 	keyLeases  = "leases"  // ZSET: lease deadline ms -> id of a processing job
@@ -167,6 +167,15 @@ var settingFields = []string{SettingPush}
 // noteField is the field of a job's attempt notes in the data hash.
 func noteField(id string) string { return id + ".n" }
 
+// artifactsField is the field of a job's artifacts in the data hash: one
+// JSON object, artifact name -> value (see artifacts.go).
+func artifactsField(id string) string { return id + ".a" }
+
+// logLineField is the field of line seq (from 1) of a job's log in the
+// data hash: "<at ms>|<line>" (see logs.go). The record's "log" field
+// counts them.
+func logLineField(id string, seq int64) string { return id + ".l." + strconv.FormatInt(seq, 10) }
+
 // A job's record: its fields joined by NUL bytes, in this order. No value
 // can hold a NUL: kinds and ids are validated, errors are scrubbed,
 // idempotency keys refuse control characters, and payloads and results
@@ -193,6 +202,9 @@ var recFields = []string{
 	"cancel_requested", // "1" when a cancel was asked for while processing
 	"cancel_token",     // the request that canceled it (a repeated cancel answers as the first)
 	"ack",              // how the last attempt was ended by its worker: "c", "f", "r" or "x" and the token
+	// artifacts, logs and progress (see artifacts.go, logs.go):
+	"progress", // "<percent>|<updated ms>|<message>", "" for none: the last progress a heartbeat carried
+	"log",      // "<lines>|<bytes>|<truncated 0/1>|<last append's batch id>|<lines it added>", "" for no log
 }
 
 // Indexes into a record split on NUL (0-based; Lua's are 1 more).
@@ -216,6 +228,8 @@ const (
 	rCancelReq
 	rCancelToken
 	rAck
+	rProgress
+	rLog
 	nRec
 )
 
@@ -260,13 +274,13 @@ var (
 		[]string{"wait_ms"}}
 	specComplete = scriptSpec{"complete",
 		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
-		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result"}}
+		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result", "artifacts"}}
 	specFail = scriptSpec{"fail",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake},
 		[]string{"id", "token", "error", "retry_at", "dead", "jitter", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
 	specHeartbeat = scriptSpec{"heartbeat",
 		[]string{keyJobs, keyLeases},
-		[]string{"id", "token", "extend_ms"}}
+		[]string{"id", "token", "extend_ms", "progress"}}
 	specRelease = scriptSpec{"release",
 		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyIdem, keyExpiry, keyClaims, keyWake},
 		[]string{"id", "token", "retention_ms", "tomb_ms"}}
@@ -297,11 +311,18 @@ var (
 	specList = scriptSpec{"list",
 		[]string{keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone},
 		[]string{"status", "limit", "cursor_num", "cursor_id"}}
+	// Artifacts and logs (artifacts.go, logs.go).
+	specArtifacts = scriptSpec{"artifacts",
+		[]string{keyJobs, keyData},
+		[]string{"id", "token", "artifacts"}}
+	specLog = scriptSpec{"log",
+		[]string{keyJobs, keyData},
+		[]string{"id", "token", "batch", "max_lines", "max_bytes", "n", "line"}}
 )
 
 var allSpecs = []scriptSpec{specCreate, specEnqueue, specPromote, specClaim, specWait, specComplete, specFail, specHeartbeat,
 	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList, specDelete,
-	specSettings, specNote}
+	specSettings, specNote, specArtifacts, specLog}
 
 // keysOf answers the declared keys of s for queue keys k.
 func (s scriptSpec) keysOf(k keys) []string {

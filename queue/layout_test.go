@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"fmt"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -164,4 +165,12 @@ func TestReclaimWritesLeaseExpiredError(t *testing.T) {
 	body, err := fs.ReadFile(luaFS, "lua/reclaim.lua")
 	require.NoError(t, err)
 	require.Contains(t, string(body), "'"+LeaseExpiredError+" during attempt '")
+}
+
+// common.lua's artifact caps are the ones Go names.
+func TestArtifactCapsMatchGo(t *testing.T) {
+	t.Parallel()
+	body, err := fs.ReadFile(luaFS, "lua/common.lua")
+	require.NoError(t, err)
+	require.Contains(t, string(body), fmt.Sprintf("local ART_MAX_COUNT, ART_MAX_BYTES = %d, %d\n", MaxArtifacts, MaxArtifactsBytes))
 }

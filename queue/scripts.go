@@ -163,6 +163,8 @@ var (
 	deleteScript     = newScript(specDelete)
 	settingsScript   = newScript(specSettings)
 	noteScript       = newScript(specNote)
+	artifactsScript  = newScript(specArtifacts)
+	logScript        = newScript(specLog)
 )
 
 // Retrying a cluster in motion. While a queue's slot migrates, Redis

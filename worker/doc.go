@@ -40,6 +40,22 @@
 // Config.ShutdownTimeout is over ([ErrStopped]; the job goes straight back
 // to pending).
 //
+// # Logs, progress and artifacts
+//
+// A handler's context carries its run, fenced by its claim token:
+//
+//   - [Log](ctx) is an io.Writer to the job's log, [Logger](ctx) a
+//     *slog.Logger on it: each line is appended to the job's capped log
+//     (queue.MaxLogLines, queue.MaxLogBytes), sent in the background in
+//     batches, and all of it before the job's outcome;
+//   - [Progress](ctx, percent, msg) is sent at once with a heartbeat (the
+//     last one before the outcome), shown as the job's progress;
+//   - [Attach](ctx, name, value) sets a named JSON artifact of the job now.
+//
+// A stream of them (GET /v1/queues/{queue}/jobs/{id}/stream) shows a job
+// live. Lines logged after the lease was lost, or once the handler has
+// returned, are dropped.
+//
 // # Stopping
 //
 // When Run's ctx ends the worker stops claiming, lets running handlers

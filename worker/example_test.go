@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -106,4 +107,71 @@ func Example_worker() {
 	// Output:
 	// sent to ada@example.com
 	// completed {"sent":true}
+}
+
+// A handler that logs, reports its progress and attaches an artifact: all
+// of it is in the store, fenced by the job's claim, before the job
+// completes, and readable after (or live, over HTTP: GET
+// /v1/queues/{queue}/jobs/{id}/stream).
+func Example_logsProgressAndArtifacts() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: testutil.ExampleRedisAddr()})
+	defer rdb.Close()
+	client, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.ExampleNamespace("worker-logs")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	mux := worker.NewMux()
+	mux.HandleFunc("report", func(ctx context.Context, job *queue.Job) (json.RawMessage, error) {
+		logger := worker.Logger(ctx) // or worker.Log(ctx), an io.Writer
+		for i := 1; i <= 3; i++ {
+			logger.Info("part done", "part", i)
+			if err := worker.Progress(ctx, float64(i)*100/3, fmt.Sprintf("%d of 3", i)); err != nil {
+				return nil, err
+			}
+		}
+		if err := worker.Attach(ctx, "summary", map[string]int{"parts": 3}); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	})
+	done := make(chan struct{}, 1)
+	w, err := worker.New(worker.Config{Client: client, Handler: mux, Queues: []worker.QueueConfig{{Name: "reports"}},
+		OnOutcome: func(worker.Outcome) { done <- struct{}{} }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(runCtx) }()
+	e, err := client.Enqueue(ctx, queue.NewJob{Queue: "reports", Kind: "report"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	<-done
+	stop()
+	if err := <-ran; err != nil {
+		log.Print(err)
+	}
+
+	job, err := client.Get(ctx, "reports", e.Job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(job.Status, job.Progress.Message, string(job.Artifacts))
+	page, err := client.Logs(ctx, "reports", e.Job.ID, 0, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, l := range page.Lines {
+		_, msg, _ := strings.Cut(l.Line, " level=INFO ")
+		fmt.Println(l.Seq, msg)
+	}
+	// Output:
+	// completed 3 of 3 {"summary":{"parts":3}}
+	// 1 msg="part done" part=1
+	// 2 msg="part done" part=2
+	// 3 msg="part done" part=3
 }

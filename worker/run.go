@@ -22,6 +22,14 @@ type run struct {
 	state   atomic.Int32
 	hbStop  chan struct{}
 	hbClose sync.Once
+
+	// What the handler leaves beside its result (jobctx.go).
+	w        *Worker
+	log      *jobLog         // its log writer
+	beat     chan struct{}   // progress waits: heartbeat now (capacity 1)
+	beatMu   sync.Mutex      // held while a heartbeat that may carry progress is in flight
+	progMu   sync.Mutex      // guards progress
+	progress *queue.Progress // set by Progress, not sent yet
 }
 
 const (
@@ -43,7 +51,9 @@ type ack struct {
 // goroutines of their own. Only the claim loop calls it.
 func (w *Worker) start(q *queueState, job *queue.Job) {
 	ctx, cancel := context.WithCancelCause(w.jobCtx)
-	r := &run{job: job, q: q, cancel: cancel, hbStop: make(chan struct{})}
+	r := &run{job: job, q: q, cancel: cancel, hbStop: make(chan struct{}),
+		w: w, log: newJobLog(w, job), beat: make(chan struct{}, 1)}
+	ctx = context.WithValue(ctx, runKey{}, r)
 	w.mu.Lock()
 	w.free--
 	q.running++
@@ -60,6 +70,10 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	start := w.clock.Now()
 	res, err := w.call(ctx, r.job)
 	end := w.clock.Now()
+	// Its last log lines and progress reach the store before its outcome
+	// (after it, they would be refused), while its lease is still kept.
+	r.log.close()
+	r.flushProgress()
 	r.stopHeartbeat()
 	cause := context.Cause(ctx)
 	r.cancel(nil)
@@ -194,8 +208,19 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 			r.cancel(fmt.Errorf("%w after %s", ErrTimeout, timeout))
 			continue
 		case <-t.Chan():
+		case <-r.beat: // progress to send: at once
 		}
-		lease, err := w.client.Heartbeat(w.bg, j.Queue, j.ID, j.Token, 0)
+		r.beatMu.Lock()
+		p := r.takeProgress()
+		lease, err := w.client.HeartbeatWith(w.bg, j.Queue, j.ID, j.Token, queue.HeartbeatOptions{Progress: p})
+		if err != nil && p != nil {
+			r.progMu.Lock()
+			if r.progress == nil {
+				r.progress = p // not sent: with the next beat, unless a newer one came
+			}
+			r.progMu.Unlock()
+		}
+		r.beatMu.Unlock()
 		switch {
 		case errors.Is(err, queue.ErrLeaseLost):
 			r.cancel(err)
@@ -214,6 +239,12 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 			leaseUntil = lease.Until
 			if lease.CancelRequested {
 				r.cancel(ErrJobCanceled)
+			}
+		}
+		if !t.Stop() { // a beat for progress: the next one interval from now
+			select {
+			case <-t.Chan():
+			default:
 			}
 		}
 		t.Reset(interval)

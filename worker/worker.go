@@ -344,6 +344,9 @@ func (w *Worker) handBack() int {
 		}
 		wg.Go(func() {
 			defer w.live.Done()
+			// The lines it logged so far go to its log first (after the
+			// release they would be refused); later ones are dropped.
+			r.log.close()
 			// Release before cancelling: a handler that returns at once
 			// must find its fail refused, not retry the job with backoff.
 			err := w.client.Release(w.bg, r.job.Queue, r.job.ID, r.job.Token)

@@ -327,6 +327,36 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for JobLogEventEvent.
+const (
+	Log JobLogEventEvent = "log"
+)
+
+// Valid indicates whether the value is a known member of the JobLogEventEvent enum.
+func (e JobLogEventEvent) Valid() bool {
+	switch e {
+	case Log:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobProgressEventEvent.
+const (
+	JobProgressEventEventProgress JobProgressEventEvent = "progress"
+)
+
+// Valid indicates whether the value is a known member of the JobProgressEventEvent enum.
+func (e JobProgressEventEvent) Valid() bool {
+	switch e {
+	case JobProgressEventEventProgress:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobStatus.
 const (
 	JobStatusCanceled   JobStatus = "canceled"
@@ -351,6 +381,21 @@ func (e JobStatus) Valid() bool {
 	case JobStatusProcessing:
 		return true
 	case JobStatusScheduled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobStatusEventEvent.
+const (
+	JobStatusEventEventStatus JobStatusEventEvent = "status"
+)
+
+// Valid indicates whether the value is a known member of the JobStatusEventEvent enum.
+func (e JobStatusEventEvent) Valid() bool {
+	switch e {
+	case JobStatusEventEventStatus:
 		return true
 	default:
 		return false
@@ -597,6 +642,20 @@ func (e ListJobsParamsStatus) Valid() bool {
 	}
 }
 
+// ArtifactRequest defines model for ArtifactRequest.
+type ArtifactRequest struct {
+	Token string `json:"token"`
+
+	// Value any JSON, at most 256 KiB compact
+	Value interface{} `json:"value"`
+}
+
+// Artifacts defines model for Artifacts.
+type Artifacts struct {
+	// Artifacts name -> any JSON; {} when the job has none
+	Artifacts map[string]interface{} `json:"artifacts"`
+}
+
 // Backoff defines model for Backoff.
 type Backoff struct {
 	Factor float64 `json:"factor"`
@@ -694,6 +753,9 @@ type ClaimedEventEvent string
 
 // ClaimedJob A claimed job: the Job resource and its claim token.
 type ClaimedJob struct {
+	// Artifacts the job's artifacts, name -> any JSON: present when it has any, in the answers that read one job (GET of a job, and the answers of complete, fail and a worker's cancel), not in lists nor claims (read GET .../artifacts)
+	Artifacts *map[string]interface{} `json:"artifacts,omitempty"`
+
 	// Attempts claims since the job was enqueued or last retried by hand (a manual retry of a dead job, or a dead-set requeue, starts it at 0); max_attempts bounds it
 	Attempts    int        `json:"attempts"`
 	Backoff     Backoff    `json:"backoff"`
@@ -717,7 +779,10 @@ type ClaimedJob struct {
 
 	// Payload any JSON
 	Payload interface{} `json:"payload"`
-	Queue   string      `json:"queue"`
+
+	// Progress How far a running job says it is: the last progress its heartbeats carried. Present when it has any; kept once the job ended.
+	Progress *Progress `json:"progress,omitempty"`
+	Queue    string    `json:"queue"`
 
 	// Result any JSON, or null
 	Result interface{} `json:"result"`
@@ -742,6 +807,9 @@ type ClaimedJobs struct {
 
 // Complete A field given as null is the same as a field left out.
 type Complete struct {
+	// Artifacts artifacts set with the completion, over the job's own (a name given again is replaced): name (1 to 128 of [A-Za-z0-9._-]) -> any JSON, each at most 256 KiB; a job holds at most 32, 1 MiB together. Over a cap: 413 payload_too_large and the job is not completed.
+	Artifacts *map[string]interface{} `json:"artifacts,omitempty"`
+
 	// Result any JSON, stored with the job
 	Result interface{} `json:"result,omitempty"`
 	Token  string      `json:"token"`
@@ -971,7 +1039,10 @@ type Heartbeat struct {
 	//
 	// Example: 30s
 	Extend *string `json:"extend,omitempty"`
-	Token  string  `json:"token"`
+
+	// Progress recorded as the job's progress and sent to the job's stream
+	Progress *ProgressRequest `json:"progress,omitempty"`
+	Token    string           `json:"token"`
 
 	// WorkerId The calling worker's id in the registry (GET /v1/workers): registers or refreshes it and keeps the list of jobs it holds. Optional.
 	WorkerId *string `json:"worker_id,omitempty"`
@@ -979,6 +1050,9 @@ type Heartbeat struct {
 
 // Job defines model for Job.
 type Job struct {
+	// Artifacts the job's artifacts, name -> any JSON: present when it has any, in the answers that read one job (GET of a job, and the answers of complete, fail and a worker's cancel), not in lists nor claims (read GET .../artifacts)
+	Artifacts *map[string]interface{} `json:"artifacts,omitempty"`
+
 	// Attempts claims since the job was enqueued or last retried by hand (a manual retry of a dead job, or a dead-set requeue, starts it at 0); max_attempts bounds it
 	Attempts    int        `json:"attempts"`
 	Backoff     Backoff    `json:"backoff"`
@@ -1002,7 +1076,10 @@ type Job struct {
 
 	// Payload any JSON
 	Payload interface{} `json:"payload"`
-	Queue   string      `json:"queue"`
+
+	// Progress How far a running job says it is: the last progress its heartbeats carried. Present when it has any; kept once the job ended.
+	Progress *Progress `json:"progress,omitempty"`
+	Queue    string    `json:"queue"`
 
 	// Result any JSON, or null
 	Result interface{} `json:"result"`
@@ -1025,6 +1102,25 @@ type JobList struct {
 	NextCursor string `json:"next_cursor"`
 }
 
+// JobLogEvent log: a line of the job's log; the message's `id:` is its seq.
+type JobLogEvent struct {
+	Data  LogLine          `json:"data"`
+	Event JobLogEventEvent `json:"event"`
+}
+
+// JobLogEventEvent defines model for JobLogEvent.Event.
+type JobLogEventEvent string
+
+// JobProgressEvent progress: the job's progress changed (and at once when the stream opens, when it has any).
+type JobProgressEvent struct {
+	// Data How far a running job says it is: the last progress its heartbeats carried. Present when it has any; kept once the job ended.
+	Data  Progress              `json:"data"`
+	Event JobProgressEventEvent `json:"event"`
+}
+
+// JobProgressEventEvent defines model for JobProgressEvent.Event.
+type JobProgressEventEvent string
+
 // JobRef defines model for JobRef.
 type JobRef struct {
 	Id    string `json:"id"`
@@ -1039,6 +1135,29 @@ type JobRefRequest struct {
 
 // JobStatus defines model for JobStatus.
 type JobStatus string
+
+// JobStatusData defines model for JobStatusData.
+type JobStatusData struct {
+	Attempts int       `json:"attempts"`
+	Id       string    `json:"id"`
+	Kind     string    `json:"kind"`
+	Queue    string    `json:"queue"`
+	Status   JobStatus `json:"status"`
+}
+
+// JobStatusEvent status: the job's status (at once when the stream opens, then at each change); after completed, dead or canceled the stream ends.
+type JobStatusEvent struct {
+	Data  JobStatusData       `json:"data"`
+	Event JobStatusEventEvent `json:"event"`
+}
+
+// JobStatusEventEvent defines model for JobStatusEvent.Event.
+type JobStatusEventEvent string
+
+// JobStreamMessage One message of a job's stream, written as {"event","data"}: event is the message's `event:` field, data the JSON of its `data:` field.
+type JobStreamMessage struct {
+	union json.RawMessage
+}
 
 // Jobs defines model for Jobs.
 type Jobs struct {
@@ -1063,6 +1182,49 @@ type Limits struct {
 
 	// Rate Most jobs claimed a second, on average (a token bucket refilled by Redis's clock). 0: none.
 	Rate *float32 `json:"rate,omitempty"`
+}
+
+// LogAppendRequest defines model for LogAppendRequest.
+type LogAppendRequest struct {
+	// Lines 1 to 100 lines; a line longer than 8 KiB is cut there and ends with "…(truncated)"
+	Lines []string `json:"lines"`
+	Token string   `json:"token"`
+}
+
+// LogAppended defines model for LogAppended.
+type LogAppended struct {
+	// Added how many of the lines were appended: fewer when the log reached its cap
+	Added int `json:"added"`
+
+	// Last the seq of the log's last line (0: none)
+	Last int64 `json:"last"`
+
+	// Truncated the log reached its cap (1000 lines or 1 MiB) and lines were dropped
+	Truncated bool `json:"truncated"`
+}
+
+// LogLine defines model for LogLine.
+type LogLine struct {
+	// At RFC 3339, milliseconds, UTC: Redis's time of the append
+	At   time.Time `json:"at"`
+	Line string    `json:"line"`
+
+	// Seq from 1
+	Seq int64 `json:"seq"`
+}
+
+// LogPage defines model for LogPage.
+type LogPage struct {
+	Lines []LogLine `json:"lines"`
+
+	// Next the after of the next page: the last line's seq, or the after asked when there is none
+	Next int64 `json:"next"`
+
+	// Total lines the log holds
+	Total int64 `json:"total"`
+
+	// Truncated the log reached its cap and lines were dropped
+	Truncated bool `json:"truncated"`
 }
 
 // NewJob A field given as null is the same as a field left out.
@@ -1104,6 +1266,23 @@ type NewJob struct {
 	//
 	// Example: 30s
 	Visibility *string `json:"visibility,omitempty"`
+}
+
+// Progress How far a running job says it is: the last progress its heartbeats carried. Present when it has any; kept once the job ended.
+type Progress struct {
+	// Message at most 1024 bytes
+	Message string  `json:"message"`
+	Percent float32 `json:"percent"`
+
+	// UpdatedAt RFC 3339, milliseconds, UTC: Redis's time of the heartbeat that carried it
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ProgressRequest Progress carried by a heartbeat.
+type ProgressRequest struct {
+	// Message at most 1024 bytes (1 KiB), else 400; default empty
+	Message *string `json:"message,omitempty"`
+	Percent float32 `json:"percent"`
 }
 
 // PromotedEvent promoted: a scheduled job came due.
@@ -1410,6 +1589,9 @@ type Workers struct {
 	Workers    []Worker `json:"workers"`
 }
 
+// ArtifactName defines model for ArtifactName.
+type ArtifactName = string
+
 // CronName defines model for CronName.
 type CronName = string
 
@@ -1493,6 +1675,24 @@ type EnqueueIntoParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// GetLogsParams defines parameters for GetLogs.
+type GetLogsParams struct {
+	// After the lines after this seq; default 0, from the first
+	After *int64 `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit at most this many lines; default 200
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// JobStreamParams defines parameters for JobStream.
+type JobStreamParams struct {
+	// After send the log lines after this seq; default 0, all of them
+	After *int64 `form:"after,omitempty" json:"after,omitempty"`
+
+	// LastEventID sent by a reconnecting EventSource: the seq of the last log line it had (the later of it and after counts)
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
 // ListWorkersParams defines parameters for ListWorkers.
 type ListWorkersParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1528,6 +1728,9 @@ type EnqueueIntoJSONRequestBody = NewJob
 // RescheduleJobJSONRequestBody defines body for RescheduleJob for application/json ContentType.
 type RescheduleJobJSONRequestBody = Reschedule
 
+// PutArtifactJSONRequestBody defines body for PutArtifact for application/json ContentType.
+type PutArtifactJSONRequestBody = ArtifactRequest
+
 // CancelClaimedJSONRequestBody defines body for CancelClaimed for application/json ContentType.
 type CancelClaimedJSONRequestBody = Token
 
@@ -1539,6 +1742,9 @@ type FailJSONRequestBody = Fail
 
 // HeartbeatJSONRequestBody defines body for Heartbeat for application/json ContentType.
 type HeartbeatJSONRequestBody = Heartbeat
+
+// AppendLogsJSONRequestBody defines body for AppendLogs for application/json ContentType.
+type AppendLogsJSONRequestBody = LogAppendRequest
 
 // RetryJobJSONRequestBody defines body for RetryJob for application/json ContentType.
 type RetryJobJSONRequestBody = Empty
@@ -2019,6 +2225,143 @@ func (t *EventMessage) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsJobLogEvent returns the union data inside the JobStreamMessage as a JobLogEvent
+func (t JobStreamMessage) AsJobLogEvent() (JobLogEvent, error) {
+	var body JobLogEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobLogEvent overwrites any union data inside the JobStreamMessage as the provided JobLogEvent
+func (t *JobStreamMessage) FromJobLogEvent(v JobLogEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"log"}`))
+	t.union = b
+	return err
+}
+
+// MergeJobLogEvent performs a merge with any union data inside the JobStreamMessage, using the provided JobLogEvent
+func (t *JobStreamMessage) MergeJobLogEvent(v JobLogEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"log"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsJobProgressEvent returns the union data inside the JobStreamMessage as a JobProgressEvent
+func (t JobStreamMessage) AsJobProgressEvent() (JobProgressEvent, error) {
+	var body JobProgressEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobProgressEvent overwrites any union data inside the JobStreamMessage as the provided JobProgressEvent
+func (t *JobStreamMessage) FromJobProgressEvent(v JobProgressEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"progress"}`))
+	t.union = b
+	return err
+}
+
+// MergeJobProgressEvent performs a merge with any union data inside the JobStreamMessage, using the provided JobProgressEvent
+func (t *JobStreamMessage) MergeJobProgressEvent(v JobProgressEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"progress"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsJobStatusEvent returns the union data inside the JobStreamMessage as a JobStatusEvent
+func (t JobStreamMessage) AsJobStatusEvent() (JobStatusEvent, error) {
+	var body JobStatusEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobStatusEvent overwrites any union data inside the JobStreamMessage as the provided JobStatusEvent
+func (t *JobStreamMessage) FromJobStatusEvent(v JobStatusEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"status"}`))
+	t.union = b
+	return err
+}
+
+// MergeJobStatusEvent performs a merge with any union data inside the JobStreamMessage, using the provided JobStatusEvent
+func (t *JobStreamMessage) MergeJobStatusEvent(v JobStatusEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"status"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t JobStreamMessage) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t JobStreamMessage) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "log":
+		return t.AsJobLogEvent()
+	case "progress":
+		return t.AsJobProgressEvent()
+	case "status":
+		return t.AsJobStatusEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t JobStreamMessage) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *JobStreamMessage) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -2331,6 +2674,29 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/queues/{queue}/jobs/{id} (the `RescheduleJob` operationId).
 	RescheduleJob(ctx context.Context, queue QueueName, id JobID, body RescheduleJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetArtifacts Read a job's artifacts
+	//
+	// Corresponds with GET /v1/queues/{queue}/jobs/{id}/artifacts (the `GetArtifacts` operationId).
+	GetArtifacts(ctx context.Context, queue QueueName, id JobID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutArtifactWithBody Set an artifact of a claimed job
+	//
+	// Sets one named JSON output of the job (a name given again replaces its value), fenced by the claim token: 409 lease_lost, and nothing changes, when the token is not the job's current claim. Caps: a value at most 256 KiB (compact JSON), at most 32 artifacts a job and 1 MiB together: over a cap, 413 payload_too_large and nothing changes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/jobs/{id}/artifacts/{name} (the `PutArtifact` operationId).
+	PutArtifactWithBody(ctx context.Context, queue QueueName, id JobID, name ArtifactName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutArtifact Set an artifact of a claimed job
+	//
+	// Sets one named JSON output of the job (a name given again replaces its value), fenced by the claim token: 409 lease_lost, and nothing changes, when the token is not the job's current claim. Caps: a value at most 256 KiB (compact JSON), at most 32 artifacts a job and 1 MiB together: over a cap, 413 payload_too_large and nothing changes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/jobs/{id}/artifacts/{name} (the `PutArtifact` operationId).
+	PutArtifact(ctx context.Context, queue QueueName, id JobID, name ArtifactName, body PutArtifactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CancelClaimedWithBody End as canceled a claimed job whose cancellation was requested
 	//
 	// For the worker that saw cancel_requested on its heartbeat. 409 lease_lost when the token is not the job's current claim.
@@ -2395,6 +2761,29 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/heartbeat (the `Heartbeat` operationId).
 	Heartbeat(ctx context.Context, queue QueueName, id JobID, body HeartbeatJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetLogs Read a job's log
+	//
+	// Corresponds with GET /v1/queues/{queue}/jobs/{id}/logs (the `GetLogs` operationId).
+	GetLogs(ctx context.Context, queue QueueName, id JobID, params *GetLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AppendLogsWithBody Append lines to a claimed job's log
+	//
+	// Appends 1 to 100 lines, fenced by the claim token (409 lease_lost, nothing changes, when it is not the job's current claim). Each line gets the next seq and Redis's time. The log is capped at 1000 lines and 1 MiB: the lines past the cap are dropped and the answer says truncated (not an error). A line longer than 8 KiB is cut there.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/logs (the `AppendLogs` operationId).
+	AppendLogsWithBody(ctx context.Context, queue QueueName, id JobID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AppendLogs Append lines to a claimed job's log
+	//
+	// Appends 1 to 100 lines, fenced by the claim token (409 lease_lost, nothing changes, when it is not the job's current claim). Each line gets the next seq and Redis's time. The log is capped at 1000 lines and 1 MiB: the lines past the cap are dropped and the answer says truncated (not an error). A line longer than 8 KiB is cut there.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/logs (the `AppendLogs` operationId).
+	AppendLogs(ctx context.Context, queue QueueName, id JobID, body AppendLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RetryJobWithBody Run a dead or scheduled job now
 	//
 	// A dead job goes back to pending with its attempts reset; a scheduled job is pending now. A job already pending is answered as it is (200, nothing changes), so a retried request is harmless. 409 conflict for a processing, completed or canceled job.
@@ -2412,6 +2801,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJob(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JobStream One job's log, progress and status as Server-Sent Events
+	//
+	// Corresponds with GET /v1/queues/{queue}/jobs/{id}/stream (the `JobStream` operationId).
+	JobStream(ctx context.Context, queue QueueName, id JobID, params *JobStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteLimits Remove a queue's limits
 	//
@@ -3126,6 +3520,59 @@ func (c *Client) RescheduleJob(ctx context.Context, queue QueueName, id JobID, b
 	return c.Client.Do(req)
 }
 
+// GetArtifacts Read a job's artifacts
+//
+// Corresponds with GET /v1/queues/{queue}/jobs/{id}/artifacts (the `GetArtifacts` operationId).
+func (c *Client) GetArtifacts(ctx context.Context, queue QueueName, id JobID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetArtifactsRequest(c.Server, queue, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutArtifactWithBody Set an artifact of a claimed job
+//
+// Sets one named JSON output of the job (a name given again replaces its value), fenced by the claim token: 409 lease_lost, and nothing changes, when the token is not the job's current claim. Caps: a value at most 256 KiB (compact JSON), at most 32 artifacts a job and 1 MiB together: over a cap, 413 payload_too_large and nothing changes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/jobs/{id}/artifacts/{name} (the `PutArtifact` operationId).
+func (c *Client) PutArtifactWithBody(ctx context.Context, queue QueueName, id JobID, name ArtifactName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutArtifactRequestWithBody(c.Server, queue, id, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutArtifact Set an artifact of a claimed job
+//
+// Sets one named JSON output of the job (a name given again replaces its value), fenced by the claim token: 409 lease_lost, and nothing changes, when the token is not the job's current claim. Caps: a value at most 256 KiB (compact JSON), at most 32 artifacts a job and 1 MiB together: over a cap, 413 payload_too_large and nothing changes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/jobs/{id}/artifacts/{name} (the `PutArtifact` operationId).
+func (c *Client) PutArtifact(ctx context.Context, queue QueueName, id JobID, name ArtifactName, body PutArtifactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutArtifactRequest(c.Server, queue, id, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CancelClaimedWithBody End as canceled a claimed job whose cancellation was requested
 //
 // For the worker that saw cancel_requested on its heartbeat. 409 lease_lost when the token is not the job's current claim.
@@ -3270,6 +3717,59 @@ func (c *Client) Heartbeat(ctx context.Context, queue QueueName, id JobID, body 
 	return c.Client.Do(req)
 }
 
+// GetLogs Read a job's log
+//
+// Corresponds with GET /v1/queues/{queue}/jobs/{id}/logs (the `GetLogs` operationId).
+func (c *Client) GetLogs(ctx context.Context, queue QueueName, id JobID, params *GetLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLogsRequest(c.Server, queue, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AppendLogsWithBody Append lines to a claimed job's log
+//
+// Appends 1 to 100 lines, fenced by the claim token (409 lease_lost, nothing changes, when it is not the job's current claim). Each line gets the next seq and Redis's time. The log is capped at 1000 lines and 1 MiB: the lines past the cap are dropped and the answer says truncated (not an error). A line longer than 8 KiB is cut there.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/queues/{queue}/jobs/{id}/logs (the `AppendLogs` operationId).
+func (c *Client) AppendLogsWithBody(ctx context.Context, queue QueueName, id JobID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAppendLogsRequestWithBody(c.Server, queue, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AppendLogs Append lines to a claimed job's log
+//
+// Appends 1 to 100 lines, fenced by the claim token (409 lease_lost, nothing changes, when it is not the job's current claim). Each line gets the next seq and Redis's time. The log is capped at 1000 lines and 1 MiB: the lines past the cap are dropped and the answer says truncated (not an error). A line longer than 8 KiB is cut there.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/queues/{queue}/jobs/{id}/logs (the `AppendLogs` operationId).
+func (c *Client) AppendLogs(ctx context.Context, queue QueueName, id JobID, body AppendLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAppendLogsRequest(c.Server, queue, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RetryJobWithBody Run a dead or scheduled job now
 //
 // A dead job goes back to pending with its attempts reset; a scheduled job is pending now. A job already pending is answered as it is (200, nothing changes), so a retried request is harmless. 409 conflict for a processing, completed or canceled job.
@@ -3298,6 +3798,21 @@ func (c *Client) RetryJobWithBody(ctx context.Context, queue QueueName, id JobID
 // Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 func (c *Client) RetryJob(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetryJobRequest(c.Server, queue, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JobStream One job's log, progress and status as Server-Sent Events
+//
+// Corresponds with GET /v1/queues/{queue}/jobs/{id}/stream (the `JobStream` operationId).
+func (c *Client) JobStream(ctx context.Context, queue QueueName, id JobID, params *JobStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJobStreamRequest(c.Server, queue, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4753,6 +5268,108 @@ func NewRescheduleJobRequestWithBody(server string, queue QueueName, id JobID, c
 	return req, nil
 }
 
+// NewGetArtifactsRequest constructs an http.Request for the GetArtifacts method
+func NewGetArtifactsRequest(server string, queue QueueName, id JobID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/jobs/%s/artifacts", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutArtifactRequest calls the generic PutArtifact builder with application/json body
+func NewPutArtifactRequest(server string, queue QueueName, id JobID, name ArtifactName, body PutArtifactJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutArtifactRequestWithBody(server, queue, id, name, "application/json", bodyReader)
+}
+
+// NewPutArtifactRequestWithBody constructs an http.Request for the PutArtifact method, with any body, and a specified content type
+func NewPutArtifactRequestWithBody(server string, queue QueueName, id JobID, name ArtifactName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/jobs/%s/artifacts/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCancelClaimedRequest calls the generic CancelClaimed builder with application/json body
 func NewCancelClaimedRequest(server string, queue QueueName, id JobID, body CancelClaimedJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4969,6 +5586,140 @@ func NewHeartbeatRequestWithBody(server string, queue QueueName, id JobID, conte
 	return req, nil
 }
 
+// NewGetLogsRequest constructs an http.Request for the GetLogs method
+func NewGetLogsRequest(server string, queue QueueName, id JobID, params *GetLogsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/jobs/%s/logs", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAppendLogsRequest calls the generic AppendLogs builder with application/json body
+func NewAppendLogsRequest(server string, queue QueueName, id JobID, body AppendLogsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAppendLogsRequestWithBody(server, queue, id, "application/json", bodyReader)
+}
+
+// NewAppendLogsRequestWithBody constructs an http.Request for the AppendLogs method, with any body, and a specified content type
+func NewAppendLogsRequestWithBody(server string, queue QueueName, id JobID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/jobs/%s/logs", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRetryJobRequest calls the generic RetryJob builder with application/json body
 func NewRetryJobRequest(server string, queue QueueName, id JobID, body RetryJobJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5019,6 +5770,89 @@ func NewRetryJobRequestWithBody(server string, queue QueueName, id JobID, conten
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewJobStreamRequest constructs an http.Request for the JobStream method
+func NewJobStreamRequest(server string, queue QueueName, id JobID, params *JobStreamParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/jobs/%s/stream", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5805,6 +6639,31 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/queues/{queue}/jobs/{id} (the `RescheduleJob` operationId).
 	RescheduleJobWithResponse(ctx context.Context, queue QueueName, id JobID, body RescheduleJobJSONRequestBody, reqEditors ...RequestEditorFn) (*RescheduleJobResponse, error)
 
+	// GetArtifactsWithResponse Read a job's artifacts
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/jobs/{id}/artifacts (the `GetArtifacts` operationId).
+	GetArtifactsWithResponse(ctx context.Context, queue QueueName, id JobID, reqEditors ...RequestEditorFn) (*GetArtifactsResponse, error)
+
+	// PutArtifactWithBodyWithResponse Set an artifact of a claimed job
+	//
+	// Sets one named JSON output of the job (a name given again replaces its value), fenced by the claim token: 409 lease_lost, and nothing changes, when the token is not the job's current claim. Caps: a value at most 256 KiB (compact JSON), at most 32 artifacts a job and 1 MiB together: over a cap, 413 payload_too_large and nothing changes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/jobs/{id}/artifacts/{name} (the `PutArtifact` operationId).
+	PutArtifactWithBodyWithResponse(ctx context.Context, queue QueueName, id JobID, name ArtifactName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutArtifactResponse, error)
+
+	// PutArtifactWithResponse Set an artifact of a claimed job
+	//
+	// Sets one named JSON output of the job (a name given again replaces its value), fenced by the claim token: 409 lease_lost, and nothing changes, when the token is not the job's current claim. Caps: a value at most 256 KiB (compact JSON), at most 32 artifacts a job and 1 MiB together: over a cap, 413 payload_too_large and nothing changes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/jobs/{id}/artifacts/{name} (the `PutArtifact` operationId).
+	PutArtifactWithResponse(ctx context.Context, queue QueueName, id JobID, name ArtifactName, body PutArtifactJSONRequestBody, reqEditors ...RequestEditorFn) (*PutArtifactResponse, error)
+
 	// CancelClaimedWithBodyWithResponse End as canceled a claimed job whose cancellation was requested
 	//
 	// For the worker that saw cancel_requested on its heartbeat. 409 lease_lost when the token is not the job's current claim.
@@ -5869,6 +6728,31 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/heartbeat (the `Heartbeat` operationId).
 	HeartbeatWithResponse(ctx context.Context, queue QueueName, id JobID, body HeartbeatJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatResponse, error)
 
+	// GetLogsWithResponse Read a job's log
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/jobs/{id}/logs (the `GetLogs` operationId).
+	GetLogsWithResponse(ctx context.Context, queue QueueName, id JobID, params *GetLogsParams, reqEditors ...RequestEditorFn) (*GetLogsResponse, error)
+
+	// AppendLogsWithBodyWithResponse Append lines to a claimed job's log
+	//
+	// Appends 1 to 100 lines, fenced by the claim token (409 lease_lost, nothing changes, when it is not the job's current claim). Each line gets the next seq and Redis's time. The log is capped at 1000 lines and 1 MiB: the lines past the cap are dropped and the answer says truncated (not an error). A line longer than 8 KiB is cut there.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/logs (the `AppendLogs` operationId).
+	AppendLogsWithBodyWithResponse(ctx context.Context, queue QueueName, id JobID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendLogsResponse, error)
+
+	// AppendLogsWithResponse Append lines to a claimed job's log
+	//
+	// Appends 1 to 100 lines, fenced by the claim token (409 lease_lost, nothing changes, when it is not the job's current claim). Each line gets the next seq and Redis's time. The log is capped at 1000 lines and 1 MiB: the lines past the cap are dropped and the answer says truncated (not an error). A line longer than 8 KiB is cut there.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/logs (the `AppendLogs` operationId).
+	AppendLogsWithResponse(ctx context.Context, queue QueueName, id JobID, body AppendLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendLogsResponse, error)
+
 	// RetryJobWithBodyWithResponse Run a dead or scheduled job now
 	//
 	// A dead job goes back to pending with its attempts reset; a scheduled job is pending now. A job already pending is answered as it is (200, nothing changes), so a retried request is harmless. 409 conflict for a processing, completed or canceled job.
@@ -5886,6 +6770,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJobWithResponse(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryJobResponse, error)
+
+	// JobStreamWithResponse One job's log, progress and status as Server-Sent Events
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/jobs/{id}/stream (the `JobStream` operationId).
+	JobStreamWithResponse(ctx context.Context, queue QueueName, id JobID, params *JobStreamParams, reqEditors ...RequestEditorFn) (*JobStreamResponse, error)
 
 	// DeleteLimitsWithResponse Remove a queue's limits
 	//
@@ -8075,6 +8966,179 @@ func (r RescheduleJobResponse) ContentType() string {
 	return ""
 }
 
+type GetArtifactsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Artifacts
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetArtifactsResponse) GetJSON200() *Artifacts {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetArtifactsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetArtifactsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetArtifactsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetArtifactsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetArtifactsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetArtifactsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetArtifactsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetArtifactsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetArtifactsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutArtifactResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Artifacts
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutArtifactResponse) GetJSON200() *Artifacts {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutArtifactResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutArtifactResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutArtifactResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PutArtifactResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutArtifactResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutArtifactResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutArtifactResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutArtifactResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutArtifactResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutArtifactResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutArtifactResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutArtifactResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type CancelClaimedResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8463,6 +9527,179 @@ func (r HeartbeatResponse) ContentType() string {
 	return ""
 }
 
+type GetLogsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LogPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLogsResponse) GetJSON200() *LogPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetLogsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetLogsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetLogsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetLogsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetLogsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLogsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLogsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLogsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AppendLogsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LogAppended
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AppendLogsResponse) GetJSON200() *LogAppended {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AppendLogsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AppendLogsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AppendLogsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AppendLogsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AppendLogsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AppendLogsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AppendLogsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AppendLogsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AppendLogsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AppendLogsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AppendLogsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AppendLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type RetryJobResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8554,6 +9791,75 @@ func (r RetryJobResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RetryJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type JobStreamResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r JobStreamResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r JobStreamResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r JobStreamResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r JobStreamResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r JobStreamResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r JobStreamResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r JobStreamResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r JobStreamResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r JobStreamResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9886,6 +11192,49 @@ func (c *ClientWithResponses) RescheduleJobWithResponse(ctx context.Context, que
 	return ParseRescheduleJobResponse(rsp)
 }
 
+// GetArtifactsWithResponse Read a job's artifacts
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/jobs/{id}/artifacts (the `GetArtifacts` operationId).
+func (c *ClientWithResponses) GetArtifactsWithResponse(ctx context.Context, queue QueueName, id JobID, reqEditors ...RequestEditorFn) (*GetArtifactsResponse, error) {
+	rsp, err := c.GetArtifacts(ctx, queue, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetArtifactsResponse(rsp)
+}
+
+// PutArtifactWithBodyWithResponse Set an artifact of a claimed job
+//
+// Sets one named JSON output of the job (a name given again replaces its value), fenced by the claim token: 409 lease_lost, and nothing changes, when the token is not the job's current claim. Caps: a value at most 256 KiB (compact JSON), at most 32 artifacts a job and 1 MiB together: over a cap, 413 payload_too_large and nothing changes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/jobs/{id}/artifacts/{name} (the `PutArtifact` operationId).
+func (c *ClientWithResponses) PutArtifactWithBodyWithResponse(ctx context.Context, queue QueueName, id JobID, name ArtifactName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutArtifactResponse, error) {
+	rsp, err := c.PutArtifactWithBody(ctx, queue, id, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutArtifactResponse(rsp)
+}
+
+// PutArtifactWithResponse Set an artifact of a claimed job
+//
+// Sets one named JSON output of the job (a name given again replaces its value), fenced by the claim token: 409 lease_lost, and nothing changes, when the token is not the job's current claim. Caps: a value at most 256 KiB (compact JSON), at most 32 artifacts a job and 1 MiB together: over a cap, 413 payload_too_large and nothing changes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/jobs/{id}/artifacts/{name} (the `PutArtifact` operationId).
+func (c *ClientWithResponses) PutArtifactWithResponse(ctx context.Context, queue QueueName, id JobID, name ArtifactName, body PutArtifactJSONRequestBody, reqEditors ...RequestEditorFn) (*PutArtifactResponse, error) {
+	rsp, err := c.PutArtifact(ctx, queue, id, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutArtifactResponse(rsp)
+}
+
 // CancelClaimedWithBodyWithResponse End as canceled a claimed job whose cancellation was requested
 //
 // For the worker that saw cancel_requested on its heartbeat. 409 lease_lost when the token is not the job's current claim.
@@ -9998,6 +11347,49 @@ func (c *ClientWithResponses) HeartbeatWithResponse(ctx context.Context, queue Q
 	return ParseHeartbeatResponse(rsp)
 }
 
+// GetLogsWithResponse Read a job's log
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/jobs/{id}/logs (the `GetLogs` operationId).
+func (c *ClientWithResponses) GetLogsWithResponse(ctx context.Context, queue QueueName, id JobID, params *GetLogsParams, reqEditors ...RequestEditorFn) (*GetLogsResponse, error) {
+	rsp, err := c.GetLogs(ctx, queue, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLogsResponse(rsp)
+}
+
+// AppendLogsWithBodyWithResponse Append lines to a claimed job's log
+//
+// Appends 1 to 100 lines, fenced by the claim token (409 lease_lost, nothing changes, when it is not the job's current claim). Each line gets the next seq and Redis's time. The log is capped at 1000 lines and 1 MiB: the lines past the cap are dropped and the answer says truncated (not an error). A line longer than 8 KiB is cut there.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/queues/{queue}/jobs/{id}/logs (the `AppendLogs` operationId).
+func (c *ClientWithResponses) AppendLogsWithBodyWithResponse(ctx context.Context, queue QueueName, id JobID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendLogsResponse, error) {
+	rsp, err := c.AppendLogsWithBody(ctx, queue, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAppendLogsResponse(rsp)
+}
+
+// AppendLogsWithResponse Append lines to a claimed job's log
+//
+// Appends 1 to 100 lines, fenced by the claim token (409 lease_lost, nothing changes, when it is not the job's current claim). Each line gets the next seq and Redis's time. The log is capped at 1000 lines and 1 MiB: the lines past the cap are dropped and the answer says truncated (not an error). A line longer than 8 KiB is cut there.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/queues/{queue}/jobs/{id}/logs (the `AppendLogs` operationId).
+func (c *ClientWithResponses) AppendLogsWithResponse(ctx context.Context, queue QueueName, id JobID, body AppendLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendLogsResponse, error) {
+	rsp, err := c.AppendLogs(ctx, queue, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAppendLogsResponse(rsp)
+}
+
 // RetryJobWithBodyWithResponse Run a dead or scheduled job now
 //
 // A dead job goes back to pending with its attempts reset; a scheduled job is pending now. A job already pending is answered as it is (200, nothing changes), so a retried request is harmless. 409 conflict for a processing, completed or canceled job.
@@ -10026,6 +11418,19 @@ func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, queue Qu
 		return nil, err
 	}
 	return ParseRetryJobResponse(rsp)
+}
+
+// JobStreamWithResponse One job's log, progress and status as Server-Sent Events
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/jobs/{id}/stream (the `JobStream` operationId).
+func (c *ClientWithResponses) JobStreamWithResponse(ctx context.Context, queue QueueName, id JobID, params *JobStreamParams, reqEditors ...RequestEditorFn) (*JobStreamResponse, error) {
+	rsp, err := c.JobStream(ctx, queue, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJobStreamResponse(rsp)
 }
 
 // DeleteLimitsWithResponse Remove a queue's limits
@@ -11960,6 +13365,149 @@ func ParseRescheduleJobResponse(rsp *http.Response) (*RescheduleJobResponse, err
 	return response, nil
 }
 
+// ParseGetArtifactsResponse parses an HTTP response from a GetArtifactsWithResponse call
+func ParseGetArtifactsResponse(rsp *http.Response) (*GetArtifactsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetArtifactsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Artifacts
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutArtifactResponse parses an HTTP response from a PutArtifactWithResponse call
+func ParsePutArtifactResponse(rsp *http.Response) (*PutArtifactResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutArtifactResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Artifacts
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseCancelClaimedResponse parses an HTTP response from a CancelClaimedWithResponse call
 func ParseCancelClaimedResponse(rsp *http.Response) (*CancelClaimedResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12297,6 +13845,149 @@ func ParseHeartbeatResponse(rsp *http.Response) (*HeartbeatResponse, error) {
 	return response, nil
 }
 
+// ParseGetLogsResponse parses an HTTP response from a GetLogsWithResponse call
+func ParseGetLogsResponse(rsp *http.Response) (*GetLogsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLogsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LogPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAppendLogsResponse parses an HTTP response from a AppendLogsWithResponse call
+func ParseAppendLogsResponse(rsp *http.Response) (*AppendLogsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AppendLogsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LogAppended
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseRetryJobResponse parses an HTTP response from a RetryJobWithResponse call
 func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12359,6 +14050,60 @@ func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseJobStreamResponse parses an HTTP response from a JobStreamWithResponse call
+func ParseJobStreamResponse(rsp *http.Response) (*JobStreamResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &JobStreamResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal

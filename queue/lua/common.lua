@@ -467,7 +467,18 @@ end
 -- last attempt was acked: a retried enqueue or ack that arrives after the
 -- job is gone still answers what happened, and never makes it again.
 local function drop(id, f)
-  redis.call('HDEL', K_data, id, id .. '.r', id .. '.n')
+  -- its data: payload, result, notes, artifacts, and each of its log
+  -- lines (the record counts them: at most MaxLogLines)
+  local lines = f[R_log] ~= '' and tonumber(string.match(f[R_log] or '', '^(%d+)|'))
+  if lines then
+    local gone = { id, id .. '.r', id .. '.n', id .. '.a' }
+    for seq = 1, lines do
+      gone[#gone + 1] = id .. '.l.' .. seq
+    end
+    redis.call('HDEL', K_data, unpack(gone))
+  else
+    redis.call('HDEL', K_data, id, id .. '.r', id .. '.n', id .. '.a')
+  end
   local ik = f[R_idempotency_key]
   if ik ~= '' and idem_of(ik) == id then
     redis.call('HDEL', K_idem, ik)
@@ -571,4 +582,96 @@ end
 local function packed(id, f, rec)
   local d = redis.call('HMGET', K_data, id, id .. '.r')
   return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '')
+end
+
+-- Artifacts -------------------------------------------------------------------
+-- A job's artifacts are one JSON object in K_data, field '<id>.a': name ->
+-- value, compact, as queue/artifacts.go encodes them (names of
+-- [A-Za-z0-9._-], values run through json.Compact). ART_MAX_COUNT and
+-- ART_MAX_BYTES are MaxArtifacts and MaxArtifactsBytes there (a test holds
+-- them equal). (Scripts that call art_merge declare K_data.)
+local ART_MAX_COUNT, ART_MAX_BYTES = 32, 1048576
+
+-- art_skip answers the index just past the compact JSON value that starts
+-- at index i of s.
+local function art_skip(s, i)
+  local c = string.sub(s, i, i)
+  if c == '"' then
+    local j = i + 1
+    while true do
+      local k = string.find(s, '["\\]', j)
+      if string.sub(s, k, k) == '"' then
+        return k + 1
+      end
+      j = k + 2 -- an escape: skip the escaped byte
+    end
+  elseif c == '{' or c == '[' then
+    local depth, j = 0, i
+    while true do
+      local k = string.find(s, '[%[%]{}"]', j)
+      local ch = string.sub(s, k, k)
+      if ch == '"' then
+        j = art_skip(s, k)
+      elseif ch == '{' or ch == '[' then
+        depth, j = depth + 1, k + 1
+      else
+        depth, j = depth - 1, k + 1
+        if depth == 0 then
+          return j
+        end
+      end
+    end
+  end
+  return string.find(s, '[,}%]]', i) -- a number, true, false or null
+end
+
+-- art_parse splits a compact JSON object of artifacts into its names and
+-- their values (JSON text), in order.
+local function art_parse(s)
+  local names, vals = {}, {}
+  local i = 2
+  while string.sub(s, i, i) == '"' do
+    local q = string.find(s, '"', i + 1, true) -- a name holds no quote nor escape
+    local j = art_skip(s, q + 2)
+    names[#names + 1] = string.sub(s, i + 1, q - 1)
+    vals[#vals + 1] = string.sub(s, q + 2, j - 1)
+    i = j
+    if string.sub(s, i, i) == ',' then
+      i = i + 1
+    end
+  end
+  return names, vals
+end
+
+-- art_merge answers id's artifacts with those of add (a compact JSON
+-- object) set over them, a name given again replacing its value; or nil
+-- and -2 when they would be more than ART_MAX_COUNT, nil and -3 when the
+-- object would pass ART_MAX_BYTES. It writes nothing.
+local function art_merge(id, add)
+  local names, vals = art_parse(redis.call('HGET', K_data, id .. '.a') or '{}')
+  local at = {}
+  for i, n in ipairs(names) do
+    at[n] = i
+  end
+  local an, av = art_parse(add)
+  for i, n in ipairs(an) do
+    if at[n] then
+      vals[at[n]] = av[i]
+    else
+      names[#names + 1], vals[#vals + 1] = n, av[i]
+      at[n] = #names
+    end
+  end
+  if #names > ART_MAX_COUNT then
+    return nil, -2
+  end
+  local parts = {}
+  for i, n in ipairs(names) do
+    parts[i] = '"' .. n .. '":' .. vals[i]
+  end
+  local out = '{' .. table.concat(parts, ',') .. '}'
+  if #out > ART_MAX_BYTES then
+    return nil, -3
+  end
+  return out
 end

@@ -5,7 +5,8 @@
 -- Returns: { code_1, ..., code_n }, through reply(): 1 completed, 2 completed before with
 --          this token (a repeated call, also once the job is deleted, for
 --          tomb_ms), 0 lease lost (a stale token or not processing:
---          nothing changed), -1 no such job.
+--          nothing changed), -1 no such job, -2 or -3 the artifacts
+--          given would pass a cap (see art_merge: nothing changed).
 -- Safe to run twice: the second run answers 2 and changes nothing.
 local n, cap = tonumber(A_n), tonumber(A_history)
 if not n or not cap or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
@@ -18,6 +19,12 @@ for i = 0, n - 1 do
   local id, token, result = ARGV[b + G_id], ARGV[b + G_token], ARGV[b + G_result]
   local f = load(id)
   local code = 1
+  -- artifacts given with the complete, merged over the job's (art_merge):
+  -- over a cap, code -2 or -3 and the job is left as it was
+  local arts, merged, art_code = ARGV[b + G_artifacts], nil, nil
+  if arts ~= '' and f and f[R_status] == 'processing' and f[R_token] == token then
+    merged, art_code = art_merge(id, arts)
+  end
   if not f then
     local tomb = tomb_of(id)
     if tomb and tomb == 'c' .. token then
@@ -33,7 +40,12 @@ for i = 0, n - 1 do
     rerun = true
   elseif f[R_status] ~= 'processing' or f[R_token] ~= token then
     code = 0
+  elseif art_code then
+    code = art_code
   else
+    if merged then
+      redis.call('HSET', K_data, id .. '.a', merged)
+    end
     f[R_status] = 'completed'
     f[R_completed_at_ms] = now_str
     f[R_cancel_requested] = ''

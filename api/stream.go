@@ -1,0 +1,192 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// jobStatusJSON is the data of a job stream's status event.
+type jobStatusJSON struct {
+	Queue    string       `json:"queue"`
+	ID       string       `json:"id"`
+	Kind     string       `json:"kind"`
+	Status   queue.Status `json:"status"`
+	Attempts int          `json:"attempts"`
+}
+
+// finished reports whether a job of status st will change no more by
+// itself: its stream ends.
+func finished(st queue.Status) bool {
+	return st == queue.StatusCompleted || st == queue.StatusDead || st == queue.StatusCanceled
+}
+
+// jobStream: GET /v1/queues/{queue}/jobs/{id}/stream[?after=<seq>] —
+// Server-Sent Events of one job: `status` (the job's status, first at
+// once, then at each change), `progress` (its progress, when it has any
+// and at each change), `log` (each line of its log after seq `after`, or
+// after the Last-Event-ID a reconnecting client sends: a log event's id is
+// its seq). The stream ends after the status event of a finished job
+// (completed, dead or canceled), or when the job is deleted.
+//
+// Nothing is lost between the read and the subscription: the stream
+// subscribes to the queue's events first, then reads the job and its log;
+// every event then makes it read the store again from the last seq it
+// sent, and so does every SSEHeartbeat, in case an event was missed (pub/
+// sub is at most once).
+func (s *Server) jobStream(c echo.Context) error {
+	q, id, err := pathJob(c)
+	if err != nil {
+		return err
+	}
+	after, err := seqParam(c, "after")
+	if err != nil {
+		return err
+	}
+	if v := c.Request().Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return invalidArg("Last-Event-ID", "must be a log seq, an integer from 0, got %q", v)
+		}
+		after = max(after, n)
+	}
+	if n := s.streams.Add(1); n > int64(s.cfg.MaxEventStreams) {
+		s.streams.Add(-1)
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("too many event streams open (%d); retry later", s.cfg.MaxEventStreams)}
+	}
+	defer s.streams.Add(-1)
+	// ctx ends with the request or at the server's drain; the store is
+	// read with the request's, so that a drained stream still answers
+	// what the job is, once.
+	ctx, cancel := s.streamContext(c)
+	defer cancel()
+	rctx := c.Request().Context()
+	evs, err := s.store.Subscribe(ctx, q)
+	if err != nil {
+		if ctx.Err() == nil || rctx.Err() != nil {
+			return err
+		}
+		evs = nil // drained: the job as it is now, and the end
+	}
+	js := &jobStreamer{s: s, c: c, q: q, id: id, seq: after}
+	j, err := s.store.Get(rctx, q, id)
+	if err != nil {
+		return err // 404 before the stream opens
+	}
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write([]byte(": connected\n\n")); err != nil {
+		return nil
+	}
+	if done, err := js.catchUp(rctx, j); done || err != nil || evs == nil {
+		return nil
+	}
+	tick := s.clock.NewTicker(s.cfg.SSEHeartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.Chan():
+			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
+				return nil
+			}
+		case ev, ok := <-evs:
+			if !ok {
+				return nil
+			}
+			if ev.ID != id {
+				continue
+			}
+		}
+		// An event of this job, or a tick: read the store again.
+		j, err := s.store.Get(rctx, q, id)
+		if err != nil {
+			// Deleted (or the store is away: the client reconnects with
+			// its Last-Event-ID).
+			return nil
+		}
+		if done, err := js.catchUp(rctx, j); done || err != nil {
+			return nil
+		}
+	}
+}
+
+// jobStreamer is what a job stream has sent.
+type jobStreamer struct {
+	s     *Server
+	c     echo.Context
+	q, id string
+	seq   int64 // the last log line sent
+	sent  *jobStatusJSON
+	prog  *queue.Progress
+	buf   []byte
+}
+
+// catchUp sends what changed since the last call, j being the job as read
+// now: its log lines since, then its progress and its status when they
+// changed. done: the job is finished and its stream has ended.
+func (js *jobStreamer) catchUp(ctx context.Context, j *queue.Job) (done bool, err error) {
+	for {
+		page, err := js.s.store.Logs(ctx, js.q, js.id, js.seq, queue.MaxLogPage)
+		if err != nil {
+			return true, err
+		}
+		for _, l := range page.Lines {
+			if err := js.send("log", strconv.FormatInt(l.Seq, 10), toLogLineJSON(l)); err != nil {
+				return true, err
+			}
+			js.seq = l.Seq
+		}
+		if len(page.Lines) < queue.MaxLogPage {
+			break
+		}
+	}
+	if p := j.Progress; p != nil && (js.prog == nil || *js.prog != *p) {
+		js.prog = p
+		pct := p.Percent
+		if err := js.send("progress", "", progressJSON{Percent: &pct, Message: p.Message, UpdatedAt: fmtTime(p.UpdatedAt)}); err != nil {
+			return true, err
+		}
+	}
+	st := &jobStatusJSON{Queue: j.Queue, ID: j.ID, Kind: j.Kind, Status: j.Status, Attempts: j.Attempts}
+	if js.sent == nil || *js.sent != *st {
+		js.sent = st
+		if err := js.send("status", "", st); err != nil {
+			return true, err
+		}
+	}
+	js.c.Response().Flush()
+	return finished(j.Status), nil
+}
+
+// send writes one event; id is its SSE id ("" for none).
+func (js *jobStreamer) send(event, id string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b := append(js.buf[:0], "event: "...)
+	b = append(b, event...)
+	if id != "" {
+		b = append(b, "\nid: "...)
+		b = append(b, id...)
+	}
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	js.buf = b
+	_, err = js.c.Response().Write(b)
+	return err
+}
