@@ -115,7 +115,7 @@ func TestBodyLimitEveryRoute(t *testing.T) {
 		require.NoError(t, res.Body.Close())
 		requireError(t, response{status: res.StatusCode, header: res.Header, body: body}, http.StatusRequestEntityTooLarge, "payload_too_large", "")
 	}
-	require.Equal(t, 18, n) // 17 and PUT /v1/workers/{id}
+	require.Equal(t, 20, n) // 17, PUT /v1/workers/{id}, PUT .../artifacts/{name} and POST .../logs
 }
 
 func TestDefaultBodyLimitIsOneMiB(t *testing.T) {
