@@ -58,4 +58,5 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 	contractComplete(t, setup)
 	contractRetried(t, setup)
 	contractObserve(t, setup)
+	contractLabels(t, setup)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 
@@ -45,6 +46,11 @@ type NewJob struct {
 	// ResultTTL is how long the job is kept once completed, up to 30 days.
 	// Defaults to Config.Retention.
 	ResultTTL time.Duration
+	// Labels are the labels a claimer must have (ClaimOptions.Labels) to
+	// receive the job: at most MaxJobLabels, each 1 to MaxLabelBytes of
+	// [A-Za-z0-9._:/=+@-]; kept sorted, without duplicates. None: any
+	// claimer. A queue holds at most MaxLabelSets distinct sets.
+	Labels []string
 }
 
 // Enqueued is the answer to one NewJob.
@@ -99,8 +105,9 @@ func (c *Client) Enqueue(ctx context.Context, nj NewJob) (Enqueued, error) {
 
 // prepared is a validated NewJob, ready for enqueue.lua.
 type prepared struct {
-	job  *Job
-	args []any
+	job    *Job
+	args   []any
+	labels string // the job's labels, canonical and joined ("" none)
 }
 
 // prepare validates nj (index i of a batch) against the clock's now.
@@ -161,13 +168,17 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if len(nj.IdempotencyKey) > MaxIdempotencyKey || slices.ContainsFunc([]rune(nj.IdempotencyKey), unicode.IsControl) {
 		return fail(invalid("idempotency_key", "at most %d bytes without control characters", MaxIdempotencyKey))
 	}
+	labels, err := CanonicalLabels(nj.Labels, MaxJobLabels)
+	if err != nil {
+		return fail(&FieldError{Field: "labels", Err: err})
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return prepared{}, fmt.Errorf("queue: new job id: %w", err)
 	}
 	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
-		IdempotencyKey: nj.IdempotencyKey}
+		IdempotencyKey: nj.IdempotencyKey, Labels: labels}
 	rttl := ""
 	if nj.ResultTTL > 0 {
 		rttl = strconv.FormatInt(nj.ResultTTL.Milliseconds(), 10)
@@ -176,9 +187,10 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if nj.Backoff != nil {
 		boEnc = bo.Encode()
 	}
+	lab := joinLabels(labels)
 	args := []any{j.ID, j.Kind, string(j.Payload), encodeSpec(maxAttempts, vis, boEnc),
-		when, nj.IdempotencyKey, rttl}
-	return prepared{job: j, args: args}, nil
+		when, nj.IdempotencyKey, rttl, lab}
+	return prepared{job: j, args: args, labels: lab}, nil
 }
 
 // Validate reports whether c would enqueue nj, with c's own limits
@@ -244,16 +256,29 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 
 func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepared, idx []int, out []Enqueued) error {
 	k := queueKeys(c.ns, queue)
-	args := make([]any, 0, 3+7*len(idx))
-	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), len(idx))
+	args := make([]any, 0, 3+8*len(idx))
+	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), MaxLabelSets, len(idx))
+	// The keys of the label sets of these jobs (see setKeyScripts).
+	var extra []string
+	var ids []string
 	for _, i := range idx {
 		args = append(args, preps[i].args...)
+		if l := preps[i].labels; l != "" {
+			if id := labelSetID(l); !slices.Contains(ids, id) {
+				ids = append(ids, id)
+				extra = append(extra, k.setListKey(id), k.setWakeKey(id))
+			}
+		}
 	}
-	v, err := c.run(ctx, enqueueScript, k, args...)
+	lsets := strings.Join(ids, ",")
+	v, err := c.runKeys(ctx, enqueueScript, k, extra, lsets, args...)
 	if err != nil {
 		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
+	if err := tooManySets(queue, res); err != nil {
+		return err
+	}
 	if len(res) == 1 && res[0] == int64(-1) {
 		// The queue was deleted since this process created it: make it
 		// again, enqueue, and put its name back into the set of queues once
@@ -263,10 +288,13 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 		if err := c.register(ctx, queue); err != nil {
 			return err
 		}
-		if v, err = c.run(ctx, enqueueScript, k, args...); err != nil {
+		if v, err = c.runKeys(ctx, enqueueScript, k, extra, lsets, args...); err != nil {
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 		}
 		res, _ = v.([]any)
+		if err := tooManySets(queue, res); err != nil {
+			return err
+		}
 		if err := c.rdb.SAdd(ctx, queuesKey(c.ns), queue).Err(); err != nil {
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, wrapRedis(err))
 		}
@@ -306,6 +334,17 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 		out[i] = Enqueued{Job: &j}
 	}
 	return nil
+}
+
+// tooManySets is enqueue.lua's answer that a new label set would pass the
+// cap, as an error; nil for any other answer.
+func tooManySets(queue string, res []any) error {
+	if len(res) != 2 || res[0] != int64(-2) {
+		return nil
+	}
+	labels, _ := res[1].(string)
+	return &FieldError{Index: -1, Field: "labels", Err: fmt.Errorf("%w: queue %s has %d distinct label sets, the cap (MaxLabelSets); a job requiring [%s] would add one",
+		ErrTooManyLabelSets, queue, MaxLabelSets, labels)}
 }
 
 // Get reads one job.

@@ -67,6 +67,9 @@ type Job struct {
 	// Token is the claim token; set only on jobs returned by a claim (and
 	// by DecodeRecord).
 	Token string
+	// Labels are the labels a claimer must have to receive the job,
+	// sorted, without duplicates; nil when it requires none.
+	Labels []string
 }
 
 // jobFromRecord builds a Job from its record, payload and result. Token is
@@ -102,6 +105,7 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	j.CompletedAt = msTime(f[rCompletedAt])
 	j.DiedAt = msTime(f[rDiedAt])
 	j.CanceledAt = msTime(f[rCanceledAt])
+	j.Labels = splitLabels(f[rLabels])
 	return j, nil
 }
 
