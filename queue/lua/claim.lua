@@ -29,7 +29,7 @@ local wants_next = A_want_next == '1'
 if not max or not vis or not wait_ms then
   return redis.error_reply('ERR chronoq claim: malformed arguments')
 end
-local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused', 'lsets', unpack(LIMIT_FIELDS))
+local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused', 'lsets', 'waiting_until', unpack(LIMIT_FIELDS))
 if not meta[1] then
   return { 0, '', now_us } -- no such queue
 end
@@ -78,18 +78,19 @@ if wants_next then
 end
 -- The queue's limits cap the claim: max becomes what they let it take.
 local asked, tokens, rate = max, nil, nil
-max, tokens, rate = limit_room(max, { meta[4], meta[5], meta[6], meta[7], meta[8] })
+max, tokens, rate = limit_room(max, { meta[5], meta[6], meta[7], meta[8], meta[9] })
 -- The lists this claimer takes from: with more than one, the one whose
 -- next job was enqueued first comes first (empty ones are left out).
-local lists, wakes = { K_pending }, { K_wake }
-for id in string.gmatch(A_eligible, '[^,]+') do
+local lists, wakes, heads = { K_pending }, { K_wake }, nil
+for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
+  local id = string.sub(A_eligible, 17 * i - 16, 17 * i - 1)
   if SETS.list[id] then
     lists[#lists + 1] = SETS.list[id]
     wakes[#wakes + 1] = SETS.stream[id]
   end
 end
 if #lists > 1 then
-  lists, wakes = by_oldest_head(lists, wakes)
+  lists, wakes, heads = by_oldest_head(lists, wakes)
 end
 -- Stale ids (jobs canceled or rescheduled while pending) are dropped as
 -- they come, and more are taken in their place, up to stale_budget of
@@ -100,7 +101,15 @@ local lease_strs = {} -- visibility ms -> the lease deadline as a string
 local stale_budget = 1000
 local li = 1
 while #ids < max and stale <= stale_budget and li <= #lists do
-  local popped = pop_pending(lists[li], math.min(max - #ids, stale_budget + 1 - stale))
+  local want, popped = math.min(max - #ids, stale_budget + 1 - stale), nil
+  if want == 1 and heads and heads[li] then
+    popped = pop_head(lists[li], heads[li]) -- its next id is known: one read less
+  else
+    popped = pop_pending(lists[li], want)
+  end
+  if heads then
+    heads[li] = nil -- the list has changed
+  end
   if #popped == 0 then
     li = li + 1
   end
@@ -145,10 +154,11 @@ end
 if #ids > 0 then
   redis.call('ZADD', K_leases, unpack(leases))
   redis.call('HSET', K_claims, A_token_base, table.concat(ids, ','))
-  if #ids == asked then
+  if #ids == asked and tonumber(meta[4] or '0') >= now then
+    -- A claimer may be waiting: more are pending, the next one takes them.
     for i = 1, #lists do
       if list_len(lists[i]) > 0 then
-        wake_key(wakes[i], 1) -- more are pending: the next waiting claimer takes them
+        wake_key(wakes[i], 1, meta[4])
       end
     end
   end

@@ -195,6 +195,14 @@ local function pop_pending(key, n)
   return out
 end
 
+-- pop_head takes id, read as the next id of the pending list key by this
+-- script (the list unchanged since), as pop_pending(key, 1) would.
+local function pop_head(key, id)
+  redis.call('LSET', key, -2, SENTINEL)
+  redis.call('LTRIM', key, 0, -2)
+  return { id }
+end
+
 -- push_front puts ids at the right end of the pending list key, next to
 -- be claimed (the last id first).
 local function push_front(key, ids)
@@ -225,11 +233,11 @@ local SETS = { ids = {}, list = {}, stream = {} }
 -- queue's: it writes nothing, and the client reads the sets again.
 local STALE_SETS = 'ERR chronoq stale label sets'
 
--- sets_bind reads the sets declared to this script into SETS.
+-- sets_bind reads the sets declared to this script into SETS. Set ids are
+-- 16 hex digits: the i-th starts at byte 17 * (i - 1) + 1 of A_lsets.
 local function sets_bind()
-  local i = 0
-  for id in string.gmatch(A_lsets, '[^,]+') do
-    i = i + 1
+  for i = 1, (#A_lsets + 1) / 17 do
+    local id = string.sub(A_lsets, 17 * i - 16, 17 * i - 1)
     SETS.ids[i] = id
     SETS.list[id] = KEYS[NKEYS + 2 * i - 1]
     SETS.stream[id] = KEYS[NKEYS + 2 * i]
@@ -283,22 +291,21 @@ end
 -- by_oldest_head orders pending lists (given with their wake streams) by
 -- their next job, the one enqueued first first (job ids are UUIDv7: they
 -- sort in enqueue order, to the millisecond); empty lists are left out.
+-- It answers the lists, their streams, and their next ids.
 local function by_oldest_head(lists, wakes)
-  local heads = {}
+  local ks, ws, hs = {}, {}, {}
   for i, key in ipairs(lists) do
     local h = redis.call('LINDEX', key, -2)
-    if h then
-      heads[#heads + 1] = { h, key, wakes[i] }
+    if h then -- insertion in order: a claimer's lists are few
+      local j = #hs + 1
+      while j > 1 and hs[j - 1] > h do
+        hs[j], ks[j], ws[j] = hs[j - 1], ks[j - 1], ws[j - 1]
+        j = j - 1
+      end
+      hs[j], ks[j], ws[j] = h, key, wakes[i]
     end
   end
-  table.sort(heads, function(a, b)
-    return a[1] < b[1]
-  end)
-  local ks, ws = {}, {}
-  for i, h in ipairs(heads) do
-    ks[i], ws[i] = h[2], h[3]
-  end
-  return ks, ws
+  return ks, ws, hs
 end
 
 -- pending_count is the number of pending jobs: the lists, less their
