@@ -48,6 +48,13 @@
 // chronoq's long-running parts (the promoter and the reclaimer too): it
 // blocks until its ctx ends and answers nil on a clean stop.
 //
+// # Labels
+//
+// Config.Labels are the worker's labels, sent with every claim: it runs
+// the jobs without labels and those whose labels it has all of (see
+// queue.ClaimOptions.Labels). A job whose labels no worker has waits,
+// pending, for one that has them.
+//
 // # What else to run
 //
 // A worker only runs jobs. It promotes the due jobs its claims find, but a
