@@ -15,11 +15,11 @@ import (
 // claimer's; every path that makes a job pending again keeps it on its
 // label set's list.
 func contractLabels(t *testing.T, setup setupFunc) {
-	// claimAs claims up to max jobs of the bundle's queue as a claimer
+	// claimAs claims up to n jobs of the bundle's queue as a claimer
 	// with labels.
-	claimAs := func(t *testing.T, b *testBundle, max int, labels ...string) []*queue.Job {
+	claimAs := func(t *testing.T, b *testBundle, n int, labels ...string) []*queue.Job {
 		t.Helper()
-		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: max, Labels: labels})
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: n, Labels: labels})
 		require.NoError(t, err)
 		return jobs
 	}
@@ -118,7 +118,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		c = onlyGPU(t, j.ID, "fail, retried now")
 
 		require.NoError(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token))
-		c = onlyGPU(t, j.ID, "release")
+		onlyGPU(t, j.ID, "release") // its lease lapses below
 
 		b.clock.Advance(2 * time.Second) // the lease lapses
 		back, err := b.client.Reclaim(b.ctx, b.queue)

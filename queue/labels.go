@@ -36,11 +36,12 @@ const (
 )
 
 var (
-	// ErrInvalidLabels: a label that is empty, too long, holds a byte
-	// outside [A-Za-z0-9._:/=+@-], or too many labels.
+	// ErrInvalidLabels is wrapped by the errors about bad labels: one that
+	// is empty, too long or holds a byte outside [A-Za-z0-9._:/=+@-], or
+	// too many of them.
 	ErrInvalidLabels = fmt.Errorf("%w labels", ErrInvalid)
-	// ErrTooManyLabelSets: the job requires a set of labels its queue has
-	// not seen, and the queue has MaxLabelSets already.
+	// ErrTooManyLabelSets is answered when a job requires a set of labels
+	// its queue has not seen and the queue has MaxLabelSets already.
 	ErrTooManyLabelSets = errors.New("too many label sets")
 )
 
