@@ -129,9 +129,11 @@ func (c *Client) hashAll(ctx context.Context, key string) (map[string]string, er
 	return out, nil
 }
 
-// Keys lists every Redis key of queue in namespace ns, for tools that look
-// at Redis directly (every other key of ns is one of NamespaceKeys, or
-// belongs to cron).
+// Keys lists the Redis keys every queue has, for queue in namespace ns,
+// for tools that look at Redis directly (every other key of ns is one of
+// NamespaceKeys, belongs to cron, or is a key of a label set: each set a
+// queue's jobs have required, see Client.LabelSets, has a pending list and
+// a wake stream named after the queue's own with ":<set id>" appended).
 func Keys(ns, queue string) ([]string, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return nil, err
