@@ -76,6 +76,33 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		require.Zero(t, b.stats(t).Pending)
 	})
 
+	t.Run("PendingListingsPageThroughEveryList", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var want []string // the queue's own list first, then each set's in the order the queue saw them
+		byList := map[string][]string{}
+		for i := range 9 {
+			labels := [][]string{nil, {"gpu"}, {"arm"}}[i%3]
+			byList[strings.Join(labels, ",")] = append(byList[strings.Join(labels, ",")], b.enqueue(t, queue.NewJob{Labels: labels}).ID)
+		}
+		for _, l := range []string{"", "gpu", "arm"} {
+			want = append(want, byList[l]...)
+		}
+		var got []string
+		cursor := ""
+		for page := 0; ; page++ {
+			require.Less(t, page, 10)
+			jobs, next, err := b.client.List(b.ctx, b.queue, queue.ListOptions{Status: queue.StatusPending, Limit: 2, Cursor: cursor})
+			require.NoError(t, err)
+			got = append(got, ids(jobs)...)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		require.Equal(t, want, got)
+	})
+
 	t.Run("AClaimTakesTheOldestOfItsListsFirst", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -215,6 +242,8 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		require.Equal(t, "labels", fe.Field)
 		_, err = b.client.EnqueueBatch(b.ctx, []queue.NewJob{{Queue: b.queue, Kind: "k"}, {Queue: b.queue, Kind: "k", Labels: []string{"two-more"}}})
 		require.ErrorIs(t, err, queue.ErrTooManyLabelSets, "a batch is refused whole")
+		require.ErrorAs(t, err, &fe)
+		require.Equal(t, 1, fe.Index, "naming the job")
 		require.Equal(t, int64(queue.MaxLabelSets), b.stats(t).Pending, "nothing of the refused batch was written")
 		b.enqueue(t, queue.NewJob{Labels: []string{"l7"}}) // a set the queue has
 		b.enqueue(t, queue.NewJob{})

@@ -108,6 +108,7 @@ type prepared struct {
 	job    *Job
 	args   []any
 	labels string // the job's labels, canonical and joined ("" none)
+	index  int    // the job's place in its batch, -1 for a single job (FieldError.Index)
 }
 
 // prepare validates nj (index i of a batch) against the clock's now.
@@ -190,7 +191,7 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	lab := joinLabels(labels)
 	args := []any{j.ID, j.Kind, string(j.Payload), encodeSpec(maxAttempts, vis, boEnc),
 		when, nj.IdempotencyKey, rttl, lab}
-	return prepared{job: j, args: args, labels: lab}, nil
+	return prepared{job: j, args: args, labels: lab, index: i}, nil
 }
 
 // Validate reports whether c would enqueue nj, with c's own limits
@@ -276,7 +277,7 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
-	if err := tooManySets(queue, res); err != nil {
+	if err := tooManySets(queue, res, preps, idx); err != nil {
 		return err
 	}
 	if len(res) == 1 && res[0] == int64(-1) {
@@ -292,7 +293,7 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 		}
 		res, _ = v.([]any)
-		if err := tooManySets(queue, res); err != nil {
+		if err := tooManySets(queue, res, preps, idx); err != nil {
 			return err
 		}
 		if err := c.rdb.SAdd(ctx, queuesKey(c.ns), queue).Err(); err != nil {
@@ -337,13 +338,21 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 }
 
 // tooManySets is enqueue.lua's answer that a new label set would pass the
-// cap, as an error; nil for any other answer.
-func tooManySets(queue string, res []any) error {
+// cap, as an error naming the first job of preps[idx] that requires it;
+// nil for any other answer.
+func tooManySets(queue string, res []any, preps []prepared, idx []int) error {
 	if len(res) != 2 || res[0] != int64(-2) {
 		return nil
 	}
 	labels, _ := res[1].(string)
-	return &FieldError{Index: -1, Field: "labels", Err: fmt.Errorf("%w: queue %s has %d distinct label sets, the cap (MaxLabelSets); a job requiring [%s] would add one",
+	index := -1
+	for _, i := range idx {
+		if preps[i].labels == labels {
+			index = preps[i].index
+			break
+		}
+	}
+	return &FieldError{Index: index, Field: "labels", Err: fmt.Errorf("%w: queue %s has %d distinct label sets, the cap (MaxLabelSets); a job requiring [%s] would add one",
 		ErrTooManyLabelSets, queue, MaxLabelSets, labels)}
 }
 
