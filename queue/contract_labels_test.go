@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/queue"
@@ -213,6 +214,36 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		b.clock.Advance(time.Minute)
 		got := claimAs(t, b, 10, "gpu")
 		require.Equal(t, []string{later.ID}, ids(got), "the claim promotes it and takes it")
+	})
+
+	t.Run("AClaimThatPromotesAJobItCannotTakeWakesItsClaimers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.enqueue(t, queue.NewJob{Labels: []string{"gpu"}, Delay: 5 * time.Second}) // due within the wait
+		_, wake := queue.LabelSetKeys(b.ns, b.queue, "gpu")
+		lastWake := func() string {
+			e, err := b.rdb.XRevRangeN(b.ctx, wake, "+", "-", 1).Result()
+			require.NoError(t, err)
+			require.Len(t, e, 1, "the stream keeps its last entry")
+			return e[0].ID
+		}
+		waited := make(chan bool, 1)
+		go func() {
+			ok, err := b.client.WaitClaimable(b.ctx, b.queue, 20*time.Second, []string{"gpu"})
+			assert.NoError(t, err)
+			waited <- ok
+		}()
+		require.Eventually(t, func() bool {
+			v, err := b.rdb.HGet(b.ctx, b.key(queue.KeyMeta), "waiting_until").Int64()
+			return err == nil && v > b.clock.Now().UnixMilli()
+		}, 10*time.Second, time.Millisecond, "a gpu claimer waits")
+		before := lastWake()
+		b.clock.Advance(5 * time.Second)
+		require.Empty(t, claimAs(t, b, 10, "cpu"), "a claim that cannot take it promotes it")
+		require.Equal(t, queue.StatusPending, b.get(t, j.ID).Status)
+		require.NotEqual(t, before, lastWake(), "and wakes the gpu set's claimers")
+		require.True(t, <-waited)
+		require.Equal(t, []string{j.ID}, ids(claimAs(t, b, 10, "gpu")))
 	})
 
 	t.Run("AStaleViewOfTheLabelSetsIsReadAgain", func(t *testing.T) {

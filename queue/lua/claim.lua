@@ -71,7 +71,21 @@ local function take_wake(next)
   return next
 end
 
-promote_due(max, false)
+-- The lists this claimer takes from: the queue's own and its eligible
+-- sets'. The jobs it promotes into others wake their claimers; those into
+-- its own it takes itself.
+local lists, wakes, heads = { K_pending }, { K_wake }, nil
+local mine = { [K_pending] = true }
+for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
+  local id = string.sub(A_eligible, 17 * i - 16, 17 * i - 1)
+  local list = SETS.list[id]
+  if list then
+    lists[#lists + 1] = list
+    wakes[#wakes + 1] = SETS.stream[id]
+    mine[list] = true
+  end
+end
+promote_due(max, mine, meta[4])
 local out = { 0, '', now_us }
 if wants_next then
   out[2] = take_wake(next_due())
@@ -79,16 +93,8 @@ end
 -- The queue's limits cap the claim: max becomes what they let it take.
 local asked, tokens, rate = max, nil, nil
 max, tokens, rate = limit_room(max, { meta[5], meta[6], meta[7], meta[8], meta[9] })
--- The lists this claimer takes from: with more than one, the one whose
--- next job was enqueued first comes first (empty ones are left out).
-local lists, wakes, heads = { K_pending }, { K_wake }, nil
-for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
-  local id = string.sub(A_eligible, 17 * i - 16, 17 * i - 1)
-  if SETS.list[id] then
-    lists[#lists + 1] = SETS.list[id]
-    wakes[#wakes + 1] = SETS.stream[id]
-  end
-end
+-- With more than one list, the one whose next job was enqueued first
+-- comes first (empty ones are left out).
 if #lists > 1 then
   lists, wakes, heads = by_oldest_head(lists, wakes)
 end

@@ -403,8 +403,9 @@ end
 
 -- flush_pending pushes what to_pending noted, at the left (behind the
 -- others), or at the right (next to be claimed) with front; with wakes,
--- wakes each list's claimers (waiting_until: see wake_key). Answers how
--- many.
+-- wakes each list's claimers (waiting_until: see wake_key): true for
+-- every list, or a table of the lists whose claimers are not to be woken
+-- (a claim's own, which it takes from itself). Answers how many.
 local function flush_pending(front, wakes, waiting_until)
   local n = 0
   for _, key in ipairs(pend_keys) do
@@ -414,7 +415,7 @@ local function flush_pending(front, wakes, waiting_until)
     else
       redis.call('LPUSH', key, unpack(g))
     end
-    if wakes then
+    if wakes == true or wakes and not wakes[key] then
       wake_key(g.wake, #g, waiting_until)
     end
     n = n + #g
@@ -560,10 +561,10 @@ local function schedule(id, f, score)
 end
 
 -- promote_due moves up to limit scheduled jobs that are due into their
--- pending lists, earliest first, and answers how many moved; with wakes
--- it wakes their claimers. An id whose job is no longer scheduled (a
--- stale entry) only leaves the set.
-local function promote_due(limit, wakes)
+-- pending lists, earliest first, and answers how many moved, waking their
+-- claimers as flush_pending does with wakes and waiting_until. An id whose
+-- job is no longer scheduled (a stale entry) only leaves the set.
+local function promote_due(limit, wakes, waiting_until)
   local ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', 0, limit)
   if #ids == 0 then
     return 0
@@ -584,7 +585,7 @@ local function promote_due(limit, wakes)
   end
   redis.call('ZREM', K_sched, unpack(ids))
   if #due > 0 then
-    flush_pending(false, wakes)
+    flush_pending(false, wakes, waiting_until)
     count('promoted', #due)
   end
   return #due
