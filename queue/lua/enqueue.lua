@@ -51,13 +51,15 @@ for _ in string.gmatch(meta[4] or '', '[^,]+') do
 end
 for _, id in ipairs(SETS.ids) do
   local have = redis.call('HGET', K_lsets, id)
-  if not have then
+  if not labels_of[id] then
+    return redis.error_reply('ERR chronoq enqueue: label set ' .. id .. ' is declared for no job')
+  elseif not have then
     new_sets[#new_sets + 1] = id
     if registered + #new_sets > max_sets then
-      return { -2, labels_of[id] or '' }
+      return { -2, labels_of[id] }
     end
   elseif have ~= labels_of[id] then
-    return redis.error_reply('ERR chronoq enqueue: label sets ' .. have .. ' and ' .. (labels_of[id] or '') .. ' share an id')
+    return redis.error_reply('ERR chronoq enqueue: label sets ' .. have .. ' and ' .. labels_of[id] .. ' share an id')
   end
 end
 if #new_sets > 0 then
