@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 // Worker labels over HTTP: a job's labels are kept and shown, a claim
@@ -17,7 +18,19 @@ import (
 // document).
 func TestLabels(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	testLabels(t, setup(t))
+}
+
+// TestLabelsOnRedisCluster: the same over a Redis Cluster.
+func TestLabelsOnRedisCluster(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster skipped in -short mode")
+	}
+	testLabels(t, setup(t, func(sc *setupConfig) { sc.rdb = testutil.Cluster(t) }))
+}
+
+func testLabels(t *testing.T, b *testBundle) {
 	claimWith := func(t *testing.T, q string, body map[string]any) []jobView {
 		t.Helper()
 		r := b.do(t, http.MethodPost, "/v1/queues/"+q+"/claim", body)
