@@ -63,9 +63,22 @@ func CanonicalLabels(labels []string, maxN int) ([]string, error) {
 	if len(labels) == 0 {
 		return nil, nil
 	}
+	if canonical(labels) {
+		return labels, nil // a worker's, on every claim
+	}
 	out := slices.Clone(labels)
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// canonical reports whether labels are sorted, without duplicates.
+func canonical(labels []string) bool {
+	for i := 1; i < len(labels); i++ {
+		if labels[i-1] >= labels[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // joinLabels is canonical labels as a record holds them.
