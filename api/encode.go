@@ -69,6 +69,14 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = appendNullString(b, j.LastError)
 	b = append(b, `,"idempotency_key":`...)
 	b = appendNullString(b, j.IdempotencyKey)
+	b = append(b, `,"labels":[`...)
+	for i, l := range j.Labels {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, l)
+	}
+	b = append(b, ']')
 	if withToken {
 		b = append(b, `,"token":`...)
 		b = appendString(b, j.Token)

@@ -96,6 +96,9 @@ func toError(err error) *Error {
 		if errors.Is(err, queue.ErrInvalid) {
 			return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Field: field, Message: fe.Err.Error(), err: err}
 		}
+		if errors.Is(err, queue.ErrTooManyLabelSets) {
+			return &Error{Status: http.StatusConflict, Code: CodeConflict, Field: field, Message: fe.Err.Error(), err: err}
+		}
 	}
 	switch {
 	case errors.Is(err, queue.ErrPayloadTooLarge):

@@ -34,6 +34,8 @@ type enqueueRequest struct {
 	Target             *targetJSON `json:"target"`
 	CallbackURL        *string     `json:"callback_url"`
 	FailureCallbackURL *string     `json:"failure_callback_url"`
+	// Labels a claimer must have to receive the job (see queue.NewJob.Labels).
+	Labels []string `json:"labels"`
 }
 
 // backoffRequest is a retry policy; a field left out takes the value of
@@ -49,7 +51,7 @@ type backoffRequest struct {
 // leaves the rest to queue's validation. index is the job's place in a
 // batch, -1 for a single job.
 func (r *enqueueRequest) newJob(index int) (queue.NewJob, error) {
-	nj := queue.NewJob{Kind: r.Kind, Payload: r.Payload}
+	nj := queue.NewJob{Kind: r.Kind, Payload: r.Payload, Labels: r.Labels}
 	if r.Queue != nil {
 		if *r.Queue == "" {
 			// Given, but empty: a mistake, not a wish for the default.

@@ -44,7 +44,7 @@ func TestEnqueueJobResource(t *testing.T) {
 		"enqueued_at":  fakeNow,
 		"run_at":       "2030-01-02T03:09:05.000Z",
 		"claimed_at":   nil, "lease_until": nil, "completed_at": nil,
-		"result": nil, "last_error": nil, "idempotency_key": nil,
+		"result": nil, "last_error": nil, "idempotency_key": nil, "labels": []any{},
 	}, got)
 
 	// The Location answers the same job.

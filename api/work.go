@@ -17,6 +17,8 @@ type claimRequest struct {
 	Max        *int    `json:"max"`
 	Visibility *string `json:"visibility"`
 	WorkerID   *string `json:"worker_id"`
+	// Labels are the claimer's (see queue.ClaimOptions.Labels).
+	Labels []string `json:"labels"`
 }
 
 // claim: POST /v1/queues/{queue}/claim. It long-polls up to wait (30 s at
@@ -31,7 +33,7 @@ func (s *Server) claim(c echo.Context) error {
 	if err := s.decode(c, &req, true); err != nil {
 		return err
 	}
-	var o queue.ClaimOptions
+	o := queue.ClaimOptions{Labels: req.Labels}
 	if req.Wait != nil {
 		if o.Wait, err = parseDuration("wait", *req.Wait, 0, queue.MaxClaimWait); err != nil {
 			return err

@@ -131,7 +131,7 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		b := setup(t)
 		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
-		enq := []any{60000, 1, id, "k", "{}", spec, "d3600000000", "", ""} // an hour ahead
+		enq := []any{60000, 64, 1, id, "k", "{}", spec, "d3600000000", "", "", ""} // an hour ahead
 		_, err := b.client.RunScript(b.ctx, "create", b.queue)
 		require.NoError(t, err)
 		_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)
@@ -144,7 +144,7 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		require.Equal(t, want, index(t, b, "due"), "the rerun of the enqueue")
 
 		b.enqueue(t, queue.NewJob{})
-		claim := []any{1, "base0001", 30000, "0", 0}
+		claim := []any{1, "base0001", 30000, "0", 0, ""}
 		_, err = b.client.RunScript(b.ctx, "claim", b.queue, claim...)
 		require.NoError(t, err)
 		want = index(t, b, "sweep")

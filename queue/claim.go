@@ -23,6 +23,13 @@ type ClaimOptions struct {
 	Wait time.Duration
 	// Visibility overrides the jobs' own lease length (100 ms to 24 h).
 	Visibility time.Duration
+	// Labels are the claimer's labels (at most MaxClaimLabels, each as
+	// NewJob.Labels): the claim receives jobs without labels and jobs
+	// whose labels are all among these, never another. Without labels it
+	// receives only jobs without labels. Of the lists of pending jobs it
+	// may take from (one per label set, see layout.go), it takes first
+	// from the one whose next job was enqueued first, each in its order.
+	Labels []string
 }
 
 // A queue's Limits cap every claim of it: a claim takes no more jobs than
@@ -69,6 +76,9 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 	case o.Visibility != 0 && (o.Visibility < MinVisibility || o.Visibility > MaxVisibility):
 		return nil, time.Time{}, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
 	}
+	if o.Labels, err = CanonicalLabels(o.Labels, MaxClaimLabels); err != nil {
+		return nil, time.Time{}, &FieldError{Index: -1, Field: "labels", Err: err}
+	}
 	deadline := time.Now().Add(o.Wait) // Redis waits in real time
 	cl, err := c.claimNow(ctx, queue, k, o, wantNext, o.Wait)
 	if err != nil || len(cl.jobs) > 0 || o.Wait == 0 {
@@ -109,7 +119,7 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		// Woken or not, claim again: a chunk that ends renews the mark that
 		// a claimer waits.
 		t0 := time.Now()
-		err := c.waitWake(ctx, k, min(left, c.wakeChunk))
+		err := c.waitWake(ctx, k, o.Labels, min(left, c.wakeChunk))
 		if cl.limited {
 			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
 		}
@@ -145,7 +155,10 @@ type claimed struct {
 
 func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
 	t0 := c.clock.Now()
-	v, err := c.run(ctx, claimScript, k, o.Max, newToken(), o.Visibility.Milliseconds(), boolArg(wantNext), wait.Milliseconds())
+	token := newToken() // the same for every try of runSets: a rerun answers the same jobs
+	v, err := c.runSets(ctx, claimScript, k, func(v *setView) []any {
+		return []any{o.Max, token, o.Visibility.Milliseconds(), boolArg(wantNext), wait.Milliseconds(), v.eligibleFor(o.Labels).ids}
+	})
 	t1 := c.clock.Now()
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
@@ -188,14 +201,36 @@ func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOpti
 var errWaitEnded = errors.New("queue: the wait's server stopped being a master")
 
 // waitWake waits up to d, on the blocking pool, for an entry of the wake
-// stream no waiter has read. It answers nil whether one came or the time
-// ran out, and errWaitEnded when Redis ended the wait.
-func (c *Client) waitWake(ctx context.Context, k keys, d time.Duration) error {
+// stream no waiter has read, or of the wake stream of a label set whose
+// labels are all among labels (canonical; see layout.go). It answers nil
+// whether one came or the time ran out, and errWaitEnded when Redis ended
+// the wait.
+//
+// A job of a label set wakes only the claimers waiting on its set's
+// stream, who can take it: a claimer without its labels is never woken
+// for it, so none is woken for a job it cannot take, and none takes a
+// wake-up from the claimer that can. (A lease that ends under a
+// MaxInFlight limit writes the queue's own stream, which every claimer
+// reads: the claimer it wakes may be one that cannot take what is
+// pending, and it waits again; the others see the room at their next
+// claim, at most wakeChunk later.)
+func (c *Client) waitWake(ctx context.Context, k keys, labels []string, d time.Duration) error {
 	d = max(d, time.Millisecond) // BLOCK 0 would wait for ever
-	// Through the stream's group (see wakeGroup): an entry written since
+	streams := []string{k.wake}
+	if len(labels) > 0 {
+		if v, ok := c.labelSets.Load(k.name); ok {
+			streams = append(streams, v.(*setView).eligibleFor(labels).wakes...)
+		}
+	}
+	args := make([]string, 0, 2*len(streams))
+	args = append(args, streams...)
+	for range streams {
+		args = append(args, ">")
+	}
+	// Through the streams' group (see wakeGroup): an entry written since
 	// the last read wakes one waiter, at once if it came before this read.
 	err := c.blocking.XReadGroup(ctx, &redis.XReadGroupArgs{Group: wakeGroup, Consumer: wakeGroup,
-		Streams: []string{k.wake, ">"}, Count: 1, Block: d, NoAck: true}).Err()
+		Streams: args, Count: 1, Block: d, NoAck: true}).Err()
 	var rerr redis.Error
 	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOGROUP") {
 		// A queue made before wake streams had their group: make it, and
@@ -203,6 +238,9 @@ func (c *Client) waitWake(ctx context.Context, k keys, d time.Duration) error {
 		// at all: wait for the stream its creation writes.
 		err = c.rdb.XGroupCreate(ctx, k.wake, wakeGroup, "$").Err()
 		if err == nil || strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			if len(streams) > 1 {
+				c.labelSets.Delete(k.name) // its sets as the claim reads them again
+			}
 			return nil
 		}
 		err = c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{k.wake, "$"}, Count: 1, Block: d}).Err()

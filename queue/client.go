@@ -164,6 +164,8 @@ type Client struct {
 	listeners map[chan delayed.Nudge]struct{}
 
 	coalescer coalescer // single enqueues in flight, by queue (coalesce.go)
+
+	labelSets sync.Map // queue name -> *setView: its label sets as last read (labels.go)
 }
 
 // NewClient checks cfg, fills its defaults and opens the blocking pool.

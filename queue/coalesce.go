@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -163,6 +164,17 @@ func (c *Client) sendBatch(q string, batch []*enqueueCall) {
 	}
 	out := make([]Enqueued, len(batch))
 	err := c.enqueueQueue(ctx, q, preps, idx, out)
+	if errors.Is(err, ErrTooManyLabelSets) && len(batch) > 1 {
+		// One job's new label set passes the cap: the others go alone,
+		// each with its own answer (a batch is never refused for one job).
+		for _, call := range batch {
+			o := make([]Enqueued, 1)
+			call.err = c.enqueueQueue(ctx, q, []prepared{call.p}, []int{0}, o)
+			call.res = o[0]
+			close(call.done)
+		}
+		return
+	}
 	for i, call := range batch {
 		if err != nil {
 			call.err = err

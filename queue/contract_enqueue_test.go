@@ -296,7 +296,7 @@ func (h *enqueueHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		args := cmd.Args()
 		if len(args) > 3 && args[1] == h.sha {
 			keys, _ := args[2].(int)
-			n, _ := strconv.Atoi(fmt.Sprint(args[3+keys+4])) // ARGV[5]: the jobs (specEnqueue)
+			n, _ := strconv.Atoi(fmt.Sprint(args[3+keys+6])) // ARGV[7]: the jobs (specEnqueue)
 			h.mu.Lock()
 			h.sizes = append(h.sizes, n)
 			firstCall := len(h.sizes) == 1

@@ -59,4 +59,5 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 	contractRetried(t, setup)
 	contractObserve(t, setup)
 	contractArtifacts(t, setup)
+	contractLabels(t, setup)
 }

@@ -33,6 +33,15 @@
 // progress, carried by a heartbeat ([Client.HeartbeatWith], shown as
 // [Job].Progress). The caps are named constants: [MaxArtifacts],
 // [MaxLogLines] and their siblings.
+// # Labels
+//
+// A job may require labels ([NewJob].Labels) and a claim may declare its
+// claimer's ([ClaimOptions].Labels): a claim receives jobs without labels
+// and those whose labels are all among the claimer's, never another. The
+// pending jobs of each distinct label set wait in a list of their own (at
+// most [MaxLabelSets] sets a queue), so a claim never scans for a job it
+// may take, and a waiting claimer is woken only by a job it can take.
+// See labels.go and docs/ARCHITECTURE.md, "Worker labels".
 //
 // # Guarantees
 //

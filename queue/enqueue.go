@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 
@@ -45,6 +46,11 @@ type NewJob struct {
 	// ResultTTL is how long the job is kept once completed, up to 30 days.
 	// Defaults to Config.Retention.
 	ResultTTL time.Duration
+	// Labels are the labels a claimer must have (ClaimOptions.Labels) to
+	// receive the job: at most MaxJobLabels, each 1 to MaxLabelBytes of
+	// [A-Za-z0-9._:/=+@-]; kept sorted, without duplicates. None: any
+	// claimer. A queue holds at most MaxLabelSets distinct sets.
+	Labels []string
 }
 
 // Enqueued is the answer to one NewJob.
@@ -99,8 +105,10 @@ func (c *Client) Enqueue(ctx context.Context, nj NewJob) (Enqueued, error) {
 
 // prepared is a validated NewJob, ready for enqueue.lua.
 type prepared struct {
-	job  *Job
-	args []any
+	job    *Job
+	args   []any
+	labels string // the job's labels, canonical and joined ("" none)
+	index  int    // the job's place in its batch, -1 for a single job (FieldError.Index)
 }
 
 // prepare validates nj (index i of a batch) against the clock's now.
@@ -161,13 +169,17 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if len(nj.IdempotencyKey) > MaxIdempotencyKey || slices.ContainsFunc([]rune(nj.IdempotencyKey), unicode.IsControl) {
 		return fail(invalid("idempotency_key", "at most %d bytes without control characters", MaxIdempotencyKey))
 	}
+	labels, err := CanonicalLabels(nj.Labels, MaxJobLabels)
+	if err != nil {
+		return fail(&FieldError{Field: "labels", Err: err})
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return prepared{}, fmt.Errorf("queue: new job id: %w", err)
 	}
 	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
-		IdempotencyKey: nj.IdempotencyKey}
+		IdempotencyKey: nj.IdempotencyKey, Labels: labels}
 	rttl := ""
 	if nj.ResultTTL > 0 {
 		rttl = strconv.FormatInt(nj.ResultTTL.Milliseconds(), 10)
@@ -176,9 +188,10 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if nj.Backoff != nil {
 		boEnc = bo.Encode()
 	}
+	lab := joinLabels(labels)
 	args := []any{j.ID, j.Kind, string(j.Payload), encodeSpec(maxAttempts, vis, boEnc),
-		when, nj.IdempotencyKey, rttl}
-	return prepared{job: j, args: args}, nil
+		when, nj.IdempotencyKey, rttl, lab}
+	return prepared{job: j, args: args, labels: lab, index: i}, nil
 }
 
 // Validate reports whether c would enqueue nj, with c's own limits
@@ -244,16 +257,29 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 
 func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepared, idx []int, out []Enqueued) error {
 	k := queueKeys(c.ns, queue)
-	args := make([]any, 0, 3+7*len(idx))
-	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), len(idx))
+	args := make([]any, 0, 3+8*len(idx))
+	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), MaxLabelSets, len(idx))
+	// The keys of the label sets of these jobs (see setKeyScripts).
+	var extra []string
+	var ids []string
 	for _, i := range idx {
 		args = append(args, preps[i].args...)
+		if l := preps[i].labels; l != "" {
+			if id := labelSetID(l); !slices.Contains(ids, id) {
+				ids = append(ids, id)
+				extra = append(extra, k.setListKey(id), k.setWakeKey(id))
+			}
+		}
 	}
-	v, err := c.run(ctx, enqueueScript, k, args...)
+	lsets := strings.Join(ids, ",")
+	v, err := c.runKeys(ctx, enqueueScript, k, extra, lsets, args...)
 	if err != nil {
 		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
+	if err := tooManySets(queue, res, preps, idx); err != nil {
+		return err
+	}
 	if len(res) == 1 && res[0] == int64(-1) {
 		// The queue was deleted since this process created it: make it
 		// again, enqueue, and put its name back into the set of queues once
@@ -263,10 +289,13 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 		if err := c.register(ctx, queue); err != nil {
 			return err
 		}
-		if v, err = c.run(ctx, enqueueScript, k, args...); err != nil {
+		if v, err = c.runKeys(ctx, enqueueScript, k, extra, lsets, args...); err != nil {
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 		}
 		res, _ = v.([]any)
+		if err := tooManySets(queue, res, preps, idx); err != nil {
+			return err
+		}
 		if err := c.rdb.SAdd(ctx, queuesKey(c.ns), queue).Err(); err != nil {
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, wrapRedis(err))
 		}
@@ -309,6 +338,26 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 }
 
 // Get reads one job, with its artifacts (Job.Artifacts).
+// tooManySets is enqueue.lua's answer that a new label set would pass the
+// cap, as an error naming the first job of preps[idx] that requires it;
+// nil for any other answer.
+func tooManySets(queue string, res []any, preps []prepared, idx []int) error {
+	if len(res) != 2 || res[0] != int64(-2) {
+		return nil
+	}
+	labels, _ := res[1].(string)
+	index := -1
+	for _, i := range idx {
+		if preps[i].labels == labels {
+			index = preps[i].index
+			break
+		}
+	}
+	return &FieldError{Index: index, Field: "labels", Err: fmt.Errorf("%w: queue %s has %d distinct label sets, the cap (MaxLabelSets); a job requiring [%s] would add one",
+		ErrTooManyLabelSets, queue, MaxLabelSets, labels)}
+}
+
+// Get reads one job.
 func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {

@@ -25,8 +25,9 @@ type Dump struct {
 	// kept for its retention.
 	Expires map[string]time.Time
 	// Dead, Leased and Scheduled are the ids in the dead set, the leases
-	// and the schedule; Pending the ids in the pending list, stale ones
-	// (of jobs that left pending by a cancel or a reschedule) included.
+	// and the schedule; Pending the ids in the pending lists (the queue's,
+	// then each label set's), stale ones (of jobs that left pending by a
+	// cancel or a reschedule) included.
 	Dead, Leased, Scheduled, Pending []string
 	// Tombstones is how many deleted jobs still answer retried calls (see
 	// Config.RetryWindow); Claims how many claims keep their retry marker
@@ -76,6 +77,14 @@ func (c *Client) Dump(ctx context.Context, queue string) (*Dump, error) {
 	pipe := c.rdb.Pipeline()
 	dead, leased, sched := pipe.ZRange(ctx, k.dead, 0, -1), pipe.ZRange(ctx, k.leases, 0, -1), pipe.ZRange(ctx, k.sched, 0, -1)
 	pend, exp := pipe.LRange(ctx, k.pending, 0, -1), pipe.ZRangeWithScores(ctx, k.expiry, 0, -1)
+	sets, err := c.refreshSets(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	setPend := make([]*redis.StringSliceCmd, len(sets.order))
+	for i, id := range sets.order {
+		setPend[i] = pipe.LRange(ctx, k.setListKey(id), 0, -1)
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("queue: dump %s: %w", queue, wrapRedis(err))
 	}
@@ -89,6 +98,9 @@ func (c *Client) Dump(ctx context.Context, queue string) (*Dump, error) {
 		return out
 	}
 	d.Dead, d.Leased, d.Scheduled, d.Pending = drop(dead.Val()), drop(leased.Val()), drop(sched.Val()), drop(pend.Val())
+	for _, p := range setPend {
+		d.Pending = append(d.Pending, drop(p.Val())...)
+	}
 	for _, z := range exp.Val() {
 		id, _ := z.Member.(string)
 		if _, ok := d.Jobs[id]; ok {
@@ -117,9 +129,11 @@ func (c *Client) hashAll(ctx context.Context, key string) (map[string]string, er
 	return out, nil
 }
 
-// Keys lists every Redis key of queue in namespace ns, for tools that look
-// at Redis directly (every other key of ns is one of NamespaceKeys, or
-// belongs to cron).
+// Keys lists the Redis keys every queue has, for queue in namespace ns,
+// for tools that look at Redis directly (every other key of ns is one of
+// NamespaceKeys, belongs to cron, or is a key of a label set: each set a
+// queue's jobs have required, see Client.LabelSets, has a pending list and
+// a wake stream named after the queue's own with ":<set id>" appended).
 func Keys(ns, queue string) ([]string, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return nil, err

@@ -73,6 +73,9 @@ type Job struct {
 	// AttachArtifacts); read only by Get (nil when it has none), not by
 	// claims and lists: read them with Client.Artifacts.
 	Artifacts json.RawMessage
+	// Labels are the labels a claimer must have to receive the job,
+	// sorted, without duplicates; nil when it requires none.
+	Labels []string
 }
 
 // jobFromRecord builds a Job from its record, payload and result. Token is
@@ -109,6 +112,7 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	j.DiedAt = msTime(f[rDiedAt])
 	j.CanceledAt = msTime(f[rCanceledAt])
 	j.Progress = parseProgress(f[rProgress])
+	j.Labels = splitLabels(f[rLabels])
 	return j, nil
 }
 

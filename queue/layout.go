@@ -40,6 +40,7 @@ const (
 	keyExpiry  = "expiry"  // ZSET: when -> the job id the sweep deletes then (retention, tombstones)
 	keyClaims  = "claims"  // HASH: claim token base -> ids it claimed, until the claim's first ack
 	keyWake    = "wake"    // STREAM: one entry each time jobs become pending while a claimer waits
+	keyLsets   = "lsets"   // HASH: label set id -> its labels, canonical (see labels.go); the sets' own keys below
 )
 
 // sentinel is the member, field or element that keeps each key of a queue
@@ -68,6 +69,7 @@ type keys struct {
 	name                                                                             string // the queue's name (not a key)
 	meta, jobs, data, sched, pending, leases, dead, done, idem, expiry, claims, wake string
 	events                                                                           string // pub/sub channel of job events (sharded pub/sub in a cluster): a channel, not a key
+	lsets                                                                            string // the registry of label sets (keyLsets)
 }
 
 func queueKeys(ns, queue string) keys {
@@ -76,13 +78,13 @@ func queueKeys(ns, queue string) keys {
 		name: queue, meta: p + keyMeta, jobs: p + keyJobs, data: p + keyData, sched: p + keySched,
 		pending: p + keyPending, leases: p + keyLeases, dead: p + keyDead, done: p + keyDone,
 		idem: p + keyIdem, expiry: p + keyExpiry, claims: p + keyClaims, wake: p + keyWake,
-		events: p + "events",
+		events: p + "events", lsets: p + keyLsets,
 	}
 }
 
 // all lists every key of the queue, in layout order.
 func (k keys) all() []string {
-	return []string{k.meta, k.jobs, k.data, k.sched, k.pending, k.leases, k.dead, k.done, k.idem, k.expiry, k.claims, k.wake}
+	return []string{k.meta, k.jobs, k.data, k.sched, k.pending, k.leases, k.dead, k.done, k.idem, k.expiry, k.claims, k.wake, k.lsets}
 }
 
 // byName answers the key of the queue called name (one of the key*
@@ -113,6 +115,8 @@ func (k keys) byName(name string) string {
 		return k.claims
 	case keyWake:
 		return k.wake
+	case keyLsets:
+		return k.lsets
 	}
 	panic("queue: no key " + name) // the script table names only the constants above
 }
@@ -205,6 +209,7 @@ var recFields = []string{
 	// artifacts, logs and progress (see artifacts.go, logs.go):
 	"progress", // "<percent>|<updated ms>|<message>", "" for none: the last progress a heartbeat carried
 	"log",      // "<lines>|<bytes>|<truncated 0/1>|<last append's batch id>|<lines it added>", "" for no log
+	"labels",   // the labels a claimer must have, canonical (sorted, joined by ","); "" none
 }
 
 // Indexes into a record split on NUL (0-based; Lua's are 1 more).
@@ -230,6 +235,7 @@ const (
 	rAck
 	rProgress
 	rLog
+	rLabels
 	nRec
 )
 
@@ -251,6 +257,7 @@ var commonArgs = []string{
 	"offset_us", // added to Redis's TIME: 0, except under a test's fake clock (see Client.timeOffset)
 	"pubcmd",    // "PUBLISH", "SPUBLISH" or "" (events off)
 	"channel",   // the queue's events channel
+	"lsets",     // the label sets whose keys follow the declared ones (see setKeyScripts); "" none
 }
 
 // The scripts. A batch script's arguments end with "n" and then n groups
@@ -258,20 +265,20 @@ var commonArgs = []string{
 // id, token, result).
 var (
 	specCreate = scriptSpec{"create",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyLsets},
 		nil}
 	specEnqueue = scriptSpec{"enqueue",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyIdem, keyExpiry, keyWake},
-		[]string{"idem_ttl_ms", "n", "id", "kind", "payload", "spec", "when", "idem", "result_ttl_ms"}}
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyIdem, keyExpiry, keyWake, keyLsets},
+		[]string{"idem_ttl_ms", "max_sets", "n", "id", "kind", "payload", "spec", "when", "idem", "result_ttl_ms", "labels"}}
 	specPromote = scriptSpec{"promote",
 		[]string{keyMeta, keyJobs, keySched, keyPending, keyWake},
 		[]string{"limit"}}
 	specClaim = scriptSpec{"claim",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyClaims, keyWake},
-		[]string{"max", "token_base", "visibility_ms", "want_next", "wait_ms"}}
+		[]string{"max", "token_base", "visibility_ms", "want_next", "wait_ms", "eligible"}}
 	specWait = scriptSpec{"wait",
 		[]string{keyMeta, keyPending, keyLeases, keyWake},
-		[]string{"wait_ms"}}
+		[]string{"wait_ms", "eligible"}}
 	specComplete = scriptSpec{"complete",
 		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
 		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result", "artifacts"}}
@@ -300,7 +307,7 @@ var (
 		[]string{keyMeta, keyJobs, keyData, keyPending, keyDead, keyIdem, keyExpiry, keyWake},
 		[]string{"mode", "kind", "batch", "upto", "cursor_score", "cursor_id", "tomb_ms"}}
 	specDelete = scriptSpec{"delete",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyLsets},
 		[]string{"force", "idle_ms"}}
 	specSettings = scriptSpec{"settings",
 		[]string{keyMeta},
@@ -309,7 +316,7 @@ var (
 		[]string{keyJobs, keyData},
 		[]string{"keep", "n", "id", "token", "entry"}}
 	specList = scriptSpec{"list",
-		[]string{keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone},
 		[]string{"status", "limit", "cursor_num", "cursor_id"}}
 	// Artifacts and logs (artifacts.go, logs.go).
 	specArtifacts = scriptSpec{"artifacts",
@@ -388,6 +395,7 @@ func (s scriptSpec) prelude() string {
 	fmt.Fprintf(&b, "local REC_PATTERN = '^%s(%%Z*)$'\n", strings.Repeat("(%Z*)%z", len(recFields)-1))
 	fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", sentinel[0]) // Lua 5.1 reads no \x escapes
 	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", wakeGroup)
+	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
 	return b.String()
 }
 
@@ -408,4 +416,45 @@ func init() {
 	if len(recFields) != nRec {
 		panic("queue: recFields and the r* indexes disagree") // caught by every test run
 	}
+}
+
+// Label sets (see labels.go). A job may require labels; the pending jobs
+// of each distinct set of required labels wait in a list of their own,
+// with a wake stream of their own, so that a claim pops only lists it may
+// take from and never scans one. A set is registered (its keys made, with
+// their sentinels) the first time a job requires it, and stays while the
+// queue exists:
+//
+//	<ns>:{q}:lsets             HASH  set id -> its labels, canonical
+//	<ns>:{q}:pending:<set id>  LIST  its pending jobs, as <ns>:{q}:pending
+//	<ns>:{q}:wake:<set id>     STREAM its wake-ups, as <ns>:{q}:wake (group wakeGroup)
+//
+// and the meta field metaLsets lists the ids in the order they were
+// registered. A set's id is the first 16 hex digits of the SHA-1 of its
+// canonical labels (Lua: redis.sha1hex), so a client names the keys of a
+// job's set without asking Redis.
+const (
+	metaLsets = "lsets" // meta: the queue's label set ids, in registration order, joined by ","
+	// MaxLabelSets caps the distinct label sets a queue has had: an
+	// enqueue that would register one more is refused with
+	// ErrTooManyLabelSets. Sets are forgotten only with their queue.
+	MaxLabelSets = 64
+)
+
+// setListKey and setWakeKey are the pending list and wake stream of the
+// label set id of queue k.
+func (k keys) setListKey(id string) string { return k.pending + ":" + id }
+func (k keys) setWakeKey(id string) string { return k.wake + ":" + id }
+
+// setKeyScripts are the scripts whose declared keys are followed by the
+// keys of label sets: for each set named in the common argument "lsets"
+// (ids joined by ","), its pending list then its wake stream. Every one
+// but enqueue is given all the queue's sets as the client knows them, and
+// answers errStaleSets (writing nothing) when the queue's meta says
+// otherwise; the client then reads the sets again and retries (see
+// Client.runSets). Enqueue is given the sets of its own jobs, and
+// registers those that are new.
+var setKeyScripts = map[string]bool{
+	"enqueue": true, "promote": true, "claim": true, "wait": true, "fail": true, "release": true,
+	"reclaim": true, "reschedule": true, "runnow": true, "dead": true, "list": true, "delete": true,
 }

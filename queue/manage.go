@@ -379,16 +379,27 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 // The wait is an XREAD BLOCK of the queue's wake stream on the blocking
 // pool, as a claim's wait is.
 func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error) {
+	return c.WaitClaimable(ctx, queue, wait, nil)
+}
+
+// WaitClaimable is WaitPending for a claimer with labels (as
+// ClaimOptions.Labels): it counts only the pending jobs such a claimer
+// receives, and waits on the wake streams of their label sets.
+func (c *Client) WaitClaimable(ctx context.Context, queue string, wait time.Duration, labels []string) (bool, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return false, err
+	}
+	if labels, err = CanonicalLabels(labels, MaxClaimLabels); err != nil {
+		return false, &FieldError{Index: -1, Field: "labels", Err: err}
 	}
 	if wait < time.Millisecond || wait > MaxClaimWait {
 		return false, invalid("wait", "must be in [1ms, %s], got %s", MaxClaimWait, wait)
 	}
 	deadline := time.Now().Add(wait) // Redis waits in real time
 	for {
-		v, err := c.run(ctx, waitScript, k, wait.Milliseconds())
+		ms := wait.Milliseconds()
+		v, err := c.runSets(ctx, waitScript, k, func(v *setView) []any { return []any{ms, v.eligibleFor(labels).ids} })
 		if err != nil {
 			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
 		}
@@ -430,7 +441,7 @@ func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Durati
 			return false, nil
 		}
 		t0 := time.Now()
-		err = c.waitWake(ctx, k, min(left, c.wakeChunk))
+		err = c.waitWake(ctx, k, labels, min(left, c.wakeChunk))
 		if limited {
 			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
 		}

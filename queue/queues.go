@@ -64,6 +64,7 @@ func (c *Client) forgetIdle(ctx context.Context, queue string) (bool, error) {
 // they are put back at now, for a pass to set right.
 func (c *Client) forget(ctx context.Context, queue string) error {
 	c.known.Delete(queue)
+	c.labelSets.Delete(queue)
 	if err := c.unmark(ctx, queue); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,7 +23,9 @@ import (
 // completing, heartbeating, and waiting in blocking claims) and a
 // reclaimer run on the real clock. Every job completes, none is lost or
 // run twice after a complete, and no error reaches a caller: a migration
-// is only latency.
+// is only latency. Some jobs require labels (one label set first used
+// half-way, while the slot may be moving): each runs on a worker that has
+// them.
 func TestSlotMigrationLosesNothing(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -63,7 +66,7 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	for w := range 3 {
 		wg.Go(func() {
 			for i := w; i < jobs; i += 3 {
-				nj := queue.NewJob{Queue: q, Kind: "k", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+				nj := queue.NewJob{Queue: q, Kind: "k", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i)), Labels: labelsOf(i)}
 				if i%3 == 0 {
 					nj.Delay = time.Duration(i%7) * 50 * time.Millisecond
 				}
@@ -86,6 +89,9 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	}
 
 	// Workers: the first attempt of every seventh job fails and retries.
+	// Two of them have labels.
+	workerLabels := [][]string{{"gpu", "linux", "late"}, {"gpu", "linux"}, nil, nil}
+	var misrouted atomic.Int64
 	var completed sync.Map
 	var doubles atomic.Int64
 	var done atomic.Bool
@@ -93,9 +99,15 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	for w := range 4 {
 		workers.Go(func() {
 			for !done.Load() && ctx.Err() == nil {
-				got, err := worker.Claim(ctx, q, queue.ClaimOptions{Max: 5, Wait: time.Duration(w%2) * 200 * time.Millisecond})
+				got, err := worker.Claim(ctx, q, queue.ClaimOptions{Max: 5, Wait: time.Duration(w%2) * 200 * time.Millisecond,
+					Labels: workerLabels[w]})
 				fail("claim", err)
 				for _, j := range got {
+					for _, l := range j.Labels {
+						if !slices.Contains(workerLabels[w], l) {
+							misrouted.Add(1)
+						}
+					}
 					if j.Attempts == 1 && j.Fence%7 == 0 {
 						_, err := worker.Fail(ctx, q, j.ID, j.Token, queue.FailOptions{Error: "once", RetryAt: time.Now().Add(20 * time.Millisecond)})
 						fail("fail", err)
@@ -142,8 +154,23 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 		return true
 	})
 	require.Zero(t, doubles.Load(), "a completed job never runs again")
+	require.Zero(t, misrouted.Load(), "a job runs only on a worker with its labels")
 	s, err := producer.Stats(ctx, q)
 	require.NoError(t, err)
 	require.Zero(t, s.Pending+s.Scheduled+s.Processing)
 	require.Equal(t, int64(count(&enqueued)), s.CompletedTotal)
+}
+
+// labelsOf are the labels the reshard test's job i requires: none for
+// most, two sets from the start, and one first used half-way.
+func labelsOf(i int) []string {
+	switch {
+	case i%5 == 1:
+		return []string{"gpu"}
+	case i%5 == 2:
+		return []string{"gpu", "linux"}
+	case i%5 == 3 && i > 300:
+		return []string{"late"}
+	}
+	return nil
 }

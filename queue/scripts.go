@@ -201,8 +201,20 @@ func migrating(err error) bool {
 // EVALSHA and falls back to EVAL when the server has lost its script cache
 // (restart, failover, SCRIPT FLUSH; per node in a cluster).
 func (c *Client) run(ctx context.Context, sc *luaScript, k keys, args ...any) (any, error) {
-	argv := sc.spec.argv([]any{c.timeOffset(), c.pubcmd, k.events}, args)
+	if setKeyScripts[sc.spec.name] && sc.spec.name != "enqueue" {
+		return c.runSets(ctx, sc, k, func(*setView) []any { return args })
+	}
+	return c.runKeys(ctx, sc, k, nil, "", args...)
+}
+
+// runKeys is run with the keys of label sets after the script's own
+// (extra, see setKeyScripts) and their ids (lsets, the common argument).
+func (c *Client) runKeys(ctx context.Context, sc *luaScript, k keys, extra []string, lsets string, args ...any) (any, error) {
+	argv := sc.spec.argv([]any{c.timeOffset(), c.pubcmd, k.events, lsets}, args)
 	ks := sc.spec.keysOf(k)
+	if len(extra) > 0 {
+		ks = append(ks, extra...)
+	}
 	var v any
 	err := retryMigration(ctx, func() error {
 		var err error

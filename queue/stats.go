@@ -37,27 +37,61 @@ type Stats struct {
 const oldestProbe = 10
 
 // Stats reads the depths and totals of queue in one round trip (and a
-// second for the oldest pending job).
+// second for the oldest pending job). Pending counts the jobs of every
+// label set's list too.
 func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return Stats{}, err
 	}
+	v, err := c.setsOf(ctx, k)
+	if err != nil {
+		return Stats{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		s, current, err := c.stats(ctx, k, v)
+		if err != nil || current || attempt >= maxStaleRetries {
+			return s, err
+		}
+		if v, err = c.refreshSets(ctx, k); err != nil {
+			return Stats{}, err
+		}
+	}
+}
+
+// stats is Stats with the label sets of v, and whether they are the
+// queue's.
+func (c *Client) stats(ctx context.Context, k keys, v *setView) (Stats, bool, error) {
+	queue := k.name
 	pipe := c.rdb.Pipeline()
 	sched, pend, leased := pipe.ZCard(ctx, k.sched), pipe.LLen(ctx, k.pending), pipe.ZCard(ctx, k.leases)
 	dead, hist := pipe.ZCard(ctx, k.dead), pipe.ZCard(ctx, k.done)
 	meta := pipe.HGetAll(ctx, k.meta)
 	// The oldest pending job: the first pending one from the right end, past
-	// stale ids (of jobs canceled or rescheduled while pending).
+	// stale ids (of jobs canceled or rescheduled while pending), of each list.
 	oldest, head := pipe.LRange(ctx, k.pending, -(oldestProbe+1), -2), pipe.ZRangeWithScores(ctx, k.sched, 0, 0)
+	lens := make([]*redis.IntCmd, len(v.order))
+	heads := make([]*redis.StringSliceCmd, len(v.order))
+	for i, id := range v.order {
+		lens[i], heads[i] = pipe.LLen(ctx, k.setListKey(id)), pipe.LRange(ctx, k.setListKey(id), -(oldestProbe+1), -2)
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return Stats{}, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
+		return Stats{}, false, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
 	}
 	t := meta.Val()
+	if t[metaLsets] != v.ids {
+		return Stats{}, false, nil
+	}
+	pending := max(pend.Val()-sentinels, 0)
+	probes := [][]string{oldest.Val()}
+	for i := range v.order {
+		pending += max(lens[i].Val()-sentinels, 0)
+		probes = append(probes, heads[i].Val())
+	}
 	n := func(f string) int64 { v, _ := strconv.ParseInt(t[f], 10, 64); return v }
 	less := func(v int64) int64 { return max(v-sentinels, 0) } // each key's sentinel
 	s := Stats{Queue: queue, Paused: t[metaPaused] == "1",
-		Scheduled: less(sched.Val()), Pending: max(less(pend.Val())-n(metaStale), 0), Processing: less(leased.Val()),
+		Scheduled: less(sched.Val()), Pending: max(pending-n(metaStale), 0), Processing: less(leased.Val()),
 		Dead: less(dead.Val()), CompletedHistory: less(hist.Val()),
 		EnqueuedTotal: n("enqueued"), PromotedTotal: n("promoted"), CompletedTotal: n("completed"), FailedTotal: n("failed"),
 		RetriedTotal: n("retried"), ReclaimedTotal: n("reclaimed"), DeadTotal: n("dead"),
@@ -65,20 +99,23 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 	if h := head.Val(); len(h) == 1 && h[0].Member != sentinel {
 		s.NextRunAt = timeOfScore(h[0].Score)
 	}
-	if ids := oldest.Val(); len(ids) > 0 {
+	for _, ids := range probes {
+		if len(ids) == 0 {
+			continue
+		}
 		recs, err := c.rdb.HMGet(ctx, k.jobs, ids...).Result()
 		if err != nil {
-			return Stats{}, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
+			return Stats{}, false, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
 		}
 		for i := len(recs) - 1; i >= 0; i-- {
 			rec, _ := recs[i].(string)
 			if j, err := jobFromRecord(queue, ids[i], rec, "", ""); err == nil && j.Status == StatusPending {
-				s.OldestPendingAge = max(c.clock.Since(c.localOf(j.RunAt)), 0)
+				s.OldestPendingAge = max(s.OldestPendingAge, c.clock.Since(c.localOf(j.RunAt)), 0)
 				break
 			}
 		}
 	}
-	return s, nil
+	return s, true, nil
 }
 
 // Pause stops queue handing out jobs; it keeps accepting and promoting them.

@@ -76,3 +76,78 @@ func TestAPendingJobWakesOneWaitingClaimer(t *testing.T) {
 		require.Zero(t, <-got)
 	}
 }
+
+// A job of a label set wakes a claimer waiting with those labels, never
+// one without them, even one that waited first: a claimer that cannot
+// take the job is not woken (it would take nothing, and the one that can
+// would wait on), and no claim runs but the one that takes it. A job
+// without labels still wakes the others. On a server of its own, to count
+// the scripts Redis ran.
+func TestALabeledJobWakesAClaimerThatCanTakeIt(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), DisableEvents: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	c.SetWakeChunk(4 * time.Second) // no waiter's wait ends by itself while the scripts are counted
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The queue and its gpu set exist, and the client knows them.
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
+	require.NoError(t, err)
+	js, err := c.Claim(ctx, "q", queue.ClaimOptions{Labels: []string{"gpu"}})
+	require.NoError(t, err)
+	require.Len(t, js, 1)
+	info := func(section, field string) int64 {
+		t.Helper()
+		s, err := rdb.Info(ctx, section).Result()
+		require.NoError(t, err)
+		for line := range strings.SplitSeq(s, "\r\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				if section == "commandstats" { // calls=N,usec=...
+					v, _, _ = strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+				}
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		return 0
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	plain, gpu := make(chan []*queue.Job, 2), make(chan []*queue.Job, 1)
+	claim := func(to chan []*queue.Job, labels ...string) {
+		js, _ := c.Claim(wctx, "q", queue.ClaimOptions{Wait: 20 * time.Second, Labels: labels})
+		to <- js
+	}
+	// The claimers without the labels wait first: a wake-up of the
+	// queue's own stream would go to one of them.
+	go claim(plain)
+	go claim(plain)
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 2 }, 10*time.Second, time.Millisecond)
+	go claim(gpu, "gpu", "linux")
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 3 }, 10*time.Second, time.Millisecond)
+
+	scripts := info("commandstats", "cmdstat_evalsha")
+	e, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
+	require.NoError(t, err)
+	js = <-gpu
+	require.Len(t, js, 1, "the claimer with the labels takes it")
+	require.Equal(t, e.Job.ID, js[0].ID)
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 2 }, 10*time.Second, time.Millisecond,
+		"the others wait on")
+	// The enqueue, the one claim, and the claim's mark of the first lease.
+	require.LessOrEqual(t, info("commandstats", "cmdstat_evalsha")-scripts, int64(3),
+		"no claim ran but the one that took the job")
+
+	e, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
+	require.NoError(t, err)
+	js = <-plain
+	require.Len(t, js, 1, "a job without labels wakes a claimer without")
+	require.Equal(t, e.Job.ID, js[0].ID)
+	stop()
+	require.Empty(t, <-plain)
+}

@@ -74,6 +74,12 @@
 // the stop. A worker that dies expires at its TTL. Registry failures are
 // logged and tried again; they never stop the worker.
 // Config.DisableRegistry leaves it out.
+// # Labels
+//
+// Config.Labels are the worker's labels, sent with every claim: it runs
+// the jobs without labels and those whose labels it has all of (see
+// queue.ClaimOptions.Labels). A job whose labels no worker has waits,
+// pending, for one that has them.
 //
 // # What else to run
 //

@@ -122,7 +122,10 @@ type Config struct {
 	// ID names the worker in the registry: 1 to registry.MaxIDBytes of
 	// [A-Za-z0-9._:-]. Defaults to "<host>-<pid>-<6 random hex digits>".
 	ID string
-	// Labels are the worker's labels. Defaults to none.
+	// Labels are the worker's labels, passed on every claim (see
+	// queue.ClaimOptions.Labels): it receives the jobs without labels and
+	// those whose labels are all among these. At most
+	// queue.MaxClaimLabels. Defaults to none.
 	Labels []string
 	// Version is the worker's software version, as the registry shows it
 	// (at most registry.MaxVersionBytes). Defaults to chronoq's module
@@ -226,6 +229,11 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: Config.KindTimeouts[%q] must not be negative", kind)
 		}
 	}
+	labels, err := queue.CanonicalLabels(cfg.Labels, queue.MaxClaimLabels)
+	if err != nil {
+		return nil, fmt.Errorf("worker: Config.Labels: %w", err)
+	}
+	cfg.Labels = labels
 	w := &Worker{cfg: cfg, client: cfg.Client, free: cfg.Concurrency, running: map[*run]struct{}{},
 		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
 		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
@@ -247,7 +255,6 @@ func New(cfg Config) (*Worker, error) {
 		w.queues = append(w.queues, &queueState{QueueConfig: qc, acks: make(chan ack, cfg.Concurrency),
 			arm: make(chan struct{}, 1)})
 	}
-	var err error
 	if w.reg, err = newRegistration(w, &cfg); err != nil {
 		return nil, err
 	}
@@ -461,7 +468,7 @@ func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 		// handed back), not be lost with a cancelled reply.
 		asked := min(room, w.cfg.MaxClaim)
 		w.claimStarting(q)
-		jobs, next, err := w.client.ClaimNext(w.bg, q.Name, queue.ClaimOptions{Max: asked})
+		jobs, next, err := w.client.ClaimNext(w.bg, q.Name, queue.ClaimOptions{Max: asked, Labels: w.cfg.Labels})
 		if err != nil {
 			w.log.Warn("worker: claim failed", "queue", q.Name, "err", err)
 			firstErr = cmp.Or(firstErr, err)
@@ -646,7 +653,7 @@ func (w *Worker) watch(q *queueState) {
 			return
 		}
 		for q.wanted.Load() && !w.quitting() {
-			ok, err := w.client.WaitPending(w.runCtx, q.Name, w.cfg.IdleWait)
+			ok, err := w.client.WaitClaimable(w.runCtx, q.Name, w.cfg.IdleWait, w.cfg.Labels)
 			if err != nil {
 				if w.runCtx.Err() == nil {
 					w.log.Warn("worker: waiting for jobs failed", "queue", q.Name, "err", err)

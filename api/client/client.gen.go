@@ -715,7 +715,9 @@ type CanceledEventEvent string
 
 // Claim A field given as null is the same as a field left out.
 type Claim struct {
-	Max *int `json:"max,omitempty"`
+	// Labels The claimer's labels, at most 64, each as a job's. The claim receives jobs without labels and jobs whose labels are all among these, never another; without labels, only jobs without labels.
+	Labels *[]string `json:"labels,omitempty"`
+	Max    *int      `json:"max,omitempty"`
 
 	// Visibility Go duration string ("90s", "1m30s", "250ms"). Overrides the jobs' lease length, 100ms to 24h.
 	//
@@ -769,13 +771,16 @@ type ClaimedJob struct {
 	EnqueuedAt time.Time `json:"enqueued_at"`
 
 	// Fence 0 before the first claim; each claim sets it above every earlier claim of the job, and it is never reset: a fencing token for systems the handler writes to
-	Fence          int64      `json:"fence"`
-	Id             string     `json:"id"`
-	IdempotencyKey *string    `json:"idempotency_key"`
-	Kind           string     `json:"kind"`
-	LastError      *string    `json:"last_error"`
-	LeaseUntil     *time.Time `json:"lease_until"`
-	MaxAttempts    int        `json:"max_attempts"`
+	Fence          int64   `json:"fence"`
+	Id             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+	Kind           string  `json:"kind"`
+
+	// Labels the labels a claimer must have to receive the job (all of them), sorted, without duplicates; [] when it requires none
+	Labels      []string   `json:"labels"`
+	LastError   *string    `json:"last_error"`
+	LeaseUntil  *time.Time `json:"lease_until"`
+	MaxAttempts int        `json:"max_attempts"`
 
 	// Payload any JSON
 	Payload interface{} `json:"payload"`
@@ -1066,13 +1071,16 @@ type Job struct {
 	EnqueuedAt time.Time `json:"enqueued_at"`
 
 	// Fence 0 before the first claim; each claim sets it above every earlier claim of the job, and it is never reset: a fencing token for systems the handler writes to
-	Fence          int64      `json:"fence"`
-	Id             string     `json:"id"`
-	IdempotencyKey *string    `json:"idempotency_key"`
-	Kind           string     `json:"kind"`
-	LastError      *string    `json:"last_error"`
-	LeaseUntil     *time.Time `json:"lease_until"`
-	MaxAttempts    int        `json:"max_attempts"`
+	Fence          int64   `json:"fence"`
+	Id             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+	Kind           string  `json:"kind"`
+
+	// Labels the labels a claimer must have to receive the job (all of them), sorted, without duplicates; [] when it requires none
+	Labels      []string   `json:"labels"`
+	LastError   *string    `json:"last_error"`
+	LeaseUntil  *time.Time `json:"lease_until"`
+	MaxAttempts int        `json:"max_attempts"`
 
 	// Payload any JSON
 	Payload interface{} `json:"payload"`
@@ -1243,7 +1251,10 @@ type NewJob struct {
 	FailureCallbackUrl *string `json:"failure_callback_url,omitempty"`
 	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
 	Kind               string  `json:"kind"`
-	MaxAttempts        *int    `json:"max_attempts,omitempty"`
+
+	// Labels Labels a claimer must have, all of them, to receive the job (a claim's labels). At most 16, each 1 to 64 of [A-Za-z0-9._:/=+@-]; stored sorted, without duplicates. None: any claimer. A queue holds at most 64 distinct sets of labels: a job that would add one more is a 409 conflict (field labels).
+	Labels      *[]string `json:"labels,omitempty"`
+	MaxAttempts *int      `json:"max_attempts,omitempty"`
 
 	// Payload any JSON, default {}
 	Payload interface{} `json:"payload,omitempty"`

@@ -4,6 +4,10 @@
 -- round trip. Each claimed job gets attempts + 1, fence + 1, the token
 -- "<token_base>.<i>" and a lease of visibility_ms (0: the job's own),
 -- all by Redis's clock. Keys and arguments: specClaim in queue/layout.go.
+-- eligible: the label sets (ids joined by ",") the claimer has every label
+-- of: it takes from their lists and the list of jobs without labels, the
+-- list whose next job was enqueued first (ids are UUIDv7, in enqueue
+-- order) first, each list in its own order.
 -- want_next "1": answer a due time for the caller to wake at. wait_ms > 0:
 -- when nothing is claimed the caller will wait that long on the wake
 -- stream, so jobs that become pending until then add an entry to it.
@@ -25,9 +29,12 @@ local wants_next = A_want_next == '1'
 if not max or not vis or not wait_ms then
   return redis.error_reply('ERR chronoq claim: malformed arguments')
 end
-local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused', unpack(LIMIT_FIELDS))
+local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused', 'lsets', 'waiting_until', unpack(LIMIT_FIELDS))
 if not meta[1] then
   return { 0, '', now_us } -- no such queue
+end
+if not sets_current(meta[3]) then
+  return redis.error_reply(STALE_SETS)
 end
 
 local prior = redis.call('HGET', K_claims, A_token_base)
@@ -64,14 +71,33 @@ local function take_wake(next)
   return next
 end
 
-promote_due(max)
+-- The lists this claimer takes from: the queue's own and its eligible
+-- sets'. The jobs it promotes into others wake their claimers; those into
+-- its own it takes itself.
+local lists, wakes, heads = { K_pending }, { K_wake }, nil
+local mine = { [K_pending] = true }
+for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
+  local id = string.sub(A_eligible, 17 * i - 16, 17 * i - 1)
+  local list = SETS.list[id]
+  if list then
+    lists[#lists + 1] = list
+    wakes[#wakes + 1] = SETS.stream[id]
+    mine[list] = true
+  end
+end
+promote_due(max, mine, meta[4])
 local out = { 0, '', now_us }
 if wants_next then
   out[2] = take_wake(next_due())
 end
 -- The queue's limits cap the claim: max becomes what they let it take.
 local asked, tokens, rate = max, nil, nil
-max, tokens, rate = limit_room(max, { meta[3], meta[4], meta[5], meta[6], meta[7] })
+max, tokens, rate = limit_room(max, { meta[5], meta[6], meta[7], meta[8], meta[9] })
+-- With more than one list, the one whose next job was enqueued first
+-- comes first (empty ones are left out).
+if #lists > 1 then
+  lists, wakes, heads = by_oldest_head(lists, wakes)
+end
 -- Stale ids (jobs canceled or rescheduled while pending) are dropped as
 -- they come, and more are taken in their place, up to stale_budget of
 -- them a call, so that a claim never answers empty, nor waits, while jobs
@@ -79,10 +105,19 @@ max, tokens, rate = limit_room(max, { meta[3], meta[4], meta[5], meta[6], meta[7
 local ids, leases, stale = {}, {}, 0
 local lease_strs = {} -- visibility ms -> the lease deadline as a string
 local stale_budget = 1000
-while #ids < max and stale <= stale_budget do
-  local popped = pop_pending(math.min(max - #ids, stale_budget + 1 - stale))
+local li = 1
+while #ids < max and stale <= stale_budget and li <= #lists do
+  local want, popped = math.min(max - #ids, stale_budget + 1 - stale), nil
+  if want == 1 and heads and heads[li] then
+    popped = pop_head(lists[li], heads[li]) -- its next id is known: one read less
+  else
+    popped = pop_pending(lists[li], want)
+  end
+  if heads then
+    heads[li] = nil -- the list has changed
+  end
   if #popped == 0 then
-    break
+    li = li + 1
   end
   for _, id in ipairs(popped) do
     local f = load(id)
@@ -125,8 +160,13 @@ end
 if #ids > 0 then
   redis.call('ZADD', K_leases, unpack(leases))
   redis.call('HSET', K_claims, A_token_base, table.concat(ids, ','))
-  if #ids == asked and pending_count() > 0 then
-    wake(1) -- more are pending: the next waiting claimer takes them
+  if #ids == asked and tonumber(meta[4] or '0') >= now then
+    -- A claimer may be waiting: more are pending, the next one takes them.
+    for i = 1, #lists do
+      if list_len(lists[i]) > 0 then
+        wake_key(wakes[i], 1, meta[4])
+      end
+    end
   end
 elseif wait_ms > 0 then
   mark_waiting(wait_ms) -- held back at MaxInFlight too: an ended lease writes to the stream

@@ -176,17 +176,18 @@ end
 -- key that a script emptied and writes again counts as a key the node
 -- does not hold, and the script would fail half done.
 
--- pop_pending takes up to n ids from the right end.
-local function pop_pending(n)
-  local ids = redis.call('LRANGE', K_pending, -(n + 1), -2) -- oldest last
+-- pop_pending takes up to n ids from the right end of the pending list
+-- key (K_pending or a label set's).
+local function pop_pending(key, n)
+  local ids = redis.call('LRANGE', key, -(n + 1), -2) -- oldest last
   local k = #ids
   if k == 0 then
     return {}
   end
   -- The sentinel moves onto the leftmost id taken, and the trim takes
   -- the rest and the old sentinel.
-  redis.call('LSET', K_pending, -(k + 1), SENTINEL)
-  redis.call('LTRIM', K_pending, 0, -(k + 1))
+  redis.call('LSET', key, -(k + 1), SENTINEL)
+  redis.call('LTRIM', key, 0, -(k + 1))
   local out = {}
   for i = k, 1, -1 do
     out[#out + 1] = ids[i]
@@ -194,21 +195,128 @@ local function pop_pending(n)
   return out
 end
 
--- push_front puts ids at the right end, next to be claimed (the last id
--- first).
-local function push_front(ids)
-  redis.call('LSET', K_pending, -1, ids[1])
-  for i = 2, #ids do
-    redis.call('RPUSH', K_pending, ids[i])
-  end
-  redis.call('RPUSH', K_pending, SENTINEL)
+-- pop_head takes id, read as the next id of the pending list key by this
+-- script (the list unchanged since), as pop_pending(key, 1) would.
+local function pop_head(key, id)
+  redis.call('LSET', key, -2, SENTINEL)
+  redis.call('LTRIM', key, 0, -2)
+  return { id }
 end
 
--- pending_count is the number of pending jobs: the list, less its
--- sentinel, less the ids of jobs that left pending without leaving the
+-- push_front puts ids at the right end of the pending list key, next to
+-- be claimed (the last id first).
+local function push_front(key, ids)
+  redis.call('LSET', key, -1, ids[1])
+  for i = 2, #ids do
+    redis.call('RPUSH', key, ids[i])
+  end
+  redis.call('RPUSH', key, SENTINEL)
+end
+
+-- list_len is the number of ids in the pending list key (stale ones
+-- included), less its sentinel.
+local function list_len(key)
+  return redis.call('LLEN', key) - 1
+end
+
+-- Label sets (see queue/layout.go and queue/labels.go) ----------------------
+-- A job that requires labels is pending in its label set's list, and
+-- wakes claimers on its set's wake stream. The keys of the sets follow the
+-- script's declared keys (KEYS[NKEYS + 1] on), a list and a stream for
+-- each id of A_lsets, in its order.
+
+-- SETS are the sets declared to this script: ids in order, and each one's
+-- list and wake stream by id (list, stream).
+local SETS = { ids = {}, list = {}, stream = {} }
+
+-- STALE_SETS is the answer of a script given other label sets than the
+-- queue's: it writes nothing, and the client reads the sets again.
+local STALE_SETS = 'ERR chronoq stale label sets'
+
+-- sets_bind reads the sets declared to this script into SETS. Set ids are
+-- 16 hex digits: the i-th starts at byte 17 * (i - 1) + 1 of A_lsets.
+local function sets_bind()
+  for i = 1, (#A_lsets + 1) / 17 do
+    local id = string.sub(A_lsets, 17 * i - 16, 17 * i - 1)
+    SETS.ids[i] = id
+    SETS.list[id] = KEYS[NKEYS + 2 * i - 1]
+    SETS.stream[id] = KEYS[NKEYS + 2 * i]
+  end
+end
+
+-- sets_current binds the declared sets and answers whether they are all
+-- of the queue's, as its meta lists them (current: that field, read when
+-- nil). (Scripts that call it declare K_meta.)
+local function sets_current(current)
+  if current == nil then
+    current = redis.call('HGET', K_meta, 'lsets')
+  end
+  if (current or '') ~= A_lsets then
+    return false
+  end
+  sets_bind()
+  return true
+end
+
+-- set_of answers the id of a label set: its canonical labels' SHA-1, the
+-- first 16 hex digits (queue.labelSetID computes the same).
+local set_memo = {}
+local function set_of(labels)
+  local id = set_memo[labels]
+  if not id then
+    id = string.sub(redis.sha1hex(labels), 1, 16)
+    set_memo[labels] = id
+  end
+  return id
+end
+
+-- pending_of answers the pending list and wake stream of a job, from its
+-- record. A set is registered before any job requiring it is written
+-- (enqueue.lua), and every script that makes a job pending is given all
+-- the queue's sets (sets_current): a set not declared here cannot be, and
+-- raises.
+local function pending_of(f)
+  local labels = f[R_labels] or ''
+  if labels == '' then
+    return K_pending, K_wake
+  end
+  local id = set_of(labels)
+  local list = SETS.list[id]
+  if not list then
+    error('chronoq: the label set ' .. labels .. ' is not declared')
+  end
+  return list, SETS.stream[id]
+end
+
+-- by_oldest_head orders pending lists (given with their wake streams) by
+-- their next job, the one enqueued first first (job ids are UUIDv7: they
+-- sort in enqueue order, to the millisecond); empty lists are left out.
+-- It answers the lists, their streams, and their next ids.
+local function by_oldest_head(lists, wakes)
+  local ks, ws, hs = {}, {}, {}
+  for i, key in ipairs(lists) do
+    local h = redis.call('LINDEX', key, -2)
+    if h then -- insertion in order: a claimer's lists are few
+      local j = #hs + 1
+      while j > 1 and hs[j - 1] > h do
+        hs[j], ks[j], ws[j] = hs[j - 1], ks[j - 1], ws[j - 1]
+        j = j - 1
+      end
+      hs[j], ks[j], ws[j] = h, key, wakes[i]
+    end
+  end
+  return ks, ws, hs
+end
+
+-- pending_count is the number of pending jobs: the lists, less their
+-- sentinels, less the ids of jobs that left pending without leaving a
 -- list (canceled or rescheduled: taking them out would be an O(N) LREM).
 local function pending_count()
-  return redis.call('LLEN', K_pending) - 1 - tonumber(redis.call('HGET', K_meta, 'stale') or '0')
+  local n = list_len(K_pending)
+  for _, id in ipairs(SETS.ids) do
+    n = n + list_len(SETS.list[id])
+  end
+  return n - tonumber(redis.call('HGET', K_meta, 'stale') or '0')
 end
 
 -- Limits (see Limits in queue/limits.go) -----------------------------------
@@ -261,14 +369,59 @@ local function limit_at(tokens, rate)
   return tostring(now + math.max(math.ceil((1 - tokens) * 1000 / rate), 1))
 end
 
--- wake tells claimers waiting on the wake stream that n jobs became
--- pending, when one may be waiting (a claim that found nothing and is
--- about to wait marks waiting_until; a script that read it already passes
--- it).
-local function wake(n, waiting_until)
+-- wake_key tells claimers waiting on the wake stream key that n jobs
+-- became pending, when one may be waiting (a claim that found nothing and
+-- is about to wait marks waiting_until; a script that read it already
+-- passes it).
+local function wake_key(key, n, waiting_until)
   if n > 0 and tonumber(waiting_until or redis.call('HGET', K_meta, 'waiting_until') or '0') >= now then
-    redis.call('XADD', K_wake, 'MAXLEN', '1', '*', 'n', n)
+    redis.call('XADD', key, 'MAXLEN', '1', '*', 'n', n)
   end
+end
+
+-- wake is wake_key of the queue's own wake stream (jobs without labels,
+-- and leases that ended).
+local function wake(n, waiting_until)
+  wake_key(K_wake, n, waiting_until)
+end
+
+-- Making jobs pending: to_pending(id, f) notes each job (it writes
+-- nothing, and raises before any write for a set not declared), then
+-- flush_pending pushes them, each onto its set's list, and wakes each
+-- list's waiting claimers.
+local pend_by, pend_keys = {}, {}
+local function to_pending(id, f)
+  local key, wk = pending_of(f)
+  local g = pend_by[key]
+  if not g then
+    g = { wake = wk }
+    pend_by[key] = g
+    pend_keys[#pend_keys + 1] = key
+  end
+  g[#g + 1] = id
+end
+
+-- flush_pending pushes what to_pending noted, at the left (behind the
+-- others), or at the right (next to be claimed) with front; with wakes,
+-- wakes each list's claimers (waiting_until: see wake_key): true for
+-- every list, or a table of the lists whose claimers are not to be woken
+-- (a claim's own, which it takes from itself). Answers how many.
+local function flush_pending(front, wakes, waiting_until)
+  local n = 0
+  for _, key in ipairs(pend_keys) do
+    local g = pend_by[key]
+    if front then
+      push_front(key, g)
+    else
+      redis.call('LPUSH', key, unpack(g))
+    end
+    if wakes == true or wakes and not wakes[key] then
+      wake_key(g.wake, #g, waiting_until)
+    end
+    n = n + #g
+  end
+  pend_by, pend_keys = {}, {}
+  return n
 end
 
 -- mark_waiting marks that a claimer waits on the wake stream until
@@ -387,16 +540,17 @@ local function rerun_reply(x, sched, sweep, dead, dead_age)
 end
 
 -- schedule puts a job that is out of every list to wait until its due
--- score (or straight into pending when that is now or past), saving f.
--- Answers the new status.
+-- score (or straight into its pending list when that is now or past,
+-- waking its claimers), saving f. Answers the new status.
 local function schedule(id, f, score)
   local due = tonumber(score)
   f[R_run_at_ms] = math.floor(due)
   if due <= tonumber(cutoff) then
     f[R_status] = 'pending'
     f[R_run_at_ms] = now -- due already: it runs from now
+    to_pending(id, f)
     save(id, f)
-    redis.call('LPUSH', K_pending, id)
+    flush_pending(false, true)
     return 'pending'
   end
   f[R_status] = 'scheduled'
@@ -406,30 +560,35 @@ local function schedule(id, f, score)
   return 'scheduled'
 end
 
--- promote_due moves up to limit scheduled jobs that are due into pending,
--- earliest first, and answers how many moved. An id whose job is no
--- longer scheduled (a stale entry) only leaves the set.
-local function promote_due(limit)
+-- promote_due moves up to limit scheduled jobs that are due into their
+-- pending lists, earliest first, and answers how many moved, waking their
+-- claimers as flush_pending does with wakes and waiting_until. An id whose
+-- job is no longer scheduled (a stale entry) only leaves the set.
+local function promote_due(limit, wakes, waiting_until)
   local ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', 0, limit)
   if #ids == 0 then
     return 0
   end
-  local pend = {}
+  local due = {}
   for _, id in ipairs(ids) do
     local f = load(id)
     if f and f[R_status] == 'scheduled' then
-      f[R_status] = 'pending'
-      save(id, f)
-      pend[#pend + 1] = id
-      emit('promoted', id, f[R_kind], 'pending', f[R_attempts])
+      to_pending(id, f) -- all of them before the first write
+      due[#due + 1] = { id, f }
     end
   end
-  redis.call('ZREM', K_sched, unpack(ids))
-  if #pend > 0 then
-    redis.call('LPUSH', K_pending, unpack(pend))
-    count('promoted', #pend)
+  for _, d in ipairs(due) do
+    local f = d[2]
+    f[R_status] = 'pending'
+    save(d[1], f)
+    emit('promoted', d[1], f[R_kind], 'pending', f[R_attempts])
   end
-  return #pend
+  redis.call('ZREM', K_sched, unpack(ids))
+  if #due > 0 then
+    flush_pending(false, wakes, waiting_until)
+    count('promoted', #due)
+  end
+  return #due
 end
 
 -- finish_claim forgets the retry marker of the claim token belonged to:
@@ -674,4 +833,21 @@ local function art_merge(id, add)
     return nil, -3
   end
   return out
+end
+
+-- register_set makes the keys of a new label set: its pending list and
+-- wake stream (with their sentinels and the stream's group), and its entry
+-- in K_lsets. The caller appends its id to meta's lsets. (Scripts that
+-- call it declare K_lsets and the set's keys.)
+local function register_set(id, labels)
+  redis.call('HSET', K_lsets, id, labels)
+  local key = SETS.list[id]
+  if redis.call('LLEN', key) == 0 then
+    redis.call('RPUSH', key, SENTINEL)
+  end
+  key = SETS.stream[id]
+  if redis.call('XLEN', key) == 0 then
+    redis.call('XADD', key, 'MAXLEN', '1', '*', 'n', 0)
+  end
+  redis.pcall('XGROUP', 'CREATE', key, WAKE_GROUP, '$') -- an error when it exists: kept as it is
 end

@@ -26,6 +26,9 @@ local function lt(a, b) -- byte order, as Redis orders members of equal score
   return #a < #b
 end
 
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 local start = 0
 if cid ~= '' then
   -- the first rank after (cscore, cid), found by binary search
@@ -66,8 +69,8 @@ for i = 1, #r, 2 do
     if mode == 'requeue' then
       f[R_status], f[R_run_at_ms], f[R_attempts] = 'pending', now, 0
       f[R_died_at_ms], f[R_token], f[R_lease_until_ms], f[R_cancel_requested] = '', '', '', ''
+      to_pending(id, f)
       save(id, f)
-      redis.call('LPUSH', K_pending, id)
       requeued = requeued + 1
       emit('run_now', id, f[R_kind], 'pending', f[R_attempts])
     else
@@ -78,7 +81,7 @@ for i = 1, #r, 2 do
   end
 end
 count('requeued', requeued)
-wake(requeued)
+flush_pending(false, true)
 publish_events()
 -- A rerun after a lost reply finds nothing left to do: the tombstones
 -- its first run left are marked in any case.

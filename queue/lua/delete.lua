@@ -13,6 +13,9 @@ end
 if not exists() then
   return -1
 end
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 if idle > 0 then
   local last = tonumber(redis.call('HGET', K_meta, 'active_ms') or redis.call('HGET', K_meta, 'created_ms'))
   if redis.call('HLEN', K_jobs) > 1 or last + idle > now then
@@ -21,5 +24,7 @@ if idle > 0 then
 elseif not force and redis.call('ZCARD', K_leases) > 1 then
   return 0
 end
-redis.call('UNLINK', K_meta, K_jobs, K_data, K_sched, K_pending, K_leases, K_dead, K_done, K_idem, K_expiry, K_claims, K_wake)
+-- with the label sets' lists and wake streams (the keys after NKEYS)
+redis.call('UNLINK', K_meta, K_jobs, K_data, K_sched, K_pending, K_leases, K_dead, K_done, K_idem, K_expiry, K_claims, K_wake,
+  K_lsets, unpack(KEYS, NKEYS + 1))
 return 1

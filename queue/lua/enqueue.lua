@@ -2,8 +2,13 @@
 -- (scheduled), honouring idempotency keys. The queue must exist (create.lua). Keys and arguments: specEnqueue in queue/layout.go; per
 -- job: id, kind, payload, spec, when ("d<µs>" a delay after Redis's now,
 -- "a<score>" an absolute due score), idempotency key ("" none),
--- result_ttl_ms ("" default).
--- Returns: { -1 } when the queue does not exist; else, through reply()
+-- result_ttl_ms ("" default), labels (canonical, "" none). The keys of
+-- the label sets of its jobs follow its declared keys (see layout.go):
+-- a set not registered yet is registered (its list and wake stream made,
+-- with their sentinels, and its id appended to meta's lsets), unless the
+-- queue would then have more than max_sets.
+-- Returns: { -1 } when the queue does not exist; { -2, labels } when a
+--          new label set would pass max_sets (nothing written); else, through reply()
 --          (a job that became the queue's earliest scheduled one is its
 --          due mark), { now_us, id_1, replayed_1, due_1, ..., id_n,
 --          replayed_n, due_n }: id_i the job that answers job
@@ -11,31 +16,68 @@
 --          when that is another, earlier job, 2 when job i itself existed
 --          already (a rerun of this call; it may have run since, and even
 --          been deleted: it is not made again); due_i its due score.
-local n, idem_ttl = tonumber(A_n), tonumber(A_idem_ttl_ms)
-if not n or not idem_ttl then
+local n, idem_ttl, max_sets = tonumber(A_n), tonumber(A_idem_ttl_ms), tonumber(A_max_sets)
+if not n or not idem_ttl or not max_sets then
   return redis.error_reply('ERR chronoq enqueue: malformed arguments')
 end
 -- Parse and check everything before the first write.
-local jobs = {}
+sets_bind()
+local jobs, labels_of = {}, {} -- labels_of: set id -> its labels
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local j = { id = ARGV[b + G_id], kind = ARGV[b + G_kind], payload = ARGV[b + G_payload],
-    spec = ARGV[b + G_spec], idem = ARGV[b + G_idem], rttl = ARGV[b + G_result_ttl_ms] }
+    spec = ARGV[b + G_spec], idem = ARGV[b + G_idem], rttl = ARGV[b + G_result_ttl_ms], labels = ARGV[b + G_labels] }
   j.score = due_of(ARGV[b + G_when])
   if not j.score or not spec_max_attempts(j.spec) then
     return redis.error_reply('ERR chronoq enqueue: malformed job ' .. i)
   end
+  if j.labels ~= '' then
+    if not SETS.list[set_of(j.labels)] then
+      return redis.error_reply('ERR chronoq enqueue: the label set of job ' .. i .. ' is not declared')
+    end
+    labels_of[set_of(j.labels)] = j.labels
+  end
   jobs[#jobs + 1] = j
 end
 
-local meta = redis.call('HMGET', K_meta, 'created_ms', 'waiting_until', 'active_ms')
+local meta = redis.call('HMGET', K_meta, 'created_ms', 'waiting_until', 'active_ms', 'lsets')
 if not meta[1] then
   return { -1 } -- deleted since this client created it: the client creates it again
+end
+-- The label sets that are new, within the cap.
+local registered, new_sets = 0, {}
+for _ in string.gmatch(meta[4] or '', '[^,]+') do
+  registered = registered + 1
+end
+for _, id in ipairs(SETS.ids) do
+  local have = redis.call('HGET', K_lsets, id)
+  if not labels_of[id] then
+    return redis.error_reply('ERR chronoq enqueue: label set ' .. id .. ' is declared for no job')
+  elseif not have then
+    new_sets[#new_sets + 1] = id
+    if registered + #new_sets > max_sets then
+      return { -2, labels_of[id] }
+    end
+  elseif have ~= labels_of[id] then
+    return redis.error_reply('ERR chronoq enqueue: label sets ' .. have .. ' and ' .. labels_of[id] .. ' share an id')
+  end
+end
+if #new_sets > 0 then
+  local all = meta[4] or ''
+  for _, id in ipairs(new_sets) do
+    register_set(id, labels_of[id])
+    if all == '' then
+      all = id
+    else
+      all = all .. ',' .. id
+    end
+  end
+  redis.call('HSET', K_meta, 'lsets', all)
 end
 
 local out = { now_us }
 local rerun = false
-local added, pend, sched, data = 0, {}, {}, {}
+local added, sched, data = 0, {}, {}
 for _, j in ipairs(jobs) do
   local answer, replayed = j.id, 0
   if j.idem ~= '' then
@@ -54,6 +96,7 @@ for _, j in ipairs(jobs) do
     f[R_kind], f[R_spec], f[R_enqueued_at_ms] = j.kind, j.spec, now_str
     f[R_attempts], f[R_fence] = '0', '0'
     f[R_idempotency_key], f[R_result_ttl_ms] = j.idem, j.rttl
+    f[R_labels] = j.labels
     local due = tonumber(j.score)
     if due <= tonumber(cutoff) then
       f[R_status] = 'pending'
@@ -69,7 +112,7 @@ for _, j in ipairs(jobs) do
       rerun = true
     else
       if f[R_status] == 'pending' then
-        pend[#pend + 1] = j.id
+        to_pending(j.id, f)
       else
         sched[#sched + 1] = j.score
         sched[#sched + 1] = j.id
@@ -91,10 +134,7 @@ end
 if #data > 0 then
   redis.call('HSET', K_data, unpack(data))
 end
-if #pend > 0 then
-  redis.call('LPUSH', K_pending, unpack(pend))
-  wake(#pend, meta[2] or '0')
-end
+flush_pending(false, true, meta[2] or '0')
 if #sched > 0 then
   redis.call('ZADD', K_sched, unpack(sched))
 end

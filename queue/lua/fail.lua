@@ -15,6 +15,9 @@ if not jitter or not dead_max or not dead_age or (retry_at ~= '-1' and not tonum
     or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq fail: malformed arguments')
 end
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 local f = load(A_id)
 if not f then
   local tomb = tomb_of(A_id)
@@ -64,10 +67,7 @@ if retry_at == '-1' then
   d = math.min(d * (1 + jit * (2 * jitter - 1)), maxd)
   score = score_of_us(now_us + math.floor(d) * 1000)
 end
-local status = schedule(A_id, f, score)
-if status == 'pending' then
-  wake(1)
-end
+local status = schedule(A_id, f, score) -- wakes its claimers when pending
 count('retried', 1)
 emit('retried', A_id, f[R_kind], status, f[R_attempts])
 publish_events()

@@ -5,9 +5,12 @@
 --   processing K_leases, soonest lease deadline first
 --   dead       K_dead, newest death first
 --   completed  K_done, newest completion first
---   pending    K_pending from its right end: next to be claimed first
+--   pending    K_pending from its right end (next to be claimed first),
+--              then each label set's list (see layout.go) the same way,
+--              in the order the sets were registered
 -- The cursor is the score (sets) or the position from the right end
--- (pending) of the last id of the previous page, and that id.
+-- (pending: counted through the lists in that order) of the last id of
+-- the previous page, and that id.
 -- Returns: { more, last_num, last_id, job_1, ..., job_k } with k <= limit,
 --          job_i packed (see common.lua), more 1 when more ids follow, and
 --          the cursor (number and id) of the last id looked at. Ids whose
@@ -15,6 +18,9 @@
 --          are skipped, so a page may hold fewer.
 -- Cost: O(log^2 N + limit) for a set (the cursor is found by binary
 -- search); O(position + limit) for the pending list, as any LRANGE.
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 local st, n = A_status, tonumber(A_limit)
 local cnum, cid = A_cursor_num, A_cursor_id
 local sets = { scheduled = K_sched, processing = K_leases, dead = K_dead, completed = K_done }
@@ -102,24 +108,48 @@ elseif mode == 'zdesc' then
       out[1] = 1
     end
   end
-else -- lright: positions count from the right end, less the sentinel
-  local len = redis.call('LLEN', key) - 1
+else -- lright: positions count from the right end, less the sentinel, list after list
+  local lists, lens, total = { K_pending }, {}, 0
+  for _, id in ipairs(SETS.ids) do
+    lists[#lists + 1] = SETS.list[id]
+  end
+  for i, key in ipairs(lists) do
+    lens[i] = list_len(key)
+    total = total + lens[i]
+  end
   local start = 0
   if cid ~= '' then
-    local idx = redis.call('LPOS', key, cid, 'RANK', -1, 'MAXLEN', tonumber(cnum) + 1002)
-    if idx then
-      start = len - idx
+    local off = 0
+    for i, key in ipairs(lists) do
+      local left = tonumber(cnum) + 1002 - off
+      if left > 0 then
+        local idx = redis.call('LPOS', key, cid, 'RANK', -1, 'MAXLEN', left)
+        if idx then
+          start = off + lens[i] - idx
+          break
+        end
+      end
+      off = off + lens[i]
     end
-    -- else the cursor id has left the list: start again at the right end
+    -- else the cursor id has left the lists: start again at the right end
   end
-  if start < len then
-    local r = redis.call('LRANGE', key, -(start + n + 1), -(start + 2))
-    local k = #r
-    for i = k, 1, -1 do
-      add(r[i], start + (k - i))
+  local off = 0
+  for i, key in ipairs(lists) do
+    local s0 = start - off -- the first position of the page in this list
+    if s0 < lens[i] and s0 + n > 0 then
+      s0 = math.max(s0, 0)
+      local want = start + n - off - s0 -- positions of the page from s0 on
+      if want > 0 then
+        local r = redis.call('LRANGE', key, -(s0 + want + 1), -(s0 + 2))
+        local k = #r
+        for j = k, 1, -1 do
+          add(r[j], off + s0 + (k - j))
+        end
+      end
     end
+    off = off + lens[i]
   end
-  if start + n < len then
+  if start + n < total then
     out[1] = 1
   end
 end

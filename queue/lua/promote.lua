@@ -11,7 +11,9 @@ end
 if not exists() then
   return { 0, '', now_us }
 end
-local moved = promote_due(limit)
-wake(moved)
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
+local moved = promote_due(limit, true)
 publish_events()
 return { moved, next_due(), now_us }

@@ -22,11 +22,20 @@ end
 if not exists() then
   return { 0, 0, now_us }
 end
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 local out = { 0, 0, now_us }
 
 local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, limit)
+for _, id in ipairs(expired) do
+  local f = load(id)
+  if f then
+    pending_of(f) -- every job's set is declared, checked before the first write
+  end
+end
 lease_freed(#expired)
-local back = {}
+local back = 0
 for _, id in ipairs(expired) do
   redis.call('ZREM', K_leases, id)
   local f = load(id)
@@ -42,15 +51,15 @@ for _, id in ipairs(expired) do
     else
       f[R_status] = 'pending'
       save(id, f)
-      back[#back + 1] = id
+      to_pending(id, f)
+      back = back + 1
       emit('reclaimed', id, f[R_kind], 'pending', f[R_attempts])
     end
     out[#out + 1] = id
   end
 end
-if #back > 0 then
-  push_front(back)
-  wake(#back)
+if back > 0 then
+  flush_pending(true, true) -- the heads of their pending lists
 end
 count('reclaimed', #out - 3)
 if #expired == limit then

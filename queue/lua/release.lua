@@ -6,6 +6,9 @@
 if not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq release: malformed arguments')
 end
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 local f = load(A_id)
 if not f then
   local tomb = tomb_of(A_id)
@@ -33,9 +36,9 @@ if f[R_cancel_requested] == '1' then
   return reply(1)
 end
 f[R_status] = 'pending'
+to_pending(A_id, f)
 save(A_id, f)
-push_front({ A_id })
-wake(1)
+flush_pending(true, true) -- the head of its pending list
 emit('released', A_id, f[R_kind], 'pending', f[R_attempts])
 publish_events()
 return reply(1)

@@ -10,6 +10,9 @@ local score = due_of(A_when)
 if not score then
   return redis.error_reply('ERR chronoq reschedule: malformed due time')
 end
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 local f = load(A_id)
 if not f then
   return { -1, '', '' }
@@ -21,10 +24,7 @@ elseif f[R_status] == 'pending' then
 else
   return { 0, f[R_status], '' }
 end
-local status = schedule(A_id, f, score)
-if status == 'pending' then
-  wake(1)
-end
+local status = schedule(A_id, f, score) -- wakes its claimers when pending
 emit('rescheduled', A_id, f[R_kind], status, f[R_attempts])
 publish_events()
 return reply({ 1, status, packed(A_id, f) })

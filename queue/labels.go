@@ -1,0 +1,235 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // an id of a label set, not a secret: Lua's redis.sha1hex computes the same
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Worker labels. A job may require labels (NewJob.Labels); a claim may
+// declare the claimer's (ClaimOptions.Labels), and receives only jobs
+// whose labels are all among them. Jobs without labels go to any claimer.
+//
+// The pending jobs of each distinct set of required labels wait in a list
+// of their own (see layout.go), so a claim pops from the lists it may take
+// from and never scans one: a claim costs the same whatever waits in lists
+// it cannot take. The client keeps each queue's label sets (setView),
+// reads them again when a script answers that they changed, and declares
+// their keys to every script that may make a job pending, list pending
+// jobs or delete the queue.
+
+// Caps of labels.
+const (
+	// MaxJobLabels is the most labels a job may require.
+	MaxJobLabels = 16
+	// MaxClaimLabels is the most labels a claimer may declare.
+	MaxClaimLabels = 64
+	// MaxLabelBytes is the longest label.
+	MaxLabelBytes = 64
+)
+
+var (
+	// ErrInvalidLabels is wrapped by the errors about bad labels: one that
+	// is empty, too long or holds a byte outside [A-Za-z0-9._:/=+@-], or
+	// too many of them.
+	ErrInvalidLabels = fmt.Errorf("%w labels", ErrInvalid)
+	// ErrTooManyLabelSets is answered when a job requires a set of labels
+	// its queue has not seen and the queue has MaxLabelSets already.
+	ErrTooManyLabelSets = errors.New("too many label sets")
+)
+
+func labelByte(c byte) bool {
+	return alnum(c) || c == '.' || c == '_' || c == ':' || c == '/' || c == '=' || c == '+' || c == '@' || c == '-'
+}
+
+// CanonicalLabels checks labels (at most maxN, each 1 to MaxLabelBytes of
+// [A-Za-z0-9._:/=+@-]) and answers them sorted, without duplicates.
+func CanonicalLabels(labels []string, maxN int) ([]string, error) {
+	if len(labels) > maxN {
+		return nil, fmt.Errorf("%w: %d labels, the cap is %d", ErrInvalidLabels, len(labels), maxN)
+	}
+	for i, l := range labels {
+		if !nameOK(l, MaxLabelBytes, labelByte, labelByte) {
+			return nil, fmt.Errorf("%w: label %d (%q): want 1 to %d of [A-Za-z0-9._:/=+@-]", ErrInvalidLabels, i, l, MaxLabelBytes)
+		}
+	}
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	if canonical(labels) {
+		return labels, nil // a worker's, on every claim
+	}
+	out := slices.Clone(labels)
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// canonical reports whether labels are sorted, without duplicates.
+func canonical(labels []string) bool {
+	for i := 1; i < len(labels); i++ {
+		if labels[i-1] >= labels[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// joinLabels is canonical labels as a record holds them.
+func joinLabels(labels []string) string { return strings.Join(labels, ",") }
+
+// splitLabels reads labels as a record holds them (nil for none).
+func splitLabels(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// labelSetID is the id of the label set whose canonical labels, joined, are
+// s: as common.lua's set_of computes it.
+func labelSetID(s string) string {
+	sum := sha1.Sum([]byte(s)) //nolint:gosec // see the import
+	return hex.EncodeToString(sum[:8])
+}
+
+// setView is a client's view of a queue's label sets, in the order they
+// were registered (meta's lsets).
+type setView struct {
+	ids    string              // meta's lsets: the ids joined by ","
+	labels map[string][]string // id -> its labels
+	order  []string            // the ids
+	keys   []string            // each set's pending list, then its wake stream, in order
+
+	mu       sync.Mutex
+	eligible map[string]eligibleSets // by the claimer's labels, joined
+}
+
+// eligibleSets are the sets of a view a claimer has every label of.
+type eligibleSets struct {
+	ids   string   // joined by ",", as claim.lua and wait.lua take them
+	wakes []string // their wake streams
+}
+
+// maxEligibleCache bounds a view's cache of eligible sets by claimer.
+const maxEligibleCache = 1024
+
+// eligibleFor answers the sets of v whose labels are all in claimer (canonical).
+func (v *setView) eligibleFor(claimer []string) eligibleSets {
+	if len(claimer) == 0 || len(v.order) == 0 {
+		return eligibleSets{}
+	}
+	key := joinLabels(claimer)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if e, ok := v.eligible[key]; ok {
+		return e
+	}
+	var ids []string
+	var wakes []string
+	for i, id := range v.order {
+		ok := true
+		for _, l := range v.labels[id] {
+			if _, found := slices.BinarySearch(claimer, l); !found {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			ids = append(ids, id)
+			wakes = append(wakes, v.keys[2*i+1])
+		}
+	}
+	e := eligibleSets{ids: strings.Join(ids, ","), wakes: wakes}
+	if v.eligible == nil || len(v.eligible) >= maxEligibleCache {
+		v.eligible = map[string]eligibleSets{}
+	}
+	v.eligible[key] = e
+	return e
+}
+
+// setsOf answers the client's view of queue k's label sets, reading it
+// from Redis the first time.
+func (c *Client) setsOf(ctx context.Context, k keys) (*setView, error) {
+	if v, ok := c.labelSets.Load(k.name); ok {
+		return v.(*setView), nil
+	}
+	return c.refreshSets(ctx, k)
+}
+
+// refreshSets reads queue k's label sets from Redis and keeps them.
+func (c *Client) refreshSets(ctx context.Context, k keys) (*setView, error) {
+	pipe := c.rdb.Pipeline()
+	ids := pipe.HGet(ctx, k.meta, metaLsets)
+	reg := pipe.HGetAll(ctx, k.lsets)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("queue: label sets of %s: %w", k.name, wrapRedis(err))
+	}
+	v := &setView{ids: ids.Val(), labels: map[string][]string{}}
+	r := reg.Val()
+	for _, id := range strings.Split(v.ids, ",") {
+		if id == "" {
+			continue
+		}
+		v.order = append(v.order, id)
+		v.labels[id] = splitLabels(r[id])
+		v.keys = append(v.keys, k.setListKey(id), k.setWakeKey(id))
+	}
+	c.labelSets.Store(k.name, v)
+	return v, nil
+}
+
+// maxStaleRetries bounds how often a script call is retried after its label
+// sets changed under it (each retry reads them again).
+const maxStaleRetries = 10
+
+// isStaleSets reports whether err is a script's answer that it was given
+// other label sets than its queue's (common.lua's STALE_SETS).
+func isStaleSets(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "chronoq stale label sets")
+}
+
+// runSets runs sc with every label set of k as this client knows them,
+// and the arguments args builds from them; when the script answers that
+// the queue's sets are others (it wrote nothing), it reads them again and
+// runs it again.
+func (c *Client) runSets(ctx context.Context, sc *luaScript, k keys, args func(*setView) []any) (any, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := c.setsOf(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.runKeys(ctx, sc, k, v.keys, v.ids, args(v)...)
+		if isStaleSets(err) && attempt < maxStaleRetries {
+			if _, err := c.refreshSets(ctx, k); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return res, err
+	}
+}
+
+// LabelSets answers the distinct sets of labels the jobs of queue have
+// required, in the order the queue first saw them (at most MaxLabelSets).
+func (c *Client) LabelSets(ctx context.Context, queue string) ([][]string, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.refreshSets(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, 0, len(v.order))
+	for _, id := range v.order {
+		out = append(out, v.labels[id])
+	}
+	return out, nil
+}
