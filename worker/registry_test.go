@@ -71,7 +71,7 @@ func testWorkerRegistersAndDeregisters(t *testing.T, b *testBundle) {
 	var w registry.Worker
 	require.Eventually(t, func() (ok bool) { w, ok = b.registered(t, "w-1"); return ok }, 10*time.Second, 5*time.Millisecond)
 	host, _ := os.Hostname()
-	require.Equal(t, registry.Info{ID: "w-1", Host: host, Labels: []string{"gpu", "eu"}, Queues: []string{"q1", "q2"}, Version: "v9.9.9"}, w.Info)
+	require.Equal(t, registry.Info{ID: "w-1", Host: host, Labels: []string{"eu", "gpu"}, Queues: []string{"q1", "q2"}, Version: "v9.9.9"}, w.Info)
 	require.Empty(t, w.Jobs)
 	require.False(t, w.StartedAt.IsZero())
 
