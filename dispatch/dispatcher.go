@@ -100,6 +100,19 @@ type Dispatcher struct {
 	// (Run's goroutine only).
 	deadSeen map[string]time.Time
 
+	// refreshSeq numbers the Refresh calls in the order they begin their
+	// read of the configs; applied is the number of the last one applied
+	// (under mu). A Refresh whose read began before the one applied last
+	// holds an older view and applies nothing: two calls at once (the
+	// periodic one and a caller's) must not let the older view stop the
+	// worker of a queue the newer one started, handing its running jobs
+	// back for another attempt.
+	refreshSeq atomic.Uint64
+	applied    uint64
+	// refreshRead, when set (tests), is called between a Refresh's read and
+	// its apply.
+	refreshRead func()
+
 	mu       sync.Mutex
 	workers  map[string]*served
 	ctx      context.Context // Run's; nil before Run
@@ -204,13 +217,21 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // served, queues that stopped being one are dropped. Before Run and after
 // it ended, it only reads them.
 func (d *Dispatcher) Refresh(ctx context.Context) error {
+	seq := d.refreshSeq.Add(1)
 	all, err := d.store.All(ctx)
 	if err != nil {
 		return err
 	}
-	d.configs.Store(&all)
+	if d.refreshRead != nil {
+		d.refreshRead()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if seq < d.applied {
+		return nil // a newer view was applied meanwhile
+	}
+	d.applied = seq
+	d.configs.Store(&all)
 	if d.ctx == nil || d.ctx.Err() != nil {
 		return nil
 	}
