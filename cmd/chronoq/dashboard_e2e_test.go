@@ -586,8 +586,12 @@ func TestDashboardWorkers(t *testing.T) {
 	require.Equal(t, "1", b.eval(`document.querySelector('`+held+`').closest("tr").dataset.jobs`))
 	b.screenshot("dashboard-workers.png")
 	b.do(b.click(held))
-	b.waitFor("the job's page", `document.getElementById("job-status").dataset.status === "processing"`, 5*time.Second)
+	b.waitFor("the job's page, with its worker", `document.getElementById("job-status").dataset.status === "processing" && `+
+		`!document.getElementById("job-holder").hidden`, 5*time.Second)
 	require.Equal(t, s.base+"/#/queues/demo/jobs/"+id, b.eval(`location.href`))
+	holder := b.eval(`document.getElementById("job-holder").dataset.worker`)
+	require.Contains(t, []string{"demo-1", "demo-2"}, holder)
+	require.Equal(t, "held by "+holder+" on "+host, b.eval(`document.getElementById("job-holder").textContent`))
 	b.do(chromedp.NavigateBack())
 	b.waitFor("the workers again", `!document.querySelector("[data-view=workers]").hidden && `+workerIDs+` === "demo-1,demo-2"`, 10*time.Second)
 

@@ -635,9 +635,28 @@
     if (q !== job.queue || id !== job.id) return;
     if (j) renderJob(j);
     else { $("job-gone").hidden = false; setJobStatus("deleted", $("job-attempts").textContent); }
+    await loadHolder(j);
     if (queueEvents(q) !== seen) soonJob(); // an event of the queue overtook the read
   }
   const soonJob = throttle(loadJob, LIST_MS);
+
+  // loadHolder shows which worker holds the open job, when the workers page
+  // saw one hold it: that worker is read again (GET /v1/workers/{id}) and
+  // shown while it is processing and the worker still lists it. Nothing is
+  // read for a job no worker was seen holding.
+  async function loadHolder(j) {
+    if (!j) { $("job-holder").hidden = true; return; }
+    const wid = workers.holders.get(j.queue + "/" + j.id);
+    let w = null;
+    if (j.status === "processing" && wid) w = await or404(api("GET", "/v1/workers/" + encodeURIComponent(wid)));
+    if (j.queue !== job.queue || j.id !== job.id) return;
+    const holds = !!w && w.jobs.some((h) => h.queue === j.queue && h.id === j.id);
+    $("job-holder").hidden = !holds;
+    if (holds) {
+      $("job-holder-id").textContent = w.id + (w.host ? " on " + w.host : "");
+      $("job-holder").dataset.worker = w.id;
+    }
+  }
 
   // jobEvent shows an event of the open job at once, then reads the job
   // again for what the event does not carry (result, error, deliveries).
@@ -668,7 +687,10 @@
   // workers: the page of GET /v1/workers shown (cursor: where it starts,
   // "" the first), and the jobs its workers hold ("queue/id"), whose events
   // make it read again.
-  const workers = { cursor: null, held: new Set(), timer: 0, eventTimer: 0 };
+  // holders: "queue/id" -> the worker that held the job at the last read
+  // (kept when the view is left: the job page asks that worker, see
+  // loadHolder).
+  const workers = { cursor: null, held: new Set(), timer: 0, eventTimer: 0, holders: new Map() };
 
   async function loadWorkers() {
     const cursor = workers.cursor;
@@ -693,7 +715,11 @@
     $("workers-live").textContent = r.live;
     workers.held = new Set();
     const rows = r.workers.map((w) => {
-      for (const j of w.jobs) workers.held.add(j.queue + "/" + j.id);
+      for (const j of w.jobs) {
+        workers.held.add(j.queue + "/" + j.id);
+        workers.holders.delete(j.queue + "/" + j.id);
+        workers.holders.set(j.queue + "/" + j.id, w.id);
+      }
       return el("tr", { class: "worker", dataset: { id: w.id, jobs: String(w.jobs.length) } },
         el("td", { class: "w-id" }, el("code", {}, w.id)),
         el("td", { class: "w-host" }, w.host || "—"),
@@ -706,6 +732,7 @@
         el("td", { class: "jobs" }, ...(w.jobs.length ? w.jobs.map((j) => el("a", { href: jobHash(j.queue, j.id), class: "held",
           title: j.queue + "/" + j.id, dataset: { queue: j.queue, id: j.id } }, el("code", {}, j.queue + "/" + j.id.slice(-12)))) : ["—"])));
     });
+    while (workers.holders.size > MAX_KNOWN) workers.holders.delete(workers.holders.keys().next().value);
     $("workers").tBodies[0].replaceChildren(...rows);
     $("no-workers").hidden = rows.length > 0 || !!workers.cursor;
     $("workers-first").hidden = !workers.cursor;
@@ -742,6 +769,7 @@
         $("job-events").replaceChildren();
         $("no-job-events").hidden = false;
         $("job-gone").hidden = true;
+        $("job-holder").hidden = true;
         setJobStatus("…", "");
         renderDeliveries([]);
         soonJob();
