@@ -247,20 +247,20 @@ func (p *Pool) Status() Status {
 // work is worker n: it claims a job at a time until ctx ends. It is
 // registered meanwhile (when the pool has a registry).
 func (p *Pool) work(ctx context.Context, n int) {
-	gen := p.reg.start(n + 1)
-	defer p.reg.stop(n+1, gen)
+	me := p.reg.start(n + 1)
+	defer p.reg.stop(me)
 	for ctx.Err() == nil {
 		jobs, err := p.cfg.Client.Claim(ctx, p.cfg.Queue, queue.ClaimOptions{Wait: p.cfg.ClaimWait})
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			p.log.Warn("demo: claim failed", "worker", WorkerID(n+1, 1), "err", err)
+			p.log.Warn("demo: claim failed", "worker", me.id, "err", err)
 			p.pause(ctx, retryPause)
 			continue
 		}
 		for _, j := range jobs {
-			p.run(ctx, n, gen, j)
+			p.run(ctx, me, j)
 		}
 	}
 }
@@ -290,10 +290,10 @@ func (p *Pool) count(f func()) {
 }
 
 // run works one claimed job.
-func (p *Pool) run(ctx context.Context, n, gen int, j *queue.Job) {
+func (p *Pool) run(ctx context.Context, me *self, j *queue.Job) {
 	pl := p.draw()
 	p.count(func() { p.counts.claimed++ })
-	p.reg.claimed(n+1, gen, j)
+	p.reg.claimed(me, j)
 	if pl.hang {
 		// The worker crashed: the job is left as it is, its lease running
 		// out. The pool's replacement goes on claiming.
@@ -304,13 +304,13 @@ func (p *Pool) run(ctx context.Context, n, gen int, j *queue.Job) {
 				p.hung = p.hung[1:]
 			}
 		})
-		p.log.Info("demo: worker hung holding a job", "worker", WorkerID(n+1, 1), "job", j.ID, "lease_until", j.LeaseUntil)
-		p.reg.hung(n+1, gen)
+		p.log.Info("demo: worker hung holding a job", "worker", me.id, "job", j.ID, "lease_until", j.LeaseUntil)
+		p.reg.hung(me)
 		return
 	}
 	p.count(func() { p.busy++ })
 	defer p.count(func() { p.busy-- })
-	defer p.reg.done(n+1, gen, j)
+	defer p.reg.done(me, j)
 	if !p.workFor(ctx, j, pl.took) {
 		// Stopped mid-job: hand the job back at once.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -322,7 +322,7 @@ func (p *Pool) run(ctx context.Context, n, gen int, j *queue.Job) {
 		return
 	}
 	if pl.fail {
-		msg := fmt.Sprintf("simulated %s failure (worker %s, attempt %d of %d)", j.Kind, WorkerID(n+1, 1), j.Attempts, j.MaxAttempts)
+		msg := fmt.Sprintf("simulated %s failure (worker %s, attempt %d of %d)", j.Kind, me.id, j.Attempts, j.MaxAttempts)
 		if _, err := p.cfg.Client.Fail(ctx, j.Queue, j.ID, j.Token, queue.FailOptions{Error: msg}); err != nil {
 			p.log.Warn("demo: fail failed", "job", j.ID, "err", err)
 			return
@@ -330,7 +330,7 @@ func (p *Pool) run(ctx context.Context, n, gen int, j *queue.Job) {
 		p.count(func() { p.counts.failed++ })
 		return
 	}
-	res, _ := json.Marshal(map[string]any{"worker": WorkerID(n+1, 1), "took": pl.took.String(), "kind": j.Kind})
+	res, _ := json.Marshal(map[string]any{"worker": me.id, "took": pl.took.String(), "kind": j.Kind})
 	if err := p.cfg.Client.Complete(ctx, j.Queue, j.ID, j.Token, res); err != nil {
 		p.log.Warn("demo: complete failed", "job", j.ID, "err", err)
 		return

@@ -113,12 +113,19 @@ func (r *registrations) register(s *slot) {
 	}
 }
 
-// start makes the goroutine starting for worker n the slot's owner and
-// registers it, holding nothing. It answers its generation, for the
-// calls below.
-func (r *registrations) start(n int) int {
+// self is a worker goroutine's view of its slot: its number (from 1),
+// its generation and its id now.
+type self struct {
+	n, gen int
+	id     string
+}
+
+// start makes the goroutine starting for worker n (from 1) the slot's
+// owner and registers it, holding nothing. It answers what the calls
+// below take.
+func (r *registrations) start(n int) *self {
 	if r == nil {
-		return 0
+		return &self{n: n, id: WorkerID(n, 1)}
 	}
 	s := r.slot(n)
 	s.mu.Lock()
@@ -126,33 +133,34 @@ func (r *registrations) start(n int) int {
 	s.gen++
 	s.live, s.held = true, nil
 	r.register(s)
-	return s.gen
+	return &self{n: n, gen: s.gen, id: WorkerID(n, s.inc)}
 }
 
-// update changes what the worker of generation gen holds (when it still
-// owns its slot) and registers it again.
-func (r *registrations) update(n, gen int, f func(s *slot)) {
+// update changes what worker me holds (when it still owns its slot) and
+// registers it again.
+func (r *registrations) update(me *self, f func(s *slot)) {
 	if r == nil {
 		return
 	}
-	s := r.slot(n)
+	s := r.slot(me.n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gen != gen || !s.live {
+	if s.gen != me.gen || !s.live {
 		return
 	}
 	f(s)
+	me.id = WorkerID(s.n, s.inc)
 	r.register(s)
 }
 
-// claimed records job j as held by worker n.
-func (r *registrations) claimed(n, gen int, j *queue.Job) {
-	r.update(n, gen, func(s *slot) { s.held = append(s.held, registry.JobRef{Queue: j.Queue, ID: j.ID}) })
+// claimed records job j as held by worker me.
+func (r *registrations) claimed(me *self, j *queue.Job) {
+	r.update(me, func(s *slot) { s.held = append(s.held, registry.JobRef{Queue: j.Queue, ID: j.ID}) })
 }
 
-// done records that worker n no longer holds job j.
-func (r *registrations) done(n, gen int, j *queue.Job) {
-	r.update(n, gen, func(s *slot) {
+// done records that worker me no longer holds job j.
+func (r *registrations) done(me *self, j *queue.Job) {
+	r.update(me, func(s *slot) {
 		for i, h := range s.held {
 			if h.ID == j.ID && h.Queue == j.Queue {
 				s.held = append(s.held[:i:i], s.held[i+1:]...)
@@ -162,21 +170,22 @@ func (r *registrations) done(n, gen int, j *queue.Job) {
 	})
 }
 
-// hung abandons worker n's entry as a crash would (it keeps its jobs
-// until it expires) and registers its replacement, the next incarnation.
-func (r *registrations) hung(n, gen int) {
-	r.update(n, gen, func(s *slot) { s.inc++; s.held = nil })
+// hung abandons worker me's entry as a crash would (it keeps its jobs
+// until it expires) and registers its replacement, the next incarnation
+// (me's id becomes its).
+func (r *registrations) hung(me *self) {
+	r.update(me, func(s *slot) { s.inc++; s.held = nil })
 }
 
-// stop deregisters worker n, unless a newer goroutine owns its slot.
-func (r *registrations) stop(n, gen int) {
+// stop deregisters worker me, unless a newer goroutine owns its slot.
+func (r *registrations) stop(me *self) {
 	if r == nil {
 		return
 	}
-	s := r.slot(n)
+	s := r.slot(me.n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gen != gen || !s.live {
+	if s.gen != me.gen || !s.live {
 		return
 	}
 	s.live, s.held = false, nil
