@@ -12,6 +12,11 @@
 // reclaim sweep returns it to pending. All waiting is on the pool's
 // [clockwork.Clock].
 //
+// With [Config.Registry] the simulated workers are in the worker registry
+// (package registry) as demo-1..N (see [WorkerID]), with the job each
+// holds, so the dashboard's workers page lists them; a hung worker's
+// entry is left to expire with its job, as a crashed worker's would.
+//
 // [Pool.Routes] are the /v1/demo routes, for [api.Config.Routes], and
 // [OpenAPI] their OpenAPI paths, for [api.Config.RoutesOpenAPI]. What the
 // page offers: docs/DASHBOARD.md, "The demo".

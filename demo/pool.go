@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/registry"
 )
 
 // Limits of [Settings].
@@ -50,6 +51,15 @@ type Config struct {
 	Seed uint64
 	// Logger receives errors. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Registry, when set, is the worker registry the simulated workers
+	// register in, as demo-1, demo-2... (see WorkerID), with Labels, the
+	// queue, Host and Version, and the job each holds; on the registry's
+	// TTL. Nil: they are not registered.
+	Registry *registry.Registry
+	// Host is the workers' host in the registry. Defaults to os.Hostname.
+	Host string
+	// Version is their version in the registry. Defaults to the binary's.
+	Version string
 }
 
 // Settings are what the page controls.
@@ -104,9 +114,12 @@ type Status struct {
 
 // Pool is the simulated worker pool.
 type Pool struct {
-	cfg   Config
-	clock clockwork.Clock
-	log   *slog.Logger
+	cfg      Config
+	clock    clockwork.Clock
+	log      *slog.Logger
+	reg      *registrations // nil: no Config.Registry
+	quit     chan struct{}  // closed by Stop
+	quitOnce sync.Once
 
 	mu       sync.Mutex
 	base     context.Context // from Start; nil before
@@ -141,9 +154,11 @@ func New(cfg Config) (*Pool, error) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	return &Pool{cfg: cfg, clock: cfg.Clock, log: cmp.Or(cfg.Logger, slog.Default()),
+	p := &Pool{cfg: cfg, clock: cfg.Clock, log: cmp.Or(cfg.Logger, slog.Default()), quit: make(chan struct{}),
 		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		settings: Settings{Latency: 200 * time.Millisecond}}, nil
+		settings: Settings{Latency: 200 * time.Millisecond}}
+	p.reg = newRegistrations(p, cfg.Registry, cfg.Host, cfg.Version)
+	return p, nil
 }
 
 // Queue is the demo's queue.
@@ -158,6 +173,9 @@ func (p *Pool) Start(ctx context.Context) error {
 		return errors.New("demo: pool already started")
 	}
 	p.base = ctx
+	if p.reg != nil {
+		p.wg.Go(func() { p.reg.refresh(ctx, p.quit) })
+	}
 	return nil
 }
 
@@ -172,6 +190,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 	p.workers = nil
 	p.settings.Size = 0
 	p.mu.Unlock()
+	p.quitOnce.Do(func() { close(p.quit) })
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	select {
@@ -225,20 +244,23 @@ func (p *Pool) Status() Status {
 	return st
 }
 
-// work is worker n: it claims a job at a time until ctx ends.
+// work is worker n: it claims a job at a time until ctx ends. It is
+// registered meanwhile (when the pool has a registry).
 func (p *Pool) work(ctx context.Context, n int) {
+	me := p.reg.start(n + 1)
+	defer p.reg.stop(me)
 	for ctx.Err() == nil {
 		jobs, err := p.cfg.Client.Claim(ctx, p.cfg.Queue, queue.ClaimOptions{Wait: p.cfg.ClaimWait})
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			p.log.Warn("demo: claim failed", "worker", n, "err", err)
+			p.log.Warn("demo: claim failed", "worker", me.id, "err", err)
 			p.pause(ctx, retryPause)
 			continue
 		}
 		for _, j := range jobs {
-			p.run(ctx, n, j)
+			p.run(ctx, me, j)
 		}
 	}
 }
@@ -268,9 +290,10 @@ func (p *Pool) count(f func()) {
 }
 
 // run works one claimed job.
-func (p *Pool) run(ctx context.Context, n int, j *queue.Job) {
+func (p *Pool) run(ctx context.Context, me *self, j *queue.Job) {
 	pl := p.draw()
 	p.count(func() { p.counts.claimed++ })
+	p.reg.claimed(me, j)
 	if pl.hang {
 		// The worker crashed: the job is left as it is, its lease running
 		// out. The pool's replacement goes on claiming.
@@ -281,11 +304,13 @@ func (p *Pool) run(ctx context.Context, n int, j *queue.Job) {
 				p.hung = p.hung[1:]
 			}
 		})
-		p.log.Info("demo: worker hung holding a job", "worker", n, "job", j.ID, "lease_until", j.LeaseUntil)
+		p.log.Info("demo: worker hung holding a job", "worker", me.id, "job", j.ID, "lease_until", j.LeaseUntil)
+		p.reg.hung(me)
 		return
 	}
 	p.count(func() { p.busy++ })
 	defer p.count(func() { p.busy-- })
+	defer p.reg.done(me, j)
 	if !p.workFor(ctx, j, pl.took) {
 		// Stopped mid-job: hand the job back at once.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -297,7 +322,7 @@ func (p *Pool) run(ctx context.Context, n int, j *queue.Job) {
 		return
 	}
 	if pl.fail {
-		msg := fmt.Sprintf("simulated %s failure (worker %d, attempt %d of %d)", j.Kind, n, j.Attempts, j.MaxAttempts)
+		msg := fmt.Sprintf("simulated %s failure (worker %s, attempt %d of %d)", j.Kind, me.id, j.Attempts, j.MaxAttempts)
 		if _, err := p.cfg.Client.Fail(ctx, j.Queue, j.ID, j.Token, queue.FailOptions{Error: msg}); err != nil {
 			p.log.Warn("demo: fail failed", "job", j.ID, "err", err)
 			return
@@ -305,7 +330,7 @@ func (p *Pool) run(ctx context.Context, n int, j *queue.Job) {
 		p.count(func() { p.counts.failed++ })
 		return
 	}
-	res, _ := json.Marshal(map[string]any{"worker": n, "took": pl.took.String(), "kind": j.Kind})
+	res, _ := json.Marshal(map[string]any{"worker": me.id, "took": pl.took.String(), "kind": j.Kind})
 	if err := p.cfg.Client.Complete(ctx, j.Queue, j.ID, j.Token, res); err != nil {
 		p.log.Warn("demo: complete failed", "job", j.ID, "err", err)
 		return

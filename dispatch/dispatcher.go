@@ -249,7 +249,7 @@ func (d *Dispatcher) Refresh(ctx context.Context) error {
 		if _, ok := d.workers[q]; ok {
 			continue
 		}
-		w, err := worker.New(worker.Config{Client: d.client, Handler: worker.HandlerFunc(d.work),
+		w, err := worker.New(worker.Config{Client: d.client, Handler: worker.HandlerFunc(d.work), ID: WorkerID(q),
 			Queues: []worker.QueueConfig{{Name: q}}, Concurrency: c.Concurrency, MaxClaim: min(c.Concurrency, 100),
 			HeartbeatInterval: d.cfg.HeartbeatInterval, ShutdownTimeout: d.cfg.ShutdownTimeout, Logger: d.log})
 		if err != nil {

@@ -35,6 +35,9 @@
 //   - Sign and Verify: Standard Webhooks signatures, for receivers too.
 //   - Guard: the SSRF guard, on by default, checked on the dialled address.
 //
+// Each push queue's worker is in the worker registry (package registry)
+// under a readable id, dispatch-<host>-<pid>-<queue>-<n> (see WorkerID).
+//
 // Rate and in-flight limits are not this package's: they are a queue's
 // (queue.Limits), enforced by the claim for pull workers too, and so for
 // the dispatchers' workers.

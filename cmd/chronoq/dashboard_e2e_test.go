@@ -513,3 +513,137 @@ func TestDashboardLive(t *testing.T) {
 	post(back, "/v1/jobs", `{"queue":"live","kind":"k"}`)
 	b.waitFor("events again", pending("live", 4), 10*time.Second)
 }
+
+// workerIDs is the ids of the workers page's rows, comma-separated.
+const workerIDs = `[...document.querySelectorAll("#workers tr.worker")].map((r) => r.dataset.id).join()`
+
+// TestDashboardWorkers drives the workers page (#/workers) of `chronoq
+// demo` in a real headless Chromium: the demo pool's simulated workers are
+// listed with their host, labels, queue, version, times and the jobs they
+// hold (each a link to the job's page); a resize of the pool shows; a hung
+// worker stays listed holding its job until its TTL (--worker-ttl 4s)
+// lapses, then disappears; more workers than a page are paged; and the
+// page stops reading the registry once left.
+func TestDashboardWorkers(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	redisURL, ns := "redis://"+testutil.RedisAddr(t)+"/0", testutil.Namespace(t)
+	s := startServeAs(t, "demo", []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n", "--reclaim-interval", "1h",
+		"--workers", "2", "--worker-ttl", "4s"}, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.logs)
+		}
+	})
+	console := chromedp.Console(b.ctx)
+	var mu sync.Mutex
+	var problems []string
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if m.IsException() || m.Type == "error" {
+				problems = append(problems, m.String()+" "+m.URL)
+			}
+			mu.Unlock()
+		}
+	}()
+	post := func(path, body string) map[string]any {
+		t.Helper()
+		status, m := s.do(t, http.MethodPost, path, body)
+		require.Less(t, status, 300, "%s: %v", path, m)
+		return m
+	}
+	row := func(id string) string { return `document.querySelector('#workers tr.worker[data-id="` + id + `"]')` }
+	cell := func(id, class string) string {
+		return b.eval(row(id) + `.querySelector("td.` + class + `").textContent`)
+	}
+	// Slow jobs, so that one is seen held.
+	post("/v1/demo/pool", `{"latency":"10s","fail_rate":0,"hang_rate":0}`)
+
+	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
+	b.waitFor("the stream live", liveState("live"), 10*time.Second)
+	b.do(b.click(`#nav a[data-nav=workers]`))
+	require.Equal(t, s.base+"/#/workers", b.eval(`location.href`))
+	b.waitFor("the demo's two workers", workerIDs+` === "demo-1,demo-2" && `+text("workers-live", "2"), 10*time.Second)
+	host, _ := os.Hostname()
+	require.Equal(t, host, cell("demo-1", "w-host"))
+	require.Equal(t, "simulated", cell("demo-1", "w-labels"))
+	require.Equal(t, "demo", cell("demo-1", "w-queues"))
+	require.NotEqual(t, "—", cell("demo-1", "w-version"))
+	require.Regexp(t, `^(now|\d+s ago)$`, cell("demo-1", "w-started"))
+	require.Regexp(t, `^(now|\d+s ago)$`, cell("demo-1", "w-seen"))
+	require.Regexp(t, `^(now|in \ds)$`, cell("demo-1", "w-expires"))
+	require.Equal(t, "—", cell("demo-1", "jobs"))
+	require.True(t, b.eval(`document.querySelector('#nav a[data-nav=workers]').classList.contains("on") ? "on" : ""`) == "on")
+
+	// A job: the worker holding it shows it, a link to its page.
+	id := post("/v1/demo/batch", `{"count":1,"max_attempts":1}`)["ids"].([]any)[0].(string)
+	held := `#workers tr.worker a.held[data-id="` + id + `"]`
+	b.waitFor("the job held", `!!document.querySelector('`+held+`')`, 10*time.Second)
+	require.Equal(t, "1", b.eval(`document.querySelector('`+held+`').closest("tr").dataset.jobs`))
+	b.screenshot("dashboard-workers.png")
+	b.do(b.click(held))
+	b.waitFor("the job's page, with its worker", `document.getElementById("job-status").dataset.status === "processing" && `+
+		`!document.getElementById("job-holder").hidden`, 5*time.Second)
+	require.Equal(t, s.base+"/#/queues/demo/jobs/"+id, b.eval(`location.href`))
+	holder := b.eval(`document.getElementById("job-holder").dataset.worker`)
+	require.Contains(t, []string{"demo-1", "demo-2"}, holder)
+	require.Equal(t, "held by "+holder+" on "+host, b.eval(`document.getElementById("job-holder").textContent`))
+	b.do(chromedp.NavigateBack())
+	b.waitFor("the workers again", `!document.querySelector("[data-view=workers]").hidden && `+workerIDs+` === "demo-1,demo-2"`, 10*time.Second)
+
+	// A resize shows: up to 3, then down to 1 (the stopped ones leave the
+	// registry at once).
+	post("/v1/demo/pool", `{"size":3}`)
+	b.waitFor("three workers", workerIDs+` === "demo-1,demo-2,demo-3" && `+text("workers-live", "3"), 10*time.Second)
+	post("/v1/demo/pool", `{"size":1,"latency":"10ms"}`)
+	b.waitFor("one worker", workerIDs+` === "demo-1" && `+text("workers-live", "1"), 10*time.Second)
+	require.Eventually(t, func() bool {
+		_, q := s.do(t, http.MethodGet, "/v1/queues/demo", "")
+		return q["completed_total"] == float64(1)
+	}, 30*time.Second, 50*time.Millisecond, "the first job done")
+
+	// A hang: demo-1 crashed holding its job; it stays listed with it, its
+	// last sighting ageing, until its TTL (4 s) lapses; its replacement is
+	// demo-1.2.
+	post("/v1/demo/pool", `{"hang_rate":1}`)
+	id = post("/v1/demo/batch", `{"count":1}`)["ids"].([]any)[0].(string)
+	b.waitFor("the hung worker with its job, and its replacement", workerIDs+` === "demo-1,demo-1.2" && !!`+row("demo-1")+
+		`.querySelector('a.held[data-id="`+id+`"]')`, 10*time.Second)
+	b.waitFor("the hung worker expired", workerIDs+` === "demo-1.2" && `+text("workers-live", "1"), 20*time.Second)
+
+	// More workers than a page (50): paged.
+	for i := range 50 {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, fmt.Sprintf("%s/v1/workers/http-%02d", s.base, i),
+			strings.NewReader(`{"host":"box-2","ttl":"1h","labels":["eu","gpu"]}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer tok3n")
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		require.Equal(t, http.StatusOK, res.StatusCode)
+	}
+	b.waitFor("the first page", text("workers-live", "51")+` && document.querySelectorAll("#workers tr.worker").length === 50 && !document.getElementById("workers-next").hidden`, 10*time.Second)
+	require.Equal(t, "eugpu", cell("http-00", "w-labels"))
+	require.Equal(t, "true", b.eval(`String(document.getElementById("workers-first").hidden)`))
+	b.do(b.click("#workers-next"))
+	b.waitFor("the second page", workerIDs+` === "http-49" && !document.getElementById("workers-first").hidden && document.getElementById("workers-next").hidden`, 10*time.Second)
+	require.Equal(t, s.base+"/#/workers/after/http-48", b.eval(`location.href`))
+	b.do(b.click("#workers-first"))
+	b.waitFor("the first page again", `document.querySelectorAll("#workers tr.worker").length === 50`, 10*time.Second)
+
+	// Left, the page reads the registry no more: watched for longer than
+	// its interval (5 s; a bounded wait, as only time can show that
+	// nothing happens).
+	b.eval(`location.hash = "#/queues"; window.__paths = []; new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__paths.push(new URL(e.name).pathname) }).observe({type: "resource"}); "ok"`)
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.__paths.some((p) => p.startsWith("/v1/workers"))`, chromedp.WithPollingTimeout(6*time.Second)))
+	require.ErrorIs(t, err, chromedp.ErrPollingTimeout, "the page read the workers after it was left: %s", b.eval(`window.__paths.join(" ")`))
+
+	mu.Lock()
+	require.Empty(t, problems, "the page logged errors")
+	mu.Unlock()
+}

@@ -160,7 +160,7 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
 	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
 	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
-	e.Duration(&c.workerTTL, "worker-ttl", "CHRONOQ_WORKER_TTL", registry.DefaultTTL, "how long an HTTP worker that names no ttl stays in the registry after its last call (1s to 1h)")
+	e.Duration(&c.workerTTL, "worker-ttl", "CHRONOQ_WORKER_TTL", registry.DefaultTTL, "how long an HTTP worker that names no ttl (and a simulated worker of chronoq demo) stays in the registry after its last call (1s to 1h)")
 	storeFlags(e, &c)
 	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
@@ -354,11 +354,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer client.Close()
+	workers, err := registry.New(client, registry.Config{TTL: c.workerTTL})
+	if err != nil {
+		return fmt.Errorf("--worker-ttl: %w", err)
+	}
 	var pool *demo.Pool
 	var routes []api.Route
 	var routesDoc []byte
 	if c.demo {
-		if pool, err = demo.New(demo.Config{Client: client, Logger: log}); err != nil {
+		// The simulated workers are in the registry, on --worker-ttl.
+		if pool, err = demo.New(demo.Config{Client: client, Logger: log, Registry: workers}); err != nil {
 			return err
 		}
 		routes, routesDoc = pool.Routes(), demo.OpenAPI()
@@ -366,10 +371,6 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	guard, err := dispatch.ParseAllow(c.dispatchAllow)
 	if err != nil {
 		return err
-	}
-	workers, err := registry.New(client, registry.Config{TTL: c.workerTTL})
-	if err != nil {
-		return fmt.Errorf("--worker-ttl: %w", err)
 	}
 	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Push: dispatch.NewStore(client, guard),
 		Token: c.token, MetricsAuth: c.metricsAuth, Workers: workers,

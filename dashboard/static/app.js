@@ -4,7 +4,8 @@
 // How it fits together (add a view in three steps: a <div data-view="x">
 // in index.html, an entry in `views` below, a route in `routes`):
 // - routes: hash routes ("#/queues", "#/queues/{queue}",
-//   "#/queues/{queue}/jobs/{id}") name a view and its parameters; route()
+//   "#/queues/{queue}/jobs/{id}", "#/workers", "#/workers/after/{cursor}")
+//   name a view and its parameters; route()
 //   shows that view's <div data-view> and hides the others.
 // - views: {enter(params), leave(), load(), event(type, data)}: enter when
 //   shown, load to read its data again (each full resync), event for each
@@ -22,6 +23,10 @@
 //   scheduled time, the new oldest pending job) makes a re-read of the
 //   queue stats, at most every SOON_MS; and everything is read again every
 //   RESYNC_MS, so a missed event never leaves a number stale for long.
+// - workers: the registry has no event stream; the workers view reads its
+//   page every WORKERS_MS while shown, and WORKERS_EVENT_MS after a job
+//   event that may have changed what a worker holds (a claim, or any event
+//   of a job a listed worker holds), at most every WORKERS_SOON_MS.
 "use strict";
 (function () {
   const RESYNC_MS = 30000;  // everything read again, whatever the events said
@@ -36,6 +41,10 @@
   const MAX_KNOWN = 10000;  // jobs whose last status the page keeps
   const MAX_KEPT = 3;       // reads in a row that may leave a queue's event-moved counts as they are
   const LIMIT = 50;         // jobs listed per tab
+  const WORKERS_LIMIT = 50; // workers listed per page
+  const WORKERS_MS = 5000;  // the workers page read again this often while shown
+  const WORKERS_EVENT_MS = 1200; // ... and this long after a job event that concerns it (Go workers tell the registry within 1 s)
+  const WORKERS_SOON_MS = 1000;  // ... at most this often
   const EVENT_TYPES = ["enqueued", "promoted", "claimed", "completed", "retried", "dead", "reclaimed", "released",
     "canceled", "rescheduled", "run_now", "deleted"];
   const DEPTHS = new Set(["scheduled", "pending", "processing", "dead"]);
@@ -626,9 +635,28 @@
     if (q !== job.queue || id !== job.id) return;
     if (j) renderJob(j);
     else { $("job-gone").hidden = false; setJobStatus("deleted", $("job-attempts").textContent); }
+    await loadHolder(j);
     if (queueEvents(q) !== seen) soonJob(); // an event of the queue overtook the read
   }
   const soonJob = throttle(loadJob, LIST_MS);
+
+  // loadHolder shows which worker holds the open job, when the workers page
+  // saw one hold it: that worker is read again (GET /v1/workers/{id}) and
+  // shown while it is processing and the worker still lists it. Nothing is
+  // read for a job no worker was seen holding.
+  async function loadHolder(j) {
+    if (!j) { $("job-holder").hidden = true; return; }
+    const wid = workers.holders.get(j.queue + "/" + j.id);
+    let w = null;
+    if (j.status === "processing" && wid) w = await or404(api("GET", "/v1/workers/" + encodeURIComponent(wid)));
+    if (j.queue !== job.queue || j.id !== job.id) return;
+    const holds = !!w && w.jobs.some((h) => h.queue === j.queue && h.id === j.id);
+    $("job-holder").hidden = !holds;
+    if (holds) {
+      $("job-holder-id").textContent = w.id + (w.host ? " on " + w.host : "");
+      $("job-holder").dataset.worker = w.id;
+    }
+  }
 
   // jobEvent shows an event of the open job at once, then reads the job
   // again for what the event does not carry (result, error, deliveries).
@@ -652,6 +680,65 @@
       el("td", { class: d.status >= 200 && d.status < 300 ? "" : "err" }, d.status ? d.status : "—"),
       el("td", {}, fmtMs(Math.round(d.duration_ms))), el("td", {}, d.outcome),
       el("td", { class: "err", title: d.error || "" }, d.error || ""))));
+  }
+
+  // The workers page ---------------------------------------------------------
+
+  // workers: the page of GET /v1/workers shown (cursor: where it starts,
+  // "" the first), and the jobs its workers hold ("queue/id"), whose events
+  // make it read again.
+  // holders: "queue/id" -> the worker that held the job at the last read
+  // (kept when the view is left: the job page asks that worker, see
+  // loadHolder).
+  const workers = { cursor: null, held: new Set(), timer: 0, eventTimer: 0, holders: new Map() };
+
+  async function loadWorkers() {
+    const cursor = workers.cursor;
+    if (cursor === null) return;
+    const r = await or404(api("GET", "/v1/workers?limit=" + WORKERS_LIMIT + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "")));
+    if (workers.cursor !== cursor) return; // left, or another page: its own read is on its way
+    renderWorkers(r || { workers: [], next_cursor: "", live: 0 });
+  }
+  const soonWorkers = throttle(loadWorkers, WORKERS_SOON_MS);
+
+  // workersAfterEvent reads the page WORKERS_EVENT_MS after an event that
+  // may have changed it (once for many): a worker tells the registry of a
+  // job it claimed or finished just after the event (a Go worker within a
+  // second).
+  function workersAfterEvent() {
+    if (!workers.eventTimer) workers.eventTimer = setTimeout(() => { workers.eventTimer = 0; soonWorkers(); }, WORKERS_EVENT_MS);
+  }
+
+  function chips(list) { return (list || []).map((x) => el("span", { class: "chip" }, x)); }
+
+  function renderWorkers(r) {
+    $("workers-live").textContent = r.live;
+    workers.held = new Set();
+    const rows = r.workers.map((w) => {
+      for (const j of w.jobs) {
+        workers.held.add(j.queue + "/" + j.id);
+        workers.holders.delete(j.queue + "/" + j.id);
+        workers.holders.set(j.queue + "/" + j.id, w.id);
+      }
+      return el("tr", { class: "worker", dataset: { id: w.id, jobs: String(w.jobs.length) } },
+        el("td", { class: "w-id" }, el("code", {}, w.id)),
+        el("td", { class: "w-host" }, w.host || "—"),
+        el("td", { class: "w-labels" }, ...chips(w.labels)),
+        el("td", { class: "w-queues" }, ...(w.queues || []).map((q) => el("a", { href: "#/queues/" + encodeURIComponent(q), class: "chip" }, q))),
+        el("td", { class: "w-version" }, w.version || "—"),
+        Object.assign(timeCell(w.started_at), { className: "w-started" }),
+        Object.assign(timeCell(w.last_seen_at), { className: "w-seen" }),
+        Object.assign(timeCell(w.expires_at), { className: "w-expires" }),
+        el("td", { class: "jobs" }, ...(w.jobs.length ? w.jobs.map((j) => el("a", { href: jobHash(j.queue, j.id), class: "held",
+          title: j.queue + "/" + j.id, dataset: { queue: j.queue, id: j.id } }, el("code", {}, j.queue + "/" + j.id.slice(-12)))) : ["—"])));
+    });
+    while (workers.holders.size > MAX_KNOWN) workers.holders.delete(workers.holders.keys().next().value);
+    $("workers").tBodies[0].replaceChildren(...rows);
+    $("no-workers").hidden = rows.length > 0 || !!workers.cursor;
+    $("workers-first").hidden = !workers.cursor;
+    const next = $("workers-next");
+    next.hidden = !r.next_cursor;
+    next.href = r.next_cursor ? "#/workers/after/" + encodeURIComponent(r.next_cursor) : "#/workers";
   }
 
   // Views and routes -------------------------------------------------------
@@ -682,6 +769,7 @@
         $("job-events").replaceChildren();
         $("no-job-events").hidden = false;
         $("job-gone").hidden = true;
+        $("job-holder").hidden = true;
         setJobStatus("…", "");
         renderDeliveries([]);
         soonJob();
@@ -689,6 +777,29 @@
       leave() { job.id = ""; soonJob.cancel(); },
       load: loadJob,
       event: jobEvent,
+    },
+    workers: {
+      enter(p) {
+        workers.cursor = p.cursor || "";
+        workers.held = new Set();
+        $("workers-live").textContent = "…";
+        $("workers").tBodies[0].replaceChildren();
+        $("no-workers").hidden = true;
+        soonWorkers();
+        clearInterval(workers.timer);
+        workers.timer = setInterval(soonWorkers, WORKERS_MS);
+      },
+      leave() {
+        workers.cursor = null;
+        clearInterval(workers.timer);
+        clearTimeout(workers.eventTimer);
+        workers.timer = workers.eventTimer = 0;
+        soonWorkers.cancel();
+      },
+      load: loadWorkers,
+      event(type, d) {
+        if (type === "claimed" || workers.held.has(d.queue + "/" + d.id)) workersAfterEvent();
+      },
     },
     notfound: {
       enter() { $("notfound-hash").textContent = location.hash; },
@@ -700,6 +811,8 @@
     ["/queues", "queues"],
     ["/queues/:queue", "queues"],
     ["/queues/:queue/jobs/:id", "job"],
+    ["/workers", "workers"],
+    ["/workers/after/:cursor", "workers"],
   ].map(([pattern, view]) => {
     const names = [];
     const re = new RegExp("^" + pattern.replace(/:(\w+)/g, (_, n) => { names.push(n); return "([^/]+)"; }) + "$");
