@@ -313,7 +313,7 @@ func (p *Pool) run(ctx context.Context, n int, j *queue.Job) {
 		return
 	}
 	res, _ := json.Marshal(map[string]any{"worker": n, "took": pl.took.String(), "kind": j.Kind})
-	p.logLine(ctx, j, fmt.Sprintf("done in %s", pl.took))
+	p.logLine(ctx, j, fmt.Sprintf("done in %s", pl.took.Round(time.Millisecond)))
 	if err := p.cfg.Client.CompleteWith(ctx, j.Queue, j.ID, j.Token, queue.CompleteOptions{Result: res,
 		Artifacts: map[string]json.RawMessage{ArtifactName: summary(j.Kind, j.Payload, n, j.Attempts, nsteps, pl.took)}}); err != nil {
 		p.log.Warn("demo: complete failed", "job", j.ID, "err", err)
