@@ -608,7 +608,6 @@
     renderDeliveries(j.deliveries || []);
     if (j.progress) renderProgress(j.progress);
     renderArtifacts(j.artifacts || {});
-    if (!FINISHED.has(j.status)) openJobStream(); // e.g. retried after its stream ended
   }
 
   function setJobStatus(status, attempts) {
@@ -621,7 +620,7 @@
   }
 
   async function loadJob() {
-    const q = job.queue, id = job.id, seen = queueEvents(q);
+    const q = job.queue, id = job.id, seen = queueEvents(q), started = Date.now();
     if (!id) return;
     let j;
     try {
@@ -631,8 +630,12 @@
       j = null;
     }
     if (q !== job.queue || id !== job.id) return;
-    if (j) renderJob(j);
-    else { $("job-gone").hidden = false; setJobStatus("deleted", $("job-attempts").textContent); closeJobStream("deleted"); }
+    if (j) {
+      renderJob(j);
+      // Retried since its stream ended (and the event was missed): open it
+      // again. Not on a read begun before the end: it may predate it.
+      if (!FINISHED.has(j.status) && started >= jl.endedAt) openJobStream();
+    } else { $("job-gone").hidden = false; setJobStatus("deleted", $("job-attempts").textContent); closeJobStream("deleted"); }
     if (queueEvents(q) !== seen) soonJob(); // an event of the queue overtook the read
   }
   const soonJob = throttle(loadJob, LIST_MS);
@@ -666,13 +669,13 @@
   // stream does not carry (the artifacts, whether the log was truncated)
   // is read at each status, and at most every EXTRAS_MS while lines and
   // progress come.
-  const jl = { stream: null, seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", artifacts: new Map(), truncated: false, state: "", info: null };
+  const jl = { stream: null, seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", artifacts: new Map(), truncated: false, state: "", info: null, endedAt: 0 };
 
   function resetJobLive() {
     closeJobStream("");
     cancelAnimationFrame(jl.frame);
     soonExtras.cancel();
-    Object.assign(jl, { seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", truncated: false, state: "", info: null });
+    Object.assign(jl, { seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", truncated: false, state: "", info: null, endedAt: 0 });
     jl.artifacts.clear();
     $("job-log").replaceChildren();
     $("job-log").hidden = true;
@@ -701,7 +704,7 @@
   function closeJobStream(why) {
     if (jl.stream) jl.stream.close();
     jl.stream = null;
-    if (why) showJobStream("ended", why);
+    if (why) { jl.endedAt = Date.now(); showJobStream("ended", why); }
   }
 
   function showJobStream(s, info) {
