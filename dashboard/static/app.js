@@ -959,8 +959,9 @@
   // error it closes it and opens it again after BACKOFF_MS (the browser's
   // own retry gives up on an HTTP error). src may be a function answering
   // the URL, called at each (re)open: a stream that resumes says from where
-  // in its URL (a new EventSource sends no Last-Event-ID). opts: types, the event names to take;
-  // event(type, data) with each event's JSON; open() each time it opens;
+  // in its URL (a new EventSource sends no Last-Event-ID). opts: types, the
+  // event names to take; event(type, data) with each event's JSON; open()
+  // each time it opens;
   // state(s, info) with s "connecting", "live" or "down" and info
   // {attempt, retryAt}. The browser sends the session cookie with it.
   // Answers {close()}. (For a view's own stream, e.g. one job's, open it in
