@@ -4,7 +4,9 @@
 // with the job event stream (GET /v1/events, Server-Sent Events), not by
 // polling: events move its counts, charts, lists and job pages, and it
 // reads everything again when the stream (re)connects and every 30 s. Its
-// views are hash routes (#/queues, #/queues/{queue}/jobs/{id}). It holds
+// views are hash routes (#/queues, #/queues/{queue}/jobs/{id}); a job's
+// page also holds the job's own stream (its log, progress and status,
+// resumed after the last line shown) while it is shown. It holds
 // no credential of its own: the browser sends the session cookie that
 // GET /?token=T set (see package api) with every request and with the
 // event stream. See docs/DASHBOARD.md.

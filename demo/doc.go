@@ -5,8 +5,8 @@
 // jobs promoted, failures retried into the dead set and hung jobs
 // reclaimed.
 //
-// The workers use a [queue.Client] directly (Claim, Heartbeat, Complete,
-// Fail, Release) rather than the worker package, so that a hang can be
+// The workers use a [queue.Client] directly (Claim, HeartbeatWith,
+// CompleteWith, Fail, Release, AppendLog) rather than the worker package, so that a hang can be
 // simulated faithfully: a hung worker has crashed holding its job, which
 // it never completes nor heartbeats, so the job's lease lapses and a
 // reclaim sweep returns it to pending. All waiting is on the pool's
@@ -16,6 +16,13 @@
 // (package registry) as demo-1..N (see [WorkerID]), with the job each
 // holds, so the dashboard's workers page lists them; a hung worker's
 // entry is left to expire with its job, as a crashed worker's would.
+//
+// A job's work is cut into steps (MinSteps to MaxSteps, one per
+// StepEvery): the worker logs a line when it claims the job, one per step
+// and one at the end (or the error of a simulated failure), carries the
+// progress in each step's heartbeat, and completes the job with the
+// artifact ArtifactName (what the job made), so that the job's page on the
+// dashboard shows a live log, progress and an output.
 //
 // [Pool.Routes] are the /v1/demo routes, for [api.Config.Routes], and
 // [OpenAPI] their OpenAPI paths, for [api.Config.RoutesOpenAPI]. What the

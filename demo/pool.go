@@ -289,11 +289,15 @@ func (p *Pool) count(f func()) {
 	f()
 }
 
-// run works one claimed job.
+// run works one claimed job. It leaves what a job's page shows: a log
+// line when claimed, one per step of its work and one at its end, its
+// progress with each step's heartbeat, and on completion the artifact
+// ArtifactName.
 func (p *Pool) run(ctx context.Context, me *self, j *queue.Job) {
 	pl := p.draw()
 	p.count(func() { p.counts.claimed++ })
 	p.reg.claimed(me, j)
+	p.logLine(ctx, j, fmt.Sprintf("claimed by %s (attempt %d of %d)", me.id, j.Attempts, j.MaxAttempts))
 	if pl.hang {
 		// The worker crashed: the job is left as it is, its lease running
 		// out. The pool's replacement goes on claiming.
@@ -311,10 +315,12 @@ func (p *Pool) run(ctx context.Context, me *self, j *queue.Job) {
 	p.count(func() { p.busy++ })
 	defer p.count(func() { p.busy-- })
 	defer p.reg.done(me, j)
-	if !p.workFor(ctx, j, pl.took) {
+	nsteps := steps(pl.took)
+	if !p.workFor(ctx, j, pl.took, nsteps) {
 		// Stopped mid-job: hand the job back at once.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
+		p.logLine(rctx, j, fmt.Sprintf("%s stopped: the job is released", me.id))
 		if err := p.cfg.Client.Release(rctx, j.Queue, j.ID, j.Token); err != nil {
 			p.log.Warn("demo: release failed", "job", j.ID, "err", err)
 		}
@@ -323,6 +329,7 @@ func (p *Pool) run(ctx context.Context, me *self, j *queue.Job) {
 	}
 	if pl.fail {
 		msg := fmt.Sprintf("simulated %s failure (worker %s, attempt %d of %d)", j.Kind, me.id, j.Attempts, j.MaxAttempts)
+		p.logLine(ctx, j, "error: "+msg)
 		if _, err := p.cfg.Client.Fail(ctx, j.Queue, j.ID, j.Token, queue.FailOptions{Error: msg}); err != nil {
 			p.log.Warn("demo: fail failed", "job", j.ID, "err", err)
 			return
@@ -331,30 +338,56 @@ func (p *Pool) run(ctx context.Context, me *self, j *queue.Job) {
 		return
 	}
 	res, _ := json.Marshal(map[string]any{"worker": me.id, "took": pl.took.String(), "kind": j.Kind})
-	if err := p.cfg.Client.Complete(ctx, j.Queue, j.ID, j.Token, res); err != nil {
+	p.logLine(ctx, j, fmt.Sprintf("done in %s", pl.took.Round(time.Millisecond)))
+	if err := p.cfg.Client.CompleteWith(ctx, j.Queue, j.ID, j.Token, queue.CompleteOptions{Result: res,
+		Artifacts: map[string]json.RawMessage{ArtifactName: summary(j.Kind, j.Payload, me.id, j.Attempts, nsteps, pl.took)}}); err != nil {
 		p.log.Warn("demo: complete failed", "job", j.ID, "err", err)
 		return
 	}
 	p.count(func() { p.counts.completed++ })
 }
 
-// workFor waits d on the clock, heartbeating every half visibility so a
-// slow job keeps its lease. It answers false when ctx ended first.
-func (p *Pool) workFor(ctx context.Context, j *queue.Job, d time.Duration) bool {
-	step := max(j.Visibility/2, 50*time.Millisecond)
-	for d > 0 { // at most MaxLatency*1.5/step rounds
-		wait := min(d, step)
-		if !p.pause(ctx, wait) {
-			return false
-		}
-		d -= wait
-		if d > 0 {
-			if _, err := p.cfg.Client.Heartbeat(ctx, j.Queue, j.ID, j.Token, 0); err != nil {
-				p.log.Warn("demo: heartbeat failed", "job", j.ID, "err", err)
+// workFor works j for d on the clock in nsteps equal steps, each ending
+// with its log line and a heartbeat carrying the progress. A step longer
+// than half the job's visibility heartbeats within it too, so a slow job
+// keeps its lease. It answers false when ctx ended first.
+func (p *Pool) workFor(ctx context.Context, j *queue.Job, d time.Duration, nsteps int) bool {
+	half := max(j.Visibility/2, 50*time.Millisecond)
+	for i := 1; i <= nsteps; i++ { // at most MaxSteps, each at most MaxLatency*1.5/half waits
+		left := d*time.Duration(i)/time.Duration(nsteps) - d*time.Duration(i-1)/time.Duration(nsteps)
+		for left > 0 {
+			wait := min(left, half)
+			if !p.pause(ctx, wait) {
+				return false
+			}
+			left -= wait
+			if left > 0 {
+				p.heartbeat(ctx, j, nil)
 			}
 		}
+		if ctx.Err() != nil {
+			return false
+		}
+		p.logLine(ctx, j, stepLine(j.Kind, i, nsteps))
+		p.heartbeat(ctx, j, &queue.Progress{Percent: float64(100*i) / float64(nsteps),
+			Message: fmt.Sprintf("%s (%d of %d)", stage(j.Kind, i, nsteps), i, nsteps)})
 	}
 	return ctx.Err() == nil
+}
+
+// logLine appends line to j's log; a failure is logged, not fatal (the
+// job goes on: a lost lease shows at its completion).
+func (p *Pool) logLine(ctx context.Context, j *queue.Job, line string) {
+	if _, err := p.cfg.Client.AppendLog(ctx, j.Queue, j.ID, j.Token, []string{line}); err != nil && ctx.Err() == nil {
+		p.log.Warn("demo: log failed", "job", j.ID, "err", err)
+	}
+}
+
+// heartbeat extends j's lease, with its progress when pr is not nil.
+func (p *Pool) heartbeat(ctx context.Context, j *queue.Job, pr *queue.Progress) {
+	if _, err := p.cfg.Client.HeartbeatWith(ctx, j.Queue, j.ID, j.Token, queue.HeartbeatOptions{Progress: pr}); err != nil && ctx.Err() == nil {
+		p.log.Warn("demo: heartbeat failed", "job", j.ID, "err", err)
+	}
 }
 
 // pause waits d on the clock; false when ctx ended first.

@@ -2,7 +2,9 @@ package demo_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
@@ -104,6 +106,10 @@ func TestPoolCompletesAndFails(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dead, 2)
 	require.Contains(t, dead[0].LastError, "simulated")
+	page, err := b.client.Logs(b.ctx, demo.DefaultQueue, dead[0].ID, 0, 0)
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Lines)
+	require.Equal(t, "error: "+dead[0].LastError, page.Lines[len(page.Lines)-1].Line, "a failed job's log ends with its error")
 }
 
 // TestPoolHangAndReclaim: a hung worker holds its job without a heartbeat;
@@ -211,4 +217,71 @@ func TestPoolNotRunning(t *testing.T) {
 	require.Error(t, pool.Start(t.Context()))
 	require.NoError(t, pool.Stop(t.Context()))
 	require.ErrorIs(t, pool.Configure(demo.Settings{Size: 1}), demo.ErrStopped)
+}
+
+// TestPoolJobLogProgressArtifact: a demo job leaves what its page shows: a
+// log line when claimed, one per step, each step's progress with its
+// heartbeat, a last line, and on completion the artifact "summary".
+func TestPoolJobLogProgressArtifact(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	jobs, err := b.pool.Enqueue(b.ctx, demo.Batch{Count: 1, Kinds: []string{"thumbnail"}})
+	require.NoError(t, err)
+	id := jobs[0].ID
+	// Latency 2s: 1 s to 3 s of work, in 4 to 6 steps of at most 750 ms.
+	require.NoError(t, b.pool.Configure(demo.Settings{Size: 1, Latency: 2 * time.Second}))
+	logs := func() queue.LogPage {
+		page, err := b.client.Logs(b.ctx, demo.DefaultQueue, id, 0, queue.MaxLogPage)
+		require.NoError(t, err)
+		return page
+	}
+	require.Eventually(t, func() bool { return logs().Total == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, "claimed by demo-1 (attempt 1 of 3)", logs().Lines[0].Line)
+	// Step by step: each step a line and a higher progress.
+	var last float64
+	for step := 1; ; step++ {
+		require.LessOrEqual(t, step, demo.MaxSteps)
+		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
+		b.clock.Advance(time.Second) // more than a step
+		var j *queue.Job
+		require.Eventually(t, func() bool {
+			j, err = b.client.Get(b.ctx, demo.DefaultQueue, id)
+			require.NoError(t, err)
+			return j.Progress != nil && j.Progress.Percent > last && logs().Total >= int64(1+step)
+		}, 10*time.Second, 10*time.Millisecond, "step %d", step)
+		if j.Progress.Percent < 100 {
+			require.Equal(t, queue.StatusProcessing, j.Status)
+			require.EqualValues(t, 1+step, logs().Total, "a line a step")
+		}
+		require.Regexp(t, `^\w.* \(`+strconv.Itoa(step)+` of \d\)$`, j.Progress.Message)
+		require.Regexp(t, `^\w.* \(step `+strconv.Itoa(step)+` of \d\)$`, logs().Lines[step].Line)
+		last = j.Progress.Percent
+		if last == 100 {
+			require.GreaterOrEqual(t, step, demo.MinSteps)
+			break
+		}
+	}
+	var j *queue.Job
+	require.Eventually(t, func() bool {
+		j, err = b.client.Get(b.ctx, demo.DefaultQueue, id)
+		require.NoError(t, err)
+		return j.Status == queue.StatusCompleted
+	}, 10*time.Second, 10*time.Millisecond)
+	page := logs()
+	require.Regexp(t, `^done in \d`, page.Lines[len(page.Lines)-1].Line)
+	for i, l := range page.Lines {
+		require.EqualValues(t, i+1, l.Seq)
+	}
+	require.False(t, page.Truncated)
+	arts, err := b.client.Artifacts(b.ctx, demo.DefaultQueue, id)
+	require.NoError(t, err)
+	var got map[string]struct {
+		Kind   string         `json:"kind"`
+		Steps  int            `json:"steps"`
+		Output map[string]any `json:"output"`
+	}
+	require.NoError(t, json.Unmarshal(arts, &got))
+	require.Equal(t, "thumbnail", got[demo.ArtifactName].Kind)
+	require.Equal(t, len(page.Lines)-2, got[demo.ArtifactName].Steps)
+	require.Contains(t, got[demo.ArtifactName].Output["thumbnail"], "thumbs/uploads/img_")
 }

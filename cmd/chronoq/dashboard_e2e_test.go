@@ -647,3 +647,165 @@ func TestDashboardWorkers(t *testing.T) {
 	require.Empty(t, problems, "the page logged errors")
 	mu.Unlock()
 }
+
+// TestDashboardJobLogInBrowser: a running demo job's page, in a real
+// headless Chromium, shows the job's log lines and progress arriving live
+// from the job's own stream; when the server goes away and comes back,
+// the stream resumes after the last line shown (no line twice) and the
+// job's later lines follow; when the job completes the page shows its
+// artifact (collapsible, pretty JSON) and the stream's end with the final
+// status. A log past its cap shows its 1000 lines and "truncated".
+func TestDashboardJobLogInBrowser(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	redisURL, ns := "redis://"+testutil.RedisAddr(t)+"/0", testutil.Namespace(t)
+	args := []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n", "--reclaim-interval", "1h", "--workers", "0"}
+	s := startServeAs(t, "demo", args, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.logs)
+		}
+	})
+	console := chromedp.Console(b.ctx)
+	var mu sync.Mutex
+	var problems []string
+	outage := false // from then on the page makes failed requests on purpose
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if !outage && (m.IsException() || m.Type == "error") {
+				problems = append(problems, m.String()+" "+m.URL)
+			}
+			mu.Unlock()
+		}
+	}()
+	post := func(srv *served, path, body string) map[string]any {
+		t.Helper()
+		status, m := srv.do(t, http.MethodPost, path, body)
+		require.Less(t, status, 300, "%s: %v", path, m)
+		return m
+	}
+	logTotal := func(srv *served, q, id string) float64 {
+		t.Helper()
+		status, m := srv.do(t, http.MethodGet, "/v1/queues/"+q+"/jobs/"+id+"/logs?limit=1", "")
+		require.Equal(t, http.StatusOK, status, "%v", m)
+		return m["total"].(float64)
+	}
+	const (
+		lines    = `document.querySelectorAll("#job-log li").length`
+		percent  = `Number(document.getElementById("job-progress").dataset.percent || -1)`
+		status   = `document.getElementById("job-status").dataset.status`
+		seqs     = `[...document.querySelectorAll("#job-log li")].map((l) => l.dataset.seq).join()`
+		streamSt = `document.getElementById("job-stream").dataset.state`
+	)
+
+	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
+	b.waitFor("the stream live", liveState("live"), 10*time.Second)
+
+	// A thumbnail job and one worker taking 5 s to 15 s over it, in 10 to
+	// 20 steps: its page is opened once it has run a step.
+	id := post(s, "/v1/demo/batch", `{"count":1,"kinds":["thumbnail"]}`)["ids"].([]any)[0].(string)
+	post(s, "/v1/demo/pool", `{"size":1,"latency":"10s","fail_rate":0,"hang_rate":0}`)
+	require.Eventually(t, func() bool { return logTotal(s, "demo", id) >= 2 }, 10*time.Second, 20*time.Millisecond)
+	b.eval(`location.hash = "#/queues/demo/jobs/` + id + `"; "ok"`)
+	b.waitFor("the running job's log and progress", status+` === "processing" && `+lines+` >= 2 && `+percent+` > 0 && `+percent+` < 100 && `+streamSt+` === "live"`, 10*time.Second)
+	require.Equal(t, "claimed by demo-1 (attempt 1 of 3)", b.eval(`document.querySelector("#job-log li .text").textContent`))
+	n0, p0 := b.num(lines), b.num(percent)
+	b.waitFor("more lines and progress, live", fmt.Sprintf(`%s > %v && %s > %v && %s === "processing"`, lines, n0, percent, p0, status), 10*time.Second)
+	require.Regexp(t, `^\w.* \(\d+ of \d+\)$`, b.eval(`document.getElementById("job-progress-msg").textContent`))
+	require.Regexp(t, `^\d+(\.\d)?%$`, b.eval(`document.getElementById("job-progress-pct").textContent`))
+	require.Regexp(t, `^\d\d:\d\d:\d\d\.\d\d\d$`, b.eval(`document.querySelector("#job-log li time").textContent`))
+	require.Equal(t, "true", b.eval(`String(document.getElementById("no-job-artifacts").hidden === false)`), "no artifact before completion")
+
+	// The worker stops mid-job: the job is released (a last line), pending.
+	post(s, "/v1/demo/pool", `{"size":0}`)
+	b.waitFor("the job released", status+` === "pending" && document.querySelector("#job-log li:last-child .text").textContent.includes("released")`, 10*time.Second)
+	shown := b.eval(seqs)
+
+	mu.Lock()
+	require.Empty(t, problems, "the page logged errors")
+	outage = true
+	mu.Unlock()
+
+	// The server goes away: the job's stream is down. Back (its workers at
+	// 0), then a worker taking 0.5 s to 1.5 s: the stream resumes, the
+	// lines shown are not shown again, the new ones follow.
+	addr := strings.TrimPrefix(s.base, "http://")
+	s.stop()
+	b.waitFor("the job's stream down", streamSt+` === "down"`, 10*time.Second)
+	back := startServeAs(t, "demo", slices.Concat(args, []string{"--listen", addr}), nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(back.logs)
+		}
+	})
+	b.waitFor("the job's stream live again", streamSt+` === "live"`, 45*time.Second)
+	require.Equal(t, shown, b.eval(seqs), "nothing new, nothing twice")
+	post(back, "/v1/demo/pool", `{"size":1,"latency":"1s","fail_rate":0,"hang_rate":0}`)
+	b.waitFor("the job completed, its stream ended", status+` === "completed" && `+streamSt+` === "ended" && `+
+		text("job-stream", "stream ended: job completed"), 20*time.Second)
+	b.waitFor("its artifact", `!!document.querySelector('#job-artifacts details.artifact[data-name=summary][open] pre')`, 10*time.Second)
+	total := logTotal(back, "demo", id)
+	b.waitFor("every line", fmt.Sprintf(`%s === %v`, lines, total), 5*time.Second)
+	want := make([]string, int(total))
+	for i := range want {
+		want[i] = strconv.Itoa(i + 1)
+	}
+	require.Equal(t, strings.Join(want, ","), b.eval(seqs), "each line once, in order")
+	require.Contains(t, b.eval(`document.getElementById("job-log").innerText`), "claimed by demo-1 (attempt 2 of 3)")
+	require.Regexp(t, `^done in `, b.eval(`document.querySelector("#job-log li:last-child .text").textContent`))
+	require.Equal(t, "100", b.eval(`document.getElementById("job-progress").dataset.percent`))
+	require.Equal(t, "100%", b.eval(`document.getElementById("job-progress-pct").textContent`))
+	require.Equal(t, fmt.Sprintf("%v lines", total), b.eval(`document.getElementById("job-log-count").textContent`))
+	art := b.eval(`document.querySelector("#job-artifacts details[data-name=summary] pre").textContent`)
+	require.Contains(t, art, "\n  \"kind\": \"thumbnail\"", "pretty JSON")
+	require.Contains(t, art, "thumbs/uploads/img_")
+	b.screenshot("dashboard-job-log.png")
+	// Collapsible.
+	b.do(b.click(`#job-artifacts details[data-name=summary] summary`))
+	require.Equal(t, "false", b.eval(`String(document.querySelector("#job-artifacts details[data-name=summary]").open)`))
+
+	// A long log, past its cap: 1100 lines appended, 1000 kept. Its page
+	// shows them, following them while the box is at its bottom, not when
+	// scrolled up, and "truncated"; the job's completion ends its stream.
+	long := post(back, "/v1/jobs", `{"queue":"long","kind":"k"}`)["id"].(string)
+	token := post(back, "/v1/queues/long/claim", `{"wait":"5s"}`)["jobs"].([]any)[0].(map[string]any)["token"].(string)
+	appendBatch := func(batch int) {
+		ls := make([]string, 100)
+		for i := range ls {
+			ls[i] = strconv.Quote(fmt.Sprintf("line %d", batch*100+i+1))
+		}
+		post(back, "/v1/queues/long/jobs/"+long+"/logs", `{"token":"`+token+`","lines":[`+strings.Join(ls, ",")+`]}`)
+	}
+	const (
+		scrolls  = `(() => { const l = document.getElementById("job-log"); return l.scrollHeight > l.clientHeight })()`
+		atBottom = `(() => { const l = document.getElementById("job-log"); return l.scrollTop + l.clientHeight >= l.scrollHeight - 8 })()`
+	)
+	appendBatch(0)
+	b.eval(`location.hash = "#/queues/long/jobs/` + long + `"; "ok"`)
+	b.waitFor("100 lines", lines+` === 100`, 10*time.Second)
+	require.Equal(t, "true", b.eval(`String(`+scrolls+` && `+atBottom+`)`), "the box scrolls, at its bottom")
+	appendBatch(1)
+	b.waitFor("200 lines", lines+` === 200`, 10*time.Second)
+	require.Equal(t, "true", b.eval(`String(`+atBottom+`)`), "followed")
+	b.eval(`document.getElementById("job-log").scrollTop = 0; "ok"`)
+	appendBatch(2)
+	b.waitFor("300 lines", lines+` === 300`, 10*time.Second)
+	require.Equal(t, "0", b.eval(`String(document.getElementById("job-log").scrollTop)`), "scrolled up: left there")
+	require.Equal(t, "true", b.eval(`String(document.getElementById("job-log-truncated").hidden)`))
+	b.eval(`const l = document.getElementById("job-log"); l.scrollTop = l.scrollHeight; "ok"`)
+	for batch := 3; batch < 11; batch++ {
+		appendBatch(batch)
+	}
+	b.waitFor("1000 lines, truncated", lines+` === 1000 && !document.getElementById("job-log-truncated").hidden && `+
+		text("job-log-count", "1000 lines")+` && `+atBottom, 20*time.Second)
+	require.Equal(t, "line 1000", b.eval(`document.querySelector("#job-log li:last-child .text").textContent`))
+	post(back, "/v1/queues/long/jobs/"+long+"/complete", `{"token":"`+token+`","artifacts":{"n":{"lines":1000}}}`)
+	b.waitFor("the long job completed, its stream ended", status+` === "completed" && `+text("job-stream", "stream ended: job completed")+
+		` && !!document.querySelector("#job-artifacts details[data-name=n]")`, 10*time.Second)
+	require.EqualValues(t, 1000, b.num(lines))
+	b.screenshot("dashboard-job-long-log.png")
+}

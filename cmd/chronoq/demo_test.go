@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/demo"
 )
 
 // TestDemo: `chronoq demo` needs no set-up (the embedded Redis), serves
@@ -29,6 +31,21 @@ func TestDemo(t *testing.T) {
 		_, q := s.do(t, http.MethodGet, "/v1/queues/demo", "")
 		return q["completed_total"] == float64(5)
 	}, 10*time.Second, 20*time.Millisecond)
+	// Each job left a log (a line when claimed, one a step, one at its
+	// end), its progress and the artifact "summary".
+	for _, id := range body["ids"].([]any) {
+		path := "/v1/queues/demo/jobs/" + id.(string)
+		status, logs := s.do(t, http.MethodGet, path+"/logs", "")
+		require.Equal(t, http.StatusOK, status, "%v", logs)
+		lines := logs["lines"].([]any)
+		require.GreaterOrEqual(t, len(lines), 2+demo.MinSteps)
+		require.Contains(t, lines[0].(map[string]any)["line"], "claimed by demo-")
+		require.Contains(t, lines[len(lines)-1].(map[string]any)["line"], "done in")
+		status, j := s.do(t, http.MethodGet, path, "")
+		require.Equal(t, http.StatusOK, status, "%v", j)
+		require.EqualValues(t, 100, j["progress"].(map[string]any)["percent"])
+		require.Contains(t, j["artifacts"], demo.ArtifactName)
+	}
 
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/", nil)
 	require.NoError(t, err)

@@ -14,7 +14,9 @@
 //   delay (BACKOFF_MS) on an error. The browser sends the session cookie
 //   with it, as with every fetch (an EventSource cannot send an
 //   Authorization header). A view with a stream of its own opens it with
-//   stream() in enter and closes it in leave.
+//   stream() in enter and closes it in leave (the job page does: its log,
+//   progress and status, resuming after the last log line it shows: url
+//   may be a function, called at each reopen).
 // - live: the page's stream, /v1/events for every queue. Each event moves
 //   the queue counts at once (applyEvent), feeds the charts, then goes to
 //   the shown view. Each time it opens, everything is read again, since
@@ -48,6 +50,8 @@
   const EVENT_TYPES = ["enqueued", "promoted", "claimed", "completed", "retried", "dead", "reclaimed", "released",
     "canceled", "rescheduled", "run_now", "deleted"];
   const DEPTHS = new Set(["scheduled", "pending", "processing", "dead"]);
+  const FINISHED = new Set(["completed", "dead", "canceled"]); // a job's stream ends after these
+  const EXTRAS_MS = 2000;   // a running job's artifacts and log state read again after its stream's events, at most this often
 
   const state = {
     queues: new Map(),  // name -> the queue's JSON (GET /v1/queues), moved by events; _at: when its lateness was known
@@ -605,12 +609,14 @@
     job.data = j;
     know(j.id, j.status);
     $("job-gone").hidden = true;
-    $("detail-job").textContent = JSON.stringify(Object.assign({}, j, { payload: undefined, result: undefined, last_error: undefined }), null, 2);
+    $("detail-job").textContent = JSON.stringify(Object.assign({}, j, { payload: undefined, result: undefined, last_error: undefined, artifacts: undefined }), null, 2);
     $("detail-payload").textContent = JSON.stringify(j.payload, null, 2);
     $("detail-result").textContent = j.result === null || j.result === undefined ? "—" : JSON.stringify(j.result, null, 2);
     $("detail-error").textContent = j.last_error || "—";
     setJobStatus(j.status, j.attempts);
     renderDeliveries(j.deliveries || []);
+    if (j.progress) renderProgress(j.progress);
+    renderArtifacts(j.artifacts || {});
   }
 
   function setJobStatus(status, attempts) {
@@ -623,7 +629,7 @@
   }
 
   async function loadJob() {
-    const q = job.queue, id = job.id, seen = queueEvents(q);
+    const q = job.queue, id = job.id, seen = queueEvents(q), started = Date.now();
     if (!id) return;
     let j;
     try {
@@ -633,8 +639,12 @@
       j = null;
     }
     if (q !== job.queue || id !== job.id) return;
-    if (j) renderJob(j);
-    else { $("job-gone").hidden = false; setJobStatus("deleted", $("job-attempts").textContent); }
+    if (j) {
+      renderJob(j);
+      // Retried since its stream ended (and the event was missed): open it
+      // again. Not on a read begun before the end: it may predate it.
+      if (!FINISHED.has(j.status) && started >= jl.endedAt) openJobStream();
+    } else { $("job-gone").hidden = false; setJobStatus("deleted", $("job-attempts").textContent); closeJobStream("deleted"); }
     await loadHolder(j);
     if (queueEvents(q) !== seen) soonJob(); // an event of the queue overtook the read
   }
@@ -668,8 +678,177 @@
     $("job-events").prepend(el("li", { dataset: { type, status } }, el("time", { datetime: d.at || "" }, at.toLocaleTimeString()),
       " " + type + " → ", el("b", {}, status), " (attempts " + d.attempts + ")"));
     $("no-job-events").hidden = true;
+    if (type === "deleted") closeJobStream("deleted");
+    else if (!FINISHED.has(status)) openJobStream();
     soonJob();
   }
+
+  // The job's own stream: its log, progress and status ---------------------
+  //
+  // GET .../jobs/{id}/stream, open while the job's page is shown and the
+  // job is not finished: each log line (its SSE id is its seq), each
+  // progress and status change. It reopens with ?after=<the last seq
+  // shown>, and a line at or below that seq is dropped, so a reconnect
+  // never shows a line twice. The stream ends after a finished job's
+  // status; the page closes it then, and opens it again if the job is
+  // retried. The log's lines are added to the page in batches, one per
+  // animation frame (a catch-up of 1000 lines is one layout), and the log
+  // box follows the new lines while it is scrolled to its bottom. What the
+  // stream does not carry (the artifacts, whether the log was truncated)
+  // is read at each status, and at most every EXTRAS_MS while lines and
+  // progress come.
+  const jl = { stream: null, seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", artifacts: new Map(), truncated: false, state: "", info: null, endedAt: 0 };
+
+  function resetJobLive() {
+    closeJobStream("");
+    cancelAnimationFrame(jl.frame);
+    soonExtras.cancel();
+    Object.assign(jl, { seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", truncated: false, state: "", info: null, endedAt: 0 });
+    jl.artifacts.clear();
+    $("job-log").replaceChildren();
+    $("job-log").hidden = true;
+    $("no-job-log").hidden = false;
+    $("job-log-count").textContent = "";
+    $("job-log-truncated").hidden = true;
+    $("job-progress").value = 0;
+    $("job-progress").dataset.percent = "";
+    $("job-progress-pct").textContent = "—";
+    $("job-progress-msg").textContent = "no progress reported";
+    $("job-artifacts").replaceChildren();
+    $("no-job-artifacts").hidden = false;
+  }
+
+  function openJobStream() {
+    if (jl.stream || !job.id) return;
+    jl.stream = stream(() => jobPath(job) + "/stream?after=" + jl.seq, {
+      types: ["log", "progress", "status"],
+      event: jobStreamEvent,
+      state(s, info) { showJobStream(s, info); },
+    });
+  }
+
+  // closeJobStream closes the job's stream; why ("completed", "deleted"…)
+  // is shown as the reason it ended.
+  function closeJobStream(why) {
+    if (jl.stream) jl.stream.close();
+    jl.stream = null;
+    if (why) { jl.endedAt = Date.now(); showJobStream("ended", why); }
+  }
+
+  function showJobStream(s, info) {
+    jl.state = s;
+    jl.info = info;
+    const e = $("job-stream");
+    e.dataset.state = s;
+    if (s === "live") e.textContent = "● live";
+    else if (s === "connecting") e.textContent = "connecting…";
+    else if (s === "ended") e.textContent = "stream ended: job " + info;
+    else {
+      const sec = Math.max(0, Math.ceil((info.retryAt - Date.now()) / 1000));
+      e.textContent = "stream down · " + (sec > 0 ? "reconnecting in " + sec + "s" : "reconnecting…");
+    }
+  }
+
+  function jobStreamEvent(type, d) {
+    if (type === "log") {
+      if (!(d.seq > jl.seq)) return; // shown already (a reconnect's catch-up)
+      jl.seq = d.seq;
+      jl.pending.push(d);
+      if (!jl.frame) jl.frame = requestAnimationFrame(flushLog);
+      if (!jl.truncated) soonExtras();
+    } else if (type === "progress") {
+      renderProgress(d);
+      soonExtras();
+    } else if (type === "status") {
+      if (d.id !== job.id) return;
+      setJobStatus(d.status, d.attempts); // (not know(): the page's counts move by /v1/events alone)
+      soonJob(); // its result, error, fields
+      if (FINISHED.has(d.status)) {
+        closeJobStream(d.status);
+        soonExtras.cancel();
+        readExtras().catch(report); // the final artifacts and log state
+      } else soonExtras();
+    }
+  }
+
+  function pad(n, w) { return String(n).padStart(w, "0"); }
+  function clockTime(iso) {
+    const t = new Date(iso);
+    return isNaN(t) ? "" : pad(t.getHours(), 2) + ":" + pad(t.getMinutes(), 2) + ":" + pad(t.getSeconds(), 2) + "." + pad(t.getMilliseconds(), 3);
+  }
+
+  // flushLog adds the lines that came since the last frame, in one go.
+  function flushLog() {
+    jl.frame = 0;
+    if (!jl.pending.length) return;
+    const box = $("job-log");
+    const follow = box.hidden || box.scrollHeight - box.scrollTop - box.clientHeight <= 8;
+    const frag = document.createDocumentFragment();
+    for (const l of jl.pending) {
+      frag.append(el("li", { dataset: { seq: String(l.seq) } }, el("span", { class: "seq" }, l.seq),
+        el("time", { datetime: l.at, title: l.at }, clockTime(l.at)), el("span", { class: "text" }, l.line)));
+    }
+    jl.lines += jl.pending.length;
+    jl.pending = [];
+    box.append(frag);
+    box.hidden = false;
+    $("no-job-log").hidden = true;
+    $("job-log-count").textContent = jl.lines + (jl.lines === 1 ? " line" : " lines");
+    if (follow) box.scrollTop = box.scrollHeight;
+  }
+
+  function renderProgress(p) {
+    if (!p || (jl.progressAt && p.updated_at && p.updated_at < jl.progressAt)) return; // an older one
+    jl.progressAt = p.updated_at || jl.progressAt;
+    const pct = Math.max(0, Math.min(100, Number(p.percent) || 0));
+    $("job-progress").value = pct;
+    $("job-progress").dataset.percent = String(pct);
+    $("job-progress-pct").textContent = (Math.round(pct * 10) / 10) + "%";
+    const m = $("job-progress-msg");
+    m.textContent = p.message || "";
+    m.title = p.updated_at ? "reported " + p.updated_at : "";
+  }
+
+  // renderArtifacts shows each artifact, by name, as pretty JSON in a
+  // collapsible box; a box the user closed stays closed, one whose value
+  // did not change is left alone.
+  function renderArtifacts(arts) {
+    const names = Object.keys(arts).sort();
+    const box = $("job-artifacts");
+    for (const name of names) {
+      const json = JSON.stringify(arts[name], null, 2);
+      let a = jl.artifacts.get(name);
+      if (a && a.json === json) continue;
+      if (!a) {
+        const pre = el("pre", {});
+        const size = el("span", { class: "muted small" });
+        const d = el("details", { class: "artifact", open: true, dataset: { name } }, el("summary", {}, el("code", {}, name), " ", size), pre);
+        a = { d, pre, size, json: "" };
+        jl.artifacts.set(name, a);
+      }
+      a.json = json;
+      a.pre.textContent = json;
+      a.size.textContent = new Blob([JSON.stringify(arts[name])]).size + " bytes";
+      box.append(a.d); // in name order
+    }
+    for (const [name, a] of jl.artifacts) if (!(name in arts)) { a.d.remove(); jl.artifacts.delete(name); }
+    $("no-job-artifacts").hidden = jl.artifacts.size > 0;
+  }
+
+  // readExtras reads what the job's stream does not carry: its artifacts,
+  // and whether its log was truncated.
+  async function readExtras() {
+    const q = job.queue, id = job.id;
+    if (!id) return;
+    const [arts, log] = await Promise.all([
+      or404(api("GET", jobPath(job) + "/artifacts")),
+      or404(api("GET", jobPath(job) + "/logs?limit=1&after=" + jl.seq)),
+    ]);
+    if (q !== job.queue || id !== job.id) return;
+    if (arts) renderArtifacts(arts.artifacts || {});
+    if (log && log.truncated) { jl.truncated = true; $("job-log-truncated").hidden = false; }
+  }
+  const soonExtras = throttle(readExtras, EXTRAS_MS);
 
   // renderDeliveries shows a push job's attempts: each request's response
   // status (or its error), duration and outcome.
@@ -772,9 +951,12 @@
         $("job-holder").hidden = true;
         setJobStatus("…", "");
         renderDeliveries([]);
+        resetJobLive();
+        showJobStream("connecting");
+        openJobStream();
         soonJob();
       },
-      leave() { job.id = ""; soonJob.cancel(); },
+      leave() { resetJobLive(); job.id = ""; soonJob.cancel(); },
       load: loadJob,
       event: jobEvent,
     },
@@ -886,21 +1068,25 @@
 
   // The event stream -------------------------------------------------------
 
-  // stream opens an EventSource on url and keeps it open: on an error it
-  // closes it and opens it again after BACKOFF_MS (the browser's own retry
-  // gives up on an HTTP error). opts: types, the event names to take;
-  // event(type, data) with each event's JSON; open() each time it opens;
+  // stream opens an EventSource on src (its URL) and keeps it open: on an
+  // error it closes it and opens it again after BACKOFF_MS (the browser's
+  // own retry gives up on an HTTP error). src may be a function answering
+  // the URL, called at each (re)open: a stream that resumes says from where
+  // in its URL (a new EventSource sends no Last-Event-ID). opts: types, the
+  // event names to take; event(type, data) with each event's JSON; open()
+  // each time it opens;
   // state(s, info) with s "connecting", "live" or "down" and info
   // {attempt, retryAt}. The browser sends the session cookie with it.
   // Answers {close()}. (For a view's own stream, e.g. one job's, open it in
   // enter and close it in leave.)
-  function stream(url, opts) {
+  function stream(src, opts) {
     const st = { es: null, attempt: 0, retryAt: 0, timer: 0, closed: false };
     const tell = (s) => { if (opts.state) opts.state(s, st); };
     function connect() {
       st.timer = 0;
       if (st.closed) return;
       tell("connecting");
+      const url = typeof src === "function" ? src() : src;
       const es = new EventSource(url);
       st.es = es;
       const on = (e) => {
@@ -996,6 +1182,7 @@
     }
     for (const c of document.querySelectorAll("[data-at]")) if (c.dataset.at) c.textContent = rel(c.dataset.at);
     if (live.state === "down") showLive();
+    if (state.view === "job" && jl.state === "down") showJobStream("down", jl.info);
   }
 
   function queuePath(suffix) { return "/v1/queues/" + encodeURIComponent(state.queue) + suffix; }
