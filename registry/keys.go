@@ -47,3 +47,7 @@ func keysOf(ns string) keys {
 func (k keys) all() []string {
 	return []string{k.info, k.state, k.queues, k.held, k.expiry, k.ids}
 }
+
+// Keys lists the registry's keys of namespace ns, for tools that look at
+// Redis directly (the chaos battery tells them from keys nobody owns).
+func Keys(ns string) []string { return keysOf(ns).all() }

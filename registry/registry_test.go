@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -349,9 +350,10 @@ func TestKeysStay(t *testing.T) {
 	rdb := testutil.Redis(t)
 	b := setupOn(t, rdb, registry.Config{})
 	ns := b.reg.Namespace()
-	keys := make([]string, 0, 6)
-	for _, k := range []string{"info", "state", "queues", "held", "expiry", "ids"} {
-		keys = append(keys, ns+":{"+ns+":workers}:"+k)
+	keys := registry.Keys(ns) // info, state, queues, held, expiry, ids
+	require.Len(t, keys, 6)
+	for _, k := range keys {
+		require.True(t, strings.HasPrefix(k, ns+":{"+ns+":workers}:"), "%s: in the registry's slot", k)
 	}
 	require.NoError(t, b.reg.Touch(b.ctx, "a", registry.Touch{TTL: time.Second}))
 	_, err := b.reg.Register(b.ctx, registry.Registration{Info: registry.Info{ID: "b"}})

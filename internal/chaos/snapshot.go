@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/registry"
 )
 
 // JobState is a job as found in the queue's Redis at the end.
@@ -38,7 +40,8 @@ type Snapshot struct {
 	Jobs   map[string]*JobState
 	Queues map[string]*QueueState
 	// Markers are the retry markers of claims none of whose jobs is acked
-	// yet; Other any key of the namespace that is no queue's.
+	// yet; Other any key of the namespace that is no queue's nor the
+	// worker registry's.
 	Markers int
 	Other   []string
 }
@@ -54,7 +57,7 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 	defer func() { _ = c.Close() }()
 	s := &Snapshot{Jobs: map[string]*JobState{}, Queues: map[string]*QueueState{}}
 	known := map[string]bool{}
-	for _, k := range queue.NamespaceKeys(ns) {
+	for _, k := range slices.Concat(queue.NamespaceKeys(ns), registry.Keys(ns)) {
 		known[k] = true
 	}
 	for _, q := range queues {
