@@ -319,7 +319,7 @@ func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	}
 	pipe := c.rdb.Pipeline()
 	rec := pipe.HGet(ctx, k.jobs, id)
-	data := pipe.HMGet(ctx, k.data, id, resultField(id))
+	data := pipe.HMGet(ctx, k.data, id, resultField(id), upstreamField(id))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapRedis(err)
 	}
@@ -328,6 +328,9 @@ func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	j, err := jobFromRecord(queue, id, rec.Val(), str(d[0]), str(d[1]))
 	if err != nil {
 		return nil, err
+	}
+	if u := str(d[2]); u != "" {
+		j.Upstream = json.RawMessage(u)
 	}
 	j.Token = ""
 	return j, nil

@@ -21,5 +21,5 @@ if idle > 0 then
 elseif not force and redis.call('ZCARD', K_leases) > 1 then
   return 0
 end
-redis.call('UNLINK', K_meta, K_jobs, K_data, K_sched, K_pending, K_leases, K_dead, K_done, K_idem, K_expiry, K_claims, K_wake)
+redis.call('UNLINK', K_meta, K_jobs, K_data, K_sched, K_pending, K_leases, K_dead, K_done, K_idem, K_expiry, K_claims, K_wake, K_wfout)
 return 1
