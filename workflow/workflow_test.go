@@ -88,11 +88,12 @@ func echo(j *queue.Job) (string, error) {
 
 // drive runs the workflow to its end without timers: claim what is
 // pending in queues, end it by h, and run a releaser pass, until a round
-// changes nothing. It answers every job claimed, by node name (the last
+// changes nothing and no outbox entry is left. It answers every job claimed, by node name (the last
 // claim of each).
 func (e *env) drive(ctx context.Context, queues []string, h handler) map[string]*queue.Job {
 	claimed := map[string]*queue.Job{}
 	for range 1000 {
+		e.r.Pass(ctx)
 		progress := false
 		for _, qn := range queues {
 			jobs, err := e.q.Claim(ctx, qn, queue.ClaimOptions{Max: 100})
@@ -110,8 +111,9 @@ func (e *env) drive(ctx context.Context, queues []string, h handler) map[string]
 				}
 			}
 		}
-		e.r.Pass(ctx)
-		if !progress {
+		left, err := e.q.OutboxDue(ctx, 1) // entries of these ends, or a crashed pass left
+		require.NoError(e.t, err)
+		if !progress && len(left) == 0 {
 			return claimed
 		}
 	}
