@@ -69,6 +69,7 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = appendNullString(b, j.LastError)
 	b = append(b, `,"idempotency_key":`...)
 	b = appendNullString(b, j.IdempotencyKey)
+	b = appendWorkflowFields(b, j)
 	if withToken {
 		b = append(b, `,"token":`...)
 		b = appendString(b, j.Token)

@@ -28,6 +28,7 @@ import (
 	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/workflow"
 )
 
 // serveConfig is everything `chronoq serve` is told.
@@ -363,8 +364,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err != nil {
 		return err
 	}
+	workflows, err := workflow.New(workflow.Config{Queue: client})
+	if err != nil {
+		return err
+	}
+	releaser, err := workflow.NewReleaser(workflow.ReleaserConfig{Client: workflows, ReconcileInterval: c.reconcileEvery, Logger: log})
+	if err != nil {
+		return err
+	}
 	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Push: dispatch.NewStore(client, guard),
-		Token: c.token, MetricsAuth: c.metricsAuth,
+		Workflows: workflows, Token: c.token, MetricsAuth: c.metricsAuth,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})
 	if err != nil {
@@ -422,6 +431,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	background.Start(bg, "cron", scheduler)
 	background.Start(bg, "promoter", promoter)
 	background.Start(bg, "reclaimer", reclaimer)
+	background.Start(bg, "releaser", releaser) // workflows: moves their graphs on (package workflow)
 	if dispatcher != nil {
 		background.Start(bg, "dispatcher", dispatcher)
 	}
