@@ -403,10 +403,9 @@ func init() {
 // node is released.
 func upstreamField(id string) string { return id + ".u" }
 
-// artifactsField is the field of a job's artifacts in the data hash (one
-// JSON object, name -> value; absent: none), read when a workflow node's
-// job ends to pass them downstream.
-func artifactsField(id string) string { return id + ".a" }
+// A job's artifacts are the data hash's field "<id>.a" (one JSON object,
+// name -> value; absent: none): wf_ended (common.lua) reads it when a
+// workflow node's job ends, to pass them downstream.
 
 // A workflow's keys carry "wf:<id>" as their hash tag, so that they sit in
 // one slot of their own (no queue name holds a ':'): "<ns>:{wf:<id>}:wf".

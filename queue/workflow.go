@@ -476,16 +476,55 @@ func (c *Client) nudgeReleasers(queue string) {
 	c.mu.Unlock()
 }
 
-// WorkflowHash reads a workflow's hash (nil when there is none).
-func (c *Client) WorkflowHash(ctx context.Context, id string) (map[string]string, error) {
+// WorkflowRecord is a workflow's hash as the store keeps it.
+type WorkflowRecord struct {
+	ID         string
+	Policy     string // "cancel" or "continue"
+	Gen        int64  // retries so far
+	Started    bool   // every node's job exists, and releases have begun
+	Ended      int    // nodes whose outcome is recorded
+	CreatedAt  time.Time
+	EndedAt    time.Time // when its last node's end was recorded
+	CanceledAt time.Time
+	Nodes      []WorkflowNodeRecord // in the order given at enqueue
+}
+
+// WorkflowNodeRecord is one node of a WorkflowRecord.
+type WorkflowNodeRecord struct {
+	Name, Queue, JobID string
+	Parents, Children  []string
+	Left, Failed       int    // parents not ended; parents dead or canceled
+	Outcome            Status // "" until its end is recorded
+	Gen                int64
+}
+
+// ReadWorkflow reads a workflow's hash: nil when there is none (never
+// made, or expired).
+func (c *Client) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, error) {
 	h, err := c.rdb.HGetAll(ctx, workflowKeys(c.ns, id).wf).Result()
 	if err != nil {
 		return nil, wrapRedis(err)
 	}
-	if len(h) == 0 {
+	if h[wfMetaID] == "" {
 		return nil, nil
 	}
-	return h, nil
+	w := &WorkflowRecord{ID: h[wfMetaID], Policy: h[wfMetaPolicy], Gen: int64(atoi(h[wfMetaGen])), Started: h[wfMetaStarted] == "1",
+		Ended: atoi(h[wfMetaEnded]), CreatedAt: msTime(h[wfMetaCreated]), EndedAt: msTime(h[wfMetaEndedAt]),
+		CanceledAt: msTime(h[wfMetaCanceled])}
+	list := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	for _, n := range list(h[wfMetaNames]) {
+		f := func(prefix string) string { return h[prefix+":"+n] }
+		q, jid, _ := strings.Cut(f(wfNodeJob), "|")
+		w.Nodes = append(w.Nodes, WorkflowNodeRecord{Name: n, Queue: q, JobID: jid, Parents: list(f(wfNodeParents)),
+			Children: list(f(wfNodeChildren)), Left: atoi(f(wfNodeLeft)), Failed: atoi(f(wfNodeFailed)),
+			Outcome: Status(f(wfNodeOutcome)), Gen: int64(atoi(f(wfNodeGen)))})
+	}
+	return w, nil
 }
 
 // JobRef names a job.

@@ -74,7 +74,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 			require.NoError(t, err)
 			r, err := NewReleaser(ReleaserConfig{Client: c})
 			require.NoError(t, err)
-			rng := rand.New(rand.NewPCG(uint64(i), 7)) //nolint:gosec // a test's dice
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			var mu sync.Mutex
 			r.crash = func(string) bool {
 				mu.Lock()
@@ -139,7 +139,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		e := newEnv(t, newRDB(t))
 		clock := e.q.Clock().(*clockwork.FakeClock)
 		half := func(start bool) string {
-			id := fmt.Sprintf("%032x", rand.Uint64()) //nolint:gosec // an id
+			id := fmt.Sprintf("%032x", rand.Uint64())
 			g, err := validate(Spec{Nodes: []Node{node("a", "ed-a"), node("b", "ed-b", "a")}})
 			require.NoError(t, err)
 			var preps []queue.PreparedNode

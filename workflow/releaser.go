@@ -92,7 +92,8 @@ func (r *Releaser) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			for range nudges { //nolint:revive // drained until closed
+			for range nudges { // drained until closed
+				continue
 			}
 			return nil
 		case q := <-nudges:
@@ -181,15 +182,15 @@ func (r *Releaser) finishDirty(ctx context.Context) bool {
 // finish brings workflow id's jobs to what its hash says; a creation that
 // never started is canceled.
 func (r *Releaser) finish(ctx context.Context, id, what string) error {
-	h, err := r.c.q.WorkflowHash(ctx, id)
+	rec, err := r.c.q.ReadWorkflow(ctx, id)
 	if err != nil {
 		return err
 	}
-	if h == nil {
+	if rec == nil {
 		return nil // never written, or gone
 	}
 	var st queue.WorkflowStep
-	if what == "create" && h["started"] != "1" {
+	if what == "create" && !rec.Started && rec.CanceledAt.IsZero() {
 		r.log.Warn("releaser: canceling a workflow whose creation did not finish", "workflow", id)
 		st, err = r.c.q.CancelWorkflow(ctx, id, r.c.ret)
 	} else {

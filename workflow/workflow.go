@@ -144,8 +144,8 @@ func New(cfg Config) (*Client, error) {
 	return &Client{q: cfg.Queue, ret: cmp.Or(cfg.Retention, DefaultRetention), onApplied: cfg.OnApplied}, nil
 }
 
-// ErrNotFound: no such workflow (or it has expired). It wraps
-// queue.ErrNotFound.
+// ErrNotFound is the error of an unknown workflow (or one past its
+// retention). It wraps queue.ErrNotFound.
 var ErrNotFound = fmt.Errorf("workflow %w", queue.ErrNotFound)
 
 func invalid(field, format string, args ...any) error {
@@ -345,28 +345,21 @@ func (c *Client) Get(ctx context.Context, id string) (*Workflow, error) {
 	if err := validID(id); err != nil {
 		return nil, err
 	}
-	h, err := c.q.WorkflowHash(ctx, id)
+	rec, err := c.q.ReadWorkflow(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if h == nil || h["id"] == "" {
+	if rec == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	w := &Workflow{ID: id, OnFailure: Policy(h["policy"]), CreatedAt: msTime(h["created_ms"]),
-		EndedAt: msTime(h["ended_ms"]), CanceledAt: msTime(h["canceled_ms"])}
-	names := strings.Split(h["names"], ",")
-	refs := make([]queue.JobRef, len(names))
-	w.Nodes = make([]NodeState, len(names))
+	w := &Workflow{ID: id, OnFailure: Policy(rec.Policy), CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, CanceledAt: rec.CanceledAt}
+	refs := make([]queue.JobRef, len(rec.Nodes))
+	w.Nodes = make([]NodeState, len(rec.Nodes))
 	anyFailed := false
-	for i, n := range names {
-		q, jid, _ := strings.Cut(h["q:"+n], "|")
-		refs[i] = queue.JobRef{Queue: q, ID: jid}
-		var deps []string
-		if p := h["p:"+n]; p != "" {
-			deps = strings.Split(p, ",")
-		}
-		w.Nodes[i] = NodeState{Name: n, DependsOn: deps, Queue: q, JobID: jid}
-		if o := h["o:"+n]; o != "" && o != string(queue.StatusCompleted) {
+	for i, n := range rec.Nodes {
+		refs[i] = queue.JobRef{Queue: n.Queue, ID: n.JobID}
+		w.Nodes[i] = NodeState{Name: n.Name, DependsOn: n.Parents, Queue: n.Queue, JobID: n.JobID}
+		if n.Outcome != "" && n.Outcome != queue.StatusCompleted {
 			anyFailed = true
 		}
 	}
@@ -499,12 +492,4 @@ func (c *Client) apply(ctx context.Context, acts []queue.NodeAction) error {
 		}
 	}
 	return nil
-}
-
-func msTime(s string) time.Time {
-	var ms int64
-	if _, err := fmt.Sscan(s, &ms); err != nil || ms <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
 }
