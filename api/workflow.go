@@ -27,6 +27,8 @@ type WorkflowStore interface {
 	List(ctx context.Context, limit int) ([]*workflow.Workflow, error)
 	Cancel(ctx context.Context, id string) (*workflow.Workflow, error)
 	Retry(ctx context.Context, id string) (*workflow.Workflow, error)
+	// EnqueueAfter is POST /v1/jobs with depends_on.
+	EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []queue.JobRef, policy workflow.Policy) (*queue.Job, error)
 }
 
 var _ WorkflowStore = (*workflow.Client)(nil)
@@ -80,6 +82,9 @@ func (s *Server) workflowSpec(r *workflowRequest) (workflow.Spec, error) {
 		if err := decodeRaw(nr.Job, &jr, prefix+"job."); err != nil {
 			return sp, err
 		}
+		if jr.DependsOn != nil || jr.OnFailure != nil {
+			return sp, invalidArg(prefix+"job.depends_on", "a node's job takes no depends_on nor on_failure: give the node's depends_on, and the workflow's on_failure")
+		}
 		nj, err := jr.newJob(-1)
 		if err != nil {
 			return sp, prefixed(err, prefix+"job.")
@@ -90,6 +95,35 @@ func (s *Server) workflowSpec(r *workflowRequest) (workflow.Spec, error) {
 		sp.Nodes[i] = workflow.Node{Name: nr.Name, DependsOn: nr.DependsOn, Job: nj}
 	}
 	return sp, nil
+}
+
+// enqueueAfter: POST /v1/jobs with depends_on: a job that runs once the
+// jobs it names have ended (an implicit workflow, see
+// workflow.Client.EnqueueAfter).
+func (s *Server) enqueueAfter(c echo.Context, nj queue.NewJob, req *enqueueRequest) error {
+	if s.cfg.Workflows == nil {
+		return invalidArg("depends_on", "workflows are not configured on this server")
+	}
+	if len(req.DependsOn) == 0 {
+		return invalidArg("depends_on", "name 1 to %d jobs (with on_failure, depends_on is required)", workflow.MaxDependsOn)
+	}
+	if nj.IdempotencyKey != "" {
+		return invalidArg("idempotency_key", "a job with depends_on takes none")
+	}
+	refs := make([]queue.JobRef, len(req.DependsOn))
+	for i, r := range req.DependsOn {
+		refs[i] = queue.JobRef{Queue: r.Queue, ID: r.ID}
+	}
+	var policy workflow.Policy
+	if req.OnFailure != nil {
+		policy = workflow.Policy(*req.OnFailure)
+	}
+	j, err := s.cfg.Workflows.EnqueueAfter(c.Request().Context(), nj, refs, policy)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, jobLocation(j))
+	return writeJob(c, http.StatusCreated, j)
 }
 
 // enqueueWorkflow: POST /v1/workflows.

@@ -228,3 +228,34 @@ func TestWorkflowsRoutesNeedAStore(t *testing.T) {
 	requireError(t, b.do(t, http.MethodGet, "/v1/workflows", nil), 404, "not_found", "")
 	require.NotContains(t, string(b.srv.OpenAPI()), `"/v1/workflows"`)
 }
+
+func TestDependsOnAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withWorkflows)
+	parent := b.enqueue(t, map[string]any{"queue": "dp-a", "kind": "k"})
+	r := b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "dp-b", "kind": "after",
+		"depends_on": []any{map[string]any{"queue": "dp-a", "id": parent.ID}}, "on_failure": "continue"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	j := r.object(t)
+	require.Equal(t, "waiting", j["status"])
+	wfID := j["workflow"].(map[string]any)["id"].(string)
+
+	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "dp-b", "kind": "after",
+		"depends_on": []any{map[string]any{"queue": "dp-a", "id": parent.ID}}}), 409, "conflict", "")
+	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "dp-b", "kind": "after",
+		"depends_on": []any{map[string]any{"queue": "dp-a", "id": strings.Repeat("0", 32)}}}), 404, "not_found", "")
+	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "after", "depends_on": []any{}}), 400, "invalid_argument", "depends_on")
+	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "after",
+		"depends_on": []any{map[string]any{"queue": "Bad", "id": "x"}}}), 400, "invalid_argument", "depends_on[0].queue")
+	requireError(t, b.do(t, http.MethodPost, "/v1/jobs/batch", map[string]any{"jobs": []any{map[string]any{"kind": "k",
+		"depends_on": []any{map[string]any{"queue": "dp-a", "id": parent.ID}}}}}), 400, "invalid_argument", "jobs[0].depends_on")
+
+	p := b.claimNode(t, "dp-a")
+	r = b.do(t, http.MethodPost, "/v1/queues/dp-a/jobs/"+p.ID+"/fail", map[string]any{"token": p.Token, "error": "boom", "dead": true})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	b.releaser.Pass(b.ctx)
+	after := b.claimNode(t, "dp-b")
+	require.Equal(t, wfID, after.Workflow.ID)
+	require.Equal(t, "dead", after.Upstream[parent.ID].Status)
+	require.Equal(t, "boom", after.Upstream[parent.ID].Error)
+}

@@ -308,7 +308,7 @@ var (
 var allSpecs = []scriptSpec{specCreate, specEnqueue, specPromote, specClaim, specWait, specComplete, specFail, specHeartbeat,
 	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList, specDelete,
 	specSettings, specNote,
-	specWFAdd, specWFNode, specWFRead, specWFAck}
+	specWFAdd, specWFNode, specWFRead, specWFAck, specWFAdopt}
 
 // keysOf answers the declared keys of s for queue keys k.
 func (s scriptSpec) keysOf(k keys) []string {
@@ -453,6 +453,7 @@ const (
 	wfNodeOutcome  = "o" // "completed", "dead" or "canceled", once recorded
 	wfNodeUp       = "u" // what its children receive of it: JSON {job_id, queue, status, result, artifacts, error}
 	wfNodeGen      = "g" // the gen its job was (re)armed at: outbox entries of another gen are stale
+	wfNodeExternal = "x" // "1": a job that existed before (a single job's depends_on): its ends are recorded, nothing else is done to it
 )
 
 // Global workflow keys, never touched inside a script of a queue or a
@@ -491,10 +492,13 @@ var (
 	specWFAck = scriptSpec{"wfack",
 		[]string{keyOutbox},
 		[]string{"n", "id", "entry"}}
+	specWFAdopt = scriptSpec{"wfadopt",
+		[]string{keyJobs, keyData, keyOutbox},
+		[]string{"id", "workflow"}}
 
 	specWFCreate = scriptSpec{"wf_create",
 		[]string{keyWorkflow},
-		[]string{"id", "policy", "n", "name", "job", "parents", "children"}}
+		[]string{"id", "policy", "n", "name", "job", "parents", "children", "external"}}
 	specWFStart = scriptSpec{"wf_start",
 		[]string{keyWorkflow},
 		nil}

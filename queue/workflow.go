@@ -73,6 +73,9 @@ type OutboxEntry struct {
 type NodeSpec struct {
 	Name, Queue, JobID string
 	Parents, Children  []string
+	// External: a job that existed before (AdoptJob): only its ends are
+	// recorded.
+	External bool
 }
 
 // PreparedNode is a workflow node's job, validated and given its id, for
@@ -87,6 +90,7 @@ type PreparedNode struct {
 const workflowBatch = MaxBatch
 
 var (
+	wfAdoptScript  = newScript(specWFAdopt)
 	wfAddScript    = newScript(specWFAdd)
 	wfNodeScript   = newScript(specWFNode)
 	wfReadScript   = newScript(specWFRead)
@@ -162,6 +166,37 @@ func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 	return nil
 }
 
+// AdoptJob makes the existing job queue/id node of workflow (wfadopt.lua):
+// its ends leave outbox entries from now on (its end is written at once
+// when it has ended). It answers ErrNotFound for no such job, and
+// ErrConflict when it is a node of another workflow.
+func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string) error {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return err
+	}
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	v, err := c.run(ctx, wfAdoptScript, k, id, workflow+"|"+node+"|0")
+	if err != nil {
+		return fmt.Errorf("queue: adopting %s/%s: %w", queue, id, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 2 {
+		return fmt.Errorf("queue: adopting %s/%s: unexpected reply %v", queue, id, v)
+	}
+	code, _ := res[0].(int64)
+	other, _ := res[1].(string)
+	switch code {
+	case -1:
+		return fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
+	case 0:
+		return fmt.Errorf("%w: job %s/%s is a node of workflow %s", ErrConflict, queue, id, other)
+	}
+	return nil
+}
+
 // runWF runs a script of a workflow's slot.
 func (c *Client) runWF(ctx context.Context, sc *luaScript, id string, args ...any) (any, error) {
 	argv := sc.spec.argv([]any{c.timeOffset(), "", ""}, args)
@@ -178,10 +213,14 @@ func (c *Client) runWF(ctx context.Context, sc *luaScript, id string, args ...an
 // CreateWorkflow writes a workflow's graph (wf_create.lua). The caller
 // validated it. policy is "cancel" or "continue". Safe to call again.
 func (c *Client) CreateWorkflow(ctx context.Context, id, policy string, nodes []NodeSpec) error {
-	args := make([]any, 0, 3+4*len(nodes))
+	args := make([]any, 0, 3+5*len(nodes))
 	args = append(args, id, policy, len(nodes))
 	for _, n := range nodes {
-		args = append(args, n.Name, n.Queue+"|"+n.JobID, strings.Join(n.Parents, ","), strings.Join(n.Children, ","))
+		ext := ""
+		if n.External {
+			ext = "1"
+		}
+		args = append(args, n.Name, n.Queue+"|"+n.JobID, strings.Join(n.Parents, ","), strings.Join(n.Children, ","), ext)
 	}
 	if _, err := c.runWF(ctx, wfCreateScript, id, args...); err != nil {
 		return fmt.Errorf("queue: creating workflow %s: %w", id, err)

@@ -493,3 +493,115 @@ func (c *Client) apply(ctx context.Context, acts []queue.NodeAction) error {
 	}
 	return nil
 }
+
+// MaxDependsOn is the most jobs a single job may depend on
+// (EnqueueAfter).
+const MaxDependsOn = MaxNodes - 1
+
+// jobNode is the node name of the job EnqueueAfter enqueues; its parents'
+// nodes are named by their job ids (which cannot be "job": a job id is
+// 32 hex digits).
+const jobNode = "job"
+
+// EnqueueAfter enqueues nj to run once the existing jobs parents have
+// ended, with their results and artifacts as its upstream, keyed by their
+// job ids. It is an implicit workflow of those jobs and nj (nj's
+// Workflow names it): under policy (PolicyCancel by default) nj is
+// canceled when a parent dies or is canceled; under PolicyContinue it
+// runs all the same. A cancel or retry of that workflow concerns nj only:
+// the parents are only watched. A job that is already a node of a
+// workflow cannot be a parent (queue.ErrConflict: make the dependents
+// nodes of one workflow instead); an unknown one is queue.ErrNotFound.
+func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []queue.JobRef, policy Policy) (*queue.Job, error) {
+	if len(parents) == 0 || len(parents) > MaxDependsOn {
+		return nil, invalid("depends_on", "a job depends on 1 to %d jobs, got %d", MaxDependsOn, len(parents))
+	}
+	if policy != "" && policy != PolicyCancel && policy != PolicyContinue {
+		return nil, invalid("on_failure", "must be %q or %q, got %q", PolicyCancel, PolicyContinue, policy)
+	}
+	seen := map[string]bool{}
+	names := make([]string, len(parents))
+	for i, p := range parents {
+		field := fmt.Sprintf("depends_on[%d]", i)
+		if err := queue.ValidateQueue(p.Queue); err != nil {
+			return nil, &queue.FieldError{Index: -1, Field: field + ".queue", Err: err}
+		}
+		if err := queue.ValidateID(p.ID); err != nil || p.ID == jobNode {
+			return nil, invalid(field+".id", "not a job id: %q", p.ID)
+		}
+		if seen[p.ID] {
+			return nil, invalid(field+".id", "job %s is named twice", p.ID)
+		}
+		seen[p.ID] = true
+		names[i] = p.ID
+	}
+	u, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("workflow: new id: %w", err)
+	}
+	id := strings.ReplaceAll(u.String(), "-", "")
+	prep, err := c.q.PrepareNode(nj, id, jobNode)
+	if err != nil {
+		return nil, err
+	}
+	// The parents are looked at first, so that a wrong one is refused
+	// before anything is written (a race with its deletion, or with
+	// another workflow's adoption, is caught by the adoption below).
+	jobs, err := c.q.Jobs(ctx, parents)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := range jobs {
+		switch {
+		case j == nil:
+			return nil, fmt.Errorf("%w: depends_on[%d]: %s/%s", queue.ErrNotFound, i, parents[i].Queue, parents[i].ID)
+		case j.Workflow != nil:
+			return nil, fmt.Errorf("%w: depends_on[%d]: job %s/%s is a node of workflow %s: make the jobs that depend on it nodes of that workflow",
+				queue.ErrConflict, i, parents[i].Queue, parents[i].ID, j.Workflow.ID)
+		}
+	}
+	specs := make([]queue.NodeSpec, 0, len(parents)+1)
+	for _, p := range parents {
+		specs = append(specs, queue.NodeSpec{Name: p.ID, Queue: p.Queue, JobID: p.ID, Children: []string{jobNode}, External: true})
+	}
+	specs = append(specs, queue.NodeSpec{Name: jobNode, Queue: prep.Queue, JobID: prep.ID, Parents: names})
+	mark, err := c.q.MarkWorkflowDirty(ctx, id, "create")
+	if err != nil {
+		return nil, fmt.Errorf("workflow: enqueue: %w", err)
+	}
+	fail := func(err error) (*queue.Job, error) {
+		return nil, fmt.Errorf("workflow %s: enqueue: %w", id, err)
+	}
+	if err := c.q.CreateWorkflow(ctx, id, string(cmp.Or(policy, PolicyCancel)), specs); err != nil {
+		return fail(err)
+	}
+	if err := c.q.AddNodeJobs(ctx, []queue.PreparedNode{prep}); err != nil {
+		return fail(err)
+	}
+	for _, p := range parents {
+		if err := c.q.AdoptJob(ctx, p.Queue, p.ID, id, p.ID); err != nil {
+			// Lost a race: the job is canceled (its parents are left alone).
+			if st, cerr := c.q.CancelWorkflow(ctx, id, c.ret); cerr == nil {
+				_ = c.apply(ctx, st.Actions)
+			}
+			return nil, err
+		}
+	}
+	if err := c.q.AddRecentWorkflow(ctx, id, c.q.Clock().Now(), MaxRecent); err != nil {
+		return fail(err)
+	}
+	st, err := c.q.StartWorkflow(ctx, id)
+	if err != nil {
+		return fail(err)
+	}
+	if st.Code != 1 {
+		return fail(fmt.Errorf("%w: it was canceled before it started (a releaser found its creation unfinished)", queue.ErrConflict))
+	}
+	if err := c.apply(ctx, st.Actions); err != nil {
+		return fail(err)
+	}
+	if err := c.q.ClearWorkflowDirty(ctx, mark); err != nil {
+		return fail(err)
+	}
+	return c.q.Get(ctx, prep.Queue, prep.ID)
+}

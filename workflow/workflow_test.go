@@ -394,6 +394,106 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.ErrorIs(t, err, queue.ErrInvalid)
 	})
 
+	t.Run("OneJobAfterExistingJobs", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		enq := func(q string) *queue.Job {
+			en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: q, Kind: "k", MaxAttempts: 1})
+			require.NoError(t, err)
+			return en.Job
+		}
+		// p1 has completed already, p2 is running, p3 is pending.
+		p1, p2, p3 := enq("dep-a"), enq("dep-b"), enq("dep-c")
+		claim := func(q string) *queue.Job {
+			jobs, err := e.q.Claim(ctx, q, queue.ClaimOptions{})
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			return jobs[0]
+		}
+		j1 := claim("dep-a")
+		require.NoError(t, e.q.Complete(ctx, "dep-a", j1.ID, j1.Token, json.RawMessage(`"one"`)))
+		j2 := claim("dep-b")
+		refs := []queue.JobRef{{Queue: "dep-a", ID: p1.ID}, {Queue: "dep-b", ID: p2.ID}, {Queue: "dep-c", ID: p3.ID}}
+		j, err := e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dep-z", Kind: "after"}, refs, "")
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusWaiting, j.Status)
+		require.NotNil(t, j.Workflow)
+		require.Equal(t, "job", j.Workflow.Node)
+
+		// A job that is a node already cannot be a parent; nor an unknown one.
+		_, err = e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dep-z", Kind: "after"}, refs[:1], "")
+		require.ErrorIs(t, err, queue.ErrConflict)
+		_, err = e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dep-z", Kind: "after"}, []queue.JobRef{{Queue: "dep-a", ID: strings.Repeat("0", 32)}}, "")
+		require.ErrorIs(t, err, queue.ErrNotFound)
+		_, err = e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dep-z", Kind: "after"}, nil, "")
+		require.ErrorIs(t, err, queue.ErrInvalid)
+
+		e.r.Pass(ctx)
+		got, err := e.q.Get(ctx, "dep-z", j.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusWaiting, got.Status, "two parents have not ended")
+		require.NoError(t, e.q.Complete(ctx, "dep-b", j2.ID, j2.Token, json.RawMessage(`"two"`)))
+		j3 := claim("dep-c")
+		require.NoError(t, e.q.Complete(ctx, "dep-c", j3.ID, j3.Token, nil))
+		e.r.Pass(ctx)
+		after := claim("dep-z")
+		require.Equal(t, j.ID, after.ID)
+		up := upstreamOf(t, after)
+		require.Equal(t, []string{p1.ID, p2.ID, p3.ID}, keysOf(up), "keyed by the parents' job ids")
+		require.JSONEq(t, `"one"`, string(up[p1.ID].Result))
+		require.JSONEq(t, `"two"`, string(up[p2.ID].Result))
+		require.Equal(t, "dep-b", up[p2.ID].Queue)
+		require.NoError(t, e.q.Complete(ctx, "dep-z", after.ID, after.Token, nil))
+		e.r.Pass(ctx)
+		w, err := e.wf.Get(ctx, j.Workflow.ID)
+		require.NoError(t, err)
+		require.Equal(t, StatusCompleted, w.Status)
+	})
+
+	t.Run("OneJobAfterAFailure", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		for _, policy := range []Policy{PolicyCancel, PolicyContinue} {
+			p, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "depf-a", Kind: "k", MaxAttempts: 1})
+			require.NoError(t, err)
+			j, err := e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "depf-b", Kind: "after"}, []queue.JobRef{{Queue: "depf-a", ID: p.Job.ID}}, policy)
+			require.NoError(t, err)
+			jobs, err := e.q.Claim(ctx, "depf-a", queue.ClaimOptions{})
+			require.NoError(t, err)
+			_, err = e.q.Fail(ctx, "depf-a", jobs[0].ID, jobs[0].Token, queue.FailOptions{Error: "no"})
+			require.NoError(t, err)
+			e.r.Pass(ctx)
+			got, err := e.q.Get(ctx, "depf-b", j.ID)
+			require.NoError(t, err)
+			if policy == PolicyCancel {
+				require.Equal(t, queue.StatusCanceled, got.Status)
+				// a retry concerns the job only: its parent stays dead, so it is canceled again
+				_, err = e.wf.Retry(ctx, j.Workflow.ID)
+				require.NoError(t, err)
+				e.r.Pass(ctx)
+				parent, err := e.q.Get(ctx, "depf-a", p.Job.ID)
+				require.NoError(t, err)
+				require.Equal(t, queue.StatusDead, parent.Status, "the parent is only watched")
+				continue
+			}
+			require.Equal(t, queue.StatusPending, got.Status)
+			require.Equal(t, queue.StatusDead, upstreamOf(t, got)[p.Job.ID].Status)
+			// a cancel of its workflow cancels the job, never the parents
+			p2, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "depf-a", Kind: "k"})
+			require.NoError(t, err)
+			j2, err := e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "depf-b", Kind: "after"}, []queue.JobRef{{Queue: "depf-a", ID: p2.Job.ID}}, policy)
+			require.NoError(t, err)
+			_, err = e.wf.Cancel(ctx, j2.Workflow.ID)
+			require.NoError(t, err)
+			got, err = e.q.Get(ctx, "depf-b", j2.ID)
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusCanceled, got.Status)
+			parent, err := e.q.Get(ctx, "depf-a", p2.Job.ID)
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusPending, parent.Status)
+		}
+	})
+
 	t.Run("ReleaserRunsAlone", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))

@@ -360,6 +360,24 @@ func (e JobStatus) Valid() bool {
 	}
 }
 
+// Defines values for NewJobOnFailure.
+const (
+	NewJobOnFailureCancel   NewJobOnFailure = "cancel"
+	NewJobOnFailureContinue NewJobOnFailure = "continue"
+)
+
+// Valid indicates whether the value is a known member of the NewJobOnFailure enum.
+func (e NewJobOnFailure) Valid() bool {
+	switch e {
+	case NewJobOnFailureCancel:
+		return true
+	case NewJobOnFailureContinue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PromotedEventDataStatus.
 const (
 	PromotedEventDataStatusPending PromotedEventDataStatus = "pending"
@@ -1163,6 +1181,12 @@ type JobList struct {
 	NextCursor string `json:"next_cursor"`
 }
 
+// JobRef defines model for JobRef.
+type JobRef struct {
+	Id    string `json:"id"`
+	Queue string `json:"queue"`
+}
+
 // JobStatus waiting: a workflow node's job whose parents have not all ended (in no list, claimed by no one)
 type JobStatus string
 
@@ -1203,11 +1227,17 @@ type NewJob struct {
 	// Example: 30s
 	Delay *string `json:"delay,omitempty"`
 
+	// DependsOn POST /v1/jobs only (not in a batch, nor a workflow node's job): existing jobs this job waits for. It is created waiting, an implicit workflow of it and them (its workflow field), and runs once they have all ended, with their results and artifacts as its upstream, keyed by their job ids. A job that is a node of a workflow already cannot be named (409). No idempotency_key.
+	DependsOn *[]JobRef `json:"depends_on,omitempty"`
+
 	// FailureCallbackUrl push queues: POSTed a signed summary when the job dies
 	FailureCallbackUrl *string `json:"failure_callback_url,omitempty"`
 	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
 	Kind               string  `json:"kind"`
 	MaxAttempts        *int    `json:"max_attempts,omitempty"`
+
+	// OnFailure with depends_on: what the death (or cancel) of one of them does to this job: cancel it (the default), or run it all the same
+	OnFailure *NewJobOnFailure `json:"on_failure,omitempty"`
 
 	// Payload any JSON, default {}
 	Payload interface{} `json:"payload,omitempty"`
@@ -1231,6 +1261,9 @@ type NewJob struct {
 	// Example: 30s
 	Visibility *string `json:"visibility,omitempty"`
 }
+
+// NewJobOnFailure with depends_on: what the death (or cancel) of one of them does to this job: cancel it (the default), or run it all the same
+type NewJobOnFailure string
 
 // PromotedEvent promoted: a scheduled job came due.
 type PromotedEvent struct {
@@ -7017,6 +7050,8 @@ type EnqueueResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -7054,6 +7089,11 @@ func (r EnqueueResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r EnqueueResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EnqueueResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -8055,6 +8095,8 @@ type EnqueueIntoResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -8092,6 +8134,11 @@ func (r EnqueueIntoResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r EnqueueIntoResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EnqueueIntoResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -11289,6 +11336,13 @@ func ParseEnqueueResponse(rsp *http.Response) (*EnqueueResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12158,6 +12212,13 @@ func ParseEnqueueIntoResponse(rsp *http.Response) (*EnqueueIntoResponse, error) 
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict

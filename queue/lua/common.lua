@@ -655,7 +655,9 @@ end
 -- gen, upstream (see wfnode.lua): nothing before the workflow started
 -- (its jobs may not all exist yet), unless it is canceled; "abort" every
 -- one of a canceled workflow; "cancel" one with a failed parent under
--- on_failure "cancel"; "release" one whose parents have all ended. With
+-- on_failure "cancel"; "release" one whose parents have all ended. A node
+-- whose job existed before (external: a single job's depends_on) is
+-- left alone: only its ends are recorded. With
 -- rearm, each is first "rearm"ed at its gen (a retry: wfnode.lua changes
 -- only a job of an older gen that ended).
 local function wf_plan(names, out, rearm)
@@ -664,8 +666,8 @@ local function wf_plan(names, out, rearm)
     return
   end
   for _, x in ipairs(names) do
-    local v = redis.call('HMGET', K_wf, 'o:' .. x, 'q:' .. x, 'r:' .. x, 'f:' .. x, 'g:' .. x, 'p:' .. x)
-    if not v[1] and v[2] then
+    local v = redis.call('HMGET', K_wf, 'o:' .. x, 'q:' .. x, 'r:' .. x, 'f:' .. x, 'g:' .. x, 'p:' .. x, 'x:' .. x)
+    if not v[1] and v[2] and v[7] ~= '1' then
       local function add(mode, gen, up)
         out[#out + 1] = mode
         out[#out + 1] = x

@@ -2,7 +2,8 @@
 -- workflow section): every node with its job, parents and children, no
 -- outcome, at gen 0, not started. Keys and arguments: specWFCreate in
 -- queue/layout.go; per node: name, job ("<queue>|<id>"), parents,
--- children (comma-joined names). The graph was validated by the caller
+-- children (comma-joined names), external ("1": a job that existed before,
+-- adopted by wfadopt.lua; nothing but its ends is ever asked of it). The graph was validated by the caller
 -- (package workflow): acyclic, names unique and known.
 -- Returns: 1 created, 2 it existed (a rerun).
 local n = tonumber(A_n)
@@ -25,7 +26,7 @@ for i = 0, n - 1 do
   names[#names + 1] = name
   local left = #wf_split(parents)
   for _, kv in ipairs({ { 'q:', ARGV[b + G_job] }, { 'p:', parents }, { 'c:', ARGV[b + G_children] },
-    { 'r:', left }, { 'f:', 0 }, { 'g:', 0 } }) do
+    { 'r:', left }, { 'f:', 0 }, { 'g:', 0 }, { 'x:', ARGV[b + G_external] } }) do
     fields[#fields + 1] = kv[1] .. name
     fields[#fields + 1] = kv[2]
   end

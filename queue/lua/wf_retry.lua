@@ -1,5 +1,5 @@
 -- wf_retry.lua: retries a workflow: every node that ended dead or
--- canceled has its outcome forgotten and is armed again at a new gen
+-- canceled (but an external one, see wf_plan) has its outcome forgotten and is armed again at a new gen
 -- (its old outbox entries are then stale), its children and it wait again
 -- for what has not completed, and a cancel of the whole workflow is
 -- lifted. Keys: specWFRetry in queue/layout.go.
@@ -14,7 +14,7 @@ local names = wf_split(m[2])
 local again = {}
 for _, x in ipairs(names) do
   local o = redis.call('HGET', K_wf, 'o:' .. x)
-  if o == 'dead' or o == 'canceled' then
+  if (o == 'dead' or o == 'canceled') and redis.call('HGET', K_wf, 'x:' .. x) ~= '1' then
     again[#again + 1] = x
   end
 end
