@@ -181,11 +181,11 @@ func redisStats(b *testing.B, rdb *redis.Client) serverStats {
 		if !ok {
 			continue
 		}
-		switch {
-		case k == "used_cpu_sys" || k == "used_cpu_user":
+		switch k {
+		case "used_cpu_sys", "used_cpu_user":
 			f, _ := strconv.ParseFloat(v, 64)
 			st.cpuUs += f * 1e6
-		case k == "cmdstat_evalsha" || k == "cmdstat_eval":
+		case "cmdstat_evalsha", "cmdstat_eval":
 			for f := range strings.SplitSeq(v, ",") {
 				if name, val, _ := strings.Cut(f, "="); name == "usec" {
 					x, _ := strconv.ParseFloat(val, 64)
