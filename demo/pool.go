@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/workflow"
 )
 
 // Limits of [Settings].
@@ -50,6 +51,10 @@ type Config struct {
 	Seed uint64
 	// Logger receives errors. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Workflows, when set, serves POST /v1/demo/workflow, which starts a
+	// sample fan-out/fan-in workflow in Queue (see SampleWorkflow).
+	// Defaults to nil.
+	Workflows *workflow.Client
 }
 
 // Settings are what the page controls.

@@ -10,13 +10,19 @@ import (
 )
 
 // TestDemo: `chronoq demo` needs no set-up (the embedded Redis), serves
-// the dashboard and the /v1/demo routes, and its workers run the batches;
+// the dashboard and the /v1/demo routes, starts a sample workflow, and its
+// workers run the batches;
 // `serve` has no demo routes, and its OpenAPI document lists none.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	s := startServeAs(t, "demo", []string{"--workers", "2"}, nil)
 	require.Contains(t, s.logs.String(), "embedded in-memory Redis")
 	require.Contains(t, s.logs.String(), "demo: open the dashboard")
+	require.Contains(t, s.logs.String(), "demo: started a sample workflow")
+	status, list := s.do(t, http.MethodGet, "/v1/workflows", "")
+	require.Equal(t, http.StatusOK, status, "%v", list)
+	require.Len(t, list["workflows"], 1)
+	require.EqualValues(t, 9, list["workflows"].([]any)[0].(map[string]any)["nodes"], "the sample fan-out/fan-in")
 
 	status, body := s.do(t, http.MethodGet, "/v1/demo", "")
 	require.Equal(t, http.StatusOK, status)

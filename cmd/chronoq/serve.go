@@ -351,20 +351,20 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer client.Close()
+	workflows, err := workflow.New(workflow.Config{Queue: client})
+	if err != nil {
+		return err
+	}
 	var pool *demo.Pool
 	var routes []api.Route
 	var routesDoc []byte
 	if c.demo {
-		if pool, err = demo.New(demo.Config{Client: client, Logger: log}); err != nil {
+		if pool, err = demo.New(demo.Config{Client: client, Logger: log, Workflows: workflows}); err != nil {
 			return err
 		}
 		routes, routesDoc = pool.Routes(), demo.OpenAPI()
 	}
 	guard, err := dispatch.ParseAllow(c.dispatchAllow)
-	if err != nil {
-		return err
-	}
-	workflows, err := workflow.New(workflow.Config{Queue: client})
 	if err != nil {
 		return err
 	}
@@ -424,6 +424,13 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		}
 		if err := pool.Configure(demo.Settings{Size: c.demoWorkers, Latency: 300 * time.Millisecond, FailRate: 0.1}); err != nil {
 			return err
+		}
+		// A sample fan-out/fan-in, so that the workflow view has a graph
+		// to show (POST /v1/demo/workflow starts more).
+		if w, err := workflows.Enqueue(ctx, demo.SampleWorkflow(pool.Queue(), demo.DefaultWorkflowWidth)); err != nil {
+			log.Warn("demo: starting the sample workflow failed", "err", err)
+		} else {
+			log.Info("demo: started a sample workflow", "workflow", w.ID)
 		}
 	}
 	// The background parts, each a Run(ctx) until the shutdown below.
