@@ -441,6 +441,7 @@ const (
 	wfMetaStarted  = "started"     // "1" once every node's job exists (wf_start.lua): releases begin then
 	wfMetaCanceled = "canceled_ms" // when the whole workflow was canceled
 	wfMetaEndedAt  = "ended_ms"    // when its last node ended
+	wfMetaUpMax    = "upmax"       // MaxUpstreamBytes when it was created (see wf_upstream in common.lua)
 )
 
 // The workflow hash's per-node fields: "<prefix>:<node name>".
@@ -452,6 +453,7 @@ const (
 	wfNodeFailed   = "f" // parents recorded as dead or canceled
 	wfNodeOutcome  = "o" // "completed", "dead" or "canceled", once recorded
 	wfNodeUp       = "u" // what its children receive of it: JSON {job_id, queue, status, result, artifacts, error}
+	wfNodeUpBrief  = "v" // the same without result and artifacts ("omitted": true), for a child whose upstream would pass upmax
 	wfNodeGen      = "g" // the gen its job was (re)armed at: outbox entries of another gen are stale
 	wfNodeExternal = "x" // "1": a job that existed before (a single job's depends_on): its ends are recorded, nothing else is done to it
 )
@@ -498,13 +500,13 @@ var (
 
 	specWFCreate = scriptSpec{"wf_create",
 		[]string{keyWorkflow},
-		[]string{"id", "policy", "n", "name", "job", "parents", "children", "external"}}
+		[]string{"id", "policy", "upstream_max", "n", "name", "job", "parents", "children", "external"}}
 	specWFStart = scriptSpec{"wf_start",
 		[]string{keyWorkflow},
 		nil}
 	specWFRecord = scriptSpec{"wf_record",
 		[]string{keyWorkflow},
-		[]string{"retention_ms", "node", "gen", "outcome", "up"}}
+		[]string{"retention_ms", "node", "gen", "outcome", "up", "brief"}}
 	specWFPlan = scriptSpec{"wf_plan",
 		[]string{keyWorkflow},
 		nil}

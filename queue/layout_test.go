@@ -104,7 +104,7 @@ func TestScriptsRefuseMalformedArgumentsBeforeWriting(t *testing.T) {
 			if a == "n" || strings.HasPrefix(a, "id") || a == "token" || a == "kind" || a == "payload" || a == "spec" ||
 				a == "when" || a == "idem" || a == "result" || a == "error" || a == "mode" || a == "cursor_score" ||
 				a == "cursor_id" || a == "request" || a == "claim_token" || a == "token_base" || a == "want_next" ||
-				a == "dead" || a == "force" || a == "status" || a == "cursor_num" || a == "retry_at" || a == "up" {
+				a == "dead" || a == "force" || a == "status" || a == "cursor_num" || a == "retry_at" || a == "up" || a == "brief" {
 				continue // strings, or read by comparison only
 			}
 			i := strings.Index(src, "A_"+a)

@@ -85,6 +85,12 @@ type PreparedNode struct {
 	args      []any
 }
 
+// MaxUpstreamBytes caps a workflow node's upstream: past it, the upstream
+// holds its parents' job ids, queues, statuses and errors, but not their
+// results and artifacts ("omitted": true; the children read them by job
+// id).
+const MaxUpstreamBytes = 4 << 20
+
 // WorkflowScriptsBatch is the most node jobs a wfadd.lua or actions a
 // wfnode.lua call takes.
 const workflowBatch = MaxBatch
@@ -213,8 +219,8 @@ func (c *Client) runWF(ctx context.Context, sc *luaScript, id string, args ...an
 // CreateWorkflow writes a workflow's graph (wf_create.lua). The caller
 // validated it. policy is "cancel" or "continue". Safe to call again.
 func (c *Client) CreateWorkflow(ctx context.Context, id, policy string, nodes []NodeSpec) error {
-	args := make([]any, 0, 3+5*len(nodes))
-	args = append(args, id, policy, len(nodes))
+	args := make([]any, 0, 4+5*len(nodes))
+	args = append(args, id, policy, MaxUpstreamBytes, len(nodes))
 	for _, n := range nodes {
 		ext := ""
 		if n.External {
@@ -295,11 +301,13 @@ func (c *Client) RetryWorkflow(ctx context.Context, id string) (WorkflowStep, er
 }
 
 // RecordNodeEnd records an outbox entry's end in its workflow
-// (wf_record.lua), up being what the node's children receive of it: Code
-// -1 no such workflow or node, 2 a stale entry, 1 recorded (now or
-// before).
-func (c *Client) RecordNodeEnd(ctx context.Context, e OutboxEntry, up []byte, retention time.Duration) (WorkflowStep, error) {
-	return c.wfStep(ctx, "recording in", wfRecordScript, e.Workflow, retention.Milliseconds(), e.Node, e.Gen, string(e.Outcome), string(up))
+// (wf_record.lua), up being what the node's children receive of it, and
+// brief the same without its result and artifacts (see
+// MaxUpstreamBytes): Code -1 no such workflow or node, 2 a stale entry, 1
+// recorded (now or before).
+func (c *Client) RecordNodeEnd(ctx context.Context, e OutboxEntry, up, brief []byte, retention time.Duration) (WorkflowStep, error) {
+	return c.wfStep(ctx, "recording in", wfRecordScript, e.Workflow, retention.Milliseconds(), e.Node, e.Gen, string(e.Outcome),
+		string(up), string(brief))
 }
 
 // ApplyNodeActions applies acts in their jobs' slots (wfnode.lua), in

@@ -248,6 +248,9 @@ type upstreamEntry struct {
 	Result    json.RawMessage `json:"result"`
 	Artifacts json.RawMessage `json:"artifacts"`
 	Error     string          `json:"error,omitempty"`
+	// Omitted: the result and artifacts are left out, the upstream being
+	// over queue.MaxUpstreamBytes with them.
+	Omitted bool `json:"omitted,omitempty"`
 }
 
 // handle records the entries of one queue's outbox in their workflows,
@@ -264,7 +267,9 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them
 			up, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Error: e.Error})
 		}
-		st, err := r.c.q.RecordNodeEnd(ctx, e, up, r.c.ret)
+		brief, _ := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
+			Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
+		st, err := r.c.q.RecordNodeEnd(ctx, e, up, brief, r.c.ret)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("releaser: recording a node's end failed", "workflow", e.Workflow, "node", e.Node, "err", err)

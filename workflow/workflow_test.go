@@ -232,6 +232,34 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.JSONEq(t, `"ok"`, string(up["make"].Result))
 	})
 
+	t.Run("BigUpstreamOmitsResults", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		big := `"` + strings.Repeat("x", 800_000) + `"`
+		var parts []string
+		nodes := []Node{}
+		for i := range 6 { // 6 x 800 KB > MaxUpstreamBytes
+			parts = append(parts, fmt.Sprintf("p%d", i))
+			nodes = append(nodes, node(parts[i], "big-a"))
+		}
+		nodes = append(nodes, node("two", "big-b", "p0", "p1"), node("all", "big-b", parts...))
+		_, err := e.wf.Enqueue(ctx, Spec{Nodes: nodes})
+		require.NoError(t, err)
+		claimed := e.drive(ctx, []string{"big-a", "big-b"}, func(*queue.Job) (string, error) { return big, nil })
+		two := upstreamOf(t, claimed["two"])
+		require.JSONEq(t, big, string(two["p0"].Result), "within the cap: the results")
+		require.False(t, two["p0"].Omitted)
+		all := upstreamOf(t, claimed["all"])
+		require.Equal(t, parts, keysOf(all))
+		for _, p := range parts {
+			require.True(t, all[p].Omitted, p)
+			require.JSONEq(t, `null`, string(all[p].Result))
+			require.Equal(t, queue.StatusCompleted, all[p].Status)
+			require.NotEmpty(t, all[p].JobID)
+		}
+		require.Less(t, len(claimed["all"].Upstream), 4096)
+	})
+
 	t.Run("DeathCancelsDescendants", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))

@@ -1517,7 +1517,10 @@ type UpstreamEntry struct {
 	// Error the parent's last error, when it did not complete
 	Error *string `json:"error,omitempty"`
 	JobId string  `json:"job_id"`
-	Queue string  `json:"queue"`
+
+	// Omitted true when the result and artifacts are left out (null): the node's upstream would pass 4 MiB with them (queue.MaxUpstreamBytes); read them from the parent's job
+	Omitted *bool  `json:"omitted,omitempty"`
+	Queue   string `json:"queue"`
 
 	// Result the parent's result, any JSON, or null
 	Result interface{} `json:"result"`

@@ -632,7 +632,10 @@ end
 
 -- wf_upstream is the upstream of a node with the given parents: a JSON
 -- object, parent name -> its u field (names need no escaping: see
--- workflow.ValidateNodeName).
+-- workflow.ValidateNodeName); when that would pass the workflow's upmax
+-- (MaxUpstreamBytes), each parent's v field instead, without results and
+-- artifacts (a fan-in of 999 parents of 1 MiB results each would make a
+-- value of 1 GB).
 local function wf_upstream(parents)
   local ps = wf_split(parents)
   if #ps == 0 then
@@ -643,6 +646,16 @@ local function wf_upstream(parents)
     fields[i] = 'u:' .. p
   end
   local us = redis.call('HMGET', K_wf, unpack(fields))
+  local size = 0
+  for i = 1, #ps do
+    size = size + #(us[i] or '') + #ps[i] + 4
+  end
+  if size > tonumber(redis.call('HGET', K_wf, 'upmax') or '0') then
+    for i, p in ipairs(ps) do
+      fields[i] = 'v:' .. p
+    end
+    us = redis.call('HMGET', K_wf, unpack(fields))
+  end
   local parts = {}
   for i, p in ipairs(ps) do
     parts[i] = '"' .. p .. '":' .. (us[i] or 'null')

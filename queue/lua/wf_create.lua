@@ -6,8 +6,8 @@
 -- adopted by wfadopt.lua; nothing but its ends is ever asked of it). The graph was validated by the caller
 -- (package workflow): acyclic, names unique and known.
 -- Returns: 1 created, 2 it existed (a rerun).
-local n = tonumber(A_n)
-if not n or A_id == '' or (A_policy ~= 'cancel' and A_policy ~= 'continue') then
+local n, upmax = tonumber(A_n), tonumber(A_upstream_max)
+if not n or not upmax or A_id == '' or (A_policy ~= 'cancel' and A_policy ~= 'continue') then
   return redis.error_reply('ERR chronoq wf_create: malformed arguments')
 end
 if redis.call('HEXISTS', K_wf, 'id') == 1 then
@@ -35,6 +35,6 @@ for i = 0, n - 1 do
   end
 end
 flush()
-redis.call('HSET', K_wf, 'names', table.concat(names, ','), 'policy', A_policy, 'gen', 0, 'n', n, 'ended', 0,
+redis.call('HSET', K_wf, 'names', table.concat(names, ','), 'policy', A_policy, 'gen', 0, 'n', n, 'ended', 0, 'upmax', upmax,
   'created_ms', now_str, 'id', A_id)
 return 1

@@ -5,7 +5,7 @@
 -- ended, and its hash expires retention_ms later. Keys and arguments:
 -- specWFRecord in queue/layout.go; gen is the entry's (a stale entry, of
 -- a gen before a retry, is recorded nowhere); up the node's upstream
--- entry (JSON).
+-- entry (JSON), brief the same without its result and artifacts.
 -- Returns: { code, actions... }: code -1 no such workflow or node, 2 a
 --          stale entry, 1 recorded (now or before); then what the
 --          children's jobs need now (see wf_plan), also on a rerun, whose
@@ -24,7 +24,7 @@ if tonumber(m[3]) ~= gen then
 end
 local children = wf_split(m[4])
 if redis.call('HSETNX', K_wf, 'o:' .. node, A_outcome) == 1 then
-  redis.call('HSET', K_wf, 'u:' .. node, A_up)
+  redis.call('HSET', K_wf, 'u:' .. node, A_up, 'v:' .. node, A_brief)
   local ended = redis.call('HINCRBY', K_wf, 'ended', 1)
   for _, c in ipairs(children) do
     redis.call('HINCRBY', K_wf, 'r:' .. c, -1)
