@@ -259,3 +259,36 @@ func TestDependsOnAPI(t *testing.T) {
 	require.Equal(t, "dead", after.Upstream[parent.ID].Status)
 	require.Equal(t, "boom", after.Upstream[parent.ID].Error)
 }
+
+// A workflow's events (enqueued waiting, ready, rearmed) are in the
+// stream, each held to the document's EventMessage by the client.
+func TestWorkflowEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withWorkflows)
+	s := b.openEvents(t, "?queue=ev")
+	r := b.do(t, http.MethodPost, "/v1/workflows", map[string]any{"nodes": []any{wfNode("a", "ev"), wfNode("b", "ev", "a")}})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	w := decodeAs[wfView](t, r)
+	a := b.claimNode(t, "ev")
+	r = b.do(t, http.MethodPost, "/v1/queues/ev/jobs/"+a.ID+"/fail", map[string]any{"token": a.Token, "error": "no"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	b.releaser.Pass(b.ctx)
+	r = b.do(t, http.MethodPost, "/v1/workflows/"+w.ID+"/retry", nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	a = b.claimNode(t, "ev")
+	b.completeNode(t, "ev", a, nil)
+	nodeB := w.Nodes[1].JobID
+	seen := map[string]string{}
+	for range 50 {
+		e := s.event()
+		seen[e.typ+"/"+e.data["status"].(string)] = e.data["id"].(string)
+		if e.typ == "ready" && e.data["id"] == nodeB {
+			break
+		}
+	}
+	require.Contains(t, seen, "enqueued/waiting")
+	require.Contains(t, seen, "ready/pending")
+	require.Contains(t, seen, "rearmed/waiting")
+	require.Contains(t, seen, "canceled/canceled")
+	require.Equal(t, nodeB, seen["ready/pending"])
+}

@@ -16,7 +16,8 @@ import (
 type Event struct {
 	// Type is what happened: "enqueued", "promoted", "claimed",
 	// "completed", "retried", "dead", "reclaimed", "released", "canceled",
-	// "rescheduled" or "deleted".
+	// "rescheduled" or "deleted"; for a workflow node's job also "ready"
+	// (released by its workflow) and "rearmed" (waiting again, a retry).
 	Type  string
 	Queue string
 	ID    string

@@ -238,6 +238,7 @@ func (e DeliveryOutcome) Valid() bool {
 const (
 	EnqueuedEventDataStatusPending   EnqueuedEventDataStatus = "pending"
 	EnqueuedEventDataStatusScheduled EnqueuedEventDataStatus = "scheduled"
+	EnqueuedEventDataStatusWaiting   EnqueuedEventDataStatus = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the EnqueuedEventDataStatus enum.
@@ -246,6 +247,8 @@ func (e EnqueuedEventDataStatus) Valid() bool {
 	case EnqueuedEventDataStatusPending:
 		return true
 	case EnqueuedEventDataStatusScheduled:
+		return true
+	case EnqueuedEventDataStatusWaiting:
 		return true
 	default:
 		return false
@@ -429,6 +432,69 @@ func (e PushTargetMethod) Valid() bool {
 	case POST:
 		return true
 	case PUT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadyEventDataStatus.
+const (
+	ReadyEventDataStatusPending   ReadyEventDataStatus = "pending"
+	ReadyEventDataStatusScheduled ReadyEventDataStatus = "scheduled"
+)
+
+// Valid indicates whether the value is a known member of the ReadyEventDataStatus enum.
+func (e ReadyEventDataStatus) Valid() bool {
+	switch e {
+	case ReadyEventDataStatusPending:
+		return true
+	case ReadyEventDataStatusScheduled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadyEventEvent.
+const (
+	Ready ReadyEventEvent = "ready"
+)
+
+// Valid indicates whether the value is a known member of the ReadyEventEvent enum.
+func (e ReadyEventEvent) Valid() bool {
+	switch e {
+	case Ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RearmedEventDataStatus.
+const (
+	RearmedEventDataStatusWaiting RearmedEventDataStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the RearmedEventDataStatus enum.
+func (e RearmedEventDataStatus) Valid() bool {
+	switch e {
+	case RearmedEventDataStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RearmedEventEvent.
+const (
+	Rearmed RearmedEventEvent = "rearmed"
+)
+
+// Valid indicates whether the value is a known member of the RearmedEventEvent enum.
+func (e RearmedEventEvent) Valid() bool {
+	switch e {
+	case Rearmed:
 		return true
 	default:
 		return false
@@ -1352,6 +1418,46 @@ type Queues struct {
 	Queues []Queue `json:"queues"`
 }
 
+// ReadyEvent ready: a workflow node's job whose parents have ended was released (it waited, status waiting).
+type ReadyEvent struct {
+	Data struct {
+		// At RFC 3339, milliseconds, UTC
+		At       time.Time            `json:"at"`
+		Attempts int                  `json:"attempts"`
+		Id       string               `json:"id"`
+		Kind     string               `json:"kind"`
+		Queue    string               `json:"queue"`
+		Status   ReadyEventDataStatus `json:"status"`
+	} `json:"data"`
+	Event ReadyEventEvent `json:"event"`
+}
+
+// ReadyEventDataStatus defines model for ReadyEvent.Data.Status.
+type ReadyEventDataStatus string
+
+// ReadyEventEvent defines model for ReadyEvent.Event.
+type ReadyEventEvent string
+
+// RearmedEvent rearmed: a workflow's retry made a dead or canceled node's job wait for its parents again.
+type RearmedEvent struct {
+	Data struct {
+		// At RFC 3339, milliseconds, UTC
+		At       time.Time              `json:"at"`
+		Attempts int                    `json:"attempts"`
+		Id       string                 `json:"id"`
+		Kind     string                 `json:"kind"`
+		Queue    string                 `json:"queue"`
+		Status   RearmedEventDataStatus `json:"status"`
+	} `json:"data"`
+	Event RearmedEventEvent `json:"event"`
+}
+
+// RearmedEventDataStatus defines model for RearmedEvent.Data.Status.
+type RearmedEventDataStatus string
+
+// RearmedEventEvent defines model for RearmedEvent.Event.
+type RearmedEventEvent string
+
 // Reclaimed defines model for Reclaimed.
 type Reclaimed struct {
 	Reclaimed []string `json:"reclaimed"`
@@ -2184,6 +2290,74 @@ func (t *EventMessage) MergeDeletedEvent(v DeletedEvent) error {
 	return err
 }
 
+// AsReadyEvent returns the union data inside the EventMessage as a ReadyEvent
+func (t EventMessage) AsReadyEvent() (ReadyEvent, error) {
+	var body ReadyEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReadyEvent overwrites any union data inside the EventMessage as the provided ReadyEvent
+func (t *EventMessage) FromReadyEvent(v ReadyEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ready"}`))
+	t.union = b
+	return err
+}
+
+// MergeReadyEvent performs a merge with any union data inside the EventMessage, using the provided ReadyEvent
+func (t *EventMessage) MergeReadyEvent(v ReadyEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ready"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRearmedEvent returns the union data inside the EventMessage as a RearmedEvent
+func (t EventMessage) AsRearmedEvent() (RearmedEvent, error) {
+	var body RearmedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRearmedEvent overwrites any union data inside the EventMessage as the provided RearmedEvent
+func (t *EventMessage) FromRearmedEvent(v RearmedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"rearmed"}`))
+	t.union = b
+	return err
+}
+
+// MergeRearmedEvent performs a merge with any union data inside the EventMessage, using the provided RearmedEvent
+func (t *EventMessage) MergeRearmedEvent(v RearmedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"rearmed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t EventMessage) Discriminator() (string, error) {
 	var discriminator struct {
 		Discriminator string `json:"event"`
@@ -2212,6 +2386,10 @@ func (t EventMessage) ValueByDiscriminator() (interface{}, error) {
 		return t.AsEnqueuedEvent()
 	case "promoted":
 		return t.AsPromotedEvent()
+	case "ready":
+		return t.AsReadyEvent()
+	case "rearmed":
+		return t.AsRearmedEvent()
 	case "reclaimed":
 		return t.AsReclaimedEvent()
 	case "released":

@@ -49,7 +49,7 @@ for _, a in ipairs(acts) do
         if status == 'pending' then
           pend = pend + 1
         end
-        emit('released', a.id, f[R_kind], status, f[R_attempts])
+        emit('ready', a.id, f[R_kind], status, f[R_attempts])
         code = 1
       end
     elseif a.mode == 'cancel' or a.mode == 'abort' then
