@@ -58,3 +58,26 @@ func TestRecordWithoutWorkflowField(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "only the outbox's sentinel")
 }
+
+// A queue made before workflows (no outbox key) gets its outbox at the
+// next reclaim sweep.
+func TestReclaimGivesAnOldQueueItsOutbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := testutil.Redis(t)
+	ns := testutil.Namespace(t)
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "older", Kind: "k"})
+	require.NoError(t, err)
+	keys, err := queue.Keys(ns, "older")
+	require.NoError(t, err)
+	outbox := keys[len(keys)-1]
+	require.NoError(t, rdb.Del(ctx, outbox).Err()) // as an older version made it
+	_, err = c.Reclaim(ctx, "older")
+	require.NoError(t, err)
+	n, err := rdb.Exists(ctx, outbox).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+}

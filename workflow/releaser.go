@@ -88,18 +88,23 @@ func (r *Releaser) Run(ctx context.Context) error {
 	nudges := r.c.q.ReleaserNudges(ctx)
 	for {
 		r.Pass(ctx)
+		// Until the next pass, the queues this process's own scripts wrote
+		// entries into are read at once.
 		t := r.clock.NewTimer(r.cfg.Interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			for range nudges { // drained until closed
-				continue
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				for range nudges { // drained until closed
+					continue
+				}
+				return nil
+			case q := <-nudges:
+				r.visit(ctx, q)
+			case <-t.Chan():
+				break wait
 			}
-			return nil
-		case q := <-nudges:
-			t.Stop()
-			r.visit(ctx, q)
-		case <-t.Chan():
 		}
 	}
 }

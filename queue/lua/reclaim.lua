@@ -23,6 +23,9 @@ end
 if not exists() then
   return { 0, 0, now_us, 0 }
 end
+-- A queue made by a version before workflows gets its outbox here (every
+-- key a script declares must exist, see create.lua).
+redis.call('HSETNX', K_wfout, SENTINEL, '')
 local out = { 0, 0, now_us, 0 }
 
 local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, limit)
