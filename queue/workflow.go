@@ -312,8 +312,10 @@ func (c *Client) RecordNodeEnd(ctx context.Context, e OutboxEntry, up, brief []b
 
 // ApplyNodeActions applies acts in their jobs' slots (wfnode.lua), in
 // order within a queue: one script call per queue and MaxBatch actions.
-// It answers each action's result, in the order of acts.
-func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction) ([]NodeResult, error) {
+// A job they cancel is kept at least keep (its workflow's retention, so
+// that a retry finds it), and at least Config.Retention. It answers each
+// action's result, in the order of acts.
+func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep time.Duration) ([]NodeResult, error) {
 	out := make([]NodeResult, len(acts))
 	byQueue := map[string][]int{}
 	var order []string
@@ -336,7 +338,7 @@ func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction) ([]Nod
 			part := idx[:min(len(idx), workflowBatch)]
 			idx = idx[len(part):]
 			args := make([]any, 0, 3+4*len(part))
-			args = append(args, max(c.cfg.Retention.Milliseconds(), 0), c.tombMs(), len(part))
+			args = append(args, max(c.cfg.Retention.Milliseconds(), keep.Milliseconds(), 0), c.tombMs(), len(part))
 			for _, i := range part {
 				a := acts[i]
 				args = append(args, a.Mode, a.JobID, a.Gen, a.Upstream)

@@ -30,7 +30,7 @@ func TestEveryEndOfANodeLeavesAnOutboxEntry(t *testing.T) {
 		p, err := c.PrepareNode(queue.NewJob{Queue: q, Kind: "k", MaxAttempts: attempts, Visibility: time.Second}, "wf1", name)
 		require.NoError(t, err)
 		require.NoError(t, c.AddNodeJobs(ctx, []queue.PreparedNode{p}))
-		res, err := c.ApplyNodeActions(ctx, []queue.NodeAction{{Mode: "release", Queue: q, JobID: p.ID, Node: name, Upstream: `{"x":1}`}})
+		res, err := c.ApplyNodeActions(ctx, []queue.NodeAction{{Mode: "release", Queue: q, JobID: p.ID, Node: name, Upstream: `{"x":1}`}}, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, res[0].Code)
 		return p.ID

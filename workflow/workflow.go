@@ -482,7 +482,7 @@ func (c *Client) apply(ctx context.Context, acts []queue.NodeAction) error {
 	if len(acts) == 0 {
 		return nil
 	}
-	res, err := c.q.ApplyNodeActions(ctx, acts)
+	res, err := c.q.ApplyNodeActions(ctx, acts, c.ret)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -348,12 +349,19 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Equal(t, StatusFailed, w.Status)
 		require.Equal(t, queue.StatusCanceled, statuses(w)["d"])
 
+		// Hours later, past the queues' retention (1 h): the canceled
+		// nodes' jobs are kept for the workflow's, so the retry finds them.
+		e.q.Clock().(*clockwork.FakeClock).Advance(3 * time.Hour)
+		for _, qn := range []string{"rt-a", "rt-b"} {
+			_, err := e.q.Reclaim(ctx, qn)
+			require.NoError(t, err)
+		}
 		broken = false
 		w, err = e.wf.Retry(ctx, w.ID)
 		require.NoError(t, err)
 		require.Equal(t, StatusRunning, w.Status)
-		require.Equal(t, map[string]queue.Status{"a": queue.StatusCompleted, "b": queue.StatusPending, "c": queue.StatusWaiting,
-			"d": queue.StatusWaiting}, statuses(w))
+		require.Equal(t, map[string]queue.Status{"a": "", "b": queue.StatusPending, "c": queue.StatusWaiting,
+			"d": queue.StatusWaiting}, statuses(w), "a's job is past its retention; its upstream is the workflow's")
 		claimed := e.drive(ctx, []string{"rt-a", "rt-b"}, h)
 		require.Equal(t, []string{"b", "c", "d"}, keysOf(claimed))
 		require.JSONEq(t, `{"node":"a"}`, string(upstreamOf(t, claimed["b"])["a"].Result))
