@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
@@ -35,7 +37,8 @@ func TestBatteryCluster(t *testing.T) {
 	runBattery(t, testutil.Cluster(t))
 }
 
-// runBattery runs graphs to their end on the real clock while Go workers
+// runBattery runs graphs to their end on the real clock, with a promoter
+// and a reclaimer as chronoq serve runs them, while Go workers
 // are stopped and started again (their running jobs handed back), a
 // "worker" claims jobs and dies holding them (their leases lapse and the
 // reclaim sweep takes them back), handlers fail now and then (and retry),
@@ -46,25 +49,34 @@ func runBattery(t *testing.T, rdb redis.UniversalClient) {
 	defer cancel()
 	ns := testutil.Namespace(t)
 	quiet := slog.New(slog.DiscardHandler)
-	var mu sync.Mutex
-	released := map[string]int{}
-	onApplied := func(r queue.NodeResult) {
-		if r.Code == 1 && r.Action.Mode == "release" {
-			mu.Lock()
-			released[r.Action.JobID]++
-			mu.Unlock()
-		}
-	}
 	newWF := func() *Client {
-		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, DisableEvents: true})
+		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = q.Close() })
-		c, err := New(Config{Queue: q, OnApplied: onApplied})
+		c, err := New(Config{Queue: q})
 		require.NoError(t, err)
 		return c
 	}
 	producer := newWF()
 	queues := []string{"bat-a", "bat-b", "bat-c"}
+	// Releases are counted where they happen: each is one "ready" event,
+	// published by the script that moved the job (a count of the calls'
+	// answers would miss a release whose reply a stopped releaser lost).
+	events, err := producer.q.Subscribe(ctx, queues...)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	released := map[string]int{}
+	counted := make(chan struct{})
+	go func() {
+		defer close(counted)
+		for ev := range events {
+			if ev.Type == "ready" {
+				mu.Lock()
+				released[ev.ID]++
+				mu.Unlock()
+			}
+		}
+	}()
 
 	// Graphs: a fan-out/fan-in of 120, a chain of 15, diamonds.
 	var ids []string
@@ -126,6 +138,11 @@ func runBattery(t *testing.T, rdb redis.UniversalClient) {
 	require.NoError(t, err)
 	reclaiming := lifecycle.Start(ctx, rec)
 	defer func() { _ = reclaiming.Stop(context.Background()) }()
+	// The retries of a worker that was stopped are promoted by a promoter.
+	prom, err := delayed.NewPromoter(delayed.Config{Source: newWF().q, Logger: quiet})
+	require.NoError(t, err)
+	promoting := lifecycle.Start(ctx, prom)
+	defer func() { _ = promoting.Stop(context.Background()) }()
 
 	// Releasers: each dies between its steps in one batch of four, and
 	// is stopped and started again in turn.
@@ -197,25 +214,50 @@ func runBattery(t *testing.T, rdb redis.UniversalClient) {
 			round++
 		}
 	}()
-	require.Eventually(t, settled, 90*time.Second, 20*time.Millisecond, "the graphs did not settle")
+	if !assert.Eventually(t, settled, 90*time.Second, 20*time.Millisecond, "the graphs did not settle") {
+		for _, id := range ids {
+			rec, err := producer.q.ReadWorkflow(context.Background(), id)
+			require.NoError(t, err)
+			w, err := producer.Get(context.Background(), id)
+			require.NoError(t, err)
+			for i, n := range rec.Nodes {
+				if w.Nodes[i].Status != queue.StatusCompleted || n.Outcome != queue.StatusCompleted {
+					t.Logf("workflow %s node %s: job %s/%s %s attempts %d; outcome %q left %d failed %d gen %d", id, n.Name,
+						n.Queue, n.JobID, w.Nodes[i].Status, w.Nodes[i].Attempts, n.Outcome, n.Left, n.Failed, n.Gen)
+				}
+			}
+		}
+		due, err := producer.q.OutboxDue(context.Background(), 100)
+		t.Logf("outbox index: %v %v", due, err)
+		has, err := producer.q.OutboxQueues(context.Background(), queues)
+		t.Logf("outboxes with entries: %v %v", has, err)
+		t.FailNow()
+	}
 	stopFaults()
 	require.NoError(t, <-faulting)
 	for _, h := range append(workers, releasers...) {
 		require.NoError(t, ignoreHandBack(h.Stop(ctx)))
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	n := 0
+	var all []NodeState
 	for _, id := range ids {
 		w, err := producer.Get(ctx, id)
 		require.NoError(t, err)
 		for _, nd := range w.Nodes {
-			n++
 			require.Equal(t, queue.StatusCompleted, nd.Status, "node %s of %s", nd.Name, id)
-			require.Equal(t, 1, released[nd.JobID], "node %s of %s released once", nd.Name, id)
+			all = append(all, nd)
 		}
 	}
-	require.Equal(t, total, n)
+	require.Len(t, all, total)
+	require.Eventually(t, func() bool { // the last events on their way
+		mu.Lock()
+		defer mu.Unlock()
+		return len(released) >= total
+	}, 10*time.Second, time.Millisecond)
+	cancel()
+	<-counted
+	for _, nd := range all {
+		require.Equal(t, 1, released[nd.JobID], "node %s released once", nd.Name)
+	}
 	require.GreaterOrEqual(t, runs.Load(), int64(total))
 }
 
