@@ -11,18 +11,20 @@ import (
 
 // TestDemo: `chronoq demo` needs no set-up (the embedded Redis), serves
 // the dashboard and the /v1/demo routes, starts a sample workflow, and its
-// workers run the batches;
+// workers run the batches (and the workflow's jobs);
 // `serve` has no demo routes, and its OpenAPI document lists none.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	s := startServeAs(t, "demo", []string{"--workers", "2"}, nil)
 	require.Contains(t, s.logs.String(), "embedded in-memory Redis")
 	require.Contains(t, s.logs.String(), "demo: open the dashboard")
-	require.Contains(t, s.logs.String(), "demo: started a sample workflow")
+	status, started := s.do(t, http.MethodPost, "/v1/demo/workflow", `{}`)
+	require.Equal(t, http.StatusCreated, status, "%v", started)
 	status, list := s.do(t, http.MethodGet, "/v1/workflows", "")
 	require.Equal(t, http.StatusOK, status, "%v", list)
 	require.Len(t, list["workflows"], 1)
 	require.EqualValues(t, 9, list["workflows"].([]any)[0].(map[string]any)["nodes"], "the sample fan-out/fan-in")
+	require.Equal(t, started["id"], list["workflows"].([]any)[0].(map[string]any)["id"])
 
 	status, body := s.do(t, http.MethodGet, "/v1/demo", "")
 	require.Equal(t, http.StatusOK, status)
@@ -33,8 +35,8 @@ func TestDemo(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%v", body)
 	require.Eventually(t, func() bool {
 		_, q := s.do(t, http.MethodGet, "/v1/queues/demo", "")
-		return q["completed_total"] == float64(5)
-	}, 10*time.Second, 20*time.Millisecond)
+		return q["completed_total"] == float64(5+9)
+	}, 20*time.Second, 20*time.Millisecond)
 
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/", nil)
 	require.NoError(t, err)

@@ -425,13 +425,6 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		if err := pool.Configure(demo.Settings{Size: c.demoWorkers, Latency: 300 * time.Millisecond, FailRate: 0.1}); err != nil {
 			return err
 		}
-		// A sample fan-out/fan-in, so that the workflow view has a graph
-		// to show (POST /v1/demo/workflow starts more).
-		if w, err := workflows.Enqueue(ctx, demo.SampleWorkflow(pool.Queue(), demo.DefaultWorkflowWidth)); err != nil {
-			log.Warn("demo: starting the sample workflow failed", "err", err)
-		} else {
-			log.Info("demo: started a sample workflow", "workflow", w.ID)
-		}
 	}
 	// The background parts, each a Run(ctx) until the shutdown below.
 	var background lifecycle.Group
