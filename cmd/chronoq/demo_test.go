@@ -37,6 +37,8 @@ func TestDemo(t *testing.T) {
 		_, q := s.do(t, http.MethodGet, "/v1/queues/demo", "")
 		return q["completed_total"] == float64(5+9)
 	}, 20*time.Second, 20*time.Millisecond)
+	metrics := s.text(t, "/metrics")
+	require.Contains(t, metrics, `chronoq_workflow_steps_total{step="release"} 9`, "every node released once")
 
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/", nil)
 	require.NoError(t, err)
@@ -65,4 +67,21 @@ func TestDemo(t *testing.T) {
 	}
 	_, err = parseServe([]string{"--workers", "1"}, env(), io.Discard) // a demo flag only
 	require.Error(t, err)
+}
+
+// text GETs path and answers its body.
+func (s *served) text(t *testing.T, path string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+path, nil)
+	require.NoError(t, err)
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", data)
+	return string(data)
 }

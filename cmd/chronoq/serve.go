@@ -351,7 +351,13 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer client.Close()
-	workflows, err := workflow.New(workflow.Config{Queue: client})
+	workflowSteps := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronoq_workflow_steps_total",
+		Help: "Steps this instance applied to workflow nodes' jobs that took effect: release, cancel, abort, rearm."}, []string{"step"})
+	workflows, err := workflow.New(workflow.Config{Queue: client, OnApplied: func(r queue.NodeResult) {
+		if r.Code == 1 {
+			workflowSteps.WithLabelValues(r.Action.Mode).Inc()
+		}
+	}})
 	if err != nil {
 		return err
 	}
@@ -440,6 +446,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
 		func() float64 { return float64(client.MarkFailures()) }))
 	srv.Registry().MustRegister(limitWaitMetric(client))
+	srv.Registry().MustRegister(workflowSteps)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
