@@ -77,6 +77,7 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 		b = appendString(b, l)
 	}
 	b = append(b, ']')
+	b = appendWorkflowFields(b, j)
 	if withToken {
 		b = append(b, `,"token":`...)
 		b = appendString(b, j.Token)

@@ -23,6 +23,7 @@ import (
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 	"github.com/chronoq/chronoq/testutil"
+	"github.com/chronoq/chronoq/workflow"
 )
 
 // testBundle is one API server over a real queue client, on a real
@@ -37,6 +38,9 @@ type testBundle struct {
 	// contract is the served OpenAPI document: http's client checks every
 	// exchange against it.
 	contract *apitest.Contract
+	// workflows and releaser, with setupConfig.workflows.
+	workflows *workflow.Client
+	releaser  *workflow.Releaser
 }
 
 type setupConfig struct {
@@ -56,6 +60,9 @@ type setupConfig struct {
 	// workers, when set, configures the worker registry over the
 	// bundle's queue client (else the server's default).
 	workers *registry.Config
+	// workflows serves the /v1/workflows routes from a workflow.Client
+	// over the bundle's queue client (b.workflows, with b.releaser).
+	workflows bool
 }
 
 func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
@@ -93,6 +100,15 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 		ac.Workers, err = registry.New(client, *sc.workers)
 		require.NoError(t, err)
 	}
+	var wf *workflow.Client
+	var rel *workflow.Releaser
+	if sc.workflows {
+		wf, err = workflow.New(workflow.Config{Queue: client})
+		require.NoError(t, err)
+		rel, err = workflow.NewReleaser(workflow.ReleaserConfig{Client: wf, Logger: ac.Logger})
+		require.NoError(t, err)
+		ac.Workflows = wf
+	}
 	srv, err := api.New(ac)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
@@ -103,7 +119,7 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	contract, err := apitest.Load(srv.OpenAPI())
 	require.NoError(t, err)
 	hs.Client().Transport = &apitest.Transport{T: t, Contract: contract, Base: hs.Client().Transport}
-	b := &testBundle{ctx: t.Context(), client: client, clock: clock, srv: srv, http: hs, contract: contract}
+	b := &testBundle{ctx: t.Context(), client: client, clock: clock, srv: srv, http: hs, contract: contract, workflows: wf, releaser: rel}
 	if !sc.noAuth {
 		b.token = ac.Token
 	}

@@ -36,6 +36,16 @@ type enqueueRequest struct {
 	FailureCallbackURL *string     `json:"failure_callback_url"`
 	// Labels a claimer must have to receive the job (see queue.NewJob.Labels).
 	Labels []string `json:"labels"`
+	// Workflows (package workflow): a single job that runs once these
+	// jobs have ended (POST /v1/jobs only), and what their failure does.
+	DependsOn []jobRefJSON `json:"depends_on"`
+	OnFailure *string      `json:"on_failure"`
+}
+
+// jobRefJSON names a job.
+type jobRefJSON struct {
+	Queue string `json:"queue"`
+	ID    string `json:"id"`
 }
 
 // backoffRequest is a retry policy; a field left out takes the value of

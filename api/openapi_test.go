@@ -16,6 +16,7 @@ import (
 	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/demo"
 	"github.com/chronoq/chronoq/dispatch"
+	"github.com/chronoq/chronoq/workflow"
 )
 
 var echoParam = regexp.MustCompile(`:([a-z]+)`)
@@ -114,7 +115,10 @@ func TestOpenAPIServedFitsTheServer(t *testing.T) {
 	}
 	bearer := []map[string][]string{{"bearer": {}}, {"session": {}}}
 
-	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Push: dispatch.NewStore(b.client, dispatch.Guard{}), Token: "t"})
+	wf, err := workflow.New(workflow.Config{Queue: b.client})
+	require.NoError(t, err)
+	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Push: dispatch.NewStore(b.client, dispatch.Guard{}),
+		Workflows: wf, Token: "t"})
 	require.NoError(t, err)
 	require.Equal(t, api.OpenAPI(), srv.OpenAPI(), "serve --token serves api/openapi.json byte for byte")
 	doc := parseDoc(t, srv.OpenAPI())

@@ -46,6 +46,9 @@ func (s *Server) enqueueOne(c echo.Context) error {
 	if nj, err = s.pushJob(nj, &req, ""); err != nil {
 		return err
 	}
+	if req.DependsOn != nil || req.OnFailure != nil {
+		return s.enqueueAfter(c, nj, &req)
+	}
 	e, err := s.enqueue(c.Request().Context(), nj)
 	if err != nil {
 		return err
@@ -85,6 +88,9 @@ func (s *Server) decodeBatch(body []byte) ([]queue.NewJob, error) {
 	}
 	njs := make([]queue.NewJob, len(fast.Jobs))
 	for i := range fast.Jobs {
+		if fast.Jobs[i].DependsOn != nil || fast.Jobs[i].OnFailure != nil {
+			return nil, invalidArg(fieldPrefix(i)+"depends_on", "a batch's jobs take no depends_on: enqueue a workflow (POST /v1/workflows)")
+		}
 		nj, err := fast.Jobs[i].newJob(i)
 		if err != nil {
 			return nil, err

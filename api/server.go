@@ -41,6 +41,9 @@ type Config struct {
 	// Cron serves the /v1/cron routes, which are registered only when it
 	// is set. Defaults to nil.
 	Cron CronStore
+	// Workflows serves the /v1/workflows routes, which are registered
+	// only when it is set; a *workflow.Client. Defaults to nil.
+	Workflows WorkflowStore
 	// Push serves the /v1/queues/{queue}/config routes (push targets),
 	// shows a queue's push config in GET /v1/queues/{queue}, and lets
 	// enqueues give a target and callbacks; a *dispatch.Store. Defaults to
@@ -281,6 +284,15 @@ func (s *Server) routes() {
 		)
 	}
 	rs = append(rs, s.workersRoutes()...)
+	if s.cfg.Workflows != nil {
+		rs = append(rs,
+			route{http.MethodPost, "/v1/workflows", s.enqueueWorkflow, false},
+			route{http.MethodGet, "/v1/workflows", s.listWorkflows, false},
+			route{http.MethodGet, "/v1/workflows/:id", s.getWorkflow, false},
+			route{http.MethodPost, "/v1/workflows/:id/cancel", s.cancelWorkflow, false},
+			route{http.MethodPost, "/v1/workflows/:id/retry", s.retryWorkflow, false},
+		)
+	}
 	for _, r := range s.cfg.Routes {
 		rs = append(rs, route{r.Method, r.Path, r.Handler, false})
 	}

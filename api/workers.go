@@ -48,11 +48,6 @@ func newWorkers(cfg Config) (*registry.Registry, error) {
 	return nil, nil //nolint:nilnil // no registry
 }
 
-type jobRefJSON struct {
-	Queue string `json:"queue"`
-	ID    string `json:"id"`
-}
-
 type workerJSON struct {
 	ID         string       `json:"id"`
 	Host       string       `json:"host"`

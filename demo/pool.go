@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
+	"github.com/chronoq/chronoq/workflow"
 )
 
 // Limits of [Settings].
@@ -60,6 +61,10 @@ type Config struct {
 	Host string
 	// Version is their version in the registry. Defaults to the binary's.
 	Version string
+	// Workflows, when set, serves POST /v1/demo/workflow, which starts a
+	// sample fan-out/fan-in workflow in Queue (see SampleWorkflow).
+	// Defaults to nil.
+	Workflows *workflow.Client
 }
 
 // Settings are what the page controls.

@@ -20,12 +20,17 @@ import (
 //	GET  /v1/demo        the pool's settings and counters
 //	POST /v1/demo/pool   change the settings: {"size","latency","fail_rate","hang_rate"}, each optional
 //	POST /v1/demo/batch  enqueue a batch: {"count","kinds","delay","spread","max_attempts","visibility"}
+//	POST /v1/demo/workflow  start a sample fan-out/fan-in workflow: {"width"} (with Config.Workflows)
 func (p *Pool) Routes() []api.Route {
-	return []api.Route{
+	rs := []api.Route{
 		{Method: http.MethodGet, Path: "/v1/demo", Handler: p.getStatus},
 		{Method: http.MethodPost, Path: "/v1/demo/pool", Handler: p.postPool},
 		{Method: http.MethodPost, Path: "/v1/demo/batch", Handler: p.postBatch},
 	}
+	if p.cfg.Workflows != nil {
+		rs = append(rs, api.Route{Method: http.MethodPost, Path: "/v1/demo/workflow", Handler: p.postWorkflow})
+	}
+	return rs
 }
 
 //go:embed openapi.json

@@ -99,11 +99,12 @@ return 1`)
 // its marks, its seq, and the reply proper.
 type marked struct {
 	dueMs, sweepMs, seq int64
+	wfMs                int64 // a workflow node's job left an outbox entry (see workflow.go)
 }
 
 // unwrapMarks takes the marks off a script's reply: { SENTINEL, due_ms,
-// sweep_ms, now_us, x } answers x and the marks; any other reply is
-// answered as it is, with none.
+// sweep_ms, now_us, x[, wf_ms] } answers x and the marks; any other reply
+// is answered as it is, with none.
 func unwrapMarks(v any) (any, marked) {
 	res, ok := v.([]any)
 	if !ok || len(res) < 4 {
@@ -116,6 +117,9 @@ func unwrapMarks(v any) (any, marked) {
 	m.dueMs, _ = res[1].(int64)
 	m.sweepMs, _ = res[2].(int64)
 	m.seq, _ = res[3].(int64)
+	if len(res) >= 6 {
+		m.wfMs, _ = res[5].(int64)
+	}
 	if len(res) < 5 {
 		return nil, m // the script answered nil
 	}
@@ -129,8 +133,11 @@ const markTimeout = 5 * time.Second
 // a failure here is not the caller's: the marks are kept for remarkLoop
 // to apply once Redis answers, and counted (MarkFailures).
 func (c *Client) mark(ctx context.Context, queue string, m marked) {
-	if m.dueMs == 0 && m.sweepMs == 0 {
+	if m.dueMs == 0 && m.sweepMs == 0 && m.wfMs == 0 {
 		return
+	}
+	if m.wfMs != 0 {
+		c.nudgeReleasers(queue)
 	}
 	if m.dueMs != 0 {
 		c.nudgeLocal(queue, m.dueMs)
@@ -148,8 +155,18 @@ func (c *Client) mark(ctx context.Context, queue string, m marked) {
 // sendMark runs markScript for queue's marks m.
 func (c *Client) sendMark(ctx context.Context, queue string, m marked) error {
 	a := attentionKeys(c.ns)
-	return c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
-		queue, m.dueMs, m.sweepMs, m.seq, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.dueMs, 10)+"|"+c.instance)
+	if m.dueMs != 0 || m.sweepMs != 0 {
+		if err := c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
+			queue, m.dueMs, m.sweepMs, m.seq, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.dueMs, 10)+"|"+c.instance); err != nil {
+			return err
+		}
+	}
+	if m.wfMs != 0 {
+		// the outbox index, in the places of markScript's sweep index
+		w := workflowAttentionKeys(c.ns)
+		return c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, w.outbox, w.outboxSeq}, queue, 0, m.wfMs, m.seq, "", "")
+	}
+	return nil
 }
 
 // uncertain is called when a script of queue failed in a way that leaves
@@ -164,7 +181,7 @@ func (c *Client) uncertain(queue string, err error) {
 		return
 	}
 	now := c.redisNow().UnixMilli()
-	c.remarkLater(queue, marked{dueMs: now, sweepMs: now})
+	c.remarkLater(queue, marked{dueMs: now, sweepMs: now, wfMs: now})
 }
 
 // remarkLater keeps marks m of queue (with those kept already, the
@@ -184,6 +201,7 @@ func (c *Client) remarkLater(queue string, m marked) {
 	kept, ok := c.remark[queue]
 	if ok {
 		m.dueMs, m.sweepMs = earliestMs(kept.dueMs, m.dueMs), earliestMs(kept.sweepMs, m.sweepMs)
+		m.wfMs = earliestMs(kept.wfMs, m.wfMs)
 	}
 	m.seq = 0 // applied late: it may not raise an entry's seq (see parkScript)
 	c.remark[queue] = m

@@ -160,8 +160,9 @@ type Client struct {
 	wakeChunk   time.Duration // the package's wakeChunk; a test may lengthen it (below blockingReadTimeout)
 	limitWaitNs atomic.Int64  // see LimitWait
 
-	mu        sync.Mutex
-	listeners map[chan delayed.Nudge]struct{}
+	mu          sync.Mutex
+	listeners   map[chan delayed.Nudge]struct{}
+	wfListeners map[chan string]struct{} // see ReleaserNudges
 
 	coalescer coalescer // single enqueues in flight, by queue (coalesce.go)
 

@@ -61,6 +61,11 @@
 //     every script gives the same outcome when run twice with the same
 //     arguments.
 //
+// Workflows (package workflow) are built on single-slot steps of this
+// package (workflow.go): a node's job is created waiting, whatever ends
+// it leaves an entry in its queue's outbox in the same script, and the
+// workflow's own hash is written only by the wf_*.lua scripts.
+//
 // Time is Redis's: the scripts read TIME, so an instance whose clock is
 // wrong is never early and never takes a live lease. The Config's
 // clockwork.Clock is only for sleeping; a fake one shifts the time the

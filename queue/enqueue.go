@@ -368,7 +368,7 @@ func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	}
 	pipe := c.rdb.Pipeline()
 	rec := pipe.HGet(ctx, k.jobs, id)
-	data := pipe.HMGet(ctx, k.data, id, resultField(id), artifactsField(id))
+	data := pipe.HMGet(ctx, k.data, id, resultField(id), artifactsField(id), upstreamField(id))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapRedis(err)
 	}
@@ -380,6 +380,9 @@ func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	}
 	if a := str(d[2]); a != "" {
 		j.Artifacts = json.RawMessage(a)
+	}
+	if u := str(d[3]); u != "" {
+		j.Upstream = json.RawMessage(u)
 	}
 	j.Token = ""
 	return j, nil

@@ -18,7 +18,9 @@ type Event struct {
 	// "completed", "retried", "dead", "reclaimed", "released", "canceled",
 	// "rescheduled" or "deleted"; or, with no change of status, "log"
 	// (lines were appended to the job's log: read them with Client.Logs)
-	// or "progress" (a heartbeat carried progress: read it with Get).
+	// or "progress" (a heartbeat carried progress: read it with Get); for
+	// a workflow node's job also "ready" (released by its workflow) and
+	// "rearmed" (waiting again, a retry).
 	Type  string
 	Queue string
 	ID    string

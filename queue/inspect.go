@@ -145,10 +145,12 @@ func Keys(ns, queue string) ([]string, error) {
 }
 
 // NamespaceKeys lists the keys of namespace ns that belong to no queue:
-// the set of queue names and the attention indexes (see attention.go).
+// the set of queue names, the attention indexes (see attention.go), and
+// the list and indexes of workflows (see workflow.go; each workflow's own
+// hash is "<ns>:{wf:<id>}:wf").
 func NamespaceKeys(ns string) []string {
-	a := attentionKeys(ns)
-	return []string{queuesKey(ns), a.due, a.dueSeq, a.sweep, a.sweepSeq}
+	a, w := attentionKeys(ns), workflowAttentionKeys(ns)
+	return []string{queuesKey(ns), a.due, a.dueSeq, a.sweep, a.sweepSeq, workflowsKey(ns), w.outbox, w.outboxSeq, w.dirty}
 }
 
 // DecodeRecord decodes a job's record, the value of its field in the

@@ -20,12 +20,15 @@ const (
 	StatusCompleted  Status = "completed"  // done; kept for its retention
 	StatusDead       Status = "dead"       // attempts spent, or failed for good
 	StatusCanceled   Status = "canceled"   // canceled before it ran
+	// StatusWaiting: a workflow node's job waiting for its parents to end
+	// (package workflow): in no list, claimed by no one, until released.
+	StatusWaiting Status = "waiting"
 )
 
 // Valid reports whether s is one of the statuses.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusScheduled, StatusPending, StatusProcessing, StatusCompleted, StatusDead, StatusCanceled:
+	case StatusScheduled, StatusPending, StatusProcessing, StatusCompleted, StatusDead, StatusCanceled, StatusWaiting:
 		return true
 	}
 	return false
@@ -76,6 +79,35 @@ type Job struct {
 	// Labels are the labels a claimer must have to receive the job,
 	// sorted, without duplicates; nil when it requires none.
 	Labels []string
+	// Workflow names the workflow node this job is (package workflow);
+	// nil for any other job.
+	Workflow *WorkflowRef
+	// Upstream is what a workflow node's job receives of its parents, set
+	// when it is released: a JSON object, parent node name ->
+	// {"job_id","queue","status","result","artifacts","error"}. Empty for
+	// a root node and any other job.
+	Upstream json.RawMessage
+}
+
+// WorkflowRef names the workflow node a job is.
+type WorkflowRef struct {
+	ID   string // the workflow's id
+	Node string // the node's name within it
+	Gen  int64  // the retry the job was armed at (0: the first run)
+}
+
+// parseWorkflowRef reads a record's workflow field, "<id>|<node>|<gen>"
+// (nil for "").
+func parseWorkflowRef(s string) *WorkflowRef {
+	parts := strings.Split(s, "|")
+	if len(parts) != 3 {
+		return nil
+	}
+	g, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &WorkflowRef{ID: parts[0], Node: parts[1], Gen: g}
 }
 
 // jobFromRecord builds a Job from its record, payload and result. Token is
@@ -113,11 +145,12 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	j.CanceledAt = msTime(f[rCanceledAt])
 	j.Progress = parseProgress(f[rProgress])
 	j.Labels = splitLabels(f[rLabels])
+	j.Workflow = parseWorkflowRef(f[rWorkflow])
 	return j, nil
 }
 
 // parsePacked reads a job as the scripts answer it:
-// "<id>\0<record>\0<payload>\0<result>".
+// "<id>\0<record>\0<payload>\0<result>\0<upstream>".
 func parsePacked(queue, s string) (*Job, error) {
 	id, rest, ok := strings.Cut(s, "\x00")
 	if !ok {
@@ -134,8 +167,13 @@ func parsePacked(queue, s string) (*Job, error) {
 		i += k + 1
 	}
 	record := rest[:i-1]
-	payload, result, _ := strings.Cut(rest[i:], "\x00")
-	return jobFromRecord(queue, id, record, payload, result)
+	payload, more, _ := strings.Cut(rest[i:], "\x00")
+	result, upstream, _ := strings.Cut(more, "\x00")
+	j, err := jobFromRecord(queue, id, record, payload, result)
+	if err == nil && upstream != "" {
+		j.Upstream = json.RawMessage(upstream)
+	}
+	return j, err
 }
 
 // encodeSpec renders what a job fixes at enqueue as its "spec" field:

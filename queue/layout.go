@@ -41,6 +41,7 @@ const (
 	keyClaims  = "claims"  // HASH: claim token base -> ids it claimed, until the claim's first ack
 	keyWake    = "wake"    // STREAM: one entry each time jobs become pending while a claimer waits
 	keyLsets   = "lsets"   // HASH: label set id -> its labels, canonical (see labels.go); the sets' own keys below
+	keyOutbox  = "wfout"   // HASH: job id -> the outbox entry of a workflow node's job that ended, until a releaser acks it (see workflow.go)
 )
 
 // sentinel is the member, field or element that keeps each key of a queue
@@ -68,6 +69,7 @@ const sentinels = 1
 type keys struct {
 	name                                                                             string // the queue's name (not a key)
 	meta, jobs, data, sched, pending, leases, dead, done, idem, expiry, claims, wake string
+	outbox                                                                           string // workflows: see keyOutbox
 	events                                                                           string // pub/sub channel of job events (sharded pub/sub in a cluster): a channel, not a key
 	lsets                                                                            string // the registry of label sets (keyLsets)
 }
@@ -78,13 +80,13 @@ func queueKeys(ns, queue string) keys {
 		name: queue, meta: p + keyMeta, jobs: p + keyJobs, data: p + keyData, sched: p + keySched,
 		pending: p + keyPending, leases: p + keyLeases, dead: p + keyDead, done: p + keyDone,
 		idem: p + keyIdem, expiry: p + keyExpiry, claims: p + keyClaims, wake: p + keyWake,
-		events: p + "events", lsets: p + keyLsets,
+		events: p + "events", lsets: p + keyLsets, outbox: p + keyOutbox,
 	}
 }
 
 // all lists every key of the queue, in layout order.
 func (k keys) all() []string {
-	return []string{k.meta, k.jobs, k.data, k.sched, k.pending, k.leases, k.dead, k.done, k.idem, k.expiry, k.claims, k.wake, k.lsets}
+	return []string{k.meta, k.jobs, k.data, k.sched, k.pending, k.leases, k.dead, k.done, k.idem, k.expiry, k.claims, k.wake, k.lsets, k.outbox}
 }
 
 // byName answers the key of the queue called name (one of the key*
@@ -117,6 +119,8 @@ func (k keys) byName(name string) string {
 		return k.wake
 	case keyLsets:
 		return k.lsets
+	case keyOutbox:
+		return k.outbox
 	}
 	panic("queue: no key " + name) // the script table names only the constants above
 }
@@ -210,6 +214,7 @@ var recFields = []string{
 	"progress", // "<percent>|<updated ms>|<message>", "" for none: the last progress a heartbeat carried
 	"log",      // "<lines>|<bytes>|<truncated 0/1>|<last append's batch id>|<lines it added>", "" for no log
 	"labels",   // the labels a claimer must have, canonical (sorted, joined by ","); "" none
+	"workflow", // a workflow node's job: "<workflow id>|<node>|<gen>" (see workflow.go); "" for any other job
 }
 
 // Indexes into a record split on NUL (0-based; Lua's are 1 more).
@@ -236,6 +241,7 @@ const (
 	rProgress
 	rLog
 	rLabels
+	rWorkflow
 	nRec
 )
 
@@ -265,7 +271,7 @@ var commonArgs = []string{
 // id, token, result).
 var (
 	specCreate = scriptSpec{"create",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyLsets},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyLsets, keyOutbox},
 		nil}
 	specEnqueue = scriptSpec{"enqueue",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyIdem, keyExpiry, keyWake, keyLsets},
@@ -280,22 +286,22 @@ var (
 		[]string{keyMeta, keyPending, keyLeases, keyWake},
 		[]string{"wait_ms", "eligible"}}
 	specComplete = scriptSpec{"complete",
-		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result", "artifacts"}}
 	specFail = scriptSpec{"fail",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"id", "token", "error", "retry_at", "dead", "jitter", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
 	specHeartbeat = scriptSpec{"heartbeat",
 		[]string{keyJobs, keyLeases},
 		[]string{"id", "token", "extend_ms", "progress"}}
 	specRelease = scriptSpec{"release",
-		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"id", "token", "retention_ms", "tomb_ms"}}
 	specReclaim = scriptSpec{"reclaim",
-		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"limit", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
 	specCancel = scriptSpec{"cancel",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"id", "request", "retention_ms", "claim_token", "tomb_ms"}}
 	specReschedule = scriptSpec{"reschedule",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyWake},
@@ -307,7 +313,7 @@ var (
 		[]string{keyMeta, keyJobs, keyData, keyPending, keyDead, keyIdem, keyExpiry, keyWake},
 		[]string{"mode", "kind", "batch", "upto", "cursor_score", "cursor_id", "tomb_ms"}}
 	specDelete = scriptSpec{"delete",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyLsets},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyLsets, keyOutbox},
 		[]string{"force", "idle_ms"}}
 	specSettings = scriptSpec{"settings",
 		[]string{keyMeta},
@@ -329,7 +335,8 @@ var (
 
 var allSpecs = []scriptSpec{specCreate, specEnqueue, specPromote, specClaim, specWait, specComplete, specFail, specHeartbeat,
 	specRelease, specReclaim, specCancel, specReschedule, specRunNow, specDead, specList, specDelete,
-	specSettings, specNote, specArtifacts, specLog}
+	specSettings, specNote, specArtifacts, specLog,
+	specWFAdd, specWFNode, specWFRead, specWFAck, specWFAdopt}
 
 // keysOf answers the declared keys of s for queue keys k.
 func (s scriptSpec) keysOf(k keys) []string {
@@ -457,4 +464,138 @@ func (k keys) setWakeKey(id string) string { return k.wake + ":" + id }
 var setKeyScripts = map[string]bool{
 	"enqueue": true, "promote": true, "claim": true, "wait": true, "fail": true, "release": true,
 	"reclaim": true, "reschedule": true, "runnow": true, "dead": true, "list": true, "delete": true,
+}
+
+// Workflows (package workflow; see workflow.go) -------------------------------
+
+// upstreamField is the field of a workflow node's upstream (the results
+// and artifacts of its parents, JSON) in the data hash, written when the
+// node is released.
+func upstreamField(id string) string { return id + ".u" }
+
+// A job's artifacts are the data hash's field "<id>.a" (one JSON object,
+// name -> value; absent: none): wf_ended (common.lua) reads it when a
+// workflow node's job ends, to pass them downstream.
+
+// A workflow's keys carry "wf:<id>" as their hash tag, so that they sit in
+// one slot of their own (no queue name holds a ':'): "<ns>:{wf:<id>}:wf".
+// The one key is a HASH of the workflow's meta fields (wfMeta*) and, for
+// each node, the fields "<prefix>:<node>" (wfNode*). It is written only by
+// the wf*.lua scripts below, and expires WorkflowRetention after the
+// workflow's last node ended.
+type wfKeys struct {
+	wf string
+}
+
+func workflowKeys(ns, id string) wfKeys { return wfKeys{wf: ns + ":{wf:" + id + "}:wf"} }
+
+// keyWorkflow names the workflow hash in the wf scripts' declarations.
+const keyWorkflow = "wf"
+
+func (k wfKeys) byName(name string) string {
+	if name == keyWorkflow {
+		return k.wf
+	}
+	panic("queue: no workflow key " + name) // the script table names only keyWorkflow
+}
+
+// The workflow hash's meta fields.
+const (
+	wfMetaID       = "id"
+	wfMetaCreated  = "created_ms"
+	wfMetaPolicy   = "policy"      // "cancel" or "continue"
+	wfMetaGen      = "gen"         // bumped by each retry
+	wfMetaN        = "n"           // nodes
+	wfMetaNames    = "names"       // the node names, comma-joined, in the order given
+	wfMetaEnded    = "ended"       // nodes whose outcome is recorded
+	wfMetaStarted  = "started"     // "1" once every node's job exists (wf_start.lua): releases begin then
+	wfMetaCanceled = "canceled_ms" // when the whole workflow was canceled
+	wfMetaEndedAt  = "ended_ms"    // when its last node ended
+	wfMetaUpMax    = "upmax"       // MaxUpstreamBytes when it was created (see wf_upstream in common.lua)
+)
+
+// The workflow hash's per-node fields: "<prefix>:<node name>".
+const (
+	wfNodeJob      = "q" // "<queue>|<job id>"
+	wfNodeParents  = "p" // parent names, comma-joined
+	wfNodeChildren = "c" // child names, comma-joined
+	wfNodeLeft     = "r" // parents whose outcome is not recorded yet
+	wfNodeFailed   = "f" // parents recorded as dead or canceled
+	wfNodeOutcome  = "o" // "completed", "dead" or "canceled", once recorded
+	wfNodeUp       = "u" // what its children receive of it: JSON {job_id, queue, status, result, artifacts, error}
+	wfNodeUpBrief  = "v" // the same without result and artifacts ("omitted": true), for a child whose upstream would pass upmax
+	wfNodeGen      = "g" // the gen its job was (re)armed at: outbox entries of another gen are stale
+	wfNodeExternal = "x" // "1": a job that existed before (a single job's depends_on): its ends are recorded, nothing else is done to it
+)
+
+// Global workflow keys, never touched inside a script of a queue or a
+// workflow: the list of recent workflows, and the indexes the releasers
+// read (in the attention slot, see attentionKeys).
+func workflowsKey(ns string) string { return ns + ":workflows" } // ZSET workflow id -> created ms, capped
+
+// wfAttnKeys are the releasers' indexes: outbox, each queue with outbox
+// entries (ms of its first unacked entry, as marks and parks keep the
+// other indexes); dirty, each workflow whose multi-step change (creation,
+// cancel, retry) is under way, by when it began, for a releaser to finish
+// one whose process died.
+type wfAttnKeys struct {
+	outbox, outboxSeq, dirty string
+}
+
+func workflowAttentionKeys(ns string) wfAttnKeys {
+	p := ns + ":{" + ns + ":attn}:"
+	return wfAttnKeys{outbox: p + "wf", outboxSeq: p + "wf_seq", dirty: p + "wf_dirty"}
+}
+
+// The scripts of workflows. In a queue's slot: wfadd writes node jobs
+// (waiting), wfnode moves them (release, cancel, abort, rearm), wfread
+// and wfack read and ack the outbox. In a workflow's slot (keys
+// wfKeys): the rest.
+var (
+	specWFAdd = scriptSpec{"wfadd",
+		[]string{keyMeta, keyJobs, keyData},
+		[]string{"n", "id", "kind", "payload", "spec", "when", "result_ttl_ms", "workflow"}}
+	specWFNode = scriptSpec{"wfnode",
+		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyDead, keyIdem, keyExpiry, keyWake, keyOutbox},
+		[]string{"retention_ms", "tomb_ms", "n", "mode", "id", "gen", "upstream"}}
+	specWFRead = scriptSpec{"wfread",
+		[]string{keyOutbox},
+		[]string{"cursor", "count"}}
+	specWFAck = scriptSpec{"wfack",
+		[]string{keyOutbox},
+		[]string{"n", "id", "entry"}}
+	specWFAdopt = scriptSpec{"wfadopt",
+		[]string{keyJobs, keyData, keyOutbox},
+		[]string{"id", "workflow"}}
+
+	specWFCreate = scriptSpec{"wf_create",
+		[]string{keyWorkflow},
+		[]string{"id", "policy", "upstream_max", "n", "name", "job", "parents", "children", "external"}}
+	specWFStart = scriptSpec{"wf_start",
+		[]string{keyWorkflow},
+		nil}
+	specWFRecord = scriptSpec{"wf_record",
+		[]string{keyWorkflow},
+		[]string{"retention_ms", "node", "gen", "outcome", "up", "brief"}}
+	specWFPlan = scriptSpec{"wf_plan",
+		[]string{keyWorkflow},
+		nil}
+	specWFCancel = scriptSpec{"wf_cancel",
+		[]string{keyWorkflow},
+		[]string{"retention_ms"}}
+	specWFRetry = scriptSpec{"wf_retry",
+		[]string{keyWorkflow},
+		nil}
+)
+
+// wfSpecs are the scripts of a workflow's slot.
+var wfSpecs = []scriptSpec{specWFCreate, specWFStart, specWFRecord, specWFPlan, specWFCancel, specWFRetry}
+
+// wfKeysOf answers the declared keys of s, a script of wfSpecs.
+func (s scriptSpec) wfKeysOf(k wfKeys) []string {
+	out := make([]string, len(s.keys))
+	for i, n := range s.keys {
+		out[i] = k.byName(n)
+	}
+	return out
 }

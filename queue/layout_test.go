@@ -32,7 +32,7 @@ func TestScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 	keyed := regexp.MustCompile(`\b(head_of|note_sweep|first_score)\(([^,)]*)`)
 	common, err := fs.ReadFile(luaFS, "lua/common.lua")
 	require.NoError(t, err)
-	for _, spec := range allSpecs {
+	for _, spec := range append(append([]scriptSpec{}, allSpecs...), wfSpecs...) {
 		body, err := fs.ReadFile(luaFS, "lua/"+spec.name+".lua")
 		require.NoError(t, err)
 		for name, src := range map[string]string{"common.lua": string(common), spec.name + ".lua": string(body)} {
@@ -73,6 +73,9 @@ func TestScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 func TestScriptSpecsNameLayoutKeys(t *testing.T) {
 	t.Parallel()
 	k := queueKeys("ns", "q")
+	for _, spec := range wfSpecs {
+		require.Equal(t, []string{keyWorkflow}, spec.keys, "%s: a workflow's scripts touch its one hash", spec.name)
+	}
 	for _, spec := range allSpecs {
 		seen := map[string]bool{}
 		for _, name := range spec.keys {
@@ -82,14 +85,14 @@ func TestScriptSpecsNameLayoutKeys(t *testing.T) {
 		}
 	}
 	require.Len(t, specCreate.keys, len(k.all()), "create.lua makes every key")
-	require.Len(t, scriptsByName, len(allSpecs), "every declared script is loaded")
+	require.Len(t, scriptsByName, len(allSpecs)+len(wfSpecs), "every declared script is loaded")
 }
 
 // A script called with a malformed argument answers an error and writes
 // nothing: every script parses its arguments before its first write.
 func TestScriptsRefuseMalformedArgumentsBeforeWriting(t *testing.T) {
 	t.Parallel()
-	for _, spec := range allSpecs {
+	for _, spec := range append(append([]scriptSpec{}, allSpecs...), wfSpecs...) {
 		body, err := fs.ReadFile(luaFS, "lua/"+spec.name+".lua")
 		require.NoError(t, err)
 		src := string(body)
@@ -105,7 +108,7 @@ func TestScriptsRefuseMalformedArgumentsBeforeWriting(t *testing.T) {
 			if a == "n" || strings.HasPrefix(a, "id") || a == "token" || a == "kind" || a == "payload" || a == "spec" ||
 				a == "when" || a == "idem" || a == "result" || a == "error" || a == "mode" || a == "cursor_score" ||
 				a == "cursor_id" || a == "request" || a == "claim_token" || a == "token_base" || a == "want_next" ||
-				a == "dead" || a == "force" || a == "status" || a == "cursor_num" || a == "retry_at" || a == "eligible" {
+				a == "dead" || a == "force" || a == "status" || a == "cursor_num" || a == "retry_at" || a == "eligible" || a == "up" || a == "brief" {
 				continue // strings, or read by comparison only
 			}
 			i := strings.Index(src, "A_"+a)
@@ -133,7 +136,7 @@ func TestScriptsReadNoUndeclaredGlobal(t *testing.T) {
 	declLocal := regexp.MustCompile(`\blocal\s+(?:function\s+)?([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)`)
 	declParams := regexp.MustCompile(`\bfunction\s*[A-Za-z_0-9]*\s*\(([^)]*)\)`)
 	declFor := regexp.MustCompile(`\bfor\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*(?:=|in)`)
-	for _, spec := range allSpecs {
+	for _, spec := range append(append([]scriptSpec{}, allSpecs...), wfSpecs...) {
 		src := stripLuaCommentsAndStrings(scriptSource(spec))
 		declared := map[string]bool{}
 		for _, re := range []*regexp.Regexp{declLocal, declParams, declFor} {

@@ -37,13 +37,16 @@ func (c *Client) Reclaim(ctx context.Context, queue string) ([]string, error) {
 			return ids, fmt.Errorf("queue: reclaim %s: %w", queue, err)
 		}
 		res, _ := v.([]any)
-		if len(res) < 3 {
+		if len(res) < 4 {
 			return ids, fmt.Errorf("queue: reclaim %s: unexpected reply %v", queue, v)
 		}
 		more, _ := res[0].(int64)
 		next, _ := res[1].(int64)
 		seq, _ := res[2].(int64)
-		for _, r := range res[3:] {
+		if wf, _ := res[3].(int64); wf != 0 {
+			c.mark(ctx, queue, marked{wfMs: wf, seq: seq}) // workflow nodes ended (see workflow.go)
+		}
+		for _, r := range res[4:] {
 			id, _ := r.(string)
 			ids = append(ids, id)
 		}

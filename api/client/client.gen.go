@@ -238,6 +238,7 @@ func (e DeliveryOutcome) Valid() bool {
 const (
 	EnqueuedEventDataStatusPending   EnqueuedEventDataStatus = "pending"
 	EnqueuedEventDataStatusScheduled EnqueuedEventDataStatus = "scheduled"
+	EnqueuedEventDataStatusWaiting   EnqueuedEventDataStatus = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the EnqueuedEventDataStatus enum.
@@ -246,6 +247,8 @@ func (e EnqueuedEventDataStatus) Valid() bool {
 	case EnqueuedEventDataStatusPending:
 		return true
 	case EnqueuedEventDataStatusScheduled:
+		return true
+	case EnqueuedEventDataStatusWaiting:
 		return true
 	default:
 		return false
@@ -365,6 +368,7 @@ const (
 	JobStatusPending    JobStatus = "pending"
 	JobStatusProcessing JobStatus = "processing"
 	JobStatusScheduled  JobStatus = "scheduled"
+	JobStatusWaiting    JobStatus = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the JobStatus enum.
@@ -382,6 +386,8 @@ func (e JobStatus) Valid() bool {
 		return true
 	case JobStatusScheduled:
 		return true
+	case JobStatusWaiting:
+		return true
 	default:
 		return false
 	}
@@ -396,6 +402,24 @@ const (
 func (e JobStatusEventEvent) Valid() bool {
 	switch e {
 	case JobStatusEventEventStatus:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NewJobOnFailure.
+const (
+	NewJobOnFailureCancel   NewJobOnFailure = "cancel"
+	NewJobOnFailureContinue NewJobOnFailure = "continue"
+)
+
+// Valid indicates whether the value is a known member of the NewJobOnFailure enum.
+func (e NewJobOnFailure) Valid() bool {
+	switch e {
+	case NewJobOnFailureCancel:
+		return true
+	case NewJobOnFailureContinue:
 		return true
 	default:
 		return false
@@ -453,6 +477,69 @@ func (e PushTargetMethod) Valid() bool {
 	case POST:
 		return true
 	case PUT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadyEventDataStatus.
+const (
+	ReadyEventDataStatusPending   ReadyEventDataStatus = "pending"
+	ReadyEventDataStatusScheduled ReadyEventDataStatus = "scheduled"
+)
+
+// Valid indicates whether the value is a known member of the ReadyEventDataStatus enum.
+func (e ReadyEventDataStatus) Valid() bool {
+	switch e {
+	case ReadyEventDataStatusPending:
+		return true
+	case ReadyEventDataStatusScheduled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadyEventEvent.
+const (
+	Ready ReadyEventEvent = "ready"
+)
+
+// Valid indicates whether the value is a known member of the ReadyEventEvent enum.
+func (e ReadyEventEvent) Valid() bool {
+	switch e {
+	case Ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RearmedEventDataStatus.
+const (
+	RearmedEventDataStatusWaiting RearmedEventDataStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the RearmedEventDataStatus enum.
+func (e RearmedEventDataStatus) Valid() bool {
+	switch e {
+	case RearmedEventDataStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RearmedEventEvent.
+const (
+	Rearmed RearmedEventEvent = "rearmed"
+)
+
+// Valid indicates whether the value is a known member of the RearmedEventEvent enum.
+func (e RearmedEventEvent) Valid() bool {
+	switch e {
+	case Rearmed:
 		return true
 	default:
 		return false
@@ -609,6 +696,129 @@ const (
 func (e RunNowEventEvent) Valid() bool {
 	switch e {
 	case RunNow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpstreamEntryStatus.
+const (
+	UpstreamEntryStatusCanceled  UpstreamEntryStatus = "canceled"
+	UpstreamEntryStatusCompleted UpstreamEntryStatus = "completed"
+	UpstreamEntryStatusDead      UpstreamEntryStatus = "dead"
+)
+
+// Valid indicates whether the value is a known member of the UpstreamEntryStatus enum.
+func (e UpstreamEntryStatus) Valid() bool {
+	switch e {
+	case UpstreamEntryStatusCanceled:
+		return true
+	case UpstreamEntryStatusCompleted:
+		return true
+	case UpstreamEntryStatusDead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowOnFailure.
+const (
+	WorkflowOnFailureCancel   WorkflowOnFailure = "cancel"
+	WorkflowOnFailureContinue WorkflowOnFailure = "continue"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowOnFailure enum.
+func (e WorkflowOnFailure) Valid() bool {
+	switch e {
+	case WorkflowOnFailureCancel:
+		return true
+	case WorkflowOnFailureContinue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowStatus.
+const (
+	WorkflowStatusCanceled  WorkflowStatus = "canceled"
+	WorkflowStatusCompleted WorkflowStatus = "completed"
+	WorkflowStatusFailed    WorkflowStatus = "failed"
+	WorkflowStatusRunning   WorkflowStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowStatus enum.
+func (e WorkflowStatus) Valid() bool {
+	switch e {
+	case WorkflowStatusCanceled:
+		return true
+	case WorkflowStatusCompleted:
+		return true
+	case WorkflowStatusFailed:
+		return true
+	case WorkflowStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowRequestOnFailure.
+const (
+	WorkflowRequestOnFailureCancel   WorkflowRequestOnFailure = "cancel"
+	WorkflowRequestOnFailureContinue WorkflowRequestOnFailure = "continue"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRequestOnFailure enum.
+func (e WorkflowRequestOnFailure) Valid() bool {
+	switch e {
+	case WorkflowRequestOnFailureCancel:
+		return true
+	case WorkflowRequestOnFailureContinue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowSummaryOnFailure.
+const (
+	WorkflowSummaryOnFailureCancel   WorkflowSummaryOnFailure = "cancel"
+	WorkflowSummaryOnFailureContinue WorkflowSummaryOnFailure = "continue"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowSummaryOnFailure enum.
+func (e WorkflowSummaryOnFailure) Valid() bool {
+	switch e {
+	case WorkflowSummaryOnFailureCancel:
+		return true
+	case WorkflowSummaryOnFailureContinue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowSummaryStatus.
+const (
+	WorkflowSummaryStatusCanceled  WorkflowSummaryStatus = "canceled"
+	WorkflowSummaryStatusCompleted WorkflowSummaryStatus = "completed"
+	WorkflowSummaryStatusFailed    WorkflowSummaryStatus = "failed"
+	WorkflowSummaryStatusRunning   WorkflowSummaryStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowSummaryStatus enum.
+func (e WorkflowSummaryStatus) Valid() bool {
+	switch e {
+	case WorkflowSummaryStatusCanceled:
+		return true
+	case WorkflowSummaryStatusCompleted:
+		return true
+	case WorkflowSummaryStatusFailed:
+		return true
+	case WorkflowSummaryStatusRunning:
 		return true
 	default:
 		return false
@@ -793,16 +1003,27 @@ type ClaimedJob struct {
 	Result interface{} `json:"result"`
 
 	// RunAt RFC 3339, milliseconds, UTC
-	RunAt  time.Time `json:"run_at"`
+	RunAt time.Time `json:"run_at"`
+
+	// Status waiting: a workflow node's job whose parents have not all ended (in no list, claimed by no one)
 	Status JobStatus `json:"status"`
 
 	// Token the claim token: complete, fail, heartbeat and cancel need it
 	Token string `json:"token"`
 
+	// Upstream a released workflow node's job: what it receives of each parent, by parent node name
+	Upstream *map[string]UpstreamEntry `json:"upstream,omitempty"`
+
 	// Visibility Go duration string ("90s", "1m30s", "250ms"). Lease of a claim.
 	//
 	// Example: 30s
 	Visibility string `json:"visibility"`
+
+	// Workflow the workflow node this job is (a workflow's jobs only)
+	Workflow *struct {
+		Id   string `json:"id"`
+		Node string `json:"node"`
+	} `json:"workflow,omitempty"`
 }
 
 // ClaimedJobs defines model for ClaimedJobs.
@@ -1004,7 +1225,9 @@ type Event struct {
 	Id       string    `json:"id"`
 	Kind     string    `json:"kind"`
 	Queue    string    `json:"queue"`
-	Status   JobStatus `json:"status"`
+
+	// Status waiting: a workflow node's job whose parents have not all ended (in no list, claimed by no one)
+	Status JobStatus `json:"status"`
 }
 
 // EventMessage One message of the event stream, written as {"event","data"}: event is the message's `event:` field, data the JSON of its `data:` field.
@@ -1093,13 +1316,24 @@ type Job struct {
 	Result interface{} `json:"result"`
 
 	// RunAt RFC 3339, milliseconds, UTC
-	RunAt  time.Time `json:"run_at"`
+	RunAt time.Time `json:"run_at"`
+
+	// Status waiting: a workflow node's job whose parents have not all ended (in no list, claimed by no one)
 	Status JobStatus `json:"status"`
+
+	// Upstream a released workflow node's job: what it receives of each parent, by parent node name
+	Upstream *map[string]UpstreamEntry `json:"upstream,omitempty"`
 
 	// Visibility Go duration string ("90s", "1m30s", "250ms"). Lease of a claim.
 	//
 	// Example: 30s
 	Visibility string `json:"visibility"`
+
+	// Workflow the workflow node this job is (a workflow's jobs only)
+	Workflow *struct {
+		Id   string `json:"id"`
+		Node string `json:"node"`
+	} `json:"workflow,omitempty"`
 }
 
 // JobList defines model for JobList.
@@ -1141,16 +1375,18 @@ type JobRefRequest struct {
 	Queue string `json:"queue"`
 }
 
-// JobStatus defines model for JobStatus.
+// JobStatus waiting: a workflow node's job whose parents have not all ended (in no list, claimed by no one)
 type JobStatus string
 
 // JobStatusData defines model for JobStatusData.
 type JobStatusData struct {
-	Attempts int       `json:"attempts"`
-	Id       string    `json:"id"`
-	Kind     string    `json:"kind"`
-	Queue    string    `json:"queue"`
-	Status   JobStatus `json:"status"`
+	Attempts int    `json:"attempts"`
+	Id       string `json:"id"`
+	Kind     string `json:"kind"`
+	Queue    string `json:"queue"`
+
+	// Status waiting: a workflow node's job whose parents have not all ended (in no list, claimed by no one)
+	Status JobStatus `json:"status"`
 }
 
 // JobStatusEvent status: the job's status (at once when the stream opens, then at each change); after completed, dead or canceled the stream ends.
@@ -1247,6 +1483,9 @@ type NewJob struct {
 	// Example: 30s
 	Delay *string `json:"delay,omitempty"`
 
+	// DependsOn POST /v1/jobs only (not in a batch, nor a workflow node's job): existing jobs this job waits for. It is created waiting, an implicit workflow of it and them (its workflow field), and runs once they have all ended, with their results and artifacts as its upstream, keyed by their job ids. A job that is a node of a workflow already cannot be named (409). No idempotency_key.
+	DependsOn *[]JobRef `json:"depends_on,omitempty"`
+
 	// FailureCallbackUrl push queues: POSTed a signed summary when the job dies
 	FailureCallbackUrl *string `json:"failure_callback_url,omitempty"`
 	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
@@ -1255,6 +1494,9 @@ type NewJob struct {
 	// Labels Labels a claimer must have, all of them, to receive the job (a claim's labels). At most 16, each 1 to 64 of [A-Za-z0-9._:/=+@-]; stored sorted, without duplicates. None: any claimer. A queue holds at most 64 distinct sets of labels: a job that would add one more is a 409 conflict (field labels).
 	Labels      *[]string `json:"labels,omitempty"`
 	MaxAttempts *int      `json:"max_attempts,omitempty"`
+
+	// OnFailure with depends_on: what the death (or cancel) of one of them does to this job: cancel it (the default), or run it all the same
+	OnFailure *NewJobOnFailure `json:"on_failure,omitempty"`
 
 	// Payload any JSON, default {}
 	Payload interface{} `json:"payload,omitempty"`
@@ -1278,6 +1520,9 @@ type NewJob struct {
 	// Example: 30s
 	Visibility *string `json:"visibility,omitempty"`
 }
+
+// NewJobOnFailure with depends_on: what the death (or cancel) of one of them does to this job: cancel it (the default), or run it all the same
+type NewJobOnFailure string
 
 // Progress How far a running job says it is: the last progress its heartbeats carried. Present when it has any; kept once the job ended.
 type Progress struct {
@@ -1382,6 +1627,46 @@ type Queue struct {
 type Queues struct {
 	Queues []Queue `json:"queues"`
 }
+
+// ReadyEvent ready: a workflow node's job whose parents have ended was released (it waited, status waiting).
+type ReadyEvent struct {
+	Data struct {
+		// At RFC 3339, milliseconds, UTC
+		At       time.Time            `json:"at"`
+		Attempts int                  `json:"attempts"`
+		Id       string               `json:"id"`
+		Kind     string               `json:"kind"`
+		Queue    string               `json:"queue"`
+		Status   ReadyEventDataStatus `json:"status"`
+	} `json:"data"`
+	Event ReadyEventEvent `json:"event"`
+}
+
+// ReadyEventDataStatus defines model for ReadyEvent.Data.Status.
+type ReadyEventDataStatus string
+
+// ReadyEventEvent defines model for ReadyEvent.Event.
+type ReadyEventEvent string
+
+// RearmedEvent rearmed: a workflow's retry made a dead or canceled node's job wait for its parents again.
+type RearmedEvent struct {
+	Data struct {
+		// At RFC 3339, milliseconds, UTC
+		At       time.Time              `json:"at"`
+		Attempts int                    `json:"attempts"`
+		Id       string                 `json:"id"`
+		Kind     string                 `json:"kind"`
+		Queue    string                 `json:"queue"`
+		Status   RearmedEventDataStatus `json:"status"`
+	} `json:"data"`
+	Event RearmedEventEvent `json:"event"`
+}
+
+// RearmedEventDataStatus defines model for RearmedEvent.Data.Status.
+type RearmedEventDataStatus string
+
+// RearmedEventEvent defines model for RearmedEvent.Event.
+type RearmedEventEvent string
 
 // Reclaimed defines model for Reclaimed.
 type Reclaimed struct {
@@ -1543,6 +1828,29 @@ type Token struct {
 	WorkerId *string `json:"worker_id,omitempty"`
 }
 
+// UpstreamEntry defines model for UpstreamEntry.
+type UpstreamEntry struct {
+	// Artifacts the parent's artifacts (an object, name -> JSON value), or null
+	Artifacts interface{} `json:"artifacts"`
+
+	// Error the parent's last error, when it did not complete
+	Error *string `json:"error,omitempty"`
+	JobId string  `json:"job_id"`
+
+	// Omitted true when the result and artifacts are left out (null): the node's upstream would pass 4 MiB with them (queue.MaxUpstreamBytes); read them from the parent's job
+	Omitted *bool  `json:"omitted,omitempty"`
+	Queue   string `json:"queue"`
+
+	// Result the parent's result, any JSON, or null
+	Result interface{} `json:"result"`
+
+	// Status how the parent ended (dead or canceled only under on_failure "continue")
+	Status UpstreamEntryStatus `json:"status"`
+}
+
+// UpstreamEntryStatus how the parent ended (dead or canceled only under on_failure "continue")
+type UpstreamEntryStatus string
+
 // Worker defines model for Worker.
 type Worker struct {
 	// ExpiresAt last_seen_at plus its TTL: it is dropped then unless seen again
@@ -1600,6 +1908,99 @@ type Workers struct {
 	Workers    []Worker `json:"workers"`
 }
 
+// Workflow defines model for Workflow.
+type Workflow struct {
+	CanceledAt *time.Time `json:"canceled_at"`
+	CreatedAt  *time.Time `json:"created_at"`
+
+	// EndedAt when its last node ended
+	EndedAt   *time.Time          `json:"ended_at"`
+	Id        string              `json:"id"`
+	Nodes     []WorkflowNodeState `json:"nodes"`
+	OnFailure WorkflowOnFailure   `json:"on_failure"`
+
+	// Status running until every node has ended; then completed, or failed when some node died or was canceled; canceled once canceled as a whole
+	Status WorkflowStatus `json:"status"`
+}
+
+// WorkflowOnFailure defines model for Workflow.OnFailure.
+type WorkflowOnFailure string
+
+// WorkflowStatus running until every node has ended; then completed, or failed when some node died or was canceled; canceled once canceled as a whole
+type WorkflowStatus string
+
+// WorkflowNode one node: its job is a job spec as POST /v1/jobs takes it (its queue included; no idempotency_key). Its run_at or delay is when it runs at the earliest.
+type WorkflowNode struct {
+	// DependsOn names of the nodes that must end first
+	DependsOn *[]string `json:"depends_on,omitempty"`
+
+	// Job A field given as null is the same as a field left out.
+	Job NewJob `json:"job"`
+
+	// Name unique within the workflow
+	Name string `json:"name"`
+}
+
+// WorkflowNodeState defines model for WorkflowNodeState.
+type WorkflowNodeState struct {
+	Attempts  int      `json:"attempts"`
+	DependsOn []string `json:"depends_on"`
+
+	// EndedAt when it completed, died or was canceled
+	EndedAt    *time.Time `json:"ended_at"`
+	EnqueuedAt *time.Time `json:"enqueued_at"`
+	JobId      string     `json:"job_id"`
+	LastError  *string    `json:"last_error"`
+	Name       string     `json:"name"`
+	Queue      string     `json:"queue"`
+
+	// StartedAt its last claim
+	StartedAt *time.Time `json:"started_at"`
+
+	// Status its job's status (see JobStatus; waiting until its parents have ended); null when the job is gone (deleted, or past its retention)
+	Status *string `json:"status"`
+}
+
+// WorkflowRequest defines model for WorkflowRequest.
+type WorkflowRequest struct {
+	Nodes []WorkflowNode `json:"nodes"`
+
+	// OnFailure what a node's death (or cancel) does to its descendants: cancel them (the default) or run them all the same
+	OnFailure *WorkflowRequestOnFailure `json:"on_failure,omitempty"`
+}
+
+// WorkflowRequestOnFailure what a node's death (or cancel) does to its descendants: cancel them (the default) or run them all the same
+type WorkflowRequestOnFailure string
+
+// WorkflowSummary defines model for WorkflowSummary.
+type WorkflowSummary struct {
+	CanceledAt *time.Time `json:"canceled_at"`
+
+	// Counts nodes by their job's status ("gone": the job no longer exists)
+	Counts    map[string]int `json:"counts"`
+	CreatedAt *time.Time     `json:"created_at"`
+
+	// EndedAt when its last node ended
+	EndedAt   *time.Time               `json:"ended_at"`
+	Id        string                   `json:"id"`
+	Nodes     int                      `json:"nodes"`
+	OnFailure WorkflowSummaryOnFailure `json:"on_failure"`
+
+	// Status running until every node has ended; then completed, or failed when some node died or was canceled; canceled once canceled as a whole
+	Status WorkflowSummaryStatus `json:"status"`
+}
+
+// WorkflowSummaryOnFailure defines model for WorkflowSummary.OnFailure.
+type WorkflowSummaryOnFailure string
+
+// WorkflowSummaryStatus running until every node has ended; then completed, or failed when some node died or was canceled; canceled once canceled as a whole
+type WorkflowSummaryStatus string
+
+// Workflows defines model for Workflows.
+type Workflows struct {
+	Workflows []WorkflowSummary `json:"workflows"`
+}
+
 // ArtifactName defines model for ArtifactName.
 type ArtifactName = string
 
@@ -1614,6 +2015,9 @@ type QueueName = string
 
 // WorkerID defines model for WorkerID.
 type WorkerID = string
+
+// WorkflowID defines model for WorkflowID.
+type WorkflowID = string
 
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
@@ -1712,6 +2116,11 @@ type ListWorkersParams struct {
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListWorkflowsParams defines parameters for ListWorkflows.
+type ListWorkflowsParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // PutCronJSONRequestBody defines body for PutCron for application/json ContentType.
 type PutCronJSONRequestBody = CronEntryRequest
 
@@ -1774,6 +2183,15 @@ type ResumeQueueJSONRequestBody = Empty
 
 // PutWorkerJSONRequestBody defines body for PutWorker for application/json ContentType.
 type PutWorkerJSONRequestBody = WorkerRequest
+
+// EnqueueWorkflowJSONRequestBody defines body for EnqueueWorkflow for application/json ContentType.
+type EnqueueWorkflowJSONRequestBody = WorkflowRequest
+
+// CancelWorkflowJSONRequestBody defines body for CancelWorkflow for application/json ContentType.
+type CancelWorkflowJSONRequestBody = Empty
+
+// RetryWorkflowJSONRequestBody defines body for RetryWorkflow for application/json ContentType.
+type RetryWorkflowJSONRequestBody = Empty
 
 // AsEnqueuedEvent returns the union data inside the EventMessage as a EnqueuedEvent
 func (t EventMessage) AsEnqueuedEvent() (EnqueuedEvent, error) {
@@ -2183,6 +2601,74 @@ func (t *EventMessage) MergeDeletedEvent(v DeletedEvent) error {
 	return err
 }
 
+// AsReadyEvent returns the union data inside the EventMessage as a ReadyEvent
+func (t EventMessage) AsReadyEvent() (ReadyEvent, error) {
+	var body ReadyEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReadyEvent overwrites any union data inside the EventMessage as the provided ReadyEvent
+func (t *EventMessage) FromReadyEvent(v ReadyEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ready"}`))
+	t.union = b
+	return err
+}
+
+// MergeReadyEvent performs a merge with any union data inside the EventMessage, using the provided ReadyEvent
+func (t *EventMessage) MergeReadyEvent(v ReadyEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ready"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRearmedEvent returns the union data inside the EventMessage as a RearmedEvent
+func (t EventMessage) AsRearmedEvent() (RearmedEvent, error) {
+	var body RearmedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRearmedEvent overwrites any union data inside the EventMessage as the provided RearmedEvent
+func (t *EventMessage) FromRearmedEvent(v RearmedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"rearmed"}`))
+	t.union = b
+	return err
+}
+
+// MergeRearmedEvent performs a merge with any union data inside the EventMessage, using the provided RearmedEvent
+func (t *EventMessage) MergeRearmedEvent(v RearmedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"rearmed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t EventMessage) Discriminator() (string, error) {
 	var discriminator struct {
 		Discriminator string `json:"event"`
@@ -2211,6 +2697,10 @@ func (t EventMessage) ValueByDiscriminator() (interface{}, error) {
 		return t.AsEnqueuedEvent()
 	case "promoted":
 		return t.AsPromotedEvent()
+	case "ready":
+		return t.AsReadyEvent()
+	case "rearmed":
+		return t.AsRearmedEvent()
 	case "reclaimed":
 		return t.AsReclaimedEvent()
 	case "released":
@@ -2931,6 +3421,70 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
 	PutWorker(ctx context.Context, id WorkerID, body PutWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkflows List the recent workflows, newest first
+	//
+	// Corresponds with GET /v1/workflows (the `ListWorkflows` operationId).
+	ListWorkflows(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnqueueWorkflowWithBody Enqueue a workflow: a graph of jobs
+	//
+	// Validated as a whole before anything is written: 1 to 1000 nodes, names unique, every depends_on a node of the workflow, no cycle (a 400 names the cycle's nodes), each job spec valid (a 400 names it: nodes[2].job.kind).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/workflows (the `EnqueueWorkflow` operationId).
+	EnqueueWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnqueueWorkflow Enqueue a workflow: a graph of jobs
+	//
+	// Validated as a whole before anything is written: 1 to 1000 nodes, names unique, every depends_on a node of the workflow, no cycle (a 400 names the cycle's nodes), each job spec valid (a 400 names it: nodes[2].job.kind).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/workflows (the `EnqueueWorkflow` operationId).
+	EnqueueWorkflow(ctx context.Context, body EnqueueWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflow Read a workflow: its status and every node's
+	//
+	// Corresponds with GET /v1/workflows/{id} (the `GetWorkflow` operationId).
+	GetWorkflow(ctx context.Context, id WorkflowID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelWorkflowWithBody Cancel a workflow: every node that has not ended
+	//
+	// Waiting, scheduled and pending nodes are canceled; a running node's cancellation is requested (its worker sees it on its next heartbeat). 409 when the workflow has ended.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/workflows/{id}/cancel (the `CancelWorkflow` operationId).
+	CancelWorkflowWithBody(ctx context.Context, id WorkflowID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelWorkflow Cancel a workflow: every node that has not ended
+	//
+	// Waiting, scheduled and pending nodes are canceled; a running node's cancellation is requested (its worker sees it on its next heartbeat). 409 when the workflow has ended.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/workflows/{id}/cancel (the `CancelWorkflow` operationId).
+	CancelWorkflow(ctx context.Context, id WorkflowID, body CancelWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryWorkflowWithBody Retry a workflow's dead and canceled nodes: the graph resumes
+	//
+	// Each dead or canceled node waits again for its parents that have not completed (a dead node whose parents completed runs at once; its canceled descendants when it completes); a cancel of the whole is lifted. 409 when there is nothing to retry.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/workflows/{id}/retry (the `RetryWorkflow` operationId).
+	RetryWorkflowWithBody(ctx context.Context, id WorkflowID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryWorkflow Retry a workflow's dead and canceled nodes: the graph resumes
+	//
+	// Each dead or canceled node waits again for its parents that have not completed (a dead node whose parents completed runs at once; its canceled descendants when it completes); a cancel of the whole is lifted. 409 when there is nothing to retry.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/workflows/{id}/retry (the `RetryWorkflow` operationId).
+	RetryWorkflow(ctx context.Context, id WorkflowID, body RetryWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Dashboard The dashboard
@@ -4098,6 +4652,150 @@ func (c *Client) PutWorkerWithBody(ctx context.Context, id WorkerID, contentType
 // Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
 func (c *Client) PutWorker(ctx context.Context, id WorkerID, body PutWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutWorkerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkflows List the recent workflows, newest first
+//
+// Corresponds with GET /v1/workflows (the `ListWorkflows` operationId).
+func (c *Client) ListWorkflows(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkflowsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnqueueWorkflowWithBody Enqueue a workflow: a graph of jobs
+//
+// Validated as a whole before anything is written: 1 to 1000 nodes, names unique, every depends_on a node of the workflow, no cycle (a 400 names the cycle's nodes), each job spec valid (a 400 names it: nodes[2].job.kind).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/workflows (the `EnqueueWorkflow` operationId).
+func (c *Client) EnqueueWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnqueueWorkflowRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnqueueWorkflow Enqueue a workflow: a graph of jobs
+//
+// Validated as a whole before anything is written: 1 to 1000 nodes, names unique, every depends_on a node of the workflow, no cycle (a 400 names the cycle's nodes), each job spec valid (a 400 names it: nodes[2].job.kind).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/workflows (the `EnqueueWorkflow` operationId).
+func (c *Client) EnqueueWorkflow(ctx context.Context, body EnqueueWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnqueueWorkflowRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflow Read a workflow: its status and every node's
+//
+// Corresponds with GET /v1/workflows/{id} (the `GetWorkflow` operationId).
+func (c *Client) GetWorkflow(ctx context.Context, id WorkflowID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelWorkflowWithBody Cancel a workflow: every node that has not ended
+//
+// Waiting, scheduled and pending nodes are canceled; a running node's cancellation is requested (its worker sees it on its next heartbeat). 409 when the workflow has ended.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/workflows/{id}/cancel (the `CancelWorkflow` operationId).
+func (c *Client) CancelWorkflowWithBody(ctx context.Context, id WorkflowID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelWorkflowRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelWorkflow Cancel a workflow: every node that has not ended
+//
+// Waiting, scheduled and pending nodes are canceled; a running node's cancellation is requested (its worker sees it on its next heartbeat). 409 when the workflow has ended.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/workflows/{id}/cancel (the `CancelWorkflow` operationId).
+func (c *Client) CancelWorkflow(ctx context.Context, id WorkflowID, body CancelWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelWorkflowRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryWorkflowWithBody Retry a workflow's dead and canceled nodes: the graph resumes
+//
+// Each dead or canceled node waits again for its parents that have not completed (a dead node whose parents completed runs at once; its canceled descendants when it completes); a cancel of the whole is lifted. 409 when there is nothing to retry.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/workflows/{id}/retry (the `RetryWorkflow` operationId).
+func (c *Client) RetryWorkflowWithBody(ctx context.Context, id WorkflowID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryWorkflowRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryWorkflow Retry a workflow's dead and canceled nodes: the graph resumes
+//
+// Each dead or canceled node waits again for its parents that have not completed (a dead node whose parents completed runs at once; its canceled descendants when it completes); a cancel of the whole is lifted. 409 when there is nothing to retry.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/workflows/{id}/retry (the `RetryWorkflow` operationId).
+func (c *Client) RetryWorkflow(ctx context.Context, id WorkflowID, body RetryWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryWorkflowRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6332,6 +7030,228 @@ func NewPutWorkerRequestWithBody(server string, id WorkerID, contentType string,
 	return req, nil
 }
 
+// NewListWorkflowsRequest constructs an http.Request for the ListWorkflows method
+func NewListWorkflowsRequest(server string, params *ListWorkflowsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workflows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewEnqueueWorkflowRequest calls the generic EnqueueWorkflow builder with application/json body
+func NewEnqueueWorkflowRequest(server string, body EnqueueWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEnqueueWorkflowRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewEnqueueWorkflowRequestWithBody constructs an http.Request for the EnqueueWorkflow method, with any body, and a specified content type
+func NewEnqueueWorkflowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workflows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetWorkflowRequest constructs an http.Request for the GetWorkflow method
+func NewGetWorkflowRequest(server string, id WorkflowID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workflows/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelWorkflowRequest calls the generic CancelWorkflow builder with application/json body
+func NewCancelWorkflowRequest(server string, id WorkflowID, body CancelWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCancelWorkflowRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCancelWorkflowRequestWithBody constructs an http.Request for the CancelWorkflow method, with any body, and a specified content type
+func NewCancelWorkflowRequestWithBody(server string, id WorkflowID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workflows/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRetryWorkflowRequest calls the generic RetryWorkflow builder with application/json body
+func NewRetryWorkflowRequest(server string, id WorkflowID, body RetryWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRetryWorkflowRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRetryWorkflowRequestWithBody constructs an http.Request for the RetryWorkflow method, with any body, and a specified content type
+func NewRetryWorkflowRequestWithBody(server string, id WorkflowID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workflows/%s/retry", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -6914,6 +7834,74 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/workers/{id} (the `PutWorker` operationId).
 	PutWorkerWithResponse(ctx context.Context, id WorkerID, body PutWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*PutWorkerResponse, error)
+
+	// ListWorkflowsWithResponse List the recent workflows, newest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/workflows (the `ListWorkflows` operationId).
+	ListWorkflowsWithResponse(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*ListWorkflowsResponse, error)
+
+	// EnqueueWorkflowWithBodyWithResponse Enqueue a workflow: a graph of jobs
+	//
+	// Validated as a whole before anything is written: 1 to 1000 nodes, names unique, every depends_on a node of the workflow, no cycle (a 400 names the cycle's nodes), each job spec valid (a 400 names it: nodes[2].job.kind).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/workflows (the `EnqueueWorkflow` operationId).
+	EnqueueWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnqueueWorkflowResponse, error)
+
+	// EnqueueWorkflowWithResponse Enqueue a workflow: a graph of jobs
+	//
+	// Validated as a whole before anything is written: 1 to 1000 nodes, names unique, every depends_on a node of the workflow, no cycle (a 400 names the cycle's nodes), each job spec valid (a 400 names it: nodes[2].job.kind).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/workflows (the `EnqueueWorkflow` operationId).
+	EnqueueWorkflowWithResponse(ctx context.Context, body EnqueueWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*EnqueueWorkflowResponse, error)
+
+	// GetWorkflowWithResponse Read a workflow: its status and every node's
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/workflows/{id} (the `GetWorkflow` operationId).
+	GetWorkflowWithResponse(ctx context.Context, id WorkflowID, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error)
+
+	// CancelWorkflowWithBodyWithResponse Cancel a workflow: every node that has not ended
+	//
+	// Waiting, scheduled and pending nodes are canceled; a running node's cancellation is requested (its worker sees it on its next heartbeat). 409 when the workflow has ended.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/workflows/{id}/cancel (the `CancelWorkflow` operationId).
+	CancelWorkflowWithBodyWithResponse(ctx context.Context, id WorkflowID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelWorkflowResponse, error)
+
+	// CancelWorkflowWithResponse Cancel a workflow: every node that has not ended
+	//
+	// Waiting, scheduled and pending nodes are canceled; a running node's cancellation is requested (its worker sees it on its next heartbeat). 409 when the workflow has ended.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/workflows/{id}/cancel (the `CancelWorkflow` operationId).
+	CancelWorkflowWithResponse(ctx context.Context, id WorkflowID, body CancelWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelWorkflowResponse, error)
+
+	// RetryWorkflowWithBodyWithResponse Retry a workflow's dead and canceled nodes: the graph resumes
+	//
+	// Each dead or canceled node waits again for its parents that have not completed (a dead node whose parents completed runs at once; its canceled descendants when it completes); a cancel of the whole is lifted. 409 when there is nothing to retry.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/workflows/{id}/retry (the `RetryWorkflow` operationId).
+	RetryWorkflowWithBodyWithResponse(ctx context.Context, id WorkflowID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWorkflowResponse, error)
+
+	// RetryWorkflowWithResponse Retry a workflow's dead and canceled nodes: the graph resumes
+	//
+	// Each dead or canceled node waits again for its parents that have not completed (a dead node whose parents completed runs at once; its canceled descendants when it completes); a cancel of the whole is lifted. 409 when there is nothing to retry.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/workflows/{id}/retry (the `RetryWorkflow` operationId).
+	RetryWorkflowWithResponse(ctx context.Context, id WorkflowID, body RetryWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWorkflowResponse, error)
 }
 
 type DashboardResponse struct {
@@ -7581,6 +8569,8 @@ type EnqueueResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -7618,6 +8608,11 @@ func (r EnqueueResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r EnqueueResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EnqueueResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -8626,6 +9621,8 @@ type EnqueueIntoResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -8663,6 +9660,11 @@ func (r EnqueueIntoResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r EnqueueIntoResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EnqueueIntoResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -10713,6 +11715,428 @@ func (r PutWorkerResponse) ContentType() string {
 	return ""
 }
 
+type ListWorkflowsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Workflows
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkflowsResponse) GetJSON200() *Workflows {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWorkflowsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWorkflowsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWorkflowsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListWorkflowsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkflowsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkflowsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkflowsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkflowsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EnqueueWorkflowResponse201Headers the declared response headers of an HTTP 201 response for EnqueueWorkflow
+type EnqueueWorkflowResponse201Headers struct {
+	Location *string
+}
+
+type EnqueueWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Workflow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *EnqueueWorkflowResponse201Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON201() *Workflow {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EnqueueWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EnqueueWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EnqueueWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EnqueueWorkflowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Workflow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowResponse) GetJSON200() *Workflow {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkflowResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWorkflowResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWorkflowResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWorkflowResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CancelWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Workflow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelWorkflowResponse) GetJSON200() *Workflow {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CancelWorkflowResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelWorkflowResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelWorkflowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelWorkflowResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CancelWorkflowResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelWorkflowResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CancelWorkflowResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelWorkflowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RetryWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Workflow
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetryWorkflowResponse) GetJSON200() *Workflow {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RetryWorkflowResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RetryWorkflowResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RetryWorkflowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RetryWorkflowResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RetryWorkflowResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RetryWorkflowResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RetryWorkflowResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryWorkflowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DashboardWithResponse The dashboard
 //
 // Returns a wrapper object for the known response body format(s).
@@ -11666,6 +13090,122 @@ func (c *ClientWithResponses) PutWorkerWithResponse(ctx context.Context, id Work
 	return ParsePutWorkerResponse(rsp)
 }
 
+// ListWorkflowsWithResponse List the recent workflows, newest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/workflows (the `ListWorkflows` operationId).
+func (c *ClientWithResponses) ListWorkflowsWithResponse(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*ListWorkflowsResponse, error) {
+	rsp, err := c.ListWorkflows(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkflowsResponse(rsp)
+}
+
+// EnqueueWorkflowWithBodyWithResponse Enqueue a workflow: a graph of jobs
+//
+// Validated as a whole before anything is written: 1 to 1000 nodes, names unique, every depends_on a node of the workflow, no cycle (a 400 names the cycle's nodes), each job spec valid (a 400 names it: nodes[2].job.kind).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/workflows (the `EnqueueWorkflow` operationId).
+func (c *ClientWithResponses) EnqueueWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnqueueWorkflowResponse, error) {
+	rsp, err := c.EnqueueWorkflowWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnqueueWorkflowResponse(rsp)
+}
+
+// EnqueueWorkflowWithResponse Enqueue a workflow: a graph of jobs
+//
+// Validated as a whole before anything is written: 1 to 1000 nodes, names unique, every depends_on a node of the workflow, no cycle (a 400 names the cycle's nodes), each job spec valid (a 400 names it: nodes[2].job.kind).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/workflows (the `EnqueueWorkflow` operationId).
+func (c *ClientWithResponses) EnqueueWorkflowWithResponse(ctx context.Context, body EnqueueWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*EnqueueWorkflowResponse, error) {
+	rsp, err := c.EnqueueWorkflow(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnqueueWorkflowResponse(rsp)
+}
+
+// GetWorkflowWithResponse Read a workflow: its status and every node's
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/workflows/{id} (the `GetWorkflow` operationId).
+func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id WorkflowID, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error) {
+	rsp, err := c.GetWorkflow(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowResponse(rsp)
+}
+
+// CancelWorkflowWithBodyWithResponse Cancel a workflow: every node that has not ended
+//
+// Waiting, scheduled and pending nodes are canceled; a running node's cancellation is requested (its worker sees it on its next heartbeat). 409 when the workflow has ended.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/workflows/{id}/cancel (the `CancelWorkflow` operationId).
+func (c *ClientWithResponses) CancelWorkflowWithBodyWithResponse(ctx context.Context, id WorkflowID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelWorkflowResponse, error) {
+	rsp, err := c.CancelWorkflowWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelWorkflowResponse(rsp)
+}
+
+// CancelWorkflowWithResponse Cancel a workflow: every node that has not ended
+//
+// Waiting, scheduled and pending nodes are canceled; a running node's cancellation is requested (its worker sees it on its next heartbeat). 409 when the workflow has ended.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/workflows/{id}/cancel (the `CancelWorkflow` operationId).
+func (c *ClientWithResponses) CancelWorkflowWithResponse(ctx context.Context, id WorkflowID, body CancelWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelWorkflowResponse, error) {
+	rsp, err := c.CancelWorkflow(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelWorkflowResponse(rsp)
+}
+
+// RetryWorkflowWithBodyWithResponse Retry a workflow's dead and canceled nodes: the graph resumes
+//
+// Each dead or canceled node waits again for its parents that have not completed (a dead node whose parents completed runs at once; its canceled descendants when it completes); a cancel of the whole is lifted. 409 when there is nothing to retry.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/workflows/{id}/retry (the `RetryWorkflow` operationId).
+func (c *ClientWithResponses) RetryWorkflowWithBodyWithResponse(ctx context.Context, id WorkflowID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWorkflowResponse, error) {
+	rsp, err := c.RetryWorkflowWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryWorkflowResponse(rsp)
+}
+
+// RetryWorkflowWithResponse Retry a workflow's dead and canceled nodes: the graph resumes
+//
+// Each dead or canceled node waits again for its parents that have not completed (a dead node whose parents completed runs at once; its canceled descendants when it completes); a cancel of the whole is lifted. 409 when there is nothing to retry.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/workflows/{id}/retry (the `RetryWorkflow` operationId).
+func (c *ClientWithResponses) RetryWorkflowWithResponse(ctx context.Context, id WorkflowID, body RetryWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWorkflowResponse, error) {
+	rsp, err := c.RetryWorkflow(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryWorkflowResponse(rsp)
+}
+
 // ParseDashboardResponse parses an HTTP response from a DashboardWithResponse call
 func ParseDashboardResponse(rsp *http.Response) (*DashboardResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12217,6 +13757,13 @@ func ParseEnqueueResponse(rsp *http.Response) (*EnqueueResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -13094,6 +14641,13 @@ func ParseEnqueueIntoResponse(rsp *http.Response) (*EnqueueIntoResponse, error) 
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -14792,6 +16346,359 @@ func ParsePutWorkerResponse(rsp *http.Response) (*PutWorkerResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListWorkflowsResponse parses an HTTP response from a ListWorkflowsWithResponse call
+func ParseListWorkflowsResponse(rsp *http.Response) (*ListWorkflowsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkflowsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Workflows
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseEnqueueWorkflowResponse parses an HTTP response from a EnqueueWorkflowWithResponse call
+func ParseEnqueueWorkflowResponse(rsp *http.Response) (*EnqueueWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EnqueueWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Workflow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers EnqueueWorkflowResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWorkflowResponse parses an HTTP response from a GetWorkflowWithResponse call
+func ParseGetWorkflowResponse(rsp *http.Response) (*GetWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Workflow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCancelWorkflowResponse parses an HTTP response from a CancelWorkflowWithResponse call
+func ParseCancelWorkflowResponse(rsp *http.Response) (*CancelWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Workflow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRetryWorkflowResponse parses an HTTP response from a RetryWorkflowWithResponse call
+func ParseRetryWorkflowResponse(rsp *http.Response) (*RetryWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Workflow
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal

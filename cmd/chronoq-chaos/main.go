@@ -3,7 +3,7 @@
 // crashes, pauses, restarts, failovers, dropped connections and slot
 // migrations, and counts every job (see package internal/chaos).
 //
-//	chronoq-chaos run [-short] [-scenarios single,cluster,client,reshard,skew] [-json FILE]
+//	chronoq-chaos run [-short] [-scenarios single,cluster,client,reshard,skew,workflow] [-json FILE]
 //
 // "worker" and "producer" are the processes run starts; they are not meant
 // to be run by hand. The exit code is 0 when every scenario passed, 1 when
@@ -84,7 +84,7 @@ func runBattery(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("chronoq-chaos run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	short := fs.Bool("short", false, "the CI form: scaled-down load and fault period")
-	names := fs.String("scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3), reshard (4), skew (5); empty: every one")
+	names := fs.String("scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3), reshard (4), skew (5), workflow (6); empty: every one")
 	jsonOut := fs.String("json", "", "also write the reports as JSON to this file (- for stdout)")
 	chronoqBin := fs.String("chronoq", "", "the chronoq binary; empty: built from this module with -go")
 	goBin := fs.String("go", "go", "the go command used to build chronoq")

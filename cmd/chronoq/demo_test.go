@@ -12,13 +12,21 @@ import (
 )
 
 // TestDemo: `chronoq demo` needs no set-up (the embedded Redis), serves
-// the dashboard and the /v1/demo routes, and its workers run the batches;
+// the dashboard and the /v1/demo routes, starts a sample workflow, and its
+// workers run the batches (and the workflow's jobs);
 // `serve` has no demo routes, and its OpenAPI document lists none.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	s := startServeAs(t, "demo", []string{"--workers", "2"}, nil)
 	require.Contains(t, s.logs.String(), "embedded in-memory Redis")
 	require.Contains(t, s.logs.String(), "demo: open the dashboard")
+	status, started := s.do(t, http.MethodPost, "/v1/demo/workflow", `{}`)
+	require.Equal(t, http.StatusCreated, status, "%v", started)
+	status, list := s.do(t, http.MethodGet, "/v1/workflows", "")
+	require.Equal(t, http.StatusOK, status, "%v", list)
+	require.Len(t, list["workflows"], 1)
+	require.EqualValues(t, 9, list["workflows"].([]any)[0].(map[string]any)["nodes"], "the sample fan-out/fan-in")
+	require.Equal(t, started["id"], list["workflows"].([]any)[0].(map[string]any)["id"])
 
 	status, body := s.do(t, http.MethodGet, "/v1/demo", "")
 	require.Equal(t, http.StatusOK, status)
@@ -29,8 +37,10 @@ func TestDemo(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%v", body)
 	require.Eventually(t, func() bool {
 		_, q := s.do(t, http.MethodGet, "/v1/queues/demo", "")
-		return q["completed_total"] == float64(5)
-	}, 10*time.Second, 20*time.Millisecond)
+		return q["completed_total"] == float64(5+9)
+	}, 20*time.Second, 20*time.Millisecond)
+	metrics := s.text(t, "/metrics")
+	require.Contains(t, metrics, `chronoq_workflow_steps_total{step="release"} 9`, "every node released once")
 	// Each job left a log (a line when claimed, one a step, one at its
 	// end), its progress and the artifact "summary".
 	for _, id := range body["ids"].([]any) {
@@ -74,4 +84,21 @@ func TestDemo(t *testing.T) {
 	}
 	_, err = parseServe([]string{"--workers", "1"}, env(), io.Discard) // a demo flag only
 	require.Error(t, err)
+}
+
+// text GETs path and answers its body.
+func (s *served) text(t *testing.T, path string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+path, nil)
+	require.NoError(t, err)
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", data)
+	return string(data)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
+	"github.com/chronoq/chronoq/workflow"
 )
 
 // serveConfig is everything `chronoq serve` is told.
@@ -358,12 +359,22 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err != nil {
 		return fmt.Errorf("--worker-ttl: %w", err)
 	}
+	workflowSteps := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronoq_workflow_steps_total",
+		Help: "Steps this instance applied to workflow nodes' jobs that took effect: release, cancel, abort, rearm."}, []string{"step"})
+	workflows, err := workflow.New(workflow.Config{Queue: client, OnApplied: func(r queue.NodeResult) {
+		if r.Code == 1 {
+			workflowSteps.WithLabelValues(r.Action.Mode).Inc()
+		}
+	}})
+	if err != nil {
+		return err
+	}
 	var pool *demo.Pool
 	var routes []api.Route
 	var routesDoc []byte
 	if c.demo {
 		// The simulated workers are in the registry, on --worker-ttl.
-		if pool, err = demo.New(demo.Config{Client: client, Logger: log, Registry: workers}); err != nil {
+		if pool, err = demo.New(demo.Config{Client: client, Logger: log, Registry: workers, Workflows: workflows}); err != nil {
 			return err
 		}
 		routes, routesDoc = pool.Routes(), demo.OpenAPI()
@@ -372,8 +383,12 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err != nil {
 		return err
 	}
+	releaser, err := workflow.NewReleaser(workflow.ReleaserConfig{Client: workflows, ReconcileInterval: c.reconcileEvery, Logger: log})
+	if err != nil {
+		return err
+	}
 	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Push: dispatch.NewStore(client, guard),
-		Token: c.token, MetricsAuth: c.metricsAuth, Workers: workers,
+		Workflows: workflows, Token: c.token, MetricsAuth: c.metricsAuth, Workers: workers,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})
 	if err != nil {
@@ -431,6 +446,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	background.Start(bg, "cron", scheduler)
 	background.Start(bg, "promoter", promoter)
 	background.Start(bg, "reclaimer", reclaimer)
+	background.Start(bg, "releaser", releaser) // workflows: moves their graphs on (package workflow)
 	if dispatcher != nil {
 		background.Start(bg, "dispatcher", dispatcher)
 	}
@@ -439,6 +455,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
 		func() float64 { return float64(client.MarkFailures()) }))
 	srv.Registry().MustRegister(limitWaitMetric(client))
+	srv.Registry().MustRegister(workflowSteps)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")

@@ -83,6 +83,7 @@ const (
 	// Injected on one worker slot.
 	FaultWorkerKill = "worker-kill" // SIGKILL, then a new process
 	FaultWorkerStop = "worker-stop" // SIGSTOP past the visibility, then SIGCONT
+	FaultServeKill  = "serve-kill"  // SIGKILL a chronoq serve (promoter, reclaimer, workflow releaser), then a new process
 	// Injected on one process's connections (its proxy).
 	FaultProxyDrop     = "proxy-drop"     // one reply dropped with its connection
 	FaultProxyBlackout = "proxy-blackout" // every reply dropped for a while

@@ -34,6 +34,9 @@ type ProducerConfig struct {
 	PoisonMaxAttempts int    `json:"poison_max_attempts"`
 	Concurrency       int    `json:"concurrency"`
 	Seed              uint64 `json:"seed"`
+	// Workflows: each try enqueues a workflow, a diamond of four jobs
+	// (see produceWorkflows), not one job.
+	Workflows bool `json:"workflows"`
 }
 
 // PoisonBackoff is the retry policy of poison jobs: short, so that they
@@ -72,6 +75,9 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(ctx, 3*cfg.Over+60*time.Second)
 	defer cancel()
+	if cfg.Workflows {
+		return produceWorkflows(ctx, cfg, led, client)
+	}
 	var seq, acked, failed atomic.Int64
 	maxTries := int64(2*cfg.Jobs + 1000)
 	interval := cfg.Over / time.Duration(max(cfg.Jobs, 1))

@@ -73,6 +73,13 @@ type Scenario struct {
 	ErrorsFail bool
 	// DrainTimeout bounds the wait, once faults stop, for the queues to empty.
 	DrainTimeout time.Duration
+	// Workflows: the producer enqueues diamonds of four jobs (package
+	// workflow) instead of single jobs; the serve instances' releasers
+	// move them on. Jobs is then a multiple of 4.
+	Workflows bool
+	// ServeKillEvery: SIGKILL a serve instance (its promoter, reclaimer and
+	// workflow releaser) and start a new one, on average this often.
+	ServeKillEvery time.Duration
 }
 
 // Scenarios are the five batteries, at full size or in the short (CI) form.
@@ -145,7 +152,21 @@ func Scenarios(short bool) []Scenario {
 	skew.RedisKills = 1
 	skew.ServeSkews = []time.Duration{5 * time.Minute, -5 * time.Minute}
 	skew.WorkerSkews = []time.Duration{30 * time.Second, -30 * time.Second, 5 * time.Minute, -5 * time.Minute}
-	return []Scenario{single, cluster, client, reshard, skew}
+	// Workflows: diamonds of four jobs, their children released by the
+	// serve instances, while workers are killed and stopped and the serve
+	// instances (the releasers) are killed mid-graph: every node runs, lost 0.
+	workflows := base
+	workflows.Name = "workflow"
+	workflows.Workflows = true
+	workflows.Jobs, workflows.ProduceOver, workflows.MaxDelay, workflows.PoisonEvery = 8000, 40*time.Second, 0, 0
+	if short {
+		workflows.Jobs, workflows.ProduceOver = 1600, 12*time.Second
+	}
+	workflows.FaultsFor = workflows.ProduceOver + 5*time.Second
+	workflows.WorkerKillEvery = single.WorkerKillEvery
+	workflows.WorkerStopEvery = single.WorkerStopEvery
+	workflows.ServeKillEvery = every(3*time.Second, 2*time.Second)
+	return []Scenario{single, cluster, client, reshard, skew, workflows}
 }
 
 // Options are the binaries and places of a run.
@@ -186,7 +207,8 @@ type harness struct {
 	qslot   map[string]int    // queue -> its cluster hash slot
 	proxies map[string]*Proxy
 	slots   []*slot
-	serves  []*redisproc.Child
+	serves  []*redisproc.Child // every serve instance started, killed ones included
+	live    []*redisproc.Child // the serve instances running, by number (killServes replaces them)
 	rng     *rand.Rand
 	rngMu   sync.Mutex
 
@@ -400,6 +422,7 @@ func (h *harness) setup(ctx context.Context) error {
 			return err
 		}
 	}
+	h.live = append([]*redisproc.Child(nil), h.serves...)
 	for _, s := range h.slots {
 		if err := h.startWorker(s); err != nil {
 			return err
@@ -524,7 +547,7 @@ func (h *harness) startWorker(s *slot) error {
 func (h *harness) startProducer() (*redisproc.Child, error) {
 	cfg := ProducerConfig{Redis: h.via("producer"), Ledger: h.ledAddr, Prefix: "run", Namespace: Namespace, Queues: h.queues,
 		Jobs: h.sc.Jobs, Over: h.sc.ProduceOver, MaxDelay: h.sc.MaxDelay, PoisonEvery: h.sc.PoisonEvery,
-		Visibility: h.sc.Visibility, MaxAttempts: 25, PoisonMaxAttempts: 3, Concurrency: 8, Seed: h.o.Seed}
+		Visibility: h.sc.Visibility, MaxAttempts: 25, PoisonMaxAttempts: 3, Concurrency: 8, Seed: h.o.Seed, Workflows: h.sc.Workflows}
 	b, _ := json.Marshal(cfg)
 	p, err := redisproc.StartChild("producer", h.o.Self, []string{"producer", "-config", string(b)}, "", filepath.Join(h.dir, "producer.log"))
 	if err != nil {
@@ -557,6 +580,33 @@ func (h *harness) injectFaults(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	if sc.MigrateEvery > 0 {
 		wg.Go(func() { h.migrateSlots(ctx) })
+	}
+	if sc.ServeKillEvery > 0 {
+		wg.Go(func() { h.killServes(ctx) })
+	}
+}
+
+// killServes SIGKILLs a serve instance, about every ServeKillEvery, and
+// starts a new one in its place (with a log of its own): its releaser
+// dies wherever it was, between any two of its steps.
+func (h *harness) killServes(ctx context.Context) {
+	for sleep(ctx, h.rand(h.sc.ServeKillEvery)) {
+		h.rngMu.Lock()
+		i := h.rng.IntN(h.sc.Serves)
+		h.rngMu.Unlock()
+		old := h.live[i]
+		pid := old.Pid()
+		h.expect(old)
+		t0 := time.Now()
+		old.Kill()
+		if err := h.startServe(ctx, len(h.serves)); err != nil {
+			if ctx.Err() == nil {
+				h.problem("restarting serve: %v", err)
+			}
+			return
+		}
+		h.live[i] = h.serves[len(h.serves)-1]
+		h.fault(Fault{Kind: FaultServeKill, Target: fmt.Sprintf("serve-%d", i), Pid: pid, Start: t0.UnixNano(), End: time.Now().UnixNano()})
 	}
 }
 
@@ -777,6 +827,12 @@ func (h *harness) drain(ctx context.Context, admin redis.UniversalClient) bool {
 	for sleep(ctx, 500*time.Millisecond) {
 		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
 		n, err := Depths(dctx, admin, Namespace, h.queues)
+		if err == nil && h.sc.Workflows {
+			// A workflow's outbox entries may still release jobs.
+			var left int
+			left, err = outboxesLeft(dctx, admin, Namespace, h.queues)
+			n += int64(left)
+		}
 		dcancel()
 		if err == nil && n == 0 {
 			if zero++; zero == 2 {

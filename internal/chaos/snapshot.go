@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +74,7 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 	scan := func(ctx context.Context, c *redis.Client) error {
 		iter := c.Scan(ctx, 0, ns+":*", 1000).Iterator()
 		for iter.Next(ctx) {
-			if k := iter.Val(); !known[k] {
+			if k := iter.Val(); !known[k] && !strings.HasPrefix(k, ns+":{wf:") { // a workflow's hash, kept after it ends
 				mu.Lock()
 				if len(s.Other) < 100 {
 					s.Other = append(s.Other, k)

@@ -1,5 +1,5 @@
 -- cancel.lua: cancels a job, or deletes one that has ended.
---   scheduled, pending -> canceled (a pending job's id stays in the list,
+--   scheduled, pending, waiting -> canceled (a pending job's id stays in the list,
 --                         counted stale, until a claim pops and drops it:
 --                         no O(N) LREM); kept for its retention
 --   processing         -> cancel_requested: its worker sees it on its next
@@ -25,6 +25,7 @@ local f = load(id)
 if not f then
   local tomb = tomb_of(id)
   if claim ~= '' and tomb == 'x' .. claim then
+    wf_rerun()
     return rerun_reply({ 2, 'canceled', '' }, nil, { K_expiry })
   end
   return { -1, '', '' }
@@ -32,6 +33,7 @@ end
 local status = f[R_status]
 if claim ~= '' then
   if f[R_ack] == 'x' .. claim then
+    wf_rerun()
     return rerun_reply({ 2, status, packed(id, f) }, nil, { K_expiry })
   end
   if status ~= 'processing' or f[R_token] ~= claim then
@@ -47,14 +49,15 @@ if claim ~= '' then
   return reply(out)
 end
 if status == 'canceled' and f[R_cancel_token] == req then
+  wf_rerun()
   return rerun_reply({ 2, status, packed(id, f) }, nil, { K_expiry })
 end
-if status == 'scheduled' or status == 'pending' then
+if status == 'scheduled' or status == 'pending' or status == 'waiting' then
   if status == 'scheduled' then
     redis.call('ZREM', K_sched, id)
-  else
+  elseif status == 'pending' then
     redis.call('HINCRBY', K_meta, 'stale', 1)
-  end
+  end -- a waiting job (a workflow node's, see wfnode.lua) is in no list
   cancel_now(id, f, req, A_retention_ms)
   local out = { 1, 'canceled', packed(id, f) }
   publish_events()

@@ -517,7 +517,16 @@ end
 -- now_us, x }, the marks as whole ms (0: none), floored (never later).
 -- The client takes the marks off and hands x on (Client.run).
 local function reply(x)
-  return { SENTINEL, math.floor(marks.due or 0), math.floor(marks.sweep or 0), now_us, x }
+  local r = { SENTINEL, math.floor(marks.due or 0), math.floor(marks.sweep or 0), now_us, x }
+  if marks.wf then
+    -- a workflow node's job ended: its outbox entry waits for a releaser
+    -- (see wf_ended); the client marks the outbox index with it.
+    if x == nil then
+      r[5] = false
+    end
+    r[6] = math.floor(marks.wf)
+  end
+  return r
 end
 
 -- rerun_reply answers x as reply() does, for a rerun of a call whose first
@@ -626,17 +635,17 @@ end
 -- last attempt was acked: a retried enqueue or ack that arrives after the
 -- job is gone still answers what happened, and never makes it again.
 local function drop(id, f)
-  -- its data: payload, result, notes, artifacts, and each of its log
+  -- its data: payload, result, notes, artifacts, upstream, and each of its log
   -- lines (the record counts them: at most MaxLogLines)
   local lines = f[R_log] ~= '' and tonumber(string.match(f[R_log] or '', '^(%d+)|'))
   if lines then
-    local gone = { id, id .. '.r', id .. '.n', id .. '.a' }
+    local gone = { id, id .. '.r', id .. '.n', id .. '.a', id .. '.u' }
     for seq = 1, lines do
       gone[#gone + 1] = id .. '.l.' .. seq
     end
     redis.call('HDEL', K_data, unpack(gone))
   else
-    redis.call('HDEL', K_data, id, id .. '.r', id .. '.n', id .. '.a')
+    redis.call('HDEL', K_data, id, id .. '.r', id .. '.n', id .. '.a', id .. '.u')
   end
   local ik = f[R_idempotency_key]
   if ik ~= '' and idem_of(ik) == id then
@@ -708,6 +717,34 @@ local function trim_dead(max_count, max_age_ms)
   return #old
 end
 
+-- Workflows ------------------------------------------------------------------
+-- (Scripts that end jobs declare K_wfout and K_data.) A workflow node's
+-- job that ends (completed, dead or canceled) leaves an entry in its
+-- queue's outbox, in the same script: "<workflow>|<node>|<gen>", its
+-- outcome, its result, its artifacts and its last error, NUL-joined. A
+-- releaser (package workflow) records it in the workflow, releases or
+-- cancels the node's children, and only then acks it (wfack.lua): a crash
+-- anywhere between leaves the entry, and every step is safe to run again.
+-- The entry is keyed by the job's id: a rerun writes the same.
+
+local function wf_ended(id, f, outcome)
+  if f[R_workflow] == '' then
+    return
+  end
+  local d = redis.call('HMGET', K_data, id .. '.r', id .. '.a')
+  redis.call('HSET', K_wfout, id, f[R_workflow] .. '\0' .. outcome .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '') ..
+    '\0' .. f[R_last_error])
+  mark('wf', now)
+end
+
+-- wf_rerun marks the outbox for a rerun of a call whose first run may have
+-- written an entry whose mark was never applied (see rerun_reply).
+local function wf_rerun()
+  if redis.call('HLEN', K_wfout) > 1 then
+    mark('wf', now)
+  end
+end
+
 -- kill moves a job that is out of every list into the dead set, saving f.
 local function kill(id, f, err, max_count, max_age_ms)
   f[R_status] = 'dead'
@@ -719,6 +756,7 @@ local function kill(id, f, err, max_count, max_age_ms)
   note_sweep(K_dead, now, now + max_age_ms)
   redis.call('ZADD', K_dead, now, id)
   count('dead', 1)
+  wf_ended(id, f, 'dead')
   emit('dead', id, f[R_kind], 'dead', f[R_attempts])
   trim_dead(max_count, max_age_ms)
 end
@@ -731,16 +769,116 @@ local function cancel_now(id, f, request, retention_ms)
   f[R_cancel_requested] = ''
   f[R_lease_until_ms] = ''
   count('canceled', 1)
+  wf_ended(id, f, 'canceled')
   emit('canceled', id, f[R_kind], 'canceled', f[R_attempts])
   retire(id, f, retention_ms)
 end
 
--- packed is a job as scripts answer it: "<id>\0<record>\0<payload>\0<result>";
--- rec, when given, is f as save answered it. (Scripts that call it
--- declare K_data.)
+-- packed is a job as scripts answer it:
+-- "<id>\0<record>\0<payload>\0<result>\0<upstream>" (upstream: a workflow
+-- node's, see wfnode.lua); rec, when given, is f as save answered it.
+-- (Scripts that call it declare K_data.)
 local function packed(id, f, rec)
-  local d = redis.call('HMGET', K_data, id, id .. '.r')
-  return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '')
+  local d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u')
+  return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '') .. '\0' ..
+      (d[3] or '')
+end
+
+-- A workflow's own slot (the wf_*.lua scripts, which declare K_wf) --------
+-- The workflow hash: meta fields, and per node "<x>:<node>" (see wfNode*
+-- in queue/layout.go): q its job ("<queue>|<id>"), p its parents and c its
+-- children (comma-joined), r its parents not ended, f its parents dead or
+-- canceled, o its outcome once recorded, u what its children receive of
+-- it, g the gen its job was armed at.
+
+-- wf_split answers the names of a comma-joined list.
+local function wf_split(s)
+  local t = {}
+  for x in string.gmatch(s or '', '[^,]+') do
+    t[#t + 1] = x
+  end
+  return t
+end
+
+-- wf_upstream is the upstream of a node with the given parents: a JSON
+-- object, parent name -> its u field (names need no escaping: see
+-- workflow.ValidateNodeName); when that would pass the workflow's upmax
+-- (MaxUpstreamBytes), each parent's v field instead, without results and
+-- artifacts (a fan-in of 999 parents of 1 MiB results each would make a
+-- value of 1 GB).
+local function wf_upstream(parents)
+  local ps = wf_split(parents)
+  if #ps == 0 then
+    return ''
+  end
+  local fields = {}
+  for i, p in ipairs(ps) do
+    fields[i] = 'u:' .. p
+  end
+  local us = redis.call('HMGET', K_wf, unpack(fields))
+  local size = 0
+  for i = 1, #ps do
+    size = size + #(us[i] or '') + #ps[i] + 4
+  end
+  if size > tonumber(redis.call('HGET', K_wf, 'upmax') or '0') then
+    for i, p in ipairs(ps) do
+      fields[i] = 'v:' .. p
+    end
+    us = redis.call('HMGET', K_wf, unpack(fields))
+  end
+  local parts = {}
+  for i, p in ipairs(ps) do
+    parts[i] = '"' .. p .. '":' .. (us[i] or 'null')
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
+end
+
+-- wf_plan appends to out what the jobs of the named nodes that have no
+-- outcome yet need now, as groups of mode, node, job ("<queue>|<id>"),
+-- gen, upstream (see wfnode.lua): nothing before the workflow started
+-- (its jobs may not all exist yet), unless it is canceled; "abort" every
+-- one of a canceled workflow; "cancel" one with a failed parent under
+-- on_failure "cancel"; "release" one whose parents have all ended. A node
+-- whose job existed before (external: a single job's depends_on) is
+-- left alone: only its ends are recorded. With
+-- rearm, each is first "rearm"ed at its gen (a retry: wfnode.lua changes
+-- only a job of an older gen that ended).
+local function wf_plan(names, out, rearm)
+  local m = redis.call('HMGET', K_wf, 'policy', 'started', 'canceled_ms', 'gen')
+  if m[2] ~= '1' and not m[3] then
+    return
+  end
+  for _, x in ipairs(names) do
+    local v = redis.call('HMGET', K_wf, 'o:' .. x, 'q:' .. x, 'r:' .. x, 'f:' .. x, 'g:' .. x, 'p:' .. x, 'x:' .. x)
+    if not v[1] and v[2] and v[7] ~= '1' then
+      local function add(mode, gen, up)
+        out[#out + 1] = mode
+        out[#out + 1] = x
+        out[#out + 1] = v[2]
+        out[#out + 1] = gen
+        out[#out + 1] = up
+      end
+      if m[3] then
+        add('abort', m[4], '')
+      else
+        if rearm then
+          add('rearm', v[5], '')
+        end
+        if tonumber(v[4]) > 0 and m[1] == 'cancel' then
+          add('cancel', m[4], '')
+        elseif tonumber(v[3]) == 0 then
+          add('release', m[4], wf_upstream(v[6]))
+        end
+      end
+    end
+  end
+end
+
+-- wf_finish notes that the workflow's last node ended: the hash expires
+-- retention ms later.
+local function wf_finish(retention)
+  redis.call('HSET', K_wf, 'ended_ms', now)
+  redis.call('PEXPIRE', K_wf, retention)
 end
 
 -- Artifacts -------------------------------------------------------------------

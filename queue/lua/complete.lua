@@ -61,6 +61,8 @@ for i = 0, n - 1 do
       bases[#bases + 1] = base
     end
     emit('completed', id, f[R_kind], 'completed', f[R_attempts])
+    -- workflows: a node's job leaves its outbox entry (see wf_ended)
+    wf_ended(id, f, 'completed')
     if retire(id, f, A_retention_ms, expiring) and cap > 0 then
       -- by the µs, one apart within a batch: the history keeps its order
       done[#done + 1] = score_of_us(now_us + #finished)
@@ -89,6 +91,7 @@ if #finished > 0 then
 end
 publish_events()
 if rerun then
+  wf_rerun()
   return rerun_reply(out, nil, { K_expiry })
 end
 return reply(out)

@@ -10,6 +10,7 @@ redis.call('HSETNX', K_data, SENTINEL, '')
 redis.call('HSETNX', K_idem, SENTINEL, '')
 redis.call('HSETNX', K_claims, SENTINEL, '')
 redis.call('HSETNX', K_lsets, SENTINEL, '') -- label sets (see queue/layout.go): their own keys are made when a job first requires each
+redis.call('HSETNX', K_wfout, SENTINEL, '')
 redis.call('ZADD', K_sched, 'NX', 'inf', SENTINEL)
 redis.call('ZADD', K_leases, 'NX', 'inf', SENTINEL)
 redis.call('ZADD', K_dead, 'NX', 'inf', SENTINEL)

@@ -22,6 +22,7 @@ local f = load(A_id)
 if not f then
   local tomb = tomb_of(A_id)
   if tomb == 'f' .. A_token then
+    wf_rerun()
     return rerun_reply({ 2, '', 0, '' }, K_sched, { K_expiry }, K_dead, dead_age)
   elseif tomb then
     return { 0, '', 0, '' }
@@ -33,6 +34,7 @@ if f[R_ack] == 'f' .. A_token and f[R_token] == A_token then
   if f[R_status] == 'scheduled' then
     due = redis.call('ZSCORE', K_sched, A_id) or ''
   end
+  wf_rerun()
   return rerun_reply({ 2, f[R_status], tonumber(f[R_run_at_ms]) or 0, due }, K_sched, { K_expiry }, K_dead, dead_age)
 end
 if f[R_token] ~= A_token or f[R_status] ~= 'processing' then

@@ -9,23 +9,27 @@
 --    idempotency records.
 -- 3. Dead jobs past the dead set's age or count.
 -- Keys and arguments: specReclaim in queue/layout.go.
--- Returns: { more, next, now_us, id_1, ..., id_k }: more 1 when work may
+-- Returns: { more, next, now_us, wf, id_1, ..., id_k }: more 1 when work may
 --          remain; next the Unix ms its next work falls due (a lease
 --          deadline, a retention end, a dead job's age; now when more is
 --          1; 0 when it holds none of these), for the sweep index (see
---          queue/attention.go); and the ids taken back from lapsed leases.
+--          queue/attention.go); wf the outbox mark (see wf_ended in
+--          common.lua; 0 none); and the ids taken back from lapsed leases.
 -- Safe to run twice: a second run finds only what is still due.
 local limit, dead_max, dead_age = tonumber(A_limit), tonumber(A_dead_max), tonumber(A_dead_age_ms)
 if not limit or not dead_max or not dead_age or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq reclaim: malformed arguments')
 end
 if not exists() then
-  return { 0, 0, now_us }
+  return { 0, 0, now_us, 0 }
 end
 if not sets_current() then
   return redis.error_reply(STALE_SETS)
 end
-local out = { 0, 0, now_us }
+-- A queue made by a version before workflows gets its outbox here (every
+-- key a script declares must exist, see create.lua).
+redis.call('HSETNX', K_wfout, SENTINEL, '')
+local out = { 0, 0, now_us, 0 }
 
 local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, limit)
 for _, id in ipairs(expired) do
@@ -61,7 +65,7 @@ end
 if back > 0 then
   flush_pending(true, true) -- the heads of their pending lists
 end
-count('reclaimed', #out - 3)
+count('reclaimed', #out - 4)
 if #expired == limit then
   out[1] = 1
 end
@@ -94,5 +98,6 @@ else
     out[2] = math.floor(next)
   end
 end
+out[4] = math.floor(marks.wf or 0)
 publish_events()
 return out

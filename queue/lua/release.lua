@@ -13,6 +13,7 @@ local f = load(A_id)
 if not f then
   local tomb = tomb_of(A_id)
   if tomb == 'r' .. A_token then
+    wf_rerun()
     return rerun_reply(2, nil, { K_expiry })
   elseif tomb then
     return 0
@@ -20,6 +21,7 @@ if not f then
   return -1
 end
 if f[R_ack] == 'r' .. A_token and f[R_token] == A_token then
+  wf_rerun()
   return rerun_reply(2, nil, { K_expiry })
 end
 if f[R_token] ~= A_token or f[R_status] ~= 'processing' then

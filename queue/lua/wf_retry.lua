@@ -1,0 +1,51 @@
+-- wf_retry.lua: retries a workflow: every node that ended dead or
+-- canceled (but an external one, see wf_plan) has its outcome forgotten and is armed again at a new gen
+-- (its old outbox entries are then stale), its children and it wait again
+-- for what has not completed, and a cancel of the whole workflow is
+-- lifted. Keys: specWFRetry in queue/layout.go.
+-- Returns: { code, actions... }: code -1 no such workflow, 0 nothing to
+--          retry, 1 retried; then what every node's job needs now (see
+--          wf_plan): the rearms, then the releases of those ready.
+local m = redis.call('HMGET', K_wf, 'id', 'names', 'canceled_ms')
+if not m[1] then
+  return { -1 }
+end
+local names = wf_split(m[2])
+local again = {}
+for _, x in ipairs(names) do
+  local o = redis.call('HGET', K_wf, 'o:' .. x)
+  if (o == 'dead' or o == 'canceled') and redis.call('HGET', K_wf, 'x:' .. x) ~= '1' then
+    again[#again + 1] = x
+  end
+end
+if #again == 0 and not m[3] then
+  return { 0 }
+end
+redis.call('HDEL', K_wf, 'canceled_ms', 'ended_ms')
+redis.call('PERSIST', K_wf)
+local gen = redis.call('HINCRBY', K_wf, 'gen', 1)
+local touched = {}
+for _, x in ipairs(again) do
+  redis.call('HDEL', K_wf, 'o:' .. x, 'u:' .. x)
+  redis.call('HSET', K_wf, 'g:' .. x, gen)
+  redis.call('HINCRBY', K_wf, 'ended', -1)
+  touched[x] = true
+  for _, c in ipairs(wf_split(redis.call('HGET', K_wf, 'c:' .. x))) do
+    touched[c] = true
+  end
+end
+for x in pairs(touched) do
+  local left, failed = 0, 0
+  for _, p in ipairs(wf_split(redis.call('HGET', K_wf, 'p:' .. x))) do
+    local o = redis.call('HGET', K_wf, 'o:' .. p)
+    if not o then
+      left = left + 1
+    elseif o ~= 'completed' then
+      failed = failed + 1
+    end
+  end
+  redis.call('HSET', K_wf, 'r:' .. x, left, 'f:' .. x, failed)
+end
+local out = { 1 }
+wf_plan(names, out, true)
+return out

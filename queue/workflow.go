@@ -1,0 +1,690 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // G505: matches Redis's redis.sha1hex, an identity check, not a security one
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Workflows: the store's single-slot steps of package workflow.
+//
+// A workflow's nodes are jobs in their own queues, hence in other Cluster
+// slots than the workflow's own hash (see workflowKeys), so no one script
+// can release a node's children. Each step here is one script in one
+// slot, and each is safe to run again, late, or by two processes at once;
+// package workflow chains them:
+//
+//  1. A node's job is created "waiting" (wfadd.lua): in no list, claimed
+//     by no one.
+//  2. Whatever ends a node's job (complete, fail to the dead set, cancel,
+//     the reclaim sweep) leaves, in the same script, an entry in its
+//     queue's outbox (keyOutbox; wf_ended in common.lua) and marks the
+//     outbox index (attention.go).
+//  3. A releaser reads the outbox (ReadOutbox), records the end in the
+//     workflow's slot (RecordNodeEnd: once, gated by the node's outcome
+//     field), which answers what the children's jobs need now; applies
+//     that in each child's slot (ApplyNodeActions: a release moves a job
+//     from waiting to pending only while it is waiting); and only then
+//     acks the entry (AckOutbox). A crash anywhere leaves the entry, and
+//     the next releaser does it all again: the record answers the same
+//     actions, and the actions that were applied change nothing.
+
+// NodeAction is one step of a workflow node's job, decided in the
+// workflow's slot and applied in the job's (see wfnode.lua).
+type NodeAction struct {
+	Mode     string // "release", "cancel", "abort" or "rearm"
+	Node     string
+	Queue    string
+	JobID    string
+	Gen      int64
+	Upstream string // a release's upstream (JSON), "" for none
+}
+
+// NodeResult is how a NodeAction went: Code 1 applied, 0 not applicable
+// now (Status is the job's), -1 no such job.
+type NodeResult struct {
+	Action NodeAction
+	Code   int
+	Status Status
+}
+
+// OutboxEntry is a workflow node's job that ended, as its queue's outbox
+// holds it until a releaser acks it.
+type OutboxEntry struct {
+	Queue, JobID   string
+	Workflow, Node string
+	Gen            int64
+	Outcome        Status // StatusCompleted, StatusDead or StatusCanceled
+	Result         json.RawMessage
+	Artifacts      json.RawMessage
+	Error          string
+	sum            string // SHA1 of the entry as read, for its ack
+}
+
+// NodeSpec is one node of a workflow's graph as the store keeps it.
+type NodeSpec struct {
+	Name, Queue, JobID string
+	Parents, Children  []string
+	// External: a job that existed before (AdoptJob): only its ends are
+	// recorded.
+	External bool
+}
+
+// PreparedNode is a workflow node's job, validated and given its id, for
+// AddNodeJobs.
+type PreparedNode struct {
+	ID, Queue string
+	args      []any
+}
+
+// MaxUpstreamBytes caps a workflow node's upstream: past it, the upstream
+// holds its parents' job ids, queues, statuses and errors, but not their
+// results and artifacts ("omitted": true; the children read them by job
+// id).
+const MaxUpstreamBytes = 4 << 20
+
+// WorkflowScriptsBatch is the most node jobs a wfadd.lua or actions a
+// wfnode.lua call takes.
+const workflowBatch = MaxBatch
+
+var (
+	wfAdoptScript  = newScript(specWFAdopt)
+	wfAddScript    = newScript(specWFAdd)
+	wfNodeScript   = newScript(specWFNode)
+	wfReadScript   = newScript(specWFRead)
+	wfAckScript    = newScript(specWFAck)
+	wfCreateScript = newScript(specWFCreate)
+	wfStartScript  = newScript(specWFStart)
+	wfRecordScript = newScript(specWFRecord)
+	wfPlanScript   = newScript(specWFPlan)
+	wfCancelScript = newScript(specWFCancel)
+	wfRetryScript  = newScript(specWFRetry)
+)
+
+// PrepareNode validates nj as the job of node of workflow (as Enqueue
+// would, but it takes no idempotency key) and gives it its id. Its
+// RunAt or Delay is when it is released at the earliest (a delay counts
+// from the workflow's enqueue).
+func (c *Client) PrepareNode(nj NewJob, workflow, node string) (PreparedNode, error) {
+	if nj.IdempotencyKey != "" {
+		return PreparedNode{}, invalid("idempotency_key", "a workflow node's job takes none")
+	}
+	if len(nj.Labels) > 0 {
+		// A node is released into its queue's pending list of unlabeled
+		// jobs (wfnode.lua): labels on nodes are not supported yet.
+		return PreparedNode{}, invalid("labels", "a workflow node's job takes none (labels are not supported on workflow nodes yet)")
+	}
+	p, err := c.prepare(nj, c.clock.Now(), -1)
+	if err != nil {
+		return PreparedNode{}, err
+	}
+	// prepare's args: id, kind, payload, spec, when, idem, result_ttl
+	a := p.args
+	return PreparedNode{ID: p.job.ID, Queue: p.job.Queue,
+		args: []any{a[0], a[1], a[2], a[3], a[4], a[6], workflow + "|" + node + "|0"}}, nil
+}
+
+// AddNodeJobs writes prepared node jobs, waiting, into their queues: one
+// script call per queue and MaxBatch jobs. Safe to call again with the
+// same nodes (a job written already is kept as it is).
+func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
+	byQueue := map[string][]PreparedNode{}
+	var order []string
+	for _, n := range nodes {
+		if _, ok := byQueue[n.Queue]; !ok {
+			order = append(order, n.Queue)
+		}
+		byQueue[n.Queue] = append(byQueue[n.Queue], n)
+	}
+	for _, q := range order {
+		if err := c.register(ctx, q); err != nil {
+			return err
+		}
+	}
+	for _, q := range order {
+		ns := byQueue[q]
+		for len(ns) > 0 {
+			part := ns[:min(len(ns), workflowBatch)]
+			ns = ns[len(part):]
+			args := make([]any, 0, 1+7*len(part))
+			args = append(args, len(part))
+			for _, n := range part {
+				args = append(args, n.args...)
+			}
+			v, err := c.run(ctx, wfAddScript, queueKeys(c.ns, q), args...)
+			if err == nil {
+				if res, _ := v.([]any); len(res) == 1 {
+					// deleted since this process created it: again
+					c.known.Delete(q)
+					if err = c.register(ctx, q); err == nil {
+						_, err = c.run(ctx, wfAddScript, queueKeys(c.ns, q), args...)
+					}
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("queue: adding workflow jobs to %s: %w", q, err)
+			}
+		}
+	}
+	return nil
+}
+
+// AdoptJob makes the existing job queue/id node of workflow (wfadopt.lua):
+// its ends leave outbox entries from now on (its end is written at once
+// when it has ended). It answers ErrNotFound for no such job, and
+// ErrConflict when it is a node of another workflow.
+func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string) error {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return err
+	}
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	v, err := c.run(ctx, wfAdoptScript, k, id, workflow+"|"+node+"|0")
+	if err != nil {
+		return fmt.Errorf("queue: adopting %s/%s: %w", queue, id, err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 2 {
+		return fmt.Errorf("queue: adopting %s/%s: unexpected reply %v", queue, id, v)
+	}
+	code, _ := res[0].(int64)
+	other, _ := res[1].(string)
+	switch code {
+	case -1:
+		return fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
+	case 0:
+		return fmt.Errorf("%w: job %s/%s is a node of workflow %s", ErrConflict, queue, id, other)
+	}
+	return nil
+}
+
+// runWF runs a script of a workflow's slot.
+func (c *Client) runWF(ctx context.Context, sc *luaScript, id string, args ...any) (any, error) {
+	argv := sc.spec.argv([]any{c.timeOffset(), "", "", ""}, args)
+	ks := sc.spec.wfKeysOf(workflowKeys(c.ns, id))
+	var v any
+	err := retryMigration(ctx, func() error {
+		var err error
+		v, err = sc.s.Run(ctx, c.rdb, ks, argv...).Result()
+		return err
+	})
+	return v, err
+}
+
+// CreateWorkflow writes a workflow's graph (wf_create.lua). The caller
+// validated it. policy is "cancel" or "continue". Safe to call again.
+func (c *Client) CreateWorkflow(ctx context.Context, id, policy string, nodes []NodeSpec) error {
+	args := make([]any, 0, 4+5*len(nodes))
+	args = append(args, id, policy, MaxUpstreamBytes, len(nodes))
+	for _, n := range nodes {
+		ext := ""
+		if n.External {
+			ext = "1"
+		}
+		args = append(args, n.Name, n.Queue+"|"+n.JobID, strings.Join(n.Parents, ","), strings.Join(n.Children, ","), ext)
+	}
+	if _, err := c.runWF(ctx, wfCreateScript, id, args...); err != nil {
+		return fmt.Errorf("queue: creating workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// actionsOf reads a wf script's { code, groups of mode, node, job, gen,
+// upstream }.
+func actionsOf(v any) (int, []NodeAction, error) {
+	res, _ := v.([]any)
+	if len(res) < 1 || (len(res)-1)%5 != 0 {
+		return 0, nil, fmt.Errorf("unexpected reply %v", v)
+	}
+	code, _ := res[0].(int64)
+	acts := make([]NodeAction, 0, (len(res)-1)/5)
+	for i := 1; i < len(res); i += 5 {
+		s := func(k int) string { x, _ := res[i+k].(string); return x }
+		q, id, _ := strings.Cut(s(2), "|")
+		var gen int64
+		switch g := res[i+3].(type) {
+		case int64:
+			gen = g
+		case string:
+			gen, _ = strconv.ParseInt(g, 10, 64)
+		}
+		acts = append(acts, NodeAction{Mode: s(0), Node: s(1), Queue: q, JobID: id, Gen: gen, Upstream: s(4)})
+	}
+	return int(code), acts, nil
+}
+
+// WorkflowStep answers a step of a workflow's slot: Code as the script
+// answered it (see its file), and what the nodes' jobs need now.
+type WorkflowStep struct {
+	Code    int
+	Actions []NodeAction
+}
+
+func (c *Client) wfStep(ctx context.Context, what string, sc *luaScript, id string, args ...any) (WorkflowStep, error) {
+	v, err := c.runWF(ctx, sc, id, args...)
+	if err != nil {
+		return WorkflowStep{}, fmt.Errorf("queue: %s workflow %s: %w", what, id, err)
+	}
+	code, acts, err := actionsOf(v)
+	if err != nil {
+		return WorkflowStep{}, fmt.Errorf("queue: %s workflow %s: %w", what, id, err)
+	}
+	return WorkflowStep{Code: code, Actions: acts}, nil
+}
+
+// StartWorkflow starts a workflow whose jobs all exist (wf_start.lua):
+// Code -1 no such workflow, 0 canceled before it started, 1 started.
+func (c *Client) StartWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
+	return c.wfStep(ctx, "starting", wfStartScript, id)
+}
+
+// PlanWorkflow answers what every node's job needs now (wf_plan.lua).
+func (c *Client) PlanWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
+	return c.wfStep(ctx, "planning", wfPlanScript, id)
+}
+
+// CancelWorkflow cancels a workflow (wf_cancel.lua): Code -1 no such
+// workflow, 0 it had ended, 1 canceled.
+func (c *Client) CancelWorkflow(ctx context.Context, id string, retention time.Duration) (WorkflowStep, error) {
+	return c.wfStep(ctx, "canceling", wfCancelScript, id, retention.Milliseconds())
+}
+
+// RetryWorkflow retries a workflow's dead and canceled nodes
+// (wf_retry.lua): Code -1 no such workflow, 0 nothing to retry, 1 retried.
+func (c *Client) RetryWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
+	return c.wfStep(ctx, "retrying", wfRetryScript, id)
+}
+
+// RecordNodeEnd records an outbox entry's end in its workflow
+// (wf_record.lua), up being what the node's children receive of it, and
+// brief the same without its result and artifacts (see
+// MaxUpstreamBytes): Code -1 no such workflow or node, 2 a stale entry, 1
+// recorded (now or before).
+func (c *Client) RecordNodeEnd(ctx context.Context, e OutboxEntry, up, brief []byte, retention time.Duration) (WorkflowStep, error) {
+	return c.wfStep(ctx, "recording in", wfRecordScript, e.Workflow, retention.Milliseconds(), e.Node, e.Gen, string(e.Outcome),
+		string(up), string(brief))
+}
+
+// ApplyNodeActions applies acts in their jobs' slots (wfnode.lua), in
+// order within a queue: one script call per queue and MaxBatch actions.
+// A job they cancel is kept at least keep (its workflow's retention, so
+// that a retry finds it), and at least Config.Retention. It answers each
+// action's result, in the order of acts.
+func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep time.Duration) ([]NodeResult, error) {
+	out := make([]NodeResult, len(acts))
+	byQueue := map[string][]int{}
+	var order []string
+	for i, a := range acts {
+		if err := ValidateQueue(a.Queue); err != nil {
+			return nil, err
+		}
+		if err := ValidateID(a.JobID); err != nil {
+			return nil, err
+		}
+		if _, ok := byQueue[a.Queue]; !ok {
+			order = append(order, a.Queue)
+		}
+		byQueue[a.Queue] = append(byQueue[a.Queue], i)
+		out[i].Action = a
+	}
+	for _, q := range order {
+		idx := byQueue[q]
+		for len(idx) > 0 {
+			part := idx[:min(len(idx), workflowBatch)]
+			idx = idx[len(part):]
+			args := make([]any, 0, 3+4*len(part))
+			args = append(args, max(c.cfg.Retention.Milliseconds(), keep.Milliseconds(), 0), c.tombMs(), len(part))
+			for _, i := range part {
+				a := acts[i]
+				args = append(args, a.Mode, a.JobID, a.Gen, a.Upstream)
+			}
+			v, err := c.run(ctx, wfNodeScript, queueKeys(c.ns, q), args...)
+			if err != nil {
+				return nil, fmt.Errorf("queue: workflow jobs of %s: %w", q, err)
+			}
+			res, _ := v.([]any)
+			if len(res) != 2*len(part) {
+				return nil, fmt.Errorf("queue: workflow jobs of %s: unexpected reply %v", q, v)
+			}
+			for n, i := range part {
+				code, _ := res[2*n].(int64)
+				st, _ := res[2*n+1].(string)
+				out[i].Code, out[i].Status = int(code), Status(st)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReadOutbox reads a page of queue's outbox from cursor ("0" first),
+// answering the entries, the next cursor ("0" at the end) and the Redis
+// time of the read, for ParkOutbox.
+func (c *Client) ReadOutbox(ctx context.Context, queue, cursor string, count int) ([]OutboxEntry, string, int64, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	v, err := c.run(ctx, wfReadScript, k, cursor, count)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("queue: reading the outbox of %s: %w", queue, err)
+	}
+	res, _ := v.([]any)
+	if len(res) < 2 || len(res)%2 != 0 {
+		return nil, "", 0, fmt.Errorf("queue: reading the outbox of %s: unexpected reply %v", queue, v)
+	}
+	seq, _ := res[0].(int64)
+	next, _ := res[1].(string)
+	es := make([]OutboxEntry, 0, (len(res)-2)/2)
+	for i := 2; i < len(res); i += 2 {
+		id, _ := res[i].(string)
+		raw, _ := res[i+1].(string)
+		e, ok := parseOutboxEntry(queue, id, raw)
+		if !ok {
+			continue // not ours to read: left for a newer version
+		}
+		es = append(es, e)
+	}
+	return es, next, seq, nil
+}
+
+// parseOutboxEntry reads "<wf>|<node>|<gen>\0outcome\0result\0artifacts\0error".
+func parseOutboxEntry(queue, id, raw string) (OutboxEntry, bool) {
+	f := strings.SplitN(raw, "\x00", 5)
+	if len(f) != 5 {
+		return OutboxEntry{}, false
+	}
+	ref := parseWorkflowRef(f[0])
+	if ref == nil {
+		return OutboxEntry{}, false
+	}
+	sum := sha1.Sum([]byte(raw)) //nolint:gosec // G401: see the import
+	e := OutboxEntry{Queue: queue, JobID: id, Workflow: ref.ID, Node: ref.Node, Gen: ref.Gen, Outcome: Status(f[1]),
+		Error: f[4], sum: hex.EncodeToString(sum[:])}
+	if f[2] != "" {
+		e.Result = json.RawMessage(f[2])
+	}
+	if f[3] != "" {
+		e.Artifacts = json.RawMessage(f[3])
+	}
+	return e, true
+}
+
+// AckOutbox deletes handled entries of queue's outbox, each only if it is
+// still the entry read, and answers how many went.
+func (c *Client) AckOutbox(ctx context.Context, queue string, es []OutboxEntry) (int, error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return 0, err
+	}
+	acked := 0
+	for len(es) > 0 {
+		part := es[:min(len(es), workflowBatch)]
+		es = es[len(part):]
+		args := make([]any, 0, 1+2*len(part))
+		args = append(args, len(part))
+		for _, e := range part {
+			args = append(args, e.JobID, e.sum)
+		}
+		v, err := c.run(ctx, wfAckScript, k, args...)
+		if err != nil {
+			return acked, fmt.Errorf("queue: acking the outbox of %s: %w", queue, err)
+		}
+		n, _ := v.(int64)
+		acked += int(n)
+	}
+	return acked, nil
+}
+
+// OutboxDue answers up to limit queues the outbox index names as having
+// entries by now (see attention.go; it may name a queue whose outbox is
+// empty: a read finds out and parks it).
+func (c *Client) OutboxDue(ctx context.Context, limit int) ([]string, error) {
+	// An entry is work due at once: every queue in the index is read, in
+	// the order of its oldest mark.
+	qs, err := c.rdb.ZRange(ctx, workflowAttentionKeys(c.ns).outbox, 0, int64(limit-1)).Result()
+	if err != nil {
+		return nil, wrapRedis(err)
+	}
+	out := qs[:0]
+	for _, q := range qs {
+		if ValidateQueue(q) == nil {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// ParkOutbox takes queue out of the outbox index, found empty by a read at
+// seq, unless a later mark was applied.
+func (c *Client) ParkOutbox(ctx context.Context, queue string, seq int64) error {
+	w := workflowAttentionKeys(c.ns)
+	return c.park(ctx, w.outbox, w.outboxSeq, queue, 0, seq)
+}
+
+// OutboxQueues answers those of queues whose outbox holds entries, in
+// one pipeline: a releaser's reconcile, for marks that were lost.
+func (c *Client) OutboxQueues(ctx context.Context, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	pipe := c.rdb.Pipeline()
+	lens := make([]*redis.IntCmd, len(queues))
+	for i, q := range queues {
+		k, err := c.keysFor(q)
+		if err != nil {
+			return nil, err
+		}
+		lens[i] = pipe.HLen(ctx, k.outbox)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrapRedis(err)
+	}
+	var out []string
+	for i, l := range lens {
+		if l.Val() > sentinels {
+			out = append(out, queues[i])
+		}
+	}
+	return out, nil
+}
+
+// ReleaserNudges delivers the name of a queue when a script of this
+// client left an outbox entry in it, so that a releaser in this process
+// reads it at once (other processes' releasers find it in the outbox
+// index). The channel closes when ctx ends.
+func (c *Client) ReleaserNudges(ctx context.Context) <-chan string {
+	ch := make(chan string, 256)
+	c.mu.Lock()
+	if c.wfListeners == nil {
+		c.wfListeners = map[chan string]struct{}{}
+	}
+	c.wfListeners[ch] = struct{}{}
+	c.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		delete(c.wfListeners, ch)
+		close(ch)
+		c.mu.Unlock()
+	})
+	return ch
+}
+
+func (c *Client) nudgeReleasers(queue string) {
+	c.mu.Lock()
+	for ch := range c.wfListeners {
+		select {
+		case ch <- queue:
+		default:
+		}
+	}
+	c.mu.Unlock()
+}
+
+// WorkflowRecord is a workflow's hash as the store keeps it.
+type WorkflowRecord struct {
+	ID         string
+	Policy     string // "cancel" or "continue"
+	Gen        int64  // retries so far
+	Started    bool   // every node's job exists, and releases have begun
+	Ended      int    // nodes whose outcome is recorded
+	CreatedAt  time.Time
+	EndedAt    time.Time // when its last node's end was recorded
+	CanceledAt time.Time
+	Nodes      []WorkflowNodeRecord // in the order given at enqueue
+}
+
+// WorkflowNodeRecord is one node of a WorkflowRecord.
+type WorkflowNodeRecord struct {
+	Name, Queue, JobID string
+	Parents, Children  []string
+	Left, Failed       int    // parents not ended; parents dead or canceled
+	Outcome            Status // "" until its end is recorded
+	Gen                int64
+}
+
+// ReadWorkflow reads a workflow's hash: nil when there is none (never
+// made, or expired).
+func (c *Client) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, error) {
+	h, err := c.rdb.HGetAll(ctx, workflowKeys(c.ns, id).wf).Result()
+	if err != nil {
+		return nil, wrapRedis(err)
+	}
+	if h[wfMetaID] == "" {
+		return nil, nil
+	}
+	w := &WorkflowRecord{ID: h[wfMetaID], Policy: h[wfMetaPolicy], Gen: int64(atoi(h[wfMetaGen])), Started: h[wfMetaStarted] == "1",
+		Ended: atoi(h[wfMetaEnded]), CreatedAt: msTime(h[wfMetaCreated]), EndedAt: msTime(h[wfMetaEndedAt]),
+		CanceledAt: msTime(h[wfMetaCanceled])}
+	list := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	for _, n := range list(h[wfMetaNames]) {
+		f := func(prefix string) string { return h[prefix+":"+n] }
+		q, jid, _ := strings.Cut(f(wfNodeJob), "|")
+		w.Nodes = append(w.Nodes, WorkflowNodeRecord{Name: n, Queue: q, JobID: jid, Parents: list(f(wfNodeParents)),
+			Children: list(f(wfNodeChildren)), Left: atoi(f(wfNodeLeft)), Failed: atoi(f(wfNodeFailed)),
+			Outcome: Status(f(wfNodeOutcome)), Gen: int64(atoi(f(wfNodeGen)))})
+	}
+	return w, nil
+}
+
+// JobRef names a job.
+type JobRef struct{ Queue, ID string }
+
+// Jobs reads jobs in one pipeline, each with its result and upstream
+// (nil for a job that is gone). No claim token is shown.
+func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
+	pipe := c.rdb.Pipeline()
+	recs := make([]*redis.StringCmd, len(refs))
+	datas := make([]*redis.SliceCmd, len(refs))
+	for i, r := range refs {
+		k, err := c.keysFor(r.Queue)
+		if err != nil {
+			return nil, err
+		}
+		if err := ValidateID(r.ID); err != nil {
+			return nil, err
+		}
+		recs[i] = pipe.HGet(ctx, k.jobs, r.ID)
+		datas[i] = pipe.HMGet(ctx, k.data, resultField(r.ID), upstreamField(r.ID))
+	}
+	if len(refs) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, wrapRedis(err)
+		}
+	}
+	out := make([]*Job, len(refs))
+	str := func(v any) string { s, _ := v.(string); return s }
+	for i, r := range refs {
+		d := datas[i].Val()
+		j, err := jobFromRecord(r.Queue, r.ID, recs[i].Val(), "", str(d[0]))
+		if err != nil {
+			continue
+		}
+		if u := str(d[1]); u != "" {
+			j.Upstream = json.RawMessage(u)
+		}
+		j.Token = ""
+		out[i] = j
+	}
+	return out, nil
+}
+
+// The recent workflows, and the workflows whose multi-step change is
+// under way (see wfAttnKeys.dirty).
+
+// AddRecentWorkflow adds id to the list of recent workflows, kept to the
+// newest keep.
+func (c *Client) AddRecentWorkflow(ctx context.Context, id string, at time.Time, keep int) error {
+	pipe := c.rdb.Pipeline()
+	pipe.ZAdd(ctx, workflowsKey(c.ns), redis.Z{Score: float64(at.UnixMilli()), Member: id})
+	pipe.ZRemRangeByRank(ctx, workflowsKey(c.ns), 0, int64(-keep-1))
+	_, err := pipe.Exec(ctx)
+	return wrapRedis(err)
+}
+
+// RecentWorkflows answers the ids of up to limit recent workflows, newest
+// first.
+func (c *Client) RecentWorkflows(ctx context.Context, limit int) ([]string, error) {
+	ids, err := c.rdb.ZRevRange(ctx, workflowsKey(c.ns), 0, int64(limit-1)).Result()
+	return ids, wrapRedis(err)
+}
+
+// ForgetRecentWorkflows takes ids (workflows gone) out of the list.
+func (c *Client) ForgetRecentWorkflows(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ms := make([]any, len(ids))
+	for i, id := range ids {
+		ms[i] = id
+	}
+	return wrapRedis(c.rdb.ZRem(ctx, workflowsKey(c.ns), ms...).Err())
+}
+
+// MarkWorkflowDirty notes that a multi-step change of workflow id begins
+// (creation, cancel, retry), and answers the mark, for
+// ClearWorkflowDirty when it is done. A releaser finishes the change
+// when the mark is older than its grace (DirtyWorkflows).
+func (c *Client) MarkWorkflowDirty(ctx context.Context, id, what string) (string, error) {
+	m := id + "|" + what + "|" + newToken()[:8]
+	err := c.rdb.ZAdd(ctx, workflowAttentionKeys(c.ns).dirty, redis.Z{Score: float64(c.redisNow().UnixMilli()), Member: m}).Err()
+	return m, wrapRedis(err)
+}
+
+// ClearWorkflowDirty drops a mark of MarkWorkflowDirty.
+func (c *Client) ClearWorkflowDirty(ctx context.Context, mark string) error {
+	return wrapRedis(c.rdb.ZRem(ctx, workflowAttentionKeys(c.ns).dirty, mark).Err())
+}
+
+// DirtyWorkflows answers up to limit marks of MarkWorkflowDirty older than
+// grace: the workflow's id, what began, and the mark.
+func (c *Client) DirtyWorkflows(ctx context.Context, grace time.Duration, limit int) (ids, whats, marks []string, err error) {
+	by := c.redisNow().Add(-grace).UnixMilli()
+	ms, err := c.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: workflowAttentionKeys(c.ns).dirty, ByScore: true, Start: "-inf",
+		Stop: strconv.FormatInt(by, 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, nil, nil, wrapRedis(err)
+	}
+	for _, m := range ms {
+		parts := strings.Split(m, "|")
+		if len(parts) != 3 {
+			continue
+		}
+		ids, whats, marks = append(ids, parts[0]), append(whats, parts[1]), append(marks, m)
+	}
+	return ids, whats, marks, nil
+}

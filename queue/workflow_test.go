@@ -1,0 +1,83 @@
+package queue_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// A record written before the workflow field existed (one field shorter)
+// reads with no workflow, and claims, completes and fails as before,
+// leaving nothing in the outbox.
+func TestRecordWithoutWorkflowField(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := testutil.Redis(t)
+	ns := testutil.Namespace(t)
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns})
+	require.NoError(t, err)
+	defer c.Close()
+	keys, err := queue.Keys(ns, "old")
+	require.NoError(t, err)
+	jobsKey, outboxKey := keys[1], keys[len(keys)-1]
+	require.True(t, strings.HasSuffix(outboxKey, ":wfout"))
+
+	var ids []string
+	for range 2 {
+		e, err := c.Enqueue(ctx, queue.NewJob{Queue: "old", Kind: "k", MaxAttempts: 1})
+		require.NoError(t, err)
+		ids = append(ids, e.Job.ID)
+		rec, err := rdb.HGet(ctx, jobsKey, e.Job.ID).Result()
+		require.NoError(t, err)
+		f := strings.Split(rec, "\x00")
+		require.Empty(t, f[len(f)-1], "a job of no workflow")
+		require.NoError(t, rdb.HSet(ctx, jobsKey, e.Job.ID, strings.Join(f[:len(f)-1], "\x00")).Err())
+	}
+	j, err := c.Get(ctx, "old", ids[0])
+	require.NoError(t, err)
+	require.Nil(t, j.Workflow)
+	require.Equal(t, queue.StatusPending, j.Status)
+
+	jobs, err := c.Claim(ctx, "old", queue.ClaimOptions{Max: 2})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	for _, j := range jobs {
+		require.Nil(t, j.Workflow)
+		require.Empty(t, j.Upstream)
+	}
+	require.NoError(t, c.Complete(ctx, "old", jobs[0].ID, jobs[0].Token, nil))
+	fr, err := c.Fail(ctx, "old", jobs[1].ID, jobs[1].Token, queue.FailOptions{Error: "x"})
+	require.NoError(t, err)
+	require.Equal(t, queue.StatusDead, fr.Status)
+	n, err := rdb.HLen(ctx, outboxKey).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "only the outbox's sentinel")
+}
+
+// A queue made before workflows (no outbox key) gets its outbox at the
+// next reclaim sweep.
+func TestReclaimGivesAnOldQueueItsOutbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := testutil.Redis(t)
+	ns := testutil.Namespace(t)
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "older", Kind: "k"})
+	require.NoError(t, err)
+	keys, err := queue.Keys(ns, "older")
+	require.NoError(t, err)
+	outbox := keys[len(keys)-1]
+	require.NoError(t, rdb.Del(ctx, outbox).Err()) // as an older version made it
+	_, err = c.Reclaim(ctx, "older")
+	require.NoError(t, err)
+	n, err := rdb.Exists(ctx, outbox).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+}

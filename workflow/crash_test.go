@@ -1,0 +1,206 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+func TestCrashSafetySingle(t *testing.T) {
+	t.Parallel()
+	runCrashes(t, func(t *testing.T) redis.UniversalClient { return testutil.Redis(t) })
+}
+
+func TestCrashSafetyCluster(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster suite skipped in -short mode")
+	}
+	runCrashes(t, func(t *testing.T) redis.UniversalClient { return testutil.Cluster(t) })
+}
+
+func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
+	ctx := context.Background()
+
+	// A releaser that dies right after recording an end (before the
+	// children's jobs moved), or right after moving them (before the
+	// outbox entry was acked), leaves the entry: the next releaser
+	// records nothing twice, loses no child and releases none twice.
+	for _, step := range []string{"recorded", "applied"} {
+		t.Run("DiesAfter_"+step, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, newRDB(t))
+			_, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "cr-a"), node("b", "cr-b", "a"), node("c", "cr-a", "a"),
+				node("d", "cr-b", "b", "c")}})
+			require.NoError(t, err)
+			crashes := 0
+			e.r.crash = func(s string) bool {
+				if s == step && crashes < 3 {
+					crashes++
+					return true
+				}
+				return false
+			}
+			claimed := e.drive(ctx, []string{"cr-a", "cr-b"}, echo)
+			require.Equal(t, 3, crashes)
+			require.Len(t, claimed, 4)
+			e.requireOnce(ctx, claimed)
+		})
+	}
+
+	// Three releasers, each on its own client, pass at once over a
+	// fan-out/fan-in and a diamond while workers complete, each dying at
+	// a random step of a third of its batches.
+	t.Run("ConcurrentReleasersDying", func(t *testing.T) {
+		t.Parallel()
+		rdb := newRDB(t)
+		e := newEnv(t, rdb)
+		var rels []*Releaser
+		for i := range 3 {
+			q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock()})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = q.Close() })
+			c, err := New(Config{Queue: q, OnApplied: e.onApplied})
+			require.NoError(t, err)
+			r, err := NewReleaser(ReleaserConfig{Client: c})
+			require.NoError(t, err)
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			var mu sync.Mutex
+			r.crash = func(string) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return rng.IntN(3) == 0
+			}
+			rels = append(rels, r)
+		}
+		nodes := []Node{node("root", "cc-a")}
+		var mids []string
+		for i := range 40 {
+			mids = append(mids, fmt.Sprintf("m%02d", i))
+			nodes = append(nodes, node(mids[i], []string{"cc-a", "cc-b", "cc-c"}[i%3], "root"))
+		}
+		nodes = append(nodes, node("sink", "cc-b", mids...), node("after", "cc-c", "sink"))
+		w1, err := e.wf.Enqueue(ctx, Spec{Nodes: nodes})
+		require.NoError(t, err)
+		w2, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "cc-c"), node("b", "cc-a", "a"), node("c", "cc-b", "a"), node("d", "cc-c", "b", "c")}})
+		require.NoError(t, err)
+
+		claimed := map[string]*queue.Job{}
+		for round := 0; ; round++ {
+			require.Less(t, round, 1000, "the workflows did not settle")
+			n := 0
+			for _, qn := range []string{"cc-a", "cc-b", "cc-c"} {
+				jobs, err := e.q.Claim(ctx, qn, queue.ClaimOptions{Max: 100})
+				require.NoError(t, err)
+				for _, j := range jobs {
+					n++
+					require.NotContains(t, claimed, j.ID, "a node's job is claimed once")
+					claimed[j.ID] = j
+					require.NoError(t, e.q.Complete(ctx, qn, j.ID, j.Token, nil))
+				}
+			}
+			var wg sync.WaitGroup
+			for _, r := range rels {
+				wg.Go(func() { r.Pass(ctx) })
+			}
+			wg.Wait()
+			if n == 0 && e.settled(ctx, w1.ID, w2.ID) {
+				break
+			}
+		}
+		for _, id := range []string{w1.ID, w2.ID} {
+			w, err := e.wf.Get(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, StatusCompleted, w.Status)
+			for _, n := range w.Nodes {
+				require.Contains(t, claimed, n.JobID, "node %s ran", n.Name)
+				require.Equal(t, 1, e.count(n.JobID, "release"), "node %s released once", n.Name)
+			}
+		}
+		require.Len(t, claimed, 43+4)
+	})
+
+	// A process that dies while it enqueues: a workflow that never
+	// started is canceled by a releaser once its creation is older than
+	// DirtyGrace (none of its jobs ran); one that started has its roots
+	// released.
+	t.Run("EnqueueDiesPartWay", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		clock := e.q.Clock().(*clockwork.FakeClock)
+		half := func(start bool) string {
+			id := fmt.Sprintf("%032x", rand.Uint64())
+			g, err := validate(Spec{Nodes: []Node{node("a", "ed-a"), node("b", "ed-b", "a")}})
+			require.NoError(t, err)
+			var preps []queue.PreparedNode
+			var specs []queue.NodeSpec
+			for i, n := range []Node{node("a", "ed-a"), node("b", "ed-b", "a")} {
+				p, err := e.q.PrepareNode(n.Job, id, n.Name)
+				require.NoError(t, err)
+				preps = append(preps, p)
+				specs = append(specs, queue.NodeSpec{Name: n.Name, Queue: p.Queue, JobID: p.ID, Parents: g.parents[i], Children: g.children[i]})
+			}
+			_, err = e.q.MarkWorkflowDirty(ctx, id, "create")
+			require.NoError(t, err)
+			require.NoError(t, e.q.CreateWorkflow(ctx, id, "cancel", specs))
+			require.NoError(t, e.q.AddNodeJobs(ctx, preps))
+			if start {
+				st, err := e.q.StartWorkflow(ctx, id)
+				require.NoError(t, err)
+				require.Equal(t, 1, st.Code)
+			}
+			return id // and the process dies here
+		}
+		unstarted, started := half(false), half(true)
+		require.True(t, e.r.finishDirty(ctx))
+		w, err := e.wf.Get(ctx, started)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusWaiting, statuses(w)["a"], "not before DirtyGrace")
+
+		clock.Advance(DefaultDirtyGrace + time.Second)
+		require.True(t, e.r.finishDirty(ctx))
+		w, err = e.wf.Get(ctx, unstarted)
+		require.NoError(t, err)
+		require.Equal(t, StatusCanceled, w.Status)
+		require.Equal(t, map[string]queue.Status{"a": queue.StatusCanceled, "b": queue.StatusCanceled}, statuses(w))
+		w, err = e.wf.Get(ctx, started)
+		require.NoError(t, err)
+		require.Equal(t, map[string]queue.Status{"a": queue.StatusPending, "b": queue.StatusWaiting}, statuses(w))
+		ids, _, _, err := e.q.DirtyWorkflows(ctx, 0, 10)
+		require.NoError(t, err)
+		require.Empty(t, ids, "finished changes are cleared")
+		claimed := e.drive(ctx, []string{"ed-a", "ed-b"}, echo)
+		require.Len(t, claimed, 2)
+	})
+}
+
+// settled reports whether every node of the workflows has ended.
+func (e *env) settled(ctx context.Context, ids ...string) bool {
+	for _, id := range ids {
+		w, err := e.wf.Get(ctx, id)
+		require.NoError(e.t, err)
+		if w.Status == StatusRunning {
+			return false
+		}
+	}
+	return true
+}
+
+// requireOnce checks that every claimed node was released once and
+// claimed once.
+func (e *env) requireOnce(_ context.Context, claimed map[string]*queue.Job) {
+	for name, j := range claimed {
+		require.Equal(e.t, 1, e.count(j.ID, "release"), "node %s released once", name)
+		require.Equal(e.t, int64(1), j.Fence, "node %s claimed once", name)
+	}
+}

@@ -1,0 +1,320 @@
+package workflow
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// Defaults of [ReleaserConfig].
+const (
+	DefaultReleaseInterval = 100 * time.Millisecond
+	DefaultDirtyGrace      = 3 * time.Minute
+	// outboxPage is how many outbox entries a read takes.
+	outboxPage = 100
+	// maxPasses bounds the passes over one outbox in one visit.
+	maxPasses = 100
+)
+
+// ReleaserConfig configures a [Releaser].
+type ReleaserConfig struct {
+	// Client is the workflows' client. Required.
+	Client *Client
+	// Interval is how often the releaser reads the outbox index for
+	// queues with entries: the most an entry written by another process
+	// waits (entries of this process's own client are read at once).
+	// Defaults to 100 ms.
+	Interval time.Duration
+	// ReconcileInterval is how often it reads every queue's outbox
+	// instead of the index's queues only (an entry whose mark was lost:
+	// its client died between its script and the mark), and finishes the
+	// changes (creation, cancel, retry) left unfinished for DirtyGrace.
+	// The first pass is one. Defaults to queue.DefaultReconcileInterval.
+	ReconcileInterval time.Duration
+	// DirtyGrace is how long a creation, cancel or retry may take before
+	// a releaser finishes it: a workflow whose creation is that old and
+	// has not started is canceled; any other is brought to what its hash
+	// says. It must be longer than a call may take (a cluster migration
+	// holds a call up to two minutes). Defaults to 3 minutes.
+	DirtyGrace time.Duration
+	// Logger receives errors. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Releaser moves workflows on: it reads the outboxes of queues (the
+// entries that the scripts ending a node's job left), records each end in
+// its workflow, releases or cancels the children, and acks the entry
+// only then. Any number may run at once, in any processes: every step is
+// idempotent and guarded in its own slot, so an entry handled twice, or a
+// releaser that dies between steps, releases no child twice and loses
+// none (see the package documentation).
+type Releaser struct {
+	cfg        ReleaserConfig
+	c          *Client
+	clock      clockwork.Clock
+	log        *slog.Logger
+	running    atomic.Bool
+	reconciled time.Time
+	// crash, in tests, stops handling a batch at a step ("recorded",
+	// "applied") as a crash there would, when it answers true.
+	crash func(step string) bool
+}
+
+// NewReleaser checks cfg and fills its defaults.
+func NewReleaser(cfg ReleaserConfig) (*Releaser, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("workflow: ReleaserConfig.Client is required")
+	}
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultReleaseInterval)
+	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, queue.DefaultReconcileInterval)
+	cfg.DirtyGrace = cmp.Or(cfg.DirtyGrace, DefaultDirtyGrace)
+	return &Releaser{cfg: cfg, c: cfg.Client, clock: cfg.Client.q.Clock(), log: cmp.Or(cfg.Logger, slog.Default())}, nil
+}
+
+// Run releases until ctx ends, then returns nil. One Run at a time.
+func (r *Releaser) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("workflow: the releaser is running already")
+	}
+	defer r.running.Store(false)
+	nudges := r.c.q.ReleaserNudges(ctx)
+	for {
+		r.Pass(ctx)
+		// Until the next pass, the queues this process's own scripts wrote
+		// entries into are read at once.
+		t := r.clock.NewTimer(r.cfg.Interval)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				for range nudges { // drained until closed
+					continue
+				}
+				return nil
+			case q := <-nudges:
+				r.visit(ctx, q)
+			case <-t.Chan():
+				break wait
+			}
+		}
+	}
+}
+
+// Pass is one round: a reconcile when one is due, then the queues the
+// outbox index names.
+func (r *Releaser) Pass(ctx context.Context) {
+	if r.reconciled.IsZero() || r.clock.Since(r.reconciled) >= r.cfg.ReconcileInterval {
+		if r.reconcile(ctx) {
+			r.reconciled = r.clock.Now()
+		}
+	}
+	seen := map[string]bool{}
+	for range maxPasses {
+		qs, err := r.c.q.OutboxDue(ctx, 1000)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("releaser: reading the outbox index failed", "err", err)
+			}
+			return
+		}
+		fresh := 0
+		for _, q := range qs {
+			if !seen[q] {
+				seen[q] = true
+				fresh++
+				r.visit(ctx, q)
+			}
+		}
+		if fresh == 0 {
+			return
+		}
+	}
+}
+
+// reconcile reads every queue's outbox, and finishes the unfinished
+// changes; it answers whether it read every queue.
+func (r *Releaser) reconcile(ctx context.Context) bool {
+	ok := true
+	qs, err := r.c.q.Queues(ctx)
+	if err == nil {
+		qs, err = r.c.q.OutboxQueues(ctx, qs)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("releaser: reading the outboxes failed", "err", err)
+		}
+		ok = false
+	}
+	for _, q := range qs {
+		r.visit(ctx, q)
+	}
+	return r.finishDirty(ctx) && ok
+}
+
+// finishDirty finishes the creations, cancels and retries that have been
+// under way for longer than DirtyGrace.
+func (r *Releaser) finishDirty(ctx context.Context) bool {
+	ids, whats, marks, err := r.c.q.DirtyWorkflows(ctx, r.cfg.DirtyGrace, 100)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("releaser: reading unfinished workflow changes failed", "err", err)
+		}
+		return false
+	}
+	for i, id := range ids {
+		if err := r.finish(ctx, id, whats[i]); err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("releaser: finishing a workflow change failed", "workflow", id, "change", whats[i], "err", err)
+			}
+			continue
+		}
+		if err := r.c.q.ClearWorkflowDirty(ctx, marks[i]); err != nil && ctx.Err() == nil {
+			r.log.Warn("releaser: clearing a workflow change failed", "workflow", id, "err", err)
+		}
+	}
+	return true
+}
+
+// finish brings workflow id's jobs to what its hash says; a creation that
+// never started is canceled.
+func (r *Releaser) finish(ctx context.Context, id, what string) error {
+	rec, err := r.c.q.ReadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return nil // never written, or gone
+	}
+	var st queue.WorkflowStep
+	if what == "create" && !rec.Started && rec.CanceledAt.IsZero() {
+		r.log.Warn("releaser: canceling a workflow whose creation did not finish", "workflow", id)
+		st, err = r.c.q.CancelWorkflow(ctx, id, r.c.ret)
+	} else {
+		st, err = r.c.q.PlanWorkflow(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	return r.apply(ctx, st.Actions)
+}
+
+// visit handles queue's outbox until it is empty (then takes it out of
+// the index) or a step fails (then leaves it in the index for the next
+// pass).
+func (r *Releaser) visit(ctx context.Context, q string) {
+	for range maxPasses {
+		cursor, seen, failed := "0", 0, false
+		var seq int64
+		for range maxPasses {
+			es, next, s, err := r.c.q.ReadOutbox(ctx, q, cursor, outboxPage)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Warn("releaser: reading an outbox failed", "queue", q, "err", err)
+				}
+				return
+			}
+			if cursor == "0" {
+				seq = s
+			}
+			seen += len(es)
+			if len(es) > 0 && !r.handle(ctx, q, es) {
+				failed = true
+			}
+			if cursor = next; cursor == "0" {
+				break
+			}
+		}
+		if failed || ctx.Err() != nil {
+			return
+		}
+		if seen == 0 {
+			if err := r.c.q.ParkOutbox(ctx, q, seq); err != nil && ctx.Err() == nil {
+				r.log.Warn("releaser: parking an outbox failed", "queue", q, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// upstreamEntry is what a node's children receive of it.
+type upstreamEntry struct {
+	JobID     string          `json:"job_id"`
+	Queue     string          `json:"queue"`
+	Status    queue.Status    `json:"status"`
+	Result    json.RawMessage `json:"result"`
+	Artifacts json.RawMessage `json:"artifacts"`
+	Error     string          `json:"error,omitempty"`
+	// Omitted: the result and artifacts are left out, the upstream being
+	// over queue.MaxUpstreamBytes with them.
+	Omitted bool `json:"omitted,omitempty"`
+}
+
+// handle records the entries of one queue's outbox in their workflows,
+// applies what their children need, and acks those that went through:
+// each entry is acked only after its actions were applied. It answers
+// whether all went through.
+func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry) bool {
+	ok := true
+	done := make([]queue.OutboxEntry, 0, len(es))
+	var acts []queue.NodeAction
+	for _, e := range es {
+		up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome,
+			Result: nullIfEmpty(e.Result), Artifacts: nullIfEmpty(e.Artifacts), Error: e.Error})
+		if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them
+			up, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Error: e.Error})
+		}
+		brief, _ := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
+			Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
+		st, err := r.c.q.RecordNodeEnd(ctx, e, up, brief, r.c.ret)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("releaser: recording a node's end failed", "workflow", e.Workflow, "node", e.Node, "err", err)
+			}
+			ok = false
+			continue
+		}
+		// -1: the workflow is gone (expired, or never created); 2: the
+		// entry is of a run before a retry. Either way nothing is to do.
+		acts = append(acts, st.Actions...)
+		done = append(done, e)
+	}
+	if r.crash != nil && r.crash("recorded") {
+		return false
+	}
+	if err := r.apply(ctx, acts); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("releaser: applying workflow actions failed", "queue", q, "err", err)
+		}
+		return false
+	}
+	if r.crash != nil && r.crash("applied") {
+		return false
+	}
+	if _, err := r.c.q.AckOutbox(ctx, q, done); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("releaser: acking an outbox failed", "queue", q, "err", err)
+		}
+		return false
+	}
+	return ok
+}
+
+func (r *Releaser) apply(ctx context.Context, acts []queue.NodeAction) error {
+	return r.c.apply(ctx, acts)
+}
+
+func nullIfEmpty(m json.RawMessage) json.RawMessage {
+	if len(m) == 0 {
+		return json.RawMessage("null")
+	}
+	return m
+}
