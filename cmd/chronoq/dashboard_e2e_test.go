@@ -809,3 +809,200 @@ func TestDashboardJobLogInBrowser(t *testing.T) {
 	require.EqualValues(t, 1000, b.num(lines))
 	b.screenshot("dashboard-job-long-log.png")
 }
+
+// TestDashboardWorkflow: a workflow's graph in a real headless Chromium.
+// The demo panel starts the sample fan-out/fan-in (fetch, 6 parts, merge,
+// notify) and opens its page: every node is a box in its column (by
+// depth), every dependency an edge, each node a link to its job's page.
+// The nodes move live from the event stream, waiting, then pending and
+// processing, then completed, and the workflow ends completed. The list
+// shows it. A second one, canceled while it runs, shows its nodes
+// canceled; its retry brings them back and it completes. An unknown
+// workflow shows as such.
+func TestDashboardWorkflow(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	redisURL, ns := "redis://"+testutil.RedisAddr(t)+"/0", testutil.Namespace(t)
+	s := startServeAs(t, "demo", []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n", "--reclaim-interval", "1h", "--workers", "0"}, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.logs)
+		}
+	})
+	console := chromedp.Console(b.ctx)
+	var mu sync.Mutex
+	var problems []string
+	notFound := false // from then on the page makes a failed request on purpose
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if !notFound && (m.IsException() || m.Type == "error") {
+				problems = append(problems, m.String()+" "+m.URL)
+			}
+			mu.Unlock()
+		}
+	}()
+	post := func(path, body string) map[string]any {
+		t.Helper()
+		status, m := s.do(t, http.MethodPost, path, body)
+		require.Less(t, status, 300, "%s: %v", path, m)
+		return m
+	}
+	const (
+		wfStatus = `document.getElementById("wf-status").dataset.status`
+		nodes    = `[...document.querySelectorAll("#wf-graph a.wf-node")]`
+	)
+	node := func(name string) string {
+		return `document.querySelector('#wf-graph a.wf-node[data-name="` + name + `"]')`
+	}
+	statuses := func() string {
+		return b.eval(nodes + `.map((n) => n.dataset.name + "=" + n.dataset.status).sort().join(" ")`)
+	}
+	all := func(status string) string {
+		return nodes + `.length === 9 && ` + nodes + `.every((n) => n.dataset.status === "` + status + `")`
+	}
+	// Each node's statuses as the page showed them, in order: every change
+	// of a box's data-status, seen by a MutationObserver.
+	const record = `window.__seen = {}; new MutationObserver((ms) => { for (const m of ms) { const n = m.target;
+		if (!n.classList || !n.classList.contains("wf-node")) continue;
+		const l = window.__seen[n.dataset.name] = window.__seen[n.dataset.name] || [];
+		if (l[l.length - 1] !== n.dataset.status) l.push(n.dataset.status); } })
+		.observe(document.getElementById("wf-graph"), {subtree: true, attributes: true, attributeFilter: ["data-status"]}); "ok"`
+	seen := func(name string) []string {
+		return strings.Split(b.eval(`(window.__seen[`+strconv.Quote(name)+`] || []).join()`), ",")
+	}
+
+	// No workers yet, none failing, jobs of 0.2 s to 0.6 s.
+	post("/v1/demo/pool", `{"size":0,"latency":"400ms","fail_rate":0,"hang_rate":0}`)
+	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
+	b.waitFor("the stream live", liveState("live"), 10*time.Second)
+	b.waitFor("the demo panel", `!document.getElementById("demo-panel").hidden`, 5*time.Second)
+	b.eval(record)
+
+	// Started from the demo panel: its page opens, with the graph.
+	b.do(b.click("#demo-workflow"))
+	b.waitFor("the workflow's graph", `location.hash.startsWith("#/workflows/") && !document.querySelector("[data-view=workflow]").hidden && `+
+		nodes+`.length === 9 && `+wfStatus+` === "running"`, 10*time.Second)
+	id := strings.TrimPrefix(b.eval(`location.hash`), "#/workflows/")
+	require.Equal(t, id, b.eval(`document.getElementById("wf-id").textContent`))
+	require.True(t, b.eval(`document.querySelector("#nav a[data-nav=workflows]").classList.contains("on") ? "on" : ""`) == "on")
+	status, w := s.do(t, http.MethodGet, "/v1/workflows/"+id, "")
+	require.Equal(t, http.StatusOK, status)
+	// Every node links to its job's page, every dependency is an edge.
+	var wantEdges []string
+	for _, n := range w["nodes"].([]any) {
+		n := n.(map[string]any)
+		name := n["name"].(string)
+		require.Equal(t, "#/queues/demo/jobs/"+n["job_id"].(string), b.eval(node(name)+`.getAttribute("href")`), name)
+		for _, p := range n["depends_on"].([]any) {
+			wantEdges = append(wantEdges, p.(string)+">"+name)
+		}
+	}
+	slices.Sort(wantEdges)
+	require.Len(t, wantEdges, 13)
+	require.Equal(t, strings.Join(wantEdges, " "), b.eval(`[...document.querySelectorAll("#wf-graph path.wf-edge")].map((e) => e.dataset.from + ">" + e.dataset.to).sort().join(" ")`))
+	// In columns by depth, left to right; the parts one above the other,
+	// not overlapping; the graph fits its box's width.
+	x := func(name string) float64 { return b.num(node(name) + `.getBoundingClientRect().x`) }
+	require.Less(t, x("fetch"), x("part-1"))
+	for i := 2; i <= 6; i++ {
+		require.Equal(t, x("part-1"), x(fmt.Sprintf("part-%d", i)))
+	}
+	require.Less(t, x("part-1"), x("merge"))
+	require.Less(t, x("merge"), x("notify"))
+	require.Equal(t, "true", b.eval(`String((() => { const r = [1,2,3,4,5,6].map((i) => document.querySelector('#wf-graph a.wf-node[data-name="part-' + i + '"]').getBoundingClientRect()).sort((a, b) => a.y - b.y);
+		return r.every((b, i) => i === 0 || b.top >= r[i - 1].bottom); })())`), "the parts overlap")
+	require.Equal(t, "true", b.eval(`String(document.getElementById("wf-svg").getBoundingClientRect().width <= document.getElementById("wf-graph-box").clientWidth)`))
+	// Before any worker: fetch is pending, the rest waiting.
+	b.waitFor("fetch pending, the rest waiting", node("fetch")+`.dataset.status === "pending" && `+nodes+`.filter((n) => n.dataset.status === "waiting").length === 8`, 5*time.Second)
+	require.Contains(t, b.eval(node("fetch")+`.textContent`), "demo · pending")
+	require.Equal(t, "false", b.eval(`String(document.getElementById("wf-cancel").hidden)`))
+	require.Equal(t, "true", b.eval(`String(document.getElementById("wf-retry").hidden)`))
+
+	// Two workers: the nodes move, live, to the end.
+	post("/v1/demo/pool", `{"size":2}`)
+	b.waitFor("fetch processing or done", `["processing", "completed"].includes(`+node("fetch")+`.dataset.status)`, 10*time.Second)
+	b.waitFor("every node completed, the workflow too", all("completed")+` && `+wfStatus+` === "completed"`, 30*time.Second)
+	for _, name := range []string{"fetch", "part-1", "part-2", "part-3", "part-4", "part-5", "part-6", "merge", "notify"} {
+		got := seen(name)
+		first := "waiting"
+		if name == "fetch" {
+			first = "pending"
+		}
+		require.Equal(t, first, got[0], "%s: %v", name, got)
+		require.Contains(t, got, "processing", "%s: %v", name, got)
+		require.Equal(t, "completed", got[len(got)-1], "%s: %v", name, got)
+	}
+	require.Equal(t, "true", b.eval(`String([...document.querySelectorAll("#wf-graph path.wf-edge")].every((e) => e.dataset.status === "completed"))`))
+	b.waitFor("no cancel button", `document.getElementById("wf-cancel").hidden`, 5*time.Second)
+	require.Regexp(t, `^attempts 1 · took \d`, b.eval(node("merge")+`.querySelector(".wf-time").textContent`))
+	require.Equal(t, "9", b.eval(`String(document.querySelectorAll("#wf-nodes tr.wf-node-row[data-status=completed]").length)`))
+	b.screenshot("dashboard-workflow.png")
+
+	// The list, from the header: the workflow, completed, 9 nodes.
+	b.do(b.click(`#nav a[data-nav=workflows]`))
+	row := `document.querySelector('#workflows tr.wf[data-id="` + id + `"]')`
+	b.waitFor("the workflow in the list", `!!`+row+` && `+row+`.dataset.status === "completed"`, 10*time.Second)
+	require.Equal(t, "9", b.eval(row+`.querySelector(".wf-n").textContent`))
+	require.Equal(t, "completed 9", b.eval(row+`.querySelector(".wf-counts").textContent`))
+
+	// A second one, canceled while it runs: its nodes canceled.
+	post("/v1/demo/pool", `{"size":0}`)
+	require.Eventually(t, func() bool {
+		_, d := s.do(t, http.MethodGet, "/v1/demo", "")
+		return d["running"] == float64(0)
+	}, 10*time.Second, 20*time.Millisecond, "the workers stopped")
+	b.do(b.click(`#nav a[data-nav=queues]`))
+	b.waitFor("the demo panel", `!document.getElementById("demo-panel").hidden && !document.querySelector("[data-view=queues]").hidden`, 5*time.Second)
+	b.do(b.click("#demo-workflow"))
+	b.waitFor("the second workflow", `location.hash.startsWith("#/workflows/") && location.hash !== "#/workflows/`+id+`" && `+
+		node("fetch")+` && `+node("fetch")+`.dataset.status === "pending" && !document.getElementById("wf-cancel").hidden`, 10*time.Second)
+	id2 := strings.TrimPrefix(b.eval(`location.hash`), "#/workflows/")
+	b.do(b.click("#wf-cancel"))
+	b.waitFor("every node canceled", all("canceled")+` && `+wfStatus+` === "canceled" && document.getElementById("wf-cancel").hidden && !document.getElementById("wf-retry").hidden`, 10*time.Second)
+	require.Equal(t, "true", b.eval(`String(document.getElementById("wf-summary").textContent.includes("canceled 9"))`))
+	b.screenshot("dashboard-workflow-canceled.png")
+	// Its retry brings them back: fetch pending, the rest waiting; with a
+	// worker it completes.
+	b.eval(`window.__seen = {}; "ok"`)
+	b.do(b.click("#wf-retry"))
+	b.waitFor("the nodes back", node("fetch")+`.dataset.status === "pending" && `+nodes+`.filter((n) => n.dataset.status === "waiting").length === 8 && `+
+		wfStatus+` === "running" && document.getElementById("wf-retry").hidden`, 10*time.Second)
+	post("/v1/demo/pool", `{"size":1}`)
+	b.waitFor("the retried workflow completed", all("completed")+` && `+wfStatus+` === "completed"`, 30*time.Second)
+	for _, name := range []string{"fetch", "part-1", "part-6", "merge", "notify"} {
+		got := seen(name)
+		first := []string{"waiting"}
+		if name == "fetch" {
+			first = append(first, "pending") // waiting again, and released at once: the retry's answer may come before its events
+		}
+		require.Contains(t, first, got[0], "%s: %v", name, got)
+		require.Contains(t, got, "processing", "%s: %v", name, got)
+		require.Equal(t, "completed", got[len(got)-1], "%s: %v (%s)", name, got, statuses())
+	}
+
+	// A node opens its job's page, which links back to the workflow.
+	b.do(b.click(`#wf-graph a.wf-node[data-name="merge"] rect`))
+	b.waitFor("the merge job's page", `!document.querySelector("[data-view=job]").hidden && document.getElementById("job-status").dataset.status === "completed" && `+
+		`!document.getElementById("job-workflow").hidden`, 10*time.Second)
+	require.Equal(t, "merge", b.eval(`document.getElementById("job-workflow-node").textContent`))
+	b.do(b.click("#job-workflow-link"))
+	b.waitFor("back on the workflow", `location.hash === "#/workflows/`+id2+`" && `+all("completed"), 10*time.Second)
+
+	// The list has both, newest first.
+	b.do(b.click(`#nav a[data-nav=workflows]`))
+	b.waitFor("both in the list", `[...document.querySelectorAll("#workflows tr.wf")].map((r) => r.dataset.id + ":" + r.dataset.status).join() === "`+
+		id2+`:completed,`+id+`:completed"`, 10*time.Second)
+
+	mu.Lock()
+	require.Empty(t, problems, "the page logged errors")
+	notFound = true
+	mu.Unlock()
+
+	// An unknown workflow.
+	b.eval(`location.hash = "#/workflows/nope"; "ok"`)
+	b.waitFor("not found", `!document.getElementById("wf-gone").hidden && `+nodes+`.length === 0 && document.getElementById("wf-cancel").hidden`, 10*time.Second)
+}

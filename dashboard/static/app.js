@@ -4,7 +4,8 @@
 // How it fits together (add a view in three steps: a <div data-view="x">
 // in index.html, an entry in `views` below, a route in `routes`):
 // - routes: hash routes ("#/queues", "#/queues/{queue}",
-//   "#/queues/{queue}/jobs/{id}", "#/workers", "#/workers/after/{cursor}")
+//   "#/queues/{queue}/jobs/{id}", "#/workers", "#/workers/after/{cursor}",
+//   "#/workflows", "#/workflows/{id}")
 //   name a view and its parameters; route()
 //   shows that view's <div data-view> and hides the others.
 // - views: {enter(params), leave(), load(), event(type, data)}: enter when
@@ -29,6 +30,9 @@
 //   page every WORKERS_MS while shown, and WORKERS_EVENT_MS after a job
 //   event that may have changed what a worker holds (a claim, or any event
 //   of a job a listed worker holds), at most every WORKERS_SOON_MS.
+// - workflows: a workflow's page draws its graph (layered by depth) and
+//   moves each node's box on its job's events; the workflow (or the list
+//   of them) is read again on those events, at most every WF_MS.
 "use strict";
 (function () {
   const RESYNC_MS = 30000;  // everything read again, whatever the events said
@@ -48,10 +52,13 @@
   const WORKERS_EVENT_MS = 1200; // ... and this long after a job event that concerns it (Go workers tell the registry within 1 s)
   const WORKERS_SOON_MS = 1000;  // ... at most this often
   const EVENT_TYPES = ["enqueued", "promoted", "claimed", "completed", "retried", "dead", "reclaimed", "released",
-    "canceled", "rescheduled", "run_now", "deleted"];
+    "canceled", "rescheduled", "run_now", "deleted", "ready", "rearmed"];
   const DEPTHS = new Set(["scheduled", "pending", "processing", "dead"]);
   const FINISHED = new Set(["completed", "dead", "canceled"]); // a job's stream ends after these
   const EXTRAS_MS = 2000;   // a running job's artifacts and log state read again after its stream's events, at most this often
+  const WF_MS = 1000;       // the shown workflow (or list of them) read again after an event of its jobs, at most this often
+  const WF_MAX_DRAWN = 200; // a workflow with more nodes is listed, not drawn
+  const WF_BOX = { w: 190, h: 60, gx: 72, gy: 14, pad: 12 }; // a node's box, the gaps between columns and rows, the margin
 
   const state = {
     queues: new Map(),  // name -> the queue's JSON (GET /v1/queues), moved by events; _at: when its lateness was known
@@ -258,6 +265,7 @@
     case "released": move("processing", "pending"); break;
     case "dead": move("processing", "dead"); soonStats(); break; // a failure or a lapsed lease: which total, the event does not say
     case "deleted": move(d.status, ""); break; // its status: what the job was
+    case "ready": move("waiting", d.status); break; // a workflow node released: pending, or scheduled
     default: // canceled, rescheduled, run_now: from which status, the event does not say; the page may know
       if (was) move(was, d.status); else soonStats();
     }
@@ -614,6 +622,12 @@
     $("detail-result").textContent = j.result === null || j.result === undefined ? "—" : JSON.stringify(j.result, null, 2);
     $("detail-error").textContent = j.last_error || "—";
     setJobStatus(j.status, j.attempts);
+    $("job-workflow").hidden = !j.workflow;
+    if (j.workflow) {
+      $("job-workflow-node").textContent = j.workflow.node;
+      $("job-workflow-link").href = "#/workflows/" + encodeURIComponent(j.workflow.id);
+      $("job-workflow-link").textContent = "workflow " + j.workflow.id.slice(-12);
+    }
     renderDeliveries(j.deliveries || []);
     if (j.progress) renderProgress(j.progress);
     renderArtifacts(j.artifacts || {});
@@ -920,6 +934,291 @@
     next.href = r.next_cursor ? "#/workers/after/" + encodeURIComponent(r.next_cursor) : "#/workers";
   }
 
+  // Workflows ----------------------------------------------------------------
+  //
+  // #/workflows lists the recent ones (GET /v1/workflows), read again on
+  // the events of workflow jobs (at most every WF_MS). #/workflows/{id}
+  // draws one's graph: its nodes in layers by depth (the longest path from
+  // a root), left to right, each a box with its name, queue, status,
+  // attempts and timings, linking to its job's page; its edges as curves.
+  // A node's box moves at once on its job's events (matched by queue and
+  // job id), and the workflow is read again, at most every WF_MS, on those
+  // events for what they do not tell (its status, timings, errors).
+
+  // wfJobs: "queue/id" of jobs the page saw to be workflow nodes (their
+  // enqueued-waiting, ready or rearmed events, a workflow read), whose
+  // events make the list read again.
+  const wfJobs = new Set();
+  function wfJob(key) {
+    wfJobs.delete(key);
+    wfJobs.add(key);
+    if (wfJobs.size > MAX_KNOWN) wfJobs.delete(wfJobs.values().next().value);
+  }
+  const jobKey = (queue, id) => queue + "/" + id;
+  // isWorkflowEvent tells the events of a workflow's node, noting the node.
+  function isWorkflowEvent(type, d) {
+    const key = jobKey(d.queue, d.id);
+    if (type === "ready" || type === "rearmed" || (type === "enqueued" && d.status === "waiting")) { wfJob(key); return true; }
+    return wfJobs.has(key);
+  }
+
+  function wfStatusSpan(status, extra) {
+    return el("span", Object.assign({ class: "status", dataset: { status: status || "gone" } }, extra || {}), status || "gone");
+  }
+  // tookMs is how long a node's job ran (its last claim to its end).
+  function took(n) {
+    if (!n.started_at || !n.ended_at) return "";
+    const ms = Date.parse(n.ended_at) - Date.parse(n.started_at);
+    return isFinite(ms) && ms >= 0 ? fmtMs(ms) : "";
+  }
+
+  async function loadWorkflows() {
+    if (state.view !== "workflows") return;
+    const r = await or404(api("GET", "/v1/workflows?limit=" + LIMIT));
+    if (state.view !== "workflows") return;
+    renderWorkflows(r ? r.workflows : []);
+  }
+  const soonWorkflows = throttle(loadWorkflows, WF_MS);
+
+  function renderWorkflows(list) {
+    const order = ["waiting", "scheduled", "pending", "processing", "completed", "dead", "canceled", "gone"];
+    const rows = list.map((w) => el("tr", { class: "wf", dataset: { id: w.id, status: w.status } },
+      el("td", { title: w.id }, el("a", { href: "#/workflows/" + encodeURIComponent(w.id) }, el("code", {}, w.id))),
+      el("td", {}, wfStatusSpan(w.status)),
+      el("td", { class: "wf-n" }, w.nodes),
+      el("td", { class: "wf-counts" }, ...Object.keys(w.counts).sort((a, b) => order.indexOf(a) - order.indexOf(b))
+        .map((s) => el("span", { class: "chip", dataset: { status: s } }, s + " " + w.counts[s]))),
+      el("td", {}, w.on_failure),
+      timeCell(w.created_at), timeCell(w.ended_at || w.canceled_at)));
+    $("workflows").tBodies[0].replaceChildren(...rows);
+    $("no-workflows").hidden = rows.length > 0;
+  }
+
+  // wf: the workflow whose page is shown: its last read (nodes moved by
+  // events since), and per node its box and row; byJob: "queue/id" -> the
+  // node's index; evs: per node, the page's event count at its last
+  // event (a read begun before it may predate it).
+  const wf = { id: "", data: null, byJob: new Map(), parts: [], evs: [], events: 0 };
+
+  function resetWf(id) {
+    Object.assign(wf, { id, data: null, byJob: new Map(), parts: [], evs: [], events: 0 });
+    $("wf-id").textContent = id;
+    $("wf-gone").hidden = true;
+    $("wf-graph").replaceChildren();
+    $("wf-too-big").hidden = true;
+    $("wf-nodes").tBodies[0].replaceChildren();
+    $("wf-times").textContent = "";
+    $("wf-summary").textContent = "";
+    $("wf-cancel").hidden = $("wf-retry").hidden = true;
+    const s = $("wf-status");
+    s.textContent = "…";
+    s.dataset.status = "";
+  }
+
+  async function loadWf() {
+    const id = wf.id, seen = wf.events;
+    if (!id) return;
+    let w;
+    try {
+      w = await api("GET", "/v1/workflows/" + encodeURIComponent(id));
+    } catch (e) {
+      if (e.status !== 404) throw e;
+      w = null;
+    }
+    if (id !== wf.id) return;
+    if (!w) {
+      resetWf(id);
+      $("wf-gone").hidden = false;
+      $("wf-status").textContent = "not found";
+      return;
+    }
+    showWf(w, seen);
+    if (wf.events !== seen) soonWf(); // an event of its nodes overtook the read
+  }
+  const soonWf = throttle(loadWf, WF_MS);
+
+  // showWf shows a read of the workflow, begun when the page had seen
+  // `seen` of its events: a node with a later event keeps what the event
+  // said (the read may predate it).
+  function showWf(w, seen) {
+    const old = wf.data;
+    if (!old || old.id !== w.id || old.nodes.length !== w.nodes.length) {
+      wf.data = w;
+      buildWf(w);
+    } else {
+      w.nodes.forEach((n, i) => {
+        if (wf.evs[i] > seen) Object.assign(n, { status: old.nodes[i].status, attempts: old.nodes[i].attempts });
+      });
+      wf.data = w;
+    }
+    for (let i = 0; i < w.nodes.length; i++) updateWfNode(i);
+    renderWfHead();
+  }
+
+  // layoutWf places the nodes: each in the column of its depth (the
+  // longest path from a root), ordered within it by the mean position of
+  // its parents, then of its children, then of its parents again (fewer
+  // crossings). Answers [{x, y}] by node, and the size.
+  function layoutWf(nodes) {
+    const idx = new Map(nodes.map((n, i) => [n.name, i]));
+    const parents = nodes.map((n) => n.depends_on.map((p) => idx.get(p)).filter((j) => j !== undefined));
+    const children = nodes.map(() => []);
+    parents.forEach((ps, i) => { for (const p of ps) children[p].push(i); });
+    const depth = nodes.map(() => 0), indeg = parents.map((ps) => ps.length);
+    const todo = [];
+    indeg.forEach((d, i) => { if (d === 0) todo.push(i); });
+    while (todo.length) {
+      const i = todo.shift();
+      for (const c of children[i]) {
+        depth[c] = Math.max(depth[c], depth[i] + 1);
+        if (--indeg[c] === 0) todo.push(c);
+      }
+    }
+    const layers = [];
+    nodes.forEach((_, i) => { (layers[depth[i]] = layers[depth[i]] || []).push(i); });
+    for (let d = 0; d < layers.length; d++) layers[d] = layers[d] || [];
+    const pos = new Array(nodes.length).fill(0); // centred index within its layer
+    const place = () => layers.forEach((l) => l.forEach((i, k) => { pos[i] = k - (l.length - 1) / 2; }));
+    place();
+    const mean = (js, i) => (js.length ? js.reduce((a, j) => a + pos[j], 0) / js.length : pos[i]);
+    const sweep = (rel, from, to, step) => {
+      for (let d = from; d !== to; d += step) {
+        const key = new Map(layers[d].map((i) => [i, mean(rel[i], i)]));
+        layers[d].sort((a, b) => key.get(a) - key.get(b) || a - b);
+        place();
+      }
+    };
+    sweep(parents, 1, layers.length, 1);
+    sweep(children, layers.length - 2, -1, -1);
+    sweep(parents, 1, layers.length, 1);
+    const tallest = Math.max(...layers.map((l) => l.length));
+    const colH = (n) => n * WF_BOX.h + (n - 1) * WF_BOX.gy;
+    const xy = nodes.map((_, i) => ({
+      x: WF_BOX.pad + depth[i] * (WF_BOX.w + WF_BOX.gx),
+      y: WF_BOX.pad + (colH(tallest) - colH(layers[depth[i]].length)) / 2 + (pos[i] + (layers[depth[i]].length - 1) / 2) * (WF_BOX.h + WF_BOX.gy),
+    }));
+    return { xy, parents, width: 2 * WF_BOX.pad + layers.length * WF_BOX.w + (layers.length - 1) * WF_BOX.gx, height: 2 * WF_BOX.pad + colH(tallest) };
+  }
+
+  function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+
+  // buildWf draws the graph and the table of nodes of a workflow (its
+  // nodes never change; updateWfNode moves each).
+  function buildWf(w) {
+    wf.byJob = new Map();
+    wf.evs = w.nodes.map(() => 0);
+    wf.parts = w.nodes.map((n, i) => {
+      wf.byJob.set(jobKey(n.queue, n.job_id), i);
+      wfJob(jobKey(n.queue, n.job_id));
+      return { row: null, g: null, edges: [] };
+    });
+    const drawn = w.nodes.length <= WF_MAX_DRAWN;
+    $("wf-too-big").hidden = drawn;
+    if (drawn) {
+      const L = layoutWf(w.nodes);
+      const svg = svgEl("svg", { id: "wf-svg", width: L.width, height: L.height, viewBox: "0 0 " + L.width + " " + L.height,
+        role: "img", "aria-label": "the graph of workflow " + w.id, "data-nodes": w.nodes.length });
+      const defs = svgEl("defs");
+      const marker = svgEl("marker", { id: "wf-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+      marker.append(svgEl("path", { d: "M0 0 L10 5 L0 10 z", class: "wf-arrow" }));
+      defs.append(marker);
+      const edges = svgEl("g", { class: "wf-edges" }), boxes = svgEl("g", { class: "wf-nodes" });
+      w.nodes.forEach((n, i) => {
+        const to = L.xy[i];
+        for (const p of L.parents[i]) {
+          const from = L.xy[p];
+          const x1 = from.x + WF_BOX.w, y1 = from.y + WF_BOX.h / 2, x2 = to.x, y2 = to.y + WF_BOX.h / 2;
+          const dx = Math.min(60, (x2 - x1) / 2);
+          const e = svgEl("path", { class: "wf-edge", "data-from": w.nodes[p].name, "data-to": n.name, "marker-end": "url(#wf-arrow)",
+            d: "M" + x1 + " " + y1 + " C" + (x1 + dx) + " " + y1 + " " + (x2 - dx) + " " + y2 + " " + x2 + " " + y2 });
+          edges.append(e);
+          wf.parts[p].edges.push(e);
+        }
+        const a = svgEl("a", { class: "wf-node", href: jobHash(n.queue, n.job_id), "data-name": n.name, transform: "translate(" + to.x + " " + to.y + ")" });
+        const title = svgEl("title");
+        const meta = svgEl("text", { class: "wf-meta", x: 10, y: 36 });
+        const time = svgEl("text", { class: "wf-time", x: 10, y: 52 });
+        a.append(title, svgEl("rect", { width: WF_BOX.w, height: WF_BOX.h, rx: 6 }),
+          svgEl("text", { class: "wf-name", x: 10, y: 18 }, clip(n.name, 24)), meta, time);
+        boxes.append(a);
+        Object.assign(wf.parts[i], { g: a, title, meta, time });
+      });
+      svg.append(defs, edges, boxes);
+      $("wf-graph").replaceChildren(svg);
+    } else $("wf-graph").replaceChildren();
+    const rows = w.nodes.map((n, i) => {
+      const r = el("tr", { class: "wf-node-row", dataset: { name: n.name } });
+      wf.parts[i].row = r;
+      return r;
+    });
+    $("wf-nodes").tBodies[0].replaceChildren(...rows);
+  }
+
+  // updateWfNode shows node i as wf.data has it: its box, its edges out
+  // (coloured by how it went) and its row.
+  function updateWfNode(i) {
+    const n = wf.data.nodes[i], p = wf.parts[i], st = n.status || "gone";
+    if (p.g) {
+      if (p.g.dataset.status !== st) p.g.dataset.status = st;
+      setText(p.meta, clip(n.queue, 14) + " · " + st);
+      const t = took(n);
+      if (t) { setText(p.time, "attempts " + n.attempts + " · took " + t); delete p.time.dataset.at; }
+      else if (st === "processing" && n.started_at) {
+        p.time.replaceChildren("attempts " + n.attempts + " · started ", svgEl("tspan", { "data-at": n.started_at }, rel(n.started_at)));
+      } else setText(p.time, "attempts " + n.attempts);
+      setText(p.title, n.name + " (" + n.queue + "/" + n.job_id + "): " + st + ", attempts " + n.attempts +
+        (n.enqueued_at ? "\nenqueued " + n.enqueued_at : "") + (n.started_at ? "\nstarted " + n.started_at : "") +
+        (n.ended_at ? "\nended " + n.ended_at : "") + (n.last_error ? "\nlast error: " + n.last_error : ""));
+      for (const e of p.edges) if (e.dataset.status !== st) e.dataset.status = st;
+    }
+    p.row.dataset.status = st;
+    p.row.replaceChildren(el("td", {}, el("b", {}, n.name)), el("td", {}, n.depends_on.join(", ") || "—"), el("td", {}, n.queue),
+      el("td", { title: n.job_id }, el("a", { href: jobHash(n.queue, n.job_id) }, el("code", {}, n.job_id.slice(-12)))),
+      el("td", {}, wfStatusSpan(n.status)), el("td", {}, n.attempts), timeCell(n.started_at), el("td", {}, took(n) || "—"),
+      el("td", { class: "err", title: n.last_error || "" }, n.last_error || ""));
+  }
+
+  function renderWfHead() {
+    const w = wf.data;
+    const s = $("wf-status");
+    s.textContent = w.status;
+    s.dataset.status = w.status;
+    const counts = new Map();
+    for (const n of w.nodes) counts.set(n.status || "gone", (counts.get(n.status || "gone") || 0) + 1);
+    $("wf-summary").textContent = w.nodes.length + " nodes · " + [...counts].map(([k, v]) => k + " " + v).join(" · ") + " · on failure: " + w.on_failure;
+    const t = (label, iso) => (iso ? label + " " + new Date(iso).toLocaleString() : "");
+    $("wf-times").textContent = [t("created", w.created_at), t("ended", w.ended_at), t("canceled", w.canceled_at)].filter(Boolean).join(" · ");
+    $("wf-cancel").hidden = w.status !== "running";
+    $("wf-retry").hidden = !w.nodes.some((n) => n.status === "dead" || n.status === "canceled");
+  }
+
+  // wfEvent moves a node of the shown workflow by its job's event, at
+  // once, and reads the workflow again soon.
+  function wfEvent(type, d) {
+    if (!wf.data) return;
+    const i = wf.byJob.get(jobKey(d.queue, d.id));
+    if (i === undefined) return;
+    const n = wf.data.nodes[i];
+    n.status = type === "deleted" ? null : d.status;
+    n.attempts = d.attempts;
+    if (type === "claimed") Object.assign(n, { started_at: d.at || n.started_at, ended_at: null });
+    if (FINISHED.has(n.status)) n.ended_at = d.at || n.ended_at;
+    if (type === "rearmed" || type === "ready") n.ended_at = null;
+    wf.evs[i] = ++wf.events;
+    updateWfNode(i);
+    renderWfHead(); // its counts (the workflow's own status comes with the read)
+    soonWf();
+  }
+
+  function wfAction(label, what) {
+    const id = wf.id;
+    act(label, async () => {
+      const w = await api("POST", "/v1/workflows/" + encodeURIComponent(id) + "/" + what);
+      if (id === wf.id) showWf(w, wf.events);
+      return w.status;
+    });
+  }
+
   // Views and routes -------------------------------------------------------
 
   const views = {
@@ -949,6 +1248,7 @@
         $("no-job-events").hidden = false;
         $("job-gone").hidden = true;
         $("job-holder").hidden = true;
+        $("job-workflow").hidden = true;
         setJobStatus("…", "");
         renderDeliveries([]);
         resetJobLive();
@@ -983,6 +1283,22 @@
         if (type === "claimed" || workers.held.has(d.queue + "/" + d.id)) workersAfterEvent();
       },
     },
+    workflows: {
+      enter() {
+        $("workflows").tBodies[0].replaceChildren();
+        $("no-workflows").hidden = true;
+        soonWorkflows();
+      },
+      leave() { soonWorkflows.cancel(); },
+      load: loadWorkflows,
+      event(type, d) { if (isWorkflowEvent(type, d)) soonWorkflows(); },
+    },
+    workflow: {
+      enter(p) { resetWf(p.id); soonWf(); },
+      leave() { wf.id = ""; soonWf.cancel(); },
+      load: loadWf,
+      event: wfEvent,
+    },
     notfound: {
       enter() { $("notfound-hash").textContent = location.hash; },
     },
@@ -995,6 +1311,8 @@
     ["/queues/:queue/jobs/:id", "job"],
     ["/workers", "workers"],
     ["/workers/after/:cursor", "workers"],
+    ["/workflows", "workflows"],
+    ["/workflows/:id", "workflow"],
   ].map(([pattern, view]) => {
     const names = [];
     const re = new RegExp("^" + pattern.replace(/:(\w+)/g, (_, n) => { names.push(n); return "([^/]+)"; }) + "$");
@@ -1018,7 +1336,8 @@
     state.view = view;
     state.params = params;
     for (const d of document.querySelectorAll("[data-view]")) d.hidden = d.dataset.view !== view;
-    for (const a of document.querySelectorAll("#nav a[data-nav]")) a.classList.toggle("on", a.dataset.nav === view || (view === "job" && a.dataset.nav === "queues"));
+    for (const a of document.querySelectorAll("#nav a[data-nav]")) a.classList.toggle("on", a.dataset.nav === view || (view === "job" && a.dataset.nav === "queues") ||
+      (view === "workflow" && a.dataset.nav === "workflows"));
     views[view].enter(params);
   }
 
@@ -1150,6 +1469,7 @@
         state.events++;
         $("live").dataset.events = String(state.events);
         applyEvent(type, d);
+        isWorkflowEvent(type, d); // notes the jobs of workflows
         const v = views[state.view];
         if (v.event) v.event(type, d);
       },
@@ -1230,6 +1550,13 @@
       followPool(d, 40);
       return d.size + " worker(s)";
     }));
+    $("demo-workflow").addEventListener("click", () => act("sample workflow", async () => {
+      const r = await api("POST", "/v1/demo/workflow", { width: Number($("demo-wf-width").value) });
+      location.hash = "#/workflows/" + encodeURIComponent(r.id);
+      return r.id + " (" + r.nodes + " nodes)";
+    }));
+    $("wf-cancel").addEventListener("click", () => wfAction("cancel workflow", "cancel"));
+    $("wf-retry").addEventListener("click", () => wfAction("retry workflow", "retry"));
     $("demo-batch").addEventListener("click", () => act("batch", async () => {
       const when = $("demo-when").value;
       const body = {
