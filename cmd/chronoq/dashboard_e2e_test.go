@@ -154,22 +154,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Every console error or exception (a CSP violation is one) fails the
 	// test; the signed-out part at the end makes 401s on purpose.
-	console := chromedp.Console(b.ctx)
-	var mu sync.Mutex
-	var problems []string
-	signedOut := false
-	go func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			if !signedOut && (m.IsException() || m.Type == "error") {
-				problems = append(problems, m.String()+" "+m.URL)
-			}
-			mu.Unlock()
-		}
-	}()
+	console := watchConsole(b)
 
 	// Sign in: the token sets the cookie and leaves the address bar.
 	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
@@ -272,10 +257,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.Equal(t, "rgb(252, 211, 77)", b.eval(`getComputedStyle(document.getElementById("clock")).backgroundColor`), "the warning style")
 	b.screenshot("dashboard-clock-warning.png")
 
-	mu.Lock()
-	require.Empty(t, problems, "the page logged errors")
-	signedOut = true
-	mu.Unlock()
+	console.none(t, true)
 
 	// Signed out: the page, and every action, are refused.
 	_, err = chromedp.Run(b.ctx, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
@@ -382,28 +364,8 @@ func TestDashboardLive(t *testing.T) {
 			t.Log(s.logs)
 		}
 	})
-	console := chromedp.Console(b.ctx)
-	var mu sync.Mutex
-	var problems []string
-	outage := false // from then on the page makes failed requests on purpose
-	go func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			if !outage && (m.IsException() || m.Type == "error") {
-				problems = append(problems, m.String()+" "+m.URL)
-			}
-			mu.Unlock()
-		}
-	}()
-	post := func(srv *served, path, body string) map[string]any {
-		t.Helper()
-		status, m := srv.do(t, http.MethodPost, path, body)
-		require.Less(t, status, 300, "%s: %v", path, m)
-		return m
-	}
+	console := watchConsole(b)
+	post := func(srv *served, path, body string) map[string]any { return srv.post(t, path, body) }
 
 	// The pool's settings, changed before the page opens (and 3 workers
 	// from --workers): the form shows them, not defaults of its own.
@@ -487,10 +449,7 @@ func TestDashboardLive(t *testing.T) {
 	}
 	b.screenshot("dashboard-live-narrow.png")
 
-	mu.Lock()
-	require.Empty(t, problems, "the page logged errors")
-	outage = true
-	mu.Unlock()
+	console.none(t, true)
 
 	// The stream takes the session cookie, and nothing else: a wrong bearer
 	// token beside the cookie, or the token in its address, is refused.
@@ -535,27 +494,8 @@ func TestDashboardWorkers(t *testing.T) {
 			t.Log(s.logs)
 		}
 	})
-	console := chromedp.Console(b.ctx)
-	var mu sync.Mutex
-	var problems []string
-	go func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			if m.IsException() || m.Type == "error" {
-				problems = append(problems, m.String()+" "+m.URL)
-			}
-			mu.Unlock()
-		}
-	}()
-	post := func(path, body string) map[string]any {
-		t.Helper()
-		status, m := s.do(t, http.MethodPost, path, body)
-		require.Less(t, status, 300, "%s: %v", path, m)
-		return m
-	}
+	console := watchConsole(b)
+	post := func(path, body string) map[string]any { return s.post(t, path, body) }
 	row := func(id string) string { return `document.querySelector('#workers tr.worker[data-id="` + id + `"]')` }
 	cell := func(id, class string) string {
 		return b.eval(row(id) + `.querySelector("td.` + class + `").textContent`)
@@ -643,9 +583,7 @@ func TestDashboardWorkers(t *testing.T) {
 	_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.__paths.some((p) => p.startsWith("/v1/workers"))`, chromedp.WithPollingTimeout(6*time.Second)))
 	require.ErrorIs(t, err, chromedp.ErrPollingTimeout, "the page read the workers after it was left: %s", b.eval(`window.__paths.join(" ")`))
 
-	mu.Lock()
-	require.Empty(t, problems, "the page logged errors")
-	mu.Unlock()
+	console.none(t, false)
 }
 
 // TestDashboardJobLogInBrowser: a running demo job's page, in a real
@@ -666,28 +604,8 @@ func TestDashboardJobLogInBrowser(t *testing.T) {
 			t.Log(s.logs)
 		}
 	})
-	console := chromedp.Console(b.ctx)
-	var mu sync.Mutex
-	var problems []string
-	outage := false // from then on the page makes failed requests on purpose
-	go func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			if !outage && (m.IsException() || m.Type == "error") {
-				problems = append(problems, m.String()+" "+m.URL)
-			}
-			mu.Unlock()
-		}
-	}()
-	post := func(srv *served, path, body string) map[string]any {
-		t.Helper()
-		status, m := srv.do(t, http.MethodPost, path, body)
-		require.Less(t, status, 300, "%s: %v", path, m)
-		return m
-	}
+	console := watchConsole(b)
+	post := func(srv *served, path, body string) map[string]any { return srv.post(t, path, body) }
 	logTotal := func(srv *served, q, id string) float64 {
 		t.Helper()
 		status, m := srv.do(t, http.MethodGet, "/v1/queues/"+q+"/jobs/"+id+"/logs?limit=1", "")
@@ -725,10 +643,7 @@ func TestDashboardJobLogInBrowser(t *testing.T) {
 	b.waitFor("the job released", status+` === "pending" && document.querySelector("#job-log li:last-child .text").textContent.includes("released")`, 10*time.Second)
 	shown := b.eval(seqs)
 
-	mu.Lock()
-	require.Empty(t, problems, "the page logged errors")
-	outage = true
-	mu.Unlock()
+	console.none(t, true)
 
 	// The server goes away: the job's stream is down. Back (its workers at
 	// 0), then a worker taking 0.5 s to 1.5 s: the stream resumes, the
@@ -829,28 +744,8 @@ func TestDashboardWorkflow(t *testing.T) {
 			t.Log(s.logs)
 		}
 	})
-	console := chromedp.Console(b.ctx)
-	var mu sync.Mutex
-	var problems []string
-	notFound := false // from then on the page makes a failed request on purpose
-	go func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			if !notFound && (m.IsException() || m.Type == "error") {
-				problems = append(problems, m.String()+" "+m.URL)
-			}
-			mu.Unlock()
-		}
-	}()
-	post := func(path, body string) map[string]any {
-		t.Helper()
-		status, m := s.do(t, http.MethodPost, path, body)
-		require.Less(t, status, 300, "%s: %v", path, m)
-		return m
-	}
+	console := watchConsole(b)
+	post := func(path, body string) map[string]any { return s.post(t, path, body) }
 	const (
 		wfStatus = `document.getElementById("wf-status").dataset.status`
 		nodes    = `[...document.querySelectorAll("#wf-graph a.wf-node")]`
@@ -997,12 +892,56 @@ func TestDashboardWorkflow(t *testing.T) {
 	b.waitFor("both in the list", `[...document.querySelectorAll("#workflows tr.wf")].map((r) => r.dataset.id + ":" + r.dataset.status).join() === "`+
 		id2+`:completed,`+id+`:completed"`, 10*time.Second)
 
-	mu.Lock()
-	require.Empty(t, problems, "the page logged errors")
-	notFound = true
-	mu.Unlock()
+	console.none(t, true)
 
 	// An unknown workflow.
 	b.eval(`location.hash = "#/workflows/nope"; "ok"`)
 	b.waitFor("not found", `!document.getElementById("wf-gone").hidden && `+nodes+`.length === 0 && document.getElementById("wf-cancel").hidden`, 10*time.Second)
+}
+
+// consoleWatch records every console error or exception of a page (a CSP
+// violation is one) until the test says that the errors from then on are
+// made on purpose.
+type consoleWatch struct {
+	mu       sync.Mutex
+	problems []string
+	expected bool
+}
+
+func watchConsole(b *browser) *consoleWatch {
+	c := &consoleWatch{}
+	console := chromedp.Console(b.ctx)
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			if !c.expected && (m.IsException() || m.Type == "error") {
+				c.problems = append(c.problems, m.String()+" "+m.URL)
+			}
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+// none fails the test on the errors the page logged so far; with
+// onPurpose, the errors from then on are the test's doing and not
+// recorded.
+func (c *consoleWatch) none(t *testing.T, onPurpose bool) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Empty(t, c.problems, "the page logged errors")
+	c.expected = c.expected || onPurpose
+}
+
+// post sends a POST to the server and answers its JSON, failing the test
+// unless it succeeded.
+func (s *served) post(t *testing.T, path, body string) map[string]any {
+	t.Helper()
+	status, m := s.do(t, http.MethodPost, path, body)
+	require.Less(t, status, 300, "%s: %v", path, m)
+	return m
 }
