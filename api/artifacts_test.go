@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -136,10 +134,7 @@ func TestHeartbeatProgress(t *testing.T) {
 }
 
 // jobStream is a job's event stream as a test reads it.
-type jobStream struct {
-	t     *testing.T
-	lines chan string
-}
+type jobStream struct{ *sseStream }
 
 type jobStreamEvent struct {
 	typ, id string
@@ -148,44 +143,7 @@ type jobStreamEvent struct {
 
 func (b *testBundle) openJobStream(t *testing.T, q, id string, hdr ...string) *jobStream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(b.ctx)
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.http.URL+"/v1/queues/"+q+"/jobs/"+id+"/stream", nil)
-	require.NoError(t, err)
-	if b.token != "" {
-		req.Header.Set("Authorization", "Bearer "+b.token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := b.http.Client().Do(req)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = res.Body.Close() })
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
-	s := &jobStream{t: t, lines: make(chan string, 64)}
-	go func() {
-		defer close(s.lines)
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			s.lines <- sc.Text()
-		}
-	}()
-	require.Equal(t, ": connected", s.line())
-	require.Equal(t, "", s.line())
-	return s
-}
-
-func (s *jobStream) line() string {
-	s.t.Helper()
-	select {
-	case l, ok := <-s.lines:
-		require.True(s.t, ok, "stream ended")
-		return l
-	case <-time.After(5 * time.Second):
-		s.t.Fatal("no line within 5s")
-		return ""
-	}
+	return &jobStream{b.openSSE(t, "/v1/queues/"+q+"/jobs/"+id+"/stream", hdr...)}
 }
 
 // event reads the next message (skipping comments).

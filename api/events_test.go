@@ -28,12 +28,22 @@ type sseEvent struct {
 
 func (b *testBundle) openEvents(t *testing.T, query string) *sseStream {
 	t.Helper()
+	return b.openSSE(t, "/v1/events"+query)
+}
+
+// openSSE opens the event stream at path (with the headers hdr, name then
+// value) and reads its opening comment.
+func (b *testBundle) openSSE(t *testing.T, path string, hdr ...string) *sseStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(b.ctx)
 	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.http.URL+"/v1/events"+query, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.http.URL+path, nil)
 	require.NoError(t, err)
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := b.http.Client().Do(req)
 	require.NoError(t, err)
