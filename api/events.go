@@ -45,10 +45,8 @@ func (s *Server) events(c echo.Context) error {
 	if len(queues) > maxEventQueues {
 		return invalidArg("queue", "at most %d queues, got %d", maxEventQueues, len(queues))
 	}
-	if n := s.streams.Add(1); n > int64(s.cfg.MaxEventStreams) {
-		s.streams.Add(-1)
-		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("too many event streams open (%d); retry later", s.cfg.MaxEventStreams)}
+	if err := s.openStream(); err != nil {
+		return err
 	}
 	defer s.streams.Add(-1)
 	ctx, cancel := s.streamContext(c)
@@ -103,4 +101,16 @@ func (s *Server) events(c echo.Context) error {
 		}
 		w.Flush()
 	}
+}
+
+// openStream counts an event stream opening (/v1/events, a job's stream),
+// or answers 503 past Config.MaxEventStreams. The caller counts it closed
+// with s.streams.Add(-1).
+func (s *Server) openStream() error {
+	if n := s.streams.Add(1); n > int64(s.cfg.MaxEventStreams) {
+		s.streams.Add(-1)
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("too many event streams open (%d); retry later", s.cfg.MaxEventStreams)}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -56,10 +55,8 @@ func (s *Server) jobStream(c echo.Context) error {
 		}
 		after = max(after, n)
 	}
-	if n := s.streams.Add(1); n > int64(s.cfg.MaxEventStreams) {
-		s.streams.Add(-1)
-		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("too many event streams open (%d); retry later", s.cfg.MaxEventStreams)}
+	if err := s.openStream(); err != nil {
+		return err
 	}
 	defer s.streams.Add(-1)
 	// ctx ends with the request or at the server's drain; the store is

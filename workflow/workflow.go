@@ -312,20 +312,7 @@ func (c *Client) Enqueue(ctx context.Context, s Spec) (*Workflow, error) {
 	if err := c.q.AddNodeJobs(ctx, preps); err != nil {
 		return fail(err)
 	}
-	if err := c.q.AddRecentWorkflow(ctx, id, c.q.Clock().Now(), MaxRecent); err != nil {
-		return fail(err)
-	}
-	st, err := c.q.StartWorkflow(ctx, id)
-	if err != nil {
-		return fail(err)
-	}
-	if st.Code != 1 {
-		return fail(fmt.Errorf("%w: it was canceled before it started (a releaser found its creation unfinished)", queue.ErrConflict))
-	}
-	if err := c.apply(ctx, st.Actions); err != nil {
-		return fail(err)
-	}
-	if err := c.q.ClearWorkflowDirty(ctx, mark); err != nil {
+	if err := c.start(ctx, id, mark); err != nil {
 		return fail(err)
 	}
 	return c.Get(ctx, id)
@@ -587,21 +574,29 @@ func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []qu
 			return nil, err
 		}
 	}
-	if err := c.q.AddRecentWorkflow(ctx, id, c.q.Clock().Now(), MaxRecent); err != nil {
-		return fail(err)
-	}
-	st, err := c.q.StartWorkflow(ctx, id)
-	if err != nil {
-		return fail(err)
-	}
-	if st.Code != 1 {
-		return fail(fmt.Errorf("%w: it was canceled before it started (a releaser found its creation unfinished)", queue.ErrConflict))
-	}
-	if err := c.apply(ctx, st.Actions); err != nil {
-		return fail(err)
-	}
-	if err := c.q.ClearWorkflowDirty(ctx, mark); err != nil {
+	if err := c.start(ctx, id, mark); err != nil {
 		return fail(err)
 	}
 	return c.q.Get(ctx, prep.Queue, prep.ID)
+}
+
+// start ends a creation whose workflow hash and node jobs are written:
+// lists the workflow among the recent ones, starts it (its releases may
+// begin), applies what the start answers (the roots' releases), and
+// clears the creation's dirty mark.
+func (c *Client) start(ctx context.Context, id, mark string) error {
+	if err := c.q.AddRecentWorkflow(ctx, id, c.q.Clock().Now(), MaxRecent); err != nil {
+		return err
+	}
+	st, err := c.q.StartWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.Code != 1 {
+		return fmt.Errorf("%w: it was canceled before it started (a releaser found its creation unfinished)", queue.ErrConflict)
+	}
+	if err := c.apply(ctx, st.Actions); err != nil {
+		return err
+	}
+	return c.q.ClearWorkflowDirty(ctx, mark)
 }
