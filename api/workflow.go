@@ -192,15 +192,26 @@ func (s *Server) retryWorkflow(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, toWorkflowJSON(w))
 }
 
+// workflowHead is what the Workflow resource and its summary in a list
+// share.
+type workflowHead struct {
+	ID         string  `json:"id"`
+	Status     string  `json:"status"`
+	OnFailure  string  `json:"on_failure"`
+	CreatedAt  *string `json:"created_at"`
+	EndedAt    *string `json:"ended_at"`
+	CanceledAt *string `json:"canceled_at"`
+}
+
+func toWorkflowHead(w *workflow.Workflow) workflowHead {
+	return workflowHead{ID: w.ID, Status: string(w.Status), OnFailure: string(w.OnFailure), CreatedAt: fmtTime(w.CreatedAt),
+		EndedAt: fmtTime(w.EndedAt), CanceledAt: fmtTime(w.CanceledAt)}
+}
+
 // workflowJSON is the Workflow resource.
 type workflowJSON struct {
-	ID         string     `json:"id"`
-	Status     string     `json:"status"`
-	OnFailure  string     `json:"on_failure"`
-	CreatedAt  *string    `json:"created_at"`
-	EndedAt    *string    `json:"ended_at"`
-	CanceledAt *string    `json:"canceled_at"`
-	Nodes      []nodeJSON `json:"nodes"`
+	workflowHead
+	Nodes []nodeJSON `json:"nodes"`
 }
 
 type nodeJSON struct {
@@ -217,14 +228,9 @@ type nodeJSON struct {
 }
 
 type workflowSummaryJSON struct {
-	ID         string         `json:"id"`
-	Status     string         `json:"status"`
-	OnFailure  string         `json:"on_failure"`
-	CreatedAt  *string        `json:"created_at"`
-	EndedAt    *string        `json:"ended_at"`
-	CanceledAt *string        `json:"canceled_at"`
-	Nodes      int            `json:"nodes"`
-	Counts     map[string]int `json:"counts"`
+	workflowHead
+	Nodes  int            `json:"nodes"`
+	Counts map[string]int `json:"counts"`
 }
 
 type workflowsJSON struct {
@@ -232,8 +238,7 @@ type workflowsJSON struct {
 }
 
 func toWorkflowJSON(w *workflow.Workflow) workflowJSON {
-	out := workflowJSON{ID: w.ID, Status: string(w.Status), OnFailure: string(w.OnFailure), CreatedAt: fmtTime(w.CreatedAt),
-		EndedAt: fmtTime(w.EndedAt), CanceledAt: fmtTime(w.CanceledAt), Nodes: make([]nodeJSON, len(w.Nodes))}
+	out := workflowJSON{workflowHead: toWorkflowHead(w), Nodes: make([]nodeJSON, len(w.Nodes))}
 	for i, n := range w.Nodes {
 		deps := n.DependsOn
 		if deps == nil {
@@ -247,8 +252,7 @@ func toWorkflowJSON(w *workflow.Workflow) workflowJSON {
 }
 
 func toWorkflowSummary(w *workflow.Workflow) workflowSummaryJSON {
-	out := workflowSummaryJSON{ID: w.ID, Status: string(w.Status), OnFailure: string(w.OnFailure), CreatedAt: fmtTime(w.CreatedAt),
-		EndedAt: fmtTime(w.EndedAt), CanceledAt: fmtTime(w.CanceledAt), Nodes: len(w.Nodes), Counts: map[string]int{}}
+	out := workflowSummaryJSON{workflowHead: toWorkflowHead(w), Nodes: len(w.Nodes), Counts: map[string]int{}}
 	for _, n := range w.Nodes {
 		st := string(n.Status)
 		if st == "" {
