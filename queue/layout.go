@@ -460,10 +460,12 @@ func (k keys) setWakeKey(id string) string { return k.wake + ":" + id }
 // answers errStaleSets (writing nothing) when the queue's meta says
 // otherwise; the client then reads the sets again and retries (see
 // Client.runSets). Enqueue is given the sets of its own jobs, and
-// registers those that are new.
+// registers those that are new; so is wfadd (which is not in this table
+// for that reason: it is run as enqueue is).
 var setKeyScripts = map[string]bool{
 	"enqueue": true, "promote": true, "claim": true, "wait": true, "fail": true, "release": true,
 	"reclaim": true, "reschedule": true, "runnow": true, "dead": true, "list": true, "delete": true,
+	"wfnode": true,
 }
 
 // Workflows (package workflow; see workflow.go) -------------------------------
@@ -553,8 +555,8 @@ func workflowAttentionKeys(ns string) wfAttnKeys {
 // wfKeys): the rest.
 var (
 	specWFAdd = scriptSpec{"wfadd",
-		[]string{keyMeta, keyJobs, keyData},
-		[]string{"n", "id", "kind", "payload", "spec", "when", "result_ttl_ms", "workflow"}}
+		[]string{keyMeta, keyJobs, keyData, keyLsets},
+		[]string{"max_sets", "n", "id", "kind", "payload", "spec", "when", "result_ttl_ms", "workflow", "labels"}}
 	specWFNode = scriptSpec{"wfnode",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyDead, keyIdem, keyExpiry, keyWake, keyOutbox},
 		[]string{"retention_ms", "tomb_ms", "n", "mode", "id", "gen", "upstream"}}

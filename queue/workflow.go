@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,7 @@ type NodeSpec struct {
 // AddNodeJobs.
 type PreparedNode struct {
 	ID, Queue string
+	labels    string // the job's labels, canonical and joined ("" none)
 	args      []any
 }
 
@@ -117,19 +119,14 @@ func (c *Client) PrepareNode(nj NewJob, workflow, node string) (PreparedNode, er
 	if nj.IdempotencyKey != "" {
 		return PreparedNode{}, invalid("idempotency_key", "a workflow node's job takes none")
 	}
-	if len(nj.Labels) > 0 {
-		// A node is released into its queue's pending list of unlabeled
-		// jobs (wfnode.lua): labels on nodes are not supported yet.
-		return PreparedNode{}, invalid("labels", "a workflow node's job takes none (labels are not supported on workflow nodes yet)")
-	}
 	p, err := c.prepare(nj, c.clock.Now(), -1)
 	if err != nil {
 		return PreparedNode{}, err
 	}
-	// prepare's args: id, kind, payload, spec, when, idem, result_ttl
+	// prepare's args: id, kind, payload, spec, when, idem, result_ttl, labels
 	a := p.args
-	return PreparedNode{ID: p.job.ID, Queue: p.job.Queue,
-		args: []any{a[0], a[1], a[2], a[3], a[4], a[6], workflow + "|" + node + "|0"}}, nil
+	return PreparedNode{ID: p.job.ID, Queue: p.job.Queue, labels: p.labels,
+		args: []any{a[0], a[1], a[2], a[3], a[4], a[6], workflow + "|" + node + "|0", a[7]}}, nil
 }
 
 // AddNodeJobs writes prepared node jobs, waiting, into their queues: one
@@ -154,19 +151,37 @@ func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 		for len(ns) > 0 {
 			part := ns[:min(len(ns), workflowBatch)]
 			ns = ns[len(part):]
-			args := make([]any, 0, 1+7*len(part))
-			args = append(args, len(part))
+			args := make([]any, 0, 2+8*len(part))
+			args = append(args, MaxLabelSets, len(part))
+			// The keys of the label sets of these jobs, as for an enqueue
+			// (see setKeyScripts): wfadd registers those that are new.
+			k := queueKeys(c.ns, q)
+			var extra, ids []string
 			for _, n := range part {
 				args = append(args, n.args...)
+				if n.labels != "" {
+					if id := labelSetID(n.labels); !slices.Contains(ids, id) {
+						ids = append(ids, id)
+						extra = append(extra, k.setListKey(id), k.setWakeKey(id))
+					}
+				}
 			}
-			v, err := c.run(ctx, wfAddScript, queueKeys(c.ns, q), args...)
+			lsets := strings.Join(ids, ",")
+			v, err := c.runKeys(ctx, wfAddScript, k, extra, lsets, args...)
 			if err == nil {
 				if res, _ := v.([]any); len(res) == 1 {
 					// deleted since this process created it: again
 					c.known.Delete(q)
 					if err = c.register(ctx, q); err == nil {
-						_, err = c.run(ctx, wfAddScript, queueKeys(c.ns, q), args...)
+						v, err = c.runKeys(ctx, wfAddScript, k, extra, lsets, args...)
 					}
+				}
+			}
+			if err == nil {
+				if res, _ := v.([]any); len(res) == 2 && res[0] == int64(-2) {
+					labels, _ := res[1].(string)
+					err = &FieldError{Index: -1, Field: "labels", Err: fmt.Errorf("%w: queue %s has %d distinct label sets, the cap (MaxLabelSets); a job requiring [%s] would add one",
+						ErrTooManyLabelSets, q, MaxLabelSets, labels)}
 				}
 			}
 			if err != nil {

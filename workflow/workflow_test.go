@@ -186,6 +186,51 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.False(t, w.EndedAt.IsZero())
 	})
 
+	t.Run("LabeledNodesGoToTheirWorkers", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		// b and c require labels, in sets the queue has never seen: the
+		// enqueue registers them; each is released onto its set's list.
+		gpu, big := node("b", "ql", "a"), node("c", "ql", "a")
+		gpu.Job.Labels, big.Job.Labels = []string{"gpu"}, []string{"gpu", "big"}
+		w, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "ql"), gpu, big}})
+		require.NoError(t, err)
+		for _, n := range w.Nodes {
+			j, err := e.q.Get(ctx, n.Queue, n.JobID)
+			require.NoError(t, err)
+			if n.Name == "a" {
+				require.Empty(t, j.Labels)
+			} else {
+				require.NotEmpty(t, j.Labels, "node %s keeps its labels", n.Name)
+			}
+		}
+		claimed := e.drive(ctx, []string{"ql"}, echo) // a claimer without labels
+		require.Equal(t, []string{"a"}, keysOf(claimed))
+		w, err = e.wf.Get(ctx, w.ID)
+		require.NoError(t, err)
+		require.Equal(t, map[string]queue.Status{"a": queue.StatusCompleted, "b": queue.StatusPending, "c": queue.StatusPending},
+			statuses(w), "released, waiting for a worker with their labels")
+
+		jobs, err := e.q.Claim(ctx, "ql", queue.ClaimOptions{Max: 10, Labels: []string{"gpu"}})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1, "a gpu claimer takes b, not c")
+		require.Equal(t, "b", jobs[0].Workflow.Node)
+		require.JSONEq(t, `{"node":"a"}`, string(upstreamOf(t, jobs[0])["a"].Result))
+		require.NoError(t, e.q.Complete(ctx, "ql", jobs[0].ID, jobs[0].Token, nil))
+		jobs, err = e.q.Claim(ctx, "ql", queue.ClaimOptions{Max: 10, Labels: []string{"big", "gpu", "x"}})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		require.Equal(t, "c", jobs[0].Workflow.Node)
+		require.NoError(t, e.q.Complete(ctx, "ql", jobs[0].ID, jobs[0].Token, nil))
+		e.drive(ctx, []string{"ql"}, echo)
+		w, err = e.wf.Get(ctx, w.ID)
+		require.NoError(t, err)
+		require.Equal(t, StatusCompleted, w.Status)
+		for _, n := range w.Nodes {
+			require.Equal(t, 1, e.count(n.JobID, "release"), "node %s released once", n.Name)
+		}
+	})
+
 	t.Run("FanOutFanIn", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
@@ -395,8 +440,6 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 			"name":      {Spec{Nodes: []Node{node("a,b", "bad")}}, "nodes[0].name", "only"},
 			"policy":    {Spec{OnFailure: "ignore", Nodes: []Node{node("a", "bad")}}, "on_failure", "ignore"},
 			"job":       {Spec{Nodes: []Node{node("a", "bad"), {Name: "b", Job: queue.NewJob{Queue: "bad"}}}}, "nodes[1].job.kind", ""},
-			"labels": {Spec{Nodes: []Node{node("a", "bad"), {Name: "b", Job: queue.NewJob{Queue: "bad", Kind: "k", Labels: []string{"gpu"}}}}},
-				"nodes[1].job.labels", "not supported"},
 		} {
 			_, err := e.wf.Enqueue(ctx, tc.spec)
 			require.ErrorIs(t, err, queue.ErrInvalid, name)

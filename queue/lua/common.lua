@@ -989,3 +989,42 @@ local function register_set(id, labels)
   end
   redis.pcall('XGROUP', 'CREATE', key, WAKE_GROUP, '$') -- an error when it exists: kept as it is
 end
+
+-- add_sets registers the label sets declared to this script (SETS) that
+-- the queue has not seen yet, and adds them to meta's lsets (current: its
+-- value). labels_of maps each declared set's id to its labels: every
+-- declared set is some job's. It answers { -2, labels } when a new set
+-- would take the queue past max_sets, having written nothing; nil once
+-- written. (Scripts that call it declare K_meta and K_lsets.)
+local function add_sets(labels_of, max_sets, current)
+  local registered, new_sets = 0, {}
+  for _ in string.gmatch(current or '', '[^,]+') do
+    registered = registered + 1
+  end
+  for _, id in ipairs(SETS.ids) do
+    local have = redis.call('HGET', K_lsets, id)
+    if not labels_of[id] then
+      error('chronoq: label set ' .. id .. ' is declared for no job')
+    elseif not have then
+      new_sets[#new_sets + 1] = id
+      if registered + #new_sets > max_sets then
+        return { -2, labels_of[id] }
+      end
+    elseif have ~= labels_of[id] then
+      error('chronoq: label sets ' .. have .. ' and ' .. labels_of[id] .. ' share an id')
+    end
+  end
+  if #new_sets > 0 then
+    local all = current or ''
+    for _, id in ipairs(new_sets) do
+      register_set(id, labels_of[id])
+      if all == '' then
+        all = id
+      else
+        all = all .. ',' .. id
+      end
+    end
+    redis.call('HSET', K_meta, 'lsets', all)
+  end
+  return nil
+end

@@ -45,34 +45,9 @@ if not meta[1] then
   return { -1 } -- deleted since this client created it: the client creates it again
 end
 -- The label sets that are new, within the cap.
-local registered, new_sets = 0, {}
-for _ in string.gmatch(meta[4] or '', '[^,]+') do
-  registered = registered + 1
-end
-for _, id in ipairs(SETS.ids) do
-  local have = redis.call('HGET', K_lsets, id)
-  if not labels_of[id] then
-    return redis.error_reply('ERR chronoq enqueue: label set ' .. id .. ' is declared for no job')
-  elseif not have then
-    new_sets[#new_sets + 1] = id
-    if registered + #new_sets > max_sets then
-      return { -2, labels_of[id] }
-    end
-  elseif have ~= labels_of[id] then
-    return redis.error_reply('ERR chronoq enqueue: label sets ' .. have .. ' and ' .. labels_of[id] .. ' share an id')
-  end
-end
-if #new_sets > 0 then
-  local all = meta[4] or ''
-  for _, id in ipairs(new_sets) do
-    register_set(id, labels_of[id])
-    if all == '' then
-      all = id
-    else
-      all = all .. ',' .. id
-    end
-  end
-  redis.call('HSET', K_meta, 'lsets', all)
+local over = add_sets(labels_of, max_sets, meta[4])
+if over then
+  return over
 end
 
 local out = { now_us }

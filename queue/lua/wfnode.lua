@@ -30,7 +30,10 @@ for i = 0, n - 1 do
   acts[#acts + 1] = a
 end
 
-local out, pend = {}, 0
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
+local out = {}
 for _, a in ipairs(acts) do
   local f = load(a.id)
   local code, status = -1, ''
@@ -45,10 +48,7 @@ for _, a in ipairs(acts) do
         if a.up ~= '' then
           redis.call('HSET', K_data, a.id .. '.u', a.up)
         end
-        status = schedule(a.id, f, f[R_run_at_ms])
-        if status == 'pending' then
-          pend = pend + 1
-        end
+        status = schedule(a.id, f, f[R_run_at_ms]) -- onto its label set's list, waking its claimers
         emit('ready', a.id, f[R_kind], status, f[R_attempts])
         code = 1
       end
@@ -89,6 +89,5 @@ for _, a in ipairs(acts) do
   out[#out + 1] = code
   out[#out + 1] = status
 end
-wake(pend)
 publish_events()
 return reply(out)
