@@ -33,7 +33,12 @@ func (s *Server) claim(c echo.Context) error {
 	if err := s.decode(c, &req, true); err != nil {
 		return err
 	}
-	o := queue.ClaimOptions{Labels: req.Labels}
+	labels, err := queue.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
+	if err != nil {
+		// Checked before the registry records the worker with them.
+		return &queue.FieldError{Index: -1, Field: "labels", Err: err}
+	}
+	o := queue.ClaimOptions{Labels: labels}
 	if req.Wait != nil {
 		if o.Wait, err = parseDuration("wait", *req.Wait, 0, queue.MaxClaimWait); err != nil {
 			return err
@@ -55,7 +60,7 @@ func (s *Server) claim(c echo.Context) error {
 		return err
 	}
 	// Registered first: a worker the registry refuses claims nothing.
-	if err := s.sighted(c.Request().Context(), wid, registry.Touch{Queue: q}); err != nil {
+	if err := s.sighted(c.Request().Context(), wid, registry.Touch{Queue: q, Labels: labels}); err != nil {
 		return err
 	}
 	ctx, cancel := s.streamContext(c)

@@ -128,6 +128,28 @@ func testWorkersHTTP(t *testing.T, b *testBundle) {
 	require.Empty(t, p.Workers)
 	require.Zero(t, p.Live)
 	requireError(t, b.do(t, http.MethodGet, "/v1/workers/http-1", nil), http.StatusNotFound, "not_found", "")
+
+	// A worker known only from its claims shows the labels they declare; a
+	// registered one keeps its own (a claim's labels never replace them).
+	r = b.do(t, http.MethodPost, "/v1/queues/q1/claim", map[string]any{"worker_id": "http-5", "labels": []string{"linux", "gpu"}})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, []string{"gpu", "linux"}, b.worker(t, "http-5").Labels)
+	r = b.do(t, http.MethodPut, "/v1/workers/http-6", map[string]any{"host": "box-3", "labels": []string{"arm64"}})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	r = b.do(t, http.MethodPost, "/v1/queues/q1/claim", map[string]any{"worker_id": "http-6", "labels": []string{"gpu"}})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	w = b.worker(t, "http-6")
+	require.Equal(t, []string{"arm64"}, w.Labels)
+	require.Equal(t, "box-3", w.Host)
+	// Labels a claim may not declare: refused before the registry hears of
+	// the worker.
+	requireError(t, b.do(t, http.MethodPost, "/v1/queues/q1/claim", map[string]any{"worker_id": "http-7", "labels": []string{"no spaces"}}),
+		http.StatusBadRequest, "invalid_argument", "labels")
+	requireError(t, b.do(t, http.MethodGet, "/v1/workers/http-7", nil), http.StatusNotFound, "not_found", "")
+	for _, id := range []string{"http-5", "http-6"} {
+		r = b.do(t, http.MethodDelete, "/v1/workers/"+id, nil)
+		require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
+	}
 	requireError(t, b.do(t, http.MethodDelete, "/v1/workers/http-1", nil), http.StatusNotFound, "not_found", "")
 
 	// A claim alone registers a worker; DELETE deregisters it.

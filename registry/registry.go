@@ -167,7 +167,7 @@ func (r *Registry) Register(ctx context.Context, reg Registration) (Worker, erro
 	if err != nil {
 		return Worker{}, fmt.Errorf("registry: %w", err)
 	}
-	now, started, ttl, err := r.touch(ctx, info.ID, ttl, string(data), "", mode, reg.Jobs)
+	now, started, ttl, err := r.touch(ctx, info.ID, ttl, string(data), false, "", mode, reg.Jobs)
 	if err != nil {
 		return Worker{}, err
 	}
@@ -185,6 +185,10 @@ func (r *Registry) Register(ctx context.Context, reg Registration) (Worker, erro
 type Touch struct {
 	// Queue, when set, is a queue the worker claimed from.
 	Queue string
+	// Labels, when set, are the labels its claim declared: recorded for a
+	// worker that has no registration of its own (Register's, a PUT's,
+	// wins and is kept).
+	Labels []string
 	// Add are jobs it now holds (it claimed them, or heartbeats them).
 	Add []JobRef
 	// Drop are jobs it no longer holds (it completed or failed them).
@@ -211,7 +215,7 @@ func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
 	}
 	if len(t.Add) > 0 && len(t.Drop) > 0 {
 		// One script call does one of them: add first, then drop.
-		if err := r.Touch(ctx, id, Touch{Queue: t.Queue, Add: t.Add, TTL: ttl}); err != nil {
+		if err := r.Touch(ctx, id, Touch{Queue: t.Queue, Labels: t.Labels, Add: t.Add, TTL: ttl}); err != nil {
 			return err
 		}
 		return r.Touch(ctx, id, Touch{Drop: t.Drop, TTL: ttl})
@@ -226,7 +230,19 @@ func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
 	if jobs, err = checkJobs("jobs", jobs); err != nil {
 		return err
 	}
-	_, _, _, err = r.touch(ctx, id, ttl, "", t.Queue, mode, jobs)
+	info := ""
+	if len(t.Labels) > 0 {
+		labels, err := CheckLabels("labels", t.Labels)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(infoJSON{Labels: labels})
+		if err != nil {
+			return fmt.Errorf("registry: %w", err)
+		}
+		info = string(data)
+	}
+	_, _, _, err = r.touch(ctx, id, ttl, info, true, t.Queue, mode, jobs)
 	return err
 }
 
@@ -404,10 +420,14 @@ func contains(s []string, x string) bool {
 
 // touch runs touchScript; it answers the script's now, the worker's
 // start (Redis's clock) and its TTL.
-func (r *Registry) touch(ctx context.Context, id string, ttl time.Duration, info, q, mode string, jobs []JobRef) (now, started time.Time, _ time.Duration, err error) {
-	args := make([]any, 0, 11+len(jobs))
+func (r *Registry) touch(ctx context.Context, id string, ttl time.Duration, info string, infoNX bool, q, mode string, jobs []JobRef) (now, started time.Time, _ time.Duration, err error) {
+	nx := "0"
+	if infoNX {
+		nx = "1"
+	}
+	args := make([]any, 0, 12+len(jobs))
 	args = append(args, r.offsetArg(), id, ttl.Milliseconds(), r.cfg.TTL.Milliseconds(), r.cfg.MaxWorkers, sweepBatch,
-		info, q, MaxQueues, mode, MaxHeldJobs)
+		info, q, MaxQueues, mode, MaxHeldJobs, nx)
 	for _, j := range jobs {
 		args = append(args, j.String())
 	}

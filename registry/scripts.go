@@ -63,20 +63,22 @@ end
 // ARGV: offset_us, id, ttl_ms (0: the worker's own, or default_ttl_ms for a
 // new one), default_ttl_ms, max_workers, sweep, info (empty: kept),
 // queue (a queue the worker claimed from, or empty), max_queues, mode
-// (held jobs: 'keep', 'set', 'add' or 'del'), max_held, then the jobs
+// (held jobs: 'keep', 'set', 'add' or 'del'), max_held, info_nx ('1':
+// info is written only for a worker without one), then the jobs
 // ("queue/id"). Answers {1, now ms, started ms, ttl ms}, or {0, live workers}
 // when the worker is new and max_workers are live: nothing written.
 var touchScript = redis.NewScript(common + `
 local offset, id, ttl, default_ttl = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local max_workers, sweep_n = tonumber(ARGV[5]), tonumber(ARGV[6])
 local info, q, max_queues, mode, max_held = ARGV[7], ARGV[8], tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
+local info_nx = ARGV[12]
 if not offset or id == '' or not ttl or ttl < 0 or not default_ttl or default_ttl <= 0 or not max_workers
     or not sweep_n or not max_queues or not max_held
-    or (mode ~= 'keep' and mode ~= 'set' and mode ~= 'add' and mode ~= 'del') then
+    or (mode ~= 'keep' and mode ~= 'set' and mode ~= 'add' and mode ~= 'del') or (info_nx ~= '0' and info_nx ~= '1') then
   return redis.error_reply('ERR registry: bad arguments to touch')
 end
 local given = {}
-for i = 12, #ARGV do
+for i = 13, #ARGV do
   given[#given + 1] = ARGV[i]
 end
 local now = clock(offset)
@@ -108,7 +110,9 @@ if ttl == 0 then
 end
 sweep(now, sweep_n)
 redis.call('HSET', K_state, id, started .. ' ' .. now .. ' ' .. ttl)
-if info ~= '' then
+if info ~= '' and info_nx == '1' then
+  redis.call('HSETNX', K_info, id, info)
+elseif info ~= '' then
   redis.call('HSET', K_info, id, info)
 end
 if q ~= '' then
