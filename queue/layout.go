@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -403,6 +404,11 @@ func (s scriptSpec) prelude() string {
 	fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", sentinel[0]) // Lua 5.1 reads no \x escapes
 	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", wakeGroup)
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
+	if slices.Contains(s.keys, keyWorkflow) {
+		for _, f := range wfPrelude {
+			fmt.Fprintf(&b, "local %s = %q\n", f.lua, f.field)
+		}
+	}
 	return b.String()
 }
 
@@ -529,6 +535,25 @@ const (
 	wfNodeGen      = "g" // the gen its job was (re)armed at: outbox entries of another gen are stale
 	wfNodeExternal = "x" // "1": a job that existed before (a single job's depends_on): its ends are recorded, nothing else is done to it
 )
+
+// wfNodeField is the field of node's prefix (one of the wfNode* constants)
+// in a workflow's hash.
+func wfNodeField(prefix, node string) string { return prefix + ":" + node }
+
+// wfPrelude names, for the scripts of a workflow's slot, the hash's meta
+// fields (WF_<name>) and the prefixes of its per-node fields
+// (NODE_<name>, the ":" included: the field of node x is NODE_up .. x), so
+// that no script spells a field of its own.
+var wfPrelude = []struct{ lua, field string }{
+	{"WF_id", wfMetaID}, {"WF_created", wfMetaCreated}, {"WF_policy", wfMetaPolicy}, {"WF_gen", wfMetaGen},
+	{"WF_n", wfMetaN}, {"WF_names", wfMetaNames}, {"WF_ended", wfMetaEnded}, {"WF_started", wfMetaStarted},
+	{"WF_canceled", wfMetaCanceled}, {"WF_ended_at", wfMetaEndedAt}, {"WF_upmax", wfMetaUpMax},
+	{"NODE_job", wfNodeField(wfNodeJob, "")}, {"NODE_parents", wfNodeField(wfNodeParents, "")},
+	{"NODE_children", wfNodeField(wfNodeChildren, "")}, {"NODE_left", wfNodeField(wfNodeLeft, "")},
+	{"NODE_failed", wfNodeField(wfNodeFailed, "")}, {"NODE_outcome", wfNodeField(wfNodeOutcome, "")},
+	{"NODE_up", wfNodeField(wfNodeUp, "")}, {"NODE_brief", wfNodeField(wfNodeUpBrief, "")},
+	{"NODE_gen", wfNodeField(wfNodeGen, "")}, {"NODE_external", wfNodeField(wfNodeExternal, "")},
+}
 
 // Global workflow keys, never touched inside a script of a queue or a
 // workflow: the list of recent workflows, and the indexes the releasers

@@ -69,6 +69,27 @@ func TestScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 	}
 }
 
+// The workflow hash's fields are named in layout.go only: the scripts of
+// a workflow's slot read them from their prelude (WF_*, NODE_*), and no
+// script spells a node field's prefix ("u:" .. name) or a meta field
+// beside K_wf.
+func TestScriptsSpellNoWorkflowField(t *testing.T) {
+	t.Parallel()
+	prefix := regexp.MustCompile(`'[a-z]:'\s*\.\.`)
+	meta := regexp.MustCompile(`K_wf\b[^\n]*'(` + strings.Join([]string{wfMetaID, wfMetaCreated, wfMetaPolicy, wfMetaGen, wfMetaN,
+		wfMetaNames, wfMetaEnded, wfMetaStarted, wfMetaCanceled, wfMetaEndedAt, wfMetaUpMax}, "|") + `)'`)
+	for _, spec := range append(append([]scriptSpec{}, allSpecs...), wfSpecs...) {
+		src := scriptSource(spec)
+		require.NotRegexp(t, prefix, src, "%s.lua spells a workflow node field", spec.name)
+		require.NotRegexp(t, meta, src, "%s.lua spells a workflow meta field", spec.name)
+		if slices.Contains(spec.keys, keyWorkflow) {
+			for _, f := range wfPrelude {
+				require.Contains(t, spec.prelude(), "local "+f.lua+" = ", spec.name)
+			}
+		}
+	}
+}
+
 // A script's declared keys are exactly the layout's keys, each once.
 func TestScriptSpecsNameLayoutKeys(t *testing.T) {
 	t.Parallel()

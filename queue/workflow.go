@@ -587,7 +587,7 @@ func (c *Client) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, 
 		return strings.Split(s, ",")
 	}
 	for _, n := range list(h[wfMetaNames]) {
-		f := func(prefix string) string { return h[prefix+":"+n] }
+		f := func(prefix string) string { return h[wfNodeField(prefix, n)] }
 		q, jid, _ := strings.Cut(f(wfNodeJob), "|")
 		w.Nodes = append(w.Nodes, WorkflowNodeRecord{Name: n, Queue: q, JobID: jid, Parents: list(f(wfNodeParents)),
 			Children: list(f(wfNodeChildren)), Left: atoi(f(wfNodeLeft)), Failed: atoi(f(wfNodeFailed)),

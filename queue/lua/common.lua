@@ -813,16 +813,16 @@ local function wf_upstream(parents)
   end
   local fields = {}
   for i, p in ipairs(ps) do
-    fields[i] = 'u:' .. p
+    fields[i] = NODE_up .. p
   end
   local us = redis.call('HMGET', K_wf, unpack(fields))
   local size = 0
   for i = 1, #ps do
     size = size + #(us[i] or '') + #ps[i] + 4
   end
-  if size > tonumber(redis.call('HGET', K_wf, 'upmax') or '0') then
+  if size > tonumber(redis.call('HGET', K_wf, WF_upmax) or '0') then
     for i, p in ipairs(ps) do
-      fields[i] = 'v:' .. p
+      fields[i] = NODE_brief .. p
     end
     us = redis.call('HMGET', K_wf, unpack(fields))
   end
@@ -844,12 +844,12 @@ end
 -- rearm, each is first "rearm"ed at its gen (a retry: wfnode.lua changes
 -- only a job of an older gen that ended).
 local function wf_plan(names, out, rearm)
-  local m = redis.call('HMGET', K_wf, 'policy', 'started', 'canceled_ms', 'gen')
+  local m = redis.call('HMGET', K_wf, WF_policy, WF_started, WF_canceled, WF_gen)
   if m[2] ~= '1' and not m[3] then
     return
   end
   for _, x in ipairs(names) do
-    local v = redis.call('HMGET', K_wf, 'o:' .. x, 'q:' .. x, 'r:' .. x, 'f:' .. x, 'g:' .. x, 'p:' .. x, 'x:' .. x)
+    local v = redis.call('HMGET', K_wf, NODE_outcome .. x, NODE_job .. x, NODE_left .. x, NODE_failed .. x, NODE_gen .. x, NODE_parents .. x, NODE_external .. x)
     if not v[1] and v[2] and v[7] ~= '1' then
       local function add(mode, gen, up)
         out[#out + 1] = mode
@@ -877,7 +877,7 @@ end
 -- wf_finish notes that the workflow's last node ended: the hash expires
 -- retention ms later.
 local function wf_finish(retention)
-  redis.call('HSET', K_wf, 'ended_ms', now)
+  redis.call('HSET', K_wf, WF_ended_at, now)
   redis.call('PEXPIRE', K_wf, retention)
 end
 

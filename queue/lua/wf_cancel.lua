@@ -6,14 +6,14 @@
 if not tonumber(A_retention_ms) then
   return redis.error_reply('ERR chronoq wf_cancel: malformed arguments')
 end
-local m = redis.call('HMGET', K_wf, 'id', 'ended_ms')
+local m = redis.call('HMGET', K_wf, WF_id, WF_ended_at)
 if not m[1] then
   return { -1 }
 end
 if m[2] then
   return { 0 }
 end
-redis.call('HSETNX', K_wf, 'canceled_ms', now)
+redis.call('HSETNX', K_wf, WF_canceled, now)
 local out = { 1 }
-wf_plan(wf_split(redis.call('HGET', K_wf, 'names')), out, false)
+wf_plan(wf_split(redis.call('HGET', K_wf, WF_names)), out, false)
 return out

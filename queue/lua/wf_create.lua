@@ -10,7 +10,7 @@ local n, upmax = tonumber(A_n), tonumber(A_upstream_max)
 if not n or not upmax or A_id == '' or (A_policy ~= 'cancel' and A_policy ~= 'continue') then
   return redis.error_reply('ERR chronoq wf_create: malformed arguments')
 end
-if redis.call('HEXISTS', K_wf, 'id') == 1 then
+if redis.call('HEXISTS', K_wf, WF_id) == 1 then
   return 2
 end
 local names, fields = {}, {}
@@ -25,8 +25,8 @@ for i = 0, n - 1 do
   local name, parents = ARGV[b + G_name], ARGV[b + G_parents]
   names[#names + 1] = name
   local left = #wf_split(parents)
-  for _, kv in ipairs({ { 'q:', ARGV[b + G_job] }, { 'p:', parents }, { 'c:', ARGV[b + G_children] },
-    { 'r:', left }, { 'f:', 0 }, { 'g:', 0 }, { 'x:', ARGV[b + G_external] } }) do
+  for _, kv in ipairs({ { NODE_job, ARGV[b + G_job] }, { NODE_parents, parents }, { NODE_children, ARGV[b + G_children] },
+    { NODE_left, left }, { NODE_failed, 0 }, { NODE_gen, 0 }, { NODE_external, ARGV[b + G_external] } }) do
     fields[#fields + 1] = kv[1] .. name
     fields[#fields + 1] = kv[2]
   end
@@ -35,6 +35,6 @@ for i = 0, n - 1 do
   end
 end
 flush()
-redis.call('HSET', K_wf, 'names', table.concat(names, ','), 'policy', A_policy, 'gen', 0, 'n', n, 'ended', 0, 'upmax', upmax,
-  'created_ms', now_str, 'id', A_id)
+redis.call('HSET', K_wf, WF_names, table.concat(names, ','), WF_policy, A_policy, WF_gen, 0, WF_n, n, WF_ended, 0, WF_upmax, upmax,
+  WF_created, now_str, WF_id, A_id)
 return 1

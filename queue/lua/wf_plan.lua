@@ -3,9 +3,9 @@
 -- or retry whose process died part-way. Writes nothing. Keys:
 -- specWFPlan in queue/layout.go.
 -- Returns: { code, actions... }: code -1 no such workflow, 1 otherwise.
-if redis.call('HEXISTS', K_wf, 'id') == 0 then
+if redis.call('HEXISTS', K_wf, WF_id) == 0 then
   return { -1 }
 end
 local out = { 1 }
-wf_plan(wf_split(redis.call('HGET', K_wf, 'names')), out, true)
+wf_plan(wf_split(redis.call('HGET', K_wf, WF_names)), out, true)
 return out

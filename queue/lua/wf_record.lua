@@ -15,7 +15,7 @@ if not retention or not gen or (A_outcome ~= 'completed' and A_outcome ~= 'dead'
   return redis.error_reply('ERR chronoq wf_record: malformed arguments')
 end
 local node = A_node
-local m = redis.call('HMGET', K_wf, 'id', 'n', 'g:' .. node, 'c:' .. node)
+local m = redis.call('HMGET', K_wf, WF_id, WF_n, NODE_gen .. node, NODE_children .. node)
 if not m[1] or not m[3] then
   return { -1 }
 end
@@ -23,13 +23,13 @@ if tonumber(m[3]) ~= gen then
   return { 2 }
 end
 local children = wf_split(m[4])
-if redis.call('HSETNX', K_wf, 'o:' .. node, A_outcome) == 1 then
-  redis.call('HSET', K_wf, 'u:' .. node, A_up, 'v:' .. node, A_brief)
-  local ended = redis.call('HINCRBY', K_wf, 'ended', 1)
+if redis.call('HSETNX', K_wf, NODE_outcome .. node, A_outcome) == 1 then
+  redis.call('HSET', K_wf, NODE_up .. node, A_up, NODE_brief .. node, A_brief)
+  local ended = redis.call('HINCRBY', K_wf, WF_ended, 1)
   for _, c in ipairs(children) do
-    redis.call('HINCRBY', K_wf, 'r:' .. c, -1)
+    redis.call('HINCRBY', K_wf, NODE_left .. c, -1)
     if A_outcome ~= 'completed' then
-      redis.call('HINCRBY', K_wf, 'f:' .. c, 1)
+      redis.call('HINCRBY', K_wf, NODE_failed .. c, 1)
     end
   end
   if ended >= tonumber(m[2]) then
