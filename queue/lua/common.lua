@@ -990,6 +990,20 @@ local function register_set(id, labels)
   redis.pcall('XGROUP', 'CREATE', key, WAKE_GROUP, '$') -- an error when it exists: kept as it is
 end
 
+-- job_labels notes a job's labels (canonical, '' for none) in labels_of,
+-- set id -> labels, for add_sets. It raises, before any write, when their
+-- set is not declared to this script.
+local function job_labels(labels_of, labels)
+  if labels == '' then
+    return
+  end
+  local id = set_of(labels)
+  if not SETS.list[id] then
+    error('chronoq: the label set ' .. labels .. ' is not declared')
+  end
+  labels_of[id] = labels
+end
+
 -- add_sets registers the label sets declared to this script (SETS) that
 -- the queue has not seen yet, and adds them to meta's lsets (current: its
 -- value). labels_of maps each declared set's id to its labels: every

@@ -31,12 +31,7 @@ for i = 0, n - 1 do
   if not j.score or not spec_max_attempts(j.spec) then
     return redis.error_reply('ERR chronoq enqueue: malformed job ' .. i)
   end
-  if j.labels ~= '' then
-    if not SETS.list[set_of(j.labels)] then
-      return redis.error_reply('ERR chronoq enqueue: the label set of job ' .. i .. ' is not declared')
-    end
-    labels_of[set_of(j.labels)] = j.labels
-  end
+  job_labels(labels_of, j.labels)
   jobs[#jobs + 1] = j
 end
 

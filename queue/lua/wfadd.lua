@@ -26,12 +26,7 @@ for i = 0, n - 1 do
   if not j.score or not spec_max_attempts(j.spec) or not string.match(j.wf, '^[^|]+|[^|]+|%d+$') then
     return redis.error_reply('ERR chronoq wfadd: malformed job ' .. i)
   end
-  if j.labels ~= '' then
-    if not SETS.list[set_of(j.labels)] then
-      return redis.error_reply('ERR chronoq wfadd: the label set of job ' .. i .. ' is not declared')
-    end
-    labels_of[set_of(j.labels)] = j.labels
-  end
+  job_labels(labels_of, j.labels)
   jobs[#jobs + 1] = j
 end
 local meta = redis.call('HMGET', K_meta, 'created_ms', 'active_ms', 'lsets')
