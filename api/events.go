@@ -56,17 +56,9 @@ func (s *Server) events(c echo.Context) error {
 		return err
 	}
 	w := c.Response()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	w.WriteHeader(http.StatusOK)
-	// The subscription is live: say so at once, so a client knows every
-	// later event reaches it.
-	if _, err := w.Write([]byte(": connected\n\n")); err != nil {
+	if !openSSE(w) {
 		return nil
 	}
-	w.Flush()
 	tick := s.clock.NewTicker(s.cfg.SSEHeartbeat)
 	defer tick.Stop()
 	var buf []byte
@@ -113,4 +105,20 @@ func (s *Server) openStream() error {
 			Message: fmt.Sprintf("too many event streams open (%d); retry later", s.cfg.MaxEventStreams)}
 	}
 	return nil
+}
+
+// openSSE answers 200 with an event stream's headers and its opening
+// comment, sent at once: the subscription is live, so a client knows that
+// every later event reaches it. False when the client is gone.
+func openSSE(w *echo.Response) bool {
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write([]byte(": connected\n\n")); err != nil {
+		return false
+	}
+	w.Flush()
+	return true
 }

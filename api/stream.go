@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -78,12 +77,7 @@ func (s *Server) jobStream(c echo.Context) error {
 		return err // 404 before the stream opens
 	}
 	w := c.Response()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte(": connected\n\n")); err != nil {
+	if !openSSE(w) {
 		return nil
 	}
 	if done, err := js.catchUp(rctx, j); done || err != nil || evs == nil {
