@@ -20,36 +20,14 @@ import (
 // its own, to count the scripts Redis ran.
 func TestAPendingJobWakesOneWaitingClaimer(t *testing.T) {
 	t.Parallel()
-	srv := testutil.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), DisableEvents: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	c.SetWakeChunk(4 * time.Second) // no waiter's wait ends by itself while the scripts are counted
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"}) // the queue exists
+	c, info := wakeRig(t, ctx)
+	_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"}) // the queue exists
 	require.NoError(t, err)
 	_, err = c.Claim(ctx, "q", queue.ClaimOptions{})
 	require.NoError(t, err)
 
-	info := func(section, field string) int64 {
-		t.Helper()
-		s, err := rdb.Info(ctx, section).Result()
-		require.NoError(t, err)
-		for line := range strings.SplitSeq(s, "\r\n") {
-			if v, ok := strings.CutPrefix(line, field+":"); ok {
-				if section == "commandstats" { // calls=N,usec=...
-					v, _, _ = strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-				}
-				n, err := strconv.ParseInt(v, 10, 64)
-				require.NoError(t, err)
-				return n
-			}
-		}
-		return 0
-	}
 	const waiters = 3
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -85,37 +63,15 @@ func TestAPendingJobWakesOneWaitingClaimer(t *testing.T) {
 // the scripts Redis ran.
 func TestALabeledJobWakesAClaimerThatCanTakeIt(t *testing.T) {
 	t.Parallel()
-	srv := testutil.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), DisableEvents: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	c.SetWakeChunk(4 * time.Second) // no waiter's wait ends by itself while the scripts are counted
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	c, info := wakeRig(t, ctx)
 	// The queue and its gpu set exist, and the client knows them.
-	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
+	_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
 	require.NoError(t, err)
 	js, err := c.Claim(ctx, "q", queue.ClaimOptions{Labels: []string{"gpu"}})
 	require.NoError(t, err)
 	require.Len(t, js, 1)
-	info := func(section, field string) int64 {
-		t.Helper()
-		s, err := rdb.Info(ctx, section).Result()
-		require.NoError(t, err)
-		for line := range strings.SplitSeq(s, "\r\n") {
-			if v, ok := strings.CutPrefix(line, field+":"); ok {
-				if section == "commandstats" { // calls=N,usec=...
-					v, _, _ = strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-				}
-				n, err := strconv.ParseInt(v, 10, 64)
-				require.NoError(t, err)
-				return n
-			}
-		}
-		return 0
-	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	plain, gpu := make(chan []*queue.Job, 2), make(chan []*queue.Job, 1)
@@ -150,4 +106,36 @@ func TestALabeledJobWakesAClaimerThatCanTakeIt(t *testing.T) {
 	require.Equal(t, e.Job.ID, js[0].ID)
 	stop()
 	require.Empty(t, <-plain)
+}
+
+// wakeRig is a client on a redis-server of the test's own, so that the
+// scripts Redis ran can be counted, whose waits do not end by themselves
+// while they are; and info, which reads a field of a section of that
+// server's INFO (a command's calls for commandstats).
+func wakeRig(t *testing.T, ctx context.Context) (*queue.Client, func(section, field string) int64) {
+	t.Helper()
+	srv := testutil.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), DisableEvents: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	c.SetWakeChunk(4 * time.Second)
+	info := func(section, field string) int64 {
+		t.Helper()
+		s, err := rdb.Info(ctx, section).Result()
+		require.NoError(t, err)
+		for line := range strings.SplitSeq(s, "\r\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				if section == "commandstats" { // calls=N,usec=...
+					v, _, _ = strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+				}
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		return 0
+	}
+	return c, info
 }
