@@ -30,8 +30,10 @@ import (
 //     queue's outbox (keyOutbox; wf_ended in common.lua) and marks the
 //     outbox index (attention.go).
 //  3. A releaser reads the outbox (ReadOutbox), records the end in the
-//     workflow's slot (RecordNodeEnd: once, gated by the node's outcome
-//     field), which answers what the children's jobs need now; applies
+//     slot of each workflow the entry names (its Refs: the job's own, and
+//     the implicit workflows watching it, see AdoptJob) (RecordNodeEnd:
+//     once, gated by the node's outcome field), which answers what the
+//     children's jobs need now; applies
 //     that in each child's slot (ApplyNodeActions: a release moves a job
 //     from waiting to pending only while it is waiting); and only then
 //     acks the entry (AckOutbox). A crash anywhere leaves the entry, and
@@ -206,8 +208,7 @@ func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 const MaxWatchers = 100
 
 // ErrTooManyWatchers is answered when a job has MaxWatchers dependents
-// already (AdoptJob).
-// It is an ErrConflict.
+// already (AdoptJob). It is an ErrConflict.
 var ErrTooManyWatchers = fmt.Errorf("%w: too many dependents", ErrConflict)
 
 // AdoptJob makes the existing job queue/id a watched parent of the
