@@ -31,12 +31,12 @@ import (
 //     outbox index (attention.go).
 //  3. A releaser reads the outbox (ReadOutbox), records the end in the
 //     slot of each workflow the entry names (its Refs: the job's own, and
-//     the implicit workflows watching it, see AdoptJob) (RecordNodeEnd:
+//     the implicit workflows watching it, see AdoptJob; RecordNodeEnd:
 //     once, gated by the node's outcome field), which answers what the
-//     children's jobs need now; applies
-//     that in each child's slot (ApplyNodeActions: a release moves a job
-//     from waiting to pending only while it is waiting); and only then
-//     acks the entry (AckOutbox). A crash anywhere leaves the entry, and
+//     children's jobs need now; applies that in each child's slot
+//     (ApplyNodeActions: a release moves a job from waiting to pending
+//     only while it is waiting); and only then, every ref recorded, acks
+//     the entry (AckOutbox). A crash anywhere leaves the entry, and
 //     the next releaser does it all again: the record answers the same
 //     actions, and the actions that were applied change nothing.
 

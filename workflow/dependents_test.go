@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -250,6 +252,29 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		claimed := e.runAll(ctx, "dx-a", "dx-b")
 		require.Len(t, claimed, queue.MaxWatchers+1)
 		e.requireRanAfter(claimed, p, deps...)
+	})
+
+	// The outbox entry holds all its refs need: a parent whose record
+	// expires after its end, before a releaser read the entry, still
+	// releases every dependent with its result.
+	t.Run("ParentExpiresBeforeTheRelease", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		clock := e.q.Clock().(*clockwork.FakeClock)
+		en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "dr-a", Kind: "k", MaxAttempts: 1, ResultTTL: time.Second})
+		require.NoError(t, err)
+		p := en.Job
+		d1, d2 := e.after(ctx, "dr-b", p), e.after(ctx, "dr-b", p)
+		j := e.claimOne(ctx, "dr-a")
+		require.NoError(t, e.q.Complete(ctx, "dr-a", j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
+		clock.Advance(time.Minute)
+		_, err = e.q.Reclaim(ctx, "dr-a")
+		require.NoError(t, err)
+		_, err = e.q.Get(ctx, "dr-a", p.ID)
+		require.ErrorIs(t, err, queue.ErrNotFound, "the parent's record is gone")
+		claimed := e.runAll(ctx, "dr-a", "dr-b")
+		require.Len(t, claimed, 2)
+		e.requireRanAfter(claimed, p, d1, d2)
 	})
 
 	// A record written before watchers existed (one field shorter),
