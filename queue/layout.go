@@ -216,6 +216,8 @@ var recFields = []string{
 	"log",      // "<lines>|<bytes>|<truncated 0/1>|<last append's batch id>|<lines it added>", "" for no log
 	"labels",   // the labels a claimer must have, canonical (sorted, joined by ","); "" none
 	"workflow", // a workflow node's job: "<workflow id>|<node>|<gen>" (see workflow.go); "" for any other job
+	// dependents (see workflow.go, AdoptJob):
+	"watchers", // the refs ("<workflow id>|<node>|<gen>") of the implicit workflows watching the job's end, joined by ","; "" none; at most MaxWatchers
 }
 
 // Indexes into a record split on NUL (0-based; Lua's are 1 more).
@@ -243,6 +245,7 @@ const (
 	rLog
 	rLabels
 	rWorkflow
+	rWatchers
 	nRec
 )
 
@@ -593,7 +596,7 @@ var (
 		[]string{"n", "id", "entry"}}
 	specWFAdopt = scriptSpec{"wfadopt",
 		[]string{keyJobs, keyData, keyOutbox},
-		[]string{"id", "workflow"}}
+		[]string{"id", "workflow", "max_watchers"}}
 
 	specWFCreate = scriptSpec{"wf_create",
 		[]string{keyWorkflow},

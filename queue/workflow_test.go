@@ -11,7 +11,8 @@ import (
 	"github.com/chronoq/chronoq/testutil"
 )
 
-// A record written before the workflow field existed (one field shorter)
+// A record written before the workflow field existed (two fields shorter:
+// workflow and watchers)
 // reads with no workflow, and claims, completes and fails as before,
 // leaving nothing in the outbox.
 func TestRecordWithoutWorkflowField(t *testing.T) {
@@ -35,8 +36,8 @@ func TestRecordWithoutWorkflowField(t *testing.T) {
 		rec, err := rdb.HGet(ctx, jobsKey, e.Job.ID).Result()
 		require.NoError(t, err)
 		f := strings.Split(rec, "\x00")
-		require.Empty(t, f[len(f)-1], "a job of no workflow")
-		require.NoError(t, rdb.HSet(ctx, jobsKey, e.Job.ID, strings.Join(f[:len(f)-1], "\x00")).Err())
+		require.Equal(t, []string{"", ""}, f[len(f)-2:], "a job of no workflow, watched by none")
+		require.NoError(t, rdb.HSet(ctx, jobsKey, e.Job.ID, strings.Join(f[:len(f)-2], "\x00")).Err())
 	}
 	j, err := c.Get(ctx, "old", ids[0])
 	require.NoError(t, err)

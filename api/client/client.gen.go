@@ -1483,7 +1483,7 @@ type NewJob struct {
 	// Example: 30s
 	Delay *string `json:"delay,omitempty"`
 
-	// DependsOn POST /v1/jobs only (not in a batch, nor a workflow node's job): existing jobs this job waits for. It is created waiting, an implicit workflow of it and them (its workflow field), and runs once they have all ended, with their results and artifacts as its upstream, keyed by their job ids. A job that is a node of a workflow already cannot be named (409). No idempotency_key.
+	// DependsOn POST /v1/jobs only (not in a batch, nor a workflow node's job): existing jobs this job waits for. It is created waiting, an implicit workflow of it and them (its workflow field), and runs once they have all ended, with their results and artifacts as its upstream, keyed by their job ids. A job may be named by many such jobs, and may be a node of a workflow of its own; it may have ended already (its end is recorded at once). A job has at most 100 dependents (queue.MaxWatchers): naming one that has them is a 409 conflict naming the cap. No idempotency_key.
 	DependsOn *[]JobRef `json:"depends_on,omitempty"`
 
 	// FailureCallbackUrl push queues: POSTed a signed summary when the job dies
@@ -3009,7 +3009,7 @@ type ClientInterface interface {
 
 	// EnqueueWithBody Enqueue a job
 	//
-	// 409 conflict when a new queue would pass the server's cap on queues.
+	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3018,7 +3018,7 @@ type ClientInterface interface {
 
 	// Enqueue Enqueue a job
 	//
-	// 409 conflict when a new queue would pass the server's cap on queues.
+	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3679,7 +3679,7 @@ func (c *Client) Events(ctx context.Context, params *EventsParams, reqEditors ..
 
 // EnqueueWithBody Enqueue a job
 //
-// 409 conflict when a new queue would pass the server's cap on queues.
+// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3698,7 +3698,7 @@ func (c *Client) EnqueueWithBody(ctx context.Context, params *EnqueueParams, con
 
 // Enqueue Enqueue a job
 //
-// 409 conflict when a new queue would pass the server's cap on queues.
+// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7384,7 +7384,7 @@ type ClientWithResponsesInterface interface {
 
 	// EnqueueWithBodyWithResponse Enqueue a job
 	//
-	// 409 conflict when a new queue would pass the server's cap on queues.
+	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7393,7 +7393,7 @@ type ClientWithResponsesInterface interface {
 
 	// EnqueueWithResponse Enqueue a job
 	//
-	// 409 conflict when a new queue would pass the server's cap on queues.
+	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12297,7 +12297,7 @@ func (c *ClientWithResponses) EventsWithResponse(ctx context.Context, params *Ev
 
 // EnqueueWithBodyWithResponse Enqueue a job
 //
-// 409 conflict when a new queue would pass the server's cap on queues.
+// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12312,7 +12312,7 @@ func (c *ClientWithResponses) EnqueueWithBodyWithResponse(ctx context.Context, p
 
 // EnqueueWithResponse Enqueue a job
 //
-// 409 conflict when a new queue would pass the server's cap on queues.
+// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -720,19 +720,26 @@ end
 -- Workflows ------------------------------------------------------------------
 -- (Scripts that end jobs declare K_wfout and K_data.) A workflow node's
 -- job that ends (completed, dead or canceled) leaves an entry in its
--- queue's outbox, in the same script: "<workflow>|<node>|<gen>", its
--- outcome, its result, its artifacts and its last error, NUL-joined. A
--- releaser (package workflow) records it in the workflow, releases or
--- cancels the node's children, and only then acks it (wfack.lua): a crash
+-- queue's outbox, in the same script: its refs, its outcome, its result,
+-- its artifacts and its last error, NUL-joined. The refs
+-- ("<workflow>|<node>|<gen>", joined by ",") are its own workflow's
+-- (R_workflow) and then those of the implicit workflows watching it
+-- (R_watchers, see wfadopt.lua): one entry for them all. A releaser
+-- (package workflow) records it in each ref's workflow, releases or
+-- cancels the children, and only then acks it (wfack.lua): a crash
 -- anywhere between leaves the entry, and every step is safe to run again.
 -- The entry is keyed by the job's id: a rerun writes the same.
 
 local function wf_ended(id, f, outcome)
-  if f[R_workflow] == '' then
+  local refs = f[R_workflow]
+  if f[R_watchers] ~= '' then
+    refs = refs == '' and f[R_watchers] or refs .. ',' .. f[R_watchers]
+  end
+  if refs == '' then
     return
   end
   local d = redis.call('HMGET', K_data, id .. '.r', id .. '.a')
-  redis.call('HSET', K_wfout, id, f[R_workflow] .. '\0' .. outcome .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '') ..
+  redis.call('HSET', K_wfout, id, refs .. '\0' .. outcome .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '') ..
     '\0' .. f[R_last_error])
   mark('wf', now)
 end
