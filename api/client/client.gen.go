@@ -1565,6 +1565,9 @@ type PromotedEventEvent string
 type PushConfig struct {
 	Concurrency int `json:"concurrency"`
 
+	// Labels the endpoint's labels, sorted, without duplicates; [] when none
+	Labels *[]string `json:"labels,omitempty"`
+
 	// Secrets only on the /config routes
 	Secrets *[]string  `json:"secrets,omitempty"`
 	Target  PushTarget `json:"target"`
@@ -1574,6 +1577,9 @@ type PushConfig struct {
 type PushConfigRequest struct {
 	// Concurrency requests of this queue under way at once in each dispatcher
 	Concurrency *int `json:"concurrency,omitempty"`
+
+	// Labels The endpoint's labels, at most 64, each as a claim's: the dispatchers claim with them, so a job is pushed when its labels are all among these, and a job needing another waits for a pull worker that has it. Left out or null: none (only jobs without labels are pushed).
+	Labels *[]string `json:"labels,omitempty"`
 
 	// Secrets Standard Webhooks signing secrets ("whsec_" + base64 of 16 to 64 bytes), one or two (rotation: both sign every request). Left out: the queue's are kept, or one is made.
 	Secrets *[]string `json:"secrets,omitempty"`
