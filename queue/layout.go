@@ -290,7 +290,7 @@ var (
 		[]string{keyMeta, keyPending, keyLeases, keyWake},
 		[]string{"wait_ms", "eligible"}}
 	specComplete = scriptSpec{"complete",
-		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
+		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox, keyPending},
 		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result", "artifacts"}}
 	specFail = scriptSpec{"fail",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
@@ -305,7 +305,7 @@ var (
 		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"limit", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
 	specCancel = scriptSpec{"cancel",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox, keyPending},
 		[]string{"id", "request", "retention_ms", "claim_token", "tomb_ms"}}
 	specReschedule = scriptSpec{"reschedule",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyWake},
@@ -475,6 +475,9 @@ var setKeyScripts = map[string]bool{
 	"enqueue": true, "promote": true, "claim": true, "wait": true, "fail": true, "release": true,
 	"reclaim": true, "reschedule": true, "runnow": true, "dead": true, "list": true, "delete": true,
 	"wfnode": true,
+	// complete and cancel end leases: at MaxInFlight, they wake each set's
+	// claimers (common.lua's lease_freed)
+	"complete": true, "cancel": true,
 }
 
 // Workflows (package workflow; see workflow.go) -------------------------------

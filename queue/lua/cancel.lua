@@ -21,6 +21,9 @@ local id, req, claim = A_id, A_request, A_claim_token
 if not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq cancel: malformed arguments')
 end
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 local f = load(id)
 if not f then
   local tomb = tomb_of(id)

@@ -435,10 +435,23 @@ end
 
 -- lease_freed tells claimers that n leases ended, when the queue has a
 -- MaxInFlight limit (see limit_room): a claim it held back waits on the
--- wake stream for a lease to end, not on a timer.
+-- wake streams for a lease to end, not on a timer. It wakes the claimers
+-- that could use the room: the queue's own stream's when jobs without
+-- labels are pending, and each label set's whose list holds jobs (its
+-- claimers; O(sets), at most MaxLabelSets). Scripts that call it bind
+-- the queue's sets first (sets_current), or a set's claimers would wait
+-- for their next poll.
 local function lease_freed(n)
   if n > 0 and redis.call('HGET', K_meta, 'limit_inflight') then
-    wake(n)
+    local waiting_until = redis.call('HGET', K_meta, 'waiting_until') or '0'
+    if list_len(K_pending) > 0 then
+      wake(n, waiting_until)
+    end
+    for _, id in ipairs(SETS.ids) do
+      if list_len(SETS.list[id]) > 0 then
+        wake_key(SETS.stream[id], n, waiting_until)
+      end
+    end
   end
 end
 

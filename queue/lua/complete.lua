@@ -12,6 +12,9 @@ local n, cap = tonumber(A_n), tonumber(A_history)
 if not n or not cap or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq complete: malformed arguments')
 end
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
 local out, finished, bases, expiring, done = {}, {}, {}, {}, {}
 local rerun = false
 for i = 0, n - 1 do
