@@ -441,8 +441,16 @@ end
 -- claimers; O(sets), at most MaxLabelSets). Scripts that call it bind
 -- the queue's sets first (sets_current), or a set's claimers would wait
 -- for their next poll.
-local function lease_freed(n)
-  if n > 0 and redis.call('HGET', K_meta, 'limit_inflight') then
+-- limited is whether the queue has that limit, when the script read it
+-- already (lease_bind); nil: read it here.
+local function lease_freed(n, limited)
+  if n == 0 then
+    return
+  end
+  if limited == nil then
+    limited = redis.call('HGET', K_meta, 'limit_inflight')
+  end
+  if limited then
     local waiting_until = redis.call('HGET', K_meta, 'waiting_until') or '0'
     if list_len(K_pending) > 0 then
       wake(n, waiting_until)
@@ -453,6 +461,19 @@ local function lease_freed(n)
       end
     end
   end
+end
+
+-- lease_bind is for a script that ends leases and makes no job pending
+-- (complete, cancel): only lease_freed needs the queue's label sets, and
+-- only on a queue with a MaxInFlight limit, so only then are they bound.
+-- Answers whether the client's sets are current (false: STALE_SETS, before
+-- any write), and whether the queue has the limit, for lease_freed.
+local function lease_bind()
+  local m = redis.call('HMGET', K_meta, 'limit_inflight', 'lsets')
+  if not m[1] then
+    return true, false
+  end
+  return sets_current(m[2] or false), true
 end
 
 -- next_due is the score of the earliest scheduled job, as a string, ""
