@@ -476,7 +476,8 @@ var setKeyScripts = map[string]bool{
 	"reclaim": true, "reschedule": true, "runnow": true, "dead": true, "list": true, "delete": true,
 	"wfnode": true,
 	// complete and cancel end leases: at MaxInFlight, they wake each set's
-	// claimers (common.lua's lease_freed)
+	// claimers (common.lua's lease_freed); they check the sets are current
+	// only on a queue with that limit (lease_bind)
 	"complete": true, "cancel": true,
 }
 
