@@ -301,6 +301,8 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		b := setup(t, func(c *queue.Config) { c.RetryWindow = time.Millisecond })
 		run := func(t *testing.T, nj queue.NewJob) *queue.Job {
 			t.Helper()
+			// a payload past the inline cap: in the data hash, as the rest
+			nj.Payload = json.RawMessage(`"` + strings.Repeat("p", queue.InlinePayloadMax) + `"`)
 			b.enqueue(t, nj)
 			c := b.claimOne(t)
 			require.NoError(t, b.client.AttachArtifacts(b.ctx, b.queue, c.ID, c.Token, map[string]json.RawMessage{"a": raw("1")}))
@@ -369,9 +371,20 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		c := b.claimOne(t)
 		rec, err := b.rdb.HGet(b.ctx, b.key(queue.KeyJobs), c.ID).Result()
 		require.NoError(t, err)
+		// As the first version stored it: every field, the status and
+		// spec spelled out, the payload in the data hash.
+		if strings.HasPrefix(rec, queue.RecInline) {
+			rec = rec[strings.IndexByte(rec, 0)+1:]
+		}
 		f := strings.Split(rec, "\x00")
-		require.Greater(t, len(f), queue.NRecFirst)
+		for len(f) < queue.NRecFirst {
+			f = append(f, "")
+		}
+		require.Equal(t, "r", f[0])
+		require.Equal(t, queue.SpecDefaultCode, f[2])
+		f[0], f[2] = string(queue.StatusProcessing), "3|30000|1000:2:3600000:0.2"
 		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyJobs), c.ID, strings.Join(f[:queue.NRecFirst], "\x00")).Err())
+		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyData), c.ID, "{}").Err())
 		j := b.get(t, c.ID)
 		require.Nil(t, j.Progress)
 		page, err := b.client.Logs(b.ctx, b.queue, c.ID, 0, 0)

@@ -149,3 +149,13 @@ func (c *Client) SetWakeChunk(d time.Duration) { c.wakeChunk = d }
 // NRecFirst is the length of the first version's record, for tests of
 // records written before later fields.
 const NRecFirst = nRecFirst
+
+// NRec is the length of this version's record.
+const NRec = nRec
+
+// Compact records (issue 19), for the tests of the stored form.
+const (
+	RecInline        = recInline
+	InlinePayloadMax = inlinePayloadMax
+	SpecDefaultCode  = specDefaultCode
+)

@@ -34,14 +34,25 @@ func TestRecordWithoutWorkflowField(t *testing.T) {
 		ids = append(ids, e.Job.ID)
 		rec, err := rdb.HGet(ctx, jobsKey, e.Job.ID).Result()
 		require.NoError(t, err)
-		f := strings.Split(rec, "\x00")
-		require.Empty(t, f[len(f)-1], "a job of no workflow")
-		require.NoError(t, rdb.HSet(ctx, jobsKey, e.Job.ID, strings.Join(f[:len(f)-1], "\x00")).Err())
+		// Stored without its trailing empty fields, its payload inline:
+		// written again as the version before workflows wrote it, every
+		// field but workflow, the status spelled out, the payload in the
+		// data hash.
+		require.True(t, strings.HasPrefix(rec, queue.RecInline+"{}\x00"), "%q", rec)
+		f := strings.Split(strings.TrimPrefix(rec, queue.RecInline+"{}\x00"), "\x00")
+		require.Less(t, len(f), queue.NRec, "a job of no workflow has no workflow field")
+		for len(f) < queue.NRec-1 {
+			f = append(f, "")
+		}
+		f[0] = string(queue.StatusPending)
+		require.NoError(t, rdb.HSet(ctx, jobsKey, e.Job.ID, strings.Join(f, "\x00")).Err())
+		require.NoError(t, rdb.HSet(ctx, keys[2], e.Job.ID, "{}").Err())
 	}
 	j, err := c.Get(ctx, "old", ids[0])
 	require.NoError(t, err)
 	require.Nil(t, j.Workflow)
 	require.Equal(t, queue.StatusPending, j.Status)
+	require.JSONEq(t, "{}", string(j.Payload))
 
 	jobs, err := c.Claim(ctx, "old", queue.ClaimOptions{Max: 2})
 	require.NoError(t, err)
