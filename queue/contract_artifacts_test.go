@@ -373,18 +373,11 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		// As the first version stored it: every field, the status and
 		// spec spelled out, the payload in the data hash.
-		if strings.HasPrefix(rec, queue.RecInline) {
-			rec = rec[strings.IndexByte(rec, 0)+1:]
-		}
-		f := strings.Split(rec, "\x00")
-		for len(f) < queue.NRecFirst {
-			f = append(f, "")
-		}
-		require.Equal(t, "r", f[0])
-		require.Equal(t, queue.SpecDefaultCode, f[2])
-		f[0], f[2] = string(queue.StatusProcessing), "3|30000|1000:2:3600000:0.2"
+		f, payload := queue.SpelledRecord(rec)
+		require.Equal(t, string(queue.StatusProcessing), f[0])
+		require.Equal(t, "{}", payload)
 		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyJobs), c.ID, strings.Join(f[:queue.NRecFirst], "\x00")).Err())
-		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyData), c.ID, "{}").Err())
+		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyData), c.ID, payload).Err())
 		j := b.get(t, c.ID)
 		require.Nil(t, j.Progress)
 		page, err := b.client.Logs(b.ctx, b.queue, c.ID, 0, 0)

@@ -87,6 +87,49 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		runs(t, b, j, payload)
 	})
 
+	// run_at is stored as the ms after enqueued_at ("+<ms>") by enqueue,
+	// as "" when it is enqueued_at, and attempts and fence as "" for 0:
+	// every reader, Go and the scripts, reads them spelled out.
+	t.Run("RunAtAttemptsAndFenceReadThroughTheirShortForms", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		later := b.enqueue(t, queue.NewJob{Delay: time.Hour})
+		now := b.enqueue(t, queue.NewJob{})
+		fieldsOf := func(id string) []string {
+			rec, _ := raw(t, b, id)
+			return strings.Split(rec[strings.IndexByte(rec, 0)+1:], "\x00")
+		}
+		f := fieldsOf(later.ID)
+		require.Len(t, f, 5, "status, kind, spec, enqueued_at, run_at: %q", f)
+		require.Equal(t, "+"+itoa(later.RunAt.Sub(later.EnqueuedAt).Milliseconds()), f[4])
+		f = fieldsOf(now.ID)
+		require.Len(t, f, 4, "status, kind, spec, enqueued_at: %q", f)
+		for _, j := range []*queue.Job{later, now} {
+			got := b.get(t, j.ID)
+			require.Equal(t, j.RunAt, got.RunAt)
+			require.Equal(t, j.EnqueuedAt, got.EnqueuedAt)
+			require.Zero(t, got.Attempts)
+			require.Zero(t, got.Fence)
+		}
+		c := b.claimOne(t)
+		require.Equal(t, now.ID, c.ID)
+		require.Equal(t, now.RunAt, c.RunAt)
+		require.Equal(t, 1, c.Attempts)
+		require.Equal(t, int64(1), c.Fence)
+		// Promoted and claimed: the scripts read its run_at, and write it
+		// back spelled out.
+		b.clock.Advance(time.Hour + time.Second)
+		c = b.claimOne(t)
+		require.Equal(t, later.ID, c.ID)
+		require.Equal(t, later.RunAt, c.RunAt)
+		require.Equal(t, 1, c.Attempts)
+		require.Equal(t, itoa(later.RunAt.UnixMilli()), fieldsOf(later.ID)[4])
+		require.Equal(t, later.RunAt, b.get(t, later.ID).RunAt)
+		res, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", Dead: true})
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusDead, res.Status)
+	})
+
 	t.Run("ASpecOtherThanTheDefaultIsSpelledOut", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -144,6 +187,8 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		require.NoError(t, b.rdb.ZAdd(b.ctx, b.key(queue.KeySched), redis.Z{Score: float64(at + 1000), Member: id}).Err())
 		j := b.get(t, id)
 		require.Equal(t, queue.StatusScheduled, j.Status)
+		require.Equal(t, at+1000, j.RunAt.UnixMilli())
+		require.Equal(t, at, j.EnqueuedAt.UnixMilli())
 		require.JSONEq(t, `{"old":true}`, string(j.Payload))
 		require.Equal(t, queue.DefaultBackoff, j.Backoff)
 		b.clock.Advance(2 * time.Second)

@@ -159,3 +159,15 @@ const (
 	InlinePayloadMax = inlinePayloadMax
 	SpecDefaultCode  = specDefaultCode
 )
+
+// SpelledRecord answers a stored record's fields as the form before
+// issue 19 stored them (nRec fields, every one spelled out, the default
+// spec too), and its inline payload ("" when it has none), for tests that
+// write records of that form.
+func SpelledRecord(rec string) (fields []string, payload string) {
+	p, f, _ := splitRecord(rec)
+	if f[rSpec] == specDefaultCode {
+		f[rSpec] = specDefault
+	}
+	return f, p
+}

@@ -150,8 +150,8 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 }
 
 // splitRecord reads a stored record (not a tombstone): its inline payload
-// ("" when its payload is in the data hash) and its fields (the status
-// spelled out, see statusCodes), at least nRec
+// ("" when its payload is in the data hash) and its fields (those stored
+// short spelled out: the status, run_at, attempts, fence), at least nRec
 // of them (a record is stored without its trailing empty fields, and one
 // written before the later fields existed has none of them); ok is false
 // when it lacks even a spec.
@@ -167,11 +167,29 @@ func splitRecord(record string) (payload string, f []string, ok bool) {
 	if len(f) <= rSpec {
 		return "", f, false
 	}
+	for len(f) < nRec {
+		f = append(f, "")
+	}
+	// the fields stored short (see encode in common.lua), spelled out
 	if st, ok := statusOfCode[f[rStatus]]; ok {
 		f[rStatus] = string(st)
 	}
-	for len(f) < nRec {
-		f = append(f, "")
+	switch run := f[rRunAt]; {
+	case run == "":
+		f[rRunAt] = f[rEnqueuedAt]
+	case run[0] == '+':
+		enq, err1 := strconv.ParseInt(f[rEnqueuedAt], 10, 64)
+		d, err2 := strconv.ParseInt(run[1:], 10, 64)
+		if err1 != nil || err2 != nil {
+			return "", f, false
+		}
+		f[rRunAt] = strconv.FormatInt(enq+d, 10)
+	}
+	if f[rAttempts] == "" {
+		f[rAttempts] = "0"
+	}
+	if f[rFence] == "" {
+		f[rFence] = "0"
 	}
 	return payload, f, true
 }

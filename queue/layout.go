@@ -196,12 +196,14 @@ func logLineField(id string, seq int64) string { return id + ".l." + strconv.For
 // jobFromRecord): trailing empty fields are left out (a reader pads a
 // short record with empty fields); a payload of at most inlinePayloadMax
 // bytes is kept in front of the fields, after the byte recInline and
-// before a NUL ("\x02{"n":1}\x00scheduled\x00..."), and a larger one in
+// before a NUL ("\x02{"n":1}\x00s\x00..."), and a larger one in
 // the data hash (field: the job's id), as every payload was before. A
 // record with no recInline byte in front has its payload in the data hash.
-// The spec field of a job with the default spec (specDefault) is the
-// code specDefaultCode, and the status field is a one-byte code (see
-// statusCodes).
+// Common values have short forms, spelled out again by every reader: the
+// status is a one-byte code (statusCodes), the default spec
+// (specDefault) is specDefaultCode, run_at is "" when it equals
+// enqueued_at (and enqueue.lua writes a scheduled job's as "+<ms after
+// enqueued_at>"), attempts and fence are "" for "0".
 var recFields = []string{
 	"status",         // a Status, stored as its code (statusCodes)
 	"kind",           //

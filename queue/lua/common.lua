@@ -87,7 +87,20 @@ local function load(id)
   for i = #f + 1, NREC do
     f[i] = ''
   end
+  -- the fields encode left short, spelled out
   f[R_status] = STATUS_OF_CODE[f[R_status]] or f[R_status]
+  local run = f[R_run_at_ms]
+  if run == '' then
+    f[R_run_at_ms] = f[R_enqueued_at_ms]
+  elseif string.byte(run, 1) == 43 then -- '+': ms after enqueued_at
+    f[R_run_at_ms] = int_str(tonumber(f[R_enqueued_at_ms]) + tonumber(string.sub(run, 2)))
+  end
+  if f[R_attempts] == '' then
+    f[R_attempts] = '0'
+  end
+  if f[R_fence] == '' then
+    f[R_fence] = '0'
+  end
   f.p = payload
   return f
 end
@@ -102,19 +115,31 @@ local function tomb_of(id)
   return nil
 end
 
--- encode answers f as it is stored (its status as its code, its trailing
--- empty fields left out, its inline payload f.p in front), and its fields
--- in full (the status as its code), as packed answers them.
+-- encode answers f as it is stored, and its fields in full (as stored,
+-- but with every field: packed answers them). Stored, the status is its
+-- code, run_at is "" when it is enqueued_at (enqueue.lua also writes it
+-- as "+<ms after enqueued_at>"), attempts and fence are "" for "0", the
+-- trailing empty fields are left out, and the inline payload f.p is in
+-- front. load spells them out again.
 local function encode(f)
-  local status = f[R_status]
+  local status, run, attempts, fence = f[R_status], f[R_run_at_ms], f[R_attempts], f[R_fence]
   f[R_status] = STATUS_CODE[status] or status
-  local full = table.concat(f, '\0')
-  f[R_status] = status
+  if run == f[R_enqueued_at_ms] then
+    f[R_run_at_ms] = ''
+  end
+  if attempts == '0' then
+    f[R_attempts] = ''
+  end
+  if fence == '0' then
+    f[R_fence] = ''
+  end
   local n = #f
   local last = n
   while last > 1 and f[last] == '' do
     last = last - 1
   end
+  local full = table.concat(f, '\0')
+  f[R_status], f[R_run_at_ms], f[R_attempts], f[R_fence] = status, run, attempts, fence
   local stored = full
   if last < n then
     stored = string.sub(full, 1, #full - (n - last))

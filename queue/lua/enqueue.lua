@@ -73,7 +73,7 @@ for _, j in ipairs(jobs) do
       f[R_run_at_ms] = now_str -- due already: it runs from now
     else
       f[R_status] = 'scheduled'
-      f[R_run_at_ms] = int_str(math.floor(due))
+      f[R_run_at_ms] = '+' .. int_str(math.floor(due) - now) -- after enqueued_at (see encode)
     end
     -- A small payload goes into the record, a larger one into the data
     -- hash (see recInline in queue/layout.go).
