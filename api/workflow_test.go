@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
 
@@ -240,8 +241,12 @@ func TestDependsOnAPI(t *testing.T) {
 	require.Equal(t, "waiting", j["status"])
 	wfID := j["workflow"].(map[string]any)["id"].(string)
 
-	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "dp-b", "kind": "after",
-		"depends_on": []any{map[string]any{"queue": "dp-a", "id": parent.ID}}}), 409, "conflict", "")
+	// a second dependent of the same job
+	r = b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "dp-c", "kind": "after",
+		"depends_on": []any{map[string]any{"queue": "dp-a", "id": parent.ID}}, "on_failure": "continue"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	wfID2 := r.object(t)["workflow"].(map[string]any)["id"].(string)
+	require.NotEqual(t, wfID, wfID2)
 	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "dp-b", "kind": "after",
 		"depends_on": []any{map[string]any{"queue": "dp-a", "id": strings.Repeat("0", 32)}}}), 404, "not_found", "")
 	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "after", "depends_on": []any{}}), 400, "invalid_argument", "depends_on")
@@ -258,6 +263,39 @@ func TestDependsOnAPI(t *testing.T) {
 	require.Equal(t, wfID, after.Workflow.ID)
 	require.Equal(t, "dead", after.Upstream[parent.ID].Status)
 	require.Equal(t, "boom", after.Upstream[parent.ID].Error)
+	after2 := b.claimNode(t, "dp-c")
+	require.Equal(t, wfID2, after2.Workflow.ID)
+	require.Equal(t, "dead", after2.Upstream[parent.ID].Status)
+}
+
+// A job enqueued after a workflow's node: the node runs its workflow's
+// child and the job. A job has at most queue.MaxWatchers dependents: one
+// more is a 409 naming the cap.
+func TestDependsOnAPINodeAndCap(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withWorkflows)
+	r := b.do(t, http.MethodPost, "/v1/workflows", map[string]any{"nodes": []any{wfNode("a", "dn-a"), wfNode("b", "dn-b", "a")}})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	w := decodeAs[wfView](t, r)
+	dependOn := func(q string) response {
+		return b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": q, "kind": "after",
+			"depends_on": []any{map[string]any{"queue": "dn-a", "id": w.Nodes[0].JobID}}})
+	}
+	r = dependOn("dn-c")
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	a := b.claimNode(t, "dn-a")
+	b.completeNode(t, "dn-a", a, map[string]any{"x": 1})
+	b.releaser.Pass(b.ctx)
+	for _, q := range []string{"dn-b", "dn-c"} {
+		j := b.claimNode(t, q)
+		require.JSONEq(t, `{"x":1}`, string(j.Upstream[map[string]string{"dn-b": "a", "dn-c": a.ID}[q]].Result), "in %s", q)
+	}
+
+	for range queue.MaxWatchers - 1 {
+		require.Equal(t, http.StatusCreated, dependOn("dn-d").status)
+	}
+	e := requireError(t, dependOn("dn-d"), 409, "conflict", "")
+	require.Contains(t, e.Message, fmt.Sprintf("has %d dependents already, the cap (queue.MaxWatchers)", queue.MaxWatchers))
 }
 
 // A workflow's events (enqueued waiting, ready, rearmed) are in the

@@ -82,6 +82,10 @@ type Job struct {
 	// Workflow names the workflow node this job is (package workflow);
 	// nil for any other job.
 	Workflow *WorkflowRef
+	// Watchers are the implicit workflows waiting for this job's end (jobs
+	// enqueued with depends_on naming it; see AdoptJob), at most
+	// MaxWatchers; nil for none.
+	Watchers []WorkflowRef
 	// Upstream is what a workflow node's job receives of its parents, set
 	// when it is released: a JSON object, parent node name ->
 	// {"job_id","queue","status","result","artifacts","error"}. Empty for
@@ -108,6 +112,17 @@ func parseWorkflowRef(s string) *WorkflowRef {
 		return nil
 	}
 	return &WorkflowRef{ID: parts[0], Node: parts[1], Gen: g}
+}
+
+// parseWatchers reads a record's watchers field: refs joined by ",".
+func parseWatchers(s string) []WorkflowRef {
+	var out []WorkflowRef
+	for _, w := range strings.Split(s, ",") {
+		if r := parseWorkflowRef(w); r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out
 }
 
 // jobFromRecord builds a Job from its record, payload and result. Token is
@@ -146,6 +161,7 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	j.Progress = parseProgress(f[rProgress])
 	j.Labels = splitLabels(f[rLabels])
 	j.Workflow = parseWorkflowRef(f[rWorkflow])
+	j.Watchers = parseWatchers(f[rWatchers])
 	return j, nil
 }
 

@@ -229,6 +229,8 @@ var recFields = []string{
 	"log",      // "<lines>|<bytes>|<truncated 0/1>|<last append's batch id>|<lines it added>", "" for no log
 	"labels",   // the labels a claimer must have, canonical (sorted, joined by ","); "" none
 	"workflow", // a workflow node's job: "<workflow id>|<node>|<gen>" (see workflow.go); "" for any other job
+	// dependents (see workflow.go, AdoptJob):
+	"watchers", // the refs ("<workflow id>|<node>|<gen>") of the implicit workflows watching the job's end, joined by ","; "" none; at most MaxWatchers
 }
 
 // Compact records (issue 19: Redis memory per job; see the record's doc
@@ -294,6 +296,7 @@ const (
 	rLog
 	rLabels
 	rWorkflow
+	rWatchers
 	nRec
 )
 
@@ -338,7 +341,7 @@ var (
 		[]string{keyMeta, keyPending, keyLeases, keyWake},
 		[]string{"wait_ms", "eligible"}}
 	specComplete = scriptSpec{"complete",
-		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
+		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox, keyPending},
 		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result", "artifacts"}}
 	specFail = scriptSpec{"fail",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
@@ -353,7 +356,7 @@ var (
 		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"limit", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
 	specCancel = scriptSpec{"cancel",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox, keyPending},
 		[]string{"id", "request", "retention_ms", "claim_token", "tomb_ms"}}
 	specReschedule = scriptSpec{"reschedule",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyWake},
@@ -539,6 +542,10 @@ var setKeyScripts = map[string]bool{
 	"enqueue": true, "promote": true, "claim": true, "wait": true, "fail": true, "release": true,
 	"reclaim": true, "reschedule": true, "runnow": true, "dead": true, "list": true, "delete": true,
 	"wfnode": true,
+	// complete and cancel end leases: at MaxInFlight, they wake each set's
+	// claimers (common.lua's lease_freed); they check the sets are current
+	// only on a queue with that limit (lease_bind)
+	"complete": true, "cancel": true,
 }
 
 // Workflows (package workflow; see workflow.go) -------------------------------
@@ -660,7 +667,7 @@ var (
 		[]string{"n", "id", "entry"}}
 	specWFAdopt = scriptSpec{"wfadopt",
 		[]string{keyJobs, keyData, keyOutbox},
-		[]string{"id", "workflow"}}
+		[]string{"id", "workflow", "max_watchers"}}
 
 	specWFCreate = scriptSpec{"wf_create",
 		[]string{keyWorkflow},

@@ -30,11 +30,13 @@ import (
 //     queue's outbox (keyOutbox; wf_ended in common.lua) and marks the
 //     outbox index (attention.go).
 //  3. A releaser reads the outbox (ReadOutbox), records the end in the
-//     workflow's slot (RecordNodeEnd: once, gated by the node's outcome
-//     field), which answers what the children's jobs need now; applies
-//     that in each child's slot (ApplyNodeActions: a release moves a job
-//     from waiting to pending only while it is waiting); and only then
-//     acks the entry (AckOutbox). A crash anywhere leaves the entry, and
+//     slot of each workflow the entry names (its Refs: the job's own, and
+//     the implicit workflows watching it, see AdoptJob; RecordNodeEnd:
+//     once, gated by the node's outcome field), which answers what the
+//     children's jobs need now; applies that in each child's slot
+//     (ApplyNodeActions: a release moves a job from waiting to pending
+//     only while it is waiting); and only then, every ref recorded, acks
+//     the entry (AckOutbox). A crash anywhere leaves the entry, and
 //     the next releaser does it all again: the record answers the same
 //     actions, and the actions that were applied change nothing.
 
@@ -60,7 +62,14 @@ type NodeResult struct {
 // OutboxEntry is a workflow node's job that ended, as its queue's outbox
 // holds it until a releaser acks it.
 type OutboxEntry struct {
-	Queue, JobID   string
+	Queue, JobID string
+	// Refs are the workflow nodes the end is recorded in: the job's own
+	// workflow's first (when it is a node of one), then those of the
+	// implicit workflows watching it (AdoptJob). An entry is acked only
+	// once it is recorded in each (each record is idempotent).
+	Refs []WorkflowRef
+	// Workflow, Node and Gen are one of Refs: the first as read; set to
+	// each in turn for RecordNodeEnd (see ForRef).
 	Workflow, Node string
 	Gen            int64
 	Outcome        Status // StatusCompleted, StatusDead or StatusCanceled
@@ -192,10 +201,23 @@ func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 	return nil
 }
 
-// AdoptJob makes the existing job queue/id node of workflow (wfadopt.lua):
-// its ends leave outbox entries from now on (its end is written at once
-// when it has ended). It answers ErrNotFound for no such job, and
-// ErrConflict when it is a node of another workflow.
+// MaxWatchers is the most implicit workflows (jobs enqueued with
+// depends_on, see package workflow) that may wait for one job: AdoptJob
+// refuses one more (ErrTooManyWatchers). Each is a ref in the job's record
+// and in its outbox entry when it ends.
+const MaxWatchers = 100
+
+// ErrTooManyWatchers is answered when a job has MaxWatchers dependents
+// already (AdoptJob). It is an ErrConflict.
+var ErrTooManyWatchers = fmt.Errorf("%w: too many dependents", ErrConflict)
+
+// AdoptJob makes the existing job queue/id a watched parent of the
+// implicit workflow (wfadopt.lua): its ref (workflow, node) joins the
+// job's watchers, so that its end is recorded in that workflow too (at
+// once when it has ended already). A job may have many watchers, and be a
+// node of a workflow of its own as well. Safe to call again (a second
+// call changes nothing). It answers ErrNotFound for no such job, and
+// ErrTooManyWatchers (an ErrConflict) when it has MaxWatchers already.
 func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string) error {
 	k, err := c.keysFor(queue)
 	if err != nil {
@@ -204,7 +226,7 @@ func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string)
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	v, err := c.run(ctx, wfAdoptScript, k, id, workflow+"|"+node+"|0")
+	v, err := c.run(ctx, wfAdoptScript, k, id, workflow+"|"+node+"|0", MaxWatchers)
 	if err != nil {
 		return fmt.Errorf("queue: adopting %s/%s: %w", queue, id, err)
 	}
@@ -213,12 +235,11 @@ func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string)
 		return fmt.Errorf("queue: adopting %s/%s: unexpected reply %v", queue, id, v)
 	}
 	code, _ := res[0].(int64)
-	other, _ := res[1].(string)
 	switch code {
 	case -1:
 		return fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
-	case 0:
-		return fmt.Errorf("%w: job %s/%s is a node of workflow %s", ErrConflict, queue, id, other)
+	case -2:
+		return fmt.Errorf("%w: job %s/%s has %d dependents already, the cap (MaxWatchers)", ErrTooManyWatchers, queue, id, MaxWatchers)
 	}
 	return nil
 }
@@ -412,19 +433,25 @@ func (c *Client) ReadOutbox(ctx context.Context, queue, cursor string, count int
 	return es, next, seq, nil
 }
 
-// parseOutboxEntry reads "<wf>|<node>|<gen>\0outcome\0result\0artifacts\0error".
+// parseOutboxEntry reads "<refs>\0outcome\0result\0artifacts\0error",
+// the refs "<wf>|<node>|<gen>" joined by "," (one, in an entry written
+// before watchers).
 func parseOutboxEntry(queue, id, raw string) (OutboxEntry, bool) {
 	f := strings.SplitN(raw, "\x00", 5)
 	if len(f) != 5 {
 		return OutboxEntry{}, false
 	}
-	ref := parseWorkflowRef(f[0])
-	if ref == nil {
-		return OutboxEntry{}, false
+	var refs []WorkflowRef
+	for _, s := range strings.Split(f[0], ",") {
+		ref := parseWorkflowRef(s)
+		if ref == nil {
+			return OutboxEntry{}, false
+		}
+		refs = append(refs, *ref)
 	}
 	sum := sha1.Sum([]byte(raw)) //nolint:gosec // G401: see the import
-	e := OutboxEntry{Queue: queue, JobID: id, Workflow: ref.ID, Node: ref.Node, Gen: ref.Gen, Outcome: Status(f[1]),
-		Error: f[4], sum: hex.EncodeToString(sum[:])}
+	e := OutboxEntry{Queue: queue, JobID: id, Refs: refs, Outcome: Status(f[1]), Error: f[4], sum: hex.EncodeToString(sum[:])}
+	e = e.ForRef(refs[0])
 	if f[2] != "" {
 		e.Result = json.RawMessage(f[2])
 	}
@@ -432,6 +459,13 @@ func parseOutboxEntry(queue, id, raw string) (OutboxEntry, bool) {
 		e.Artifacts = json.RawMessage(f[3])
 	}
 	return e, true
+}
+
+// ForRef answers e with Workflow, Node and Gen those of ref (one of
+// e.Refs), for RecordNodeEnd.
+func (e OutboxEntry) ForRef(ref WorkflowRef) OutboxEntry {
+	e.Workflow, e.Node, e.Gen = ref.ID, ref.Node, ref.Gen
+	return e
 }
 
 // AckOutbox deletes handled entries of queue's outbox, each only if it is

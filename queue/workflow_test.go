@@ -11,7 +11,8 @@ import (
 	"github.com/chronoq/chronoq/testutil"
 )
 
-// A record written before the workflow field existed (one field shorter)
+// A record written before the workflow field existed (two fields shorter:
+// workflow and watchers)
 // reads with no workflow, and claims, completes and fails as before,
 // leaving nothing in the outbox.
 func TestRecordWithoutWorkflowField(t *testing.T) {
@@ -36,12 +37,12 @@ func TestRecordWithoutWorkflowField(t *testing.T) {
 		require.NoError(t, err)
 		// Stored without its trailing empty fields, its payload inline:
 		// written again as the version before workflows wrote it, every
-		// field but workflow, the status spelled out, the payload in the
-		// data hash.
-		require.Less(t, strings.Count(rec, "\x00"), queue.NRec-1, "a job of no workflow has no workflow field: %q", rec)
+		// field but workflow and watchers, the status spelled out, the
+		// payload in the data hash.
+		require.Less(t, strings.Count(rec, "\x00"), queue.NRec-2, "a job of no workflow, watched by none, has neither field: %q", rec)
 		f, payload := queue.SpelledRecord(rec)
 		require.Equal(t, "{}", payload)
-		require.NoError(t, rdb.HSet(ctx, jobsKey, e.Job.ID, strings.Join(f[:queue.NRec-1], "\x00")).Err())
+		require.NoError(t, rdb.HSet(ctx, jobsKey, e.Job.ID, strings.Join(f[:queue.NRec-2], "\x00")).Err())
 		require.NoError(t, rdb.HSet(ctx, keys[2], e.Job.ID, payload).Err())
 	}
 	j, err := c.Get(ctx, "old", ids[0])

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -57,6 +58,37 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 			e.requireOnce(ctx, claimed)
 		})
 	}
+
+	// An entry with several refs (a node's job, watched by two
+	// dependents): a releaser that dies between recording one ref and the
+	// next, first before the second, then before the third, leaves the
+	// entry; the next records every ref again, and each child (the
+	// workflow's own and both dependents) is released once.
+	t.Run("DiesBetweenRefs", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		w, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "cx-a"), node("b", "cx-b", "a")}})
+		require.NoError(t, err)
+		a, err := e.q.Get(ctx, "cx-a", w.Nodes[0].JobID)
+		require.NoError(t, err)
+		d1, d2 := e.after(ctx, "cx-c", a), e.after(ctx, "cx-c", a)
+		calls := 0
+		e.r.crash = func(s string) bool {
+			if s != "ref" {
+				return false
+			}
+			calls++
+			return calls == 1 || calls == 3
+		}
+		claimed := e.runAll(ctx, "cx-a", "cx-b", "cx-c")
+		require.Equal(t, 5, calls, "died before the second ref, then before the third, then went through")
+		require.Len(t, claimed, 4)
+		e.requireRanAfter(claimed, a, d1, d2)
+		for _, j := range claimed {
+			require.Equal(t, int64(1), j.Fence, "claimed once")
+		}
+		require.Equal(t, 1, e.count(w.Nodes[1].JobID, "release"), "the workflow's child released once")
+	})
 
 	// Three releasers, each on its own client, pass at once over a
 	// fan-out/fan-in and a diamond while workers complete, each dying at
@@ -128,6 +160,90 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 			}
 		}
 		require.Len(t, claimed, 43+4)
+	})
+
+	// The same with dependents: a fan-out's root and one of its children
+	// are watched by jobs enqueued after them, so their entries hold
+	// several refs, and the releasers die at random steps, between refs
+	// too.
+	t.Run("ConcurrentReleasersDyingWithDependents", func(t *testing.T) {
+		t.Parallel()
+		rdb := newRDB(t)
+		e := newEnv(t, rdb)
+		var rels []*Releaser
+		for i := range 3 {
+			q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock()})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = q.Close() })
+			c, err := New(Config{Queue: q, OnApplied: e.onApplied})
+			require.NoError(t, err)
+			r, err := NewReleaser(ReleaserConfig{Client: c})
+			require.NoError(t, err)
+			rng := rand.New(rand.NewPCG(uint64(i), 11))
+			var mu sync.Mutex
+			r.crash = func(string) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return rng.IntN(3) == 0
+			}
+			rels = append(rels, r)
+		}
+		nodes := []Node{node("root", "cd-a")}
+		var mids []string
+		for i := range 10 {
+			mids = append(mids, fmt.Sprintf("m%02d", i))
+			nodes = append(nodes, node(mids[i], []string{"cd-a", "cd-b"}[i%2], "root"))
+		}
+		nodes = append(nodes, node("sink", "cd-b", mids...))
+		w, err := e.wf.Enqueue(ctx, Spec{Nodes: nodes})
+		require.NoError(t, err)
+		root, err := e.q.Get(ctx, "cd-a", w.Nodes[0].JobID)
+		require.NoError(t, err)
+		mid, err := e.q.Get(ctx, "cd-b", w.Nodes[2].JobID)
+		require.NoError(t, err)
+		var deps, midDeps []*queue.Job
+		for range 5 {
+			deps = append(deps, e.after(ctx, "cd-c", root))
+		}
+		for range 2 {
+			midDeps = append(midDeps, e.after(ctx, "cd-c", mid))
+		}
+
+		claimed := map[string]*queue.Job{}
+		for round := 0; ; round++ {
+			require.Less(t, round, 1000, "the jobs did not settle")
+			n := 0
+			for _, qn := range []string{"cd-a", "cd-b", "cd-c"} {
+				jobs, err := e.q.Claim(ctx, qn, queue.ClaimOptions{Max: 100})
+				require.NoError(t, err)
+				for _, j := range jobs {
+					n++
+					require.NotContains(t, claimed, j.ID, "a job is claimed once")
+					claimed[j.ID] = j
+					require.NoError(t, e.q.Complete(ctx, qn, j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
+				}
+			}
+			var wg sync.WaitGroup
+			for _, r := range rels {
+				wg.Go(func() { r.Pass(ctx) })
+			}
+			wg.Wait()
+			left, err := e.q.OutboxDue(ctx, 1)
+			require.NoError(t, err)
+			if n == 0 && len(left) == 0 && e.settled(ctx, w.ID) {
+				break
+			}
+		}
+		w, err = e.wf.Get(ctx, w.ID)
+		require.NoError(t, err)
+		require.Equal(t, StatusCompleted, w.Status)
+		for _, n := range w.Nodes[1:] {
+			require.Contains(t, claimed, n.JobID, "node %s ran", n.Name)
+			require.Equal(t, 1, e.count(n.JobID, "release"), "node %s released once", n.Name)
+		}
+		e.requireRanAfter(claimed, root, deps...)
+		e.requireRanAfter(claimed, mid, midDeps...)
+		require.Len(t, claimed, 12+7)
 	})
 
 	// A process that dies while it enqueues: a workflow that never

@@ -63,8 +63,9 @@ type Releaser struct {
 	log        *slog.Logger
 	running    atomic.Bool
 	reconciled time.Time
-	// crash, in tests, stops handling a batch at a step ("recorded",
-	// "applied") as a crash there would, when it answers true.
+	// crash, in tests, stops handling a batch at a step ("ref": before
+	// recording an entry's second or later ref, "recorded", "applied") as
+	// a crash there would, when it answers true.
 	crash func(step string) bool
 }
 
@@ -274,17 +275,31 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		}
 		brief, _ := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
 			Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
-		st, err := r.c.q.RecordNodeEnd(ctx, e, up, brief, r.c.ret)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.log.Warn("releaser: recording a node's end failed", "workflow", e.Workflow, "node", e.Node, "err", err)
+		// The end is recorded in each workflow the entry names (the job's
+		// own, then those watching it), each record idempotent; the entry
+		// is acked only when every one went through, so a crash between
+		// two leaves it, and the next pass records them all again.
+		recorded := true
+		for i, ref := range e.Refs {
+			if i > 0 && r.crash != nil && r.crash("ref") {
+				return false
 			}
+			st, err := r.c.q.RecordNodeEnd(ctx, e.ForRef(ref), up, brief, r.c.ret)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Warn("releaser: recording a node's end failed", "workflow", ref.ID, "node", ref.Node, "err", err)
+				}
+				recorded = false
+				continue
+			}
+			// -1: the workflow is gone (expired, or never created); 2: the
+			// entry is of a run before a retry. Either way nothing is to do.
+			acts = append(acts, st.Actions...)
+		}
+		if !recorded {
 			ok = false
 			continue
 		}
-		// -1: the workflow is gone (expired, or never created); 2: the
-		// entry is of a run before a retry. Either way nothing is to do.
-		acts = append(acts, st.Actions...)
 		done = append(done, e)
 	}
 	if r.crash != nil && r.crash("recorded") {

@@ -8,8 +8,9 @@
 // orchestrates across them, on top of it. A node's job is created
 // "waiting"; the script that ends a node's job leaves an entry in its
 // queue's outbox; a [Releaser] (any number, in every `chronoq serve`)
-// records the end in the workflow's hash, releases or cancels the
-// children, and only then acks the entry. Each step is idempotent, so a
+// records the end in the workflow's hash (and in those of the implicit
+// workflows watching the job: [Client.EnqueueAfter]), releases or cancels
+// the children, and only then acks the entry. Each step is idempotent, so a
 // crash anywhere between them re-runs from the outbox: no child is lost,
 // none released twice. docs/ARCHITECTURE.md ("Workflows") has the design
 // and the argument.
@@ -496,9 +497,11 @@ const jobNode = "job"
 // Workflow names it): under policy (PolicyCancel by default) nj is
 // canceled when a parent dies or is canceled; under PolicyContinue it
 // runs all the same. A cancel or retry of that workflow concerns nj only:
-// the parents are only watched. A job that is already a node of a
-// workflow cannot be a parent (queue.ErrConflict: make the dependents
-// nodes of one workflow instead); an unknown one is queue.ErrNotFound.
+// the parents are only watched. A parent may have other dependents
+// (each its own implicit workflow), up to queue.MaxWatchers (past it
+// queue.ErrTooManyWatchers, an ErrConflict), and may be a node of a
+// workflow of its own; it may have ended already. An unknown one is
+// queue.ErrNotFound.
 func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []queue.JobRef, policy Policy) (*queue.Job, error) {
 	if len(parents) == 0 || len(parents) > MaxDependsOn {
 		return nil, invalid("depends_on", "a job depends on 1 to %d jobs, got %d", MaxDependsOn, len(parents))
@@ -533,7 +536,8 @@ func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []qu
 	}
 	// The parents are looked at first, so that a wrong one is refused
 	// before anything is written (a race with its deletion, or with
-	// another workflow's adoption, is caught by the adoption below).
+	// other dependents' adoptions up to the cap, is caught by the
+	// adoption below).
 	jobs, err := c.q.Jobs(ctx, parents)
 	if err != nil {
 		return nil, err
@@ -542,9 +546,9 @@ func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []qu
 		switch {
 		case j == nil:
 			return nil, fmt.Errorf("%w: depends_on[%d]: %s/%s", queue.ErrNotFound, i, parents[i].Queue, parents[i].ID)
-		case j.Workflow != nil:
-			return nil, fmt.Errorf("%w: depends_on[%d]: job %s/%s is a node of workflow %s: make the jobs that depend on it nodes of that workflow",
-				queue.ErrConflict, i, parents[i].Queue, parents[i].ID, j.Workflow.ID)
+		case len(j.Watchers) >= queue.MaxWatchers:
+			return nil, fmt.Errorf("%w: depends_on[%d]: job %s/%s has %d dependents already, the cap (queue.MaxWatchers)",
+				queue.ErrTooManyWatchers, i, parents[i].Queue, parents[i].ID, queue.MaxWatchers)
 		}
 	}
 	specs := make([]queue.NodeSpec, 0, len(parents)+1)

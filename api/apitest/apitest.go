@@ -136,16 +136,12 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 		return nil, nil, c.checkNoRoute(x, err)
 	}
 	// The router is more lenient than the document: it matches
-	// "/v1/queues/" to "/v1/queues", and "/v1/queues//jobs" with an empty
-	// queue. A document's paths are literal and a path parameter is a
-	// required, non-empty segment: those paths have no operation.
+	// "/v1/queues/" to "/v1/queues". A document's paths are literal: that
+	// path has no operation. (An empty path parameter, as in
+	// "/v1/queues//claim", does match its operation, whose parameter's
+	// schema refuses it: a 400.)
 	if strings.HasSuffix(req.URL.Path, "/") && !strings.HasSuffix(route.Path, "/") {
 		return nil, nil, c.checkNoRoute(x, fmt.Errorf("%s has a trailing slash; the document's %s has none", req.URL.Path, route.Path))
-	}
-	for name, v := range params {
-		if v == "" {
-			return nil, nil, c.checkNoRoute(x, fmt.Errorf("path parameter %q is empty", name))
-		}
 	}
 	// A body where the document has none is refused on the methods whose
 	// routes read their body; the others (GET, DELETE) ignore it.

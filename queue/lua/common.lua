@@ -518,11 +518,45 @@ end
 
 -- lease_freed tells claimers that n leases ended, when the queue has a
 -- MaxInFlight limit (see limit_room): a claim it held back waits on the
--- wake stream for a lease to end, not on a timer.
-local function lease_freed(n)
-  if n > 0 and redis.call('HGET', K_meta, 'limit_inflight') then
-    wake(n)
+-- wake streams for a lease to end, not on a timer. It wakes the claimers
+-- that could use the room: the queue's own stream's when jobs without
+-- labels are pending, and each label set's whose list holds jobs (its
+-- claimers; O(sets), at most MaxLabelSets). Scripts that call it bind
+-- the queue's sets first (sets_current), or a set's claimers would wait
+-- for their next poll.
+-- limited is whether the queue has that limit, when the script read it
+-- already (lease_bind); nil: read it here.
+local function lease_freed(n, limited)
+  if n == 0 then
+    return
   end
+  if limited == nil then
+    limited = redis.call('HGET', K_meta, 'limit_inflight')
+  end
+  if limited then
+    local waiting_until = redis.call('HGET', K_meta, 'waiting_until') or '0'
+    if list_len(K_pending) > 0 then
+      wake(n, waiting_until)
+    end
+    for _, id in ipairs(SETS.ids) do
+      if list_len(SETS.list[id]) > 0 then
+        wake_key(SETS.stream[id], n, waiting_until)
+      end
+    end
+  end
+end
+
+-- lease_bind is for a script that ends leases and makes no job pending
+-- (complete, cancel): only lease_freed needs the queue's label sets, and
+-- only on a queue with a MaxInFlight limit, so only then are they bound.
+-- Answers whether the client's sets are current (false: STALE_SETS, before
+-- any write), and whether the queue has the limit, for lease_freed.
+local function lease_bind()
+  local m = redis.call('HMGET', K_meta, 'limit_inflight', 'lsets')
+  if not m[1] then
+    return true, false
+  end
+  return sets_current(m[2] or false), true
 end
 
 -- next_due is the score of the earliest scheduled job, as a string, ""
@@ -803,19 +837,26 @@ end
 -- Workflows ------------------------------------------------------------------
 -- (Scripts that end jobs declare K_wfout and K_data.) A workflow node's
 -- job that ends (completed, dead or canceled) leaves an entry in its
--- queue's outbox, in the same script: "<workflow>|<node>|<gen>", its
--- outcome, its result, its artifacts and its last error, NUL-joined. A
--- releaser (package workflow) records it in the workflow, releases or
--- cancels the node's children, and only then acks it (wfack.lua): a crash
+-- queue's outbox, in the same script: its refs, its outcome, its result,
+-- its artifacts and its last error, NUL-joined. The refs
+-- ("<workflow>|<node>|<gen>", joined by ",") are its own workflow's
+-- (R_workflow) and then those of the implicit workflows watching it
+-- (R_watchers, see wfadopt.lua): one entry for them all. A releaser
+-- (package workflow) records it in each ref's workflow, releases or
+-- cancels the children, and only then acks it (wfack.lua): a crash
 -- anywhere between leaves the entry, and every step is safe to run again.
 -- The entry is keyed by the job's id: a rerun writes the same.
 
 local function wf_ended(id, f, outcome)
-  if f[R_workflow] == '' then
+  local refs = f[R_workflow]
+  if f[R_watchers] ~= '' then
+    refs = refs == '' and f[R_watchers] or refs .. ',' .. f[R_watchers]
+  end
+  if refs == '' then
     return
   end
   local d = redis.call('HMGET', K_data, id .. '.r', id .. '.a')
-  redis.call('HSET', K_wfout, id, f[R_workflow] .. '\0' .. outcome .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '') ..
+  redis.call('HSET', K_wfout, id, refs .. '\0' .. outcome .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '') ..
     '\0' .. f[R_last_error])
   mark('wf', now)
 end
