@@ -74,18 +74,7 @@ func TestALabeledJobWakesAClaimerThatCanTakeIt(t *testing.T) {
 	require.Len(t, js, 1)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	plain, gpu := make(chan []*queue.Job, 2), make(chan []*queue.Job, 1)
-	claim := func(to chan []*queue.Job, labels ...string) {
-		js, _ := c.Claim(wctx, "q", queue.ClaimOptions{Wait: 20 * time.Second, Labels: labels})
-		to <- js
-	}
-	// The claimers without the labels wait first: a wake-up of the
-	// queue's own stream would go to one of them.
-	go claim(plain)
-	go claim(plain)
-	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 2 }, 10*time.Second, time.Millisecond)
-	go claim(gpu, "gpu", "linux")
-	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 3 }, 10*time.Second, time.Millisecond)
+	plain, gpu := waitingClaimers(t, wctx, c, info, "gpu", "linux")
 
 	scripts := info("commandstats", "cmdstat_evalsha")
 	e, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
@@ -165,19 +154,7 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	plain, gpu := make(chan []*queue.Job, 2), make(chan []*queue.Job, 1)
-	claim := func(to chan []*queue.Job, labels ...string) {
-		js, _ := c.Claim(wctx, "q", queue.ClaimOptions{Wait: 20 * time.Second, Labels: labels})
-		to <- js
-	}
-	// The claimers without the labels wait first: a wake-up of the
-	// queue's own stream would go to one of them.
-	go claim(plain)
-	go claim(plain)
-	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 2 }, 10*time.Second, time.Millisecond)
-	go claim(gpu, "gpu")
-	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 3 }, 10*time.Second, time.Millisecond,
-		"the gpu claimer, held back at the limit, waits")
+	plain, gpu := waitingClaimers(t, wctx, c, info, "gpu")
 
 	added := func() int64 {
 		s, err := rdb.XInfoStream(ctx, setWake).Result()
@@ -200,4 +177,27 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 	for range 2 {
 		require.Empty(t, <-plain)
 	}
+}
+
+// waitingClaimers starts three claims of queue q that wait (20 s, until
+// ctx ends), and answers once all three are blocked: two without labels
+// first, whose answers come on plain, then one with labels, on gpu. The
+// claimers without the labels wait first: a wake-up of the queue's own
+// stream would go to one of them.
+func waitingClaimers(t *testing.T, ctx context.Context, c *queue.Client, info func(section, field string) int64,
+	labels ...string,
+) (plain, gpu chan []*queue.Job) {
+	t.Helper()
+	plain, gpu = make(chan []*queue.Job, 2), make(chan []*queue.Job, 1)
+	claim := func(to chan []*queue.Job, labels ...string) {
+		js, _ := c.Claim(ctx, "q", queue.ClaimOptions{Wait: 20 * time.Second, Labels: labels})
+		to <- js
+	}
+	go claim(plain)
+	go claim(plain)
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 2 }, 10*time.Second, time.Millisecond)
+	go claim(gpu, labels...)
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 3 }, 10*time.Second, time.Millisecond,
+		"the claimer with the labels waits")
+	return plain, gpu
 }

@@ -97,24 +97,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		t.Parallel()
 		rdb := newRDB(t)
 		e := newEnv(t, rdb)
-		var rels []*Releaser
-		for i := range 3 {
-			q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock()})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = q.Close() })
-			c, err := New(Config{Queue: q, OnApplied: e.onApplied})
-			require.NoError(t, err)
-			r, err := NewReleaser(ReleaserConfig{Client: c})
-			require.NoError(t, err)
-			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			var mu sync.Mutex
-			r.crash = func(string) bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return rng.IntN(3) == 0
-			}
-			rels = append(rels, r)
-		}
+		rels := dyingReleasers(t, e, rdb, 7)
 		nodes := []Node{node("root", "cc-a")}
 		var mids []string
 		for i := range 40 {
@@ -170,24 +153,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		t.Parallel()
 		rdb := newRDB(t)
 		e := newEnv(t, rdb)
-		var rels []*Releaser
-		for i := range 3 {
-			q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock()})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = q.Close() })
-			c, err := New(Config{Queue: q, OnApplied: e.onApplied})
-			require.NoError(t, err)
-			r, err := NewReleaser(ReleaserConfig{Client: c})
-			require.NoError(t, err)
-			rng := rand.New(rand.NewPCG(uint64(i), 11))
-			var mu sync.Mutex
-			r.crash = func(string) bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return rng.IntN(3) == 0
-			}
-			rels = append(rels, r)
-		}
+		rels := dyingReleasers(t, e, rdb, 11)
 		nodes := []Node{node("root", "cd-a")}
 		var mids []string
 		for i := range 10 {
@@ -319,4 +285,30 @@ func (e *env) requireOnce(_ context.Context, claimed map[string]*queue.Job) {
 		require.Equal(e.t, 1, e.count(j.ID, "release"), "node %s released once", name)
 		require.Equal(e.t, int64(1), j.Fence, "node %s claimed once", name)
 	}
+}
+
+// dyingReleasers answers three releasers of e's workflows, each on a
+// client of its own on rdb, each dying at a random step (seeded by seed)
+// of a third of its batches.
+func dyingReleasers(t *testing.T, e *env, rdb redis.UniversalClient, seed uint64) []*Releaser {
+	t.Helper()
+	var rels []*Releaser
+	for i := range 3 {
+		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock()})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = q.Close() })
+		c, err := New(Config{Queue: q, OnApplied: e.onApplied})
+		require.NoError(t, err)
+		r, err := NewReleaser(ReleaserConfig{Client: c})
+		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(uint64(i), seed))
+		var mu sync.Mutex
+		r.crash = func(string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return rng.IntN(3) == 0
+		}
+		rels = append(rels, r)
+	}
+	return rels
 }
