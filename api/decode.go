@@ -66,8 +66,11 @@ func readBody(c echo.Context) ([]byte, error) {
 }
 
 // decodeStrict decodes data, one JSON value and nothing after it, into v,
-// naming fields under prefix.
+// a pointer to a zero value, naming fields under prefix.
 func decodeStrict(data []byte, v any, prefix string) error {
+	if decodeFast(data, v, prefix) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -86,8 +89,11 @@ func decodeStrict(data []byte, v any, prefix string) error {
 }
 
 // decodeRaw decodes one element of a larger body (a job of a batch) into
-// v, naming fields under prefix ("jobs[3].").
+// v, a pointer to a zero value, naming fields under prefix ("jobs[3].").
 func decodeRaw(raw json.RawMessage, v any, prefix string) error {
+	if decodeFast(raw, v, prefix) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -97,6 +103,31 @@ func decodeRaw(raw json.RawMessage, v any, prefix string) error {
 		return err
 	}
 	return nil
+}
+
+// decodeFast is the way of a good request: json.Unmarshal (no Decoder, no
+// copy of the body) and exactNames, which also finds the members that
+// DisallowUnknownFields would have refused (a name that is no field's,
+// exactly, is one of those or a case-folded one). It reports whether it
+// decoded data into v; when it did not, v is zero again and the caller
+// decodes the slow way, which names the error exactly as before. Only
+// types whose table says exactNames sees every member take this way.
+func decodeFast(data []byte, v any, prefix string) bool {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || !tableOf(t).fast {
+		return false
+	}
+	pv := reflect.ValueOf(v)
+	if pv.IsNil() || !pv.Elem().IsZero() {
+		return false
+	}
+	if json.Unmarshal(data, v) == nil {
+		if e, ok := checkNames(data, t, prefix); e == nil && ok {
+			return true
+		}
+	}
+	pv.Elem().SetZero()
+	return false
 }
 
 // decodeError turns an error of encoding/json into the API's answer.
