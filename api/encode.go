@@ -1,7 +1,9 @@
 package api
 
 import (
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -40,15 +42,15 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = append(b, `,"max_attempts":`...)
 	b = strconv.AppendInt(b, int64(j.MaxAttempts), 10)
 	b = append(b, `,"backoff":{"initial":`...)
-	b = appendString(b, fmtDuration(j.Backoff.Initial))
+	b = appendDuration(b, j.Backoff.Initial)
 	b = append(b, `,"factor":`...)
 	b = appendFloat(b, j.Backoff.Factor)
 	b = append(b, `,"max":`...)
-	b = appendString(b, fmtDuration(j.Backoff.Max))
+	b = appendDuration(b, j.Backoff.Max)
 	b = append(b, `,"jitter":`...)
 	b = appendFloat(b, j.Backoff.Jitter)
 	b = append(b, `},"visibility":`...)
-	b = appendString(b, fmtDuration(j.Visibility))
+	b = appendDuration(b, j.Visibility)
 	b = append(b, `,"enqueued_at":`...)
 	b = appendTime(b, j.EnqueuedAt)
 	b = append(b, `,"run_at":`...)
@@ -119,9 +121,24 @@ func appendJobs(b []byte, jobs []*queue.Job, withToken bool) []byte {
 	return append(b, ']')
 }
 
+// jobBufs recycles the buffers writeJob writes a job in: the response
+// writer copies what it is given (io.Writer must not retain it), so a
+// buffer is free again once the answer is written. Buffers over
+// maxPooledBuf are left to the collector.
+var jobBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBuf = 16 << 10
+
 // writeJob answers one job.
 func writeJob(c echo.Context, status int, j *queue.Job) error {
-	return c.Blob(status, echo.MIMEApplicationJSON, appendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)+len(j.Artifacts)), j, false))
+	bp := jobBufs.Get().(*[]byte) //nolint:forcetypeassert // the pool holds nothing else
+	b := appendJob(slices.Grow((*bp)[:0], 640+len(j.Payload)+len(j.Result)+len(j.Artifacts)), j, false)
+	err := c.Blob(status, echo.MIMEApplicationJSON, b)
+	if cap(b) <= maxPooledBuf {
+		*bp = b
+		jobBufs.Put(bp)
+	}
+	return err
 }
 
 // writeJobs answers {"jobs":[...]}.
@@ -130,12 +147,62 @@ func writeJobs(c echo.Context, status int, jobs []*queue.Job, withToken bool) er
 	return c.Blob(status, echo.MIMEApplicationJSON, append(b, '}'))
 }
 
+// appendTime appends t as fmtTime writes it, quoted, or null for the zero
+// time; by hand for the years 0 to 9999, AppendFormat's way for others.
 func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		b = append(b, '"')
+		b = t.AppendFormat(b, timeLayout)
+		return append(b, '"')
+	}
+	h, mi, s := t.Clock()
+	ms := t.Nanosecond() / int(time.Millisecond)
+	const dec = "0123456789"
+	return append(b, '"',
+		dec[y/1000], dec[y/100%10], dec[y/10%10], dec[y%10], '-', dec[mo/10], dec[mo%10], '-', dec[d/10], dec[d%10], 'T',
+		dec[h/10], dec[h%10], ':', dec[mi/10], dec[mi%10], ':', dec[s/10], dec[s%10], '.',
+		dec[ms/100], dec[ms/10%10], dec[ms%10], 'Z', '"')
+}
+
+// appendDuration appends d as fmtDuration writes it, quoted; by hand for
+// whole seconds (every default and most settings), fmtDuration's way for
+// the rest.
+func appendDuration(b []byte, d time.Duration) []byte {
+	if d <= 0 || d%time.Second != 0 {
+		return appendString(b, fmtDuration(d))
+	}
+	secs := int64(d / time.Second)
+	h, m, s := secs/3600, secs/60%60, secs%60
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, timeLayout)
+	switch {
+	case h > 0:
+		b = strconv.AppendInt(b, h, 10)
+		b = append(b, 'h')
+		if m == 0 && s == 0 {
+			break
+		}
+		b = strconv.AppendInt(b, m, 10)
+		b = append(b, 'm')
+		if s != 0 {
+			b = strconv.AppendInt(b, s, 10)
+			b = append(b, 's')
+		}
+	case m > 0:
+		b = strconv.AppendInt(b, m, 10)
+		b = append(b, 'm')
+		if s != 0 {
+			b = strconv.AppendInt(b, s, 10)
+			b = append(b, 's')
+		}
+	default:
+		b = strconv.AppendInt(b, s, 10)
+		b = append(b, 's')
+	}
 	return append(b, '"')
 }
 
