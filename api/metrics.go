@@ -68,27 +68,23 @@ func (s *Server) metricsHandler() echo.HandlerFunc {
 	return echo.WrapHandler(h)
 }
 
-// observe counts and times every request by its route template.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := s.clock.Now()
-		err := next(c)
-		route := c.Path()
-		if route == "" || route == "/*" || strings.HasSuffix(route, "/*") {
-			route = "unmatched"
-		} else {
-			route = templatePath(route)
-		}
-		method := c.Request().Method
-		switch method {
-		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
-		default:
-			method = "other" // a client's made-up method must not grow the label set
-		}
-		s.metrics.httpRequests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
-		s.metrics.httpDuration.WithLabelValues(route, method).Observe(s.clock.Since(start).Seconds())
-		return err
+// observe counts and times a request, answered, that began at start, by
+// its route template.
+func (s *Server) observe(c echo.Context, start time.Time) {
+	route := c.Path()
+	if route == "" || route == "/*" || strings.HasSuffix(route, "/*") {
+		route = "unmatched"
+	} else {
+		route = templatePath(route)
 	}
+	method := c.Request().Method
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	default:
+		method = "other" // a client's made-up method must not grow the label set
+	}
+	s.metrics.httpRequests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
+	s.metrics.httpDuration.WithLabelValues(route, method).Observe(s.clock.Since(start).Seconds())
 }
 
 // templatePath turns Echo's "/v1/queues/:queue" into "/v1/queues/{queue}".
