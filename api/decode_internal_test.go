@@ -32,9 +32,10 @@ func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 	case reflect.Struct:
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(data, &obj) != nil {
-			return nil
+			return nil //nolint:nilerr // not an object: the decode proper answered for it
 		}
-		for name, val := range obj {
+		for _, name := range memberOrder(data) {
+			val := obj[name]
 			f, ok := refField(t, name)
 			if !ok {
 				return invalidArg(prefix+name, "unknown field %q (field names are case-sensitive)", name)
@@ -46,7 +47,7 @@ func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 	case reflect.Slice, reflect.Array:
 		var arr []json.RawMessage
 		if json.Unmarshal(data, &arr) != nil {
-			return nil
+			return nil //nolint:nilerr // not an array: the decode proper answered for it
 		}
 		for i, el := range arr {
 			if err := refExactNames(el, t.Elem(), strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"]."); err != nil {
@@ -55,6 +56,30 @@ func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 		}
 	}
 	return nil
+}
+
+// memberOrder is the names of the object data in the order they come: the
+// old check went through a map, in random order, so with two bad names it
+// named either; the reference names the first, as the new check does.
+func memberOrder(data []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var names []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return names
+		}
+		name, _ := tok.(string)
+		names = append(names, name)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return names
+		}
+	}
+	return names
 }
 
 func refField(t reflect.Type, name string) (reflect.StructField, bool) {
@@ -203,10 +228,38 @@ func checkSameDecode(t *testing.T, body string) {
 	}
 }
 
+// checkSameFast holds decodeEnqueueFast to the old decode: when it
+// decodes a body, the old decode accepts it and decodes the same.
+func checkSameFast(t *testing.T, body string) {
+	t.Helper()
+	var got, want enqueueRequest
+	if !decodeEnqueueFast([]byte(body), &got) {
+		require.Equal(t, enqueueRequest{}, got, "%q", body)
+		return
+	}
+	require.NoError(t, refDecodeStrict([]byte(body), &want, ""), "%q", body)
+	require.Equal(t, want, got, "%q", body)
+}
+
 func TestDecodeSameAsBefore(t *testing.T) {
 	t.Parallel()
 	for _, body := range decodeSeeds {
 		checkSameDecode(t, body)
+		checkSameFast(t, body)
+	}
+}
+
+func TestDecodeEnqueueFastTakesTheCommonBody(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"queue":"bench","kind":"email","payload":{"to":"a@example.com","n":1}}`,
+		` { "kind" : "k" , "payload" : [1, "x\"y", {"a": null}] } `,
+		`{"kind":"日本","payload":"\u00e9"}`,
+		`{"payload":null,"kind":"k"}`,
+	} {
+		var r enqueueRequest
+		require.True(t, decodeEnqueueFast([]byte(body), &r), body)
+		checkSameFast(t, body)
 	}
 }
 
@@ -219,6 +272,7 @@ func FuzzDecodeSameAsBefore(f *testing.F) {
 			t.Skip("duplicate member names: the old check read only the last of each")
 		}
 		checkSameDecode(t, body)
+		checkSameFast(t, body)
 	})
 }
 
@@ -281,6 +335,15 @@ func BenchmarkDecodeEnqueue(b *testing.B) {
 			var req enqueueRequest
 			if err := decodeStrict(body, &req, ""); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var req enqueueRequest
+			if !decodeEnqueueFast(body, &req) {
+				b.Fatal("not the fast way")
 			}
 		}
 	})
