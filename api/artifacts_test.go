@@ -302,6 +302,7 @@ func TestJobStreamOnRedisCluster(t *testing.T) {
 		require.Equal(t, "on "+q, s.event().data["line"])
 		r = b.do(t, http.MethodPost, base+"/complete", map[string]any{"token": j.Token, "artifacts": map[string]any{"q": q}})
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "q", "value": q}}, s.event())
 		require.Equal(t, "completed", s.event().data["status"])
 		s.ended()
 		r = b.do(t, http.MethodGet, base+"/artifacts", nil)
@@ -337,5 +338,63 @@ func TestJobStreamEndsOnDrain(t *testing.T) {
 	s.ended()
 	s = b.openJobStream(t, "dr", j.ID)
 	require.Equal(t, "processing", s.event().data["status"])
+	s.ended()
+}
+
+// A job's stream shows an artifact as it is attached (PUT
+// .../artifacts/{name}) or replaced, and those given with its complete
+// before its status; and the log's truncation, also by an append that
+// adds no line. A stream opened later sends them at once.
+func TestJobStreamArtifactsAndTruncation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := b.running(t, "arts")
+	base := "/v1/queues/arts/jobs/" + j.ID
+	s := b.openJobStream(t, "arts", j.ID)
+	require.Equal(t, "status", s.event().typ)
+
+	put := func(name string, v any) {
+		t.Helper()
+		r := b.do(t, http.MethodPut, base+"/artifacts/"+name, map[string]any{"token": j.Token, "value": v})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	}
+	put("report", map[string]any{"rows": 3})
+	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "report", "value": map[string]any{"rows": float64(3)}}}, s.event())
+	put("report", map[string]any{"rows": 3}) // the same again: nothing new
+	put("report", map[string]any{"rows": 4})
+	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "report", "value": map[string]any{"rows": float64(4)}}}, s.event())
+
+	// The log up to its cap of lines, then an append none of whose lines fit.
+	batch := make([]string, queue.MaxLogBatch)
+	for i := range batch {
+		batch[i] = "l"
+	}
+	for range queue.MaxLogLines / queue.MaxLogBatch {
+		r := b.do(t, http.MethodPost, base+"/logs", map[string]any{"token": j.Token, "lines": batch})
+		require.Equal(t, http.StatusOK, r.status)
+		for range batch {
+			require.Equal(t, "log", s.event().typ)
+		}
+	}
+	r := b.do(t, http.MethodPost, base+"/logs", map[string]any{"token": j.Token, "lines": []string{"dropped"}})
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, float64(0), r.object(t)["added"])
+	require.Equal(t, jobStreamEvent{typ: "log_truncated", data: map[string]any{"lines": float64(queue.MaxLogLines)}}, s.event())
+
+	r = b.do(t, http.MethodPost, base+"/complete", map[string]any{"token": j.Token, "artifacts": map[string]any{"final": "yes"}})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "final", "value": "yes"}}, s.event())
+	ev := s.event()
+	require.Equal(t, "status", ev.typ)
+	require.Equal(t, "completed", ev.data["status"])
+	s.ended()
+
+	// Opened after the end, past the log's lines: the truncation, each
+	// artifact by name, the status.
+	s = b.openJobStream(t, "arts", j.ID, "Last-Event-ID", fmt.Sprint(queue.MaxLogLines))
+	require.Equal(t, "log_truncated", s.event().typ)
+	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "final", "value": "yes"}}, s.event())
+	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "report", "value": map[string]any{"rows": float64(4)}}}, s.event())
+	require.Equal(t, "completed", s.event().data["status"])
 	s.ended()
 }

@@ -27,8 +27,9 @@ type eventJSON struct {
 // queues named (repeated, or comma-separated), or of every queue. Each
 // event's "event:" is its type and its "data:" the job's
 // {"queue","id","kind","status","attempts","at"}. A comment line is sent
-// every SSEHeartbeat so that proxies keep the stream open. A job's log and
-// progress events are left out: its own stream (jobStream) carries them.
+// every SSEHeartbeat so that proxies keep the stream open. A job's log,
+// progress and artifact events are left out: its own stream (jobStream)
+// carries them.
 func (s *Server) events(c echo.Context) error {
 	var queues []string
 	for _, v := range c.QueryParams()["queue"] {
@@ -74,7 +75,7 @@ func (s *Server) events(c echo.Context) error {
 			if !ok {
 				return nil
 			}
-			if ev.Type == "log" || ev.Type == "progress" {
+			if ev.Type == "log" || ev.Type == "progress" || ev.Type == "artifact" {
 				continue // not a change of status: a job's own stream carries them
 			}
 			data, err := json.Marshal(eventJSON{Queue: ev.Queue, ID: ev.ID, Kind: ev.Kind, Status: ev.Status,

@@ -42,6 +42,7 @@ type pushConfigRequest struct {
 	Target      *targetJSON `json:"target"`
 	Secrets     []string    `json:"secrets"`
 	Concurrency *int        `json:"concurrency"`
+	Labels      []string    `json:"labels"`
 }
 
 // pushConfigJSON is a queue's push config as answered; secrets only on
@@ -50,6 +51,7 @@ type pushConfigJSON struct {
 	Target      targetJSON `json:"target"`
 	Secrets     []string   `json:"secrets,omitempty"`
 	Concurrency int        `json:"concurrency"`
+	Labels      []string   `json:"labels"`
 }
 
 func (t *targetJSON) target(field string) (dispatch.Target, error) {
@@ -67,7 +69,10 @@ func (t *targetJSON) target(field string) (dispatch.Target, error) {
 func toPushJSON(c dispatch.QueueConfig, secrets bool) pushConfigJSON {
 	to := fmtDuration(c.Target.Timeout)
 	out := pushConfigJSON{Target: targetJSON{URL: c.Target.URL, Method: c.Target.Method, Headers: c.Target.Headers, Timeout: &to},
-		Concurrency: c.Concurrency}
+		Concurrency: c.Concurrency, Labels: c.Labels}
+	if out.Labels == nil {
+		out.Labels = []string{}
+	}
 	if secrets {
 		out.Secrets = c.Secrets
 	}
@@ -118,6 +123,7 @@ func (s *Server) putPushConfig(c echo.Context) error {
 		}
 		pc.Concurrency = *req.Concurrency
 	}
+	pc.Labels = req.Labels
 	out, err := s.cfg.Push.Put(c.Request().Context(), q, pc)
 	if err != nil {
 		return err

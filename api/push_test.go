@@ -3,6 +3,8 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,22 @@ func TestPushConfigRoutes(t *testing.T) {
 	require.Equal(t, "https://example.com/hook", push["target"].(map[string]any)["url"])
 	require.NotContains(t, push, "secrets", "the queue view shows no secrets")
 
+	// The endpoint's labels: kept canonical, answered, shown with the queue.
+	r = b.do(t, http.MethodPut, "/v1/queues/hooks/config", map[string]any{
+		"target": map[string]any{"url": "https://example.com/hook"}, "labels": []string{"linux", "gpu", "gpu"}})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, []any{"gpu", "linux"}, r.object(t)["labels"])
+	require.Equal(t, secrets, r.object(t)["secrets"], "the secrets kept")
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks", nil)
+	require.Equal(t, []any{"gpu", "linux"}, r.object(t)["push"].(map[string]any)["labels"])
+	r = b.do(t, http.MethodPut, "/v1/queues/hooks/config", map[string]any{"target": map[string]any{"url": "https://example.com/hook"}})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, []any{}, r.object(t)["labels"], "left out: none")
+
+	manyLabels := make([]string, queue.MaxClaimLabels+1)
+	for i := range manyLabels {
+		manyLabels[i] = "l" + strconv.Itoa(i)
+	}
 	for _, tc := range []struct {
 		body  map[string]any
 		field string
@@ -60,6 +78,11 @@ func TestPushConfigRoutes(t *testing.T) {
 		{map[string]any{"target": map[string]any{"url": "https://example.com", "headers": map[string]string{"Host": "x"}}}, "target.headers"},
 		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "secrets": []string{"nope!"}}, "secrets[0]"},
 		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "concurrency": 0}, "concurrency"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "labels": []string{""}}, "labels"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "labels": []string{"a b"}}, "labels"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "labels": []string{strings.Repeat("l", queue.MaxLabelBytes+1)}}, "labels"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "labels": manyLabels}, "labels"},
+		{map[string]any{"target": map[string]any{"url": "https://example.com"}, "labels": "gpu"}, "labels"},
 	} {
 		r = b.do(t, http.MethodPut, "/v1/queues/hooks/config", tc.body)
 		requireError(t, r, http.StatusBadRequest, "invalid_argument", tc.field)

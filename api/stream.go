@@ -1,8 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -19,6 +22,17 @@ type jobStatusJSON struct {
 	Attempts int          `json:"attempts"`
 }
 
+// artifactJSON is the data of a job stream's artifact event.
+type artifactJSON struct {
+	Name  string          `json:"name"`
+	Value json.RawMessage `json:"value"`
+}
+
+// logTruncatedJSON is the data of a job stream's log_truncated event.
+type logTruncatedJSON struct {
+	Lines int64 `json:"lines"`
+}
+
 // finished reports whether a job of status st will change no more by
 // itself: its stream ends.
 func finished(st queue.Status) bool {
@@ -30,8 +44,11 @@ func finished(st queue.Status) bool {
 // once, then at each change), `progress` (its progress, when it has any
 // and at each change), `log` (each line of its log after seq `after`, or
 // after the Last-Event-ID a reconnecting client sends: a log event's id is
-// its seq). The stream ends after the status event of a finished job
-// (completed, dead or canceled), or when the job is deleted.
+// its seq), `log_truncated` (once, when the log is or becomes truncated:
+// it reached its cap and lines were dropped), `artifact` (each artifact,
+// at once, then each one attached or replaced). The stream ends after the
+// status event of a finished job (completed, dead or canceled), or when
+// the job is deleted.
 //
 // Nothing is lost between the read and the subscription: the stream
 // subscribes to the queue's events first, then reads the job and its log;
@@ -123,6 +140,11 @@ type jobStreamer struct {
 	sent  *jobStatusJSON
 	prog  *queue.Progress
 	buf   []byte
+	// truncated: log_truncated was sent; arts: the artifacts as last read,
+	// and artSent each one's value as sent, by name.
+	truncated bool
+	arts      []byte
+	artSent   map[string]string
 }
 
 // catchUp sends what changed since the last call, j being the job as read
@@ -141,6 +163,12 @@ func (js *jobStreamer) catchUp(ctx context.Context, j *queue.Job) (done bool, er
 			js.seq = l.Seq
 		}
 		if len(page.Lines) < queue.MaxLogPage {
+			if page.Truncated && !js.truncated {
+				js.truncated = true
+				if err := js.send("log_truncated", "", logTruncatedJSON{Lines: page.Total}); err != nil {
+					return true, err
+				}
+			}
 			break
 		}
 	}
@@ -151,6 +179,9 @@ func (js *jobStreamer) catchUp(ctx context.Context, j *queue.Job) (done bool, er
 			return true, err
 		}
 	}
+	if err := js.artifacts(j.Artifacts); err != nil {
+		return true, err
+	}
 	st := &jobStatusJSON{Queue: j.Queue, ID: j.ID, Kind: j.Kind, Status: j.Status, Attempts: j.Attempts}
 	if js.sent == nil || *js.sent != *st {
 		js.sent = st
@@ -160,6 +191,31 @@ func (js *jobStreamer) catchUp(ctx context.Context, j *queue.Job) (done bool, er
 	}
 	js.c.Response().Flush()
 	return finished(j.Status), nil
+}
+
+// artifacts sends an artifact event for each artifact of raw (the job's,
+// a JSON object) not sent yet or changed since, in name order.
+func (js *jobStreamer) artifacts(raw json.RawMessage) error {
+	if len(raw) == 0 || bytes.Equal(raw, js.arts) {
+		return nil
+	}
+	js.arts = append(js.arts[:0], raw...)
+	var arts map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &arts) // the store writes an object; anything else shows nothing
+	if js.artSent == nil {
+		js.artSent = make(map[string]string, len(arts))
+	}
+	for _, name := range slices.Sorted(maps.Keys(arts)) {
+		v := arts[name]
+		if sent, ok := js.artSent[name]; ok && sent == string(v) {
+			continue
+		}
+		js.artSent[name] = string(v)
+		if err := js.send("artifact", "", artifactJSON{Name: name, Value: v}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // send writes one event; id is its SSE id ("" for none).

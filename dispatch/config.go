@@ -118,6 +118,14 @@ type QueueConfig struct {
 	// Concurrency caps the requests of this queue under way at once in
 	// each dispatcher, 1 to 10,000. Defaults to DefaultConcurrency.
 	Concurrency int
+	// Labels are the endpoint's labels: the dispatchers claim with them
+	// (queue.ClaimOptions.Labels) and register them in the worker registry,
+	// so the queue's jobs whose labels are all among them are pushed, and
+	// the others wait for a pull worker that has theirs. At most
+	// queue.MaxClaimLabels, each as a claim's; Validate sorts them and
+	// drops duplicates. Defaults to none: only jobs without labels are
+	// pushed.
+	Labels []string
 }
 
 // DefaultConcurrency is the requests of one queue a dispatcher has under
@@ -140,6 +148,11 @@ func (c *QueueConfig) Validate(g Guard) error {
 	if c.Concurrency < 1 || c.Concurrency > maxConcurrency {
 		return invalid("concurrency", "must be in [1, %d], got %d", maxConcurrency, c.Concurrency)
 	}
+	labels, err := queue.CanonicalLabels(c.Labels, queue.MaxClaimLabels)
+	if err != nil {
+		return &queue.FieldError{Index: -1, Field: "labels", Err: err}
+	}
+	c.Labels = labels
 	if len(c.Secrets) > MaxSecrets {
 		return invalid("secrets", "at most %d secrets (the current one and the next), got %d", MaxSecrets, len(c.Secrets))
 	}
@@ -159,11 +172,12 @@ type stored struct {
 	TimeoutMs   int64             `json:"timeout_ms,omitempty"`
 	Secrets     []string          `json:"secrets"`
 	Concurrency int               `json:"concurrency,omitempty"`
+	Labels      []string          `json:"labels,omitempty"`
 }
 
 func (c QueueConfig) encode() string {
 	b, _ := json.Marshal(stored{URL: c.Target.URL, Method: c.Target.Method, Headers: c.Target.Headers,
-		TimeoutMs: c.Target.Timeout.Milliseconds(), Secrets: c.Secrets, Concurrency: c.Concurrency})
+		TimeoutMs: c.Target.Timeout.Milliseconds(), Secrets: c.Secrets, Concurrency: c.Concurrency, Labels: c.Labels})
 	return string(b)
 }
 
@@ -173,7 +187,8 @@ func decodeConfig(s string) (QueueConfig, error) {
 		return QueueConfig{}, fmt.Errorf("dispatch: stored config: %w", err)
 	}
 	c := QueueConfig{Target: Target{URL: st.URL, Method: st.Method, Headers: st.Headers,
-		Timeout: time.Duration(st.TimeoutMs) * time.Millisecond}, Secrets: st.Secrets, Concurrency: st.Concurrency}
+		Timeout: time.Duration(st.TimeoutMs) * time.Millisecond}, Secrets: st.Secrets, Concurrency: st.Concurrency,
+		Labels: st.Labels}
 	if c.Target.Method == "" {
 		c.Target.Method = http.MethodPost
 	}

@@ -122,7 +122,11 @@ type Dispatcher struct {
 type served struct {
 	h           *lifecycle.Handle // the worker's Run
 	concurrency int
+	labels      string // the config's labels, joined: a change starts a new worker
 }
+
+// labelsKey is labels (canonical) as served keeps them.
+func labelsKey(labels []string) string { return strings.Join(labels, ",") }
 
 // New checks cfg and fills its defaults.
 func New(cfg Config) (*Dispatcher, error) {
@@ -236,7 +240,7 @@ func (d *Dispatcher) Refresh(ctx context.Context) error {
 		return nil
 	}
 	for q, s := range d.workers {
-		if c, ok := all[q]; !ok || c.Concurrency != s.concurrency {
+		if c, ok := all[q]; !ok || c.Concurrency != s.concurrency || labelsKey(c.Labels) != s.labels {
 			delete(d.workers, q)
 			d.dropping.Go(func() {
 				if err := s.h.Stop(context.Background()); err != nil {
@@ -250,12 +254,12 @@ func (d *Dispatcher) Refresh(ctx context.Context) error {
 			continue
 		}
 		w, err := worker.New(worker.Config{Client: d.client, Handler: worker.HandlerFunc(d.work), ID: WorkerID(q),
-			Queues: []worker.QueueConfig{{Name: q}}, Concurrency: c.Concurrency, MaxClaim: min(c.Concurrency, 100),
+			Labels: c.Labels, Queues: []worker.QueueConfig{{Name: q}}, Concurrency: c.Concurrency, MaxClaim: min(c.Concurrency, 100),
 			HeartbeatInterval: d.cfg.HeartbeatInterval, ShutdownTimeout: d.cfg.ShutdownTimeout, Logger: d.log})
 		if err != nil {
 			return err
 		}
-		d.workers[q] = &served{h: lifecycle.Start(d.ctx, w), concurrency: c.Concurrency}
+		d.workers[q] = &served{h: lifecycle.Start(d.ctx, w), concurrency: c.Concurrency, labels: labelsKey(c.Labels)}
 	}
 	return nil
 }

@@ -36,7 +36,13 @@
 //   - Guard: the SSRF guard, on by default, checked on the dialled address.
 //
 // Each push queue's worker is in the worker registry (package registry)
-// under a readable id, dispatch-<host>-<pid>-<queue>-<n> (see WorkerID).
+// under a readable id, dispatch-<host>-<pid>-<queue>-<n> (see WorkerID),
+// with the config's labels.
+//
+// A push config may give the endpoint labels (QueueConfig.Labels): the
+// queue's worker claims with them, so a job that requires labels is
+// pushed when they are all among the endpoint's, and otherwise waits for
+// a pull worker that has them (a pull claim with those labels takes it).
 //
 // Rate and in-flight limits are not this package's: they are a queue's
 // (queue.Limits), enforced by the claim for pull workers too, and so for

@@ -209,11 +209,9 @@ var errWaitEnded = errors.New("queue: the wait's server stopped being a master")
 // A job of a label set wakes only the claimers waiting on its set's
 // stream, who can take it: a claimer without its labels is never woken
 // for it, so none is woken for a job it cannot take, and none takes a
-// wake-up from the claimer that can. (A lease that ends under a
-// MaxInFlight limit writes the queue's own stream, which every claimer
-// reads: the claimer it wakes may be one that cannot take what is
-// pending, and it waits again; the others see the room at their next
-// claim, at most wakeChunk later.)
+// wake-up from the claimer that can. A lease that ends under a
+// MaxInFlight limit writes the streams of the lists that hold jobs (the
+// queue's own, each set's), so it wakes a claimer that can use the room.
 func (c *Client) waitWake(ctx context.Context, k keys, labels []string, d time.Duration) error {
 	d = max(d, time.Millisecond) // BLOCK 0 would wait for ever
 	streams := []string{k.wake}

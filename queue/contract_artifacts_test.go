@@ -301,6 +301,8 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		b := setup(t, func(c *queue.Config) { c.RetryWindow = time.Millisecond })
 		run := func(t *testing.T, nj queue.NewJob) *queue.Job {
 			t.Helper()
+			// a payload past the inline cap: in the data hash, as the rest
+			nj.Payload = json.RawMessage(`"` + strings.Repeat("p", queue.InlinePayloadMax) + `"`)
 			b.enqueue(t, nj)
 			c := b.claimOne(t)
 			require.NoError(t, b.client.AttachArtifacts(b.ctx, b.queue, c.ID, c.Token, map[string]json.RawMessage{"a": raw("1")}))
@@ -369,9 +371,13 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		c := b.claimOne(t)
 		rec, err := b.rdb.HGet(b.ctx, b.key(queue.KeyJobs), c.ID).Result()
 		require.NoError(t, err)
-		f := strings.Split(rec, "\x00")
-		require.Greater(t, len(f), queue.NRecFirst)
+		// As the first version stored it: every field, the status and
+		// spec spelled out, the payload in the data hash.
+		f, payload := queue.SpelledRecord(rec)
+		require.Equal(t, string(queue.StatusProcessing), f[0])
+		require.Equal(t, "{}", payload)
 		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyJobs), c.ID, strings.Join(f[:queue.NRecFirst], "\x00")).Err())
+		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyData), c.ID, payload).Err())
 		j := b.get(t, c.ID)
 		require.Nil(t, j.Progress)
 		page, err := b.client.Logs(b.ctx, b.queue, c.ID, 0, 0)

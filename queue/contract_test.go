@@ -60,4 +60,5 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 	contractObserve(t, setup)
 	contractArtifacts(t, setup)
 	contractLabels(t, setup)
+	contractRecords(t, setup)
 }

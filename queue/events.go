@@ -17,10 +17,13 @@ type Event struct {
 	// Type is what happened: "enqueued", "promoted", "claimed",
 	// "completed", "retried", "dead", "reclaimed", "released", "canceled",
 	// "rescheduled" or "deleted"; or, with no change of status, "log"
-	// (lines were appended to the job's log: read them with Client.Logs)
-	// or "progress" (a heartbeat carried progress: read it with Get); for
-	// a workflow node's job also "ready" (released by its workflow) and
-	// "rearmed" (waiting again, a retry).
+	// (lines were appended to the job's log, or it was just marked
+	// truncated by an append none of whose lines fit: read them with
+	// Client.Logs), "progress" (a heartbeat carried progress: read it with
+	// Get) or "artifact" (artifacts were attached while the job runs: read
+	// them with Client.Artifacts or Get); for a workflow node's job also
+	// "ready" (released by its workflow) and "rearmed" (waiting again, a
+	// retry).
 	Type  string
 	Queue string
 	ID    string

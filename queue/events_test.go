@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -300,4 +301,55 @@ func TestParseEvent(t *testing.T) {
 		require.Equal(t, tt.ok, ok, tt.payload)
 		require.Equal(t, tt.want, got, tt.payload)
 	}
+}
+
+// Attaching artifacts to a running job publishes an "artifact" event, and
+// an append to its log that only marks it truncated (none of its lines
+// fit) publishes a "log" event; a later append to a log truncated
+// already publishes nothing.
+func TestArtifactAndLogTruncatedEvents(t *testing.T) {
+	t.Parallel()
+	b := setupEvents(t, testutil.Redis(t))
+	events, err := b.client.Subscribe(b.ctx, "q")
+	require.NoError(t, err)
+	e, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: "q", Kind: "k"})
+	require.NoError(t, err)
+	require.Equal(t, "enqueued", nextEvent(t, events).Type)
+	js, err := b.client.Claim(b.ctx, "q", queue.ClaimOptions{})
+	require.NoError(t, err)
+	require.Len(t, js, 1)
+	require.Equal(t, "claimed", nextEvent(t, events).Type)
+	id, token := e.Job.ID, js[0].Token
+
+	require.NoError(t, b.client.AttachArtifacts(b.ctx, "q", id, token, map[string]json.RawMessage{"report": json.RawMessage(`{"ok":true}`)}))
+	ev := nextEvent(t, events)
+	require.Equal(t, "artifact", ev.Type)
+	require.Equal(t, id, ev.ID)
+	require.Equal(t, queue.StatusProcessing, ev.Status)
+	require.Equal(t, 1, ev.Attempts)
+
+	// Fill the log to its cap of lines: an event an append.
+	batch := make([]string, queue.MaxLogBatch)
+	for i := range batch {
+		batch[i] = "line"
+	}
+	for range queue.MaxLogLines / queue.MaxLogBatch {
+		a, err := b.client.AppendLog(b.ctx, "q", id, token, batch)
+		require.NoError(t, err)
+		require.False(t, a.Truncated)
+		require.Equal(t, "log", nextEvent(t, events).Type)
+	}
+	a, err := b.client.AppendLog(b.ctx, "q", id, token, []string{"one too many"})
+	require.NoError(t, err)
+	require.Zero(t, a.Added)
+	require.True(t, a.Truncated)
+	ev = nextEvent(t, events)
+	require.Equal(t, "log", ev.Type, "the log was marked truncated")
+	require.Equal(t, id, ev.ID)
+
+	// Truncated already: nothing; the next event is the artifact's.
+	_, err = b.client.AppendLog(b.ctx, "q", id, token, []string{"dropped"})
+	require.NoError(t, err)
+	require.NoError(t, b.client.AttachArtifacts(b.ctx, "q", id, token, map[string]json.RawMessage{"n": json.RawMessage(`2`)}))
+	require.Equal(t, "artifact", nextEvent(t, events).Type)
 }

@@ -149,3 +149,25 @@ func (c *Client) SetWakeChunk(d time.Duration) { c.wakeChunk = d }
 // NRecFirst is the length of the first version's record, for tests of
 // records written before later fields.
 const NRecFirst = nRecFirst
+
+// NRec is the length of this version's record.
+const NRec = nRec
+
+// Compact records (issue 19), for the tests of the stored form.
+const (
+	RecInline        = recInline
+	InlinePayloadMax = inlinePayloadMax
+	SpecDefaultCode  = specDefaultCode
+)
+
+// SpelledRecord answers a stored record's fields as the form before
+// issue 19 stored them (nRec fields, every one spelled out, the default
+// spec too), and its inline payload ("" when it has none), for tests that
+// write records of that form.
+func SpelledRecord(rec string) (fields []string, payload string) {
+	p, f, _ := splitRecord(rec)
+	if f[rSpec] == specDefaultCode {
+		f[rSpec] = specDefault
+	}
+	return f, p
+}

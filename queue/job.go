@@ -131,12 +131,12 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	if record == "" || record[0] == '-' {
 		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
 	}
-	f := strings.Split(record, "\x00")
-	if len(f) < nRecFirst {
-		return nil, fmt.Errorf("queue: job %s/%s: malformed record of %d fields, want at least %d", queue, id, len(f), nRecFirst)
+	inlined, f, ok := splitRecord(record)
+	if !ok {
+		return nil, fmt.Errorf("queue: job %s/%s: malformed record of %d fields, want at least %d", queue, id, len(f), rSpec+1)
 	}
-	for len(f) < nRec {
-		f = append(f, "") // written before the record's later fields existed
+	if payload == "" {
+		payload = inlined
 	}
 	j := &Job{ID: id, Queue: queue, Kind: f[rKind], Status: Status(f[rStatus]),
 		LastError: f[rLastError], IdempotencyKey: f[rIdemKey], CancelRequested: f[rCancelReq] == "1",
@@ -163,6 +163,51 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	j.Workflow = parseWorkflowRef(f[rWorkflow])
 	j.Watchers = parseWatchers(f[rWatchers])
 	return j, nil
+}
+
+// splitRecord reads a stored record (not a tombstone): its inline payload
+// ("" when its payload is in the data hash) and its fields (those stored
+// short spelled out: the status, run_at, attempts, fence), at least nRec
+// of them (a record is stored without its trailing empty fields, and one
+// written before the later fields existed has none of them); ok is false
+// when it lacks even a spec.
+func splitRecord(record string) (payload string, f []string, ok bool) {
+	if strings.HasPrefix(record, recInline) {
+		p, rest, found := strings.Cut(record[len(recInline):], "\x00")
+		if !found {
+			return "", nil, false
+		}
+		payload, record = p, rest
+	}
+	f = strings.Split(record, "\x00")
+	if len(f) <= rSpec {
+		return "", f, false
+	}
+	for len(f) < nRec {
+		f = append(f, "")
+	}
+	// the fields stored short (see encode in common.lua), spelled out
+	if st, ok := statusOfCode[f[rStatus]]; ok {
+		f[rStatus] = string(st)
+	}
+	switch run := f[rRunAt]; {
+	case run == "":
+		f[rRunAt] = f[rEnqueuedAt]
+	case run[0] == '+':
+		enq, err1 := strconv.ParseInt(f[rEnqueuedAt], 10, 64)
+		d, err2 := strconv.ParseInt(run[1:], 10, 64)
+		if err1 != nil || err2 != nil {
+			return "", f, false
+		}
+		f[rRunAt] = strconv.FormatInt(enq+d, 10)
+	}
+	if f[rAttempts] == "" {
+		f[rAttempts] = "0"
+	}
+	if f[rFence] == "" {
+		f[rFence] = "0"
+	}
+	return payload, f, true
 }
 
 // parsePacked reads a job as the scripts answer it:
@@ -195,7 +240,7 @@ func parsePacked(queue, s string) (*Job, error) {
 // encodeSpec renders what a job fixes at enqueue as its "spec" field:
 // "<max_attempts>|<visibility_ms>|<backoff>", the backoff as
 // [Backoff.Encode] writes it (the Lua readers are in
-// lua/common.lua).
+// lua/common.lua), or specDefaultCode for specDefault.
 func encodeSpec(maxAttempts int, vis time.Duration, backoff string) string {
 	b := make([]byte, 0, 32+len(backoff))
 	b = strconv.AppendInt(b, int64(maxAttempts), 10)
@@ -203,11 +248,17 @@ func encodeSpec(maxAttempts int, vis time.Duration, backoff string) string {
 	b = strconv.AppendInt(b, vis.Milliseconds(), 10)
 	b = append(b, '|')
 	b = append(b, backoff...)
+	if string(b) == specDefault {
+		return specDefaultCode
+	}
 	return string(b)
 }
 
 // parseSpec sets j's fields from a spec written by encodeSpec.
 func parseSpec(spec string, j *Job) error {
+	if spec == specDefaultCode {
+		spec = specDefault
+	}
 	ma, rest, ok1 := strings.Cut(spec, "|")
 	vis, bo, ok2 := strings.Cut(rest, "|")
 	if !ok1 || !ok2 {

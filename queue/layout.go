@@ -187,14 +187,27 @@ func logLineField(id string, seq int64) string { return id + ".l." + strconv.For
 
 // A job's record: its fields joined by NUL bytes, in this order. No value
 // can hold a NUL: kinds and ids are validated, errors are scrubbed,
-// idempotency keys refuse control characters, and payloads and results
-// (JSON) live in the data hash. A tombstone, left for a short while where
-// a job was deleted soon after it was enqueued or completed, is "-" and
-// the last token that acked it.
+// idempotency keys refuse control characters, and results (JSON) live in
+// the data hash. A tombstone, left for a short while where a job was
+// deleted soon after it was enqueued or completed, is "-" and the last
+// token that acked it.
+//
+// How a record is stored (see save and load in common.lua, and
+// jobFromRecord): trailing empty fields are left out (a reader pads a
+// short record with empty fields); a payload of at most inlinePayloadMax
+// bytes is kept in front of the fields, after the byte recInline and
+// before a NUL ("\x02{"n":1}\x00s\x00..."), and a larger one in
+// the data hash (field: the job's id), as every payload was before. A
+// record with no recInline byte in front has its payload in the data hash.
+// Common values have short forms, spelled out again by every reader: the
+// status is a one-byte code (statusCodes), the default spec
+// (specDefault) is specDefaultCode, run_at is "" when it equals
+// enqueued_at (and enqueue.lua writes a scheduled job's as "+<ms after
+// enqueued_at>"), attempts and fence are "" for "0".
 var recFields = []string{
-	"status",         // a Status
+	"status",         // a Status, stored as its code (statusCodes)
 	"kind",           //
-	"spec",           // "<max_attempts>|<visibility_ms>|<backoff>", the backoff as Backoff.Encode writes it
+	"spec",           // "<max_attempts>|<visibility_ms>|<backoff>", the backoff as Backoff.Encode writes it; specDefaultCode for specDefault
 	"enqueued_at_ms", //
 	"run_at_ms",      // the millisecond its due time falls in
 	"attempts",       // claims since enqueue or the last manual retry; bounded by max_attempts
@@ -219,6 +232,44 @@ var recFields = []string{
 	// dependents (see workflow.go, AdoptJob):
 	"watchers", // the refs ("<workflow id>|<node>|<gen>") of the implicit workflows watching the job's end, joined by ","; "" none; at most MaxWatchers
 }
+
+// Compact records (issue 19: Redis memory per job; see the record's doc
+// above).
+const (
+	// recInline is the first byte of a record that holds its payload: no
+	// status, nor a tombstone's "-", begins with it.
+	recInline = "\x02"
+	// inlinePayloadMax is the largest payload kept in the record (a JSON
+	// payload holds no NUL). A payload in the data hash costs a field of
+	// its own there, about 90 bytes besides the payload itself.
+	inlinePayloadMax = 128
+	// specDefault is the spec of a job enqueued with the package's
+	// defaults (DefaultMaxAttempts, DefaultVisibility, DefaultBackoff),
+	// stored as specDefaultCode. It is fixed here, not derived from the
+	// variables, so that the code always means the same spec.
+	specDefault     = "3|30000|1000:2:3600000:0.2"
+	specDefaultCode = "d"
+)
+
+// statusCodes are the one-byte codes a record's status field is stored
+// as (a record written before them spells the status: both read). Every
+// name is longer than a code.
+var statusCodes = []struct {
+	status Status
+	code   string
+}{
+	{StatusScheduled, "s"}, {StatusPending, "p"}, {StatusProcessing, "r"}, {StatusCompleted, "c"},
+	{StatusDead, "d"}, {StatusCanceled, "x"}, {StatusWaiting, "w"},
+}
+
+// statusOfCode maps each code of statusCodes to its status.
+var statusOfCode = func() map[string]Status {
+	m := map[string]Status{}
+	for _, c := range statusCodes {
+		m[c.code] = c.status
+	}
+	return m
+}()
 
 // Indexes into a record split on NUL (0-based; Lua's are 1 more).
 const (
@@ -290,7 +341,7 @@ var (
 		[]string{keyMeta, keyPending, keyLeases, keyWake},
 		[]string{"wait_ms", "eligible"}}
 	specComplete = scriptSpec{"complete",
-		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
+		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox, keyPending},
 		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result", "artifacts"}}
 	specFail = scriptSpec{"fail",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
@@ -305,7 +356,7 @@ var (
 		[]string{keyMeta, keyJobs, keyData, keyPending, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"limit", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}
 	specCancel = scriptSpec{"cancel",
-		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
+		[]string{keyMeta, keyJobs, keyData, keySched, keyLeases, keyDead, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox, keyPending},
 		[]string{"id", "request", "retention_ms", "claim_token", "tomb_ms"}}
 	specReschedule = scriptSpec{"reschedule",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyWake},
@@ -379,7 +430,7 @@ func (s scriptSpec) groupSize() int {
 //	local A_offset_us, ... = ARGV[1], ...
 //	local G = 7  -- the first argument of the batch groups; G_id = 0, G_token = 1 ...
 //	local R_status, R_kind = 1, 2 ...
-//	local NREC, REC_PATTERN = 19, '^(%Z*)%z...(%Z*)$'
+//	local NREC, REC_PATTERN = 19, '^(%Z*)%z...(%Z*)%z*$'
 func (s scriptSpec) prelude() string {
 	var b strings.Builder
 	b.WriteString("-- generated from queue/layout.go: " + s.name + "\n")
@@ -403,7 +454,23 @@ func (s scriptSpec) prelude() string {
 	fmt.Fprintf(&b, "local NREC = %d\n", len(recFields))
 	// A record's fields in one match: %Z is any byte but NUL, and one
 	// string.match costs Redis less than half of a gmatch loop.
-	fmt.Fprintf(&b, "local REC_PATTERN = '^%s(%%Z*)$'\n", strings.Repeat("(%Z*)%z", len(recFields)-1))
+	// Records are stored without their trailing empty fields: load
+	// appends NREC-1 NULs (REC_PAD) before matching, and the pattern takes
+	// the NULs left over.
+	fmt.Fprintf(&b, "local REC_PATTERN = '^%s(%%Z*)%%z*$'\n", strings.Repeat("(%Z*)%z", len(recFields)-1))
+	fmt.Fprintf(&b, "local REC_PAD = string.rep(string.char(0), %d)\n", len(recFields)-1)
+	fmt.Fprintf(&b, "local REC_INLINE = string.char(%d)\n", recInline[0])
+	fmt.Fprintf(&b, "local INLINE_MAX = %d\n", inlinePayloadMax)
+	fmt.Fprintf(&b, "local SPEC_DEFAULT, SPEC_DEFAULT_CODE = %q, %q\n", specDefault, specDefaultCode)
+	b.WriteString("local STATUS_CODE, STATUS_OF_CODE = {")
+	for _, c := range statusCodes {
+		fmt.Fprintf(&b, " [%q] = %q,", c.status, c.code)
+	}
+	b.WriteString(" }, {")
+	for _, c := range statusCodes {
+		fmt.Fprintf(&b, " [%q] = %q,", c.code, c.status)
+	}
+	b.WriteString(" }\n")
 	fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", sentinel[0]) // Lua 5.1 reads no \x escapes
 	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", wakeGroup)
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
@@ -475,6 +542,10 @@ var setKeyScripts = map[string]bool{
 	"enqueue": true, "promote": true, "claim": true, "wait": true, "fail": true, "release": true,
 	"reclaim": true, "reschedule": true, "runnow": true, "dead": true, "list": true, "delete": true,
 	"wfnode": true,
+	// complete and cancel end leases: at MaxInFlight, they wake each set's
+	// claimers (common.lua's lease_freed); they check the sets are current
+	// only on a queue with that limit (lease_bind)
+	"complete": true, "cancel": true,
 }
 
 // Workflows (package workflow; see workflow.go) -------------------------------

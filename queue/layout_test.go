@@ -201,3 +201,67 @@ func TestArtifactCapsMatchGo(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(body), fmt.Sprintf("local ART_MAX_COUNT, ART_MAX_BYTES = %d, %d\n", MaxArtifacts, MaxArtifactsBytes))
 }
+
+// The short forms of a stored record (issue 19) stand for what they
+// say: the default spec's code for the package's defaults, and the status
+// codes one byte each, one a status, none the first byte of an inline
+// payload's record or of a tombstone, none a status's name.
+func TestRecordShortForms(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, specDefault, fmt.Sprintf("%d|%d|%s", DefaultMaxAttempts, DefaultVisibility.Milliseconds(), DefaultBackoff.Encode()))
+	require.Equal(t, specDefaultCode, encodeSpec(DefaultMaxAttempts, DefaultVisibility, DefaultBackoff.Encode()))
+	require.NotEqual(t, specDefaultCode, encodeSpec(DefaultMaxAttempts+1, DefaultVisibility, DefaultBackoff.Encode()))
+	var j Job
+	require.NoError(t, parseSpec(specDefaultCode, &j))
+	require.Equal(t, DefaultMaxAttempts, j.MaxAttempts)
+	require.Equal(t, DefaultVisibility, j.Visibility)
+	require.Equal(t, DefaultBackoff, j.Backoff)
+	seen := map[string]bool{}
+	for _, c := range statusCodes {
+		require.True(t, c.status.Valid(), c.status)
+		require.Len(t, c.code, 1, c.status)
+		require.NotContains(t, []string{recInline, "-", sentinel}, c.code)
+		require.False(t, seen[c.code], "code %q twice", c.code)
+		seen[c.code] = true
+		require.Equal(t, c.status, statusOfCode[c.code])
+	}
+	for _, s := range []Status{StatusScheduled, StatusPending, StatusProcessing, StatusCompleted, StatusDead, StatusCanceled, StatusWaiting} {
+		require.False(t, seen[string(s)], "a status's name is no code")
+		require.Contains(t, statusOfCode, codeOf(t, s))
+	}
+}
+
+func codeOf(t *testing.T, s Status) string {
+	t.Helper()
+	for _, c := range statusCodes {
+		if c.status == s {
+			return c.code
+		}
+	}
+	t.Fatalf("status %s has no code", s)
+	return ""
+}
+
+// splitRecord spells out what a stored record leaves short, and refuses
+// what it cannot read.
+func TestSplitRecordSpellsOutShortForms(t *testing.T) {
+	t.Parallel()
+	p, f, ok := splitRecord(recInline + "{}\x00s\x00k\x00d\x00100\x00+50")
+	require.True(t, ok)
+	require.Equal(t, "{}", p)
+	require.Len(t, f, nRec)
+	require.Equal(t, []string{"scheduled", "k", "d", "100", "150", "0", "0", ""}, f[:rToken+1])
+	p, f, ok = splitRecord("p\x00k\x00d\x00100")
+	require.True(t, ok)
+	require.Empty(t, p)
+	require.Equal(t, []string{"pending", "k", "d", "100", "100", "0", "0"}, f[:rFence+1])
+	// the earlier form, spelled out, is read as it is
+	old := []string{"processing", "k", specDefault, "100", "120", "2", "5", "tok"}
+	_, f, ok = splitRecord(strings.Join(old, "\x00"))
+	require.True(t, ok)
+	require.Equal(t, old, f[:rToken+1])
+	for _, bad := range []string{"p\x00k\x00d\x00100\x00+x", recInline + "{}", "p\x00k"} {
+		_, _, ok = splitRecord(bad)
+		require.False(t, ok, "%q", bad)
+	}
+}

@@ -17,8 +17,9 @@ import (
 // workers of package worker, HTTP claims. A claim takes no more jobs than
 // they allow; a claim they hold back waits (Claim with a Wait, the
 // worker's watchers) until the bucket's next token, or, when the queue is
-// at MaxInFlight, on the queue's wake stream until a lease ends (the
-// scripts that end one write to it). The zero Limits is none.
+// at MaxInFlight, on its wake streams until a lease ends (the scripts
+// that end one write the queue's stream and each label set's that has
+// jobs pending). The zero Limits is none.
 type Limits struct {
 	// Rate is the most jobs claimed a second, on average: a token bucket,
 	// refilled by Redis's clock, of which each claimed job takes a token.

@@ -173,7 +173,7 @@ func (c *Client) Logs(ctx context.Context, queue, id string, after int64, limit 
 	if r == "" || r[0] == '-' {
 		return LogPage{}, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
 	}
-	f := strings.Split(r, "\x00")
+	_, f, _ := splitRecord(r)
 	page := LogPage{Next: after}
 	if len(f) > rStatus {
 		page.Status = Status(f[rStatus])

@@ -139,3 +139,65 @@ func wakeRig(t *testing.T, ctx context.Context) (*queue.Client, func(section, fi
 	}
 	return c, info
 }
+
+// At MaxInFlight, a lease that ends wakes the claimers that can use the
+// room: a claimer with the labels of the pending job is woken on its
+// set's stream at once (not at the end of its wait's chunk), and the
+// claimers without them, who could take nothing, stay blocked, even
+// though they waited first. On a server of its own, to count the scripts
+// Redis ran.
+func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, info := wakeRig(t, ctx)
+	rdb := c.Redis()
+	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{MaxInFlight: 1}))
+	// The one lease the limit allows, held; then a gpu job waits behind it.
+	_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
+	require.NoError(t, err)
+	held, err := c.Claim(ctx, "q", queue.ClaimOptions{})
+	require.NoError(t, err)
+	require.Len(t, held, 1)
+	e, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
+	require.NoError(t, err)
+	_, setWake := queue.LabelSetKeys(c.Namespace(), "q", "gpu")
+
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	plain, gpu := make(chan []*queue.Job, 2), make(chan []*queue.Job, 1)
+	claim := func(to chan []*queue.Job, labels ...string) {
+		js, _ := c.Claim(wctx, "q", queue.ClaimOptions{Wait: 20 * time.Second, Labels: labels})
+		to <- js
+	}
+	// The claimers without the labels wait first: a wake-up of the
+	// queue's own stream would go to one of them.
+	go claim(plain)
+	go claim(plain)
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 2 }, 10*time.Second, time.Millisecond)
+	go claim(gpu, "gpu")
+	require.Eventually(t, func() bool { return info("clients", "blocked_clients") == 3 }, 10*time.Second, time.Millisecond,
+		"the gpu claimer, held back at the limit, waits")
+
+	added := func() int64 {
+		s, err := rdb.XInfoStream(ctx, setWake).Result()
+		require.NoError(t, err)
+		return s.EntriesAdded
+	}
+	before := added()
+	scripts := info("commandstats", "cmdstat_evalsha")
+	require.NoError(t, c.Complete(ctx, "q", held[0].ID, held[0].Token, nil))
+	require.Greater(t, added(), before, "the ended lease wrote the gpu set's wake stream")
+	js := <-gpu
+	require.Len(t, js, 1, "the claimer with the labels takes the job")
+	require.Equal(t, e.Job.ID, js[0].ID)
+	require.Equal(t, int64(2), info("clients", "blocked_clients"), "the others wait on")
+	// The complete and its mark of the job's retention, the one claim and
+	// its mark of its lease.
+	require.LessOrEqual(t, info("commandstats", "cmdstat_evalsha")-scripts, int64(4),
+		"no claim ran but the one that took the job")
+	stop()
+	for range 2 {
+		require.Empty(t, <-plain)
+	}
+}

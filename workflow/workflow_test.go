@@ -231,6 +231,30 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		}
 	})
 
+	// A node's job is stored as an enqueued one: a small payload in its
+	// record, a larger one in the data hash; each is delivered whole.
+	t.Run("NodePayloadsSmallAndLarge", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		small, large := json.RawMessage(`{"n":"small"}`), json.RawMessage(`{"n":"`+strings.Repeat("x", 300)+`"}`)
+		a, b := node("a", "qs"), node("b", "qs", "a")
+		a.Job.Payload, b.Job.Payload = small, large
+		w, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{a, b}})
+		require.NoError(t, err)
+		keys, err := queue.Keys(e.q.Namespace(), "qs")
+		require.NoError(t, err)
+		data := keys[2]
+		require.True(t, strings.HasSuffix(data, ":data"), data)
+		for _, n := range w.Nodes {
+			in, err := e.q.Redis().HExists(ctx, data, n.JobID).Result()
+			require.NoError(t, err)
+			require.Equal(t, n.Name == "b", in, "node %s: payload in the data hash", n.Name)
+		}
+		claimed := e.drive(ctx, []string{"qs"}, echo)
+		require.JSONEq(t, string(small), string(claimed["a"].Payload))
+		require.JSONEq(t, string(large), string(claimed["b"].Payload))
+	})
+
 	t.Run("FanOutFanIn", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))

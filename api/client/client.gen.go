@@ -330,6 +330,21 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for JobArtifactEventEvent.
+const (
+	Artifact JobArtifactEventEvent = "artifact"
+)
+
+// Valid indicates whether the value is a known member of the JobArtifactEventEvent enum.
+func (e JobArtifactEventEvent) Valid() bool {
+	switch e {
+	case Artifact:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobLogEventEvent.
 const (
 	Log JobLogEventEvent = "log"
@@ -339,6 +354,21 @@ const (
 func (e JobLogEventEvent) Valid() bool {
 	switch e {
 	case Log:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobLogTruncatedEventEvent.
+const (
+	LogTruncated JobLogTruncatedEventEvent = "log_truncated"
+)
+
+// Valid indicates whether the value is a known member of the JobLogTruncatedEventEvent enum.
+func (e JobLogTruncatedEventEvent) Valid() bool {
+	switch e {
+	case LogTruncated:
 		return true
 	default:
 		return false
@@ -852,6 +882,14 @@ func (e ListJobsParamsStatus) Valid() bool {
 	}
 }
 
+// ArtifactData defines model for ArtifactData.
+type ArtifactData struct {
+	Name string `json:"name"`
+
+	// Value the artifact's JSON value
+	Value interface{} `json:"value"`
+}
+
 // ArtifactRequest defines model for ArtifactRequest.
 type ArtifactRequest struct {
 	Token string `json:"token"`
@@ -1336,6 +1374,15 @@ type Job struct {
 	} `json:"workflow,omitempty"`
 }
 
+// JobArtifactEvent artifact: an artifact of the job, by name: each one at once when the stream opens, then each one attached or replaced (PUT .../artifacts/{name} while the job runs, or artifacts given with its complete, sent before the completed status).
+type JobArtifactEvent struct {
+	Data  ArtifactData          `json:"data"`
+	Event JobArtifactEventEvent `json:"event"`
+}
+
+// JobArtifactEventEvent defines model for JobArtifactEvent.Event.
+type JobArtifactEventEvent string
+
 // JobList defines model for JobList.
 type JobList struct {
 	Jobs []Job `json:"jobs"`
@@ -1352,6 +1399,15 @@ type JobLogEvent struct {
 
 // JobLogEventEvent defines model for JobLogEvent.Event.
 type JobLogEventEvent string
+
+// JobLogTruncatedEvent log_truncated: the job's log reached its cap (1000 lines or 1 MiB of lines) and lines were dropped; sent once, when the stream opens on a truncated log or when it becomes truncated (also by an append none of whose lines fit).
+type JobLogTruncatedEvent struct {
+	Data  LogTruncatedData          `json:"data"`
+	Event JobLogTruncatedEventEvent `json:"event"`
+}
+
+// JobLogTruncatedEventEvent defines model for JobLogTruncatedEvent.Event.
+type JobLogTruncatedEventEvent string
 
 // JobProgressEvent progress: the job's progress changed (and at once when the stream opens, when it has any).
 type JobProgressEvent struct {
@@ -1471,6 +1527,12 @@ type LogPage struct {
 	Truncated bool `json:"truncated"`
 }
 
+// LogTruncatedData defines model for LogTruncatedData.
+type LogTruncatedData struct {
+	// Lines the lines the log keeps
+	Lines int64 `json:"lines"`
+}
+
 // NewJob A field given as null is the same as a field left out.
 type NewJob struct {
 	Backoff *BackoffRequest `json:"backoff,omitempty"`
@@ -1565,6 +1627,9 @@ type PromotedEventEvent string
 type PushConfig struct {
 	Concurrency int `json:"concurrency"`
 
+	// Labels the endpoint's labels, sorted, without duplicates; [] when none
+	Labels *[]string `json:"labels,omitempty"`
+
 	// Secrets only on the /config routes
 	Secrets *[]string  `json:"secrets,omitempty"`
 	Target  PushTarget `json:"target"`
@@ -1574,6 +1639,9 @@ type PushConfig struct {
 type PushConfigRequest struct {
 	// Concurrency requests of this queue under way at once in each dispatcher
 	Concurrency *int `json:"concurrency,omitempty"`
+
+	// Labels The endpoint's labels, at most 64, each as a claim's: the dispatchers claim with them, so a job is pushed when its labels are all among these, and a job needing another waits for a pull worker that has it. Left out or null: none (only jobs without labels are pushed).
+	Labels *[]string `json:"labels,omitempty"`
 
 	// Secrets Standard Webhooks signing secrets ("whsec_" + base64 of 16 to 64 bytes), one or two (rotation: both sign every request). Left out: the queue's are kept, or one is made.
 	Secrets *[]string `json:"secrets,omitempty"`
@@ -2828,6 +2896,74 @@ func (t *JobStreamMessage) MergeJobStatusEvent(v JobStatusEvent) error {
 	return err
 }
 
+// AsJobArtifactEvent returns the union data inside the JobStreamMessage as a JobArtifactEvent
+func (t JobStreamMessage) AsJobArtifactEvent() (JobArtifactEvent, error) {
+	var body JobArtifactEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobArtifactEvent overwrites any union data inside the JobStreamMessage as the provided JobArtifactEvent
+func (t *JobStreamMessage) FromJobArtifactEvent(v JobArtifactEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"artifact"}`))
+	t.union = b
+	return err
+}
+
+// MergeJobArtifactEvent performs a merge with any union data inside the JobStreamMessage, using the provided JobArtifactEvent
+func (t *JobStreamMessage) MergeJobArtifactEvent(v JobArtifactEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"artifact"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsJobLogTruncatedEvent returns the union data inside the JobStreamMessage as a JobLogTruncatedEvent
+func (t JobStreamMessage) AsJobLogTruncatedEvent() (JobLogTruncatedEvent, error) {
+	var body JobLogTruncatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobLogTruncatedEvent overwrites any union data inside the JobStreamMessage as the provided JobLogTruncatedEvent
+func (t *JobStreamMessage) FromJobLogTruncatedEvent(v JobLogTruncatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"log_truncated"}`))
+	t.union = b
+	return err
+}
+
+// MergeJobLogTruncatedEvent performs a merge with any union data inside the JobStreamMessage, using the provided JobLogTruncatedEvent
+func (t *JobStreamMessage) MergeJobLogTruncatedEvent(v JobLogTruncatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"log_truncated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t JobStreamMessage) Discriminator() (string, error) {
 	var discriminator struct {
 		Discriminator string `json:"event"`
@@ -2842,8 +2978,12 @@ func (t JobStreamMessage) ValueByDiscriminator() (interface{}, error) {
 		return nil, err
 	}
 	switch discriminator {
+	case "artifact":
+		return t.AsJobArtifactEvent()
 	case "log":
 		return t.AsJobLogEvent()
+	case "log_truncated":
+		return t.AsJobLogTruncatedEvent()
 	case "progress":
 		return t.AsJobProgressEvent()
 	case "status":
@@ -3303,7 +3443,7 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJob(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// JobStream One job's log, progress and status as Server-Sent Events
+	// JobStream One job's log, progress, artifacts and status as Server-Sent Events
 	//
 	// Corresponds with GET /v1/queues/{queue}/jobs/{id}/stream (the `JobStream` operationId).
 	JobStream(ctx context.Context, queue QueueName, id JobID, params *JobStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4373,7 +4513,7 @@ func (c *Client) RetryJob(ctx context.Context, queue QueueName, id JobID, body R
 	return c.Client.Do(req)
 }
 
-// JobStream One job's log, progress and status as Server-Sent Events
+// JobStream One job's log, progress, artifacts and status as Server-Sent Events
 //
 // Corresponds with GET /v1/queues/{queue}/jobs/{id}/stream (the `JobStream` operationId).
 func (c *Client) JobStream(ctx context.Context, queue QueueName, id JobID, params *JobStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7702,7 +7842,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJobWithResponse(ctx context.Context, queue QueueName, id JobID, body RetryJobJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryJobResponse, error)
 
-	// JobStreamWithResponse One job's log, progress and status as Server-Sent Events
+	// JobStreamWithResponse One job's log, progress, artifacts and status as Server-Sent Events
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12855,7 +12995,7 @@ func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, queue Qu
 	return ParseRetryJobResponse(rsp)
 }
 
-// JobStreamWithResponse One job's log, progress and status as Server-Sent Events
+// JobStreamWithResponse One job's log, progress, artifacts and status as Server-Sent Events
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -592,7 +592,9 @@ func TestDashboardWorkers(t *testing.T) {
 // the stream resumes after the last line shown (no line twice) and the
 // job's later lines follow; when the job completes the page shows its
 // artifact (collapsible, pretty JSON) and the stream's end with the final
-// status. A log past its cap shows its 1000 lines and "truncated".
+// status. A log past its cap shows its 1000 lines and "truncated" (from
+// the stream's log_truncated: the last append added no line), and an
+// artifact attached mid-run shows at once (the stream's artifact).
 func TestDashboardJobLogInBrowser(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
@@ -718,10 +720,16 @@ func TestDashboardJobLogInBrowser(t *testing.T) {
 	b.waitFor("1000 lines, truncated", lines+` === 1000 && !document.getElementById("job-log-truncated").hidden && `+
 		text("job-log-count", "1000 lines")+` && `+atBottom, 20*time.Second)
 	require.Equal(t, "line 1000", b.eval(`document.querySelector("#job-log li:last-child .text").textContent`))
+	// An artifact attached mid-run shows at once, from the job's stream.
+	code, m := back.do(t, http.MethodPut, "/v1/queues/long/jobs/"+long+"/artifacts/mid", `{"token":"`+token+`","value":{"at":"mid-run"}}`)
+	require.Equal(t, http.StatusOK, code, "%v", m)
+	b.waitFor("the artifact attached mid-run", status+` === "processing" && `+
+		`(document.querySelector("#job-artifacts details[data-name=mid] pre") || {}).textContent === '{\n  "at": "mid-run"\n}'`, 10*time.Second)
 	post(back, "/v1/queues/long/jobs/"+long+"/complete", `{"token":"`+token+`","artifacts":{"n":{"lines":1000}}}`)
 	b.waitFor("the long job completed, its stream ended", status+` === "completed" && `+text("job-stream", "stream ended: job completed")+
 		` && !!document.querySelector("#job-artifacts details[data-name=n]")`, 10*time.Second)
 	require.EqualValues(t, 1000, b.num(lines))
+	require.Equal(t, "mid,n", b.eval(`[...document.querySelectorAll("#job-artifacts details")].map((d) => d.dataset.name).join()`), "in name order")
 	b.screenshot("dashboard-job-long-log.png")
 }
 

@@ -55,7 +55,6 @@
     "canceled", "rescheduled", "run_now", "deleted", "ready", "rearmed"];
   const DEPTHS = new Set(["scheduled", "pending", "processing", "dead"]);
   const FINISHED = new Set(["completed", "dead", "canceled"]); // a job's stream ends after these
-  const EXTRAS_MS = 2000;   // a running job's artifacts and log state read again after its stream's events, at most this often
   const WF_MS = 1000;       // the shown workflow (or list of them) read again after an event of its jobs, at most this often
   const WF_MAX_DRAWN = 200; // a workflow with more nodes is listed, not drawn
   const WF_BOX = { w: 190, h: 60, gx: 72, gy: 14, pad: 12 }; // a node's box, the gaps between columns and rows, the margin
@@ -630,7 +629,7 @@
     }
     renderDeliveries(j.deliveries || []);
     if (j.progress) renderProgress(j.progress);
-    renderArtifacts(j.artifacts || {});
+    renderArtifacts(j.artifacts || {}); // new names only: the job's stream keeps the shown ones current
   }
 
   function setJobStatus(status, attempts) {
@@ -701,22 +700,21 @@
   //
   // GET .../jobs/{id}/stream, open while the job's page is shown and the
   // job is not finished: each log line (its SSE id is its seq), each
-  // progress and status change. It reopens with ?after=<the last seq
-  // shown>, and a line at or below that seq is dropped, so a reconnect
-  // never shows a line twice. The stream ends after a finished job's
-  // status; the page closes it then, and opens it again if the job is
-  // retried. The log's lines are added to the page in batches, one per
-  // animation frame (a catch-up of 1000 lines is one layout), and the log
-  // box follows the new lines while it is scrolled to its bottom. What the
-  // stream does not carry (the artifacts, whether the log was truncated)
-  // is read at each status, and at most every EXTRAS_MS while lines and
-  // progress come.
+  // progress and status change, each artifact attached or replaced
+  // (`artifact`), and the log's truncation (`log_truncated`). It reopens
+  // with ?after=<the last seq shown>, and a line at or below that seq is
+  // dropped, so a reconnect never shows a line twice (artifacts and the
+  // truncation come again at each opening, and show as they are). The
+  // stream ends after a finished job's status; the page closes it then,
+  // and opens it again if the job is retried. The log's lines are added to
+  // the page in batches, one per animation frame (a catch-up of 1000 lines
+  // is one layout), and the log box follows the new lines while it is
+  // scrolled to its bottom. Nothing of it is polled.
   const jl = { stream: null, seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", artifacts: new Map(), truncated: false, state: "", info: null, endedAt: 0 };
 
   function resetJobLive() {
     closeJobStream("");
     cancelAnimationFrame(jl.frame);
-    soonExtras.cancel();
     Object.assign(jl, { seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", truncated: false, state: "", info: null, endedAt: 0 });
     jl.artifacts.clear();
     $("job-log").replaceChildren();
@@ -735,7 +733,7 @@
   function openJobStream() {
     if (jl.stream || !job.id) return;
     jl.stream = stream(() => jobPath(job) + "/stream?after=" + jl.seq, {
-      types: ["log", "progress", "status"],
+      types: ["log", "progress", "status", "artifact", "log_truncated"],
       event: jobStreamEvent,
       state(s, info) { showJobStream(s, info); },
     });
@@ -769,19 +767,18 @@
       jl.seq = d.seq;
       jl.pending.push(d);
       if (!jl.frame) jl.frame = requestAnimationFrame(flushLog);
-      if (!jl.truncated) soonExtras();
     } else if (type === "progress") {
       renderProgress(d);
-      soonExtras();
+    } else if (type === "artifact") {
+      showArtifact(d.name, d.value);
+    } else if (type === "log_truncated") {
+      jl.truncated = true;
+      $("job-log-truncated").hidden = false;
     } else if (type === "status") {
       if (d.id !== job.id) return;
       setJobStatus(d.status, d.attempts); // (not know(): the page's counts move by /v1/events alone)
       soonJob(); // its result, error, fields
-      if (FINISHED.has(d.status)) {
-        closeJobStream(d.status);
-        soonExtras.cancel();
-        readExtras().catch(report); // the final artifacts and log state
-      } else soonExtras();
+      if (FINISHED.has(d.status)) closeJobStream(d.status); // its artifacts came before
     }
   }
 
@@ -823,46 +820,37 @@
     m.title = p.updated_at ? "reported " + p.updated_at : "";
   }
 
-  // renderArtifacts shows each artifact, by name, as pretty JSON in a
-  // collapsible box; a box the user closed stays closed, one whose value
-  // did not change is left alone.
-  function renderArtifacts(arts) {
-    const names = Object.keys(arts).sort();
-    const box = $("job-artifacts");
-    for (const name of names) {
-      const json = JSON.stringify(arts[name], null, 2);
-      let a = jl.artifacts.get(name);
-      if (a && a.json === json) continue;
-      if (!a) {
-        const pre = el("pre", {});
-        const size = el("span", { class: "muted small" });
-        const d = el("details", { class: "artifact", open: true, dataset: { name } }, el("summary", {}, el("code", {}, name), " ", size), pre);
-        a = { d, pre, size, json: "" };
-        jl.artifacts.set(name, a);
-      }
-      a.json = json;
-      a.pre.textContent = json;
-      a.size.textContent = new Blob([JSON.stringify(arts[name])]).size + " bytes";
-      box.append(a.d); // in name order
+  // showArtifact shows an artifact (from the job's stream) as pretty JSON
+  // in a collapsible box, in name order: a new one is added, a changed one
+  // replaced; a box the user closed stays closed, one whose value did not
+  // change is left alone.
+  function showArtifact(name, value) {
+    const json = JSON.stringify(value, null, 2);
+    let a = jl.artifacts.get(name);
+    if (a && a.json === json) return;
+    if (!a) {
+      const pre = el("pre", {});
+      const size = el("span", { class: "muted small" });
+      const d = el("details", { class: "artifact", open: true, dataset: { name } }, el("summary", {}, el("code", {}, name), " ", size), pre);
+      a = { d, pre, size, json: "" };
+      jl.artifacts.set(name, a);
+      const box = $("job-artifacts");
+      const next = [...box.children].find((c) => c.dataset.name > name);
+      box.insertBefore(d, next || null);
     }
-    for (const [name, a] of jl.artifacts) if (!(name in arts)) { a.d.remove(); jl.artifacts.delete(name); }
-    $("no-job-artifacts").hidden = jl.artifacts.size > 0;
+    a.json = json;
+    a.pre.textContent = json;
+    a.size.textContent = new Blob([JSON.stringify(value)]).size + " bytes";
+    $("no-job-artifacts").hidden = true;
   }
 
-  // readExtras reads what the job's stream does not carry: its artifacts,
-  // and whether its log was truncated.
-  async function readExtras() {
-    const q = job.queue, id = job.id;
-    if (!id) return;
-    const [arts, log] = await Promise.all([
-      or404(api("GET", jobPath(job) + "/artifacts")),
-      or404(api("GET", jobPath(job) + "/logs?limit=1&after=" + jl.seq)),
-    ]);
-    if (q !== job.queue || id !== job.id) return;
-    if (arts) renderArtifacts(arts.artifacts || {});
-    if (log && log.truncated) { jl.truncated = true; $("job-log-truncated").hidden = false; }
+  // renderArtifacts shows the artifacts of a read of the job whose names
+  // are not shown yet: a read may be older than the stream's events, which
+  // keep the shown ones current (an artifact is never removed, only
+  // replaced).
+  function renderArtifacts(arts) {
+    for (const name of Object.keys(arts)) if (!jl.artifacts.has(name)) showArtifact(name, arts[name]);
   }
-  const soonExtras = throttle(readExtras, EXTRAS_MS);
 
   // renderDeliveries shows a push job's attempts: each request's response
   // status (or its error), duration and outcome.

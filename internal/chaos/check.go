@@ -34,6 +34,11 @@ type Report struct {
 	// of a delay, or of a job due at once) is later than that of the run
 	// that made the job.
 	Early int `json:"early"`
+	// EarlyReleases counts runs of a workflow node (the workflow
+	// scenario's diamond) whose upstream did not name every parent: the
+	// node was released before its last parent ended.
+	EarlyReleases int `json:"early_releases"`
+	NodeRuns      int `json:"node_runs"` // runs of workflow nodes, each checked so
 	// Clocks are the processes whose clocks were skewed, and by how much.
 	Clocks map[string]string `json:"clocks,omitempty"`
 
@@ -268,6 +273,14 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 				r.example("early", fmt.Sprintf("%s: attempt %d claimed on %s at %s by Redis's clock, due %s (enqueue answered %s)",
 					id, e.Attempt, e.Slot, stampMs(e.Claimed), stampMs(e.Due), stampMs(ackedIDs[id].Due)))
 			}
+			if cur.start.Node != "" {
+				r.NodeRuns++
+			}
+			if e := cur.start; e.Node != "" && !slices.Equal(e.Up, parentsOf(e.Node)) {
+				r.EarlyReleases++
+				r.example("early_release", fmt.Sprintf("%s: node %s attempt %d ran with the upstream of %v, its parents are %v",
+					id, e.Node, e.Attempt, e.Up, parentsOf(e.Node)))
+			}
 			if attempts[cur.start.Attempt] {
 				r.AttemptReuse++
 				r.example("attempt_reuse", fmt.Sprintf("%s: attempt %d ran under two tokens", id, cur.start.Attempt))
@@ -431,6 +444,7 @@ func (r *Report) judge() {
 	add(r.Lost > 0, "%d acknowledged jobs lost", r.Lost)
 	add(r.Unexpected > 0, "%d unexpected jobs or runs", r.Unexpected)
 	add(r.Early > 0, "%d runs claimed before their job was due by Redis's clock", r.Early)
+	add(r.EarlyReleases > 0, "%d runs of workflow nodes released before every parent ended", r.EarlyReleases)
 	add(r.Unexplained > 0, "%d duplicate runs no fault explains", r.Unexplained)
 	add(r.PoisonWrong > 0, "%d poison jobs not dead with exactly their max attempts", r.PoisonWrong)
 	add(r.DeadNonPoison > 0, "%d ordinary jobs dead", r.DeadNonPoison)
@@ -443,4 +457,15 @@ func (r *Report) judge() {
 	add(len(r.StatsMismatch) > 0, "stats disagree with the jobs: %v", r.StatsMismatch)
 	add(r.ForbiddenErrors > 0, "%d %s errors reached a caller", r.ForbiddenErrors, strings.Join(ForbiddenClasses, "/"))
 	r.Pass = len(r.Failures) == 0
+}
+
+// parentsOf is the parents of a node of the workflow scenario's diamond,
+// sorted (nil for a root, or a name that is not the diamond's).
+func parentsOf(node string) []string {
+	for _, n := range diamond {
+		if n.name == node {
+			return slices.Sorted(slices.Values(n.deps))
+		}
+	}
+	return nil
 }

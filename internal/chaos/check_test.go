@@ -324,3 +324,39 @@ func TestCheckObservedStallExplainsLast(t *testing.T) {
 	require.Zero(t, r.ExplainedByStall, "an injected fault is preferred")
 	require.Equal(t, 1, r.DuplicatesByFault["worker-kill"])
 }
+
+// A workflow node's run whose upstream does not name every parent of its
+// node in the diamond was released before its last parent ended: the run
+// fails. Its roots have no upstream.
+func TestCheckEarlyRelease(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		up   []string
+		pass bool
+	}{
+		{"every parent", []string{"b", "c"}, true},
+		{"one parent missing", []string{"b"}, false},
+		{"no upstream", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld()
+			nodes := []struct {
+				id, node string
+				up       []string
+			}{{"ja", "a", nil}, {"jb", "b", []string{"a"}}, {"jc", "c", []string{"a"}}, {"jd", "d", tt.up}}
+			for i, n := range nodes {
+				w.job(int64(i+1), n.id, true, "completed", 1, 25, "t"+n.id)
+				w.run(n.id, "t"+n.id, "w0", 1, float64(i+1), float64(i+1)+0.1, "", "completed")
+				w.rec.Execs[len(w.rec.Execs)-2].Node, w.rec.Execs[len(w.rec.Execs)-2].Up = n.node, n.up
+			}
+			r := w.check()
+			require.Equal(t, tt.pass, r.Pass, r.Failures)
+			require.Equal(t, 4, r.NodeRuns)
+			if !tt.pass {
+				require.Equal(t, 1, r.EarlyReleases)
+			}
+		})
+	}
+}

@@ -95,10 +95,14 @@
 //     an end, releasing the children and acking the outbox entry) and a new
 //     one started (serve-kill). Every job of every acknowledged workflow
 //     must complete (lost 0); the drain also waits for the outboxes to
-//     empty. (That no child is released twice is checked where it can be
-//     counted, by the workflow package's crash tests and battery: a second
-//     release would make no second run here, a claim drops a job that is
-//     not pending.) 8,000 jobs over 40 s; short 1,600 over 12 s.
+//     empty. Each run of a node records the parents its upstream names,
+//     which must be all of its node's (early releases 0): a child released
+//     before its last parent ended would miss one. (That no child is
+//     released twice is checked where it can be counted, by the workflow
+//     package's crash tests and battery: a second release would make no
+//     second run here, a claim drops a job that is not pending; a second
+//     run would be a duplicate no fault explains.) 8,000 jobs over 40 s;
+//     short 1,600 over 12 s.
 //
 // The full size is 20,000 jobs over 60 s, half of them delayed 0–60 s
 // (skew's: 10,000 over 30 s, delayed 0–30 s); the short form 3,000 over
@@ -144,6 +148,8 @@
 //     ledger keeps too: when go-redis resends an enqueue whose reply was
 //     lost, the answer carries the rerun's now, some milliseconds after
 //     the job was made, and so a due time later than the job's.)
+//   - early releases: runs of a workflow node (the workflow scenario)
+//     whose upstream does not name every parent of the node. Must be 0.
 //   - runs: handler executions, one per claim token that reached the
 //     handler.
 //   - retries after an accepted failure: a run that follows a run whose

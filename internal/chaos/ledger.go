@@ -51,6 +51,10 @@ type Exec struct {
 	Due     int64  `json:"due"`     // the job's run_at at the claim (Redis's clock), unix ns
 	T       int64  `json:"t"`
 	Err     string `json:"err,omitempty"` // the handler's error, on "end"
+	// Node is the job's workflow node name ("" for any other job), and Up
+	// the parents its upstream names (sorted): what it was released with.
+	Node string   `json:"node,omitempty"`
+	Up   []string `json:"up,omitempty"`
 }
 
 // Outcome is what the store made of one run (worker.Outcome).

@@ -34,6 +34,8 @@ func WriteTable(w io.Writer, rs []*Report) {
 	row("LOST", n(func(r *Report) int { return r.Lost }))
 	row("UNEXPECTED", n(func(r *Report) int { return r.Unexpected }))
 	row("EARLY (claimed before due, Redis's clock)", n(func(r *Report) int { return r.Early }))
+	row("EARLY RELEASES (a workflow node before its parents)", n(func(r *Report) int { return r.EarlyReleases }))
+	row("  workflow node runs checked", n(func(r *Report) int { return r.NodeRuns }))
 	row("runs (handler executions)", n(func(r *Report) int { return r.Executions }))
 	row("retries after an accepted failure", n(func(r *Report) int { return r.Retries }))
 	row("duplicate runs", n(func(r *Report) int { return r.Duplicates }))

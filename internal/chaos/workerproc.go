@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +75,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		_ = json.Unmarshal(job.Payload, &p)
 		e := Exec{Ev: "start", ID: job.ID, Seq: p.Seq, Queue: job.Queue, Attempt: job.Attempts, Token: job.Token,
 			Slot: cfg.Slot, Pid: pid, Claimed: job.ClaimedAt.UnixNano(), Due: job.RunAt.UnixNano(), T: time.Now().UnixNano()}
+		if job.Workflow != nil {
+			var up map[string]json.RawMessage
+			_ = json.Unmarshal(job.Upstream, &up)
+			e.Node, e.Up = job.Workflow.Node, slices.Sorted(maps.Keys(up))
+		}
 		if err := led.RecordExec(e); err != nil {
 			fatal(err)
 		}

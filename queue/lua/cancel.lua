@@ -21,6 +21,10 @@ local id, req, claim = A_id, A_request, A_claim_token
 if not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq cancel: malformed arguments')
 end
+local sets_ok, limited = lease_bind()
+if not sets_ok then
+  return redis.error_reply(STALE_SETS)
+end
 local f = load(id)
 if not f then
   local tomb = tomb_of(id)
@@ -40,7 +44,7 @@ if claim ~= '' then
     return { 0, status, '' }
   end
   redis.call('ZREM', K_leases, id)
-  lease_freed(1)
+  lease_freed(1, limited)
   finish_claim(claim)
   f[R_ack] = 'x' .. claim
   cancel_now(id, f, req, A_retention_ms)

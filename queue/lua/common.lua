@@ -49,12 +49,18 @@ end
 
 -- Records -----------------------------------------------------------------
 
+-- A record is stored without its trailing empty fields, and with its
+-- payload in front when that is small (see recInline in
+-- queue/layout.go): "\2<payload>\0<fields>". load answers the fields as
+-- a table of NREC (or more, from a newer version) with the payload, if
+-- inline, as its field p; save writes them back so.
+
 local function split(rec)
-  local f = { string.match(rec, REC_PATTERN) }
+  local f = { string.match(rec .. REC_PAD, REC_PATTERN) }
   if #f == NREC then
     return f
   end
-  f = {} -- a record of another length (an older version's): field by field
+  f = {} -- a record of more fields (a newer version's): field by field
   for v in string.gmatch(rec .. '\0', '(%Z*)%z') do
     f[#f + 1] = v
   end
@@ -65,13 +71,37 @@ end
 -- tombstone is no job: see tomb_of).
 local function load(id)
   local rec = redis.call('HGET', K_jobs, id)
-  if not rec or string.sub(rec, 1, 1) == '-' then
+  if not rec then
     return nil
+  end
+  local first = string.sub(rec, 1, 1)
+  if first == '-' then
+    return nil
+  end
+  local payload
+  if first == REC_INLINE then
+    local e = string.find(rec, '\0', 2, true)
+    payload, rec = string.sub(rec, 2, e - 1), string.sub(rec, e + 1)
   end
   local f = split(rec)
   for i = #f + 1, NREC do
     f[i] = ''
   end
+  -- the fields encode left short, spelled out
+  f[R_status] = STATUS_OF_CODE[f[R_status]] or f[R_status]
+  local run = f[R_run_at_ms]
+  if run == '' then
+    f[R_run_at_ms] = f[R_enqueued_at_ms]
+  elseif string.byte(run, 1) == 43 then -- '+': ms after enqueued_at
+    f[R_run_at_ms] = int_str(tonumber(f[R_enqueued_at_ms]) + tonumber(string.sub(run, 2)))
+  end
+  if f[R_attempts] == '' then
+    f[R_attempts] = '0'
+  end
+  if f[R_fence] == '' then
+    f[R_fence] = '0'
+  end
+  f.p = payload
   return f
 end
 
@@ -85,11 +115,47 @@ local function tomb_of(id)
   return nil
 end
 
--- save writes f as id's record, and answers the record.
+-- encode answers f as it is stored, and its fields in full (as stored,
+-- but with every field: packed answers them). Stored, the status is its
+-- code, run_at is "" when it is enqueued_at (enqueue.lua also writes it
+-- as "+<ms after enqueued_at>"), attempts and fence are "" for "0", the
+-- trailing empty fields are left out, and the inline payload f.p is in
+-- front. load spells them out again.
+local function encode(f)
+  local status, run, attempts, fence = f[R_status], f[R_run_at_ms], f[R_attempts], f[R_fence]
+  f[R_status] = STATUS_CODE[status] or status
+  if run == f[R_enqueued_at_ms] then
+    f[R_run_at_ms] = ''
+  end
+  if attempts == '0' then
+    f[R_attempts] = ''
+  end
+  if fence == '0' then
+    f[R_fence] = ''
+  end
+  local n = #f
+  local last = n
+  while last > 1 and f[last] == '' do
+    last = last - 1
+  end
+  local full = table.concat(f, '\0')
+  f[R_status], f[R_run_at_ms], f[R_attempts], f[R_fence] = status, run, attempts, fence
+  local stored = full
+  if last < n then
+    stored = string.sub(full, 1, #full - (n - last))
+  end
+  if f.p then
+    stored = REC_INLINE .. f.p .. '\0' .. stored
+  end
+  return stored, full
+end
+
+-- save writes f as id's record, and answers its fields in full (see
+-- encode).
 local function save(id, f)
-  local rec = table.concat(f, '\0')
-  redis.call('HSET', K_jobs, id, rec)
-  return rec
+  local stored, full = encode(f)
+  redis.call('HSET', K_jobs, id, stored)
+  return full
 end
 
 local function new_record()
@@ -100,17 +166,34 @@ local function new_record()
   return f
 end
 
--- spec: "<max_attempts>|<visibility_ms>|<backoff>".
+-- inline answers whether payload goes into its job's record (f.p) rather
+-- than the data hash: a JSON payload of at most INLINE_MAX bytes (a NUL
+-- would end it early; JSON holds none, but a script checks).
+local function inline(payload)
+  return #payload > 0 and #payload <= INLINE_MAX and not string.find(payload, '\0', 1, true)
+end
+
+-- spec: "<max_attempts>|<visibility_ms>|<backoff>", or SPEC_DEFAULT_CODE
+-- for SPEC_DEFAULT.
 local function spec_max_attempts(spec)
+  if spec == SPEC_DEFAULT_CODE then
+    spec = SPEC_DEFAULT
+  end
   return tonumber(string.match(spec, '^(%d+)|'))
 end
 
 local function spec_visibility(spec)
+  if spec == SPEC_DEFAULT_CODE then
+    spec = SPEC_DEFAULT
+  end
   return tonumber(string.match(spec, '^%d+|(%d+)|'))
 end
 
 -- spec_backoff answers the backoff's initial ms, factor, max ms and jitter.
 local function spec_backoff(spec)
+  if spec == SPEC_DEFAULT_CODE then
+    spec = SPEC_DEFAULT
+  end
   local initial, factor, maxd, jitter = string.match(spec, '^%d+|%d+|([^:|]+):([^:]+):([^:]+):([^:]+)$')
   return tonumber(initial), tonumber(factor), tonumber(maxd), tonumber(jitter)
 end
@@ -435,11 +518,45 @@ end
 
 -- lease_freed tells claimers that n leases ended, when the queue has a
 -- MaxInFlight limit (see limit_room): a claim it held back waits on the
--- wake stream for a lease to end, not on a timer.
-local function lease_freed(n)
-  if n > 0 and redis.call('HGET', K_meta, 'limit_inflight') then
-    wake(n)
+-- wake streams for a lease to end, not on a timer. It wakes the claimers
+-- that could use the room: the queue's own stream's when jobs without
+-- labels are pending, and each label set's whose list holds jobs (its
+-- claimers; O(sets), at most MaxLabelSets). Scripts that call it bind
+-- the queue's sets first (sets_current), or a set's claimers would wait
+-- for their next poll.
+-- limited is whether the queue has that limit, when the script read it
+-- already (lease_bind); nil: read it here.
+local function lease_freed(n, limited)
+  if n == 0 then
+    return
   end
+  if limited == nil then
+    limited = redis.call('HGET', K_meta, 'limit_inflight')
+  end
+  if limited then
+    local waiting_until = redis.call('HGET', K_meta, 'waiting_until') or '0'
+    if list_len(K_pending) > 0 then
+      wake(n, waiting_until)
+    end
+    for _, id in ipairs(SETS.ids) do
+      if list_len(SETS.list[id]) > 0 then
+        wake_key(SETS.stream[id], n, waiting_until)
+      end
+    end
+  end
+end
+
+-- lease_bind is for a script that ends leases and makes no job pending
+-- (complete, cancel): only lease_freed needs the queue's label sets, and
+-- only on a queue with a MaxInFlight limit, so only then are they bound.
+-- Answers whether the client's sets are current (false: STALE_SETS, before
+-- any write), and whether the queue has the limit, for lease_freed.
+local function lease_bind()
+  local m = redis.call('HMGET', K_meta, 'limit_inflight', 'lsets')
+  if not m[1] then
+    return true, false
+  end
+  return sets_current(m[2] or false), true
 end
 
 -- next_due is the score of the earliest scheduled job, as a string, ""
@@ -783,12 +900,19 @@ end
 
 -- packed is a job as scripts answer it:
 -- "<id>\0<record>\0<payload>\0<result>\0<upstream>" (upstream: a workflow
--- node's, see wfnode.lua); rec, when given, is f as save answered it.
--- (Scripts that call it declare K_data.)
+-- node's, see wfnode.lua), the record's fields in full (NREC), the payload
+-- from the record (f.p) or the data hash; rec, when given, is f as save
+-- answered it. (Scripts that call it declare K_data.)
 local function packed(id, f, rec)
-  local d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u')
-  return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '') .. '\0' ..
-      (d[3] or '')
+  local rest
+  if f.p then
+    local d = redis.call('HMGET', K_data, id .. '.r', id .. '.u')
+    rest = f.p .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '')
+  else
+    local d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u')
+    rest = (d[1] or '') .. '\0' .. (d[2] or '') .. '\0' .. (d[3] or '')
+  end
+  return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. rest
 end
 
 -- A workflow's own slot (the wf_*.lua scripts, which declare K_wf) --------

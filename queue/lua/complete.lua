@@ -12,6 +12,10 @@ local n, cap = tonumber(A_n), tonumber(A_history)
 if not n or not cap or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq complete: malformed arguments')
 end
+local sets_ok, limited = lease_bind()
+if not sets_ok then
+  return redis.error_reply(STALE_SETS)
+end
 local out, finished, bases, expiring, done = {}, {}, {}, {}, {}
 local rerun = false
 for i = 0, n - 1 do
@@ -73,7 +77,7 @@ for i = 0, n - 1 do
 end
 if #finished > 0 then
   redis.call('ZREM', K_leases, unpack(finished))
-  lease_freed(#finished)
+  lease_freed(#finished, limited)
   if #bases > 0 then
     redis.call('HDEL', K_claims, unpack(bases))
   end

@@ -1,6 +1,6 @@
 -- enqueue.lua: adds jobs to one queue, each due now (pending) or later
 -- (scheduled), honouring idempotency keys. The queue must exist (create.lua). Keys and arguments: specEnqueue in queue/layout.go; per
--- job: id, kind, payload, spec, when ("d<µs>" a delay after Redis's now,
+-- job: id, kind, payload (kept in the record when small, see inline), spec, when ("d<µs>" a delay after Redis's now,
 -- "a<score>" an absolute due score), idempotency key ("" none),
 -- result_ttl_ms ("" default), labels (canonical, "" none). The keys of
 -- the label sets of its jobs follow its declared keys (see layout.go):
@@ -73,11 +73,16 @@ for _, j in ipairs(jobs) do
       f[R_run_at_ms] = now_str -- due already: it runs from now
     else
       f[R_status] = 'scheduled'
-      f[R_run_at_ms] = int_str(math.floor(due))
+      f[R_run_at_ms] = '+' .. int_str(math.floor(due) - now) -- after enqueued_at (see encode)
+    end
+    -- A small payload goes into the record, a larger one into the data
+    -- hash (see recInline in queue/layout.go).
+    if inline(j.payload) then
+      f.p = j.payload
     end
     -- HSETNX: a job already there was written by an earlier run of this
     -- same call (or is its tombstone): it is not made again.
-    if redis.call('HSETNX', K_jobs, j.id, table.concat(f, '\0')) == 0 then
+    if redis.call('HSETNX', K_jobs, j.id, (encode(f))) == 0 then
       replayed = 2
       rerun = true
     else
@@ -88,8 +93,10 @@ for _, j in ipairs(jobs) do
         sched[#sched + 1] = j.id
         note_due(due)
       end
-      data[#data + 1] = j.id
-      data[#data + 1] = j.payload
+      if not f.p then
+        data[#data + 1] = j.id
+        data[#data + 1] = j.payload
+      end
       if j.idem ~= '' then
         redis.call('HSET', K_idem, j.idem, j.id .. '|' .. int_str(now + idem_ttl))
       end

@@ -26,7 +26,7 @@ lines, bytes, trunc = tonumber(lines or '0'), tonumber(bytes or '0'), tonumber(t
 if batch == A_batch then
   return { 1, tonumber(last), lines, trunc }
 end
-local fields, added = {}, 0
+local was_trunc, fields, added = trunc, {}, 0
 for i = GROUP_START, #ARGV, GROUP do
   local line = ARGV[i + G_line]
   if lines >= max_lines or bytes + #line > max_bytes then
@@ -42,7 +42,9 @@ if added > 0 then
 end
 f[R_log] = lines .. '|' .. bytes .. '|' .. trunc .. '|' .. A_batch .. '|' .. added
 save(A_id, f)
-if added > 0 then
+-- a "log" event when lines were added, or when the log was just marked
+-- truncated (an append none of whose lines fit): a job's stream reads it
+if added > 0 or trunc ~= was_trunc then
   emit('log', A_id, f[R_kind], f[R_status], f[R_attempts])
   publish_events()
 end

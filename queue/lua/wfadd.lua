@@ -47,9 +47,14 @@ for _, j in ipairs(jobs) do
   f[R_run_at_ms] = int_str(math.max(math.floor(tonumber(j.score)), now))
   f[R_workflow] = j.wf
   f[R_labels] = j.labels
-  if redis.call('HSETNX', K_jobs, j.id, table.concat(f, '\0')) == 1 then
-    data[#data + 1] = j.id
-    data[#data + 1] = j.payload
+  if inline(j.payload) then -- as enqueue.lua: a small payload in the record
+    f.p = j.payload
+  end
+  if redis.call('HSETNX', K_jobs, j.id, (encode(f))) == 1 then
+    if not f.p then
+      data[#data + 1] = j.id
+      data[#data + 1] = j.payload
+    end
     added = added + 1
     emit('enqueued', j.id, j.kind, 'waiting', '0')
   end
