@@ -228,38 +228,10 @@ func checkSameDecode(t *testing.T, body string) {
 	}
 }
 
-// checkSameFast holds decodeEnqueueFast to the old decode: when it
-// decodes a body, the old decode accepts it and decodes the same.
-func checkSameFast(t *testing.T, body string) {
-	t.Helper()
-	var got, want enqueueRequest
-	if !decodeEnqueueFast([]byte(body), &got) {
-		require.Equal(t, enqueueRequest{}, got, "%q", body)
-		return
-	}
-	require.NoError(t, refDecodeStrict([]byte(body), &want, ""), "%q", body)
-	require.Equal(t, want, got, "%q", body)
-}
-
 func TestDecodeSameAsBefore(t *testing.T) {
 	t.Parallel()
 	for _, body := range decodeSeeds {
 		checkSameDecode(t, body)
-		checkSameFast(t, body)
-	}
-}
-
-func TestDecodeEnqueueFastTakesTheCommonBody(t *testing.T) {
-	t.Parallel()
-	for _, body := range []string{
-		`{"queue":"bench","kind":"email","payload":{"to":"a@example.com","n":1}}`,
-		` { "kind" : "k" , "payload" : [1, "x\"y", {"a": null}] } `,
-		`{"kind":"日本","payload":"\u00e9"}`,
-		`{"payload":null,"kind":"k"}`,
-	} {
-		var r enqueueRequest
-		require.True(t, decodeEnqueueFast([]byte(body), &r), body)
-		checkSameFast(t, body)
 	}
 }
 
@@ -272,7 +244,6 @@ func FuzzDecodeSameAsBefore(f *testing.F) {
 			t.Skip("duplicate member names: the old check read only the last of each")
 		}
 		checkSameDecode(t, body)
-		checkSameFast(t, body)
 	})
 }
 
@@ -335,15 +306,6 @@ func BenchmarkDecodeEnqueue(b *testing.B) {
 			var req enqueueRequest
 			if err := decodeStrict(body, &req, ""); err != nil {
 				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("fast", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var req enqueueRequest
-			if !decodeEnqueueFast(body, &req) {
-				b.Fatal("not the fast way")
 			}
 		}
 	})

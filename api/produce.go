@@ -21,14 +21,8 @@ func jobLocation(j *queue.Job) string { return "/v1/queues/" + j.Queue + "/jobs/
 // enqueueOne: POST /v1/jobs and POST /v1/queues/{queue}/jobs.
 func (s *Server) enqueueOne(c echo.Context) error {
 	var req enqueueRequest
-	body, err := readBody(c)
-	if err != nil {
+	if err := s.decode(c, &req, false); err != nil {
 		return err
-	}
-	if !decodeEnqueueFast(body, &req) {
-		if err := decodeStrict(body, &req, ""); err != nil {
-			return err
-		}
 	}
 	if q := c.Param("queue"); q != "" {
 		if err := queue.ValidateQueue(q); err != nil {
