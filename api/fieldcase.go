@@ -1,11 +1,16 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // encoding/json matches a JSON member to a struct field case-blind
@@ -16,10 +21,11 @@ import (
 // document rejects is a 400 here too.
 //
 // It is on the path of every request with a body, so it does not parse
-// the body again into maps: it scans the bytes once, member by member,
-// looks each name up in a table of the type's exact names (built once per
-// type), and steps over every value that maps to no struct (a payload is
-// skipped, never decoded) without allocating.
+// the body again into maps: it reads the body's tokens once with
+// jsontext (github.com/go-json-experiment/json, the Go team's json/v2),
+// looks each member name up in a table of the type's exact names (built
+// once per type), and skips every value that maps to no struct (a
+// payload is skipped, never decoded), without allocating.
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
@@ -125,217 +131,90 @@ func exactNames(data []byte, t reflect.Type, prefix string) *Error {
 // without surprise: only then is a nil answer a sure one.
 func checkNames(data []byte, t reflect.Type, prefix string) (*Error, bool) {
 	ft := tableOf(t)
-	s := nameScan{data: data}
-	s.ws()
-	e := s.check(ft, prefix)
-	if s.bad {
-		return nil, false
-	}
-	return e, e != nil || s.i == len(data)
-}
-
-// nameScan walks JSON text that a decode has accepted. On anything it does
-// not expect it sets bad and stops: it never panics, and never reads past
-// the end.
-type nameScan struct {
-	data []byte
-	i    int
-	bad  bool
-}
-
-func (s *nameScan) ws() {
-	for s.i < len(s.data) {
-		switch s.data[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// next is the byte at the cursor, 0 at the end.
-func (s *nameScan) next() byte {
-	if s.i < len(s.data) {
-		return s.data[s.i]
-	}
-	return 0
-}
-
-// expect steps over c and the blanks after it.
-func (s *nameScan) expect(c byte) bool {
-	if s.next() != c {
-		s.bad = true
-		return false
-	}
-	s.i++
-	s.ws()
-	return true
-}
-
-// check checks the value at the cursor, of a type whose table is ft, and
-// steps over it and the blanks after it.
-func (s *nameScan) check(ft *fieldTable, prefix string) *Error {
+	nd := nameDecoders.Get().(*nameDecoder) //nolint:forcetypeassert // the pool holds nothing else
+	defer nd.release()
+	nd.buf = *bytes.NewBuffer(data) // read in place: no copy of data
+	nd.dec.Reset(&nd.buf, nameOptions...)
+	e, err := checkValue(&nd.dec, ft, prefix)
 	switch {
-	case ft.kind == reflect.Struct && s.next() == '{':
-		s.i++
-		s.ws()
-		if s.next() == '}' {
-			s.i++
-			s.ws()
-			return nil
+	case err != nil:
+		return nil, false
+	case e != nil:
+		return e, true
+	}
+	_, err = nd.dec.ReadToken()
+	return nil, errors.Is(err, io.EOF) // nothing after the value
+}
+
+// nameOptions make jsontext accept what encoding/json accepts: a name
+// twice in an object, and invalid UTF-8 in strings.
+var nameOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// nameDecoder is a jsontext.Decoder that reads a request body in place,
+// pooled: one of its own for every body would be an allocation or two.
+type nameDecoder struct {
+	buf bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var nameDecoders = sync.Pool{New: func() any { return new(nameDecoder) }}
+
+// release lets go of the body read, and returns nd to the pool.
+func (nd *nameDecoder) release() {
+	nd.buf = bytes.Buffer{}
+	nd.dec.Reset(&nd.buf)
+	nameDecoders.Put(nd)
+}
+
+// checkValue checks the next value of dec, of a type whose table is ft,
+// and reads past it. err is dec's, on JSON it does not accept.
+func checkValue(dec *jsontext.Decoder, ft *fieldTable, prefix string) (e *Error, err error) {
+	switch {
+	case ft.kind == reflect.Struct && dec.PeekKind() == jsontext.KindBeginObject:
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
 		}
-		for !s.bad {
-			raw, escaped := s.str()
-			if s.bad {
-				return nil
+		for dec.PeekKind() != jsontext.KindEndObject {
+			name, err := dec.ReadValue() // the name as written, quoted: no allocation
+			if err != nil {
+				return nil, err
 			}
-			sub, ok := ft.fields[string(raw)] // no allocation
+			sub, ok := ft.fields[string(name[1:len(name)-1])] // no allocation
 			var key string
-			if escaped {
-				if key, ok = unquote(s.data[s.i-len(raw)-2 : s.i]); !ok {
-					s.bad = true
-					return nil
-				}
+			if bytes.IndexByte(name, '\\') >= 0 {
+				// Escaped: the name is what it decodes to. The decoder
+				// has accepted it, so the only error left is invalid
+				// UTF-8, replaced by U+FFFD as encoding/json does.
+				b, _ := jsontext.AppendUnquote(nil, name)
+				key = string(b)
 				sub, ok = ft.fields[key]
-			}
-			if !ok || sub.walk {
-				if !escaped {
-					key = string(raw)
-				}
+			} else if !ok || sub.walk {
+				key = string(name[1 : len(name)-1])
 			}
 			if !ok {
-				return invalidArg(prefix+key, "unknown field %q (field names are case-sensitive)", key)
-			}
-			s.ws()
-			if !s.expect(':') {
-				return nil
+				return invalidArg(prefix+key, "unknown field %q (field names are case-sensitive)", key), nil
 			}
 			if sub.walk {
-				if e := s.check(sub, prefix+key+"."); e != nil || s.bad {
-					return e
+				if e, err := checkValue(dec, sub, prefix+key+"."); e != nil || err != nil {
+					return e, err
 				}
-			} else {
-				s.skip()
-			}
-			switch s.next() {
-			case ',':
-				s.i++
-				s.ws()
-			case '}':
-				s.i++
-				s.ws()
-				return nil
-			default:
-				s.bad = true
+			} else if err := dec.SkipValue(); err != nil {
+				return nil, err
 			}
 		}
-		return nil
-	case ft.kind == reflect.Slice && s.next() == '[':
-		s.i++
-		s.ws()
-		if s.next() == ']' {
-			s.i++
-			s.ws()
-			return nil
+		_, err := dec.ReadToken()
+		return nil, err
+	case ft.kind == reflect.Slice && dec.PeekKind() == jsontext.KindBeginArray:
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
 		}
-		for i := 0; !s.bad; i++ {
-			if e := s.check(ft.elem, strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"]."); e != nil || s.bad {
-				return e
-			}
-			switch s.next() {
-			case ',':
-				s.i++
-				s.ws()
-			case ']':
-				s.i++
-				s.ws()
-				return nil
-			default:
-				s.bad = true
+		for i := 0; dec.PeekKind() != jsontext.KindEndArray; i++ {
+			if e, err := checkValue(dec, ft.elem, strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"]."); e != nil || err != nil {
+				return e, err
 			}
 		}
-		return nil
+		_, err := dec.ReadToken()
+		return nil, err
 	}
-	s.skip() // null, or a value the decode turned down
-	return nil
-}
-
-// unquote is the JSON string q, quotes included, unescaped.
-func unquote(q []byte) (string, bool) {
-	var str string
-	if json.Unmarshal(q, &str) != nil {
-		return "", false
-	}
-	return str, true
-}
-
-// str reads the string at the cursor: its bytes between the quotes, and
-// whether they hold an escape.
-func (s *nameScan) str() ([]byte, bool) {
-	if s.next() != '"' {
-		s.bad = true
-		return nil, false
-	}
-	start := s.i + 1
-	escaped := false
-	for i := start; i < len(s.data); i++ {
-		switch s.data[i] {
-		case '\\':
-			escaped = true
-			i++ // the escaped byte: never the closing quote
-		case '"':
-			s.i = i + 1
-			return s.data[start:i], escaped
-		}
-	}
-	s.bad = true
-	return nil, false
-}
-
-// skip steps over the value at the cursor and the blanks after it.
-func (s *nameScan) skip() {
-	switch s.next() {
-	case '"':
-		s.str()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.data) && !s.bad {
-			switch s.data[s.i] {
-			case '"':
-				s.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			s.i++
-			if depth == 0 {
-				s.ws()
-				return
-			}
-		}
-		s.bad = true
-		return
-	default: // a number, true, false or null
-		start := s.i
-		for s.i < len(s.data) && !isEnd(s.data[s.i]) {
-			s.i++
-		}
-		if s.i == start {
-			s.bad = true
-			return
-		}
-	}
-	s.ws()
-}
-
-// isEnd: c ends a scalar value (a blank, or the punctuation after it).
-func isEnd(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', ',', '}', ']', ':':
-		return true
-	}
-	return false
+	return nil, dec.SkipValue() // null, or a value the decode turned down
 }
