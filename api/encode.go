@@ -42,15 +42,15 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = append(b, `,"max_attempts":`...)
 	b = strconv.AppendInt(b, int64(j.MaxAttempts), 10)
 	b = append(b, `,"backoff":{"initial":`...)
-	b = appendDuration(b, j.Backoff.Initial)
+	b = appendString(b, fmtDuration(j.Backoff.Initial))
 	b = append(b, `,"factor":`...)
 	b = appendFloat(b, j.Backoff.Factor)
 	b = append(b, `,"max":`...)
-	b = appendDuration(b, j.Backoff.Max)
+	b = appendString(b, fmtDuration(j.Backoff.Max))
 	b = append(b, `,"jitter":`...)
 	b = appendFloat(b, j.Backoff.Jitter)
 	b = append(b, `},"visibility":`...)
-	b = appendDuration(b, j.Visibility)
+	b = appendString(b, fmtDuration(j.Visibility))
 	b = append(b, `,"enqueued_at":`...)
 	b = appendTime(b, j.EnqueuedAt)
 	b = append(b, `,"run_at":`...)
@@ -147,62 +147,12 @@ func writeJobs(c echo.Context, status int, jobs []*queue.Job, withToken bool) er
 	return c.Blob(status, echo.MIMEApplicationJSON, append(b, '}'))
 }
 
-// appendTime appends t as fmtTime writes it, quoted, or null for the zero
-// time; by hand for the years 0 to 9999, AppendFormat's way for others.
 func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}
-	t = t.UTC()
-	y, mo, d := t.Date()
-	if y < 0 || y > 9999 {
-		b = append(b, '"')
-		b = t.AppendFormat(b, timeLayout)
-		return append(b, '"')
-	}
-	h, mi, s := t.Clock()
-	ms := t.Nanosecond() / int(time.Millisecond)
-	const dec = "0123456789"
-	return append(b, '"',
-		dec[y/1000], dec[y/100%10], dec[y/10%10], dec[y%10], '-', dec[mo/10], dec[mo%10], '-', dec[d/10], dec[d%10], 'T',
-		dec[h/10], dec[h%10], ':', dec[mi/10], dec[mi%10], ':', dec[s/10], dec[s%10], '.',
-		dec[ms/100], dec[ms/10%10], dec[ms%10], 'Z', '"')
-}
-
-// appendDuration appends d as fmtDuration writes it, quoted; by hand for
-// whole seconds (every default and most settings), fmtDuration's way for
-// the rest.
-func appendDuration(b []byte, d time.Duration) []byte {
-	if d <= 0 || d%time.Second != 0 {
-		return appendString(b, fmtDuration(d))
-	}
-	secs := int64(d / time.Second)
-	h, m, s := secs/3600, secs/60%60, secs%60
 	b = append(b, '"')
-	switch {
-	case h > 0:
-		b = strconv.AppendInt(b, h, 10)
-		b = append(b, 'h')
-		if m == 0 && s == 0 {
-			break
-		}
-		b = strconv.AppendInt(b, m, 10)
-		b = append(b, 'm')
-		if s != 0 {
-			b = strconv.AppendInt(b, s, 10)
-			b = append(b, 's')
-		}
-	case m > 0:
-		b = strconv.AppendInt(b, m, 10)
-		b = append(b, 'm')
-		if s != 0 {
-			b = strconv.AppendInt(b, s, 10)
-			b = append(b, 's')
-		}
-	default:
-		b = strconv.AppendInt(b, s, 10)
-		b = append(b, 's')
-	}
+	b = t.UTC().AppendFormat(b, timeLayout)
 	return append(b, '"')
 }
 
