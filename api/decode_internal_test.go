@@ -295,7 +295,11 @@ func TestExactNamesAllocatesNothing(t *testing.T) {
 	body := []byte(`{"queue":"bench","kind":"email","payload":{"to":"a@example.com","n":1},"labels":["x"]}`)
 	typ := reflect.TypeFor[*enqueueRequest]()
 	require.Nil(t, exactNames(body, typ, ""))
-	require.Zero(t, testing.AllocsPerRun(100, func() { _ = exactNames(body, typ, "") }))
+	// With a decoder of its own: under -race, sync.Pool drops some of
+	// what it is given, on purpose, and its New allocates.
+	var nd nameDecoder
+	ft := tableOf(typ)
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = nd.checkNames(body, ft, "") }))
 }
 
 func BenchmarkDecodeEnqueue(b *testing.B) {

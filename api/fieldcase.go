@@ -130,11 +130,33 @@ func exactNames(data []byte, t reflect.Type, prefix string) *Error {
 // checkNames is exactNames, and whether it read data through to its end
 // without surprise: only then is a nil answer a sure one.
 func checkNames(data []byte, t reflect.Type, prefix string) (*Error, bool) {
-	ft := tableOf(t)
 	nd := nameDecoders.Get().(*nameDecoder) //nolint:forcetypeassert // the pool holds nothing else
-	defer nd.release()
+	defer nameDecoders.Put(nd)
+	return nd.checkNames(data, tableOf(t), prefix)
+}
+
+// nameOptions make jsontext accept what encoding/json accepts: a name
+// twice in an object, and invalid UTF-8 in strings.
+var nameOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// nameDecoder is a jsontext.Decoder that reads a request body in place,
+// pooled: one of its own for every body would be a few allocations.
+type nameDecoder struct {
+	buf bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var nameDecoders = sync.Pool{New: func() any { return new(nameDecoder) }}
+
+// checkNames is checkNames on nd's decoder, for a type whose table is ft;
+// it lets go of data when it is done.
+func (nd *nameDecoder) checkNames(data []byte, ft *fieldTable, prefix string) (*Error, bool) {
 	nd.buf = *bytes.NewBuffer(data) // read in place: no copy of data
 	nd.dec.Reset(&nd.buf, nameOptions...)
+	defer func() {
+		nd.buf = bytes.Buffer{}
+		nd.dec.Reset(&nd.buf)
+	}()
 	e, err := checkValue(&nd.dec, ft, prefix)
 	switch {
 	case err != nil:
@@ -144,26 +166,6 @@ func checkNames(data []byte, t reflect.Type, prefix string) (*Error, bool) {
 	}
 	_, err = nd.dec.ReadToken()
 	return nil, errors.Is(err, io.EOF) // nothing after the value
-}
-
-// nameOptions make jsontext accept what encoding/json accepts: a name
-// twice in an object, and invalid UTF-8 in strings.
-var nameOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
-
-// nameDecoder is a jsontext.Decoder that reads a request body in place,
-// pooled: one of its own for every body would be an allocation or two.
-type nameDecoder struct {
-	buf bytes.Buffer
-	dec jsontext.Decoder
-}
-
-var nameDecoders = sync.Pool{New: func() any { return new(nameDecoder) }}
-
-// release lets go of the body read, and returns nd to the pool.
-func (nd *nameDecoder) release() {
-	nd.buf = bytes.Buffer{}
-	nd.dec.Reset(&nd.buf)
-	nameDecoders.Put(nd)
 }
 
 // checkValue checks the next value of dec, of a type whose table is ft,
