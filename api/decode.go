@@ -17,17 +17,15 @@ import (
 
 // bodyLimit caps every request body: a Content-Length over the limit is a
 // 413 at once, and reading past it fails the decode with a 413.
-func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.ContentLength > s.cfg.BodyLimit {
-			return tooLarge("", fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, s.cfg.BodyLimit))
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(c.Response().Writer, r.Body, s.cfg.BodyLimit)
-		}
-		return next(c)
+func (s *Server) bodyLimit(c echo.Context) error {
+	r := c.Request()
+	if r.ContentLength > s.cfg.BodyLimit {
+		return tooLarge("", fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, s.cfg.BodyLimit))
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(c.Response().Writer, r.Body, s.cfg.BodyLimit)
+	}
+	return nil
 }
 
 // decode reads the request body, one JSON object, into v: unknown fields,
@@ -47,27 +45,59 @@ func (s *Server) decode(c echo.Context, v any, optional bool) error {
 
 // readBody reads the whole request body (within the body limit).
 func readBody(c echo.Context) ([]byte, error) {
-	r := c.Request().Body
-	if r == nil || r == http.NoBody {
+	req := c.Request()
+	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil
 	}
-	body, err := io.ReadAll(r)
+	body, err := readAll(req.Body, req.ContentLength)
+	if err != nil {
+		return nil, bodyError(err)
+	}
+	return body, nil
+}
+
+// readAll is io.ReadAll, in a buffer of the body's size when it is known
+// (one byte more, for the read that finds the end).
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	n := 512
+	if size > 0 && size < 1<<20 {
+		n = int(size) + 1
+	}
+	b := make([]byte, 0, n)
+	for {
+		nr, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+nr]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return b, nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow
+		}
+	}
+}
+
+// bodyError is the answer to a failed read of the request body.
+func bodyError(err error) *Error {
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	switch {
-	case err == nil:
-		return body, nil
 	case errors.As(err, &mbe):
-		return nil, decodeError(err, "")
+		return decodeError(err, "")
 	case errors.As(err, &ne) && ne.Timeout():
-		return nil, invalidArg("", "the request body did not arrive in time")
+		return invalidArg("", "the request body did not arrive in time")
 	}
-	return nil, invalidArg("", "reading the request body failed")
+	return invalidArg("", "reading the request body failed")
 }
 
 // decodeStrict decodes data, one JSON value and nothing after it, into v,
-// naming fields under prefix.
+// a pointer to a zero value, naming fields under prefix.
 func decodeStrict(data []byte, v any, prefix string) error {
+	if decodeFast(data, v, prefix) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -86,8 +116,11 @@ func decodeStrict(data []byte, v any, prefix string) error {
 }
 
 // decodeRaw decodes one element of a larger body (a job of a batch) into
-// v, naming fields under prefix ("jobs[3].").
+// v, a pointer to a zero value, naming fields under prefix ("jobs[3].").
 func decodeRaw(raw json.RawMessage, v any, prefix string) error {
+	if decodeFast(raw, v, prefix) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -97,6 +130,31 @@ func decodeRaw(raw json.RawMessage, v any, prefix string) error {
 		return err
 	}
 	return nil
+}
+
+// decodeFast is the way of a good request: json.Unmarshal (no Decoder, no
+// copy of the body) and exactNames, which also finds the members that
+// DisallowUnknownFields would have refused (a name that is no field's,
+// exactly, is one of those or a case-folded one). It reports whether it
+// decoded data into v; when it did not, v is zero again and the caller
+// decodes the slow way, which names the error exactly as before. Only
+// types whose table says exactNames sees every member take this way.
+func decodeFast(data []byte, v any, prefix string) bool {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || !tableOf(t).fast {
+		return false
+	}
+	pv := reflect.ValueOf(v)
+	if pv.IsNil() || !pv.Elem().IsZero() {
+		return false
+	}
+	if json.Unmarshal(data, v) == nil {
+		if e, ok := checkNames(data, t, prefix); e == nil && ok {
+			return true
+		}
+	}
+	pv.Elem().SetZero()
+	return false
 }
 
 // decodeError turns an error of encoding/json into the API's answer.

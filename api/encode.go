@@ -1,7 +1,9 @@
 package api
 
 import (
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -119,9 +121,24 @@ func appendJobs(b []byte, jobs []*queue.Job, withToken bool) []byte {
 	return append(b, ']')
 }
 
+// jobBufs recycles the buffers writeJob writes a job in: the response
+// writer copies what it is given (io.Writer must not retain it), so a
+// buffer is free again once the answer is written. Buffers over
+// maxPooledBuf are left to the collector.
+var jobBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBuf = 16 << 10
+
 // writeJob answers one job.
 func writeJob(c echo.Context, status int, j *queue.Job) error {
-	return c.Blob(status, echo.MIMEApplicationJSON, appendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)+len(j.Artifacts)), j, false))
+	bp := jobBufs.Get().(*[]byte) //nolint:forcetypeassert // the pool holds nothing else
+	b := appendJob(slices.Grow((*bp)[:0], 640+len(j.Payload)+len(j.Result)+len(j.Artifacts)), j, false)
+	err := c.Blob(status, echo.MIMEApplicationJSON, b)
+	if cap(b) <= maxPooledBuf {
+		*bp = b
+		jobBufs.Put(bp)
+	}
+	return err
 }
 
 // writeJobs answers {"jobs":[...]}.

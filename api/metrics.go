@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -27,6 +28,7 @@ type metrics struct {
 	processing   *prometheus.HistogramVec
 	lateness     *prometheus.HistogramVec
 	promoted     *prometheus.HistogramVec
+	routes       sync.Map // routeKey -> *routeMetrics
 }
 
 func newMetrics(r Store) *metrics {
@@ -68,27 +70,47 @@ func (s *Server) metricsHandler() echo.HandlerFunc {
 	return echo.WrapHandler(h)
 }
 
-// observe counts and times every request by its route template.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := s.clock.Now()
-		err := next(c)
-		route := c.Path()
+// observe counts and times a request, answered, that began at start, by
+// its route template.
+func (s *Server) observe(c echo.Context, start time.Time) {
+	method := c.Request().Method
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	default:
+		method = "other" // a client's made-up method must not grow the label set
+	}
+	k := routeKey{path: c.Path(), method: method, code: c.Response().Status}
+	rm, ok := s.metrics.routes.Load(k)
+	if !ok {
+		route := k.path
 		if route == "" || route == "/*" || strings.HasSuffix(route, "/*") {
 			route = "unmatched"
 		} else {
 			route = templatePath(route)
 		}
-		method := c.Request().Method
-		switch method {
-		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
-		default:
-			method = "other" // a client's made-up method must not grow the label set
-		}
-		s.metrics.httpRequests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
-		s.metrics.httpDuration.WithLabelValues(route, method).Observe(s.clock.Since(start).Seconds())
-		return err
+		rm, _ = s.metrics.routes.LoadOrStore(k, &routeMetrics{
+			requests: s.metrics.httpRequests.WithLabelValues(route, method, strconv.Itoa(k.code)),
+			duration: s.metrics.httpDuration.WithLabelValues(route, method),
+		})
 	}
+	m := rm.(*routeMetrics) //nolint:forcetypeassert // the map holds nothing else
+	m.requests.Inc()
+	m.duration.Observe(s.clock.Since(start).Seconds())
+}
+
+// routeKey names the metrics of a request: its route as Echo has it
+// (registered routes only: a bounded set), its method (the known ones,
+// or "other") and its status code.
+type routeKey struct {
+	path, method string
+	code         int
+}
+
+// routeMetrics are a routeKey's series, looked up once: finding them by
+// their labels each time was the most of observe's cost.
+type routeMetrics struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // templatePath turns Echo's "/v1/queues/:queue" into "/v1/queues/{queue}".

@@ -168,7 +168,7 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe, s.writeErrors, s.recover, s.bodyLimit)
+	e.Use(s.middleware)
 	s.e = e
 	s.routes()
 	if s.doc, err = s.buildOpenAPI(); err != nil {
@@ -297,14 +297,16 @@ func (s *Server) routes() {
 		rs = append(rs, route{r.Method, r.Path, r.Handler, false})
 	}
 	for _, r := range rs {
-		var mw []echo.MiddlewareFunc
+		// The route's middleware wraps its handler here, once: Echo would
+		// apply it anew to each request.
+		h := r.h
 		switch {
 		case !r.open && s.cfg.Token != "":
-			mw = append(mw, s.auth)
+			h = s.auth(h)
 		case !r.open:
-			mw = append(mw, noCrossSite)
+			h = noCrossSite(h)
 		}
-		s.e.Add(r.method, r.path, r.h, mw...)
+		s.e.Add(r.method, r.path, h)
 	}
 }
 
@@ -411,32 +413,39 @@ func sameOrigin(r *http.Request) bool {
 	return r.Header.Get("Sec-Fetch-Site") == "same-origin"
 }
 
-// writeErrors writes a handler's error at once, so that observe sees the
-// status that was sent.
-func (s *Server) writeErrors(next echo.HandlerFunc) echo.HandlerFunc {
+// middleware is every request's: observe (count and time it), write
+// the error of what follows at once (so that observe sees the status
+// sent), turn a panic into a 500 (recovered), and limit the body
+// (bodyLimit). One closure, not four: Echo applies its middleware anew to
+// each request.
+func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if err := next(c); err != nil {
+		start := s.clock.Now()
+		if err := s.recovered(next, c); err != nil {
 			s.handleError(err, c)
 		}
+		s.observe(c, start)
 		return nil
 	}
 }
 
-// recover turns a panic of a handler into a 500, logged with its stack.
-func (s *Server) recover(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				if r == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http compares it
-					panic(r)
-				}
-				s.log.Error("api: panic in handler", "method", c.Request().Method, "path", c.Request().URL.Path,
-					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				err = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+// recovered runs next on c within the body limit, and turns its panic
+// into a 500, logged with its stack.
+func (s *Server) recovered(next echo.HandlerFunc, c echo.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http compares it
+				panic(r)
 			}
-		}()
-		return next(c)
+			s.log.Error("api: panic in handler", "method", c.Request().Method, "path", c.Request().URL.Path,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+		}
+	}()
+	if err := s.bodyLimit(c); err != nil {
+		return err
 	}
+	return next(c)
 }
 
 func (s *Server) healthz(c echo.Context) error {
