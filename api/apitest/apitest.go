@@ -136,12 +136,13 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 		return nil, nil, c.checkNoRoute(x, err)
 	}
 	// The router is more lenient than the document: it matches
-	// "/v1/queues/" to "/v1/queues". A document's paths are literal: that
-	// path has no operation. (An empty path parameter, as in
-	// "/v1/queues//claim", does match its operation, whose parameter's
-	// schema refuses it: a 400.)
-	if strings.HasSuffix(req.URL.Path, "/") && !strings.HasSuffix(route.Path, "/") {
-		return nil, nil, c.checkNoRoute(x, fmt.Errorf("%s has a trailing slash; the document's %s has none", req.URL.Path, route.Path))
+	// "/v1/queues/" to "/v1/queues", and "//" to "/". A document's paths
+	// are literal: the request's path, as sent, must have the template's
+	// segments, each literal one as it is; else it has no operation. (An
+	// empty path parameter, as in "/v1/queues//claim", does match its
+	// operation, whose parameter's schema refuses it: a 400.)
+	if !matchesTemplate(route.Path, req.URL.EscapedPath()) {
+		return nil, nil, c.checkNoRoute(x, fmt.Errorf("%s is not the document's %s", req.URL.EscapedPath(), route.Path))
 	}
 	// A body where the document has none is refused on the methods whose
 	// routes read their body; the others (GET, DELETE) ignore it.
@@ -157,6 +158,22 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 	// again.
 	req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
 	return route, in, nil
+}
+
+// matchesTemplate reports whether path has the segments of the path
+// template tmpl ("/v1/queues/{queue}"): as many, and each literal one the
+// same.
+func matchesTemplate(tmpl, path string) bool {
+	ts, ps := strings.Split(tmpl, "/"), strings.Split(path, "/")
+	if len(ts) != len(ps) {
+		return false
+	}
+	for i, t := range ts {
+		if !(strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}")) && t != ps[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // checkNoRoute checks the answer to a request the document has no
