@@ -677,7 +677,7 @@ var (
 		nil}
 	specWFRecord = scriptSpec{"wf_record",
 		[]string{keyWorkflow},
-		[]string{"retention_ms", "node", "gen", "outcome", "up", "brief"}}
+		[]string{"retention_ms", "n", "node", "gen", "outcome", "up", "brief"}}
 	specWFPlan = scriptSpec{"wf_plan",
 		[]string{keyWorkflow},
 		nil}

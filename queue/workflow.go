@@ -31,9 +31,10 @@ import (
 //     outbox index (attention.go).
 //  3. A releaser reads the outbox (ReadOutbox), records the end in the
 //     slot of each workflow the entry names (its Refs: the job's own, and
-//     the implicit workflows watching it, see AdoptJob; RecordNodeEnd:
-//     once, gated by the node's outcome field), which answers what the
-//     children's jobs need now; applies that in each child's slot
+//     the implicit workflows watching it, see AdoptJob; RecordNodeEnds:
+//     the ends of one workflow in one call, each once, gated by the
+//     node's outcome field), which answers what the children's jobs
+//     need now; applies that in each child's slot
 //     (ApplyNodeActions: a release moves a job from waiting to pending
 //     only while it is waiting); and only then, every ref recorded, acks
 //     the entry (AckOutbox). A crash anywhere leaves the entry, and
@@ -279,12 +280,25 @@ func (c *Client) CreateWorkflow(ctx context.Context, id, policy string, nodes []
 // upstream }.
 func actionsOf(v any) (int, []NodeAction, error) {
 	res, _ := v.([]any)
-	if len(res) < 1 || (len(res)-1)%5 != 0 {
+	if len(res) < 1 {
 		return 0, nil, fmt.Errorf("unexpected reply %v", v)
 	}
 	code, _ := res[0].(int64)
-	acts := make([]NodeAction, 0, (len(res)-1)/5)
-	for i := 1; i < len(res); i += 5 {
+	acts, err := parseActions(res[1:])
+	if err != nil {
+		return 0, nil, fmt.Errorf("unexpected reply %v", v)
+	}
+	return int(code), acts, nil
+}
+
+// parseActions reads a script's actions: groups of mode, node, job
+// ("<queue>|<id>"), gen, upstream (see wf_plan in common.lua).
+func parseActions(res []any) ([]NodeAction, error) {
+	if len(res)%5 != 0 {
+		return nil, errors.New("a partial action")
+	}
+	acts := make([]NodeAction, 0, len(res)/5)
+	for i := 0; i < len(res); i += 5 {
 		s := func(k int) string { x, _ := res[i+k].(string); return x }
 		q, id, _ := strings.Cut(s(2), "|")
 		var gen int64
@@ -296,7 +310,7 @@ func actionsOf(v any) (int, []NodeAction, error) {
 		}
 		acts = append(acts, NodeAction{Mode: s(0), Node: s(1), Queue: q, JobID: id, Gen: gen, Upstream: s(4)})
 	}
-	return int(code), acts, nil
+	return acts, nil
 }
 
 // WorkflowStep answers a step of a workflow's slot: Code as the script
@@ -341,14 +355,63 @@ func (c *Client) RetryWorkflow(ctx context.Context, id string) (WorkflowStep, er
 	return c.wfStep(ctx, "retrying", wfRetryScript, id)
 }
 
-// RecordNodeEnd records an outbox entry's end in its workflow
-// (wf_record.lua), up being what the node's children receive of it, and
-// brief the same without its result and artifacts (see
-// MaxUpstreamBytes): Code -1 no such workflow or node, 2 a stale entry, 1
-// recorded (now or before).
+// RecordNodeEnd records an outbox entry's end in its workflow, up being
+// what the node's children receive of it, and brief the same without its
+// result and artifacts (see MaxUpstreamBytes): RecordNodeEnds with one
+// end. Code -1 no such workflow or node, 2 a stale entry, 1 recorded (now
+// or before).
 func (c *Client) RecordNodeEnd(ctx context.Context, e OutboxEntry, up, brief []byte, retention time.Duration) (WorkflowStep, error) {
-	return c.wfStep(ctx, "recording in", wfRecordScript, e.Workflow, retention.Milliseconds(), e.Node, e.Gen, string(e.Outcome),
-		string(up), string(brief))
+	codes, acts, err := c.RecordNodeEnds(ctx, e.Workflow, []NodeEnd{{Node: e.Node, Gen: e.Gen, Outcome: e.Outcome, Up: up, Brief: brief}}, retention)
+	if err != nil {
+		return WorkflowStep{}, err
+	}
+	return WorkflowStep{Code: codes[0], Actions: acts}, nil
+}
+
+// NodeEnd is one end of a node's job to record in its workflow (see
+// RecordNodeEnds): an outbox entry's, for one of its refs.
+type NodeEnd struct {
+	Node    string
+	Gen     int64
+	Outcome Status // StatusCompleted, StatusDead or StatusCanceled
+	// Up is what the node's children receive of it (JSON), Brief the same
+	// without its result and artifacts (see MaxUpstreamBytes).
+	Up, Brief []byte
+}
+
+// RecordNodeEnds records 1 to MaxBatch ends of nodes of workflow id in
+// one call (wf_record.lua), each once: a rerun, or an end recorded
+// before, changes nothing. It answers a code per end, in order (-1 no
+// such workflow or node, 2 a stale entry, 1 recorded, now or before), and
+// what the children of the ends coded 1 need now, each child planned
+// once, after all the ends were recorded.
+func (c *Client) RecordNodeEnds(ctx context.Context, id string, ends []NodeEnd, retention time.Duration) ([]int, []NodeAction, error) {
+	if len(ends) == 0 || len(ends) > workflowBatch {
+		return nil, nil, invalid("ends", "a batch holds 1 to %d, got %d", workflowBatch, len(ends))
+	}
+	args := make([]any, 0, 2+5*len(ends))
+	args = append(args, retention.Milliseconds(), len(ends))
+	for _, e := range ends {
+		args = append(args, e.Node, e.Gen, string(e.Outcome), string(e.Up), string(e.Brief))
+	}
+	v, err := c.runWF(ctx, wfRecordScript, id, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
+	}
+	res, _ := v.([]any)
+	if len(res) < len(ends) {
+		return nil, nil, fmt.Errorf("queue: recording in workflow %s: unexpected reply %v", id, v)
+	}
+	codes := make([]int, len(ends))
+	for i := range ends {
+		code, _ := res[i].(int64)
+		codes[i] = int(code)
+	}
+	acts, err := parseActions(res[len(ends):])
+	if err != nil {
+		return nil, nil, fmt.Errorf("queue: recording in workflow %s: unexpected reply %v", id, v)
+	}
+	return codes, acts, nil
 }
 
 // ApplyNodeActions applies acts in their jobs' slots (wfnode.lua), in

@@ -60,10 +60,11 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 	}
 
 	// An entry with several refs (a node's job, watched by two
-	// dependents): a releaser that dies between recording one ref and the
-	// next, first before the second, then before the third, leaves the
-	// entry; the next records every ref again, and each child (the
-	// workflow's own and both dependents) is released once.
+	// dependents), each in a workflow of its own, hence a batch of its
+	// own: a releaser that dies between recording one workflow's batch
+	// and the next, first before the second, then before the third,
+	// leaves the entry; the next records every ref again, and each child
+	// (the workflow's own and both dependents) is released once.
 	t.Run("DiesBetweenRefs", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
@@ -81,7 +82,9 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 			return calls == 1 || calls == 3
 		}
 		claimed := e.runAll(ctx, "cx-a", "cx-b", "cx-c")
-		require.Equal(t, 5, calls, "died before the second ref, then before the third, then went through")
+		// the sixth: the dependents' own ends, one page naming their two
+		// workflows
+		require.Equal(t, 6, calls, "died before the second batch, then before the third, then went through")
 		require.Len(t, claimed, 4)
 		e.requireRanAfter(claimed, a, d1, d2)
 		for _, j := range claimed {

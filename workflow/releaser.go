@@ -64,8 +64,8 @@ type Releaser struct {
 	running    atomic.Bool
 	reconciled time.Time
 	// crash, in tests, stops handling a batch at a step ("ref": before
-	// recording an entry's second or later ref, "recorded", "applied") as
-	// a crash there would, when it answers true.
+	// recording a later workflow's batch of ends, "recorded", "applied")
+	// as a crash there would, when it answers true.
 	crash func(step string) bool
 }
 
@@ -261,13 +261,20 @@ type upstreamEntry struct {
 
 // handle records the entries of one queue's outbox in their workflows,
 // applies what their children need, and acks those that went through:
-// each entry is acked only after its actions were applied. It answers
-// whether all went through.
+// each entry is acked only after its actions were applied. The ends are
+// recorded per workflow, up to queue.MaxBatch in one call (a fan-in's
+// entries in one pass mostly name the same workflow). It answers whether
+// all went through.
 func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry) bool {
-	ok := true
-	done := make([]queue.OutboxEntry, 0, len(es))
-	var acts []queue.NodeAction
-	for _, e := range es {
+	// The refs of the entries, grouped by workflow in the order first
+	// named; each end knows its entry.
+	type end struct {
+		entry int
+		end   queue.NodeEnd
+	}
+	byWF := map[string][]end{}
+	var order []string
+	for i, e := range es {
 		up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome,
 			Result: nullIfEmpty(e.Result), Artifacts: nullIfEmpty(e.Artifacts), Error: e.Error})
 		if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them
@@ -275,28 +282,53 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		}
 		brief, _ := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
 			Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
-		// The end is recorded in each workflow the entry names (the job's
-		// own, then those watching it), each record idempotent; the entry
-		// is acked only when every one went through, so a crash between
-		// two leaves it, and the next pass records them all again.
-		recorded := true
-		for i, ref := range e.Refs {
-			if i > 0 && r.crash != nil && r.crash("ref") {
+		for _, ref := range e.Refs {
+			if _, ok := byWF[ref.ID]; !ok {
+				order = append(order, ref.ID)
+			}
+			byWF[ref.ID] = append(byWF[ref.ID], end{i, queue.NodeEnd{Node: ref.Node, Gen: ref.Gen, Outcome: e.Outcome, Up: up, Brief: brief}})
+		}
+	}
+	// The ends are recorded in each workflow the entries name (a job's
+	// own, then those watching it), each record idempotent; an entry is
+	// acked only when every one of its refs went through, so a failed
+	// call, or a crash between two, leaves its entries, and the next pass
+	// records them all again.
+	failed := make([]bool, len(es))
+	var acts []queue.NodeAction
+	calls := 0
+	for _, id := range order {
+		ends := byWF[id]
+		for len(ends) > 0 {
+			part := ends[:min(len(ends), queue.MaxBatch)]
+			ends = ends[len(part):]
+			if calls > 0 && r.crash != nil && r.crash("ref") {
 				return false
 			}
-			st, err := r.c.q.RecordNodeEnd(ctx, e.ForRef(ref), up, brief, r.c.ret)
+			calls++
+			batch := make([]queue.NodeEnd, len(part))
+			for i, x := range part {
+				batch[i] = x.end
+			}
+			// codes -1 (the workflow is gone: expired, or never created)
+			// and 2 (an entry of a run before a retry): nothing is to do.
+			_, got, err := r.c.q.RecordNodeEnds(ctx, id, batch, r.c.ret)
 			if err != nil {
 				if ctx.Err() == nil {
-					r.log.Warn("releaser: recording a node's end failed", "workflow", ref.ID, "node", ref.Node, "err", err)
+					r.log.Warn("releaser: recording nodes' ends failed", "workflow", id, "ends", len(part), "err", err)
 				}
-				recorded = false
+				for _, x := range part {
+					failed[x.entry] = true
+				}
 				continue
 			}
-			// -1: the workflow is gone (expired, or never created); 2: the
-			// entry is of a run before a retry. Either way nothing is to do.
-			acts = append(acts, st.Actions...)
+			acts = append(acts, got...)
 		}
-		if !recorded {
+	}
+	ok := true
+	done := make([]queue.OutboxEntry, 0, len(es))
+	for i, e := range es {
+		if failed[i] {
 			ok = false
 			continue
 		}

@@ -1,41 +1,73 @@
--- wf_record.lua: records that a node's job ended (a releaser read its
--- outbox entry), once: the node's outcome and what its children receive
--- of it, and for each child one parent less to wait for (and one more
--- failed, unless completed). When it was the last node the workflow has
--- ended, and its hash expires retention_ms later. Keys and arguments:
--- specWFRecord in queue/layout.go; gen is the entry's (a stale entry, of
--- a gen before a retry, is recorded nowhere); up the node's upstream
--- entry (JSON), brief the same without its result and artifacts.
--- Returns: { code, actions... }: code -1 no such workflow or node, 2 a
---          stale entry, 1 recorded (now or before); then what the
---          children's jobs need now (see wf_plan), also on a rerun, whose
---          first run's actions may not all have been applied.
-local retention, gen = tonumber(A_retention_ms), tonumber(A_gen)
-if not retention or not gen or (A_outcome ~= 'completed' and A_outcome ~= 'dead' and A_outcome ~= 'canceled') then
+-- wf_record.lua: records that nodes' jobs ended (a releaser read their
+-- outbox entries), each once: a node's outcome and what its children
+-- receive of it, and for each child one parent less to wait for (and one
+-- more failed, unless completed). When it was the last node the workflow
+-- has ended, and its hash expires retention_ms later. Keys and arguments:
+-- specWFRecord in queue/layout.go; per end: node, gen (the entry's: a
+-- stale entry, of a gen before a retry, is recorded nowhere), outcome, up
+-- (the node's upstream entry, JSON), brief (the same without its result
+-- and artifacts). Every end is recorded before any child is planned, and
+-- each distinct child is planned once: a child whose last parents end in
+-- one call is released once, with all of them in its upstream.
+-- Returns: { code_1, ..., code_n, actions... }: code -1 no such workflow
+--          or node, 2 a stale entry, 1 recorded (now or before); then
+--          what the children of the ends coded 1 need now (see wf_plan),
+--          also on a rerun, whose first run's actions may not all have
+--          been applied.
+local retention, n = tonumber(A_retention_ms), tonumber(A_n)
+if not retention or not n or n < 1 then
   return redis.error_reply('ERR chronoq wf_record: malformed arguments')
 end
-local node = A_node
-local m = redis.call('HMGET', K_wf, WF_id, WF_n, NODE_gen .. node, NODE_children .. node)
-if not m[1] or not m[3] then
-  return { -1 }
+local gens = {}
+for i = 0, n - 1 do
+  local b = GROUP_START + i * GROUP
+  local gen, outcome = tonumber(ARGV[b + G_gen]), ARGV[b + G_outcome]
+  if not gen or (outcome ~= 'completed' and outcome ~= 'dead' and outcome ~= 'canceled') then
+    return redis.error_reply('ERR chronoq wf_record: malformed arguments')
+  end
+  gens[i + 1] = gen
 end
-if tonumber(m[3]) ~= gen then
-  return { 2 }
+local m = redis.call('HMGET', K_wf, WF_id, WF_n)
+if not m[1] then
+  local out = {}
+  for i = 1, n do
+    out[i] = -1
+  end
+  return out
 end
-local children = wf_split(m[4])
-if redis.call('HSETNX', K_wf, NODE_outcome .. node, A_outcome) == 1 then
-  redis.call('HSET', K_wf, NODE_up .. node, A_up, NODE_brief .. node, A_brief)
-  local ended = redis.call('HINCRBY', K_wf, WF_ended, 1)
-  for _, c in ipairs(children) do
-    redis.call('HINCRBY', K_wf, NODE_left .. c, -1)
-    if A_outcome ~= 'completed' then
-      redis.call('HINCRBY', K_wf, NODE_failed .. c, 1)
+local total = tonumber(m[2])
+local out, names, planned = {}, {}, {}
+for i = 0, n - 1 do
+  local b = GROUP_START + i * GROUP
+  local node, outcome = ARGV[b + G_node], ARGV[b + G_outcome]
+  local v = redis.call('HMGET', K_wf, NODE_gen .. node, NODE_children .. node)
+  if not v[1] then
+    out[i + 1] = -1
+  elseif tonumber(v[1]) ~= gens[i + 1] then
+    out[i + 1] = 2
+  else
+    out[i + 1] = 1
+    local children = wf_split(v[2])
+    if redis.call('HSETNX', K_wf, NODE_outcome .. node, outcome) == 1 then
+      redis.call('HSET', K_wf, NODE_up .. node, ARGV[b + G_up], NODE_brief .. node, ARGV[b + G_brief])
+      local ended = redis.call('HINCRBY', K_wf, WF_ended, 1)
+      for _, c in ipairs(children) do
+        redis.call('HINCRBY', K_wf, NODE_left .. c, -1)
+        if outcome ~= 'completed' then
+          redis.call('HINCRBY', K_wf, NODE_failed .. c, 1)
+        end
+      end
+      if ended >= total then
+        wf_finish(retention)
+      end
+    end
+    for _, c in ipairs(children) do
+      if not planned[c] then
+        planned[c] = true
+        names[#names + 1] = c
+      end
     end
   end
-  if ended >= tonumber(m[2]) then
-    wf_finish(retention)
-  end
 end
-local out = { 1 }
-wf_plan(children, out, false)
+wf_plan(names, out, false)
 return out
