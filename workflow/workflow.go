@@ -9,7 +9,8 @@
 // "waiting"; the script that ends a node's job leaves an entry in its
 // queue's outbox; a [Releaser] (any number, in every `chronoq serve`)
 // records the end in the workflow's hash (and in those of the implicit
-// workflows watching the job: [Client.EnqueueAfter]), releases or cancels
+// workflows watching the job: [Client.EnqueueAfter]; the ends it reads of
+// one workflow in one call), releases or cancels
 // the children, and only then acks the entry. Each step is idempotent, so a
 // crash anywhere between them re-runs from the outbox: no child is lost,
 // none released twice. docs/ARCHITECTURE.md ("Workflows") has the design
