@@ -696,12 +696,14 @@ func (c *Client) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, 
 // JobRef names a job.
 type JobRef struct{ Queue, ID string }
 
-// Jobs reads jobs in one pipeline, each with its result and upstream
-// (nil for a job that is gone). No claim token is shown.
+// Jobs reads jobs' records in one pipeline (nil for a job that is gone):
+// status, attempts, times, last error, workflow and watchers, and a
+// payload kept in the record; not the result, the upstream, or a payload
+// kept in the data hash, which a workflow's view and a parent's check do
+// not show (an upstream may be megabytes). No claim token is shown.
 func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
 	pipe := c.rdb.Pipeline()
 	recs := make([]*redis.StringCmd, len(refs))
-	datas := make([]*redis.SliceCmd, len(refs))
 	for i, r := range refs {
 		k, err := c.keysFor(r.Queue)
 		if err != nil {
@@ -711,7 +713,6 @@ func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
 			return nil, err
 		}
 		recs[i] = pipe.HGet(ctx, k.jobs, r.ID)
-		datas[i] = pipe.HMGet(ctx, k.data, resultField(r.ID), upstreamField(r.ID))
 	}
 	if len(refs) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -719,15 +720,10 @@ func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
 		}
 	}
 	out := make([]*Job, len(refs))
-	str := func(v any) string { s, _ := v.(string); return s }
 	for i, r := range refs {
-		d := datas[i].Val()
-		j, err := jobFromRecord(r.Queue, r.ID, recs[i].Val(), "", str(d[0]))
+		j, err := jobFromRecord(r.Queue, r.ID, recs[i].Val(), "", "")
 		if err != nil {
 			continue
-		}
-		if u := str(d[1]); u != "" {
-			j.Upstream = json.RawMessage(u)
 		}
 		j.Token = ""
 		out[i] = j
