@@ -168,6 +168,7 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.Pre(strictPath)
 	e.Use(s.middleware)
 	s.e = e
 	s.routes()
@@ -175,6 +176,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// strictPath answers 404 for a path with an empty segment ("//", or a
+// trailing slash; "/" itself aside), before routing. The router would
+// match such a path to a route with an empty parameter, or without the
+// slash, where the OpenAPI document has no operation: every path the
+// server routes is one the document has.
+func strictPath(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if p := c.Request().URL.EscapedPath(); p != "/" && (strings.HasSuffix(p, "/") || strings.Contains(p, "//")) {
+			return echo.ErrNotFound
+		}
+		return next(c)
+	}
 }
 
 // ServeHTTP serves the API.

@@ -136,11 +136,11 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 		return nil, nil, c.checkNoRoute(x, err)
 	}
 	// The router is more lenient than the document: it matches
-	// "/v1/queues/" to "/v1/queues", and "//" to "/". A document's paths
-	// are literal: the request's path, as sent, must have the template's
-	// segments, each literal one as it is; else it has no operation. (An
-	// empty path parameter, as in "/v1/queues//claim", does match its
-	// operation, whose parameter's schema refuses it: a 400.)
+	// "/v1/queues/" to "/v1/queues", "//" to "/", and "/v1/queues//claim"
+	// with an empty queue. A document's paths are literal and a path
+	// parameter is a segment: the request's path, as sent, must have the
+	// template's segments, each literal one as it is and each parameter
+	// non-empty; else it has no operation.
 	if !matchesTemplate(route.Path, req.URL.EscapedPath()) {
 		return nil, nil, c.checkNoRoute(x, fmt.Errorf("%s is not the document's %s", req.URL.EscapedPath(), route.Path))
 	}
@@ -161,15 +161,19 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 }
 
 // matchesTemplate reports whether path has the segments of the path
-// template tmpl ("/v1/queues/{queue}"): as many, and each literal one the
-// same.
+// template tmpl ("/v1/queues/{queue}"): as many, each literal one the
+// same, and each parameter not empty.
 func matchesTemplate(tmpl, path string) bool {
 	ts, ps := strings.Split(tmpl, "/"), strings.Split(path, "/")
 	if len(ts) != len(ps) {
 		return false
 	}
 	for i, t := range ts {
-		if !(strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}")) && t != ps[i] {
+		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
+			if ps[i] == "" {
+				return false
+			}
+		} else if t != ps[i] {
 			return false
 		}
 	}

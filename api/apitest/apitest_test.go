@@ -104,6 +104,7 @@ func TestTransport(t *testing.T) {
 		{"trailing slash answered 404", "POST", "/things/ab/", `{"n":1}`, "Bearer x", `404 application/json {"error":"none"}`, false},
 		{"trailing slash answered 200", "POST", "/things/ab/", `{"n":1}`, "Bearer x", `200 application/json {"n":2}`, true},
 		{"escaped literal answered 404", "POST", "/thing%73/ab", `{"n":1}`, "Bearer x", `404 application/json {"error":"none"}`, false},
+		{"empty path parameter answered 404", "POST", "/things/", `{"n":1}`, "Bearer x", `404 application/json {"error":"none"}`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{TB: t}
