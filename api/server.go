@@ -182,7 +182,8 @@ func New(cfg Config) (*Server, error) {
 // trailing slash; "/" itself aside), before routing. The router would
 // match such a path to a route with an empty parameter, or without the
 // slash, where the OpenAPI document has no operation: every path the
-// server routes is one the document has.
+// server routes is one the document has. (And a parameter of more than
+// one segment is refused after routing: see recovered.)
 func strictPath(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if p := c.Request().URL.EscapedPath(); p != "/" && (strings.HasSuffix(p, "/") || strings.Contains(p, "//")) {
@@ -457,6 +458,14 @@ func (s *Server) recovered(next echo.HandlerFunc, c echo.Context) (err error) {
 			err = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
 		}
 	}()
+	for _, v := range c.ParamValues() {
+		if strings.Contains(v, "/") {
+			// The router lets a route's last parameter take the rest of
+			// the path ("/artifacts/a/b"), where the document has no
+			// operation: a parameter is one segment.
+			return echo.ErrNotFound
+		}
+	}
 	if err := s.bodyLimit(c); err != nil {
 		return err
 	}
