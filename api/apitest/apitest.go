@@ -7,6 +7,9 @@
 //
 // The rules, for one exchange:
 //
+//   - A request's operation is found by its path as sent, segment by
+//     segment, a parameter being one non-empty segment (see findRoute):
+//     the document's paths are literal.
 //   - A request the document has no operation for must be answered 404
 //     (no such path) or 405 (not with that method), with the Error body.
 //   - A request the document rejects (a parameter, the body, the
@@ -28,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -35,13 +39,11 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 )
 
 // Contract is an OpenAPI document loaded for checking exchanges.
 type Contract struct {
 	doc    *openapi3.T
-	router routers.Router
 	errRef *openapi3.SchemaRef // components/schemas/Error
 }
 
@@ -68,17 +70,7 @@ func Load(doc []byte) (*Contract, error) {
 	if err := t.Validate(l.Context); err != nil {
 		return nil, fmt.Errorf("apitest: the OpenAPI document is invalid: %w", err)
 	}
-	// The document's server is "/", the server's own origin: routing by
-	// path alone is the same, and the router would match "/" against the
-	// request's host.
-	if len(t.Servers) == 1 && t.Servers[0].URL == "/" {
-		t.Servers = nil
-	}
-	r, err := legacy.NewRouter(t)
-	if err != nil {
-		return nil, fmt.Errorf("apitest: routing the OpenAPI document: %w", err)
-	}
-	c := &Contract{doc: t, router: r}
+	c := &Contract{doc: t}
 	if t.Components != nil {
 		c.errRef = t.Components.Schemas["Error"]
 	}
@@ -131,18 +123,9 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 		x.RequestBody = nil
 	}
 	req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
-	route, params, err := c.router.FindRoute(req)
+	route, params, err := c.findRoute(req)
 	if err != nil {
 		return nil, nil, c.checkNoRoute(x, err)
-	}
-	// The router is more lenient than the document: it matches
-	// "/v1/queues/" to "/v1/queues", "//" to "/", and "/v1/queues//claim"
-	// with an empty queue. A document's paths are literal and a path
-	// parameter is a segment: the request's path, as sent, must have the
-	// template's segments, each literal one as it is and each parameter
-	// non-empty; else it has no operation.
-	if !matchesTemplate(route.Path, req.URL.EscapedPath()) {
-		return nil, nil, c.checkNoRoute(x, fmt.Errorf("%s is not the document's %s", req.URL.EscapedPath(), route.Path))
 	}
 	// A body where the document has none is refused on the methods whose
 	// routes read their body; the others (GET, DELETE) ignore it.
@@ -160,24 +143,75 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 	return route, in, nil
 }
 
-// matchesTemplate reports whether path has the segments of the path
-// template tmpl ("/v1/queues/{queue}"): as many, each literal one the
-// same, and each parameter not empty.
-func matchesTemplate(tmpl, path string) bool {
-	ts, ps := strings.Split(tmpl, "/"), strings.Split(path, "/")
-	if len(ts) != len(ps) {
+// findRoute finds the operation of req, and its path parameters. A
+// document's paths are literal and a path parameter is one segment, so
+// the request's path is matched as sent (URL.EscapedPath), segment by
+// segment: "/v1/queues/" and "//" have no operation, "/v1/queues//claim"
+// has none (an empty parameter), and "/v1/queues/a%2Fb/jobs" is the
+// jobs of queue "a/b" (whose schema the document may refuse: a 400).
+// Where two paths match, the one whose first differing segment is
+// literal is the operation's, as the server's router decides.
+// (kin-openapi's routers match decoded paths, and leniently.)
+func (c *Contract) findRoute(req *http.Request) (*routers.Route, map[string]string, error) {
+	segs := strings.Split(req.URL.EscapedPath(), "/")
+	var best string
+	var item *openapi3.PathItem
+	for tmpl, pi := range c.doc.Paths.Map() {
+		if matchesTemplate(strings.Split(tmpl, "/"), segs) && (item == nil || moreLiteral(tmpl, best)) {
+			best, item = tmpl, pi
+		}
+	}
+	if item == nil {
+		return nil, nil, fmt.Errorf("no path of the document is %s", req.URL.EscapedPath())
+	}
+	op := item.GetOperation(req.Method)
+	if op == nil {
+		return nil, nil, fmt.Errorf("%s has no operation %s", best, req.Method)
+	}
+	params := map[string]string{}
+	for i, t := range strings.Split(best, "/") {
+		if isParam(t) {
+			v, err := url.PathUnescape(segs[i])
+			if err != nil {
+				return nil, nil, fmt.Errorf("path parameter %s: %w", t, err)
+			}
+			params[t[1:len(t)-1]] = v
+		}
+	}
+	return &routers.Route{Spec: c.doc, Path: best, PathItem: item, Method: req.Method, Operation: op}, params, nil
+}
+
+func isParam(seg string) bool { return strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") }
+
+// matchesTemplate reports whether the path segments segs are those of
+// the path template's ts: as many, each literal one the same, and each
+// parameter not empty.
+func matchesTemplate(ts, segs []string) bool {
+	if len(ts) != len(segs) {
 		return false
 	}
 	for i, t := range ts {
-		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
-			if ps[i] == "" {
+		if isParam(t) {
+			if segs[i] == "" {
 				return false
 			}
-		} else if t != ps[i] {
+		} else if t != segs[i] {
 			return false
 		}
 	}
 	return true
+}
+
+// moreLiteral reports whether template a's first segment that differs
+// from b's is literal (b's then being a parameter).
+func moreLiteral(a, b string) bool {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := range min(len(as), len(bs)) {
+		if as[i] != bs[i] {
+			return !isParam(as[i]) && isParam(bs[i])
+		}
+	}
+	return false
 }
 
 // checkNoRoute checks the answer to a request the document has no

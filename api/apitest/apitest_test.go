@@ -32,6 +32,11 @@ const doc = `{
         }
       }
     },
+    "/things/special": {
+      "post": {
+        "responses": {"201": {"description": "made", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}}}
+      }
+    },
     "/stream": {
       "get": {
         "responses": {"200": {"description": "events", "content": {"text/event-stream": {"schema": {
@@ -105,6 +110,8 @@ func TestTransport(t *testing.T) {
 		{"trailing slash answered 200", "POST", "/things/ab/", `{"n":1}`, "Bearer x", `200 application/json {"n":2}`, true},
 		{"escaped literal answered 404", "POST", "/thing%73/ab", `{"n":1}`, "Bearer x", `404 application/json {"error":"none"}`, false},
 		{"empty path parameter answered 404", "POST", "/things/", `{"n":1}`, "Bearer x", `404 application/json {"error":"none"}`, false},
+		{"encoded slash in a parameter answered 400", "POST", "/things/a%2Fb", `{"n":1}`, "Bearer x", `400 application/json {"error":"id"}`, false},
+		{"a literal segment before a parameter", "POST", "/things/special", ``, "Bearer x", `201 application/json {"n":1}`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{TB: t}
