@@ -186,7 +186,7 @@ func New(cfg Config) (*Server, error) {
 // one segment is refused after routing: see recovered.)
 func strictPath(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if p := c.Request().URL.EscapedPath(); p != "/" && (strings.HasSuffix(p, "/") || strings.Contains(p, "//")) {
+		if p := echo.GetPath(c.Request()); p != "/" && (strings.HasSuffix(p, "/") || strings.Contains(p, "//")) {
 			return echo.ErrNotFound
 		}
 		return next(c)

@@ -145,15 +145,21 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 
 // findRoute finds the operation of req, and its path parameters. A
 // document's paths are literal and a path parameter is one segment, so
-// the request's path is matched as sent (URL.EscapedPath), segment by
-// segment: "/v1/queues/" and "//" have no operation, "/v1/queues//claim"
+// the request's path is matched as sent, segment by segment: "/v1/queues/" and "//" have no operation, "/v1/queues//claim"
 // has none (an empty parameter), and "/v1/queues/a%2Fb/jobs" is the
 // jobs of queue "a/b" (whose schema the document may refuse: a 400).
 // Where two paths match, the one whose first differing segment is
 // literal is the operation's, as the server's router decides.
 // (kin-openapi's routers match decoded paths, and leniently.)
 func (c *Contract) findRoute(req *http.Request) (*routers.Route, map[string]string, error) {
-	segs := strings.Split(req.URL.EscapedPath(), "/")
+	// The path as sent is RawPath when the URL has one (its form as it
+	// came, when that differs from Path's own escaping), else Path: what
+	// the server's router reads too (Echo's GetPath).
+	path, raw := req.URL.RawPath, true
+	if path == "" {
+		path, raw = req.URL.Path, false
+	}
+	segs := strings.Split(path, "/")
 	var best string
 	var item *openapi3.PathItem
 	for tmpl, pi := range c.doc.Paths.Map() {
@@ -162,7 +168,7 @@ func (c *Contract) findRoute(req *http.Request) (*routers.Route, map[string]stri
 		}
 	}
 	if item == nil {
-		return nil, nil, fmt.Errorf("no path of the document is %s", req.URL.EscapedPath())
+		return nil, nil, fmt.Errorf("no path of the document is %s", path)
 	}
 	op := item.GetOperation(req.Method)
 	if op == nil {
@@ -171,9 +177,11 @@ func (c *Contract) findRoute(req *http.Request) (*routers.Route, map[string]stri
 	params := map[string]string{}
 	for i, t := range strings.Split(best, "/") {
 		if isParam(t) {
-			v, err := url.PathUnescape(segs[i])
-			if err != nil {
-				return nil, nil, fmt.Errorf("path parameter %s: %w", t, err)
+			v := segs[i]
+			if raw {
+				if u, err := url.PathUnescape(v); err == nil {
+					v = u
+				}
 			}
 			params[t[1:len(t)-1]] = v
 		}
