@@ -98,21 +98,7 @@ func decodeStrict(data []byte, v any, prefix string) error {
 	if decodeFast(data, v, prefix) {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err, prefix)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return decodeError(err, prefix)
-		}
-		return invalidArg(strings.TrimSuffix(prefix, "."), "the body must hold one JSON value and nothing after it")
-	}
-	if err := exactNames(data, reflect.TypeOf(v), prefix); err != nil {
-		return err
-	}
-	return nil
+	return decodeSlow(data, v, prefix, true, exactNames)
 }
 
 // decodeRaw decodes one element of a larger body (a job of a batch) into
@@ -121,12 +107,27 @@ func decodeRaw(raw json.RawMessage, v any, prefix string) error {
 	if decodeFast(raw, v, prefix) {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	return decodeSlow(raw, v, prefix, false, exactNames)
+}
+
+// decodeSlow is the Decoder's way, which names every error exactly:
+// unknown fields refused, then (whole: data must be one JSON value and
+// nothing after it) trailing data, then the member names held to names.
+func decodeSlow(data []byte, v any, prefix string, whole bool, names func([]byte, reflect.Type, string) *Error) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err, prefix)
 	}
-	if err := exactNames(raw, reflect.TypeOf(v), prefix); err != nil {
+	if whole {
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			if err != nil {
+				return decodeError(err, prefix)
+			}
+			return invalidArg(strings.TrimSuffix(prefix, "."), "the body must hold one JSON value and nothing after it")
+		}
+	}
+	if err := names(data, reflect.TypeOf(v), prefix); err != nil {
 		return err
 	}
 	return nil

@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -92,36 +90,15 @@ func refField(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// refDecodeStrict is decodeStrict as it was.
+// refDecodeStrict is decodeStrict as it was: the Decoder's way, with the
+// names held by refExactNames.
 func refDecodeStrict(data []byte, v any, prefix string) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err, prefix)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return decodeError(err, prefix)
-		}
-		return invalidArg(strings.TrimSuffix(prefix, "."), "the body must hold one JSON value and nothing after it")
-	}
-	if err := refExactNames(data, reflect.TypeOf(v), prefix); err != nil {
-		return err
-	}
-	return nil
+	return decodeSlow(data, v, prefix, true, refExactNames)
 }
 
 // refDecodeRaw is decodeRaw as it was.
 func refDecodeRaw(raw []byte, v any, prefix string) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err, prefix)
-	}
-	if err := refExactNames(raw, reflect.TypeOf(v), prefix); err != nil {
-		return err
-	}
-	return nil
+	return decodeSlow(raw, v, prefix, false, refExactNames)
 }
 
 // decodeTypes are request types of the API, one of each shape: with a
