@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -113,29 +112,8 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		w2, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "cc-c"), node("b", "cc-a", "a"), node("c", "cc-b", "a"), node("d", "cc-c", "b", "c")}})
 		require.NoError(t, err)
 
-		claimed := map[string]*queue.Job{}
-		for round := 0; ; round++ {
-			require.Less(t, round, 1000, "the workflows did not settle")
-			n := 0
-			for _, qn := range []string{"cc-a", "cc-b", "cc-c"} {
-				jobs, err := e.q.Claim(ctx, qn, queue.ClaimOptions{Max: 100})
-				require.NoError(t, err)
-				for _, j := range jobs {
-					n++
-					require.NotContains(t, claimed, j.ID, "a node's job is claimed once")
-					claimed[j.ID] = j
-					require.NoError(t, e.q.Complete(ctx, qn, j.ID, j.Token, nil))
-				}
-			}
-			var wg sync.WaitGroup
-			for _, r := range rels {
-				wg.Go(func() { r.Pass(ctx) })
-			}
-			wg.Wait()
-			if n == 0 && e.settled(ctx, w1.ID, w2.ID) {
-				break
-			}
-		}
+		claimed := e.runAllWith(ctx, rels, "cc-a", "cc-b", "cc-c")
+		require.True(t, e.settled(ctx, w1.ID, w2.ID))
 		for _, id := range []string{w1.ID, w2.ID} {
 			w, err := e.wf.Get(ctx, id)
 			require.NoError(t, err)
@@ -178,31 +156,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 			midDeps = append(midDeps, e.after(ctx, "cd-c", mid))
 		}
 
-		claimed := map[string]*queue.Job{}
-		for round := 0; ; round++ {
-			require.Less(t, round, 1000, "the jobs did not settle")
-			n := 0
-			for _, qn := range []string{"cd-a", "cd-b", "cd-c"} {
-				jobs, err := e.q.Claim(ctx, qn, queue.ClaimOptions{Max: 100})
-				require.NoError(t, err)
-				for _, j := range jobs {
-					n++
-					require.NotContains(t, claimed, j.ID, "a job is claimed once")
-					claimed[j.ID] = j
-					require.NoError(t, e.q.Complete(ctx, qn, j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
-				}
-			}
-			var wg sync.WaitGroup
-			for _, r := range rels {
-				wg.Go(func() { r.Pass(ctx) })
-			}
-			wg.Wait()
-			left, err := e.q.OutboxDue(ctx, 1)
-			require.NoError(t, err)
-			if n == 0 && len(left) == 0 && e.settled(ctx, w.ID) {
-				break
-			}
-		}
+		claimed := e.runAllWith(ctx, rels, "cd-a", "cd-b", "cd-c")
 		w, err = e.wf.Get(ctx, w.ID)
 		require.NoError(t, err)
 		require.Equal(t, StatusCompleted, w.Status)

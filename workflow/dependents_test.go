@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,10 +61,20 @@ func (e *env) claimOne(ctx context.Context, q string) *queue.Job {
 // outbox entry is left; it answers the jobs claimed by id, each claimed
 // once.
 func (e *env) runAll(ctx context.Context, queues ...string) map[string]*queue.Job {
+	return e.runAllWith(ctx, []*Releaser{e.r}, queues...)
+}
+
+// runAllWith is runAll with rels passing at once (each may die part way,
+// see dyingReleasers) instead of e's releaser.
+func (e *env) runAllWith(ctx context.Context, rels []*Releaser, queues ...string) map[string]*queue.Job {
 	e.t.Helper()
 	claimed := map[string]*queue.Job{}
 	for range 1000 {
-		e.r.Pass(ctx)
+		var wg sync.WaitGroup
+		for _, r := range rels {
+			wg.Go(func() { r.Pass(ctx) })
+		}
+		wg.Wait()
 		progress := false
 		for _, qn := range queues {
 			jobs, err := e.q.Claim(ctx, qn, queue.ClaimOptions{Max: 100})
