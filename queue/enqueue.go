@@ -259,46 +259,24 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 	k := queueKeys(c.ns, queue)
 	args := make([]any, 0, 3+8*len(idx))
 	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), MaxLabelSets, len(idx))
-	// The keys of the label sets of these jobs (see setKeyScripts).
-	var extra []string
-	var ids []string
+	var sets callSets
 	for _, i := range idx {
 		args = append(args, preps[i].args...)
-		if l := preps[i].labels; l != "" {
-			if id := labelSetID(l); !slices.Contains(ids, id) {
-				ids = append(ids, id)
-				extra = append(extra, k.setListKey(id), k.setWakeKey(id))
-			}
-		}
+		sets.add(k, preps[i].labels)
 	}
-	lsets := strings.Join(ids, ",")
-	v, err := c.runKeys(ctx, enqueueScript, k, extra, lsets, args...)
+	res, err := c.runCreating(ctx, enqueueScript, queue, k, sets, args...)
 	if err != nil {
 		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 	}
-	res, _ := v.([]any)
-	if err := tooManySets(queue, res, preps, idx); err != nil {
-		return err
-	}
-	if len(res) == 1 && res[0] == int64(-1) {
-		// The queue was deleted since this process created it: make it
-		// again, enqueue, and put its name back into the set of queues once
-		// the job is in (a delete racing this may have taken it out after
-		// the register; see Client.forget).
-		c.known.Delete(queue)
-		if err := c.register(ctx, queue); err != nil {
-			return err
+	if labels, over := setsOver(res); over {
+		index := -1
+		for _, i := range idx {
+			if preps[i].labels == labels {
+				index = preps[i].index
+				break
+			}
 		}
-		if v, err = c.runKeys(ctx, enqueueScript, k, extra, lsets, args...); err != nil {
-			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
-		}
-		res, _ = v.([]any)
-		if err := tooManySets(queue, res, preps, idx); err != nil {
-			return err
-		}
-		if err := c.rdb.SAdd(ctx, queuesKey(c.ns), queue).Err(); err != nil {
-			return fmt.Errorf("queue: enqueue into %s: %w", queue, wrapRedis(err))
-		}
+		return tooManySets(queue, labels, index)
 	}
 	if len(res) != 1+3*len(idx) {
 		return fmt.Errorf("queue: enqueue into %s: unexpected reply %v", queue, res)
@@ -337,27 +315,69 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 	return nil
 }
 
-// Get reads one job, with its artifacts (Job.Artifacts).
-// tooManySets is enqueue.lua's answer that a new label set would pass the
-// cap, as an error naming the first job of preps[idx] that requires it;
-// nil for any other answer.
-func tooManySets(queue string, res []any, preps []prepared, idx []int) error {
+// callSets gathers the label sets of one enqueue or wfadd call's jobs:
+// their ids (the common argument lsets) and keys, which follow the
+// script's declared keys (see setKeyScripts); the script registers those
+// that are new.
+type callSets struct{ ids, keys []string }
+
+func (s *callSets) add(k keys, labels string) {
+	if labels == "" {
+		return
+	}
+	if id := labelSetID(labels); !slices.Contains(s.ids, id) {
+		s.ids = append(s.ids, id)
+		s.keys = append(s.keys, k.setListKey(id), k.setWakeKey(id))
+	}
+}
+
+// runCreating runs enqueue.lua or wfadd.lua on queue. When the script
+// finds no queue ({-1}: it was deleted since this process created it), it
+// makes the queue again, runs the script again, and puts the name back
+// into the set of queues once the jobs are in (a delete racing this may
+// have taken it out after the register; see Client.forget).
+func (c *Client) runCreating(ctx context.Context, sc *luaScript, queue string, k keys, sets callSets, args ...any) ([]any, error) {
+	lsets := strings.Join(sets.ids, ",")
+	v, err := c.runKeys(ctx, sc, k, sets.keys, lsets, args...)
+	if err != nil {
+		return nil, err
+	}
+	res, _ := v.([]any)
+	if len(res) != 1 || res[0] != int64(-1) {
+		return res, nil
+	}
+	c.known.Delete(queue)
+	if err := c.register(ctx, queue); err != nil {
+		return nil, err
+	}
+	if v, err = c.runKeys(ctx, sc, k, sets.keys, lsets, args...); err != nil {
+		return nil, err
+	}
+	if err := c.rdb.SAdd(ctx, queuesKey(c.ns), queue).Err(); err != nil {
+		return nil, wrapRedis(err)
+	}
+	res, _ = v.([]any)
+	return res, nil
+}
+
+// setsOver reports whether a script answered that a new label set would
+// pass the cap ({-2, labels}), and the labels.
+func setsOver(res []any) (string, bool) {
 	if len(res) != 2 || res[0] != int64(-2) {
-		return nil
+		return "", false
 	}
 	labels, _ := res[1].(string)
-	index := -1
-	for _, i := range idx {
-		if preps[i].labels == labels {
-			index = preps[i].index
-			break
-		}
-	}
+	return labels, true
+}
+
+// tooManySets is the error of a job (index, -1 for none) that would add a
+// label set past the queue's cap.
+func tooManySets(queue, labels string, index int) error {
 	return &FieldError{Index: index, Field: "labels", Err: fmt.Errorf("%w: queue %s has %d distinct label sets, the cap (MaxLabelSets); a job requiring [%s] would add one",
 		ErrTooManyLabelSets, queue, MaxLabelSets, labels)}
 }
 
-// Get reads one job.
+// Get reads one job, with its artifacts (Job.Artifacts).
 func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {

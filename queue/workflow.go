@@ -158,41 +158,18 @@ func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 	}
 	for _, q := range order {
 		ns := byQueue[q]
-		for len(ns) > 0 {
-			part := ns[:min(len(ns), workflowBatch)]
-			ns = ns[len(part):]
+		for part := range slices.Chunk(ns, workflowBatch) {
 			args := make([]any, 0, 2+8*len(part))
 			args = append(args, MaxLabelSets, len(part))
-			// The keys of the label sets of these jobs, as for an enqueue
-			// (see setKeyScripts): wfadd registers those that are new.
 			k := queueKeys(c.ns, q)
-			var extra, ids []string
+			var sets callSets
 			for _, n := range part {
 				args = append(args, n.args...)
-				if n.labels != "" {
-					if id := labelSetID(n.labels); !slices.Contains(ids, id) {
-						ids = append(ids, id)
-						extra = append(extra, k.setListKey(id), k.setWakeKey(id))
-					}
-				}
+				sets.add(k, n.labels)
 			}
-			lsets := strings.Join(ids, ",")
-			v, err := c.runKeys(ctx, wfAddScript, k, extra, lsets, args...)
-			if err == nil {
-				if res, _ := v.([]any); len(res) == 1 {
-					// deleted since this process created it: again
-					c.known.Delete(q)
-					if err = c.register(ctx, q); err == nil {
-						v, err = c.runKeys(ctx, wfAddScript, k, extra, lsets, args...)
-					}
-				}
-			}
-			if err == nil {
-				if res, _ := v.([]any); len(res) == 2 && res[0] == int64(-2) {
-					labels, _ := res[1].(string)
-					err = &FieldError{Index: -1, Field: "labels", Err: fmt.Errorf("%w: queue %s has %d distinct label sets, the cap (MaxLabelSets); a job requiring [%s] would add one",
-						ErrTooManyLabelSets, q, MaxLabelSets, labels)}
-				}
+			res, err := c.runCreating(ctx, wfAddScript, q, k, sets, args...)
+			if labels, over := setsOver(res); err == nil && over {
+				err = tooManySets(q, labels, -1)
 			}
 			if err != nil {
 				return fmt.Errorf("queue: adding workflow jobs to %s: %w", q, err)
@@ -438,9 +415,7 @@ func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep t
 	}
 	for _, q := range order {
 		idx := byQueue[q]
-		for len(idx) > 0 {
-			part := idx[:min(len(idx), workflowBatch)]
-			idx = idx[len(part):]
+		for part := range slices.Chunk(idx, workflowBatch) {
 			args := make([]any, 0, 3+4*len(part))
 			args = append(args, max(c.cfg.Retention.Milliseconds(), keep.Milliseconds(), 0), c.tombMs(), len(part))
 			for _, i := range part {
@@ -539,9 +514,7 @@ func (c *Client) AckOutbox(ctx context.Context, queue string, es []OutboxEntry) 
 		return 0, err
 	}
 	acked := 0
-	for len(es) > 0 {
-		part := es[:min(len(es), workflowBatch)]
-		es = es[len(part):]
+	for part := range slices.Chunk(es, workflowBatch) {
 		args := make([]any, 0, 1+2*len(part))
 		args = append(args, len(part))
 		for _, e := range part {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -299,9 +300,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 	calls := 0
 	for _, id := range order {
 		ends := byWF[id]
-		for len(ends) > 0 {
-			part := ends[:min(len(ends), queue.MaxBatch)]
-			ends = ends[len(part):]
+		for part := range slices.Chunk(ends, queue.MaxBatch) {
 			if calls > 0 && r.crash != nil && r.crash("ref") {
 				return false
 			}

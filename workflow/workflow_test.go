@@ -255,6 +255,28 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.JSONEq(t, string(large), string(claimed["b"].Payload))
 	})
 
+	// A queue another process deleted after this one made it is made
+	// again by the next workflow into it, listed among the queues, and its
+	// nodes run.
+	t.Run("QueueDeletedElsewhere", func(t *testing.T) {
+		t.Parallel()
+		rdb := newRDB(t)
+		e := newEnv(t, rdb)
+		_, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "qd")}})
+		require.NoError(t, err)
+		other, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock()})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = other.Close() })
+		require.NoError(t, other.DeleteQueue(ctx, "qd", true))
+		w, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "qd"), node("b", "qd", "a")}})
+		require.NoError(t, err)
+		qs, err := e.q.Queues(ctx)
+		require.NoError(t, err)
+		require.Contains(t, qs, "qd")
+		claimed := e.drive(ctx, []string{"qd"}, echo)
+		require.Equal(t, w.Nodes[1].JobID, claimed["b"].ID)
+	})
+
 	t.Run("FanOutFanIn", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
