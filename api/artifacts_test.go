@@ -146,11 +146,13 @@ func (b *testBundle) openJobStream(t *testing.T, q, id string, hdr ...string) *j
 	return &jobStream{b.openSSE(t, "/v1/queues/"+q+"/jobs/"+id+"/stream", hdr...)}
 }
 
-// event reads the next message (skipping comments).
+// event reads the next message (skipping comments), within 10 s: the
+// stream's pings would keep a wait for a message that never comes alive.
 func (s *jobStream) event() jobStreamEvent {
 	s.t.Helper()
 	var ev jobStreamEvent
-	for {
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		require.True(s.t, time.Now().Before(deadline), "no message within 10s")
 		l := s.line()
 		switch {
 		case l == "" && ev.typ != "":
