@@ -400,3 +400,18 @@ func TestJobStreamArtifactsAndTruncation(t *testing.T) {
 	require.Equal(t, "completed", s.event().data["status"])
 	s.ended()
 }
+
+// A job's stream sends its ping comment when nothing changed, as
+// /v1/events does (a proxy would otherwise close a quiet stream).
+func TestJobStreamPings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := b.running(t, "pings")
+	s := b.openJobStream(t, "pings", j.ID)
+	require.Equal(t, "processing", s.event().data["status"])
+	// The stream's ticker is the only waiter on the bundle's fake clock.
+	require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
+	b.clock.Advance(api.DefaultSSEHeartbeat)
+	require.Equal(t, ": ping", s.line())
+	require.Equal(t, "", s.line())
+}

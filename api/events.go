@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -60,37 +61,52 @@ func (s *Server) events(c echo.Context) error {
 	if !openSSE(w) {
 		return nil
 	}
+	var buf []byte
+	s.sseLoop(ctx, w, evs, func(ev *queue.Event) bool {
+		if ev == nil || ev.Type == "log" || ev.Type == "progress" || ev.Type == "artifact" {
+			return true // a ping; or not a change of status: a job's own stream carries them
+		}
+		data, err := json.Marshal(eventJSON{Queue: ev.Queue, ID: ev.ID, Kind: ev.Kind, Status: ev.Status,
+			Attempts: ev.Attempts, At: fmtTime(ev.At)})
+		if err != nil {
+			return false
+		}
+		buf = append(buf[:0], "event: "...)
+		buf = append(buf, ev.Type...)
+		buf = append(buf, "\ndata: "...)
+		buf = append(buf, data...)
+		buf = append(buf, "\n\n"...)
+		_, err = w.Write(buf)
+		return err == nil
+	})
+	return nil
+}
+
+// sseLoop runs an opened event stream on w until ctx ends, evs closes (a
+// nil evs never sends), a write fails or each answers false: it writes a
+// ping comment every SSEHeartbeat, so that proxies keep the stream open,
+// and calls each after it (ev nil) and for every event; w is flushed after
+// each turn.
+func (s *Server) sseLoop(ctx context.Context, w *echo.Response, evs <-chan queue.Event, each func(ev *queue.Event) bool) {
 	tick := s.clock.NewTicker(s.cfg.SSEHeartbeat)
 	defer tick.Stop()
-	var buf []byte
 	for {
+		var ev *queue.Event
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick.Chan():
 			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
-				return nil
+				return
 			}
-		case ev, ok := <-evs:
+		case e, ok := <-evs:
 			if !ok {
-				return nil
+				return
 			}
-			if ev.Type == "log" || ev.Type == "progress" || ev.Type == "artifact" {
-				continue // not a change of status: a job's own stream carries them
-			}
-			data, err := json.Marshal(eventJSON{Queue: ev.Queue, ID: ev.ID, Kind: ev.Kind, Status: ev.Status,
-				Attempts: ev.Attempts, At: fmtTime(ev.At)})
-			if err != nil {
-				return nil
-			}
-			buf = append(buf[:0], "event: "...)
-			buf = append(buf, ev.Type...)
-			buf = append(buf, "\ndata: "...)
-			buf = append(buf, data...)
-			buf = append(buf, "\n\n"...)
-			if _, err := w.Write(buf); err != nil {
-				return nil
-			}
+			ev = &e
+		}
+		if !each(ev) {
+			return
 		}
 		w.Flush()
 	}

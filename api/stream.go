@@ -100,35 +100,21 @@ func (s *Server) jobStream(c echo.Context) error {
 	if done, err := js.catchUp(rctx, j); done || err != nil || evs == nil {
 		return nil
 	}
-	tick := s.clock.NewTicker(s.cfg.SSEHeartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.Chan():
-			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
-				return nil
-			}
-		case ev, ok := <-evs:
-			if !ok {
-				return nil
-			}
-			if ev.ID != id {
-				continue
-			}
+	s.sseLoop(ctx, w, evs, func(ev *queue.Event) bool {
+		if ev != nil && ev.ID != id {
+			return true
 		}
-		// An event of this job, or a tick: read the store again.
+		// An event of this job, or a ping: read the store again.
 		j, err := s.store.Get(rctx, q, id)
 		if err != nil {
 			// Deleted (or the store is away: the client reconnects with
 			// its Last-Event-ID).
-			return nil
+			return false
 		}
-		if done, err := js.catchUp(rctx, j); done || err != nil {
-			return nil
-		}
-	}
+		done, err := js.catchUp(rctx, j)
+		return !done && err == nil
+	})
+	return nil
 }
 
 // jobStreamer is what a job stream has sent.
