@@ -68,16 +68,12 @@ type OutboxEntry struct {
 	// workflow's first (when it is a node of one), then those of the
 	// implicit workflows watching it (AdoptJob). An entry is acked only
 	// once it is recorded in each (each record is idempotent).
-	Refs []WorkflowRef
-	// Workflow, Node and Gen are one of Refs: the first as read; set to
-	// each in turn for RecordNodeEnd (see ForRef).
-	Workflow, Node string
-	Gen            int64
-	Outcome        Status // StatusCompleted, StatusDead or StatusCanceled
-	Result         json.RawMessage
-	Artifacts      json.RawMessage
-	Error          string
-	sum            string // SHA1 of the entry as read, for its ack
+	Refs      []WorkflowRef
+	Outcome   Status // StatusCompleted, StatusDead or StatusCanceled
+	Result    json.RawMessage
+	Artifacts json.RawMessage
+	Error     string
+	sum       string // SHA1 of the entry as read, for its ack
 }
 
 // NodeSpec is one node of a workflow's graph as the store keeps it.
@@ -332,19 +328,6 @@ func (c *Client) RetryWorkflow(ctx context.Context, id string) (WorkflowStep, er
 	return c.wfStep(ctx, "retrying", wfRetryScript, id)
 }
 
-// RecordNodeEnd records an outbox entry's end in its workflow, up being
-// what the node's children receive of it, and brief the same without its
-// result and artifacts (see MaxUpstreamBytes): RecordNodeEnds with one
-// end. Code -1 no such workflow or node, 2 a stale entry, 1 recorded (now
-// or before).
-func (c *Client) RecordNodeEnd(ctx context.Context, e OutboxEntry, up, brief []byte, retention time.Duration) (WorkflowStep, error) {
-	codes, acts, err := c.RecordNodeEnds(ctx, e.Workflow, []NodeEnd{{Node: e.Node, Gen: e.Gen, Outcome: e.Outcome, Up: up, Brief: brief}}, retention)
-	if err != nil {
-		return WorkflowStep{}, err
-	}
-	return WorkflowStep{Code: codes[0], Actions: acts}, nil
-}
-
 // NodeEnd is one end of a node's job to record in its workflow (see
 // RecordNodeEnds): an outbox entry's, for one of its refs.
 type NodeEnd struct {
@@ -489,7 +472,6 @@ func parseOutboxEntry(queue, id, raw string) (OutboxEntry, bool) {
 	}
 	sum := sha1.Sum([]byte(raw)) //nolint:gosec // G401: see the import
 	e := OutboxEntry{Queue: queue, JobID: id, Refs: refs, Outcome: Status(f[1]), Error: f[4], sum: hex.EncodeToString(sum[:])}
-	e = e.ForRef(refs[0])
 	if f[2] != "" {
 		e.Result = json.RawMessage(f[2])
 	}
@@ -497,13 +479,6 @@ func parseOutboxEntry(queue, id, raw string) (OutboxEntry, bool) {
 		e.Artifacts = json.RawMessage(f[3])
 	}
 	return e, true
-}
-
-// ForRef answers e with Workflow, Node and Gen those of ref (one of
-// e.Refs), for RecordNodeEnd.
-func (e OutboxEntry) ForRef(ref WorkflowRef) OutboxEntry {
-	e.Workflow, e.Node, e.Gen = ref.ID, ref.Node, ref.Gen
-	return e
 }
 
 // AckOutbox deletes handled entries of queue's outbox, each only if it is

@@ -99,12 +99,13 @@ func TestEveryEndOfANodeLeavesAnOutboxEntry(t *testing.T) {
 	got := map[string]queue.Status{}
 	for _, e := range es {
 		got[e.JobID] = e.Outcome
-		require.Equal(t, "wf1", e.Workflow)
-		require.Equal(t, int64(0), e.Gen)
+		require.Len(t, e.Refs, 1)
+		require.Equal(t, "wf1", e.Refs[0].ID)
+		require.Equal(t, int64(0), e.Refs[0].Gen)
 		if e.Outcome == queue.StatusCompleted {
 			require.JSONEq(t, `{"ok":true}`, string(e.Result))
 		}
-		if e.Node == "dies" {
+		if e.Refs[0].Node == "dies" {
 			require.Equal(t, "twice", e.Error)
 		}
 	}

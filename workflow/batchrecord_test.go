@@ -59,7 +59,7 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 			for i, x := range es {
 				up, err := json.Marshal(upstreamEntry{JobID: x.JobID, Queue: x.Queue, Status: x.Outcome, Result: x.Result, Artifacts: nullIfEmpty(x.Artifacts)})
 				require.NoError(t, err)
-				ends[i] = queue.NodeEnd{Node: x.Node, Gen: x.Gen, Outcome: x.Outcome, Up: up, Brief: up}
+				ends[i] = queue.NodeEnd{Node: x.Refs[0].Node, Gen: x.Refs[0].Gen, Outcome: x.Outcome, Up: up, Brief: up}
 			}
 			if crashed {
 				// recorded before, by a releaser that died: recorded again
