@@ -225,20 +225,15 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 	}
 	now := c.clock.Now()
 	preps := make([]prepared, len(jobs))
-	var order []string            // queues in first-seen order
-	byQueue := map[string][]int{} // queue -> indexes into preps
 	for i, nj := range jobs {
 		p, err := c.prepare(nj, now, i)
 		if err != nil {
 			return nil, err
 		}
 		preps[i] = p
-		q := p.job.Queue
-		if _, ok := byQueue[q]; !ok {
-			order = append(order, q)
-		}
-		byQueue[q] = append(byQueue[q], i)
 	}
+	// queue -> indexes into preps, the queues in first-seen order
+	order, byQueue := groupBy(indexes(len(preps)), func(i int) string { return preps[i].job.Queue })
 	// Every queue is known (or within the cap) before any job is written:
 	// a batch refused for its queues enqueues nothing.
 	for _, q := range order {
@@ -313,6 +308,28 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 		out[i] = Enqueued{Job: &j}
 	}
 	return nil
+}
+
+// groupBy groups xs by key, the keys in the order first seen.
+func groupBy[T any](xs []T, key func(T) string) (order []string, groups map[string][]T) {
+	groups = map[string][]T{}
+	for _, x := range xs {
+		k := key(x)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], x)
+	}
+	return order, groups
+}
+
+// indexes answers 0 to n-1.
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // callSets gathers the label sets of one enqueue or wfadd call's jobs:

@@ -139,14 +139,7 @@ func (c *Client) PrepareNode(nj NewJob, workflow, node string) (PreparedNode, er
 // script call per queue and MaxBatch jobs. Safe to call again with the
 // same nodes (a job written already is kept as it is).
 func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
-	byQueue := map[string][]PreparedNode{}
-	var order []string
-	for _, n := range nodes {
-		if _, ok := byQueue[n.Queue]; !ok {
-			order = append(order, n.Queue)
-		}
-		byQueue[n.Queue] = append(byQueue[n.Queue], n)
-	}
+	order, byQueue := groupBy(nodes, func(n PreparedNode) string { return n.Queue })
 	for _, q := range order {
 		if err := c.register(ctx, q); err != nil {
 			return err
@@ -381,8 +374,6 @@ func (c *Client) RecordNodeEnds(ctx context.Context, id string, ends []NodeEnd, 
 // action's result, in the order of acts.
 func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep time.Duration) ([]NodeResult, error) {
 	out := make([]NodeResult, len(acts))
-	byQueue := map[string][]int{}
-	var order []string
 	for i, a := range acts {
 		if err := ValidateQueue(a.Queue); err != nil {
 			return nil, err
@@ -390,12 +381,9 @@ func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep t
 		if err := ValidateID(a.JobID); err != nil {
 			return nil, err
 		}
-		if _, ok := byQueue[a.Queue]; !ok {
-			order = append(order, a.Queue)
-		}
-		byQueue[a.Queue] = append(byQueue[a.Queue], i)
 		out[i].Action = a
 	}
+	order, byQueue := groupBy(indexes(len(acts)), func(i int) string { return acts[i].Queue })
 	for _, q := range order {
 		idx := byQueue[q]
 		for part := range slices.Chunk(idx, workflowBatch) {
