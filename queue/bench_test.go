@@ -400,3 +400,80 @@ func BenchmarkClaimLabels(b *testing.B) {
 		b.ReportMetric(perClaim(1)/max(perClaim(0), 0.001), "redis-cpu-ratio")
 	}
 }
+
+// BenchmarkCallCost shows where Redis's CPU goes on the path a producer
+// and a worker sending one job a call take: 5,000 enqueues one at a time,
+// then 5,000 claims of one job, then 5,000 completes, each phase measured
+// by itself, and as a yardstick an EVALSHA of `return 0` with as many
+// keys as the enqueue. For each it reports, per call:
+//
+//   - <phase>-cpu-µs: Redis's CPU (INFO cpu), everything included;
+//   - <phase>-script-µs: the time Redis counts to the script calls
+//     (INFO commandstats, EVALSHA and EVAL: the phase's own script and the
+//     attention marks its reply asks for), the commands they call included;
+//   - <phase>-calls-µs: of that, the commands the scripts call;
+//
+// so that script-µs less calls-µs is the Lua (the interpreter, the set-up
+// of the script's helpers, the conversions of each call's arguments and
+// reply), and cpu-µs less script-µs is the rest of a request: reading it,
+// writing the reply, the event loop and the kernel's network work.
+func BenchmarkCallCost(b *testing.B) {
+	const n = 5000
+	for range b.N {
+		c, ctx := benchClient(b)
+		rdb := c.Redis()
+		// usec answers the usec INFO commandstats counts to script calls
+		// and to the other commands (INFO and CONFIG aside).
+		usec := func() (scripts, calls float64) {
+			info, err := rdb.Info(ctx, "commandstats").Result()
+			require.NoError(b, err)
+			for line := range strings.SplitSeq(info, "\r\n") {
+				name, v, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+				if !ok || !strings.HasPrefix(line, "cmdstat_") || name == "info" || strings.HasPrefix(name, "config") {
+					continue
+				}
+				_, rest, _ := strings.Cut(v, "usec=")
+				f, err := strconv.ParseFloat(rest[:strings.IndexByte(rest, ',')], 64)
+				require.NoError(b, err)
+				if name == "evalsha" || name == "eval" {
+					scripts += f
+				} else {
+					calls += f
+				}
+			}
+			return scripts, calls
+		}
+		phase := func(name string, run func(i int)) {
+			require.NoError(b, rdb.ConfigResetStat(ctx).Err())
+			cpu0 := redisCPU(b, c)
+			for i := range n {
+				run(i)
+			}
+			cpu := redisCPU(b, c) - cpu0
+			scripts, calls := usec()
+			b.ReportMetric(float64(cpu.Microseconds())/n, name+"-cpu-µs")
+			b.ReportMetric(scripts/n, name+"-script-µs")
+			b.ReportMetric(calls/n, name+"-calls-µs")
+		}
+		empty := redis.NewScript("return 0")
+		emptyKeys := make([]string, 9) // as many as enqueue.lua's
+		for i := range emptyKeys {
+			emptyKeys[i] = "{q}:k" + strconv.Itoa(i)
+		}
+		phase("empty", func(int) { require.NoError(b, empty.Run(ctx, rdb, emptyKeys, 0, "", "", "").Err()) })
+		phase("enqueue", func(int) {
+			_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "noop"})
+			require.NoError(b, err)
+		})
+		claimed := make([]*queue.Job, n)
+		phase("claim", func(i int) {
+			js, err := c.Claim(ctx, "q", queue.ClaimOptions{})
+			require.NoError(b, err)
+			require.Len(b, js, 1)
+			claimed[i] = js[0]
+		})
+		phase("complete", func(i int) {
+			require.NoError(b, c.Complete(ctx, "q", claimed[i].ID, claimed[i].Token, nil))
+		})
+	}
+}
