@@ -49,6 +49,34 @@ import (
 // park may pass a mark it should have yielded to, which the same
 // reconciling repairs.
 
+// The sweep hint. Most sweep marks change nothing. A claim into a queue
+// with no lease adds the earliest lease, which its script must mark, yet
+// the index holds an earlier entry already: the mark of the previous
+// lease, which has ended since. On the path of one job at a time that was
+// a second script call after four claims in five. So a queue remembers,
+// in its meta field sweep_hint ("<ms>|<set at ms>", by Redis's clock),
+// the time its last sweep mark put its entry at, and a script leaves out
+// a sweep mark no earlier than that, for sweepHintFor after the hint was
+// set (sweep_mark in common.lua). The hint holds because:
+//
+//   - a mark that goes sets the hint to itself, and lowers the entry to
+//     it or below (ZADD LT);
+//   - only a park raises an entry, and the reclaim pass that a sweep
+//     park follows deletes the hint in its own script: a mark from after
+//     the pass goes, and wins over the park by its seq (above);
+//   - a rerun marks whatever the hint says (rerun_reply), as its first
+//     run's marks may never have been applied.
+//
+// What can still leave an entry later than its hint is what leaves one
+// later than the truth without it: a client that dies between a script
+// and its mark, or a failover of the index's master that loses a mark.
+// The hint's age bounds that: past sweepHintFor the next sweep mark goes
+// again, so such a queue is repaired by its next claim after 10 s, as
+// before by its next claim into an empty lease set, not only by the
+// reconcile. A hint set later than now (the queue's master's clock went
+// back) is not used.
+const sweepHintFor = 10 * time.Second
+
 // markScript lowers a queue's entries in the indexes and publishes the
 // nudge of a due mark. KEYS: due, due_seq, sweep, sweep_seq. ARGV: queue,
 // due ms (0: none), sweep ms (0: none), seq (µs), nudge channel, nudge.

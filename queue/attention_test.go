@@ -3,6 +3,9 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,6 +191,63 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		require.Empty(t, index(t, o, "sweep"))
 	})
 
+	// A sweep mark no earlier than the queue's hint is left out (see "The
+	// sweep hint" in attention.go): a claim into a queue whose entry is
+	// early already sends no mark. A hint past its age, and a reclaim pass
+	// (whose park may raise the entry), let the next mark go again; so an
+	// entry lost behind a hint is back within the hint's age.
+	t.Run("TheSweepHintLeavesOutMarksThatChangeNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		marks := &markCounter{sha: queue.MarkScriptHash()}
+		b.rdb.AddHook(marks)
+		enqueueClaim := func() *queue.Job {
+			t.Helper()
+			b.enqueue(t, queue.NewJob{Visibility: time.Minute})
+			return b.claimOne(t)
+		}
+		first := enqueueClaim()
+		require.Equal(t, 1, marks.n(), "the first lease marks the index")
+		require.Equal(t, map[string]int64{b.queue: first.LeaseUntil.UnixMilli()}, index(t, b, "sweep"))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, nil))
+		b.clock.Advance(time.Second)
+		second := enqueueClaim() // the earliest lease again, but later than the entry
+		require.Equal(t, 1, marks.n(), "a mark that would change nothing is left out")
+		require.Equal(t, map[string]int64{b.queue: first.LeaseUntil.UnixMilli()}, index(t, b, "sweep"))
+
+		// Past the hint's age, the next mark goes (and changes nothing here).
+		b.clock.Advance(queue.SweepHintFor)
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, second.ID, second.Token, nil))
+		third := enqueueClaim()
+		require.Equal(t, 2, marks.n())
+		require.Equal(t, map[string]int64{b.queue: first.LeaseUntil.UnixMilli()}, index(t, b, "sweep"))
+
+		// A reclaim pass parks the entry at what it finds (third's lease)
+		// and drops the hint, so the next mark goes, whatever its time.
+		_, err := b.client.Reclaim(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{b.queue: third.LeaseUntil.UnixMilli()}, index(t, b, "sweep"))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, third.ID, third.Token, nil))
+		b.clock.Advance(time.Second)
+		fourth := enqueueClaim()
+		require.Equal(t, 3, marks.n(), "the pass dropped the hint")
+		require.Equal(t, map[string]int64{b.queue: third.LeaseUntil.UnixMilli()}, index(t, b, "sweep"))
+
+		// An entry lost behind a hint (a client died before its mark) is
+		// back with the first lease mark after the hint's age.
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, fourth.ID, fourth.Token, nil))
+		require.NoError(t, b.client.Unindex(b.ctx, b.queue))
+		b.clock.Advance(time.Second)
+		fifth := enqueueClaim()
+		require.Equal(t, 3, marks.n())
+		require.Empty(t, index(t, b, "sweep"), "within the hint's age the loss is not seen")
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, fifth.ID, fifth.Token, nil))
+		b.clock.Advance(queue.SweepHintFor)
+		sixth := enqueueClaim()
+		require.Equal(t, 4, marks.n())
+		require.Equal(t, map[string]int64{b.queue: sixth.LeaseUntil.UnixMilli()}, index(t, b, "sweep"))
+	})
+
 	t.Run("LeasesRetentionAndTheDeadMarkTheSweepIndex", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(c *queue.Config) { c.Retention = time.Hour; c.DeadMaxAge = 24 * time.Hour })
@@ -307,4 +367,27 @@ func firstProcessing(t *testing.T, b *testBundle, q string) string {
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 	return jobs[0].ID
+}
+
+// markCounter counts the calls of the script that applies marks.
+type markCounter struct {
+	sha   string
+	calls atomic.Int64
+}
+
+func (h *markCounter) n() int { return int(h.calls.Load()) }
+
+func (h *markCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *markCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *markCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && strings.EqualFold(fmt.Sprint(args[0]), "evalsha") && args[1] == h.sha {
+			h.calls.Add(1)
+		}
+		return next(ctx, cmd)
+	}
 }

@@ -78,6 +78,13 @@ func (c *Client) Index(ctx context.Context, name string) (map[string]int64, erro
 // before its mark leaves it.
 func (c *Client) Unindex(ctx context.Context, queue string) error { return c.unmark(ctx, queue) }
 
+// MarkScriptHash is the SHA-1 of the script that applies marks, for tests
+// that count the marks a client sends.
+func MarkScriptHash() string { return markScript.Hash() }
+
+// SweepHintFor exposes sweepHintFor.
+const SweepHintFor = sweepHintFor
+
 // ParkDue exposes park on the due index.
 func (c *Client) ParkDue(ctx context.Context, queue string, atMs, seq int64) error {
 	a := attentionKeys(c.ns)

@@ -29,7 +29,7 @@ import (
 
 // Key names within a queue.
 const (
-	keyMeta    = "meta"    // HASH: created_ms, paused, the counters (stat*), stale, waker, waiting_until
+	keyMeta    = "meta"    // HASH: created_ms, paused, the counters (stat*), stale, waker, waiting_until, sweep_hint (attention.go)
 	keyJobs    = "jobs"    // HASH: job id -> record (see the rec* fields), or a tombstone
 	keyData    = "data"    // HASH: job id -> payload; job id + ".r" -> result; job id + ".n" -> notes; ".a" artifacts, ".l.<seq>" log lines
 	keySched   = "sched"   // ZSET: due score (Unix ms, µs as decimals) -> id of a scheduled job
@@ -473,6 +473,7 @@ func (s scriptSpec) prelude() string {
 	b.WriteString(" }\n")
 	fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", sentinel[0]) // Lua 5.1 reads no \x escapes
 	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", wakeGroup)
+	fmt.Fprintf(&b, "local SWEEP_HINT_MS = %d\n", sweepHintFor.Milliseconds())
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
 	if slices.Contains(s.keys, keyWorkflow) {
 		for _, f := range wfPrelude {
@@ -666,7 +667,7 @@ var (
 		[]string{keyOutbox},
 		[]string{"n", "id", "entry"}}
 	specWFAdopt = scriptSpec{"wfadopt",
-		[]string{keyJobs, keyData, keyOutbox},
+		[]string{keyMeta, keyJobs, keyData, keyOutbox},
 		[]string{"id", "workflow", "max_watchers"}}
 
 	specWFCreate = scriptSpec{"wf_create",

@@ -630,11 +630,32 @@ local function note_sweep(key, score, work_at)
   note('sweep', key, score, work_at)
 end
 
+-- The sweep hint (see "The sweep hint" in queue/attention.go): the meta
+-- field sweep_hint, "<ms>|<set at ms>", says that this queue's entry in
+-- the sweep index is at ms or earlier (or a mark that puts it there is on
+-- its way). A sweep mark no earlier than a hint younger than SWEEP_HINT_MS
+-- is left out: the entry is early enough already. A mark that goes sets
+-- the hint to itself. forced_marks (a rerun, see rerun_reply) sends the
+-- mark whatever the hint says. The reclaim pass, whose park may raise the
+-- entry, deletes the hint.
+local forced_marks = false
+local function sweep_mark(at)
+  at = math.floor(at)
+  if not forced_marks then
+    local hint, set_at = string.match(redis.call('HGET', K_meta, 'sweep_hint') or '', '^(%d+)|(%d+)$')
+    if hint and now - tonumber(set_at) < SWEEP_HINT_MS and now >= tonumber(set_at) and at >= tonumber(hint) then
+      return 0
+    end
+  end
+  redis.call('HSET', K_meta, 'sweep_hint', int_str(at) .. '|' .. now_str)
+  return at
+end
+
 -- reply is how a script that notes answers: { SENTINEL, due_ms, sweep_ms,
 -- now_us, x }, the marks as whole ms (0: none), floored (never later).
 -- The client takes the marks off and hands x on (Client.run).
 local function reply(x)
-  local r = { SENTINEL, math.floor(marks.due or 0), math.floor(marks.sweep or 0), now_us, x }
+  local r = { SENTINEL, math.floor(marks.due or 0), marks.sweep and sweep_mark(marks.sweep) or 0, now_us, x }
   if marks.wf then
     -- a workflow node's job ended: its outbox entry waits for a releaser
     -- (see wf_ended); the client marks the outbox index with it.
@@ -653,6 +674,7 @@ end
 -- sweep sets for the sweep mark, and dead (K_dead or nil) dead_age after
 -- its head. A mark that is not earlier than the index changes nothing.
 local function rerun_reply(x, sched, sweep, dead, dead_age)
+  forced_marks = true
   if sched then
     mark('due', first_score(sched))
   end

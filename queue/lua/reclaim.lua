@@ -26,6 +26,9 @@ end
 if not sets_current() then
   return redis.error_reply(STALE_SETS)
 end
+-- This pass's park may raise the queue's sweep entry: the next sweep mark
+-- goes whatever the hint said (see sweep_mark in common.lua).
+redis.call('HDEL', K_meta, 'sweep_hint')
 -- A queue made by a version before workflows gets its outbox here (every
 -- key a script declares must exist, see create.lua).
 redis.call('HSETNX', K_wfout, SENTINEL, '')
