@@ -635,13 +635,12 @@ end
 -- the sweep index is at ms or earlier (or a mark that puts it there is on
 -- its way). A sweep mark no earlier than a hint younger than SWEEP_HINT_MS
 -- is left out: the entry is early enough already. A mark that goes sets
--- the hint to itself. forced_marks (a rerun, see rerun_reply) sends the
--- mark whatever the hint says. The reclaim pass, whose park may raise the
+-- the hint to itself. forced (a rerun, see rerun_reply) sends the mark
+-- whatever the hint says. The reclaim pass, whose park may raise the
 -- entry, deletes the hint.
-local forced_marks = false
-local function sweep_mark(at)
+local function sweep_mark(at, forced)
   at = math.floor(at)
-  if not forced_marks then
+  if not forced then
     local hint, set_at = string.match(redis.call('HGET', K_meta, 'sweep_hint') or '', '^(%d+)|(%d+)$')
     if hint and now - tonumber(set_at) < SWEEP_HINT_MS and now >= tonumber(set_at) and at >= tonumber(hint) then
       return 0
@@ -653,9 +652,10 @@ end
 
 -- reply is how a script that notes answers: { SENTINEL, due_ms, sweep_ms,
 -- now_us, x }, the marks as whole ms (0: none), floored (never later).
--- The client takes the marks off and hands x on (Client.run).
-local function reply(x)
-  local r = { SENTINEL, math.floor(marks.due or 0), marks.sweep and sweep_mark(marks.sweep) or 0, now_us, x }
+-- The client takes the marks off and hands x on (Client.run). forced
+-- sends the sweep mark whatever the queue's hint says (see sweep_mark).
+local function reply(x, forced)
+  local r = { SENTINEL, math.floor(marks.due or 0), marks.sweep and sweep_mark(marks.sweep, forced) or 0, now_us, x }
   if marks.wf then
     -- a workflow node's job ended: its outbox entry waits for a releaser
     -- (see wf_ended); the client marks the outbox index with it.
@@ -674,7 +674,6 @@ end
 -- sweep sets for the sweep mark, and dead (K_dead or nil) dead_age after
 -- its head. A mark that is not earlier than the index changes nothing.
 local function rerun_reply(x, sched, sweep, dead, dead_age)
-  forced_marks = true
   if sched then
     mark('due', first_score(sched))
   end
@@ -684,7 +683,7 @@ local function rerun_reply(x, sched, sweep, dead, dead_age)
   if dead then
     mark('sweep', first_score(dead) + dead_age)
   end
-  return reply(x)
+  return reply(x, true)
 end
 
 -- schedule puts a job that is out of every list to wait until its due
