@@ -302,16 +302,7 @@ func redisAhead(b *testing.B, rdb redis.UniversalClient) time.Duration {
 // (INFO commandstats counts the commands a script calls).
 func timeCalls(b *testing.B, rdb redis.UniversalClient) int64 {
 	b.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	require.NoError(b, err)
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "cmdstat_time:calls="); ok {
-			n, err := strconv.ParseInt(v[:strings.IndexByte(v, ',')], 10, 64)
-			require.NoError(b, err)
-			return n
-		}
-	}
-	return 0
+	return commandStats(b, context.Background(), rdb)["time"].calls
 }
 
 // timeCallCost is what one redis.call('TIME') costs a script on rdb's
@@ -331,18 +322,9 @@ func timeCallCost(b *testing.B, rdb redis.UniversalClient) time.Duration {
 		for range runs {
 			require.NoError(b, sc.EvalSha(ctx, rdb, nil, loops).Err())
 		}
-		info, err := rdb.Info(ctx, "commandstats").Result()
-		require.NoError(b, err)
-		for line := range strings.SplitSeq(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-				_, rest, _ := strings.Cut(v, ",usec=")
-				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-				require.NoError(b, err)
-				return n
-			}
-		}
-		b.Fatal("INFO commandstats has no evalsha")
-		return 0
+		st, ok := commandStats(b, ctx, rdb)["evalsha"]
+		require.True(b, ok, "INFO commandstats has no evalsha")
+		return int64(st.usec)
 	}
 	d := usec(with) - usec(without)
 	require.NoError(b, rdb.ConfigResetStat(ctx).Err())
@@ -442,20 +424,12 @@ func BenchmarkCallCost(b *testing.B) {
 		// usec answers the usec INFO commandstats counts to script calls
 		// and to the other commands (INFO and CONFIG aside).
 		usec := func() (scripts, calls float64) {
-			info, err := rdb.Info(ctx, "commandstats").Result()
-			require.NoError(b, err)
-			for line := range strings.SplitSeq(info, "\r\n") {
-				name, v, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
-				if !ok || !strings.HasPrefix(line, "cmdstat_") || name == "info" || strings.HasPrefix(name, "config") {
-					continue
-				}
-				_, rest, _ := strings.Cut(v, "usec=")
-				f, err := strconv.ParseFloat(rest[:strings.IndexByte(rest, ',')], 64)
-				require.NoError(b, err)
-				if name == "evalsha" || name == "eval" {
-					scripts += f
-				} else {
-					calls += f
+			for name, st := range commandStats(b, ctx, rdb) {
+				switch {
+				case name == "evalsha" || name == "eval":
+					scripts += st.usec
+				case name != "info" && !strings.HasPrefix(name, "config"):
+					calls += st.usec
 				}
 			}
 			return scripts, calls

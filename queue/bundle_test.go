@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,4 +138,41 @@ func setupOn(newRDB func(t *testing.T) redis.UniversalClient) setupFunc {
 // containsCmd reports whether a CLIENT LIST reply shows a client running cmd.
 func containsCmd(clientList, cmd string) bool {
 	return strings.Contains(clientList, "cmd="+cmd+" ") || strings.Contains(clientList, "cmd="+cmd+"\n")
+}
+
+// cmdStat is one command's line of INFO commandstats: how many calls, and
+// the µs Redis counted to them (a script's include the commands it calls,
+// which are also counted on their own lines).
+type cmdStat struct {
+	calls int64
+	usec  float64
+}
+
+// commandStats reads INFO commandstats of rdb's server, by command name in
+// lower case ("evalsha", "time", "config|resetstat").
+func commandStats(tb testing.TB, ctx context.Context, rdb redis.UniversalClient) map[string]cmdStat {
+	tb.Helper()
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	require.NoError(tb, err)
+	out := map[string]cmdStat{}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
+			continue
+		}
+		name, fields, _ := strings.Cut(rest, ":")
+		var st cmdStat
+		for f := range strings.SplitSeq(fields, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "calls":
+				st.calls, err = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				st.usec, err = strconv.ParseFloat(v, 64)
+			}
+			require.NoError(tb, err, line)
+		}
+		out[name] = st
+	}
+	return out
 }

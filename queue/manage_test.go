@@ -654,18 +654,8 @@ func TestDeadSweepsAreBounded(t *testing.T) {
 				worst = max(worst, l.Duration)
 			}
 		}
-		stats, err := rdb.Info(ctx, "commandstats").Result()
-		require.NoError(t, err)
-		for _, line := range strings.Split(stats, "\n") {
-			var k string
-			var n int
-			if strings.HasPrefix(line, "cmdstat_eval") {
-				k, _, _ = strings.Cut(line, ":")
-				_, err := fmt.Sscanf(line, k+":calls=%d,", &n)
-				require.NoError(t, err)
-				calls += n
-			}
-		}
+		stats := commandStats(t, ctx, rdb)
+		calls = int(stats["eval"].calls + stats["evalsha"].calls)
 		return calls, logged, worst
 	}
 	check := func(t *testing.T, name string, fill func(), sweep func(), minCalls int) {

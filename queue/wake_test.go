@@ -112,13 +112,13 @@ func wakeRig(t *testing.T, ctx context.Context) (*queue.Client, func(section, fi
 	c.SetWakeChunk(4 * time.Second)
 	info := func(section, field string) int64 {
 		t.Helper()
+		if cmd, ok := strings.CutPrefix(field, "cmdstat_"); ok && section == "commandstats" {
+			return commandStats(t, ctx, rdb)[cmd].calls
+		}
 		s, err := rdb.Info(ctx, section).Result()
 		require.NoError(t, err)
 		for line := range strings.SplitSeq(s, "\r\n") {
 			if v, ok := strings.CutPrefix(line, field+":"); ok {
-				if section == "commandstats" { // calls=N,usec=...
-					v, _, _ = strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-				}
 				n, err := strconv.ParseInt(v, 10, 64)
 				require.NoError(t, err)
 				return n
