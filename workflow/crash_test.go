@@ -115,9 +115,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		claimed := e.runAllWith(ctx, rels, "cc-a", "cc-b", "cc-c")
 		require.True(t, e.settled(ctx, w1.ID, w2.ID))
 		for _, id := range []string{w1.ID, w2.ID} {
-			w, err := e.wf.Get(ctx, id)
-			require.NoError(t, err)
-			require.Equal(t, StatusCompleted, w.Status)
+			w := e.requireStatus(ctx, id, StatusCompleted)
 			for _, n := range w.Nodes {
 				require.Contains(t, claimed, n.JobID, "node %s ran", n.Name)
 				require.Equal(t, 1, e.count(n.JobID, "release"), "node %s released once", n.Name)
@@ -157,9 +155,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		}
 
 		claimed := e.runAllWith(ctx, rels, "cd-a", "cd-b", "cd-c")
-		w, err = e.wf.Get(ctx, w.ID)
-		require.NoError(t, err)
-		require.Equal(t, StatusCompleted, w.Status)
+		w = e.requireStatus(ctx, w.ID, StatusCompleted)
 		for _, n := range w.Nodes[1:] {
 			require.Contains(t, claimed, n.JobID, "node %s ran", n.Name)
 			require.Equal(t, 1, e.count(n.JobID, "release"), "node %s released once", n.Name)
@@ -208,9 +204,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 
 		clock.Advance(DefaultDirtyGrace + time.Second)
 		require.True(t, e.r.finishDirty(ctx))
-		w, err = e.wf.Get(ctx, unstarted)
-		require.NoError(t, err)
-		require.Equal(t, StatusCanceled, w.Status)
+		w = e.requireStatus(ctx, unstarted, StatusCanceled)
 		require.Equal(t, map[string]queue.Status{"a": queue.StatusCanceled, "b": queue.StatusCanceled}, statuses(w))
 		w, err = e.wf.Get(ctx, started)
 		require.NoError(t, err)

@@ -47,6 +47,29 @@ func (e *env) after(ctx context.Context, q string, parents ...*queue.Job) *queue
 	return j
 }
 
+// parent enqueues a job in queue q for others to depend on.
+func (e *env) parent(ctx context.Context, q string) *queue.Job {
+	e.t.Helper()
+	en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: q, Kind: "k", MaxAttempts: 1})
+	require.NoError(e.t, err)
+	return en.Job
+}
+
+// complete completes job j with the result runAll gives: {"id": <its id>}.
+func (e *env) complete(ctx context.Context, j *queue.Job) {
+	e.t.Helper()
+	require.NoError(e.t, e.q.Complete(ctx, j.Queue, j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
+}
+
+// requireStatus answers workflow id, which must have status want.
+func (e *env) requireStatus(ctx context.Context, id string, want Status) *Workflow {
+	e.t.Helper()
+	w, err := e.wf.Get(ctx, id)
+	require.NoError(e.t, err)
+	require.Equal(e.t, want, w.Status)
+	return w
+}
+
 // claimOne claims the one job pending in q.
 func (e *env) claimOne(ctx context.Context, q string) *queue.Job {
 	e.t.Helper()
@@ -83,7 +106,7 @@ func (e *env) runAllWith(ctx context.Context, rels []*Releaser, queues ...string
 				progress = true
 				require.NotContains(e.t, claimed, j.ID, "a job is claimed once")
 				claimed[j.ID] = j
-				require.NoError(e.t, e.q.Complete(ctx, qn, j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
+				e.complete(ctx, j)
 			}
 		}
 		left, err := e.q.OutboxDue(ctx, 1)
@@ -120,9 +143,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		t.Run(fmt.Sprintf("%dDependentsOfAPendingJob", n), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, newRDB(t))
-			en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "dm-a", Kind: "k", MaxAttempts: 1})
-			require.NoError(t, err)
-			p := en.Job
+			p := e.parent(ctx, "dm-a")
 			var deps []*queue.Job
 			for i := range n {
 				deps = append(deps, e.after(ctx, []string{"dm-b", "dm-c", "dm-a"}[i], p))
@@ -145,9 +166,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 			require.Len(t, claimed, n+1)
 			e.requireRanAfter(claimed, p, deps...)
 			for _, d := range deps {
-				w, err := e.wf.Get(ctx, d.Workflow.ID)
-				require.NoError(t, err)
-				require.Equal(t, StatusCompleted, w.Status)
+				e.requireStatus(ctx, d.Workflow.ID, StatusCompleted)
 			}
 		})
 	}
@@ -157,9 +176,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 	t.Run("DependentsOfACompletedJob", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
-		en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "dc-a", Kind: "k", MaxAttempts: 1})
-		require.NoError(t, err)
-		p := en.Job
+		p := e.parent(ctx, "dc-a")
 		d1 := e.after(ctx, "dc-b", p)
 		claimed := e.runAll(ctx, "dc-a", "dc-b") // p's entry is acked
 		e.requireRanAfter(claimed, p, d1)
@@ -171,14 +188,12 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		require.Equal(t, 1, e.count(d1.ID, "release"), "the first dependent is not released again")
 
 		// A job that completed before anyone depended on it.
-		en, err = e.q.Enqueue(ctx, queue.NewJob{Queue: "dc-a", Kind: "k", MaxAttempts: 1})
-		require.NoError(t, err)
-		lone := e.claimOne(ctx, "dc-a")
-		require.NoError(t, e.q.Complete(ctx, "dc-a", lone.ID, lone.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, lone.ID))))
-		d4, d5 := e.after(ctx, "dc-b", en.Job), e.after(ctx, "dc-c", en.Job)
+		early := e.parent(ctx, "dc-a")
+		e.complete(ctx, e.claimOne(ctx, "dc-a"))
+		d4, d5 := e.after(ctx, "dc-b", early), e.after(ctx, "dc-c", early)
 		more = e.runAll(ctx, "dc-a", "dc-b", "dc-c")
 		require.Len(t, more, 2)
-		e.requireRanAfter(more, en.Job, d4, d5)
+		e.requireRanAfter(more, early, d4, d5)
 	})
 
 	// A node of a workflow may be watched too: its end releases both its
@@ -199,7 +214,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 
 		j := e.claimOne(ctx, "dw-a")
 		require.Equal(t, "a", j.Workflow.Node)
-		require.NoError(t, e.q.Complete(ctx, "dw-a", j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
+		e.complete(ctx, j)
 		d2 := e.after(ctx, "dw-c", a) // before any releaser read a's entry
 		claimed := e.runAll(ctx, "dw-a", "dw-b", "dw-c")
 		require.Len(t, claimed, 3)
@@ -214,9 +229,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		require.Equal(t, "b", b.Workflow.Node)
 		require.Equal(t, 1, e.count(b.ID, "release"))
 		require.JSONEq(t, fmt.Sprintf(`{"id":%q}`, a.ID), string(upstreamOf(t, b)["a"].Result))
-		w, err = e.wf.Get(ctx, w.ID)
-		require.NoError(t, err)
-		require.Equal(t, StatusCompleted, w.Status)
+		e.requireStatus(ctx, w.ID, StatusCompleted)
 
 		// A rerun of an adoption changes nothing.
 		require.NoError(t, e.q.AdoptJob(ctx, "dw-a", a.ID, d1.Workflow.ID, a.ID))
@@ -235,9 +248,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		t.Parallel()
 		rdb := newRDB(t)
 		e := newEnv(t, rdb)
-		en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "dx-a", Kind: "k", MaxAttempts: 1})
-		require.NoError(t, err)
-		p := en.Job
+		p := e.parent(ctx, "dx-a")
 		deps := make([]*queue.Job, 0, queue.MaxWatchers)
 		for range queue.MaxWatchers {
 			deps = append(deps, e.after(ctx, "dx-b", p))
@@ -277,7 +288,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		p := en.Job
 		d1, d2 := e.after(ctx, "dr-b", p), e.after(ctx, "dr-b", p)
 		j := e.claimOne(ctx, "dr-a")
-		require.NoError(t, e.q.Complete(ctx, "dr-a", j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
+		e.complete(ctx, j)
 		clock.Advance(time.Minute)
 		_, err = e.q.Reclaim(ctx, "dr-a")
 		require.NoError(t, err)
@@ -296,9 +307,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		t.Parallel()
 		rdb := newRDB(t)
 		e := newEnv(t, rdb)
-		en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "do-a", Kind: "k", MaxAttempts: 1})
-		require.NoError(t, err)
-		p := en.Job
+		p := e.parent(ctx, "do-a")
 		d1 := e.after(ctx, "do-b", p)
 		keys, err := queue.Keys(e.q.Namespace(), "do-a")
 		require.NoError(t, err)
