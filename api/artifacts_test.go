@@ -304,7 +304,7 @@ func TestJobStreamOnRedisCluster(t *testing.T) {
 		require.Equal(t, "on "+q, s.event().data["line"])
 		r = b.do(t, http.MethodPost, base+"/complete", map[string]any{"token": j.Token, "artifacts": map[string]any{"q": q}})
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-		require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "q", "value": q}}, s.event())
+		require.Equal(t, artifactEvent("q", q), s.event())
 		require.Equal(t, "completed", s.event().data["status"])
 		s.ended()
 		r = b.do(t, http.MethodGet, base+"/artifacts", nil)
@@ -361,10 +361,10 @@ func TestJobStreamArtifactsAndTruncation(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	}
 	put("report", map[string]any{"rows": 3})
-	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "report", "value": map[string]any{"rows": float64(3)}}}, s.event())
+	require.Equal(t, artifactEvent("report", map[string]any{"rows": float64(3)}), s.event())
 	put("report", map[string]any{"rows": 3}) // the same again: nothing new
 	put("report", map[string]any{"rows": 4})
-	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "report", "value": map[string]any{"rows": float64(4)}}}, s.event())
+	require.Equal(t, artifactEvent("report", map[string]any{"rows": float64(4)}), s.event())
 
 	// The log up to its cap of lines, then an append none of whose lines fit.
 	batch := make([]string, queue.MaxLogBatch)
@@ -385,7 +385,7 @@ func TestJobStreamArtifactsAndTruncation(t *testing.T) {
 
 	r = b.do(t, http.MethodPost, base+"/complete", map[string]any{"token": j.Token, "artifacts": map[string]any{"final": "yes"}})
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "final", "value": "yes"}}, s.event())
+	require.Equal(t, artifactEvent("final", "yes"), s.event())
 	ev := s.event()
 	require.Equal(t, "status", ev.typ)
 	require.Equal(t, "completed", ev.data["status"])
@@ -395,8 +395,8 @@ func TestJobStreamArtifactsAndTruncation(t *testing.T) {
 	// artifact by name, the status.
 	s = b.openJobStream(t, "arts", j.ID, "Last-Event-ID", fmt.Sprint(queue.MaxLogLines))
 	require.Equal(t, "log_truncated", s.event().typ)
-	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "final", "value": "yes"}}, s.event())
-	require.Equal(t, jobStreamEvent{typ: "artifact", data: map[string]any{"name": "report", "value": map[string]any{"rows": float64(4)}}}, s.event())
+	require.Equal(t, artifactEvent("final", "yes"), s.event())
+	require.Equal(t, artifactEvent("report", map[string]any{"rows": float64(4)}), s.event())
 	require.Equal(t, "completed", s.event().data["status"])
 	s.ended()
 }
@@ -414,4 +414,10 @@ func TestJobStreamPings(t *testing.T) {
 	b.clock.Advance(api.DefaultSSEHeartbeat)
 	require.Equal(t, ": ping", s.line())
 	require.Equal(t, "", s.line())
+}
+
+// artifactEvent is a job stream's event for artifact name set to v, as
+// the stream decodes it (numbers as float64).
+func artifactEvent(name string, v any) jobStreamEvent {
+	return jobStreamEvent{typ: "artifact", data: map[string]any{"name": name, "value": v}}
 }
