@@ -183,7 +183,7 @@ func New(cfg Config) (*Server, error) {
 // match such a path to a route with an empty parameter, or without the
 // slash, where the OpenAPI document has no operation: every path the
 // server routes is one the document has. (And a parameter of more than
-// one segment is refused after routing: see recovered.)
+// one segment is refused after routing: see oneSegmentParams.)
 func strictPath(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if p := echo.GetPath(c.Request()); p != "/" && (strings.HasSuffix(p, "/") || strings.Contains(p, "//")) {
@@ -429,15 +429,22 @@ func sameOrigin(r *http.Request) bool {
 	return r.Header.Get("Sec-Fetch-Site") == "same-origin"
 }
 
-// middleware is every request's: observe (count and time it), write
-// the error of what follows at once (so that observe sees the status
-// sent), turn a panic into a 500 (recovered), and limit the body
-// (bodyLimit). One closure, not four: Echo applies its middleware anew to
-// each request.
+// middleware is every request's: observe (count and time it), refuse a
+// parameter of more than one segment (oneSegmentParams), limit the body
+// (bodyLimit), turn a panic into a 500 (recovered), and write the error
+// of what failed at once (so that observe sees the status sent). One
+// closure, not four: Echo applies its middleware anew to each request.
 func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := s.clock.Now()
-		if err := s.recovered(next, c); err != nil {
+		err := oneSegmentParams(c)
+		if err == nil {
+			err = s.bodyLimit(c)
+		}
+		if err == nil {
+			err = s.recovered(next, c)
+		}
+		if err != nil {
 			s.handleError(err, c)
 		}
 		s.observe(c, start)
@@ -445,8 +452,20 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// recovered runs next on c within the body limit, and turns its panic
-// into a 500, logged with its stack.
+// oneSegmentParams answers 404 for a route parameter holding a "/": the
+// router lets a route's last parameter take the rest of the path
+// ("/artifacts/a/b"), where the document has no operation.
+func oneSegmentParams(c echo.Context) error {
+	for _, v := range c.ParamValues() {
+		if strings.Contains(v, "/") {
+			return echo.ErrNotFound
+		}
+	}
+	return nil
+}
+
+// recovered runs next on c and turns its panic into a 500, logged with
+// its stack.
 func (s *Server) recovered(next echo.HandlerFunc, c echo.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -458,17 +477,6 @@ func (s *Server) recovered(next echo.HandlerFunc, c echo.Context) (err error) {
 			err = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
 		}
 	}()
-	for _, v := range c.ParamValues() {
-		if strings.Contains(v, "/") {
-			// The router lets a route's last parameter take the rest of
-			// the path ("/artifacts/a/b"), where the document has no
-			// operation: a parameter is one segment.
-			return echo.ErrNotFound
-		}
-	}
-	if err := s.bodyLimit(c); err != nil {
-		return err
-	}
 	return next(c)
 }
 
