@@ -52,6 +52,7 @@ type bench struct {
 	retryN   int
 	memN     int
 	runtime  string // chronoq's consumer: runtimeWorker or runtimeLoop
+	prof     profiler
 }
 
 func main() { os.Exit(run()) }
@@ -67,6 +68,7 @@ func run() int {
 	flag.IntVar(&b.memN, "mem-n", 50_000, "jobs scheduled 1 h ahead in the memory scenario")
 	flag.DurationVar(&b.deadline, "deadline", 120*time.Second, "the most one side of one scenario may run; then it stops and reports what it got (marked *)")
 	flag.StringVar(&b.runtime, "runtime", runtimeWorker, "chronoq's consumer: worker (package worker, concurrency 50) or loop (50 goroutines: Claim(Max 32, Wait 50 ms) + CompleteMany)")
+	flag.StringVar(&b.prof.dir, "cpuprofile", "", "a directory to write a CPU profile of this process into for each timed end-to-end and drain pass (<side>-<flow>.pprof)")
 	flag.Parse()
 
 	selected, err := parseOnly(*only)
@@ -85,6 +87,10 @@ func run() int {
 	}
 	if b.deadline <= 0 || b.deadline > time.Hour {
 		fmt.Fprintln(os.Stderr, "bench: -deadline must be in (0, 1h]")
+		return 2
+	}
+	if err := b.prof.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
 	if b.runtime != runtimeWorker && b.runtime != runtimeLoop {
@@ -177,7 +183,8 @@ func printNotes(b *bench, selected map[string]bool) {
 			"   one Enqueue call a job on both sides, then chronoq's EnqueueBatch of 100 against the same asynq run (asynq",
 			"   has no batch or pipelined enqueue). \"of which\": the first pass's redis CPU/job split by phase, in the",
 			"   shares a second one-a-call pass measured by logging every command (SLOWLOG: each command's execution",
-			"   time, plus the rest of that pass's CPU, I/O and event loop, shared out by number of commands)."},
+			"   time, plus the rest of that pass's CPU, I/O and event loop, shared out by number of commands). \"calls a",
+			"   job\": that pass's commands a job, by phase. client CPU: this process's (producers and consumer) user+sys / jobs."},
 		"drain":   {"2. n jobs enqueued first, untimed; then the consumer starts; time until all are completed."},
 		"enqueue": {"3. n jobs by 8 producers. redis CPU µs/job (1-3): INFO cpu user+sys delta over the run / jobs."},
 		"late": {fmt.Sprintf("4. %d jobs due evenly over 1 s from 1 s after the enqueues start (4 producers). Lateness =", b.lateN),

@@ -64,6 +64,25 @@ func (p phases) share(ph phase) float64 {
 // perJob is x's Redis CPU per job that went to ph, by p's shares.
 func (p phases) perJob(x throughput, ph phase) float64 { return x.cpuPerJob() * p.share(ph) }
 
+// callsPerJob is how many commands of ph the split pass sent a job (a
+// script call is one, whatever it calls): what the coalescing of each step
+// saves shows here first.
+func (p phases) callsPerJob(ph phase, jobs int) float64 {
+	if !p.ok || jobs == 0 {
+		return 0
+	}
+	return float64(p.calls[ph]) / float64(jobs)
+}
+
+// totalCallsPerJob is callsPerJob over every phase.
+func (p phases) totalCallsPerJob(jobs int) float64 {
+	var sum float64
+	for ph := range nPhases {
+		sum += p.callsPerJob(ph, jobs)
+	}
+	return sum
+}
+
 // slowlogOn logs every command from now on, up to max entries.
 func slowlogOn(rdb *redis.Client, max int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,15 +126,19 @@ func (b *bench) e2e(ctx context.Context, t *table) {
 	a, _ := b.asynqFlow(ctx, flow{single: true})
 	t.add("1. end-to-end no-op jobs/s, one Enqueue a job", t.rate(cs), t.rate(a), higherBetter(cs.perSec(), a.perSec()))
 	t.add("   redis CPU µs/job", t.cpuCell(cs), t.cpuCell(a), lowerBetter(cs.cpuPerJob(), a.cpuPerJob()))
-	_, pc := b.chronoqFlow(ctx, flow{single: true, split: true})
-	_, pa := b.asynqFlow(ctx, flow{single: true, split: true})
+	t.add("   client CPU µs/job", t.clientCell(cs), t.clientCell(a), lowerBetter(cs.clientPerJob(), a.clientPerJob()))
+	cx, pc := b.chronoqFlow(ctx, flow{single: true, split: true})
+	ax, pa := b.asynqFlow(ctx, flow{single: true, split: true})
 	for ph := range nPhases {
 		t.add("   of which "+phaseNames[ph], t.phaseCell(cs, pc, ph), t.phaseCell(a, pa, ph),
 			lowerBetter(pc.perJob(cs, ph), pa.perJob(a, ph)))
 	}
+	t.add("   calls a job: enqueue+claim+complete+other", t.callsCell(cx, pc), t.callsCell(ax, pa),
+		lowerBetter(pc.totalCallsPerJob(cx.done), pa.totalCallsPerJob(ax.done)))
 	cb, _ := b.chronoqFlow(ctx, flow{})
 	t.add("1. end-to-end, chronoq EnqueueBatch of 100", t.rate(cb), t.rate(a), higherBetter(cb.perSec(), a.perSec())+" vs a single")
 	t.add("   redis CPU µs/job", t.cpuCell(cb), t.cpuCell(a), lowerBetter(cb.cpuPerJob(), a.cpuPerJob())+" vs a single")
+	t.add("   client CPU µs/job", t.clientCell(cb), t.clientCell(a), lowerBetter(cb.clientPerJob(), a.clientPerJob())+" vs a single")
 }
 
 func (b *bench) drain(ctx context.Context, t *table) {
@@ -141,6 +146,7 @@ func (b *bench) drain(ctx context.Context, t *table) {
 	a, _ := b.asynqFlow(ctx, flow{drain: true})
 	t.add("2. drain jobs/s (pre-filled)", t.rate(c), t.rate(a), higherBetter(c.perSec(), a.perSec()))
 	t.add("   redis CPU µs/job", t.cpuCell(c), t.cpuCell(a), lowerBetter(c.cpuPerJob(), a.cpuPerJob()))
+	t.add("   client CPU µs/job", t.clientCell(c), t.clientCell(a), lowerBetter(c.clientPerJob(), a.clientPerJob()))
 }
 
 // splitOn starts logging every command for a split pass.
@@ -204,7 +210,8 @@ func (b *bench) chronoqFlow(ctx context.Context, f flow) (throughput, phases) {
 		return res, phases{}
 	}
 	cnt := newCounter(b.n)
-	cpu0 := b.cpu()
+	endProfile := b.prof.start("chronoq " + f.name())
+	cpu0, self0 := b.cpu(), selfCPU()
 	start := time.Now()
 	stop, err := s.consume(ctx, b.runtime, b.n, noop, cnt.add)
 	if err != nil {
@@ -225,7 +232,8 @@ func (b *bench) chronoqFlow(ctx context.Context, f flow) (throughput, phases) {
 	case <-ctx.Done():
 		end = time.Now()
 	}
-	res.cpu = b.cpu() - cpu0
+	res.cpu, res.client = b.cpu()-cpu0, selfCPU()-self0
+	endProfile()
 	res.elapsed = end.Sub(start)
 	res.done = min(int(cnt.n.Load()), b.n)
 	ph := b.splitOff(f, res.cpu, chronoqPhase())
@@ -256,7 +264,8 @@ func (b *bench) asynqFlow(ctx context.Context, f flow) (throughput, phases) {
 		return res, phases{}
 	}
 	cnt := newCounter(b.n)
-	cpu0 := b.cpu()
+	endProfile := b.prof.start("asynq " + f.name())
+	cpu0, self0 := b.cpu(), selfCPU()
 	start := time.Now()
 	stop, err := s.serve(serverConfig{}, func([]byte) time.Duration { cnt.add(1); return 0 })
 	if err != nil {
@@ -279,7 +288,8 @@ func (b *bench) asynqFlow(ctx context.Context, f flow) (throughput, phases) {
 	case <-ctx.Done():
 		end = time.Now()
 	}
-	res.cpu = b.cpu() - cpu0
+	res.cpu, res.client = b.cpu()-cpu0, selfCPU()-self0
+	endProfile()
 	res.elapsed = end.Sub(start)
 	res.done = min(processed(b.ctl), b.n)
 	ph := b.splitOff(f, res.cpu, asynqPhase)
@@ -635,6 +645,22 @@ func (t *table) rate(x throughput) string { return t.star(thousands(x.perSec()),
 
 func (t *table) cpuCell(x throughput) string {
 	return t.star(fmt.Sprintf("%.1f", x.cpuPerJob()), x.incomplete)
+}
+
+func (t *table) clientCell(x throughput) string {
+	return t.star(fmt.Sprintf("%.1f", x.clientPerJob()), x.incomplete)
+}
+
+// callsCell is the split pass's commands a job, by phase and in all.
+func (t *table) callsCell(x throughput, p phases) string {
+	if !p.ok || x.done == 0 {
+		return "n/a"
+	}
+	parts := make([]string, 0, nPhases)
+	for ph := range nPhases {
+		parts = append(parts, fmt.Sprintf("%.2f", p.callsPerJob(ph, x.done)))
+	}
+	return t.star(strings.Join(parts, "+")+fmt.Sprintf(" = %.2f", p.totalCallsPerJob(x.done)), x.incomplete)
 }
 
 func (t *table) phaseCell(x throughput, p phases, ph phase) string {

@@ -16,6 +16,7 @@ type throughput struct {
 	want, done int
 	elapsed    time.Duration
 	cpu        time.Duration // redis-server CPU (user + sys) over the run
+	client     time.Duration // this process's CPU over the run (see selfCPU)
 	incomplete bool          // stopped at the deadline, by an error, or by Ctrl-C
 }
 
@@ -32,6 +33,14 @@ func (t throughput) cpuPerJob() float64 {
 		return 0
 	}
 	return float64(t.cpu) / float64(time.Microsecond) / float64(t.done)
+}
+
+// clientPerJob is this process's CPU µs per job.
+func (t throughput) clientPerJob() float64 {
+	if t.done == 0 {
+		return 0
+	}
+	return float64(t.client) / float64(time.Microsecond) / float64(t.done)
 }
 
 // delays is one side's result in a timing scenario: how late each job ran
