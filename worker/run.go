@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -253,12 +254,17 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 
 // complete is the completer of q: it sends in one CompleteMany every ack
 // that arrived while its previous call was in flight (group commit), until
-// the stop closes q.acks.
+// the stop closes q.acks. Before it takes the acks that are there, it
+// yields its processor once (runtime.Gosched): the jobs of one claim often
+// end together, and their handlers' goroutines, runnable then, hand their
+// acks in within the yield rather than wait for the next call (on the
+// bench's one-job-a-call flow, 6.4 jobs a call against 4.8).
 func (w *Worker) complete(q *queueState) {
 	defer w.wg.Done()
 	batch := make([]ack, 0, 64)
 	for a := range q.acks {
 		batch = append(batch[:0], a)
+		runtime.Gosched() // let the runs that end with this one hand in their acks
 	more:
 		for len(batch) < queue.MaxBatch {
 			select {
