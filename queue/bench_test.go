@@ -416,6 +416,11 @@ func BenchmarkClaimLabels(b *testing.B) {
 // of the script's helpers, the conversions of each call's arguments and
 // reply), and cpu-µs less script-µs is the rest of a request: reading it,
 // writing the reply, the event loop and the kernel's network work.
+//
+// Then the same 5,000 jobs again in batches (enqueue100: EnqueueBatch of
+// 100; claim50: Claim of Max 50; complete50: CompleteMany of 50), whose
+// figures are per job: what one more job in a call costs, where the
+// single phases show what a call costs.
 func BenchmarkCallCost(b *testing.B) {
 	const n = 5000
 	for range b.N {
@@ -434,10 +439,12 @@ func BenchmarkCallCost(b *testing.B) {
 			}
 			return scripts, calls
 		}
-		phase := func(name string, run func(i int)) {
+		// batch runs calls = n/per calls of per jobs each, and reports per
+		// job.
+		batch := func(name string, per int, run func(i int)) {
 			require.NoError(b, rdb.ConfigResetStat(ctx).Err())
 			cpu0 := redisCPU(b, c)
-			for i := range n {
+			for i := range n / per {
 				run(i)
 			}
 			cpu := redisCPU(b, c) - cpu0
@@ -446,6 +453,7 @@ func BenchmarkCallCost(b *testing.B) {
 			b.ReportMetric(scripts/n, name+"-script-µs")
 			b.ReportMetric(calls/n, name+"-calls-µs")
 		}
+		phase := func(name string, run func(i int)) { batch(name, 1, run) }
 		empty := redis.NewScript("return 0")
 		emptyKeys := make([]string, 9) // as many as enqueue.lua's
 		for i := range emptyKeys {
@@ -465,6 +473,32 @@ func BenchmarkCallCost(b *testing.B) {
 		})
 		phase("complete", func(i int) {
 			require.NoError(b, c.Complete(ctx, "q", claimed[i].ID, claimed[i].Token, nil))
+		})
+
+		jobs := make([]queue.NewJob, 100)
+		for i := range jobs {
+			jobs[i] = queue.NewJob{Queue: "q", Kind: "noop"}
+		}
+		batch("enqueue100", len(jobs), func(int) {
+			_, err := c.EnqueueBatch(ctx, jobs)
+			require.NoError(b, err)
+		})
+		const per = 50
+		acks := make([][]queue.Ack, n/per)
+		batch("claim50", per, func(i int) {
+			js, err := c.Claim(ctx, "q", queue.ClaimOptions{Max: per})
+			require.NoError(b, err)
+			require.Len(b, js, per)
+			for _, j := range js {
+				acks[i] = append(acks[i], queue.Ack{ID: j.ID, Token: j.Token})
+			}
+		})
+		batch("complete50", per, func(i int) {
+			errs, err := c.CompleteMany(ctx, "q", acks[i])
+			require.NoError(b, err)
+			for _, err := range errs {
+				require.NoError(b, err)
+			}
 		})
 	}
 }
