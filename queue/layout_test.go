@@ -202,6 +202,18 @@ func TestArtifactCapsMatchGo(t *testing.T) {
 	require.Contains(t, string(body), fmt.Sprintf("local ART_MAX_COUNT, ART_MAX_BYTES = %d, %d\n", MaxArtifacts, MaxArtifactsBytes))
 }
 
+// new_record's constructor spells out one empty field a record field
+// (its loop would cover fields added since, but a record must not start
+// with more fields than the layout has).
+func TestNewRecordHasEveryField(t *testing.T) {
+	t.Parallel()
+	body, err := fs.ReadFile(luaFS, "lua/common.lua")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^local function new_record\(\)\n  local f = \{ ((?:'', )*'') \}\n`).FindStringSubmatch(string(body))
+	require.NotNil(t, m, "new_record's constructor")
+	require.Equal(t, len(recFields), strings.Count(m[1], "''"))
+}
+
 // The short forms of a stored record (issue 19) stand for what they
 // say: the default spec's code for the package's defaults, and the status
 // codes one byte each, one a status, none the first byte of an inline

@@ -158,9 +158,12 @@ local function save(id, f)
   return full
 end
 
+-- new_record answers a record of NREC empty fields. The constructor sizes
+-- the table once (filling an empty table field by field grows it five
+-- times over); the loop covers fields added after it was written.
 local function new_record()
-  local f = {}
-  for i = 1, NREC do
+  local f = { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
+  for i = #f + 1, NREC do
     f[i] = ''
   end
   return f
@@ -925,15 +928,18 @@ end
 -- from the record (f.p) or the data hash; rec, when given, is f as save
 -- answered it. (Scripts that call it declare K_data.)
 local function packed(id, f, rec)
-  local rest
-  if f.p then
-    local d = redis.call('HMGET', K_data, id .. '.r', id .. '.u')
-    rest = f.p .. '\0' .. (d[1] or '') .. '\0' .. (d[2] or '')
-  else
+  local payload, result, upstream = f.p, '', ''
+  -- Only a completed job has a result (complete.lua writes it), and only
+  -- a workflow's node an upstream (wfnode.lua): the others' are not read.
+  local want_r, want_u = f[R_status] == 'completed', f[R_workflow] ~= ''
+  if not payload then
     local d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u')
-    rest = (d[1] or '') .. '\0' .. (d[2] or '') .. '\0' .. (d[3] or '')
+    payload, result, upstream = d[1] or '', d[2] or '', d[3] or ''
+  elseif want_r or want_u then
+    local d = redis.call('HMGET', K_data, id .. '.r', id .. '.u')
+    result, upstream = d[1] or '', d[2] or ''
   end
-  return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. rest
+  return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. payload .. '\0' .. result .. '\0' .. upstream
 end
 
 -- A workflow's own slot (the wf_*.lua scripts, which declare K_wf) --------
