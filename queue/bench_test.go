@@ -417,6 +417,9 @@ func BenchmarkClaimLabels(b *testing.B) {
 // reply), and cpu-µs less script-µs is the rest of a request: reading it,
 // writing the reply, the event loop and the kernel's network work.
 //
+// empty4 is the yardstick's 5,000 calls again, from 4 goroutines at once:
+// what a call costs Redis when requests arrive together.
+//
 // Then the same 5,000 jobs again in batches (enqueue100: EnqueueBatch of
 // 100; claim50: Claim of Max 50; complete50: CompleteMany of 50), whose
 // figures are per job: what one more job in a call costs, where the
@@ -460,6 +463,24 @@ func BenchmarkCallCost(b *testing.B) {
 			emptyKeys[i] = "{q}:k" + strconv.Itoa(i)
 		}
 		phase("empty", func(int) { require.NoError(b, empty.Run(ctx, rdb, emptyKeys, 0, "", "", "").Err()) })
+		// The same calls, from 4 goroutines at once: Redis reads and
+		// answers the requests that arrive together in one turn of its
+		// event loop, whose own cost (waking up, epoll) is most of a lone
+		// call's.
+		batch("empty4", n, func(int) {
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for range n / 4 {
+						if err := empty.Run(ctx, rdb, emptyKeys, 0, "", "", "").Err(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
 		phase("enqueue", func(int) {
 			_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "noop"})
 			require.NoError(b, err)
