@@ -6,36 +6,42 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"sync"
 )
 
 // profiler writes a CPU profile of each timed flow into a directory
 // (-cpuprofile), one file a flow: "<side>-<flow>.pprof".
 type profiler struct{ dir string }
 
-// start begins the profile of name; the function answered ends it. With
-// no directory, or when a profile cannot start, it does nothing.
-func (p profiler) start(name string) func() {
-	if p.dir == "" {
+// start begins the profile of side's timed pass f (not of a split pass,
+// whose logging of every command is not what the file is for); the
+// function answered ends it, once however often it is called. With no
+// directory, or when a profile cannot start, it does nothing.
+func (p profiler) start(side string, f flow) func() {
+	if p.dir == "" || f.split {
 		return func() {}
 	}
-	path := filepath.Join(p.dir, strings.ReplaceAll(name, " ", "-")+".pprof")
-	f, err := os.Create(path)
+	path := filepath.Join(p.dir, side+"-"+strings.ReplaceAll(f.name(), " ", "-")+".pprof")
+	out, err := os.Create(path)
 	if err != nil {
 		logf("cpuprofile: %v", err)
 		return func() {}
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := pprof.StartCPUProfile(out); err != nil {
 		logf("cpuprofile: %v", err)
-		f.Close()
+		out.Close()
 		return func() {}
 	}
+	var once sync.Once
 	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			logf("cpuprofile: %v", err)
-			return
-		}
-		logf("cpuprofile: %s", path)
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			if err := out.Close(); err != nil {
+				logf("cpuprofile: %v", err)
+				return
+			}
+			logf("cpuprofile: %s", path)
+		})
 	}
 }
 

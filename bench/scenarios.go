@@ -210,7 +210,8 @@ func (b *bench) chronoqFlow(ctx context.Context, f flow) (throughput, phases) {
 		return res, phases{}
 	}
 	cnt := newCounter(b.n)
-	endProfile := b.prof.start("chronoq " + f.name())
+	endProfile := b.prof.start("chronoq", f)
+	defer endProfile() // on an early return; ended below after a measurement
 	cpu0, self0 := b.cpu(), selfCPU()
 	start := time.Now()
 	stop, err := s.consume(ctx, b.runtime, b.n, noop, cnt.add)
@@ -264,7 +265,8 @@ func (b *bench) asynqFlow(ctx context.Context, f flow) (throughput, phases) {
 		return res, phases{}
 	}
 	cnt := newCounter(b.n)
-	endProfile := b.prof.start("asynq " + f.name())
+	endProfile := b.prof.start("asynq", f)
+	defer endProfile() // on an early return; ended below after a measurement
 	cpu0, self0 := b.cpu(), selfCPU()
 	start := time.Now()
 	stop, err := s.serve(serverConfig{}, func([]byte) time.Duration { cnt.add(1); return 0 })
