@@ -710,12 +710,12 @@
   // the page in batches, one per animation frame (a catch-up of 1000 lines
   // is one layout), and the log box follows the new lines while it is
   // scrolled to its bottom. Nothing of it is polled.
-  const jl = { stream: null, seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", artifacts: new Map(), truncated: false, state: "", info: null, endedAt: 0 };
+  const jl = { stream: null, seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", artifacts: new Map(), state: "", info: null, endedAt: 0 };
 
   function resetJobLive() {
     closeJobStream("");
     cancelAnimationFrame(jl.frame);
-    Object.assign(jl, { seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", truncated: false, state: "", info: null, endedAt: 0 });
+    Object.assign(jl, { seq: 0, lines: 0, pending: [], frame: 0, progressAt: "", state: "", info: null, endedAt: 0 });
     jl.artifacts.clear();
     $("job-log").replaceChildren();
     $("job-log").hidden = true;
@@ -772,7 +772,6 @@
     } else if (type === "artifact") {
       showArtifact(d.name, d.value);
     } else if (type === "log_truncated") {
-      jl.truncated = true;
       $("job-log-truncated").hidden = false;
     } else if (type === "status") {
       if (d.id !== job.id) return;
