@@ -139,7 +139,7 @@ while #ids < max and stale <= stale_budget and li <= #lists do
       f[R_token] = A_token_base .. '.' .. int_str(#ids + 1)
       f[R_claimed_at_ms] = now_str
       f[R_lease_until_ms] = lease_str
-      out[#out + 1] = packed(id, f, save(id, f))
+      out[#out + 1] = packed(id, f, save(id, f, true))
       ids[#ids + 1] = id
       leases[#leases + 1] = lease_str
       leases[#leases + 1] = id

@@ -83,10 +83,7 @@ local function load(id)
     local e = string.find(rec, '\0', 2, true)
     payload, rec = string.sub(rec, 2, e - 1), string.sub(rec, e + 1)
   end
-  local f = split(rec)
-  for i = #f + 1, NREC do
-    f[i] = ''
-  end
+  local f = split(rec) -- NREC fields at least
   -- the fields encode left short, spelled out
   f[R_status] = STATUS_OF_CODE[f[R_status]] or f[R_status]
   local run = f[R_run_at_ms]
@@ -115,13 +112,13 @@ local function tomb_of(id)
   return nil
 end
 
--- encode answers f as it is stored, and its fields in full (as stored,
--- but with every field: packed answers them). Stored, the status is its
--- code, run_at is "" when it is enqueued_at (enqueue.lua also writes it
--- as "+<ms after enqueued_at>"), attempts and fence are "" for "0", the
--- trailing empty fields are left out, and the inline payload f.p is in
--- front. load spells them out again.
-local function encode(f)
+-- encode answers f as it is stored, and, when want_full, its fields in
+-- full (as stored, but with every field: packed answers them). Stored,
+-- the status is its code, run_at is "" when it is enqueued_at (enqueue.lua
+-- also writes it as "+<ms after enqueued_at>"), attempts and fence are ""
+-- for "0", the trailing empty fields are left out, and the inline payload
+-- f.p is in front. load spells them out again.
+local function encode(f, want_full)
   local status, run, attempts, fence = f[R_status], f[R_run_at_ms], f[R_attempts], f[R_fence]
   f[R_status] = STATUS_CODE[status] or status
   if run == f[R_enqueued_at_ms] then
@@ -138,35 +135,31 @@ local function encode(f)
   while last > 1 and f[last] == '' do
     last = last - 1
   end
-  local full = table.concat(f, '\0')
+  local fields = table.concat(f, '\0', 1, last)
   f[R_status], f[R_run_at_ms], f[R_attempts], f[R_fence] = status, run, attempts, fence
-  local stored = full
-  if last < n then
-    stored = string.sub(full, 1, #full - (n - last))
+  local full
+  if want_full then
+    full = fields .. string.rep('\0', n - last) -- the empty fields left out
   end
   if f.p then
-    stored = REC_INLINE .. f.p .. '\0' .. stored
+    return REC_INLINE .. f.p .. '\0' .. fields, full
   end
-  return stored, full
+  return fields, full
 end
 
--- save writes f as id's record, and answers its fields in full (see
--- encode).
-local function save(id, f)
-  local stored, full = encode(f)
+-- save writes f as id's record, and answers, when want_full, its fields
+-- in full (see encode).
+local function save(id, f, want_full)
+  local stored, full = encode(f, want_full)
   redis.call('HSET', K_jobs, id, stored)
   return full
 end
 
--- new_record answers a record of NREC empty fields. The constructor sizes
--- the table once (filling an empty table field by field grows it five
--- times over); the loop covers fields added after it was written.
+-- new_record answers a record of NREC empty fields, built by one
+-- constructor: filling an empty table field by field grows it five times
+-- over. (TestNewRecordHasEveryField holds it to the layout's fields.)
 local function new_record()
-  local f = { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
-  for i = #f + 1, NREC do
-    f[i] = ''
-  end
-  return f
+  return { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
 end
 
 -- inline answers whether payload goes into its job's record (f.p) rather
@@ -925,8 +918,8 @@ end
 -- packed is a job as scripts answer it:
 -- "<id>\0<record>\0<payload>\0<result>\0<upstream>" (upstream: a workflow
 -- node's, see wfnode.lua), the record's fields in full (NREC), the payload
--- from the record (f.p) or the data hash; rec, when given, is f as save
--- answered it. (Scripts that call it declare K_data.)
+-- from the record (f.p) or the data hash; rec, when given, is f in full as
+-- save(id, f, true) answered it. (Scripts that call it declare K_data.)
 local function packed(id, f, rec)
   local payload, result, upstream = f.p, '', ''
   -- Only a completed job has a result (complete.lua writes it), and only
