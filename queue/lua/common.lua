@@ -531,6 +531,9 @@ local function lease_freed(n, limited)
   end
   if limited then
     local waiting_until = redis.call('HGET', K_meta, 'waiting_until') or '0'
+    if tonumber(waiting_until) < now then
+      return -- no claimer waits: no list to look at (wake_key would write nothing)
+    end
     if list_len(K_pending) > 0 then
       wake(n, waiting_until)
     end
