@@ -170,27 +170,25 @@ local function inline(payload)
 end
 
 -- spec: "<max_attempts>|<visibility_ms>|<backoff>", or SPEC_DEFAULT_CODE
--- for SPEC_DEFAULT.
-local function spec_max_attempts(spec)
+-- for SPEC_DEFAULT; spec_full spells the code out.
+local function spec_full(spec)
   if spec == SPEC_DEFAULT_CODE then
-    spec = SPEC_DEFAULT
+    return SPEC_DEFAULT
   end
-  return tonumber(string.match(spec, '^(%d+)|'))
+  return spec
+end
+
+local function spec_max_attempts(spec)
+  return tonumber(string.match(spec_full(spec), '^(%d+)|'))
 end
 
 local function spec_visibility(spec)
-  if spec == SPEC_DEFAULT_CODE then
-    spec = SPEC_DEFAULT
-  end
-  return tonumber(string.match(spec, '^%d+|(%d+)|'))
+  return tonumber(string.match(spec_full(spec), '^%d+|(%d+)|'))
 end
 
 -- spec_backoff answers the backoff's initial ms, factor, max ms and jitter.
 local function spec_backoff(spec)
-  if spec == SPEC_DEFAULT_CODE then
-    spec = SPEC_DEFAULT
-  end
-  local initial, factor, maxd, jitter = string.match(spec, '^%d+|%d+|([^:|]+):([^:]+):([^:]+):([^:]+)$')
+  local initial, factor, maxd, jitter = string.match(spec_full(spec), '^%d+|%d+|([^:|]+):([^:]+):([^:]+):([^:]+)$')
   return tonumber(initial), tonumber(factor), tonumber(maxd), tonumber(jitter)
 end
 
