@@ -15,10 +15,10 @@ func LabelSetKeys(ns, queue string, labels ...string) (list, wake string) {
 }
 
 // FirstRecord is the record of a pending job as the first version of the
-// layout wrote it (nRecFirst fields, before labels), for tests that read
+// layout wrote it (NRecFirst fields, before labels), for tests that read
 // old records.
 func FirstRecord(kind, spec string, atMs int64) string {
-	f := make([]string, nRecFirst)
+	f := make([]string, NRecFirst)
 	f[rStatus], f[rKind], f[rSpec] = string(StatusPending), kind, spec
 	f[rEnqueuedAt], f[rRunAt] = strconv.FormatInt(atMs, 10), strconv.FormatInt(atMs, 10)
 	f[rAttempts], f[rFence] = "0", "0"

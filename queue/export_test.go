@@ -153,9 +153,9 @@ func (c *Client) MarksPending() int {
 // before the client is used (under blockingReadTimeout).
 func (c *Client) SetWakeChunk(d time.Duration) { c.wakeChunk = d }
 
-// NRecFirst is the length of the first version's record, for tests of
-// records written before later fields.
-const NRecFirst = nRecFirst
+// NRecFirst is the length of the first version's record (up to its ack
+// field), for tests of records written before later fields.
+const NRecFirst = rAck + 1
 
 // NRec is the length of this version's record.
 const NRec = nRec

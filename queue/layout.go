@@ -203,7 +203,9 @@ func logLineField(id string, seq int64) string { return id + ".l." + strconv.For
 // status is a one-byte code (statusCodes), the default spec
 // (specDefault) is specDefaultCode, run_at is "" when it equals
 // enqueued_at (and enqueue.lua writes a scheduled job's as "+<ms after
-// enqueued_at>"), attempts and fence are "" for "0".
+// enqueued_at>"), attempts and fence are "" for "0". Fields are only ever
+// added, at the end: a record written before them is read with those
+// fields empty (jobFromRecord, and common.lua's load).
 var recFields = []string{
 	"status",         // a Status, stored as its code (statusCodes)
 	"kind",           //
@@ -299,11 +301,6 @@ const (
 	rWatchers
 	nRec
 )
-
-// nRecFirst is the length of the first version's record. Fields added
-// since go at the end of recFields; a record written before them is read
-// with those fields empty (here and in common.lua's load).
-const nRecFirst = rAck + 1
 
 // scriptSpec declares one script: the keys it is given, by name, and its
 // arguments after the common ones.
