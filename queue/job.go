@@ -179,13 +179,16 @@ func splitRecord(record string) (payload string, f []string, ok bool) {
 		}
 		payload, record = p, rest
 	}
-	f = strings.Split(record, "\x00")
+	// Sized once for the full record: a stored one is short (its trailing
+	// empty fields left out), and the fields past its end read empty.
+	f = make([]string, 0, max(nRec, strings.Count(record, "\x00")+1))
+	for v := range strings.SplitSeq(record, "\x00") {
+		f = append(f, v)
+	}
 	if len(f) <= rSpec {
 		return "", f, false
 	}
-	for len(f) < nRec {
-		f = append(f, "")
-	}
+	f = f[:max(len(f), nRec)]
 	// the fields stored short (see encode in common.lua), spelled out
 	if st, ok := statusOfCode[f[rStatus]]; ok {
 		f[rStatus] = string(st)
