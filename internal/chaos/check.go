@@ -273,13 +273,13 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 				r.example("early", fmt.Sprintf("%s: attempt %d claimed on %s at %s by Redis's clock, due %s (enqueue answered %s)",
 					id, e.Attempt, e.Slot, stampMs(e.Claimed), stampMs(e.Due), stampMs(ackedIDs[id].Due)))
 			}
-			if cur.start.Node != "" {
+			if e := cur.start; e.Node != "" {
 				r.NodeRuns++
-			}
-			if e := cur.start; e.Node != "" && !slices.Equal(e.Up, parentsOf(e.Node)) {
-				r.EarlyReleases++
-				r.example("early_release", fmt.Sprintf("%s: node %s attempt %d ran with the upstream of %v, its parents are %v",
-					id, e.Node, e.Attempt, e.Up, parentsOf(e.Node)))
+				if want := parentsOf(e.Node); !slices.Equal(e.Up, want) {
+					r.EarlyReleases++
+					r.example("early_release", fmt.Sprintf("%s: node %s attempt %d ran with the upstream of %v, its parents are %v",
+						id, e.Node, e.Attempt, e.Up, want))
+				}
 			}
 			if attempts[cur.start.Attempt] {
 				r.AttemptReuse++
