@@ -122,11 +122,8 @@ type Dispatcher struct {
 type served struct {
 	h           *lifecycle.Handle // the worker's Run
 	concurrency int
-	labels      string // the config's labels, joined: a change starts a new worker
+	labels      []string // the config's labels (canonical): a change starts a new worker
 }
-
-// labelsKey is labels (canonical) as served keeps them.
-func labelsKey(labels []string) string { return strings.Join(labels, ",") }
 
 // New checks cfg and fills its defaults.
 func New(cfg Config) (*Dispatcher, error) {
@@ -240,7 +237,7 @@ func (d *Dispatcher) Refresh(ctx context.Context) error {
 		return nil
 	}
 	for q, s := range d.workers {
-		if c, ok := all[q]; !ok || c.Concurrency != s.concurrency || labelsKey(c.Labels) != s.labels {
+		if c, ok := all[q]; !ok || c.Concurrency != s.concurrency || !slices.Equal(c.Labels, s.labels) {
 			delete(d.workers, q)
 			d.dropping.Go(func() {
 				if err := s.h.Stop(context.Background()); err != nil {
@@ -259,7 +256,7 @@ func (d *Dispatcher) Refresh(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.workers[q] = &served{h: lifecycle.Start(d.ctx, w), concurrency: c.Concurrency, labels: labelsKey(c.Labels)}
+		d.workers[q] = &served{h: lifecycle.Start(d.ctx, w), concurrency: c.Concurrency, labels: c.Labels}
 	}
 	return nil
 }
