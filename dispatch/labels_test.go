@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ func TestPushConfigLabelsValidated(t *testing.T) {
 	for i := range many {
 		many[i] = "l" + string(rune('a'+i%26)) + string(rune('a'+i/26))
 	}
-	for _, labels := range [][]string{{""}, {"a b"}, {"a,b"}, {string(make([]byte, queue.MaxLabelBytes+1))}, many} {
+	for _, labels := range [][]string{{""}, {"a b"}, {"a,b"}, {strings.Repeat("a", queue.MaxLabelBytes+1)}, many} {
 		_, err := r.store.Put(r.ctx, "bad", dispatch.QueueConfig{Target: dispatch.Target{URL: "http://127.0.0.1/"}, Labels: labels})
 		var fe *queue.FieldError
 		require.ErrorAs(t, err, &fe, "%q", labels)
