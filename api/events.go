@@ -86,10 +86,11 @@ func (s *Server) events(c echo.Context) error {
 // nil evs never sends), a write fails or each answers false: it writes a
 // ping comment every SSEHeartbeat, so that proxies keep the stream open,
 // and calls each after it (ev nil) and for every event; w is flushed after
-// each turn.
+// each turn. ev is valid only during the call: the next event overwrites it.
 func (s *Server) sseLoop(ctx context.Context, w *echo.Response, evs <-chan queue.Event, each func(ev *queue.Event) bool) {
 	tick := s.clock.NewTicker(s.cfg.SSEHeartbeat)
 	defer tick.Stop()
+	var cur queue.Event // each event is copied here: &e would move e to the heap at every event
 	for {
 		var ev *queue.Event
 		select {
@@ -103,7 +104,8 @@ func (s *Server) sseLoop(ctx context.Context, w *echo.Response, evs <-chan queue
 			if !ok {
 				return
 			}
-			ev = &e
+			cur = e
+			ev = &cur
 		}
 		if !each(ev) {
 			return

@@ -86,7 +86,7 @@ func (s *Server) observe(c echo.Context, start time.Time) {
 		if route == "" || route == "/*" || strings.HasSuffix(route, "/*") {
 			route = "unmatched"
 		} else {
-			route = templatePath(route)
+			route = echoParam(route)
 		}
 		rm, _ = s.metrics.routes.LoadOrStore(k, &routeMetrics{
 			requests: s.metrics.httpRequests.WithLabelValues(route, method, strconv.Itoa(k.code)),
@@ -111,20 +111,6 @@ type routeKey struct {
 type routeMetrics struct {
 	requests prometheus.Counter
 	duration prometheus.Observer
-}
-
-// templatePath turns Echo's "/v1/queues/:queue" into "/v1/queues/{queue}".
-func templatePath(p string) string {
-	if !strings.Contains(p, ":") {
-		return p
-	}
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		if name, ok := strings.CutPrefix(s, ":"); ok {
-			parts[i] = "{" + name + "}"
-		}
-	}
-	return strings.Join(parts, "/")
 }
 
 // queueCollector reads every queue's depths and totals from Redis at

@@ -168,29 +168,13 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Pre(strictPath)
-	e.Use(s.middleware)
+	e.Use(s.middleware) // not e.Pre: with any Pre middleware Echo builds a routing closure per request
 	s.e = e
 	s.routes()
 	if s.doc, err = s.buildOpenAPI(); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-// strictPath answers 404 for a path with an empty segment ("//", or a
-// trailing slash; "/" itself aside), before routing. The router would
-// match such a path to a route with an empty parameter, or without the
-// slash, where the OpenAPI document has no operation: every path the
-// server routes is one the document has. (And a parameter of more than
-// one segment is refused after routing: see oneSegmentParams.)
-func strictPath(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if p := echo.GetPath(c.Request()); p != "/" && (strings.HasSuffix(p, "/") || strings.Contains(p, "//")) {
-			return echo.ErrNotFound
-		}
-		return next(c)
-	}
 }
 
 // ServeHTTP serves the API.
@@ -429,15 +413,16 @@ func sameOrigin(r *http.Request) bool {
 	return r.Header.Get("Sec-Fetch-Site") == "same-origin"
 }
 
-// middleware is every request's: observe (count and time it), refuse a
-// parameter of more than one segment (oneSegmentParams), limit the body
-// (bodyLimit), turn a panic into a 500 (recovered), and write the error
-// of what failed at once (so that observe sees the status sent). One
-// closure, not four: Echo applies its middleware anew to each request.
+// middleware is every request's, routed or not (a 404, a 405): observe
+// (count and time it), refuse a path no operation of the OpenAPI document
+// has (strictPath), limit the body (bodyLimit), turn a panic into a 500
+// (recovered), and write the error of what failed at once (so that
+// observe sees the status sent). One closure, not four: Echo applies its
+// middleware anew to each request.
 func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := s.clock.Now()
-		err := oneSegmentParams(c)
+		err := strictPath(c)
 		if err == nil {
 			err = s.bodyLimit(c)
 		}
@@ -452,10 +437,18 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// oneSegmentParams answers 404 for a route parameter holding a "/": the
-// router lets a route's last parameter take the rest of the path
-// ("/artifacts/a/b"), where the document has no operation.
-func oneSegmentParams(c echo.Context) error {
+// strictPath answers 404 for a path with an empty segment ("//", or a
+// trailing slash; "/" itself aside), which the router matches to a route
+// with an empty parameter, or without the slash, and for a route
+// parameter holding a "/" (the router lets a route's last parameter take
+// the rest of the path, "/artifacts/a/b"): the OpenAPI document has no
+// operation for either, and every path the server routes is one the
+// document has. The path is read as sent (echo.GetPath), as the router
+// reads it.
+func strictPath(c echo.Context) error {
+	if p := echo.GetPath(c.Request()); p != "/" && (strings.HasSuffix(p, "/") || strings.Contains(p, "//")) {
+		return echo.ErrNotFound
+	}
 	for _, v := range c.ParamValues() {
 		if strings.Contains(v, "/") {
 			return echo.ErrNotFound

@@ -25,6 +25,7 @@ package apitest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +47,14 @@ import (
 type Contract struct {
 	doc    *openapi3.T
 	errRef *openapi3.SchemaRef // components/schemas/Error
+	routes []route             // the document's paths, in the order findRoute tries them
+}
+
+// route is one path of the document, its template split into segments.
+type route struct {
+	tmpl string
+	segs []string
+	item *openapi3.PathItem
 }
 
 var (
@@ -70,7 +80,7 @@ func Load(doc []byte) (*Contract, error) {
 	if err := t.Validate(l.Context); err != nil {
 		return nil, fmt.Errorf("apitest: the OpenAPI document is invalid: %w", err)
 	}
-	c := &Contract{doc: t}
+	c := &Contract{doc: t, routes: sortedRoutes(t.Paths)}
 	if t.Components != nil {
 		c.errRef = t.Components.Schemas["Error"]
 	}
@@ -148,8 +158,9 @@ func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route
 // the request's path is matched as sent, segment by segment: "/v1/queues/" and "//" have no operation, "/v1/queues//claim"
 // has none (an empty parameter), and "/v1/queues/a%2Fb/jobs" is the
 // jobs of queue "a/b" (whose schema the document may refuse: a 400).
-// Where two paths match, the one whose first differing segment is
-// literal is the operation's, as the server's router decides.
+// Where two paths match, the one whose first segment that differs in
+// kind is literal is the operation's, as the server's router decides:
+// the first match in c.routes (see sortedRoutes).
 // (kin-openapi's routers match decoded paths, and leniently.)
 func (c *Contract) findRoute(req *http.Request) (*routers.Route, map[string]string, error) {
 	// The path as sent is RawPath when the URL has one (its form as it
@@ -160,22 +171,17 @@ func (c *Contract) findRoute(req *http.Request) (*routers.Route, map[string]stri
 		path, raw = req.URL.Path, false
 	}
 	segs := strings.Split(path, "/")
-	var best string
-	var item *openapi3.PathItem
-	for tmpl, pi := range c.doc.Paths.Map() {
-		if matchesTemplate(strings.Split(tmpl, "/"), segs) && (item == nil || moreLiteral(tmpl, best)) {
-			best, item = tmpl, pi
-		}
-	}
-	if item == nil {
+	i := slices.IndexFunc(c.routes, func(r route) bool { return matchesTemplate(r.segs, segs) })
+	if i < 0 {
 		return nil, nil, fmt.Errorf("no path of the document is %s", path)
 	}
-	op := item.GetOperation(req.Method)
+	best := c.routes[i]
+	op := best.item.GetOperation(req.Method)
 	if op == nil {
-		return nil, nil, fmt.Errorf("%s has no operation %s", best, req.Method)
+		return nil, nil, fmt.Errorf("%s has no operation %s", best.tmpl, req.Method)
 	}
 	params := map[string]string{}
-	for i, t := range strings.Split(best, "/") {
+	for i, t := range best.segs {
 		if isParam(t) {
 			v := segs[i]
 			if raw {
@@ -186,7 +192,7 @@ func (c *Contract) findRoute(req *http.Request) (*routers.Route, map[string]stri
 			params[t[1:len(t)-1]] = v
 		}
 	}
-	return &routers.Route{Spec: c.doc, Path: best, PathItem: item, Method: req.Method, Operation: op}, params, nil
+	return &routers.Route{Spec: c.doc, Path: best.tmpl, PathItem: best.item, Method: req.Method, Operation: op}, params, nil
 }
 
 func isParam(seg string) bool { return strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") }
@@ -210,16 +216,34 @@ func matchesTemplate(ts, segs []string) bool {
 	return true
 }
 
-// moreLiteral reports whether template a's first segment that differs
-// from b's is literal (b's then being a parameter).
-func moreLiteral(a, b string) bool {
-	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
-	for i := range min(len(as), len(bs)) {
-		if as[i] != bs[i] {
-			return !isParam(as[i]) && isParam(bs[i])
+// sortedRoutes lists the document's paths in a fixed order, in which the
+// first that matches a request is the one the server's router takes: at
+// the first segment where one template has a parameter and the other a
+// literal, the literal one first (then the shorter first, then by the
+// template: an order for any two, though paths of different lengths
+// never match the same request).
+func sortedRoutes(paths *openapi3.Paths) []route {
+	var rs []route
+	if paths != nil {
+		for tmpl, item := range paths.Map() {
+			rs = append(rs, route{tmpl: tmpl, segs: strings.Split(tmpl, "/"), item: item})
 		}
 	}
-	return false
+	slices.SortFunc(rs, func(a, b route) int {
+		for i := range min(len(a.segs), len(b.segs)) {
+			if pa, pb := isParam(a.segs[i]), isParam(b.segs[i]); pa != pb {
+				if pb {
+					return -1 // a's literal first
+				}
+				return 1
+			}
+		}
+		if c := cmp.Compare(len(a.segs), len(b.segs)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.tmpl, b.tmpl)
+	})
+	return rs
 }
 
 // checkNoRoute checks the answer to a request the document has no
