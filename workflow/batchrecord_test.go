@@ -57,9 +57,8 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 			require.Len(t, es, 2, "both ends in one page of the outbox")
 			ends := make([]queue.NodeEnd, len(es))
 			for i, x := range es {
-				up, err := json.Marshal(upstreamEntry{JobID: x.JobID, Queue: x.Queue, Status: x.Outcome, Result: x.Result, Artifacts: nullIfEmpty(x.Artifacts)})
-				require.NoError(t, err)
-				ends[i] = queue.NodeEnd{Node: x.Refs[0].Node, Gen: x.Refs[0].Gen, Outcome: x.Outcome, Up: up, Brief: up}
+				up, brief := endJSON(x)
+				ends[i] = queue.NodeEnd{Node: x.Refs[0].Node, Gen: x.Refs[0].Gen, Outcome: x.Outcome, Up: up, Brief: brief}
 			}
 			if crashed {
 				// recorded before, by a releaser that died: recorded again

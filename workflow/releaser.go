@@ -276,13 +276,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 	byWF := map[string][]end{}
 	var order []string
 	for i, e := range es {
-		up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome,
-			Result: nullIfEmpty(e.Result), Artifacts: nullIfEmpty(e.Artifacts), Error: e.Error})
-		if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them
-			up, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Error: e.Error})
-		}
-		brief, _ := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
-			Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
+		up, brief := endJSON(e)
 		for _, ref := range e.Refs {
 			if _, ok := byWF[ref.ID]; !ok {
 				order = append(order, ref.ID)
@@ -352,6 +346,20 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		return false
 	}
 	return ok
+}
+
+// endJSON answers what the children of an outbox entry's node receive
+// of it (queue.NodeEnd's Up) and the same without its result and
+// artifacts (Brief).
+func endJSON(e queue.OutboxEntry) (up, brief json.RawMessage) {
+	up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome,
+		Result: nullIfEmpty(e.Result), Artifacts: nullIfEmpty(e.Artifacts), Error: e.Error})
+	if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them
+		up, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Error: e.Error})
+	}
+	brief, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
+		Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
+	return up, brief
 }
 
 func (r *Releaser) apply(ctx context.Context, acts []queue.NodeAction) error {
