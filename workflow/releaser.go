@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -268,26 +267,24 @@ type upstreamEntry struct {
 // all went through.
 func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry) bool {
 	// The refs of the entries, grouped by workflow in the order first
-	// named; each end knows its entry.
-	type end struct {
-		entry int
-		end   queue.NodeEnd
+	// named: a workflow's ends, and for each the index of its entry.
+	type group struct {
+		ends    []queue.NodeEnd
+		entries []int
 	}
-	byWF := map[string][]end{}
+	byWF := map[string]*group{}
 	var order []string
 	for i, e := range es {
-		up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome,
-			Result: nullIfEmpty(e.Result), Artifacts: nullIfEmpty(e.Artifacts), Error: e.Error})
-		if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them
-			up, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Error: e.Error})
-		}
-		brief, _ := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
-			Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
+		up, brief := endJSON(e)
 		for _, ref := range e.Refs {
-			if _, ok := byWF[ref.ID]; !ok {
+			g := byWF[ref.ID]
+			if g == nil {
+				g = &group{}
+				byWF[ref.ID] = g
 				order = append(order, ref.ID)
 			}
-			byWF[ref.ID] = append(byWF[ref.ID], end{i, queue.NodeEnd{Node: ref.Node, Gen: ref.Gen, Outcome: e.Outcome, Up: up, Brief: brief}})
+			g.ends = append(g.ends, queue.NodeEnd{Node: ref.Node, Gen: ref.Gen, Outcome: e.Outcome, Up: up, Brief: brief})
+			g.entries = append(g.entries, i)
 		}
 	}
 	// The ends are recorded in each workflow the entries name (a job's
@@ -297,27 +294,24 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 	// records them all again.
 	failed := make([]bool, len(es))
 	var acts []queue.NodeAction
-	calls := 0
+	called := false
 	for _, id := range order {
-		ends := byWF[id]
-		for part := range slices.Chunk(ends, queue.MaxBatch) {
-			if calls > 0 && r.crash != nil && r.crash("ref") {
+		g := byWF[id]
+		for lo := 0; lo < len(g.ends); lo += queue.MaxBatch {
+			hi := min(lo+queue.MaxBatch, len(g.ends))
+			if called && r.crash != nil && r.crash("ref") {
 				return false
 			}
-			calls++
-			batch := make([]queue.NodeEnd, len(part))
-			for i, x := range part {
-				batch[i] = x.end
-			}
+			called = true
 			// codes -1 (the workflow is gone: expired, or never created)
 			// and 2 (an entry of a run before a retry): nothing is to do.
-			_, got, err := r.c.q.RecordNodeEnds(ctx, id, batch, r.c.ret)
+			_, got, err := r.c.q.RecordNodeEnds(ctx, id, g.ends[lo:hi], r.c.ret)
 			if err != nil {
 				if ctx.Err() == nil {
-					r.log.Warn("releaser: recording nodes' ends failed", "workflow", id, "ends", len(part), "err", err)
+					r.log.Warn("releaser: recording nodes' ends failed", "workflow", id, "ends", hi-lo, "err", err)
 				}
-				for _, x := range part {
-					failed[x.entry] = true
+				for _, i := range g.entries[lo:hi] {
+					failed[i] = true
 				}
 				continue
 			}
@@ -352,6 +346,20 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		return false
 	}
 	return ok
+}
+
+// endJSON answers what the children of an outbox entry's node receive
+// of it (queue.NodeEnd's Up) and the same without its result and
+// artifacts (Brief).
+func endJSON(e queue.OutboxEntry) (up, brief json.RawMessage) {
+	up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome,
+		Result: nullIfEmpty(e.Result), Artifacts: nullIfEmpty(e.Artifacts), Error: e.Error})
+	if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them
+		up, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Error: e.Error})
+	}
+	brief, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
+		Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
+	return up, brief
 }
 
 func (r *Releaser) apply(ctx context.Context, acts []queue.NodeAction) error {

@@ -27,7 +27,15 @@ for i = 0, n - 1 do
   end
   gens[i + 1] = gen
 end
-local m = redis.call('HMGET', K_wf, WF_id, WF_n)
+-- One read for the batch: the workflow's id and node count, then each
+-- end's gen and children (the loop below writes neither, so an end named
+-- twice reads the same).
+local fields = { WF_id, WF_n }
+for i = 0, n - 1 do
+  local node = ARGV[GROUP_START + i * GROUP + G_node]
+  fields[3 + 2 * i], fields[4 + 2 * i] = NODE_gen .. node, NODE_children .. node
+end
+local m = redis.call('HMGET', K_wf, unpack(fields))
 if not m[1] then
   local out = {}
   for i = 1, n do
@@ -36,29 +44,28 @@ if not m[1] then
   return out
 end
 local total = tonumber(m[2])
-local out, names, planned = {}, {}, {}
+local out, names, planned, recorded = {}, {}, {}, 0
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local node, outcome = ARGV[b + G_node], ARGV[b + G_outcome]
-  local v = redis.call('HMGET', K_wf, NODE_gen .. node, NODE_children .. node)
-  if not v[1] then
+  local gen, children = m[3 + 2 * i], m[4 + 2 * i]
+  if not gen then
     out[i + 1] = -1
-  elseif tonumber(v[1]) ~= gens[i + 1] then
+  elseif tonumber(gen) ~= gens[i + 1] then
     out[i + 1] = 2
   else
     out[i + 1] = 1
-    local children = wf_split(v[2])
+    children = wf_split(children)
+    -- HSETNX: an end recorded before, or earlier in this batch, is not
+    -- counted again
     if redis.call('HSETNX', K_wf, NODE_outcome .. node, outcome) == 1 then
       redis.call('HSET', K_wf, NODE_up .. node, ARGV[b + G_up], NODE_brief .. node, ARGV[b + G_brief])
-      local ended = redis.call('HINCRBY', K_wf, WF_ended, 1)
+      recorded = recorded + 1
       for _, c in ipairs(children) do
         redis.call('HINCRBY', K_wf, NODE_left .. c, -1)
         if outcome ~= 'completed' then
           redis.call('HINCRBY', K_wf, NODE_failed .. c, 1)
         end
-      end
-      if ended >= total then
-        wf_finish(retention)
       end
     end
     for _, c in ipairs(children) do
@@ -68,6 +75,11 @@ for i = 0, n - 1 do
       end
     end
   end
+end
+-- The ends newly recorded, counted once: the workflow has ended when they
+-- were its last.
+if recorded > 0 and redis.call('HINCRBY', K_wf, WF_ended, recorded) >= total then
+  wf_finish(retention)
 end
 wf_plan(names, out, false)
 return out
