@@ -129,6 +129,105 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 	}
 }
 
+// BenchmarkHTTPWork measures the path of a worker that speaks HTTP only,
+// one job a call: jobs are pending, and 32 × GOMAXPROCS clients, each on
+// a keep-alive connection of its own, claim one (POST
+// /v1/queues/{queue}/claim, max 1) and complete it (POST
+// .../jobs/{id}/complete), which answers the completed job. An op is a job
+// claimed and completed: two requests. It reports jobs/s and Redis's and
+// this process's CPU a job.
+//
+//	go test -run '^$' -bench HTTPWork -benchtime 20000x ./api/
+func BenchmarkHTTPWork(b *testing.B) {
+	client, rdb, hs := benchServer(b)
+	addr := strings.TrimPrefix(hs.URL, "http://")
+	const q = "work"
+	ctx := b.Context()
+	for left := b.N; left > 0; left -= queue.MaxBatch {
+		batch := make([]queue.NewJob, min(left, queue.MaxBatch))
+		for i := range batch {
+			batch[i] = queue.NewJob{Queue: q, Kind: "email", Payload: json.RawMessage(`{"to":"a@example.com"}`)}
+		}
+		if _, err := client.EnqueueBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	claimBody := []byte(`{"max":1}`)
+	claimReq := []byte(fmt.Sprintf("POST /v1/queues/%s/claim HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		q, addr, len(claimBody), claimBody))
+	b.SetParallelism(32)
+	redisCPU0, procCPU0 := redisCPU(b, rdb), processCPU()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer conn.Close()
+		br := bufio.NewReaderSize(conn, 64<<10)
+		call := func(req []byte, want int) ([]byte, error) {
+			if _, err := conn.Write(req); err != nil {
+				return nil, err
+			}
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return nil, err
+			}
+			body, err := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			if err == nil && res.StatusCode != want {
+				err = fmt.Errorf("status %d: %s", res.StatusCode, body)
+			}
+			return body, err
+		}
+		var claimed struct {
+			Jobs []struct {
+				ID    string `json:"id"`
+				Token string `json:"token"`
+			} `json:"jobs"`
+		}
+		var done struct {
+			Status string `json:"status"`
+		}
+		for pb.Next() {
+			body, err := call(claimReq, http.StatusOK)
+			if err == nil {
+				err = json.Unmarshal(body, &claimed)
+			}
+			if err == nil && len(claimed.Jobs) != 1 {
+				err = fmt.Errorf("claimed %d jobs, want 1", len(claimed.Jobs))
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			j := claimed.Jobs[0]
+			cb := `{"token":"` + j.Token + `"}`
+			req := fmt.Sprintf("POST /v1/queues/%s/jobs/%s/complete HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+				q, j.ID, addr, len(cb), cb)
+			body, err = call([]byte(req), http.StatusOK)
+			if err == nil {
+				err = json.Unmarshal(body, &done)
+			}
+			if err == nil && done.Status != "completed" {
+				err = fmt.Errorf("complete answered status %q", done.Status)
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	elapsed := time.Since(start).Seconds()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed, "jobs/s")
+	b.ReportMetric((redisCPU(b, rdb)-redisCPU0).Seconds()*1e6/float64(b.N), "redis-cpu-µs/job")
+	b.ReportMetric((processCPU()-procCPU0).Seconds()*1e6/float64(b.N), "proc-cpu-µs/job")
+	b.ReportMetric(0, "ns/op")
+}
+
 // BenchmarkHTTPLateness measures how late scheduled jobs reach a worker
 // that speaks HTTP only, the black-box view: 1,000 jobs due evenly over
 // one second from 500 ms on, enqueued with run_at in batches over HTTP;
