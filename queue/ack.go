@@ -57,42 +57,73 @@ func (c *Client) Complete(ctx context.Context, queue, id, token string, result j
 // a *FieldError wrapping ErrPayloadTooLarge when its artifacts would pass
 // a cap: that job is left processing).
 func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (errs []error, err error) {
-	k, err := c.keysFor(queue)
+	_, errs, err = c.completeMany(ctx, queue, acks, false)
+	return errs, err
+}
+
+// CompleteJob completes one claimed job as CompleteWith does, and answers
+// the job as the completion left it, read in the same script call: what
+// Get would answer right after (its result, artifacts and upstream
+// included, its token not), without a second round trip. It answers a nil
+// job, and no error, when the job is no longer kept: a Client whose
+// Retention is 0 deletes a completed job at once.
+func (c *Client) CompleteJob(ctx context.Context, queue, id, token string, o CompleteOptions) (*Job, error) {
+	jobs, errs, err := c.completeMany(ctx, queue, []Ack{{ID: id, Token: token, Result: o.Result, Artifacts: o.Artifacts}}, true)
 	if err != nil {
 		return nil, err
 	}
-	if len(acks) == 0 || len(acks) > MaxBatch {
-		return nil, invalid("acks", "a batch holds 1 to %d, got %d", MaxBatch, len(acks))
+	return jobs[0], errs[0]
+}
+
+// CompleteManyJobs is CompleteMany, and also answers each job as its
+// completion left it, as CompleteJob does: jobs[i] for acks[i], nil when
+// errs[i] is not nil or the job is not kept.
+func (c *Client) CompleteManyJobs(ctx context.Context, queue string, acks []Ack) (jobs []*Job, errs []error, err error) {
+	return c.completeMany(ctx, queue, acks, true)
+}
+
+// completeMany is CompleteMany, and with answer CompleteManyJobs.
+func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, answer bool) (jobs []*Job, errs []error, err error) {
+	k, err := c.keysFor(queue)
+	if err != nil {
+		return nil, nil, err
 	}
-	args := make([]any, 0, 4+4*len(acks))
+	if len(acks) == 0 || len(acks) > MaxBatch {
+		return nil, nil, invalid("acks", "a batch holds 1 to %d, got %d", MaxBatch, len(acks))
+	}
+	args := make([]any, 0, 5+4*len(acks))
 	retention := c.cfg.Retention.Milliseconds()
-	args = append(args, max(retention, 0), c.cfg.CompletedHistory, c.tombMs(), len(acks))
+	args = append(args, max(retention, 0), c.cfg.CompletedHistory, c.tombMs(), boolArg(answer), len(acks))
 	for _, a := range acks {
 		if err := ValidateID(a.ID); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(a.Result) > c.cfg.MaxPayloadBytes {
-			return nil, &FieldError{Index: -1, Field: "result", Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrPayloadTooLarge, len(a.Result), c.cfg.MaxPayloadBytes)}
+			return nil, nil, &FieldError{Index: -1, Field: "result", Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrPayloadTooLarge, len(a.Result), c.cfg.MaxPayloadBytes)}
 		}
 		if len(a.Result) > 0 && !json.Valid(a.Result) {
-			return nil, invalid("result", "not valid JSON")
+			return nil, nil, invalid("result", "not valid JSON")
 		}
 		arts, err := encodeArtifacts(a.Artifacts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		args = append(args, a.ID, a.Token, string(a.Result), arts)
 	}
 	v, err := c.run(ctx, completeScript, k, args...)
 	if err != nil {
-		return nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+		return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
-	if len(res) != len(acks) {
-		return nil, fmt.Errorf("queue: complete in %s: unexpected reply %v", queue, v)
+	n := len(acks)
+	if answer {
+		n *= 2
+	}
+	if len(res) != n {
+		return nil, nil, fmt.Errorf("queue: complete in %s: unexpected reply %v", queue, v)
 	}
 	errs = make([]error, len(acks))
-	for i, r := range res {
+	for i, r := range res[:len(acks)] {
 		code, _ := r.(int64)
 		if code == codeArtifactsCount || code == codeArtifactsBytes {
 			errs[i] = artifactsErr(code)
@@ -100,7 +131,23 @@ func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (er
 		}
 		errs[i] = codeErr(code, queue, acks[i].ID)
 	}
-	return errs, nil
+	if !answer {
+		return nil, errs, nil
+	}
+	jobs = make([]*Job, len(acks))
+	for i, r := range res[len(acks):] {
+		s, _ := r.(string)
+		if s == "" || errs[i] != nil {
+			continue
+		}
+		j, err := parsePacked(queue, s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+		}
+		j.Token = "" // as Get answers it
+		jobs[i] = j
+	}
+	return jobs, errs, nil
 }
 
 // FailOptions describe a failed attempt.

@@ -1,6 +1,8 @@
 package queue_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +24,56 @@ func contractComplete(t *testing.T, setup setupFunc) {
 		require.Equal(t, int64(1), b.stats(t).CompletedTotal)
 		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, "other", nil), queue.ErrLeaseLost)
 		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, "nosuchjob", "t", nil), queue.ErrNotFound)
+	})
+
+	t.Run("CompleteJobAnswersTheJobAsGetReadsIt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// one payload kept in the record, one in the data hash
+		small := json.RawMessage(`{"n":1}`)
+		large := json.RawMessage(`{"s":"` + strings.Repeat("x", 300) + `"}`)
+		b.enqueue(t, queue.NewJob{Payload: small})
+		b.enqueue(t, queue.NewJob{Payload: large})
+		for _, want := range []json.RawMessage{small, large} {
+			c := b.claimOne(t)
+			o := queue.CompleteOptions{Result: json.RawMessage(`{"ok":true}`),
+				Artifacts: map[string]json.RawMessage{"report": json.RawMessage(`"r.txt"`)}}
+			j, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, c.Token, o)
+			require.NoError(t, err)
+			require.NotNil(t, j)
+			require.Equal(t, b.get(t, c.ID), j)
+			require.Equal(t, queue.StatusCompleted, j.Status)
+			require.JSONEq(t, string(want), string(j.Payload))
+			require.JSONEq(t, `{"ok":true}`, string(j.Result))
+			require.JSONEq(t, `{"report":"r.txt"}`, string(j.Artifacts))
+			require.Empty(t, j.Token)
+			// a repeated call answers the same job; another token, nothing
+			again, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{})
+			require.NoError(t, err)
+			require.Equal(t, j, again)
+			lost, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, "other", queue.CompleteOptions{})
+			require.ErrorIs(t, err, queue.ErrLeaseLost)
+			require.Nil(t, lost)
+		}
+		gone, err := b.client.CompleteJob(b.ctx, b.queue, "nosuchjob", "t", queue.CompleteOptions{})
+		require.ErrorIs(t, err, queue.ErrNotFound)
+		require.Nil(t, gone)
+		require.Equal(t, int64(2), b.stats(t).CompletedTotal)
+	})
+
+	t.Run("CompleteJobAnswersNoJobWhenNoneIsKept", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(c *queue.Config) { c.Retention = -1 })
+		b.enqueue(t, queue.NewJob{})
+		c := b.claimOne(t)
+		for range 2 { // and the repeated call, answered from the tombstone
+			j, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{})
+			require.NoError(t, err)
+			require.Nil(t, j)
+		}
+		_, err := b.client.Get(b.ctx, b.queue, c.ID)
+		require.ErrorIs(t, err, queue.ErrNotFound)
+		require.Equal(t, int64(1), b.stats(t).CompletedTotal)
 	})
 
 	t.Run("CompletedJobExpiresAfterRetention", func(t *testing.T) {

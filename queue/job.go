@@ -214,7 +214,8 @@ func splitRecord(record string) (payload string, f []string, ok bool) {
 }
 
 // parsePacked reads a job as the scripts answer it:
-// "<id>\0<record>\0<payload>\0<result>\0<upstream>".
+// "<id>\0<record>\0<payload>\0<result>\0<upstream>", and complete.lua's
+// answers "\0<artifacts>" after (see packed in lua/common.lua).
 func parsePacked(queue, s string) (*Job, error) {
 	id, rest, ok := strings.Cut(s, "\x00")
 	if !ok {
@@ -232,12 +233,19 @@ func parsePacked(queue, s string) (*Job, error) {
 	}
 	record := rest[:i-1]
 	payload, more, _ := strings.Cut(rest[i:], "\x00")
-	result, upstream, _ := strings.Cut(more, "\x00")
+	result, more, _ := strings.Cut(more, "\x00")
+	upstream, arts, _ := strings.Cut(more, "\x00") // arts: only in complete.lua's answer
 	j, err := jobFromRecord(queue, id, record, payload, result)
-	if err == nil && upstream != "" {
+	if err != nil {
+		return nil, err
+	}
+	if upstream != "" {
 		j.Upstream = json.RawMessage(upstream)
 	}
-	return j, err
+	if arts != "" {
+		j.Artifacts = json.RawMessage(arts)
+	}
+	return j, nil
 }
 
 // encodeSpec renders what a job fixes at enqueue as its "spec" field:

@@ -339,7 +339,7 @@ var (
 		[]string{"wait_ms", "eligible"}}
 	specComplete = scriptSpec{"complete",
 		[]string{keyMeta, keyJobs, keyData, keyLeases, keyDone, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox, keyPending},
-		[]string{"retention_ms", "history", "tomb_ms", "n", "id", "token", "result", "artifacts"}}
+		[]string{"retention_ms", "history", "tomb_ms", "answer", "n", "id", "token", "result", "artifacts"}}
 	specFail = scriptSpec{"fail",
 		[]string{keyMeta, keyJobs, keyData, keySched, keyPending, keyLeases, keyDead, keyIdem, keyExpiry, keyClaims, keyWake, keyOutbox},
 		[]string{"id", "token", "error", "retry_at", "dead", "jitter", "dead_max", "dead_age_ms", "retention_ms", "tomb_ms"}}

@@ -920,8 +920,10 @@ end
 -- "<id>\0<record>\0<payload>\0<result>\0<upstream>" (upstream: a workflow
 -- node's, see wfnode.lua), the record's fields in full (NREC), the payload
 -- from the record (f.p) or the data hash; rec, when given, is f in full as
--- save(id, f, true) answered it. (Scripts that call it declare K_data.)
-local function packed(id, f, rec)
+-- save(id, f, true) answered it. with_arts appends "\0<artifacts>" (the
+-- JSON object, "" for none), for an answer that stands for a read of the
+-- one job (complete.lua's). (Scripts that call it declare K_data.)
+local function packed(id, f, rec, with_arts)
   local payload, result, upstream = f.p, '', ''
   -- Only a completed job has a result (complete.lua writes it), and only
   -- a workflow's node an upstream (wfnode.lua): the others' are not read.
@@ -933,7 +935,11 @@ local function packed(id, f, rec)
     local d = redis.call('HMGET', K_data, id .. '.r', id .. '.u')
     result, upstream = d[1] or '', d[2] or ''
   end
-  return id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. payload .. '\0' .. result .. '\0' .. upstream
+  local out = id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. payload .. '\0' .. result .. '\0' .. upstream
+  if with_arts then
+    return out .. '\0' .. (redis.call('HGET', K_data, id .. '.a') or '')
+  end
+  return out
 end
 
 -- A workflow's own slot (the wf_*.lua scripts, which declare K_wf) --------

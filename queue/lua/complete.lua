@@ -7,6 +7,9 @@
 --          tomb_ms), 0 lease lost (a stale token or not processing:
 --          nothing changed), -1 no such job, -2 or -3 the artifacts
 --          given would pass a cap (see art_merge: nothing changed).
+--          With answer "1", n more follow: job_i, job i packed with its
+--          artifacts (see packed) as the call left it, when its code is 1
+--          or 2 and the job is kept; "" otherwise.
 -- Safe to run twice: the second run answers 2 and changes nothing.
 local n, cap = tonumber(A_n), tonumber(A_history)
 if not n or not cap or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
@@ -17,7 +20,7 @@ if not sets_ok then
   return redis.error_reply(STALE_SETS)
 end
 local out, finished, bases, expiring, done = {}, {}, {}, {}, {}
-local rerun = false
+local rerun, answer, jobs = false, A_answer == '1', {}
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local id, token, result = ARGV[b + G_id], ARGV[b + G_token], ARGV[b + G_result]
@@ -42,6 +45,9 @@ for i = 0, n - 1 do
   elseif f[R_ack] == 'c' .. token and f[R_token] == token then
     code = 2
     rerun = true
+    if answer then
+      jobs[i + 1] = packed(id, f, nil, true)
+    end
   elseif f[R_status] ~= 'processing' or f[R_token] ~= token then
     code = 0
   elseif art_code then
@@ -67,13 +73,23 @@ for i = 0, n - 1 do
     emit('completed', id, f[R_kind], 'completed', f[R_attempts])
     -- workflows: a node's job leaves its outbox entry (see wf_ended)
     wf_ended(id, f, 'completed')
-    if retire(id, f, A_retention_ms, expiring) and cap > 0 then
-      -- by the µs, one apart within a batch: the history keeps its order
-      done[#done + 1] = score_of_us(now_us + #finished)
-      done[#done + 1] = id
+    if retire(id, f, A_retention_ms, expiring) then
+      if cap > 0 then
+        -- by the µs, one apart within a batch: the history keeps its order
+        done[#done + 1] = score_of_us(now_us + #finished)
+        done[#done + 1] = id
+      end
+      if answer then
+        jobs[i + 1] = packed(id, f, nil, true)
+      end
     end
   end
   out[#out + 1] = code
+end
+if answer then
+  for i = 1, n do
+    out[n + i] = jobs[i] or ''
+  end
 end
 if #finished > 0 then
   redis.call('ZREM', K_leases, unpack(finished))
