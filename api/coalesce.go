@@ -45,9 +45,7 @@ const (
 type coalescer struct {
 	p   producer
 	log *slog.Logger
-
-	mu     sync.Mutex
-	queues map[string]*pendingBatch // queues with calls waiting or in flight
+	b   batches[*enqueueCall]
 }
 
 // producer is what the coalescer needs of the engine ([Store]): its own
@@ -57,19 +55,28 @@ type producer interface {
 	EnqueueBatch(ctx context.Context, jobs []queue.NewJob) ([]queue.Enqueued, error)
 }
 
-type pendingBatch struct {
-	calls []*enqueueCall
-}
-
 type enqueueCall struct {
-	nj   queue.NewJob
-	res  queue.Enqueued
-	err  error
-	done chan struct{}
+	pendingCall
+	nj  queue.NewJob
+	res queue.Enqueued
 }
 
 func newCoalescer(p producer, log *slog.Logger) *coalescer {
-	return &coalescer{p: p, log: log, queues: map[string]*pendingBatch{}}
+	c := &coalescer{p: p, log: log}
+	c.b = batches[*enqueueCall]{queues: map[string]*[]*enqueueCall{}, take: takeEnqueues,
+		send: func(_ string, batch []*enqueueCall) { c.send(batch) }}
+	return c
+}
+
+// takeEnqueues is how many of the waiting calls of a queue its next batch
+// takes: up to maxCoalesce jobs and maxCoalesceBytes of payload.
+func takeEnqueues(waiting []*enqueueCall) int {
+	n, size := 0, 0
+	for n < len(waiting) && n < maxCoalesce && (n == 0 || size+len(waiting[n].nj.Payload) <= maxCoalesceBytes) {
+		size += len(waiting[n].nj.Payload)
+		n++
+	}
+	return n
 }
 
 // Enqueue enqueues nj, in a batch with the enqueues of the same queue that
@@ -79,47 +86,12 @@ func (c *coalescer) Enqueue(ctx context.Context, nj queue.NewJob) (queue.Enqueue
 	if queue.ValidateQueue(q) != nil {
 		return c.p.Enqueue(ctx, nj) // the store names the error
 	}
-	call := &enqueueCall{nj: nj, done: make(chan struct{})}
-	c.mu.Lock()
-	pb, running := c.queues[q]
-	if !running {
-		pb = &pendingBatch{}
-		c.queues[q] = pb
-	}
-	if len(pb.calls) >= coalesceQueueLimit {
-		c.mu.Unlock()
+	call := &enqueueCall{pendingCall: newPendingCall(), nj: nj}
+	if !c.b.add(q, call) {
 		return c.p.Enqueue(ctx, nj)
-	}
-	pb.calls = append(pb.calls, call)
-	c.mu.Unlock()
-	if !running {
-		go c.run(q, pb)
 	}
 	<-call.done // bounded: each batch has coalesceTimeout
 	return call.res, call.err
-}
-
-// run sends the waiting calls of queue q, batch after batch, until none is
-// left.
-func (c *coalescer) run(q string, pb *pendingBatch) {
-	for {
-		runtime.Gosched() // let requests under way join this batch (see coalescer)
-		c.mu.Lock()
-		if len(pb.calls) == 0 {
-			delete(c.queues, q)
-			c.mu.Unlock()
-			return
-		}
-		n, size := 0, 0
-		for n < len(pb.calls) && n < maxCoalesce && (n == 0 || size+len(pb.calls[n].nj.Payload) <= maxCoalesceBytes) {
-			size += len(pb.calls[n].nj.Payload)
-			n++
-		}
-		batch := slices.Clone(pb.calls[:n])
-		pb.calls = slices.Delete(pb.calls, 0, n)
-		c.mu.Unlock()
-		c.send(batch)
-	}
 }
 
 // send enqueues batch and answers each call. A panic of the store is
@@ -127,19 +99,7 @@ func (c *coalescer) run(q string, pb *pendingBatch) {
 func (c *coalescer) send(batch []*enqueueCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
 	defer cancel()
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error("api: panic in the store's EnqueueBatch", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			for _, call := range batch {
-				select {
-				case <-call.done:
-				default:
-					call.err = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
-					close(call.done)
-				}
-			}
-		}
-	}()
+	defer answerPanic(c.log, "EnqueueBatch", batch)
 	for len(batch) > 0 {
 		njs := make([]queue.NewJob, len(batch))
 		for i, call := range batch {
@@ -149,7 +109,7 @@ func (c *coalescer) send(batch []*enqueueCall) {
 		if err == nil && len(res) == len(batch) {
 			for i, call := range batch {
 				call.res = res[i]
-				close(call.done)
+				call.answer(nil)
 			}
 			return
 		}
@@ -161,16 +121,211 @@ func (c *coalescer) send(batch []*enqueueCall) {
 			// Nothing was written: answer the bad job, send the rest again.
 			single := *fe
 			single.Index = -1
-			bad := batch[fe.Index]
-			bad.err = &single
-			close(bad.done)
+			batch[fe.Index].answer(&single)
 			batch = slices.Delete(batch, fe.Index, fe.Index+1)
 			continue
 		}
 		for _, call := range batch {
-			call.err = err
-			close(call.done)
+			call.answer(err)
 		}
 		return
+	}
+}
+
+// completer turns the completes of concurrent requests into batches, as
+// the coalescer does their enqueues: while one complete of a queue is in
+// flight, the next ones of that queue wait and then go together, in one
+// CompleteManyJobs (one script call), which also answers each job as its
+// completion left it (the answer of POST .../complete). On the path of an
+// HTTP worker, one job a call, that is one script call for several jobs'
+// completes where each was two round trips (BenchmarkHTTPWork).
+//
+// Each request gets its own answer: the codes are per job, so one job's
+// lost lease or full artifacts does not touch the others. An ack the store
+// refuses before it sends anything (a result or artifacts that are not
+// valid, or too large) fails the whole call: the batch's acks then go
+// again one by one, so that only its request gets the error. Any other
+// error concerns the queue, and every request of the batch gets it.
+type completer struct {
+	s   acker
+	log *slog.Logger
+	b   batches[*completeCall]
+}
+
+// acker is what the completer needs of the engine ([Store]).
+type acker interface {
+	CompleteManyJobs(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
+}
+
+type completeCall struct {
+	pendingCall
+	ack queue.Ack
+	job *queue.Job
+}
+
+func newCompleter(s acker, log *slog.Logger) *completer {
+	c := &completer{s: s, log: log}
+	c.b = batches[*completeCall]{queues: map[string]*[]*completeCall{}, take: takeCompletes, send: c.send}
+	return c
+}
+
+// takeCompletes is how many of the waiting completes of a queue its next
+// batch takes: up to queue.MaxBatch, and maxCoalesceBytes of results and
+// artifacts.
+func takeCompletes(waiting []*completeCall) int {
+	n, size := 0, 0
+	for n < len(waiting) && n < queue.MaxBatch {
+		a := waiting[n].ack
+		size += len(a.Result)
+		for _, v := range a.Artifacts {
+			size += len(v)
+		}
+		if n > 0 && size > maxCoalesceBytes {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// Complete completes a.ID of queue q, in a batch with the completes of q
+// that arrive meanwhile, and answers the job as the completion left it
+// (nil when it is not kept), as queue.Client.CompleteJob does.
+func (c *completer) Complete(ctx context.Context, q string, a queue.Ack) (*queue.Job, error) {
+	call := &completeCall{pendingCall: newPendingCall(), ack: a}
+	if queue.ValidateQueue(q) != nil || !c.b.add(q, call) {
+		c.send(q, []*completeCall{call}) // the store names a bad queue's error
+	} else {
+		<-call.done // bounded: each batch has coalesceTimeout
+	}
+	return call.job, call.err
+}
+
+// send completes batch, answering each call.
+func (c *completer) send(q string, batch []*completeCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
+	defer cancel()
+	defer answerPanic(c.log, "CompleteManyJobs", batch)
+	acks := make([]queue.Ack, len(batch))
+	for i, call := range batch {
+		acks[i] = call.ack
+	}
+	jobs, errs, err := c.s.CompleteManyJobs(ctx, q, acks)
+	if len(batch) > 1 && (errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge)) {
+		for _, call := range batch { // nothing was sent: one by one (see completer)
+			c.send(q, []*completeCall{call})
+		}
+		return
+	}
+	if err == nil && (len(jobs) != len(batch) || len(errs) != len(batch)) {
+		err = errors.New("api: store answered a batch of completes with the wrong number of jobs")
+	}
+	for i, call := range batch {
+		if err != nil {
+			call.answer(err)
+			continue
+		}
+		call.job = jobs[i]
+		call.answer(errs[i])
+	}
+}
+
+// batches is the group commit both coalescers share (enqueues, see
+// coalescer; completes, see completer): per key (a queue), while one batch
+// is in flight the calls that arrive wait, and then go together. The first
+// call of a key starts its sender, which sends batch after batch until
+// none is waiting, yielding its processor once before taking each (see
+// coalescer).
+type batches[C any] struct {
+	take func(waiting []C) int // how many of the waiting calls the next batch takes, ≥ 1
+	send func(key string, batch []C)
+
+	mu     sync.Mutex
+	queues map[string]*[]C // keys with calls waiting or in flight
+}
+
+// add puts call in the next batch of key, and answers false, taking
+// nothing, when coalesceQueueLimit calls wait there already: the caller
+// then goes alone.
+func (b *batches[C]) add(key string, call C) bool {
+	b.mu.Lock()
+	waiting, running := b.queues[key]
+	if !running {
+		waiting = new([]C)
+		b.queues[key] = waiting
+	}
+	if len(*waiting) >= coalesceQueueLimit {
+		b.mu.Unlock()
+		return false
+	}
+	*waiting = append(*waiting, call)
+	b.mu.Unlock()
+	if !running {
+		go b.run(key, waiting)
+	}
+	return true
+}
+
+// run sends the waiting calls of key, batch after batch, until none is
+// left.
+func (b *batches[C]) run(key string, waiting *[]C) {
+	for {
+		runtime.Gosched() // let requests under way join this batch (see coalescer)
+		b.mu.Lock()
+		if len(*waiting) == 0 {
+			delete(b.queues, key)
+			b.mu.Unlock()
+			return
+		}
+		n := b.take(*waiting)
+		batch := slices.Clone((*waiting)[:n])
+		*waiting = slices.Delete(*waiting, 0, n)
+		b.mu.Unlock()
+		b.send(key, batch)
+	}
+}
+
+// waiting is how many calls of key wait for a batch.
+func (b *batches[C]) waiting(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w, ok := b.queues[key]; ok {
+		return len(*w)
+	}
+	return 0
+}
+
+// pendingCall is what every coalesced call has: its error, and done,
+// closed once it is answered.
+type pendingCall struct {
+	err  error
+	done chan struct{}
+}
+
+func newPendingCall() pendingCall { return pendingCall{done: make(chan struct{})} }
+
+func (p *pendingCall) answer(err error) {
+	p.err = err
+	close(p.done)
+}
+
+func (p *pendingCall) pending() *pendingCall { return p }
+
+// answerPanic, deferred by a sender, answers a panic of the store (what,
+// the method it called) as the HTTP handlers answer theirs: an internal
+// error, to every call of batch not answered yet.
+func answerPanic[C interface{ pending() *pendingCall }](log *slog.Logger, what string, batch []C) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	log.Error("api: panic in the store's "+what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	for _, c := range batch {
+		p := c.pending()
+		select {
+		case <-p.done:
+		default:
+			p.answer(&Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
+		}
 	}
 }

@@ -57,14 +57,7 @@ func (p *gatedProducer) EnqueueBatch(_ context.Context, njs []queue.NewJob) ([]q
 	return out, nil
 }
 
-func (c *coalescer) waiting(q string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if pb, ok := c.queues[q]; ok {
-		return len(pb.calls)
-	}
-	return 0
-}
+func (c *coalescer) waiting(q string) int { return c.b.waiting(q) }
 
 type result struct {
 	kind string

@@ -76,9 +76,9 @@ type Config struct {
 	// "paths" and "components" only, merged into the one the server
 	// serves (see [Server.OpenAPI]). Defaults to none.
 	RoutesOpenAPI []byte
-	// DisableCoalescing sends each single enqueue (POST /v1/jobs) to the
-	// store on its own instead of batching those that arrive together.
-	// Defaults to false.
+	// DisableCoalescing sends each single enqueue (POST /v1/jobs) and each
+	// complete (POST .../complete) to the store on its own instead of
+	// batching, per queue, those that arrive together. Defaults to false.
 	DisableCoalescing bool
 	// MaxEventStreams caps the event streams open at once (each holds a
 	// Redis subscription): GET /v1/events and the job streams (GET
@@ -110,9 +110,12 @@ type Server struct {
 	token   [sha256.Size]byte
 	session [sha256.Size]byte // sha256 of the session cookie's value
 	enqueue func(context.Context, queue.NewJob) (queue.Enqueued, error)
-	started time.Time    // when New made the server, on its clock
-	streams atomic.Int64 // event streams open
-	doc     []byte       // the OpenAPI document served
+	// completeJob completes a job and answers it as the completion left
+	// it (nil when not kept): through a completer, or alone.
+	completeJob func(ctx context.Context, q string, a queue.Ack) (*queue.Job, error)
+	started     time.Time    // when New made the server, on its clock
+	streams     atomic.Int64 // event streams open
+	doc         []byte       // the OpenAPI document served
 
 	drainOnce sync.Once
 	drainCtx  context.Context
@@ -160,9 +163,9 @@ func New(cfg Config) (*Server, error) {
 	if s.workers != nil {
 		s.metrics.reg.MustRegister(&workersCollector{r: s.workers})
 	}
-	s.enqueue = cfg.Store.Enqueue
+	s.enqueue, s.completeJob = cfg.Store.Enqueue, storeComplete(cfg.Store)
 	if !cfg.DisableCoalescing {
-		s.enqueue = newCoalescer(cfg.Store, s.log).Enqueue
+		s.enqueue, s.completeJob = newCoalescer(cfg.Store, s.log).Enqueue, newCompleter(cfg.Store, s.log).Complete
 	}
 
 	e := echo.New()
@@ -528,4 +531,15 @@ func (s *Server) dashboard(c echo.Context) error {
 		return nil
 	}
 	return c.HTML(http.StatusOK, dashboardPlaceholder)
+}
+
+// storeComplete completes one job at a time, in a call of its own.
+func storeComplete(st Store) func(context.Context, string, queue.Ack) (*queue.Job, error) {
+	return func(ctx context.Context, q string, a queue.Ack) (*queue.Job, error) {
+		jobs, errs, err := st.CompleteManyJobs(ctx, q, []queue.Ack{a})
+		if err != nil {
+			return nil, err
+		}
+		return jobs[0], errs[0]
+	}
 }

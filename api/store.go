@@ -52,7 +52,6 @@ type Store interface {
 	// The worker protocol: claim, complete, fail, heartbeat, and ending
 	// as canceled a job whose cancellation was requested.
 	Claim(ctx context.Context, queue string, o queue.ClaimOptions) ([]*queue.Job, error)
-	Complete(ctx context.Context, queue, id, token string, result json.RawMessage) error
 	Fail(ctx context.Context, queue, id, token string, o queue.FailOptions) (queue.FailResult, error)
 	Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (queue.Lease, error)
 	CancelClaimed(ctx context.Context, queue, id, token string) error
@@ -60,7 +59,7 @@ type Store interface {
 	// Artifacts, logs and progress of a running job: complete and
 	// heartbeat that carry them, PUT and GET .../artifacts, POST and GET
 	// .../logs.
-	CompleteWith(ctx context.Context, queue, id, token string, o queue.CompleteOptions) error
+	CompleteManyJobs(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
 	HeartbeatWith(ctx context.Context, queue, id, token string, o queue.HeartbeatOptions) (queue.Lease, error)
 	AttachArtifacts(ctx context.Context, queue, id, token string, arts map[string]json.RawMessage) error
 	Artifacts(ctx context.Context, queue, id string) (json.RawMessage, error)

@@ -127,20 +127,20 @@ func (s *Server) complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if req.Artifacts != nil {
-		err = s.store.CompleteWith(c.Request().Context(), q, id, req.Token, queue.CompleteOptions{Result: req.Result, Artifacts: req.Artifacts})
-	} else {
-		err = s.store.Complete(c.Request().Context(), q, id, req.Token, req.Result)
-	}
+	// The job as the completion left it comes back with it, from the same
+	// script call (see completer): no read after.
+	j, err := s.completeJob(c.Request().Context(), q, queue.Ack{ID: id, Token: req.Token, Result: req.Result, Artifacts: req.Artifacts})
 	s.released(c.Request().Context(), wid, q, id, err)
 	if err != nil {
 		return err
 	}
-	j, err := s.afterJob(c, q, id)
-	if j != nil && !j.CompletedAt.IsZero() && !j.ClaimedAt.IsZero() {
+	if j == nil {
+		return c.NoContent(http.StatusNoContent) // not kept (a server that deletes finished jobs at once)
+	}
+	if !j.CompletedAt.IsZero() && !j.ClaimedAt.IsZero() {
 		s.metrics.processing.WithLabelValues(q).Observe(max(j.CompletedAt.Sub(j.ClaimedAt).Seconds(), 0))
 	}
-	return err
+	return writeJob(c, http.StatusOK, j)
 }
 
 type failRequest struct {

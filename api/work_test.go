@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,4 +189,56 @@ func TestClaim(t *testing.T) {
 			t.Fatal("drain did not end the long poll")
 		}
 	})
+}
+
+// Concurrent completes of one queue go to Redis in batches (see
+// completer); each request still gets its own job, or its own error.
+func TestConcurrentCompletesEachGetTheirJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 24
+	for i := range n {
+		b.enqueue(t, map[string]any{"queue": "cc", "payload": i})
+	}
+	jobs := b.claim(t, "cc", n)
+	require.Len(t, jobs, n)
+	var wg sync.WaitGroup
+	res := make([]response, n+1)
+	for i, j := range jobs {
+		wg.Go(func() {
+			res[i] = b.do(t, http.MethodPost, "/v1/queues/cc/jobs/"+j.ID+"/complete",
+				map[string]any{"token": j.Token, "result": map[string]any{"i": i}})
+		})
+	}
+	wg.Go(func() { // a stale token among them: its own 409
+		res[n] = b.do(t, http.MethodPost, "/v1/queues/cc/jobs/"+jobs[0].ID+"/complete", map[string]any{"token": "stale"})
+	})
+	wg.Wait()
+	for i, j := range jobs {
+		require.Equal(t, http.StatusOK, res[i].status, "body: %s", res[i].body)
+		got := decodeAs[jobView](t, res[i])
+		require.Equal(t, j.ID, got.ID)
+		require.Equal(t, "completed", got.Status)
+		require.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i), string(got.Result))
+		require.JSONEq(t, string(j.Payload), string(got.Payload))
+	}
+	requireError(t, res[n], 409, "lease_lost", "")
+	r := b.do(t, http.MethodGet, "/v1/queues/cc", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, float64(n), r.object(t)["completed_total"])
+}
+
+// A server whose engine keeps no finished job answers a complete 204, the
+// first and a repeated one, coalesced or not.
+func TestCompleteAnswersNoContentWhenNothingIsKept(t *testing.T) {
+	t.Parallel()
+	for _, alone := range []bool{false, true} {
+		b := setup(t, func(sc *setupConfig) { sc.queue.Retention = -1; sc.api.DisableCoalescing = alone })
+		j := b.running(t, "gone")
+		for range 2 {
+			r := b.do(t, http.MethodPost, "/v1/queues/gone/jobs/"+j.ID+"/complete", map[string]any{"token": j.Token})
+			require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
+		}
+		requireError(t, b.do(t, http.MethodGet, "/v1/queues/gone/jobs/"+j.ID, nil), 404, "not_found", "")
+	}
 }

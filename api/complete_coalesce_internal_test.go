@@ -1,0 +1,155 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+)
+
+// gatedAcker records the batches of completes it gets (their ids); while
+// gate is set, each call waits for it, after saying so on entered. An ack
+// whose token is "lost" is answered ErrLeaseLost; one whose result is
+// "bad" refuses the whole call, as the engine refuses a result that is
+// not valid before it sends anything.
+type gatedAcker struct {
+	mu      sync.Mutex
+	batches [][]string
+	gate    chan struct{}
+	entered chan struct{}
+	fail    func() error
+}
+
+func (g *gatedAcker) CompleteManyJobs(_ context.Context, q string, acks []queue.Ack) ([]*queue.Job, []error, error) {
+	ids := make([]string, len(acks))
+	for i, a := range acks {
+		ids[i] = a.ID
+	}
+	g.mu.Lock()
+	g.batches = append(g.batches, ids)
+	gate, fail := g.gate, g.fail
+	g.mu.Unlock()
+	if gate != nil {
+		g.entered <- struct{}{}
+		<-gate
+	}
+	if fail != nil {
+		if err := fail(); err != nil {
+			return nil, nil, err
+		}
+	}
+	jobs, errs := make([]*queue.Job, len(acks)), make([]error, len(acks))
+	for i, a := range acks {
+		switch {
+		case string(a.Result) == "bad":
+			return nil, nil, &queue.FieldError{Index: -1, Field: "result", Err: fmt.Errorf("%w: not valid JSON", queue.ErrInvalid)}
+		case a.Token == "lost":
+			errs[i] = queue.ErrLeaseLost
+		default:
+			jobs[i] = &queue.Job{ID: a.ID, Queue: q, Status: queue.StatusCompleted}
+		}
+	}
+	return jobs, errs, nil
+}
+
+type ackResult struct {
+	id  string
+	job *queue.Job
+	err error
+}
+
+// heldCompletes completes "first" of queue q, and, while it is in
+// flight, acks; then it lets them all go with fail in force, and answers
+// the results by id.
+func heldCompletes(t *testing.T, acks []queue.Ack, fail func() error) (*gatedAcker, map[string]ackResult) {
+	t.Helper()
+	gate := make(chan struct{})
+	g := &gatedAcker{gate: gate, entered: make(chan struct{}, 100)}
+	c := newCompleter(g, slog.New(slog.DiscardHandler))
+	out := make(chan ackResult, len(acks)+1)
+	complete := func(a queue.Ack) {
+		go func() {
+			j, err := c.Complete(context.Background(), "q", a)
+			out <- ackResult{a.ID, j, err}
+		}()
+	}
+	complete(queue.Ack{ID: "first", Token: "t"})
+	<-g.entered // the first goes alone, at once
+	for _, a := range acks {
+		complete(a)
+	}
+	require.Eventually(t, func() bool { return c.b.waiting("q") == len(acks) }, 5*time.Second, time.Millisecond)
+	g.mu.Lock()
+	g.fail = fail
+	g.mu.Unlock()
+	close(gate)
+	got := map[string]ackResult{}
+	for range len(acks) + 1 {
+		r := <-out
+		got[r.id] = r
+	}
+	require.Equal(t, 0, c.b.waiting("q"))
+	return g, got
+}
+
+func TestCompleterBatchesWhatArrivesMeanwhile(t *testing.T) {
+	t.Parallel()
+	g, got := heldCompletes(t, []queue.Ack{{ID: "a", Token: "t"}, {ID: "b", Token: "lost"}, {ID: "c", Token: "t"}}, nil)
+	for _, id := range []string{"first", "a", "c"} {
+		require.NoError(t, got[id].err)
+		require.Equal(t, id, got[id].job.ID) // each caller its own job
+	}
+	require.ErrorIs(t, got["b"].err, queue.ErrLeaseLost) // and its own error
+	require.Nil(t, got["b"].job)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	require.Len(t, g.batches, 2)
+	require.Equal(t, []string{"first"}, g.batches[0])
+	require.ElementsMatch(t, []string{"a", "b", "c"}, g.batches[1])
+}
+
+func TestCompleterAnswersARefusedAckAlone(t *testing.T) {
+	t.Parallel()
+	g, got := heldCompletes(t, []queue.Ack{{ID: "a", Token: "t"}, {ID: "bad", Token: "t", Result: []byte("bad")}, {ID: "b", Token: "t"}}, nil)
+	for _, id := range []string{"a", "b"} {
+		require.NoError(t, got[id].err)
+		require.Equal(t, id, got[id].job.ID)
+	}
+	var fe *queue.FieldError
+	require.ErrorAs(t, got["bad"].err, &fe)
+	require.ErrorIs(t, got["bad"].err, queue.ErrInvalid)
+	require.Equal(t, "result", fe.Field)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// The refused batch, then each of its acks alone.
+	require.Len(t, g.batches, 5)
+	require.Len(t, g.batches[1], 3)
+	require.ElementsMatch(t, [][]string{{"a"}, {"bad"}, {"b"}}, g.batches[2:])
+}
+
+func TestCompleterStoreErrorReachesEveryone(t *testing.T) {
+	t.Parallel()
+	_, got := heldCompletes(t, []queue.Ack{{ID: "a", Token: "t"}, {ID: "b", Token: "t"}},
+		func() error { return queue.ErrUnavailable })
+	require.NoError(t, got["first"].err) // sent before the failure
+	require.ErrorIs(t, got["a"].err, queue.ErrUnavailable)
+	require.ErrorIs(t, got["b"].err, queue.ErrUnavailable)
+}
+
+func TestCompleterRecoversAPanic(t *testing.T) {
+	t.Parallel()
+	_, got := heldCompletes(t, []queue.Ack{{ID: "a", Token: "t"}, {ID: "b", Token: "t"}},
+		func() error { panic("store bug") })
+	for _, id := range []string{"a", "b"} {
+		var e *Error
+		require.True(t, errors.As(got[id].err, &e))
+		require.Equal(t, CodeInternal, e.Code)
+	}
+}
