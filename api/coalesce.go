@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -227,6 +229,95 @@ func (c *completer) send(q string, batch []*completeCall) {
 		}
 		call.job = jobs[i]
 		call.answer(errs[i])
+	}
+}
+
+// claimer turns the claims of concurrent requests into batches, as the
+// coalescer does their enqueues: while one claim of a queue is in flight,
+// the next ones that claim alike (the same labels and visibility) wait and
+// then go together, in one claim of as many jobs as they ask for in all,
+// which are shared out in order: each request its own jobs, up to its max.
+// A request that gets none and asked to wait then long-polls on its own,
+// as it would have alone (its claim first claims again, then waits). On
+// the path of an HTTP worker, one job a call, that is one script call for
+// several requests' claims (BenchmarkHTTPWork).
+//
+// Every claim of a batch asks for the same thing but its max, which the
+// handler checked: an error (Redis away, labels refused) is everyone's.
+type claimer struct {
+	s   claimStore
+	log *slog.Logger
+	b   batches[*claimCall]
+}
+
+// claimStore is what the claimer needs of the engine ([Store]).
+type claimStore interface {
+	Claim(ctx context.Context, queue string, o queue.ClaimOptions) ([]*queue.Job, error)
+}
+
+type claimCall struct {
+	pendingCall
+	q    string
+	o    queue.ClaimOptions
+	jobs []*queue.Job
+}
+
+func newClaimer(s claimStore, log *slog.Logger) *claimer {
+	c := &claimer{s: s, log: log}
+	c.b = batches[*claimCall]{queues: map[string]*[]*claimCall{}, take: takeClaims, send: c.send}
+	return c
+}
+
+// takeClaims is how many of the waiting claims of a key its next batch
+// takes: as many as ask for queue.MaxBatch jobs in all.
+func takeClaims(waiting []*claimCall) int {
+	n, want := 0, 0
+	for n < len(waiting) && (n == 0 || want+waiting[n].o.Max <= queue.MaxBatch) {
+		want += waiting[n].o.Max
+		n++
+	}
+	return n
+}
+
+// Claim claims up to o.Max jobs of queue q as queue.Client.Claim does, at
+// once in a batch with the claims alike that arrive meanwhile, then, when
+// none came and o.Wait allows, alone.
+func (c *claimer) Claim(ctx context.Context, q string, o queue.ClaimOptions) ([]*queue.Job, error) {
+	o.Max = max(o.Max, 1)
+	call := &claimCall{pendingCall: newPendingCall(), q: q, o: o}
+	if !c.b.add(claimKey(q, o), call) {
+		return c.s.Claim(ctx, q, o)
+	}
+	<-call.done // bounded: each batch has coalesceTimeout
+	if call.err != nil || len(call.jobs) > 0 || o.Wait == 0 {
+		return call.jobs, call.err
+	}
+	return c.s.Claim(ctx, q, o) // nothing pending: the long poll, alone
+}
+
+// claimKey is the batch key of a claim: the claims of a batch ask for the
+// same thing but their max.
+func claimKey(q string, o queue.ClaimOptions) string {
+	return q + "\x00" + strconv.FormatInt(int64(o.Visibility), 10) + "\x00" + strings.Join(o.Labels, ",")
+}
+
+// send claims for batch at once, sharing the jobs out in order.
+func (c *claimer) send(_ string, batch []*claimCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
+	defer cancel()
+	defer answerPanic(c.log, "Claim", batch)
+	o := batch[0].o
+	o.Max, o.Wait = 0, 0
+	for _, call := range batch {
+		o.Max += call.o.Max
+	}
+	jobs, err := c.s.Claim(ctx, batch[0].q, o)
+	for _, call := range batch {
+		if err == nil {
+			n := min(call.o.Max, len(jobs))
+			call.jobs, jobs = jobs[:n:n], jobs[n:]
+		}
+		call.answer(err)
 	}
 }
 

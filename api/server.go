@@ -76,9 +76,9 @@ type Config struct {
 	// "paths" and "components" only, merged into the one the server
 	// serves (see [Server.OpenAPI]). Defaults to none.
 	RoutesOpenAPI []byte
-	// DisableCoalescing sends each single enqueue (POST /v1/jobs) and each
-	// complete (POST .../complete) to the store on its own instead of
-	// batching, per queue, those that arrive together. Defaults to false.
+	// DisableCoalescing sends each single enqueue (POST /v1/jobs), claim
+	// and complete to the store on its own instead of batching, per queue,
+	// those that arrive together. Defaults to false.
 	DisableCoalescing bool
 	// MaxEventStreams caps the event streams open at once (each holds a
 	// Redis subscription): GET /v1/events and the job streams (GET
@@ -110,6 +110,8 @@ type Server struct {
 	token   [sha256.Size]byte
 	session [sha256.Size]byte // sha256 of the session cookie's value
 	enqueue func(context.Context, queue.NewJob) (queue.Enqueued, error)
+	// claimJobs claims, through a claimer or alone.
+	claimJobs func(ctx context.Context, q string, o queue.ClaimOptions) ([]*queue.Job, error)
 	// completeJob completes a job and answers it as the completion left
 	// it (nil when not kept): through a completer, or alone.
 	completeJob func(ctx context.Context, q string, a queue.Ack) (*queue.Job, error)
@@ -163,9 +165,11 @@ func New(cfg Config) (*Server, error) {
 	if s.workers != nil {
 		s.metrics.reg.MustRegister(&workersCollector{r: s.workers})
 	}
-	s.enqueue, s.completeJob = cfg.Store.Enqueue, storeComplete(cfg.Store)
+	s.enqueue, s.claimJobs, s.completeJob = cfg.Store.Enqueue, cfg.Store.Claim, storeComplete(cfg.Store)
 	if !cfg.DisableCoalescing {
-		s.enqueue, s.completeJob = newCoalescer(cfg.Store, s.log).Enqueue, newCompleter(cfg.Store, s.log).Complete
+		s.enqueue = newCoalescer(cfg.Store, s.log).Enqueue
+		s.claimJobs = newClaimer(cfg.Store, s.log).Claim
+		s.completeJob = newCompleter(cfg.Store, s.log).Complete
 	}
 
 	e := echo.New()

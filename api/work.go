@@ -65,7 +65,7 @@ func (s *Server) claim(c echo.Context) error {
 	}
 	ctx, cancel := s.streamContext(c)
 	defer cancel()
-	jobs, err := s.store.Claim(ctx, q, o)
+	jobs, err := s.claimJobs(ctx, q, o)
 	if err != nil && ctx.Err() != nil && c.Request().Context().Err() == nil {
 		jobs, err = nil, nil // drained: the server is shutting down
 	}

@@ -242,3 +242,31 @@ func TestCompleteAnswersNoContentWhenNothingIsKept(t *testing.T) {
 		requireError(t, b.do(t, http.MethodGet, "/v1/queues/gone/jobs/"+j.ID, nil), 404, "not_found", "")
 	}
 }
+
+// Concurrent claims of one queue go to Redis in batches (see claimer);
+// each job goes to one request, and each request gets at most its max.
+func TestConcurrentClaimsShareTheJobsOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const jobs, claims = 10, 16
+	for i := range jobs {
+		b.enqueue(t, map[string]any{"queue": "share", "payload": i})
+	}
+	var wg sync.WaitGroup
+	got := make([][]jobView, claims)
+	for i := range claims {
+		wg.Go(func() { got[i] = b.claim(t, "share", 1) })
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, js := range got {
+		require.LessOrEqual(t, len(js), 1)
+		for _, j := range js {
+			require.False(t, seen[j.ID], "job %s claimed twice", j.ID)
+			seen[j.ID] = true
+			require.Equal(t, "processing", j.Status)
+			require.NotEmpty(t, j.Token)
+		}
+	}
+	require.Len(t, seen, jobs)
+}
