@@ -25,8 +25,9 @@ BENCH_COUNT ?= 1
 bench-bounded: deps ## longest Redis command with 2M pending jobs (fails when over 1 ms in each of 3 rounds), memory per job and per claim (about 30 s); BENCH_COUNT=2 runs each twice
 	$(GO) test -run '^$$' -bench Bounded -benchtime 1x -count $(BENCH_COUNT) -timeout 15m -v ./queue/
 
-bench-http: deps ## the HTTP API: enqueue requests/s single and in batches of 100 and 1000, and scheduled-job lateness through the long-poll claim
+bench-http: deps ## the HTTP API: enqueue requests/s single and in batches of 100 and 1000, a worker's claim and complete one job a call, and scheduled-job lateness through the long-poll claim
 	$(GO) test -run '^$$' -bench HTTPEnqueue -benchtime 5s -count 1 -timeout 10m ./api/
+	$(GO) test -run '^$$' -bench HTTPWork -benchtime 20000x -count 2 -timeout 10m ./api/
 	$(GO) test -run '^$$' -bench HTTPLateness -benchtime 1x -count 2 -timeout 10m ./api/
 
 bench-peer: deps ## chronoq vs asynq side by side on one redis-server (module bench/); BENCH_ARGS="-n 20000 -only e2e,late"
