@@ -68,11 +68,7 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 		if jobsPerRequest > 1 {
 			path = "/v1/jobs/batch"
 		}
-		// The request, rendered once: the clients are plain HTTP/1.1 over
-		// keep-alive connections, so that the measure is the server's, not
-		// net/http's client's.
-		req := []byte(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-			path, addr, len(body), body))
+		req := rawRequest(addr, path, string(body)) // rendered once
 		b.SetParallelism(32) // 32 × GOMAXPROCS clients, one connection each
 		redisCPU0, procCPU0 := redisCPU(b, rdb), processCPU()
 		b.ResetTimer()
@@ -85,20 +81,10 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 			}
 			defer conn.Close()
 			br := bufio.NewReaderSize(conn, 64<<10)
+			var answer bytes.Buffer
 			for pb.Next() {
-				if _, err := conn.Write(req); err != nil {
+				if err := rawPost(conn, br, req, http.StatusCreated, &answer); err != nil {
 					b.Error(err)
-					return
-				}
-				res, err := http.ReadResponse(br, nil)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				_ = res.Body.Close()
-				if res.StatusCode != http.StatusCreated {
-					b.Errorf("status %d", res.StatusCode)
 					return
 				}
 			}
@@ -152,9 +138,7 @@ func BenchmarkHTTPWork(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	claimBody := []byte(`{"max":1}`)
-	claimReq := []byte(fmt.Sprintf("POST /v1/queues/%s/claim HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		q, addr, len(claimBody), claimBody))
+	claimReq := rawRequest(addr, "/v1/queues/"+q+"/claim", `{"max":1}`)
 	b.SetParallelism(32)
 	redisCPU0, procCPU0 := redisCPU(b, rdb), processCPU()
 	b.ResetTimer()
@@ -167,21 +151,7 @@ func BenchmarkHTTPWork(b *testing.B) {
 		}
 		defer conn.Close()
 		br := bufio.NewReaderSize(conn, 64<<10)
-		call := func(req []byte, want int) ([]byte, error) {
-			if _, err := conn.Write(req); err != nil {
-				return nil, err
-			}
-			res, err := http.ReadResponse(br, nil)
-			if err != nil {
-				return nil, err
-			}
-			body, err := io.ReadAll(res.Body)
-			_ = res.Body.Close()
-			if err == nil && res.StatusCode != want {
-				err = fmt.Errorf("status %d: %s", res.StatusCode, body)
-			}
-			return body, err
-		}
+		var answer bytes.Buffer
 		var claimed struct {
 			Jobs []struct {
 				ID    string `json:"id"`
@@ -192,9 +162,9 @@ func BenchmarkHTTPWork(b *testing.B) {
 			Status string `json:"status"`
 		}
 		for pb.Next() {
-			body, err := call(claimReq, http.StatusOK)
+			err := rawPost(conn, br, claimReq, http.StatusOK, &answer)
 			if err == nil {
-				err = json.Unmarshal(body, &claimed)
+				err = json.Unmarshal(answer.Bytes(), &claimed)
 			}
 			if err == nil && len(claimed.Jobs) != 1 {
 				err = fmt.Errorf("claimed %d jobs, want 1", len(claimed.Jobs))
@@ -204,12 +174,10 @@ func BenchmarkHTTPWork(b *testing.B) {
 				return
 			}
 			j := claimed.Jobs[0]
-			cb := `{"token":"` + j.Token + `"}`
-			req := fmt.Sprintf("POST /v1/queues/%s/jobs/%s/complete HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-				q, j.ID, addr, len(cb), cb)
-			body, err = call([]byte(req), http.StatusOK)
+			req := rawRequest(addr, "/v1/queues/"+q+"/jobs/"+j.ID+"/complete", `{"token":"`+j.Token+`"}`)
+			err = rawPost(conn, br, req, http.StatusOK, &answer)
 			if err == nil {
-				err = json.Unmarshal(body, &done)
+				err = json.Unmarshal(answer.Bytes(), &done)
 			}
 			if err == nil && done.Status != "completed" {
 				err = fmt.Errorf("complete answered status %q", done.Status)
@@ -226,6 +194,33 @@ func BenchmarkHTTPWork(b *testing.B) {
 	b.ReportMetric((redisCPU(b, rdb)-redisCPU0).Seconds()*1e6/float64(b.N), "redis-cpu-µs/job")
 	b.ReportMetric((processCPU()-procCPU0).Seconds()*1e6/float64(b.N), "proc-cpu-µs/job")
 	b.ReportMetric(0, "ns/op")
+}
+
+// rawRequest renders a POST of a JSON body to path: the benchmarks'
+// clients are plain HTTP/1.1 over keep-alive connections, so that the
+// measure is the server's, not net/http's client's.
+func rawRequest(addr, path, body string) []byte {
+	return fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		path, addr, len(body), body)
+}
+
+// rawPost sends req on conn and reads the answer from br into answer; an
+// error unless its status is want.
+func rawPost(conn net.Conn, br *bufio.Reader, req []byte, want int, answer *bytes.Buffer) error {
+	if _, err := conn.Write(req); err != nil {
+		return err
+	}
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return err
+	}
+	answer.Reset()
+	_, err = answer.ReadFrom(res.Body)
+	_ = res.Body.Close()
+	if err == nil && res.StatusCode != want {
+		err = fmt.Errorf("status %d: %s", res.StatusCode, answer.Bytes())
+	}
+	return err
 }
 
 // BenchmarkHTTPLateness measures how late scheduled jobs reach a worker

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,27 +15,17 @@ import (
 )
 
 // gatedClaims hands out jobs j1, j2, ... from a pool of size left, and
-// records each claim's options; while gate is set, each claim waits for
-// it, after saying so on entered.
+// records each claim's options, at its gate.
 type gatedClaims struct {
-	mu      sync.Mutex
-	claims  []queue.ClaimOptions
-	left    int
-	next    int
-	gate    chan struct{}
-	entered chan struct{}
-	fail    func() error
+	storeGate
+	claims []queue.ClaimOptions
+	left   int
+	next   int
+	fail   func() error
 }
 
 func (g *gatedClaims) Claim(_ context.Context, q string, o queue.ClaimOptions) ([]*queue.Job, error) {
-	g.mu.Lock()
-	g.claims = append(g.claims, o)
-	gate := g.gate
-	g.mu.Unlock()
-	if gate != nil {
-		g.entered <- struct{}{}
-		<-gate
-	}
+	g.pass(func() { g.claims = append(g.claims, o) })
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.fail != nil {
@@ -66,7 +55,7 @@ type claimResult struct {
 func heldClaims(t *testing.T, calls map[string]queue.ClaimOptions, waiting, left int, fail func() error) (*gatedClaims, map[string]claimResult) {
 	t.Helper()
 	gate := make(chan struct{})
-	g := &gatedClaims{gate: gate, entered: make(chan struct{}, 100), left: 1}
+	g := &gatedClaims{storeGate: newStoreGate(gate, 100), left: 1}
 	c := newClaimer(g, slog.New(slog.DiscardHandler))
 	out := make(chan claimResult, len(calls)+1)
 	claim := func(name string, o queue.ClaimOptions) {

@@ -14,13 +14,35 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// gatedProducer records the batches it gets; while gate is set, each call
-// waits for it, after saying so on entered.
-type gatedProducer struct {
+// storeGate holds the calls of a test's store: while gate is set, each
+// call, once recorded, says so on entered and waits for the gate to open.
+type storeGate struct {
 	mu      sync.Mutex
-	batches [][]string // kinds
 	gate    chan struct{}
 	entered chan struct{}
+}
+
+// pass records a call (record runs with mu held), then holds it at the
+// gate.
+func (g *storeGate) pass(record func()) {
+	g.mu.Lock()
+	record()
+	gate := g.gate
+	g.mu.Unlock()
+	if gate != nil {
+		g.entered <- struct{}{}
+		<-gate
+	}
+}
+
+func newStoreGate(gate chan struct{}, capacity int) storeGate {
+	return storeGate{gate: gate, entered: make(chan struct{}, capacity)}
+}
+
+// gatedProducer records the batches it gets, at its gate.
+type gatedProducer struct {
+	storeGate
+	batches [][]string // kinds
 	fail    func(njs []queue.NewJob) error
 }
 
@@ -37,14 +59,8 @@ func (p *gatedProducer) EnqueueBatch(_ context.Context, njs []queue.NewJob) ([]q
 	for i, nj := range njs {
 		kinds[i] = nj.Kind
 	}
-	p.mu.Lock()
-	p.batches = append(p.batches, kinds)
-	gate, fail := p.gate, p.fail
-	p.mu.Unlock()
-	if gate != nil {
-		p.entered <- struct{}{}
-		<-gate
-	}
+	var fail func([]queue.NewJob) error
+	p.pass(func() { p.batches, fail = append(p.batches, kinds), p.fail })
 	if fail != nil {
 		if err := fail(njs); err != nil {
 			return nil, err
@@ -76,7 +92,7 @@ func enqueueAsync(c *coalescer, q, kind string, out chan<- result) {
 func TestCoalescerBatchesWhatArrivesMeanwhile(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
-	p := &gatedProducer{gate: gate, entered: make(chan struct{}, 20)}
+	p := &gatedProducer{storeGate: newStoreGate(gate, 20)}
 	c := newCoalescer(p, slog.New(slog.DiscardHandler))
 	out := make(chan result, 20)
 
@@ -107,7 +123,7 @@ func TestCoalescerBatchesWhatArrivesMeanwhile(t *testing.T) {
 func held(t *testing.T, kinds []string, fail func([]queue.NewJob) error) (*gatedProducer, map[string]result) {
 	t.Helper()
 	gate := make(chan struct{})
-	p := &gatedProducer{gate: gate, entered: make(chan struct{}, 100)}
+	p := &gatedProducer{storeGate: newStoreGate(gate, 100)}
 	c := newCoalescer(p, slog.New(slog.DiscardHandler))
 	out := make(chan result, len(kinds)+1)
 	enqueueAsync(c, "q", "first", out)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,16 +13,14 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// gatedAcker records the batches of completes it gets (their ids); while
-// gate is set, each call waits for it, after saying so on entered. An ack
+// gatedAcker records the batches of completes it gets (their ids), at its
+// gate. An ack
 // whose token is "lost" is answered ErrLeaseLost; one whose result is
 // "bad" refuses the whole call, as the engine refuses a result that is
 // not valid before it sends anything.
 type gatedAcker struct {
-	mu      sync.Mutex
+	storeGate
 	batches [][]string
-	gate    chan struct{}
-	entered chan struct{}
 	fail    func() error
 }
 
@@ -32,14 +29,8 @@ func (g *gatedAcker) CompleteManyJobs(_ context.Context, q string, acks []queue.
 	for i, a := range acks {
 		ids[i] = a.ID
 	}
-	g.mu.Lock()
-	g.batches = append(g.batches, ids)
-	gate, fail := g.gate, g.fail
-	g.mu.Unlock()
-	if gate != nil {
-		g.entered <- struct{}{}
-		<-gate
-	}
+	var fail func() error
+	g.pass(func() { g.batches, fail = append(g.batches, ids), g.fail })
 	if fail != nil {
 		if err := fail(); err != nil {
 			return nil, nil, err
@@ -71,7 +62,7 @@ type ackResult struct {
 func heldCompletes(t *testing.T, acks []queue.Ack, fail func() error) (*gatedAcker, map[string]ackResult) {
 	t.Helper()
 	gate := make(chan struct{})
-	g := &gatedAcker{gate: gate, entered: make(chan struct{}, 100)}
+	g := &gatedAcker{storeGate: newStoreGate(gate, 100)}
 	c := newCompleter(g, slog.New(slog.DiscardHandler))
 	out := make(chan ackResult, len(acks)+1)
 	complete := func(a queue.Ack) {
