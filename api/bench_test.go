@@ -69,25 +69,16 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 			path = "/v1/jobs/batch"
 		}
 		req := rawRequest(addr, path, string(body)) // rendered once
-		b.SetParallelism(32) // 32 × GOMAXPROCS clients, one connection each
 		redisCPU0, procCPU0 := redisCPU(b, rdb), processCPU()
 		b.ResetTimer()
 		start := time.Now()
-		b.RunParallel(func(pb *testing.PB) {
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer conn.Close()
-			br := bufio.NewReaderSize(conn, 64<<10)
-			var answer bytes.Buffer
+		eachClient(b, addr, func(c *rawConn, pb *testing.PB) error {
 			for pb.Next() {
-				if err := rawPost(conn, br, req, http.StatusCreated, &answer); err != nil {
-					b.Error(err)
-					return
+				if err := c.post(req, http.StatusCreated); err != nil {
+					return err
 				}
 			}
+			return nil
 		})
 		elapsed := time.Since(start).Seconds()
 		b.StopTimer()
@@ -139,19 +130,10 @@ func BenchmarkHTTPWork(b *testing.B) {
 		}
 	}
 	claimReq := rawRequest(addr, "/v1/queues/"+q+"/claim", `{"max":1}`)
-	b.SetParallelism(32)
 	redisCPU0, procCPU0 := redisCPU(b, rdb), processCPU()
 	b.ResetTimer()
 	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer conn.Close()
-		br := bufio.NewReaderSize(conn, 64<<10)
-		var answer bytes.Buffer
+	eachClient(b, addr, func(c *rawConn, pb *testing.PB) error {
 		var claimed struct {
 			Jobs []struct {
 				ID    string `json:"id"`
@@ -162,31 +144,29 @@ func BenchmarkHTTPWork(b *testing.B) {
 			Status string `json:"status"`
 		}
 		for pb.Next() {
-			err := rawPost(conn, br, claimReq, http.StatusOK, &answer)
+			err := c.post(claimReq, http.StatusOK)
 			if err == nil {
-				err = json.Unmarshal(answer.Bytes(), &claimed)
+				err = json.Unmarshal(c.answer.Bytes(), &claimed)
 			}
 			if err == nil && len(claimed.Jobs) != 1 {
 				err = fmt.Errorf("claimed %d jobs, want 1", len(claimed.Jobs))
 			}
 			if err != nil {
-				b.Error(err)
-				return
+				return err
 			}
 			j := claimed.Jobs[0]
-			req := rawRequest(addr, "/v1/queues/"+q+"/jobs/"+j.ID+"/complete", `{"token":"`+j.Token+`"}`)
-			err = rawPost(conn, br, req, http.StatusOK, &answer)
+			err = c.post(rawRequest(addr, "/v1/queues/"+q+"/jobs/"+j.ID+"/complete", `{"token":"`+j.Token+`"}`), http.StatusOK)
 			if err == nil {
-				err = json.Unmarshal(answer.Bytes(), &done)
+				err = json.Unmarshal(c.answer.Bytes(), &done)
 			}
 			if err == nil && done.Status != "completed" {
 				err = fmt.Errorf("complete answered status %q", done.Status)
 			}
 			if err != nil {
-				b.Error(err)
-				return
+				return err
 			}
 		}
+		return nil
 	})
 	elapsed := time.Since(start).Seconds()
 	b.StopTimer()
@@ -204,23 +184,48 @@ func rawRequest(addr, path, body string) []byte {
 		path, addr, len(body), body)
 }
 
-// rawPost sends req on conn and reads the answer from br into answer; an
-// error unless its status is want.
-func rawPost(conn net.Conn, br *bufio.Reader, req []byte, want int, answer *bytes.Buffer) error {
-	if _, err := conn.Write(req); err != nil {
+// rawConn is a benchmark's client: a keep-alive connection, its reader,
+// and the body of the last answer.
+type rawConn struct {
+	conn   net.Conn
+	br     *bufio.Reader
+	answer bytes.Buffer
+}
+
+// post sends req and reads its answer; an error unless its status is want.
+func (c *rawConn) post(req []byte, want int) error {
+	if _, err := c.conn.Write(req); err != nil {
 		return err
 	}
-	res, err := http.ReadResponse(br, nil)
+	res, err := http.ReadResponse(c.br, nil)
 	if err != nil {
 		return err
 	}
-	answer.Reset()
-	_, err = answer.ReadFrom(res.Body)
+	c.answer.Reset()
+	_, err = c.answer.ReadFrom(res.Body)
 	_ = res.Body.Close()
 	if err == nil && res.StatusCode != want {
-		err = fmt.Errorf("status %d: %s", res.StatusCode, answer.Bytes())
+		err = fmt.Errorf("status %d: %s", res.StatusCode, c.answer.Bytes())
 	}
 	return err
+}
+
+// eachClient runs loop in 32 × GOMAXPROCS clients, each on a connection
+// of its own, sharing b.N ops out through pb; an error ends its client's
+// loop and fails b.
+func eachClient(b *testing.B, addr string, loop func(c *rawConn, pb *testing.PB) error) {
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer conn.Close()
+		if err := loop(&rawConn{conn: conn, br: bufio.NewReaderSize(conn, 64<<10)}, pb); err != nil {
+			b.Error(err)
+		}
+	})
 }
 
 // BenchmarkHTTPLateness measures how late scheduled jobs reach a worker
