@@ -924,20 +924,21 @@ end
 -- JSON object, "" for none), for an answer that stands for a read of the
 -- one job (complete.lua's). (Scripts that call it declare K_data.)
 local function packed(id, f, rec, with_arts)
-  local payload, result, upstream = f.p, '', ''
+  local payload, result, upstream, arts = f.p, '', '', ''
   -- Only a completed job has a result (complete.lua writes it), and only
   -- a workflow's node an upstream (wfnode.lua): the others' are not read.
+  -- What is read is read in one HMGET, the artifacts with it.
   local want_r, want_u = f[R_status] == 'completed', f[R_workflow] ~= ''
   if not payload then
-    local d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u')
-    payload, result, upstream = d[1] or '', d[2] or '', d[3] or ''
-  elseif want_r or want_u then
-    local d = redis.call('HMGET', K_data, id .. '.r', id .. '.u')
-    result, upstream = d[1] or '', d[2] or ''
+    local d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u', id .. '.a')
+    payload, result, upstream, arts = d[1] or '', d[2] or '', d[3] or '', d[4] or ''
+  elseif want_r or want_u or with_arts then
+    local d = redis.call('HMGET', K_data, id .. '.r', id .. '.u', id .. '.a')
+    result, upstream, arts = d[1] or '', d[2] or '', d[3] or ''
   end
   local out = id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. payload .. '\0' .. result .. '\0' .. upstream
   if with_arts then
-    return out .. '\0' .. (redis.call('HGET', K_data, id .. '.a') or '')
+    return out .. '\0' .. arts
   end
   return out
 end
