@@ -66,7 +66,7 @@ func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (er
 // Get would answer right after (its result, artifacts and upstream
 // included, its token not), without a second round trip. It answers a nil
 // job, and no error, when the job is no longer kept: a Client whose
-// Retention is 0 deletes a completed job at once.
+// Retention is negative deletes a completed job at once.
 func (c *Client) CompleteJob(ctx context.Context, queue, id, token string, o CompleteOptions) (*Job, error) {
 	jobs, errs, err := c.completeMany(ctx, queue, []Ack{{ID: id, Token: token, Result: o.Result, Artifacts: o.Artifacts}}, true)
 	if err != nil {
