@@ -146,6 +146,16 @@ func (b *testBundle) openJobStream(t *testing.T, q, id string, hdr ...string) *j
 	return &jobStream{b.openSSE(t, "/v1/queues/"+q+"/jobs/"+id+"/stream", hdr...)}
 }
 
+// streamRunning claims a job of queue q and opens its stream, whose first
+// message must be the job, processing.
+func (b *testBundle) streamRunning(t *testing.T, q string) (jobView, *jobStream) {
+	t.Helper()
+	j := b.running(t, q)
+	s := b.openJobStream(t, q, j.ID)
+	require.Equal(t, "processing", s.event().data["status"])
+	return j, s
+}
+
 // event reads the next message (skipping comments), within 10 s: the
 // stream's pings would keep a wait for a message that never comes alive.
 func (s *jobStream) event() jobStreamEvent {
@@ -268,10 +278,8 @@ func TestJobStreamFollowsRetriesToDeath(t *testing.T) {
 func TestJobStreamCatchesUpWithoutEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(sc *setupConfig) { sc.queue.DisableEvents = true })
-	j := b.running(t, "quiet")
+	j, s := b.streamRunning(t, "quiet")
 	base := "/v1/queues/quiet/jobs/" + j.ID
-	s := b.openJobStream(t, "quiet", j.ID)
-	require.Equal(t, "processing", s.event().data["status"])
 	r := b.do(t, http.MethodPost, base+"/logs", map[string]any{"token": j.Token, "lines": []string{"unannounced"}})
 	require.Equal(t, http.StatusOK, r.status)
 	r = b.do(t, http.MethodPost, base+"/complete", map[string]any{"token": j.Token})
@@ -295,10 +303,8 @@ func TestJobStreamOnRedisCluster(t *testing.T) {
 	}
 	b := setup(t, func(sc *setupConfig) { sc.rdb = testutil.Cluster(t) })
 	for _, q := range []string{"s0", "s1", "s2"} {
-		j := b.running(t, q)
+		j, s := b.streamRunning(t, q)
 		base := "/v1/queues/" + q + "/jobs/" + j.ID
-		s := b.openJobStream(t, q, j.ID)
-		require.Equal(t, "processing", s.event().data["status"])
 		r := b.do(t, http.MethodPost, base+"/logs", map[string]any{"token": j.Token, "lines": []string{"on " + q}})
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 		require.Equal(t, "on "+q, s.event().data["line"])
@@ -333,9 +339,7 @@ func requireStamped(t *testing.T, got any) {
 func TestJobStreamEndsOnDrain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	j := b.running(t, "dr")
-	s := b.openJobStream(t, "dr", j.ID)
-	require.Equal(t, "processing", s.event().data["status"])
+	j, s := b.streamRunning(t, "dr")
 	b.srv.Drain()
 	s.ended()
 	s = b.openJobStream(t, "dr", j.ID)
@@ -406,9 +410,7 @@ func TestJobStreamArtifactsAndTruncation(t *testing.T) {
 func TestJobStreamPings(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	j := b.running(t, "pings")
-	s := b.openJobStream(t, "pings", j.ID)
-	require.Equal(t, "processing", s.event().data["status"])
+	_, s := b.streamRunning(t, "pings")
 	// The stream's ticker is the only waiter on the bundle's fake clock.
 	require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))
 	b.clock.Advance(api.DefaultSSEHeartbeat)
