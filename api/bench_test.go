@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -247,32 +246,24 @@ func BenchmarkHTTPLateness(b *testing.B) {
 		q        = "late"
 	)
 	client, _, hs := benchServer(b)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * claimers}, Timeout: 10 * time.Second}
-	post := func(path string, body any, out any) error {
-		buf, err := json.Marshal(body)
+	addr := strings.TrimPrefix(hs.URL, "http://")
+	// Each client is a raw keep-alive connection (rawConn), as in
+	// BenchmarkHTTPWork: the clients run in this process, beside the
+	// server, and net/http's client would make most of its garbage, so
+	// its collections would stall the server as a client elsewhere cannot.
+	dial := func(ctx context.Context) (*rawConn, error) {
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, hs.URL+path, bytes.NewReader(buf))
-		if err != nil {
-			return err
+		deadline, _ := ctx.Deadline()
+		if err := conn.SetDeadline(deadline); err != nil {
+			_ = conn.Close()
+			return nil, err
 		}
-		req.Header.Set("Content-Type", "application/json")
-		res, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer res.Body.Close()
-		if res.StatusCode >= 300 {
-			msg, _ := io.ReadAll(res.Body)
-			return fmt.Errorf("%s: %d %s", path, res.StatusCode, msg)
-		}
-		if out == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
-			return nil
-		}
-		return json.NewDecoder(res.Body).Decode(out)
+		return &rawConn{conn: conn, br: bufio.NewReaderSize(conn, 64<<10)}, nil
 	}
+	claimReq := rawRequest(addr, "/v1/queues/"+q+"/claim", `{"wait":"1s","max":16}`)
 	for range b.N {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		p, err := delayed.NewPromoter(delayed.Config{Source: client, Queues: []string{q}})
@@ -288,21 +279,32 @@ func BenchmarkHTTPLateness(b *testing.B) {
 		lateness := make([]time.Duration, jobs)
 		var got atomic.Int64
 		var wg sync.WaitGroup
+		var conns []*rawConn
 		for range claimers {
+			c, err := dial(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, c)
 			wg.Go(func() {
+				var res struct {
+					Jobs []struct {
+						ID      string          `json:"id"`
+						Token   string          `json:"token"`
+						Payload json.RawMessage `json:"payload"`
+					} `json:"jobs"`
+				}
 				for got.Load() < jobs && ctx.Err() == nil {
-					var res struct {
-						Jobs []struct {
-							ID      string          `json:"id"`
-							Token   string          `json:"token"`
-							Payload json.RawMessage `json:"payload"`
-						} `json:"jobs"`
+					err := c.post(claimReq, http.StatusOK)
+					now := time.Now()
+					if err == nil {
+						res.Jobs = res.Jobs[:0]
+						err = json.Unmarshal(c.answer.Bytes(), &res)
 					}
-					if err := post("/v1/queues/"+q+"/claim", map[string]any{"wait": "1s", "max": 16}, &res); err != nil {
+					if err != nil {
 						b.Error(err)
 						return
 					}
-					now := time.Now()
 					for _, j := range res.Jobs {
 						i, err := strconv.Atoi(string(j.Payload))
 						if err != nil || i < 0 || i >= jobs {
@@ -312,7 +314,7 @@ func BenchmarkHTTPLateness(b *testing.B) {
 						lateness[i] = now.Sub(asked[i])
 					}
 					for _, j := range res.Jobs {
-						if err := post("/v1/queues/"+q+"/jobs/"+j.ID+"/complete", map[string]any{"token": j.Token}, nil); err != nil {
+						if err := c.post(rawRequest(addr, "/v1/queues/"+q+"/jobs/"+j.ID+"/complete", `{"token":"`+j.Token+`"}`), http.StatusOK); err != nil {
 							b.Error(err)
 							return
 						}
@@ -321,17 +323,29 @@ func BenchmarkHTTPLateness(b *testing.B) {
 				}
 			})
 		}
+		producer, err := dial(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, producer)
 		for i := 0; i < jobs; i += 100 {
 			batch := make([]map[string]any, 0, 100)
 			for k := i; k < i+100; k++ {
 				batch = append(batch, map[string]any{"queue": q, "kind": "late", "payload": k,
 					"run_at": asked[k].UTC().Format(time.RFC3339Nano)})
 			}
-			if err := post("/v1/jobs/batch", map[string]any{"jobs": batch}, nil); err != nil {
+			body, err := json.Marshal(map[string]any{"jobs": batch})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := producer.post(rawRequest(addr, "/v1/jobs/batch", string(body)), http.StatusCreated); err != nil {
 				b.Fatal(err)
 			}
 		}
 		wg.Wait()
+		for _, c := range conns {
+			_ = c.conn.Close()
+		}
 		if err := promoting.Stop(ctx); err != nil {
 			b.Error(err)
 		}
