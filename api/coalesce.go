@@ -142,12 +142,10 @@ func (c *coalescer) send(batch []*enqueueCall) {
 // HTTP worker, one job a call, that is one script call for several jobs'
 // completes where each was two round trips (BenchmarkHTTPWork).
 //
-// Each request gets its own answer: the codes are per job, so one job's
-// lost lease or full artifacts does not touch the others. An ack the store
-// refuses before it sends anything (a result or artifacts that are not
-// valid, or too large) fails the whole call: the batch's acks then go
-// again one by one, so that only its request gets the error. Any other
-// error concerns the queue, and every request of the batch gets it.
+// Each request gets its own answer: the store answers each ack on its own
+// (a lost lease, full artifacts, or a result or artifacts it refused), so
+// one request's does not touch the others. An error of the call as a
+// whole concerns the queue, and every request of the batch gets it.
 type completer struct {
 	s   acker
 	log *slog.Logger
@@ -213,12 +211,6 @@ func (c *completer) send(q string, batch []*completeCall) {
 		acks[i] = call.ack
 	}
 	jobs, errs, err := c.s.CompleteManyJobs(ctx, q, acks)
-	if len(batch) > 1 && (errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge)) {
-		for _, call := range batch { // nothing was sent: one by one (see completer)
-			c.send(q, []*completeCall{call})
-		}
-		return
-	}
 	if err == nil && (len(jobs) != len(batch) || len(errs) != len(batch)) {
 		err = errors.New("api: store answered a batch of completes with the wrong number of jobs")
 	}

@@ -14,10 +14,9 @@ import (
 )
 
 // gatedAcker records the batches of completes it gets (their ids), at its
-// gate. An ack
-// whose token is "lost" is answered ErrLeaseLost; one whose result is
-// "bad" refuses the whole call, as the engine refuses a result that is
-// not valid before it sends anything.
+// gate. An ack whose token is "lost" is answered ErrLeaseLost; one whose
+// result is "bad" is refused in its place, as the engine refuses a result
+// that is not valid.
 type gatedAcker struct {
 	storeGate
 	batches [][]string
@@ -40,7 +39,7 @@ func (g *gatedAcker) CompleteManyJobs(_ context.Context, q string, acks []queue.
 	for i, a := range acks {
 		switch {
 		case string(a.Result) == "bad":
-			return nil, nil, &queue.FieldError{Index: -1, Field: "result", Err: fmt.Errorf("%w: not valid JSON", queue.ErrInvalid)}
+			errs[i] = &queue.FieldError{Index: -1, Field: "result", Err: fmt.Errorf("%w: not valid JSON", queue.ErrInvalid)}
 		case a.Token == "lost":
 			errs[i] = queue.ErrLeaseLost
 		default:
@@ -117,12 +116,11 @@ func TestCompleterAnswersARefusedAckAlone(t *testing.T) {
 	require.ErrorAs(t, got["bad"].err, &fe)
 	require.ErrorIs(t, got["bad"].err, queue.ErrInvalid)
 	require.Equal(t, "result", fe.Field)
+	require.Nil(t, got["bad"].job)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	// The refused batch, then each of its acks alone.
-	require.Len(t, g.batches, 5)
-	require.Len(t, g.batches[1], 3)
-	require.ElementsMatch(t, [][]string{{"a"}, {"bad"}, {"b"}}, g.batches[2:])
+	require.Len(t, g.batches, 2) // the first, then one batch for the three: nothing sent again
+	require.ElementsMatch(t, []string{"a", "bad", "b"}, g.batches[1])
 }
 
 func TestCompleterStoreErrorReachesEveryone(t *testing.T) {

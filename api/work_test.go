@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,7 +196,7 @@ func TestClaim(t *testing.T) {
 // completer); each request still gets its own job, or its own error.
 func TestConcurrentCompletesEachGetTheirJob(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, func(sc *setupConfig) { sc.queue.MaxPayloadBytes = 100 })
 	const n = 24
 	for i := range n {
 		b.enqueue(t, map[string]any{"queue": "cc", "payload": i})
@@ -213,7 +214,13 @@ func TestConcurrentCompletesEachGetTheirJob(t *testing.T) {
 	wg.Go(func() { // a stale token among them: its own 409
 		res[n] = b.do(t, http.MethodPost, "/v1/queues/cc/jobs/"+jobs[0].ID+"/complete", map[string]any{"token": "stale"})
 	})
+	var big response
+	wg.Go(func() { // and a result over the cap: its own 413, the job left as it is
+		big = b.do(t, http.MethodPost, "/v1/queues/cc/jobs/"+jobs[1].ID+"/complete",
+			map[string]any{"token": jobs[1].Token, "result": strings.Repeat("x", 200)})
+	})
 	wg.Wait()
+	requireError(t, big, 413, "payload_too_large", "result")
 	for i, j := range jobs {
 		require.Equal(t, http.StatusOK, res[i].status, "body: %s", res[i].body)
 		got := decodeAs[jobView](t, res[i])

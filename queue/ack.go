@@ -52,10 +52,14 @@ func (c *Client) Complete(ctx context.Context, queue, id, token string, result j
 }
 
 // CompleteMany completes up to MaxBatch claimed jobs of one queue in one
-// script call. The first error is for the call as a whole; otherwise
-// errs[i] is the answer for acks[i] (nil, ErrLeaseLost or ErrNotFound, or
-// a *FieldError wrapping ErrPayloadTooLarge when its artifacts would pass
-// a cap: that job is left processing).
+// script call. The error is for the call as a whole (a queue name or a
+// number of acks not valid, or Redis); otherwise errs[i] is the answer for
+// acks[i]: nil, ErrLeaseLost or ErrNotFound, or a *FieldError when the ack
+// itself is refused (an id that is not valid, a result or artifacts that
+// are not valid JSON, a result over Config.MaxPayloadBytes or artifacts
+// over a cap: ErrInvalid or ErrPayloadTooLarge). A refused ack leaves its
+// job processing and does not hold the others back: they are sent without
+// it.
 func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (errs []error, err error) {
 	_, errs, err = c.completeMany(ctx, queue, acks, false)
 	return errs, err
@@ -91,40 +95,41 @@ func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, ans
 	if len(acks) == 0 || len(acks) > MaxBatch {
 		return nil, nil, invalid("acks", "a batch holds 1 to %d, got %d", MaxBatch, len(acks))
 	}
-	args := make([]any, 0, 5+4*len(acks))
-	retention := c.cfg.Retention.Milliseconds()
-	args = append(args, max(retention, 0), c.cfg.CompletedHistory, c.tombMs(), boolArg(answer), len(acks))
-	for _, a := range acks {
-		if err := ValidateID(a.ID); err != nil {
-			return nil, nil, err
-		}
-		if len(a.Result) > c.cfg.MaxPayloadBytes {
-			return nil, nil, &FieldError{Index: -1, Field: "result", Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrPayloadTooLarge, len(a.Result), c.cfg.MaxPayloadBytes)}
-		}
-		if len(a.Result) > 0 && !json.Valid(a.Result) {
-			return nil, nil, invalid("result", "not valid JSON")
-		}
-		arts, err := encodeArtifacts(a.Artifacts)
+	errs = make([]error, len(acks))
+	if answer {
+		jobs = make([]*Job, len(acks))
+	}
+	// The acks refused here stay out of the call: sent[k] is the index of
+	// the k-th ack sent.
+	sent := make([]int, 0, len(acks))
+	args := make([]any, 5, 5+4*len(acks))
+	for i, a := range acks {
+		arts, err := c.checkAck(a)
 		if err != nil {
-			return nil, nil, err
+			errs[i] = err
+			continue
 		}
+		sent = append(sent, i)
 		args = append(args, a.ID, a.Token, string(a.Result), arts)
 	}
+	if len(sent) == 0 {
+		return jobs, errs, nil
+	}
+	args[0], args[1], args[2], args[3], args[4] = max(c.cfg.Retention.Milliseconds(), 0), c.cfg.CompletedHistory, c.tombMs(), boolArg(answer), len(sent)
 	v, err := c.run(ctx, completeScript, k, args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
 	}
 	res, _ := v.([]any)
-	n := len(acks)
+	n := len(sent)
 	if answer {
 		n *= 2
 	}
 	if len(res) != n {
 		return nil, nil, fmt.Errorf("queue: complete in %s: unexpected reply %v", queue, v)
 	}
-	errs = make([]error, len(acks))
-	for i, r := range res[:len(acks)] {
-		code, _ := r.(int64)
+	for k, i := range sent {
+		code, _ := res[k].(int64)
 		if code == codeArtifactsCount || code == codeArtifactsBytes {
 			errs[i] = artifactsErr(code)
 			continue
@@ -134,9 +139,8 @@ func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, ans
 	if !answer {
 		return nil, errs, nil
 	}
-	jobs = make([]*Job, len(acks))
-	for i, r := range res[len(acks):] {
-		s, _ := r.(string)
+	for k, i := range sent {
+		s, _ := res[len(sent)+k].(string)
 		if s == "" || errs[i] != nil {
 			continue
 		}
@@ -148,6 +152,21 @@ func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, ans
 		jobs[i] = j
 	}
 	return jobs, errs, nil
+}
+
+// checkAck checks what an ack carries before it is sent, and answers its
+// artifacts encoded for complete.lua.
+func (c *Client) checkAck(a Ack) (arts string, err error) {
+	if err := ValidateID(a.ID); err != nil {
+		return "", err
+	}
+	if len(a.Result) > c.cfg.MaxPayloadBytes {
+		return "", &FieldError{Index: -1, Field: "result", Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrPayloadTooLarge, len(a.Result), c.cfg.MaxPayloadBytes)}
+	}
+	if len(a.Result) > 0 && !json.Valid(a.Result) {
+		return "", invalid("result", "not valid JSON")
+	}
+	return encodeArtifacts(a.Artifacts)
 }
 
 // FailOptions describe a failed attempt.

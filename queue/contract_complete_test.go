@@ -91,6 +91,61 @@ func contractComplete(t *testing.T, setup setupFunc) {
 		require.InDelta(t, 90, ttl2.Seconds(), 5)
 	})
 
+	t.Run("CompleteManyAnswersARefusedAckInItsPlace", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(c *queue.Config) { c.MaxPayloadBytes = 100 })
+		for range 5 {
+			b.enqueue(t, queue.NewJob{})
+		}
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 5})
+		require.NoError(t, err)
+		require.Len(t, jobs, 5)
+		acks := []queue.Ack{
+			{ID: jobs[0].ID, Token: jobs[0].Token, Result: json.RawMessage(`{"ok":1}`)},
+			{ID: jobs[1].ID, Token: jobs[1].Token, Result: json.RawMessage(`not json`)},
+			{ID: jobs[2].ID, Token: jobs[2].Token, Result: json.RawMessage(`"` + strings.Repeat("x", 100) + `"`)},
+			{ID: jobs[3].ID, Token: jobs[3].Token, Artifacts: map[string]json.RawMessage{"a": json.RawMessage(`{`)}},
+			{ID: jobs[4].ID, Token: jobs[4].Token, Result: json.RawMessage(`{"ok":4}`)},
+		}
+		got, errs, err := b.client.CompleteManyJobs(b.ctx, b.queue, acks)
+		require.NoError(t, err)
+		require.Len(t, errs, 5)
+		require.Len(t, got, 5)
+		var fe *queue.FieldError
+		require.ErrorIs(t, errs[1], queue.ErrInvalid)
+		require.ErrorAs(t, errs[1], &fe)
+		require.Equal(t, "result", fe.Field)
+		require.ErrorIs(t, errs[2], queue.ErrPayloadTooLarge)
+		require.ErrorIs(t, errs[3], queue.ErrInvalid)
+		for _, i := range []int{0, 4} { // the others went, each in its place
+			require.NoError(t, errs[i])
+			require.Equal(t, jobs[i].ID, got[i].ID)
+			require.Equal(t, queue.StatusCompleted, b.get(t, jobs[i].ID).Status)
+		}
+		require.JSONEq(t, `{"ok":4}`, string(got[4].Result))
+		for _, i := range []int{1, 2, 3} { // refused: no job, and left processing
+			require.Nil(t, got[i])
+			require.Equal(t, queue.StatusProcessing, b.get(t, jobs[i].ID).Status)
+		}
+		require.Equal(t, int64(2), b.stats(t).CompletedTotal)
+
+		// Every ack refused: nothing is sent, and the jobs can still be
+		// completed with acks that are valid.
+		errs, err = b.client.CompleteMany(b.ctx, b.queue, acks[1:4])
+		require.NoError(t, err)
+		for _, e := range errs {
+			require.Error(t, e)
+		}
+		require.Equal(t, int64(2), b.stats(t).CompletedTotal)
+		for _, j := range jobs[1:4] {
+			require.NoError(t, b.client.Complete(b.ctx, b.queue, j.ID, j.Token, nil))
+		}
+		require.Equal(t, int64(5), b.stats(t).CompletedTotal)
+		// What is wrong with the call itself is still its error.
+		_, err = b.client.CompleteMany(b.ctx, b.queue, nil)
+		require.ErrorIs(t, err, queue.ErrInvalid)
+	})
+
 	t.Run("CompletedHistoryIsCapped", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(c *queue.Config) { c.CompletedHistory = 3 })

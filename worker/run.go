@@ -287,25 +287,18 @@ func (w *Worker) flush(q *queueState, batch []ack) {
 		acks[i] = queue.Ack{ID: a.job.ID, Token: a.job.Token, Result: a.result}
 	}
 	errs, err := w.client.CompleteMany(w.bg, q.Name, acks)
-	if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
-		// A result was refused (too large): one by one, so that only its
-		// job fails.
-		for _, a := range batch {
-			o := a.o
-			err := w.client.Complete(w.bg, q.Name, a.job.ID, a.job.Token, a.result)
-			if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
-				o.Err = fmt.Errorf("worker: the handler's result was refused: %w", err)
-				w.fail(q, o, o.Err.Error(), w.clock.Now())
-				continue
-			}
-			w.settleAck(o, err)
-		}
-		return
-	}
 	for i, a := range batch {
 		e := err
 		if e == nil {
 			e = errs[i]
+		}
+		if err == nil && (errors.Is(e, queue.ErrInvalid) || errors.Is(e, queue.ErrPayloadTooLarge)) {
+			// Its result was refused (over the cap), and
+			// its job left processing: the attempt fails, with the reason.
+			o := a.o
+			o.Err = fmt.Errorf("worker: the handler's result was refused: %w", e)
+			w.fail(q, o, o.Err.Error(), w.clock.Now())
+			continue
 		}
 		w.settleAck(a.o, e)
 	}

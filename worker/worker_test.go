@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -543,6 +544,44 @@ func TestManyJobsCompleteInBatches(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(n), s.CompletedTotal)
 	require.Zero(t, s.Pending+s.Processing)
+}
+
+// A result the store refuses (over its cap) fails its job's attempt with
+// the reason, and only that job's: the completes of the others, in the
+// same batch or not, go through.
+func TestARefusedResultFailsOnlyItsJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.mux.HandleFunc("good", func(context.Context, *queue.Job) (json.RawMessage, error) {
+		return json.RawMessage(`{"ok":true}`), nil
+	})
+	b.mux.HandleFunc("bad", func(context.Context, *queue.Job) (json.RawMessage, error) {
+		return json.RawMessage(`"` + strings.Repeat("x", queue.DefaultMaxPayloadBytes) + `"`), nil
+	})
+	jobs := make([]queue.NewJob, 0, 20)
+	for i := range 20 {
+		jobs = append(jobs, queue.NewJob{Queue: "q1", Kind: map[bool]string{true: "bad", false: "good"}[i%5 == 0], MaxAttempts: 1})
+	}
+	_, err := b.client.EnqueueBatch(b.ctx, jobs)
+	require.NoError(t, err)
+	b.start(t, worker.Config{Concurrency: 20})
+	for range 20 {
+		o := b.outcome(t)
+		if o.Job.Kind == "good" {
+			require.Equal(t, queue.StatusCompleted, o.Status, "%+v", o)
+			require.NoError(t, o.StoreErr)
+			continue
+		}
+		require.Equal(t, queue.StatusDead, o.Status, "%+v", o)
+		require.ErrorIs(t, o.Err, queue.ErrPayloadTooLarge)
+		got := b.get(t, "q1", o.Job.ID)
+		require.Equal(t, queue.StatusDead, got.Status)
+		require.Contains(t, got.LastError, "the handler's result was refused")
+	}
+	s, err := b.client.Stats(b.ctx, "q1")
+	require.NoError(t, err)
+	require.Equal(t, int64(16), s.CompletedTotal)
+	require.Equal(t, int64(4), s.Dead)
 }
 
 func TestWorkerOnCluster(t *testing.T) {
