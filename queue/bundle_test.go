@@ -77,6 +77,19 @@ func (b *testBundle) claimOne(t *testing.T) *queue.Job {
 	return jobs[0]
 }
 
+// running enqueues n jobs (of the defaults) and claims them all, in one
+// claim.
+func (b *testBundle) running(t *testing.T, n int) []*queue.Job {
+	t.Helper()
+	for range n {
+		b.enqueue(t, queue.NewJob{})
+	}
+	jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: n})
+	require.NoError(t, err)
+	require.Len(t, jobs, n)
+	return jobs
+}
+
 func (b *testBundle) claimNone(t *testing.T) {
 	t.Helper()
 	jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 10})

@@ -94,12 +94,7 @@ func contractComplete(t *testing.T, setup setupFunc) {
 	t.Run("CompleteManyAnswersARefusedAckInItsPlace", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(c *queue.Config) { c.MaxPayloadBytes = 100 })
-		for range 5 {
-			b.enqueue(t, queue.NewJob{})
-		}
-		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 5})
-		require.NoError(t, err)
-		require.Len(t, jobs, 5)
+		jobs := b.running(t, 5)
 		acks := []queue.Ack{
 			{ID: jobs[0].ID, Token: jobs[0].Token, Result: json.RawMessage(`{"ok":1}`)},
 			{ID: jobs[1].ID, Token: jobs[1].Token, Result: json.RawMessage(`not json`)},
@@ -149,11 +144,7 @@ func contractComplete(t *testing.T, setup setupFunc) {
 	t.Run("CompletedHistoryIsCapped", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(c *queue.Config) { c.CompletedHistory = 3 })
-		for range 5 {
-			b.enqueue(t, queue.NewJob{})
-		}
-		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 5})
-		require.NoError(t, err)
+		jobs := b.running(t, 5)
 		acks := make([]queue.Ack, len(jobs))
 		for i, j := range jobs {
 			acks[i] = queue.Ack{ID: j.ID, Token: j.Token}
