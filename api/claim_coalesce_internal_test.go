@@ -54,8 +54,7 @@ type claimResult struct {
 // out and fail in force, and answers the results by name.
 func heldClaims(t *testing.T, calls map[string]queue.ClaimOptions, waiting, left int, fail func() error) (*gatedClaims, map[string]claimResult) {
 	t.Helper()
-	gate := make(chan struct{})
-	g := &gatedClaims{storeGate: newStoreGate(gate, 100), left: 1}
+	g := &gatedClaims{storeGate: newStoreGate(100), left: 1}
 	c := newClaimer(g, slog.New(slog.DiscardHandler))
 	out := make(chan claimResult, len(calls)+1)
 	claim := func(name string, o queue.ClaimOptions) {
@@ -70,12 +69,7 @@ func heldClaims(t *testing.T, calls map[string]queue.ClaimOptions, waiting, left
 		claim(name, o)
 	}
 	firstKey := claimKey("q", queue.ClaimOptions{Max: 1})
-	require.Eventually(t, func() bool { return c.b.waiting(firstKey) == waiting }, 5*time.Second, time.Millisecond)
-	g.mu.Lock()
-	g.left += left
-	g.fail = fail
-	g.mu.Unlock()
-	close(gate)
+	g.release(t, func() int { return c.b.waiting(firstKey) }, waiting, func() { g.left, g.fail = g.left+left, fail })
 	got := map[string]claimResult{}
 	for range len(calls) + 1 {
 		r := <-out

@@ -14,8 +14,8 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// storeGate holds the calls of a test's store: while gate is set, each
-// call, once recorded, says so on entered and waits for the gate to open.
+// storeGate holds the calls of a test's store: each call, once recorded,
+// says so on entered and waits for the gate to open (release).
 type storeGate struct {
 	mu      sync.Mutex
 	gate    chan struct{}
@@ -27,16 +27,27 @@ type storeGate struct {
 func (g *storeGate) pass(record func()) {
 	g.mu.Lock()
 	record()
-	gate := g.gate
 	g.mu.Unlock()
-	if gate != nil {
-		g.entered <- struct{}{}
-		<-gate
-	}
+	g.entered <- struct{}{}
+	<-g.gate
 }
 
-func newStoreGate(gate chan struct{}, capacity int) storeGate {
-	return storeGate{gate: gate, entered: make(chan struct{}, capacity)}
+// newStoreGate answers a gate that holds every call until release opens
+// it; up to capacity calls say they entered without waiting to be read.
+func newStoreGate(capacity int) storeGate {
+	return storeGate{gate: make(chan struct{}), entered: make(chan struct{}, capacity)}
+}
+
+// release opens the gate once n calls wait for the next batch (waiting
+// counts them), after set (run with mu held) has put the store's answer
+// in force.
+func (g *storeGate) release(t *testing.T, waiting func() int, n int, set func()) {
+	t.Helper()
+	require.Eventually(t, func() bool { return waiting() == n }, 5*time.Second, time.Millisecond)
+	g.mu.Lock()
+	set()
+	g.mu.Unlock()
+	close(g.gate)
 }
 
 // gatedProducer records the batches it gets, at its gate.
@@ -91,8 +102,7 @@ func enqueueAsync(c *coalescer, q, kind string, out chan<- result) {
 
 func TestCoalescerBatchesWhatArrivesMeanwhile(t *testing.T) {
 	t.Parallel()
-	gate := make(chan struct{})
-	p := &gatedProducer{storeGate: newStoreGate(gate, 20)}
+	p := &gatedProducer{storeGate: newStoreGate(20)}
 	c := newCoalescer(p, slog.New(slog.DiscardHandler))
 	out := make(chan result, 20)
 
@@ -103,8 +113,7 @@ func TestCoalescerBatchesWhatArrivesMeanwhile(t *testing.T) {
 	for i := range 10 {
 		enqueueAsync(c, "q", fmt.Sprint("k", i), out)
 	}
-	require.Eventually(t, func() bool { return c.waiting("q") == 10 }, 5*time.Second, time.Millisecond)
-	close(gate)
+	p.release(t, func() int { return c.waiting("q") }, 10, func() {})
 	for range 12 {
 		r := <-out
 		require.NoError(t, r.err)
@@ -122,8 +131,7 @@ func TestCoalescerBatchesWhatArrivesMeanwhile(t *testing.T) {
 // with fail in force, and answers their results by kind.
 func held(t *testing.T, kinds []string, fail func([]queue.NewJob) error) (*gatedProducer, map[string]result) {
 	t.Helper()
-	gate := make(chan struct{})
-	p := &gatedProducer{storeGate: newStoreGate(gate, 100)}
+	p := &gatedProducer{storeGate: newStoreGate(100)}
 	c := newCoalescer(p, slog.New(slog.DiscardHandler))
 	out := make(chan result, len(kinds)+1)
 	enqueueAsync(c, "q", "first", out)
@@ -131,11 +139,7 @@ func held(t *testing.T, kinds []string, fail func([]queue.NewJob) error) (*gated
 	for _, k := range kinds {
 		enqueueAsync(c, "q", k, out)
 	}
-	require.Eventually(t, func() bool { return c.waiting("q") == len(kinds) }, 5*time.Second, time.Millisecond)
-	p.mu.Lock()
-	p.fail = fail
-	p.mu.Unlock()
-	close(gate)
+	p.release(t, func() int { return c.waiting("q") }, len(kinds), func() { p.fail = fail })
 	got := map[string]result{}
 	for range len(kinds) + 1 {
 		r := <-out

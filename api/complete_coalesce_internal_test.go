@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -60,8 +59,7 @@ type ackResult struct {
 // the results by id.
 func heldCompletes(t *testing.T, acks []queue.Ack, fail func() error) (*gatedAcker, map[string]ackResult) {
 	t.Helper()
-	gate := make(chan struct{})
-	g := &gatedAcker{storeGate: newStoreGate(gate, 100)}
+	g := &gatedAcker{storeGate: newStoreGate(100)}
 	c := newCompleter(g, slog.New(slog.DiscardHandler))
 	out := make(chan ackResult, len(acks)+1)
 	complete := func(a queue.Ack) {
@@ -75,11 +73,7 @@ func heldCompletes(t *testing.T, acks []queue.Ack, fail func() error) (*gatedAck
 	for _, a := range acks {
 		complete(a)
 	}
-	require.Eventually(t, func() bool { return c.b.waiting("q") == len(acks) }, 5*time.Second, time.Millisecond)
-	g.mu.Lock()
-	g.fail = fail
-	g.mu.Unlock()
-	close(gate)
+	g.release(t, func() int { return c.b.waiting("q") }, len(acks), func() { g.fail = fail })
 	got := map[string]ackResult{}
 	for range len(acks) + 1 {
 		r := <-out
