@@ -18,12 +18,13 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// Limits of one coalesced enqueue.
+// Limits of one coalesced enqueue (maxCoalesce), of a batch's payloads,
+// or results and artifacts (maxCoalesceBytes), and of every batch.
 const (
 	maxCoalesce        = 256     // jobs
 	maxCoalesceBytes   = 1 << 20 // payload bytes
 	coalesceTimeout    = 10 * time.Second
-	coalesceQueueLimit = 4096 // waiting calls per queue before callers go straight to the store
+	coalesceQueueLimit = 4096 // waiting calls per key before callers go straight to the store
 )
 
 // coalescer turns the single enqueues of concurrent requests into batches:
@@ -313,9 +314,10 @@ func (c *claimer) send(_ string, batch []*claimCall) {
 	}
 }
 
-// batches is the group commit both coalescers share (enqueues, see
-// coalescer; completes, see completer): per key (a queue), while one batch
-// is in flight the calls that arrive wait, and then go together. The first
+// batches is the group commit the three batchers share (enqueues, see
+// coalescer; completes, see completer; claims, see claimer): per key (a
+// queue, or for claims claimKey), while one batch is in flight the calls
+// that arrive wait, and then go together. The first
 // call of a key starts its sender, which sends batch after batch until
 // none is waiting, yielding its processor once before taking each (see
 // coalescer).

@@ -288,19 +288,18 @@ func (w *Worker) flush(q *queueState, batch []ack) {
 	}
 	errs, err := w.client.CompleteMany(w.bg, q.Name, acks)
 	for i, a := range batch {
-		e := err
-		if e == nil {
-			e = errs[i]
-		}
-		if err == nil && (errors.Is(e, queue.ErrInvalid) || errors.Is(e, queue.ErrPayloadTooLarge)) {
-			// Its result was refused (over the cap), and
-			// its job left processing: the attempt fails, with the reason.
+		switch {
+		case err != nil:
+			w.settleAck(a.o, err)
+		case errors.Is(errs[i], queue.ErrInvalid) || errors.Is(errs[i], queue.ErrPayloadTooLarge):
+			// Its result was refused (over the cap) and its job left
+			// processing: the attempt fails, with the reason.
 			o := a.o
-			o.Err = fmt.Errorf("worker: the handler's result was refused: %w", e)
+			o.Err = fmt.Errorf("worker: the handler's result was refused: %w", errs[i])
 			w.fail(q, o, o.Err.Error(), w.clock.Now())
-			continue
+		default:
+			w.settleAck(a.o, errs[i])
 		}
-		w.settleAck(a.o, e)
 	}
 }
 
