@@ -15,7 +15,9 @@ import (
 )
 
 // gatedClaims hands out jobs j1, j2, ... from a pool of size left, and
-// records each claim's options, at its gate.
+// records each claim's options, at its gate. A claim takes its jobs as it
+// is recorded, before the gate: in the order the claims reached the
+// store, whatever order the gate lets them go in.
 type gatedClaims struct {
 	storeGate
 	claims []queue.ClaimOptions
@@ -25,19 +27,21 @@ type gatedClaims struct {
 }
 
 func (g *gatedClaims) Claim(_ context.Context, q string, o queue.ClaimOptions) ([]*queue.Job, error) {
-	g.pass(func() { g.claims = append(g.claims, o) })
+	var jobs []*queue.Job
+	g.pass(func() {
+		g.claims = append(g.claims, o)
+		for len(jobs) < max(o.Max, 1) && g.left > 0 {
+			g.next++
+			g.left--
+			jobs = append(jobs, &queue.Job{ID: fmt.Sprint("j", g.next), Queue: q})
+		}
+	})
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.fail != nil {
 		if err := g.fail(); err != nil {
 			return nil, err
 		}
-	}
-	var jobs []*queue.Job
-	for len(jobs) < max(o.Max, 1) && g.left > 0 {
-		g.next++
-		g.left--
-		jobs = append(jobs, &queue.Job{ID: fmt.Sprint("j", g.next), Queue: q})
 	}
 	return jobs, nil
 }
@@ -50,11 +54,13 @@ type claimResult struct {
 
 // heldClaims claims "first" (max 1) of queue q, and, while it is in
 // flight, the claims of calls (by name), of which waiting claim alike
-// and so wait behind it; then it lets them all go with left jobs to hand
-// out and fail in force, and answers the results by name.
+// and so wait behind it; the others, each asking for something else, go
+// at once and are held too. Then it lets them all go with fail in force,
+// and answers the results by name. The store has 1 + left jobs to hand
+// out: first's, and left for the others.
 func heldClaims(t *testing.T, calls map[string]queue.ClaimOptions, waiting, left int, fail func() error) (*gatedClaims, map[string]claimResult) {
 	t.Helper()
-	g := &gatedClaims{storeGate: newStoreGate(100), left: 1}
+	g := &gatedClaims{storeGate: newStoreGate(100), left: 1 + left}
 	c := newClaimer(g, slog.New(slog.DiscardHandler))
 	out := make(chan claimResult, len(calls)+1)
 	claim := func(name string, o queue.ClaimOptions) {
@@ -68,8 +74,11 @@ func heldClaims(t *testing.T, calls map[string]queue.ClaimOptions, waiting, left
 	for name, o := range calls {
 		claim(name, o)
 	}
+	for range len(calls) - waiting {
+		<-g.entered // their jobs taken before the batch's (see gatedClaims)
+	}
 	firstKey := claimKey("q", queue.ClaimOptions{Max: 1})
-	g.release(t, func() int { return c.b.waiting(firstKey) }, waiting, func() { g.left, g.fail = g.left+left, fail })
+	g.release(t, func() int { return c.b.waiting(firstKey) }, waiting, func() { g.fail = fail })
 	got := map[string]claimResult{}
 	for range len(calls) + 1 {
 		r := <-out
