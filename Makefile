@@ -59,9 +59,9 @@ fmt: ## format the code
 
 # The Go client generated from the OpenAPI document, by the oapi-codegen
 # pinned in go.mod's tool directive (go tool oapi-codegen).
-GENERATED := api/client
+GENERATED := client
 
-generate: ## regenerate the generated code: api/client from api/openapi.json
+generate: ## regenerate the generated code: client from api/openapi.json
 	$(GO) generate ./$(GENERATED)/
 
 generate-check: generate ## fail when the checked-in generated code differs from what the generator makes

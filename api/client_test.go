@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/api/client"
+	"github.com/chronoq/chronoq/client"
 )
 
 // worker is an HTTP worker loop written against the generated client
@@ -60,7 +60,7 @@ func worker(ctx context.Context, c *client.ClientWithResponses, queue string, wa
 }
 
 // TestGeneratedClient: a client generated from the OpenAPI document
-// (api/client), unchanged, drives a worker loop against a real server on
+// (package client), unchanged, drives a worker loop against a real server on
 // a real Redis: enqueue (single and batch), claim with long poll,
 // heartbeat, fail into a retry, complete with a result, read the job,
 // list, stats; each answer is decoded by the client's typed responses.

@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/chronoq/chronoq/api/client"
+	"github.com/chronoq/chronoq/client"
 )
 
 // The operator CLI: small commands over the HTTP API of a running serve.
@@ -73,7 +73,7 @@ func (c *cli) usageErr(format string, args ...any) int {
 }
 
 // connect makes the client of the API the flags name: the client
-// generated from the API's OpenAPI document (api/client), so the CLI
+// generated from the API's OpenAPI document (package client), so the CLI
 // reads the API's own types.
 func (c *cli) connect() error {
 	opts := []client.ClientOption{client.WithHTTPClient(&http.Client{Timeout: cliTimeout})}

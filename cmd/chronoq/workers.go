@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/chronoq/chronoq/api/client"
+	"github.com/chronoq/chronoq/client"
 )
 
 // runWorkers: chronoq workers [--limit N] [--cursor C] | chronoq workers ID:

@@ -21,4 +21,4 @@
 //	job := res.JSON201
 package client
 
-//go:generate go tool oapi-codegen -config oapi-codegen.yaml ../openapi.json
+//go:generate go tool oapi-codegen -config oapi-codegen.yaml ../api/openapi.json
