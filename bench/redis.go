@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 // redisServer is the redis-server this program started for itself: on a
@@ -28,7 +28,7 @@ const (
 // startRedis starts a redis-server on a free loopback port and waits until
 // it answers (as the process started, not as a foreign server that took
 // the port), for at most startTimeout or until ctx ends. The process is
-// internal/redisproc's, as the tests' servers are: in a process group of
+// testutil/redisproc's, as the tests' servers are: in a process group of
 // its own (a Ctrl-C at the terminal is ours to handle, not the server's)
 // and, on Linux, killed by the kernel if this program dies.
 func startRedis(ctx context.Context) (*redisServer, error) {

@@ -17,7 +17,7 @@ import (
 // here, which demotes the same way on one server) answers the clients parked
 // in BLMOVE with "UNBLOCKED force unblock ...". Nothing moved, so a wait must
 // end like a timeout, not as a failure handed to the worker. Found by the
-// chaos battery (internal/chaos), scenario cluster.
+// chaos battery (testutil/chaos), scenario cluster.
 
 func TestWaitPendingSurvivesDemotion(t *testing.T) {
 	t.Parallel()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 const (

@@ -72,8 +72,11 @@
 // even if the test binary crashes or is killed by go test -timeout. Startup
 // and shutdown waits are bounded; a port lost to a concurrent process between
 // choosing it and binding it is retried with a new port.
-// The processes themselves are package internal/redisproc's, which the
-// chaos battery and the benchmark share.
+// The processes themselves are package testutil/redisproc's, which the
+// chaos battery and the benchmark share. The test machinery lives under
+// this folder, apart from the runtime code: redisproc, clockskew (clocks
+// wrong on purpose) and chaos (the fault-injection battery); no runtime
+// package imports them.
 //
 // Functions taking a testing.TB call t.Fatal on failure and therefore must be
 // called from the test's goroutine; the same holds for the methods of

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 // MigrateOptions say which slot [PrivateCluster.MigrateSlot] moves, where

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 // Server is a dedicated redis-server owned by one test, for tests that stop,

@@ -8,7 +8,7 @@ import (
 )
 
 // Starting servers (ports taken, bad arguments, bus ports) and clusters
-// (and killing a half-built one) is tested in internal/redisproc.
+// (and killing a half-built one) is tested in testutil/redisproc.
 
 func TestEnvOverrides(t *testing.T) {
 	// Not parallel: t.Setenv.

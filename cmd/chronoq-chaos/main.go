@@ -1,7 +1,7 @@
 // Command chronoq-chaos is chronoq's fault-injection battery: it runs real
 // redis-server, chronoq serve and worker processes on loopback, injects
 // crashes, pauses, restarts, failovers, dropped connections and slot
-// migrations, and counts every job (see package internal/chaos).
+// migrations, and counts every job (see package testutil/chaos).
 //
 //	chronoq-chaos run [-short] [-scenarios single,cluster,client,reshard,skew,workflow] [-json FILE]
 //
@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/chronoq/chronoq/internal/chaos"
+	"github.com/chronoq/chronoq/testutil/chaos"
 )
 
 func main() {

@@ -18,8 +18,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/testutil"
+	"github.com/chronoq/chronoq/testutil/clockskew"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }

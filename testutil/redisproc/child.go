@@ -21,7 +21,7 @@ const (
 // the one goroutine of this package that lives as long as the process: on
 // Linux, the spawner that starts every child from a thread of its own
 // (see spawn). Elsewhere there is no such goroutine.
-const SpawnerFunc = "github.com/chronoq/chronoq/internal/redisproc.(*spawner).run"
+const SpawnerFunc = "github.com/chronoq/chronoq/testutil/redisproc.(*spawner).run"
 
 // Child is one child process. Every child runs in a process group of its
 // own (Setpgid), so that a signal reaches its own children too

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 // redisReadyTimeout bounds a redis-server's start: loading a large AOF

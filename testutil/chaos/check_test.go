@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/internal/chaos"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil/chaos"
 )
 
 // world builds a ledger and a final snapshot by hand, for the checker's

@@ -3,7 +3,7 @@ package chaos
 import (
 	"sync"
 
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 // Group tracks the children of a run so that all of them are stopped at

@@ -19,8 +19,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/chronoq/chronoq/internal/clockskew"
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/clockskew"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 // Namespace is the key prefix of every run (each scenario has its own Redis).

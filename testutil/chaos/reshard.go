@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 // Bounds of the slot migrations.

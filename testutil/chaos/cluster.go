@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/chronoq/chronoq/internal/redisproc"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
 // Bounds of the cluster waits.

@@ -2,7 +2,7 @@
 // and the fault-injection battery: redis-server on free loopback ports
 // (alone or joined into a Redis Cluster) and any other child that must die
 // with its parent. Package testutil (the test suites), package
-// internal/chaos (cmd/chronoq-chaos, which is not a test) and the bench
+// testutil/chaos (cmd/chronoq-chaos, which is not a test) and the bench
 // module all need exactly this — a port whose cluster bus port is free
 // too, readiness that checks the pid (so a foreign server on the port is
 // not taken for ours), signals to a whole process group, bounded kills —
