@@ -109,9 +109,6 @@ type Dispatcher struct {
 	// back for another attempt.
 	refreshSeq atomic.Uint64
 	applied    uint64
-	// refreshRead, when set (tests), is called between a Refresh's read and
-	// its apply.
-	refreshRead func()
 
 	mu       sync.Mutex
 	workers  map[string]*served
@@ -214,6 +211,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return errors.Join(all...)
 }
 
+// testHookRefreshRead is the tests' seam into Refresh: it is called with
+// the dispatcher between a Refresh's read of the configs and its apply.
+// It does nothing; the package's tests set it once, before any test runs,
+// to hold up the Refresh of a dispatcher of their own.
+var testHookRefreshRead = func(*Dispatcher) {}
+
 // Refresh reads the push configs now: queues that became push queues are
 // served, queues that stopped being one are dropped. Before Run and after
 // it ended, it only reads them.
@@ -223,9 +226,7 @@ func (d *Dispatcher) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if d.refreshRead != nil {
-		d.refreshRead()
-	}
+	testHookRefreshRead(d)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if seq < d.applied {

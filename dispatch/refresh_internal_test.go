@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,12 +35,12 @@ func TestRefreshNeverAppliesAnOlderView(t *testing.T) {
 	require.NoError(t, err)
 	var armed atomic.Bool
 	olderRead, newerDone := make(chan struct{}), make(chan struct{})
-	d.refreshRead = func() {
+	onRefreshRead(t, d, func() {
 		if armed.CompareAndSwap(true, false) {
 			close(olderRead)
 			<-newerDone
 		}
-	}
+	})
 	h := lifecycle.Start(ctx, d)
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -63,4 +64,23 @@ func TestRefreshNeverAppliesAnOlderView(t *testing.T) {
 	d.mu.Unlock()
 	require.True(t, served, "the older view stopped the newer one's worker")
 	require.Contains(t, *d.configs.Load(), "x", "the older view replaced the configs")
+}
+
+// refreshReads holds the functions that onRefreshRead gave the tests'
+// dispatchers.
+var refreshReads sync.Map // *Dispatcher -> func()
+
+func init() {
+	testHookRefreshRead = func(d *Dispatcher) {
+		if f, ok := refreshReads.Load(d); ok {
+			f.(func())()
+		}
+	}
+}
+
+// onRefreshRead makes every Refresh of d call f between its read and its
+// apply (see testHookRefreshRead), until the test ends.
+func onRefreshRead(t testing.TB, d *Dispatcher, f func()) {
+	refreshReads.Store(d, f)
+	t.Cleanup(func() { refreshReads.Delete(d) })
 }

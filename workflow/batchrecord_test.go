@@ -100,10 +100,10 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 			// crashed (the next pass does it all again), and releases c
 			// once.
 			steps := map[string]int{}
-			e.r.crash = func(s string) bool {
+			dieAt(t, e.r, func(s string) bool {
 				steps[s]++
 				return crashed && s == "recorded" && steps[s] == 1
-			}
+			})
 			e.r.Pass(ctx)
 			if crashed {
 				e.r.Pass(ctx) // the entries left are read again

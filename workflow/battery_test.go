@@ -151,11 +151,11 @@ func runBattery(t *testing.T, rdb redis.UniversalClient) {
 		require.NoError(t, err)
 		var rmu sync.Mutex
 		rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
-		r.crash = func(string) bool {
+		dieAt(t, r, func(string) bool {
 			rmu.Lock()
 			defer rmu.Unlock()
 			return rng.IntN(8) == 0
-		}
+		})
 		return lifecycle.Start(ctx, r)
 	}
 

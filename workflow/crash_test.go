@@ -44,13 +44,13 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 				node("d", "cr-b", "b", "c")}})
 			require.NoError(t, err)
 			crashes := 0
-			e.r.crash = func(s string) bool {
+			dieAt(t, e.r, func(s string) bool {
 				if s == step && crashes < 3 {
 					crashes++
 					return true
 				}
 				return false
-			}
+			})
 			claimed := e.drive(ctx, []string{"cr-a", "cr-b"}, echo)
 			require.Equal(t, 3, crashes)
 			require.Len(t, claimed, 4)
@@ -73,13 +73,13 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		require.NoError(t, err)
 		d1, d2 := e.after(ctx, "cx-c", a), e.after(ctx, "cx-c", a)
 		calls := 0
-		e.r.crash = func(s string) bool {
+		dieAt(t, e.r, func(s string) bool {
 			if s != "ref" {
 				return false
 			}
 			calls++
 			return calls == 1 || calls == 3
-		}
+		})
 		claimed := e.runAll(ctx, "cx-a", "cx-b", "cx-c")
 		// the sixth: the dependents' own ends, one page naming their two
 		// workflows
@@ -241,12 +241,29 @@ func dyingReleasers(t *testing.T, e *env, rdb redis.UniversalClient, seed uint64
 		require.NoError(t, err)
 		rng := rand.New(rand.NewPCG(uint64(i), seed))
 		var mu sync.Mutex
-		r.crash = func(string) bool {
+		dieAt(t, r, func(string) bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return rng.IntN(3) == 0
-		}
+		})
 		rels = append(rels, r)
 	}
 	return rels
+}
+
+// dying holds the stop functions that dieAt gave the tests' releasers.
+var dying sync.Map // *Releaser -> func(step string) bool
+
+func init() {
+	testHookStop = func(r *Releaser, step string) bool {
+		stop, ok := dying.Load(r)
+		return ok && stop.(func(string) bool)(step)
+	}
+}
+
+// dieAt makes releaser r stop handling a batch at a step (see
+// testHookStop) whenever stop answers true for it, until the test ends.
+func dieAt(t testing.TB, r *Releaser, stop func(step string) bool) {
+	dying.Store(r, stop)
+	t.Cleanup(func() { dying.Delete(r) })
 }

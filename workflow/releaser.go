@@ -63,11 +63,16 @@ type Releaser struct {
 	log        *slog.Logger
 	running    atomic.Bool
 	reconciled time.Time
-	// crash, in tests, stops handling a batch at a step ("ref": before
-	// recording a later workflow's batch of ends, "recorded", "applied")
-	// as a crash there would, when it answers true.
-	crash func(step string) bool
 }
+
+// testHookStop is the tests' seam into handle: it is called with the
+// releaser at each step of handling a batch ("ref": before recording a
+// later workflow's batch of ends, "recorded", "applied"), and when it
+// answers true the handling stops there, as a crash of the releaser at
+// that step would. It answers false; the package's tests set it once,
+// before any test runs, to a function that dies at the steps a test chose
+// for its own releasers.
+var testHookStop = func(*Releaser, string) bool { return false }
 
 // NewReleaser checks cfg and fills its defaults.
 func NewReleaser(cfg ReleaserConfig) (*Releaser, error) {
@@ -299,7 +304,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		g := byWF[id]
 		for lo := 0; lo < len(g.ends); lo += queue.MaxBatch {
 			hi := min(lo+queue.MaxBatch, len(g.ends))
-			if called && r.crash != nil && r.crash("ref") {
+			if called && testHookStop(r, "ref") {
 				return false
 			}
 			called = true
@@ -327,7 +332,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		}
 		done = append(done, e)
 	}
-	if r.crash != nil && r.crash("recorded") {
+	if testHookStop(r, "recorded") {
 		return false
 	}
 	if err := r.apply(ctx, acts); err != nil {
@@ -336,7 +341,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		}
 		return false
 	}
-	if r.crash != nil && r.crash("applied") {
+	if testHookStop(r, "applied") {
 		return false
 	}
 	if _, err := r.c.q.AckOutbox(ctx, q, done); err != nil {
