@@ -62,9 +62,9 @@ func TestClaimerWaiterLeavesWhenItsContextEnds(t *testing.T) {
 	g := &gatedClaims{storeGate: newStoreGate(10), left: 10}
 	c := newClaimer(g, slog.New(slog.DiscardHandler))
 	key := claimKey("q", queue.ClaimOptions{Max: 1})
-	claim := func(ctx context.Context, max int, out chan<- claimResult) {
+	claim := func(ctx context.Context, n int, out chan<- claimResult) {
 		go func() {
-			jobs, err := c.Claim(ctx, "q", queue.ClaimOptions{Max: max})
+			jobs, err := c.Claim(ctx, "q", queue.ClaimOptions{Max: n})
 			out <- claimResult{jobs: jobs, err: err}
 		}()
 	}
