@@ -16,7 +16,7 @@ import (
 // through package batch: while one enqueue of a queue is in flight, the
 // calls that arrive wait, and then go together in one enqueue.lua call
 // (group commit). Nothing waits on purpose: a call that finds its queue
-// idle goes at once, alone.
+// idle goes at once.
 //
 // Each call still gets exactly its own answer. A job is validated
 // (prepare) before it joins a batch, so a batch cannot be refused for one

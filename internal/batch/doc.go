@@ -15,10 +15,11 @@
 //
 // [Batcher.Do] hands one item of a key to the batcher and waits for its
 // answer. Per key, nothing waits on purpose: a call that finds its key
-// idle is sent at once, in a batch of its own; calls that arrive while a
-// batch of that key is in flight wait, and go together in the next one,
-// in the order they arrived. One goroutine per busy key sends its batches
-// one after the other, so a key has one call in flight at a time.
+// idle is sent at once, by a sender goroutine the call starts; calls that
+// arrive while a batch of that key is in flight wait, and go together in
+// the next one, in the order they arrived. The sender sends the key's
+// batches one after the other until none waits, so a key has one call in
+// flight at a time.
 //
 // Before it takes each batch, that goroutine yields its processor once
 // (runtime.Gosched). The callers the batch before it just answered are
