@@ -2,75 +2,32 @@ package dispatch
 
 import (
 	"context"
-	"sync"
 
+	"github.com/chronoq/chronoq/internal/batch"
 	"github.com/chronoq/chronoq/queue"
 )
 
-// notes group-commits the attempt notes of a queue: a note that finds
-// another queue's batch under way waits for it and goes in the next one,
-// so at most one note call per queue is in flight and, under load, one
-// script call writes many notes (a call per request was a fifth of the
-// dispatcher's CPU and a Redis round trip per job). A note alone goes at
-// once: no timer, no added latency.
+// notes group-commits the attempt notes of a queue (package batch): a
+// note that finds its queue's note call in flight goes in the next one,
+// so under load one script call writes many notes (a call per request
+// was a fifth of the dispatcher's CPU and a Redis round trip per job). A
+// note alone goes at once: no timer, no added latency.
 type notes struct {
-	client *queue.Client
-	mu     sync.Mutex
-	queues map[string]*noteQueue
+	b *batch.Batcher[queue.NoteItem, struct{}]
 }
 
-type noteQueue struct {
-	busy    bool
-	pending []noteReq
+func newNotes(c *queue.Client) *notes {
+	send := func(ctx context.Context, q string, items []queue.NoteItem) ([]struct{}, []error, error) {
+		errs, err := c.NoteMany(ctx, q, items)
+		return nil, errs, err
+	}
+	return &notes{b: batch.New(send, batch.Config[queue.NoteItem]{Size: func(n queue.NoteItem) int { return len(n.Line) }})}
 }
-
-type noteReq struct {
-	item queue.NoteItem
-	done chan error
-}
-
-func newNotes(c *queue.Client) *notes { return &notes{client: c, queues: map[string]*noteQueue{}} }
 
 // note writes one line on a claimed job's notes and answers how it went
-// (nil, queue.ErrLeaseLost, queue.ErrNotFound, or the call's error).
+// (nil, queue.ErrLeaseLost, queue.ErrNotFound, the call's error, or
+// ctx's when it ends first).
 func (n *notes) note(ctx context.Context, q string, item queue.NoteItem) error {
-	req := noteReq{item: item, done: make(chan error, 1)}
-	n.mu.Lock()
-	nq := n.queues[q]
-	if nq == nil {
-		nq = &noteQueue{}
-		n.queues[q] = nq
-	}
-	nq.pending = append(nq.pending, req)
-	if nq.busy {
-		n.mu.Unlock()
-		return <-req.done // the caller under way writes it
-	}
-	nq.busy = true
-	for len(nq.pending) > 0 {
-		batch := nq.pending[:min(len(nq.pending), queue.MaxBatch)]
-		nq.pending = nq.pending[len(batch):]
-		n.mu.Unlock()
-		n.flush(ctx, q, batch)
-		n.mu.Lock()
-	}
-	nq.busy = false
-	delete(n.queues, q)
-	n.mu.Unlock()
-	return <-req.done
-}
-
-func (n *notes) flush(ctx context.Context, q string, batch []noteReq) {
-	items := make([]queue.NoteItem, len(batch))
-	for i, r := range batch {
-		items[i] = r.item
-	}
-	errs, err := n.client.NoteMany(ctx, q, items)
-	for i, r := range batch {
-		if err != nil {
-			r.done <- err
-		} else {
-			r.done <- errs[i]
-		}
-	}
+	_, err := n.b.Do(ctx, q, item)
+	return err
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/alarm"
+	"github.com/chronoq/chronoq/internal/batch"
 )
 
 // Caps and defaults. Each is documented where it is configured.
@@ -123,11 +124,6 @@ type Config struct {
 	// DisableEvents stops the scripts publishing job events (saves a
 	// little Redis time when nobody listens). Defaults to false.
 	DisableEvents bool
-	// DisableCoalescing sends each Enqueue in a script call of its own,
-	// instead of together with the Enqueue calls into the same queue that
-	// arrive while one is in flight (see Client.Enqueue). Defaults to
-	// false.
-	DisableCoalescing bool
 }
 
 // Client is the queue's store: every state change of a job is one Lua
@@ -164,7 +160,7 @@ type Client struct {
 	listeners   map[chan delayed.Nudge]struct{}
 	wfListeners map[chan string]struct{} // see ReleaserNudges
 
-	coalescer coalescer // single enqueues in flight, by queue (coalesce.go)
+	enqueues *batch.Batcher[prepared, Enqueued] // single enqueues, by queue (coalesce.go)
 
 	labelSets sync.Map // queue name -> *setView: its label sets as last read (labels.go)
 }
@@ -199,6 +195,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.backoff = *cfg.DefaultBackoff
 	}
 	c.backoffEnc = c.backoff.Encode()
+	c.enqueues = c.newEnqueues()
 	if err := c.checkDefaults(); err != nil {
 		return nil, err
 	}

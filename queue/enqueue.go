@@ -83,24 +83,14 @@ func invalid(field, format string, args ...any) *FieldError {
 
 // Enqueue adds one job. Calls into one queue that arrive while another is
 // in flight go to Redis together, in one script call, each still with its
-// own answer (see coalesce.go; Config.DisableCoalescing turns it off).
+// own answer (see coalesce.go); EnqueueBatch of one job is a script call
+// of its own.
 func (c *Client) Enqueue(ctx context.Context, nj NewJob) (Enqueued, error) {
-	if !c.cfg.DisableCoalescing {
-		p, err := c.prepare(nj, c.clock.Now(), -1)
-		if err != nil {
-			return Enqueued{}, err
-		}
-		return c.enqueueOne(ctx, p)
-	}
-	out, err := c.EnqueueBatch(ctx, []NewJob{nj})
+	p, err := c.prepare(nj, c.clock.Now(), -1)
 	if err != nil {
-		var fe *FieldError
-		if errors.As(err, &fe) {
-			fe.Index = -1
-		}
 		return Enqueued{}, err
 	}
-	return out[0], nil
+	return c.enqueueOne(ctx, p)
 }
 
 // prepared is a validated NewJob, ready for enqueue.lua.

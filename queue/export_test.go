@@ -108,14 +108,7 @@ func (c *Client) SweepPlan(ctx context.Context, qs []string) (work, empty []stri
 
 // CoalesceWaiting is how many Enqueue calls into queue wait for the one in
 // flight (see coalesce.go).
-func (c *Client) CoalesceWaiting(queue string) int {
-	c.coalescer.mu.Lock()
-	defer c.coalescer.mu.Unlock()
-	if g := c.coalescer.queues[queue]; g != nil {
-		return len(g.waiting)
-	}
-	return 0
-}
+func (c *Client) CoalesceWaiting(queue string) int { return c.enqueues.Waiting(queue) }
 
 // EnqueueTwice enqueues nj, calls between, and sends the same script call
 // again, as go-redis does after a lost reply; it answers both replies.

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/chronoq/chronoq/internal/batch"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -40,13 +40,6 @@ const (
 )
 
 func (r *run) stopHeartbeat() { r.hbClose.Do(func() { close(r.hbStop) }) }
-
-// ack is a successful run waiting for its queue's completer.
-type ack struct {
-	job    *queue.Job
-	result json.RawMessage
-	o      Outcome
-}
 
 // start takes a slot for job and runs it, with its heartbeat, in
 // goroutines of their own. Only the claim loop calls it.
@@ -104,14 +97,14 @@ func (w *Worker) call(ctx context.Context, job *queue.Job) (res json.RawMessage,
 }
 
 // settle records the outcome of the run from start to end: a success goes
-// to the completer, a failure to Fail (or CancelClaimed when the job's
+// to complete, a failure to Fail (or CancelClaimed when the job's
 // cancellation was asked).
 func (w *Worker) settle(r *run, res json.RawMessage, err, cause error, start, end time.Time) {
 	j := r.job
 	o := Outcome{Job: j, Duration: end.Sub(start), Err: err}
 	if err == nil {
 		if len(res) == 0 || json.Valid(res) {
-			r.q.acks <- ack{job: j, result: res, o: o}
+			w.complete(r.q, o, res)
 			return
 		}
 		err = errors.New("worker: the handler's result is not valid JSON")
@@ -252,55 +245,30 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 	}
 }
 
-// complete is the completer of q: it sends in one CompleteMany every ack
-// that arrived while its previous call was in flight (group commit), until
-// the stop closes q.acks. Before it takes the acks that are there, it
-// yields its processor once (runtime.Gosched): the jobs of one claim often
-// end together, and their handlers' goroutines, runnable then, hand their
-// acks in within the yield rather than wait for the next call (on the
-// bench's one-job-a-call flow, 6.4 jobs a call against 4.8).
-func (w *Worker) complete(q *queueState) {
-	defer w.wg.Done()
-	batch := make([]ack, 0, 64)
-	for a := range q.acks {
-		batch = append(batch[:0], a)
-		runtime.Gosched() // let the runs that end with this one hand in their acks
-	more:
-		for len(batch) < queue.MaxBatch {
-			select {
-			case a, ok := <-q.acks:
-				if !ok {
-					break more
-				}
-				batch = append(batch, a)
-			default:
-				break more
-			}
-		}
-		w.flush(q, batch)
+// complete completes o.Job with result, in one CompleteMany with the
+// completes of its queue that arrive meanwhile (w.completes, package
+// batch), and reports the outcome. The jobs of one claim often end
+// together: their completes then go in one script call.
+func (w *Worker) complete(q *queueState, o Outcome, result json.RawMessage) {
+	j := o.Job
+	_, err := w.completes.Do(w.bg, q.Name, queue.Ack{ID: j.ID, Token: j.Token, Result: result})
+	if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
+		// Its result was refused (over the cap) and its job left
+		// processing: the attempt fails, with the reason.
+		o.Err = fmt.Errorf("worker: the handler's result was refused: %w", err)
+		w.fail(q, o, o.Err.Error(), w.clock.Now())
+		return
 	}
+	w.settleAck(o, err)
 }
 
-func (w *Worker) flush(q *queueState, batch []ack) {
-	acks := make([]queue.Ack, len(batch))
-	for i, a := range batch {
-		acks[i] = queue.Ack{ID: a.job.ID, Token: a.job.Token, Result: a.result}
+// newCompletes answers the batcher of the worker's completes, by queue.
+func newCompletes(c *queue.Client) *batch.Batcher[queue.Ack, struct{}] {
+	send := func(ctx context.Context, q string, acks []queue.Ack) ([]struct{}, []error, error) {
+		errs, err := c.CompleteMany(ctx, q, acks)
+		return nil, errs, err
 	}
-	errs, err := w.client.CompleteMany(w.bg, q.Name, acks)
-	for i, a := range batch {
-		switch {
-		case err != nil:
-			w.settleAck(a.o, err)
-		case errors.Is(errs[i], queue.ErrInvalid) || errors.Is(errs[i], queue.ErrPayloadTooLarge):
-			// Its result was refused (over the cap) and its job left
-			// processing: the attempt fails, with the reason.
-			o := a.o
-			o.Err = fmt.Errorf("worker: the handler's result was refused: %w", errs[i])
-			w.fail(q, o, o.Err.Error(), w.clock.Now())
-		default:
-			w.settleAck(a.o, errs[i])
-		}
-	}
+	return batch.New(send, batch.Config[queue.Ack]{Size: func(a queue.Ack) int { return len(a.Result) }})
 }
 
 func (w *Worker) settleAck(o Outcome, err error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/chronoq/chronoq/internal/alarm"
+	"github.com/chronoq/chronoq/internal/batch"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -159,6 +160,8 @@ type Worker struct {
 	log    *slog.Logger
 	queues []*queueState
 	reg    *registration // nil: Config.DisableRegistry
+	// completes batches the completes of finished runs, by queue (run.go).
+	completes *batch.Batcher[queue.Ack, struct{}]
 
 	mu      sync.Mutex
 	started bool // Run has been called
@@ -179,7 +182,7 @@ type Worker struct {
 	cancelJobs context.CancelCauseFunc
 
 	live sync.WaitGroup // runs neither settled nor handed back
-	wg   sync.WaitGroup // watchers, completers, heartbeats
+	wg   sync.WaitGroup // watchers, heartbeats
 }
 
 // queueState is a served queue and its bookkeeping.
@@ -192,7 +195,6 @@ type queueState struct {
 	// job. Under Worker.mu, like sinceClaim: the retries asked for while a
 	// claim was under way, which its answer may predate.
 	next, sinceClaim time.Time
-	acks             chan ack      // completed runs, to this queue's completer
 	arm              chan struct{} // start watching (capacity 1)
 	wanted           atomic.Bool   // the claim loop is idle and wants to hear of jobs
 }
@@ -234,7 +236,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: Config.Labels: %w", err)
 	}
 	cfg.Labels = labels
-	w := &Worker{cfg: cfg, client: cfg.Client, free: cfg.Concurrency, running: map[*run]struct{}{},
+	w := &Worker{cfg: cfg, client: cfg.Client, completes: newCompletes(cfg.Client), free: cfg.Concurrency, running: map[*run]struct{}{},
 		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
 		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
 		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
@@ -252,8 +254,7 @@ func New(cfg Config) (*Worker, error) {
 		if qc.Concurrency < 1 || qc.Weight < 1 || qc.Weight > maxWeight {
 			return nil, fmt.Errorf("worker: Config.Queues[%d]: concurrency must be positive and weight in [1, %d]", i, maxWeight)
 		}
-		w.queues = append(w.queues, &queueState{QueueConfig: qc, acks: make(chan ack, cfg.Concurrency),
-			arm: make(chan struct{}, 1)})
+		w.queues = append(w.queues, &queueState{QueueConfig: qc, arm: make(chan struct{}, 1)})
 	}
 	if w.reg, err = newRegistration(w, &cfg); err != nil {
 		return nil, err
@@ -292,9 +293,8 @@ func (w *Worker) begin(ctx context.Context) error {
 	w.runCtx, w.cancelRun = context.WithCancel(w.bg)
 	w.jobCtx, w.cancelJobs = context.WithCancelCause(w.bg)
 	for _, q := range w.queues {
-		w.wg.Add(2)
+		w.wg.Add(1)
 		go w.watch(q)
-		go w.complete(q)
 	}
 	go w.dispatch()
 	w.reg.start()
@@ -324,9 +324,6 @@ func (w *Worker) stop(ctx context.Context) error {
 			err = fmt.Errorf("worker: stop: %d running jobs handed back to pending: %w", n, ctx.Err())
 		}
 		<-settled
-	}
-	for _, q := range w.queues {
-		close(q.acks) // every run has settled: no more acks come
 	}
 	w.cancelJobs(ErrStopped)
 	w.wg.Wait()
