@@ -78,7 +78,7 @@ EXAMPLE_TS := examples/worker-ts
 
 examples-deps: ## node, npm and python3 for the example workers (installed from Debian's packages as root when missing), and the TypeScript worker's npm packages (npm ci) when its lock file changed
 	@scripts/ensure-deps.sh --examples
-	@$(MAKE) --no-print-directory $(EXAMPLE_TS)/node_modules/.package-lock.json
+	@$(MAKE) -s --no-print-directory $(EXAMPLE_TS)/node_modules/.package-lock.json
 
 $(EXAMPLE_TS)/node_modules/.package-lock.json: $(EXAMPLE_TS)/package-lock.json
 	cd $(EXAMPLE_TS) && npm ci --no-audit --no-fund

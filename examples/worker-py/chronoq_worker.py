@@ -355,9 +355,12 @@ Handler = Callable[[ClaimedJob, JobContext], Any]
 RETRY_DELAYS = (0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
 
 
-def _log_json(event: dict[str, Any], _lock: threading.Lock = threading.Lock()) -> None:
+_LOG_LOCK = threading.Lock()  # one event a line, whole, from any thread
+
+
+def _log_json(event: dict[str, Any]) -> None:
     line = json.dumps({"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **event})
-    with _lock:
+    with _LOG_LOCK:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
