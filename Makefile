@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help deps test test-race test-short bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short
+.PHONY: help deps test test-race test-short bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -10,7 +10,7 @@ help: ## list the targets
 deps: ## install redis-server (and redis-cli) when missing (as root, from Debian's packages)
 	@scripts/ensure-deps.sh
 
-test: deps lint ## the whole suite, race detector on, single Redis and Redis Cluster
+test: deps examples-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
 
 test-race: test ## same as test (the suite always runs with -race)
@@ -67,6 +67,24 @@ generate: ## regenerate the generated code: client from api/openapi.json
 generate-check: generate ## fail when the checked-in generated code differs from what the generator makes
 	@git diff --exit-code -- $(GENERATED) || { 	  echo "$(GENERATED) is not what oapi-codegen makes of api/openapi.json: run make generate and commit it"; exit 1; }
 	@new=$$(git ls-files --others --exclude-standard -- $(GENERATED)); if [ -n "$$new" ]; then 	  echo "generated files not committed: $$new"; exit 1; fi
+
+# The example workers in other languages (examples/worker-ts,
+# examples/worker-py), which TestExampleWorkers in cmd/chronoq runs against
+# serve. The TypeScript worker's types are generated from api/openapi.json
+# by openapi-typescript and not committed: the test generates them from
+# the document as it is and compiles the worker against them. The Python
+# worker needs nothing but python3.
+EXAMPLE_TS := examples/worker-ts
+
+examples-deps: ## node, npm and python3 for the example workers (installed from Debian's packages as root when missing), and the TypeScript worker's npm packages (npm ci) when its lock file changed
+	@scripts/ensure-deps.sh --examples
+	@$(MAKE) -s --no-print-directory $(EXAMPLE_TS)/node_modules/.package-lock.json
+
+$(EXAMPLE_TS)/node_modules/.package-lock.json: $(EXAMPLE_TS)/package-lock.json
+	cd $(EXAMPLE_TS) && npm ci --no-audit --no-fund
+
+examples: examples-deps ## the example workers ready to run: the TypeScript worker's types generated from api/openapi.json (openapi-typescript), and the worker compiled against them
+	cd $(EXAMPLE_TS) && npm run --silent generate && npm run --silent build
 
 CHAOS_FLAGS ?=
 

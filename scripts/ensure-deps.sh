@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the programs the tests need are on this machine: redis-server
 # and redis-cli (the tests start real servers and a local Redis Cluster),
-# and, with --browser, Chromium for the dashboard's end-to-end test.
+# and, with --browser, Chromium for the dashboard's end-to-end test, or,
+# with --examples, node, npm and python3 for the example workers' test.
 # Installs them from Debian's packages when run as root; otherwise says
 # exactly what is missing.
 set -euo pipefail
@@ -10,6 +11,11 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 if [ "${1:-}" = "--browser" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
+fi
+if [ "${1:-}" = "--examples" ]; then
+  command -v node >/dev/null 2>&1 || need+=(nodejs)
+  command -v npm >/dev/null 2>&1 || need+=(npm)
+  command -v python3 >/dev/null 2>&1 || need+=(python3)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
