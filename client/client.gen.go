@@ -1660,7 +1660,7 @@ type PushTarget struct {
 	// Example: 30s
 	Timeout *string `json:"timeout,omitempty"`
 
-	// Url http or https. Refused by the SSRF guard: loopback, private, link-local, unique-local, multicast, unspecified and metadata addresses, unless the server's allow-list opens them (checked again on the dialled address).
+	// Url http or https. Refused by the SSRF guard: every range of the IANA IPv4 and IPv6 special-purpose address registries (loopback, private, shared, link-local, documentation, benchmarking, reserved, unique-local, IPv4-mapped and -compatible, 6to4, NAT64, Teredo, all of IPv6 outside 2000::/3...), multicast, this host's own addresses and cloud metadata endpoints, unless the server's allow-list (--dispatch-allow) opens them; an allowed IPv6 address that carries an IPv4 address passes only if that one does. Checked as a literal here, and again on the dialled address.
 	Url string `json:"url"`
 }
 
