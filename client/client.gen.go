@@ -1125,6 +1125,7 @@ type CronEntry struct {
 
 // CronEntryRequest A field given as null is the same as a field left out; an optional string given as "" is a 400, not its default.
 type CronEntryRequest struct {
+	// Kind chronoq.push, the kind of push envelopes, is taken with a payload that is one, checked as a job's (see NewJob's kind).
 	Kind        string                   `json:"kind"`
 	MaxAttempts *int                     `json:"max_attempts,omitempty"`
 	Missed      *CronEntryRequestMissed  `json:"missed,omitempty"`
@@ -1550,7 +1551,9 @@ type NewJob struct {
 	// FailureCallbackUrl push queues: POSTed a signed summary when the job dies
 	FailureCallbackUrl *string `json:"failure_callback_url,omitempty"`
 	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
-	Kind               string  `json:"kind"`
+
+	// Kind chronoq.push is the kind of the envelope chronoq makes of a job with a target or callbacks: given by hand, its payload must be such an envelope (body, kind, target {url, method, headers, timeout_ms}, callback_url, failure_callback_url), checked as target and callback_url are (a 400 names the field, "payload.target.method"), and it takes no target nor callbacks beside.
+	Kind string `json:"kind"`
 
 	// Labels Labels a claimer must have, all of them, to receive the job (a claim's labels). At most 16, each 1 to 64 of [A-Za-z0-9._:/=+@-]; stored sorted, without duplicates. None: any claimer. A queue holds at most 64 distinct sets of labels: a job that would add one more is a 409 conflict (field labels).
 	Labels      *[]string `json:"labels,omitempty"`
