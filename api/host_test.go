@@ -17,6 +17,7 @@ import (
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/dispatch"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 // A server without a token answers 421 to a Host that does not name it, as
@@ -124,20 +125,7 @@ func TestAllowedHosts(t *testing.T) {
 // if it was given.
 func TestHostThroughOwnAddress(t *testing.T) {
 	t.Parallel()
-	var own []netip.Addr
-	addrs, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok {
-			ip, _ := netip.AddrFromSlice(n.IP)
-			if ip = ip.Unmap(); !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsMulticast() {
-				own = append(own, ip)
-			}
-		}
-	}
-	if len(own) == 0 {
-		t.Skip("this host has no address but loopback and link-local ones")
-	}
+	own := testutil.HostAddrs(t)
 	b := setup(t, func(sc *setupConfig) { sc.api.AllowedHosts = []string{"chronoq.lan"} })
 	ln, err := net.Listen("tcp", ":0")
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 func TestGuardCheckURL(t *testing.T) {
@@ -139,23 +140,7 @@ func TestRedirectToPrivateAddressNotFollowed(t *testing.T) {
 // it, unless the allow-list opens it.
 func TestGuardRefusesThisHost(t *testing.T) {
 	t.Parallel()
-	var own []netip.Addr
-	addrs, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		ip, _ := netip.AddrFromSlice(n.IP)
-		ip = ip.Unmap()
-		if !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsMulticast() {
-			own = append(own, ip)
-		}
-	}
-	if len(own) == 0 {
-		t.Skip("this host has no address but loopback and link-local ones")
-	}
+	own := testutil.HostAddrs(t)
 	ln, err := net.Listen("tcp", ":0") // every interface, v4 and v6
 	require.NoError(t, err)
 	rc := newReceiverOn(t, ln, nil)

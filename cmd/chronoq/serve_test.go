@@ -119,12 +119,8 @@ func TestServeHostCheck(t *testing.T) {
 	_, port, err := net.SplitHostPort(strings.TrimPrefix(s.base, "http://"))
 	require.NoError(t, err)
 	bases := []string{"http://127.0.0.1:" + port}
-	addrs, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			bases = append(bases, "http://"+net.JoinHostPort(n.IP.String(), port))
-		}
+	for _, a := range testutil.HostAddrs(t) {
+		bases = append(bases, "http://"+net.JoinHostPort(a.String(), port))
 	}
 	get := func(base, path, host string) (int, string) {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
