@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -136,6 +137,11 @@ func (s *Server) putCron(c echo.Context) error {
 	e, err := req.entry(name)
 	if err != nil {
 		return err
+	}
+	if e.Kind == dispatch.EnvelopeKind {
+		if err := s.checkEnvelope(e.Payload, ""); err != nil {
+			return err
+		}
 	}
 	ctx := c.Request().Context()
 	created, err := s.cron.Put(ctx, e)

@@ -14,17 +14,18 @@ import (
 
 // The error codes of the API.
 const (
-	CodeInvalidArgument  = "invalid_argument"   // 400
-	CodeUnauthenticated  = "unauthenticated"    // 401
-	CodeForbidden        = "forbidden"          // 403
-	CodeNotFound         = "not_found"          // 404
-	CodeMethodNotAllowed = "method_not_allowed" // 405
-	CodeConflict         = "conflict"           // 409
-	CodeLeaseLost        = "lease_lost"         // 409
-	CodeQueueBusy        = "queue_busy"         // 409
-	CodePayloadTooLarge  = "payload_too_large"  // 413
-	CodeUnavailable      = "unavailable"        // 503
-	CodeInternal         = "internal"           // 500
+	CodeInvalidArgument    = "invalid_argument"    // 400
+	CodeUnauthenticated    = "unauthenticated"     // 401
+	CodeForbidden          = "forbidden"           // 403
+	CodeNotFound           = "not_found"           // 404
+	CodeMethodNotAllowed   = "method_not_allowed"  // 405
+	CodeConflict           = "conflict"            // 409
+	CodeLeaseLost          = "lease_lost"          // 409
+	CodeQueueBusy          = "queue_busy"          // 409
+	CodePayloadTooLarge    = "payload_too_large"   // 413
+	CodeMisdirectedRequest = "misdirected_request" // 421: a Host that does not name a server without a token (host.go)
+	CodeUnavailable        = "unavailable"         // 503
+	CodeInternal           = "internal"            // 500
 )
 
 // Error is an error as the API answers it:

@@ -55,7 +55,7 @@ func serveOne(t *testing.T, b *testBundle, method, target, body string, hdr ...s
 	if !strings.HasPrefix(target, "/") {
 		target = "/" + target
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, "http://chronoq"+target, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://localhost"+target, strings.NewReader(body))
 	if err != nil {
 		return // not a request a client could send
 	}

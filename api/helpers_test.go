@@ -172,7 +172,7 @@ func requireError(t *testing.T, r response, status int, code, field string) apiE
 }
 
 // do sends a request; body is nil, a string (sent as is) or a value sent as
-// JSON. hdr is name, value pairs.
+// JSON. hdr is name, value pairs ("Host" sets the request's Host).
 func (b *testBundle) do(t testing.TB, method, path string, body any, hdr ...string) response {
 	t.Helper()
 	var rd io.Reader
@@ -196,6 +196,10 @@ func (b *testBundle) do(t testing.TB, method, path string, body any, hdr ...stri
 		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" { // net/http sends req.Host, not the header
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := b.http.Client().Do(req)

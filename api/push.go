@@ -161,9 +161,18 @@ func (s *Server) pushOf(ctx context.Context, q string) (*pushConfigJSON, error) 
 }
 
 // pushJob wraps nj into a push envelope when the request gave a target or
-// callbacks (a 400 without a PushStore: nothing would send them).
+// callbacks (a 400 without a PushStore: nothing would send them), and
+// checks the envelope of a job that names the envelope's kind itself.
 func (s *Server) pushJob(nj queue.NewJob, r *enqueueRequest, prefix string) (queue.NewJob, error) {
-	if r.Target == nil && r.CallbackURL == nil && r.FailureCallbackURL == nil {
+	options := r.Target != nil || r.CallbackURL != nil || r.FailureCallbackURL != nil
+	if nj.Kind == dispatch.EnvelopeKind {
+		if options {
+			return nj, invalidArg(prefix+"kind", "%s is the kind of the envelope chronoq makes of a job with a target or "+
+				"callbacks: give the job its own kind", dispatch.EnvelopeKind)
+		}
+		return nj, s.checkEnvelope(nj.Payload, prefix)
+	}
+	if !options {
 		return nj, nil
 	}
 	if s.cfg.Push == nil {
@@ -189,6 +198,26 @@ func (s *Server) pushJob(nj queue.NewJob, r *enqueueRequest, prefix string) (que
 		return nj, invalidArg(prefix+fe.Field, "%v", fe.Err)
 	}
 	return out, err
+}
+
+// checkEnvelope checks the payload of a job (or cron entry) of kind
+// dispatch.EnvelopeKind made by hand, exactly as the options it would be
+// made of are checked (see dispatch.CheckEnvelope); prefix names the job
+// ("jobs[3].").
+func (s *Server) checkEnvelope(payload json.RawMessage, prefix string) error {
+	if s.cfg.Push == nil {
+		return invalidArg(prefix+"kind", "%s is the kind of push jobs, and push dispatch is not configured on this server",
+			dispatch.EnvelopeKind)
+	}
+	if len(payload) == 0 || string(payload) == "null" {
+		payload = json.RawMessage("{}") // the default payload
+	}
+	err := dispatch.CheckEnvelope(s.cfg.Push.Guard(), payload)
+	var fe *queue.FieldError
+	if errors.As(err, &fe) {
+		return invalidArg(prefix+fe.Field, "%v", fe.Err)
+	}
+	return err
 }
 
 // deliveryJSON is one attempt of a push job.

@@ -217,3 +217,84 @@ func TestLimitsRoutes(t *testing.T) {
 	r = b.do(t, http.MethodGet, "/v1/queues/neverused", nil)
 	require.Equal(t, http.StatusNotFound, r.status)
 }
+
+// A job of kind chronoq.push made by hand has its envelope checked exactly
+// as the target and callbacks it stands for: each probe is a 400 naming
+// the field, on single and batch enqueues, cron entries and workflow
+// nodes, and nothing is enqueued; a good envelope is taken by all four.
+func TestHandMadeEnvelope(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withPush(dispatch.Guard{}), func(sc *setupConfig) { sc.realCron, sc.workflows = true, true })
+	envelope := func(target map[string]any, more ...any) map[string]any {
+		env := map[string]any{"body": map[string]int{"n": 1}, "kind": "ping"}
+		if target != nil {
+			t := map[string]any{"url": "https://example.com/hook"}
+			for k, v := range target {
+				t[k] = v
+			}
+			env["target"] = t
+		}
+		for i := 0; i+1 < len(more); i += 2 {
+			env[more[i].(string)] = more[i+1]
+		}
+		return env
+	}
+	const years31 = int64(31 * 365 * 24 * time.Hour / time.Millisecond)
+	for _, tc := range []struct {
+		name    string
+		payload any
+		field   string
+	}{
+		{"a file: URL", envelope(map[string]any{"url": "file:///etc/passwd"}), "payload.target.url"},
+		{"a gopher: URL", envelope(map[string]any{"url": "gopher://example.com/"}), "payload.target.url"},
+		{"a loopback URL", envelope(map[string]any{"url": "http://127.0.0.1:6379/"}), "payload.target.url"},
+		{"a documentation address", envelope(map[string]any{"url": "http://192.0.2.2:8080/"}), "payload.target.url"},
+		{"no URL", envelope(map[string]any{"url": ""}), "payload.target.url"},
+		{"TRACE", envelope(map[string]any{"method": "TRACE"}), "payload.target.method"},
+		{"a Host header", envelope(map[string]any{"headers": map[string]string{"Host": "internal.example"}}), "payload.target.headers"},
+		{"a webhook-signature header", envelope(map[string]any{"headers": map[string]string{"webhook-signature": "v1,forged"}}), "payload.target.headers"},
+		{"a chronoq-* header", envelope(map[string]any{"headers": map[string]string{"Chronoq-Queue": "other"}}), "payload.target.headers"},
+		{"a header with a line break", envelope(map[string]any{"headers": map[string]string{"X-A": "a\r\nX-B: b"}}), "payload.target.headers"},
+		{"a 31-year timeout", envelope(map[string]any{"timeout_ms": years31}), "payload.target.timeout_ms"},
+		{"a timeout that overflows a Duration into range", envelope(map[string]any{"timeout_ms": int64(1<<63-1) / 1000 * 1000}), "payload.target.timeout_ms"},
+		{"a negative timeout", envelope(map[string]any{"timeout_ms": -1}), "payload.target.timeout_ms"},
+		{"a timeout under a second", envelope(map[string]any{"timeout_ms": 500}), "payload.target.timeout_ms"},
+		{"a file: callback", envelope(nil, "callback_url", "file:///etc/passwd"), "payload.callback_url"},
+		{"a metadata failure callback", envelope(nil, "failure_callback_url", "http://169.254.169.254/latest/"), "payload.failure_callback_url"},
+		{"a bad kind", envelope(nil, "kind", "a kind"), "payload.kind"},
+		{"a bad callback_of", envelope(nil, "callback_of", "../x"), "payload.callback_of"},
+		{"an unknown field", envelope(nil, "targets", map[string]any{"url": "http://127.0.0.1/"}), "payload"},
+		{"no body", map[string]any{"target": map[string]any{"url": "https://example.com/"}}, "payload.body"},
+		{"not an object", []int{1}, "payload"},
+		{"none", nil, "payload.body"},
+	} {
+		job := map[string]any{"queue": "hooks", "kind": dispatch.EnvelopeKind, "payload": tc.payload}
+		requireError(t, b.do(t, http.MethodPost, "/v1/jobs", job), http.StatusBadRequest, "invalid_argument", tc.field)
+		requireError(t, b.do(t, http.MethodPost, "/v1/jobs/batch", map[string]any{"jobs": []any{
+			map[string]any{"queue": "hooks", "kind": "ok"}, job}}), http.StatusBadRequest, "invalid_argument", "jobs[1]."+tc.field)
+		requireError(t, b.do(t, http.MethodPut, "/v1/cron/raw", map[string]any{"schedule": "* * * * *", "queue": "hooks",
+			"kind": dispatch.EnvelopeKind, "payload": tc.payload}), http.StatusBadRequest, "invalid_argument", tc.field)
+		requireError(t, b.do(t, http.MethodPost, "/v1/workflows", map[string]any{"nodes": []any{
+			map[string]any{"name": "a", "job": job}}}), http.StatusBadRequest, "invalid_argument", "nodes[0].job."+tc.field)
+	}
+	// The envelope's kind beside a target or callbacks: one or the other.
+	requireError(t, b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "hooks", "kind": dispatch.EnvelopeKind,
+		"payload": envelope(nil), "target": map[string]any{"url": "https://example.com/"}}), http.StatusBadRequest, "invalid_argument", "kind")
+	requireError(t, b.do(t, http.MethodGet, "/v1/cron/raw", nil), http.StatusNotFound, "not_found", "")
+
+	// A good envelope is taken everywhere: the kind is not reserved.
+	good := envelope(map[string]any{"method": "put", "headers": map[string]string{"X-Team": "a"}, "timeout_ms": 5000},
+		"callback_url", "https://example.com/done")
+	job := map[string]any{"queue": "hooks", "kind": dispatch.EnvelopeKind, "payload": good}
+	require.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/jobs", job).status)
+	require.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/jobs/batch", map[string]any{"jobs": []any{job}}).status)
+	r := b.do(t, http.MethodPut, "/v1/cron/raw", map[string]any{"schedule": "* * * * *", "queue": "hooks",
+		"kind": dispatch.EnvelopeKind, "payload": good})
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	r = b.do(t, http.MethodPost, "/v1/workflows", map[string]any{"nodes": []any{map[string]any{"name": "a", "job": job}}})
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	// The three good jobs, and none of the probes.
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks", nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.EqualValues(t, 3, r.object(t)["enqueued_total"])
+}

@@ -49,7 +49,7 @@ func BenchmarkServeEnqueue(b *testing.B) {
 	body := `{"queue":"bench","kind":"email","payload":{"to":"a@example.com","n":1}}`
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequestWithContext(b.Context(), http.MethodPost, "/v1/jobs", strings.NewReader(body))
+		req := httptest.NewRequestWithContext(b.Context(), http.MethodPost, "http://localhost/v1/jobs", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		srv.ServeHTTP(rec, req)

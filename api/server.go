@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -92,6 +93,14 @@ type Config struct {
 	SSEHeartbeat time.Duration
 	// Logger receives errors. Defaults to slog.Default().
 	Logger *slog.Logger
+	// AllowedHosts are the host names (and addresses) a server without a
+	// Token answers to in the Host header besides loopback names and
+	// addresses and the address a request arrived at; a request with
+	// another Host gets 421 Misdirected Request, so that a web page whose
+	// name was rebound to this server's address cannot use it (see
+	// host.go). chronoq serve passes its --listen host and
+	// --allowed-hosts. Ignored with a Token. Defaults to none.
+	AllowedHosts []string
 	// Workers is the worker registry: the /v1/workers routes, the
 	// worker_id of the worker calls and the chronoq_workers gauge.
 	// Defaults to registry.New(Store, registry.Config{}) when Store is a
@@ -111,7 +120,10 @@ type Server struct {
 	metrics *metrics
 	token   [sha256.Size]byte
 	session [sha256.Size]byte // sha256 of the session cookie's value
-	enqueue func(context.Context, queue.NewJob) (queue.Enqueued, error)
+	// hostNames and hostAddrs are Config.AllowedHosts (see hostPart).
+	hostNames []string
+	hostAddrs []netip.Addr
+	enqueue   func(context.Context, queue.NewJob) (queue.Enqueued, error)
 	// claimJobs claims, through a claimer or alone.
 	claimJobs func(ctx context.Context, q string, o queue.ClaimOptions) ([]*queue.Job, error)
 	// completeJob completes a job and answers it as the completion left
@@ -154,13 +166,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, cron: cfg.Cron, clock: cfg.Clock,
 		log: cmp.Or(cfg.Logger, slog.Default()), started: cfg.Clock.Now()}
+	var err error
+	if s.hostNames, s.hostAddrs, err = allowedHosts(cfg.AllowedHosts); err != nil {
+		return nil, err
+	}
 	if cfg.Token != "" {
 		s.token = sha256.Sum256([]byte(cfg.Token))
 		s.session = sha256.Sum256([]byte(sessionValue(cfg.Token)))
 	}
 	s.drainCtx, s.drain = context.WithCancel(context.Background()) //nolint:gosec // G118: s.drain is called by Drain
 	s.metrics = newMetrics(cfg.Store)
-	var err error
 	if s.workers, err = newWorkers(cfg); err != nil {
 		return nil, err
 	}
@@ -423,15 +438,19 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // middleware is every request's, routed or not (a 404, a 405): observe
-// (count and time it), refuse a path no operation of the OpenAPI document
+// (count and time it), refuse a Host that does not name a server without
+// a token (checkHost), refuse a path no operation of the OpenAPI document
 // has (strictPath), limit the body (bodyLimit), turn a panic into a 500
 // (recovered), and write the error of what failed at once (so that
-// observe sees the status sent). One closure, not four: Echo applies its
+// observe sees the status sent). One closure, not five: Echo applies its
 // middleware anew to each request.
 func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := s.clock.Now()
-		err := strictPath(c)
+		err := s.checkHost(c)
+		if err == nil {
+			err = strictPath(c)
+		}
 		if err == nil {
 			err = s.bodyLimit(c)
 		}

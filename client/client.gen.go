@@ -271,17 +271,18 @@ func (e EnqueuedEventEvent) Valid() bool {
 
 // Defines values for ErrorErrorCode.
 const (
-	ErrorErrorCodeConflict         ErrorErrorCode = "conflict"
-	ErrorErrorCodeForbidden        ErrorErrorCode = "forbidden"
-	ErrorErrorCodeInternal         ErrorErrorCode = "internal"
-	ErrorErrorCodeInvalidArgument  ErrorErrorCode = "invalid_argument"
-	ErrorErrorCodeLeaseLost        ErrorErrorCode = "lease_lost"
-	ErrorErrorCodeMethodNotAllowed ErrorErrorCode = "method_not_allowed"
-	ErrorErrorCodeNotFound         ErrorErrorCode = "not_found"
-	ErrorErrorCodePayloadTooLarge  ErrorErrorCode = "payload_too_large"
-	ErrorErrorCodeQueueBusy        ErrorErrorCode = "queue_busy"
-	ErrorErrorCodeUnauthenticated  ErrorErrorCode = "unauthenticated"
-	ErrorErrorCodeUnavailable      ErrorErrorCode = "unavailable"
+	ErrorErrorCodeConflict           ErrorErrorCode = "conflict"
+	ErrorErrorCodeForbidden          ErrorErrorCode = "forbidden"
+	ErrorErrorCodeInternal           ErrorErrorCode = "internal"
+	ErrorErrorCodeInvalidArgument    ErrorErrorCode = "invalid_argument"
+	ErrorErrorCodeLeaseLost          ErrorErrorCode = "lease_lost"
+	ErrorErrorCodeMethodNotAllowed   ErrorErrorCode = "method_not_allowed"
+	ErrorErrorCodeMisdirectedRequest ErrorErrorCode = "misdirected_request"
+	ErrorErrorCodeNotFound           ErrorErrorCode = "not_found"
+	ErrorErrorCodePayloadTooLarge    ErrorErrorCode = "payload_too_large"
+	ErrorErrorCodeQueueBusy          ErrorErrorCode = "queue_busy"
+	ErrorErrorCodeUnauthenticated    ErrorErrorCode = "unauthenticated"
+	ErrorErrorCodeUnavailable        ErrorErrorCode = "unavailable"
 )
 
 // Valid indicates whether the value is a known member of the ErrorErrorCode enum.
@@ -298,6 +299,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeLeaseLost:
 		return true
 	case ErrorErrorCodeMethodNotAllowed:
+		return true
+	case ErrorErrorCodeMisdirectedRequest:
 		return true
 	case ErrorErrorCodeNotFound:
 		return true
@@ -1125,6 +1128,7 @@ type CronEntry struct {
 
 // CronEntryRequest A field given as null is the same as a field left out; an optional string given as "" is a 400, not its default.
 type CronEntryRequest struct {
+	// Kind chronoq.push, the kind of push envelopes, is taken with a payload that is one, checked as a job's (see NewJob's kind).
 	Kind        string                   `json:"kind"`
 	MaxAttempts *int                     `json:"max_attempts,omitempty"`
 	Missed      *CronEntryRequestMissed  `json:"missed,omitempty"`
@@ -1550,7 +1554,9 @@ type NewJob struct {
 	// FailureCallbackUrl push queues: POSTed a signed summary when the job dies
 	FailureCallbackUrl *string `json:"failure_callback_url,omitempty"`
 	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
-	Kind               string  `json:"kind"`
+
+	// Kind chronoq.push is the kind of the envelope chronoq makes of a job with a target or callbacks: given by hand, its payload must be such an envelope (body, kind, target {url, method, headers, timeout_ms}, callback_url, failure_callback_url), checked as target and callback_url are (a 400 names the field, "payload.target.method"), and it takes no target nor callbacks beside.
+	Kind string `json:"kind"`
 
 	// Labels Labels a claimer must have, all of them, to receive the job (a claim's labels). At most 16, each 1 to 64 of [A-Za-z0-9._:/=+@-]; stored sorted, without duplicates. None: any claimer. A queue holds at most 64 distinct sets of labels: a job that would add one more is a 409 conflict (field labels).
 	Labels      *[]string `json:"labels,omitempty"`
@@ -1660,7 +1666,7 @@ type PushTarget struct {
 	// Example: 30s
 	Timeout *string `json:"timeout,omitempty"`
 
-	// Url http or https. Refused by the SSRF guard: loopback, private, link-local, unique-local, multicast, unspecified and metadata addresses, unless the server's allow-list opens them (checked again on the dialled address).
+	// Url http or https. Refused by the SSRF guard: every range of the IANA IPv4 and IPv6 special-purpose address registries (loopback, private, shared, link-local, documentation, benchmarking, reserved, unique-local, IPv4-mapped and -compatible, 6to4, NAT64, Teredo, all of IPv6 outside 2000::/3...), multicast, this host's own addresses and cloud metadata endpoints, unless the server's allow-list (--dispatch-allow) opens them; an allowed IPv6 address that carries an IPv4 address passes only if that one does. Checked as a literal here, and again on the dialled address.
 	Url string `json:"url"`
 }
 
@@ -2097,6 +2103,9 @@ type Forbidden = Error
 
 // Internal defines model for Internal.
 type Internal = Error
+
+// MisdirectedRequest defines model for MisdirectedRequest.
+type MisdirectedRequest = Error
 
 // NotFound defines model for NotFound.
 type NotFound = Error
@@ -8048,11 +8057,18 @@ type DashboardResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DashboardResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r DashboardResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetBody returns the raw response body bytes
@@ -8130,11 +8146,18 @@ type MetricsResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r MetricsResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r MetricsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetBody returns the raw response body bytes
@@ -8223,6 +8246,8 @@ type ListCronResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8242,6 +8267,11 @@ func (r ListCronResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListCronResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ListCronResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8294,6 +8324,8 @@ type DeleteCronResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8318,6 +8350,11 @@ func (r DeleteCronResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteCronResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r DeleteCronResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8370,6 +8407,8 @@ type GetCronResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8394,6 +8433,11 @@ func (r GetCronResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetCronResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetCronResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8450,6 +8494,8 @@ type PutCronResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8484,6 +8530,11 @@ func (r PutCronResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r PutCronResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PutCronResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8545,6 +8596,8 @@ type TriggerCronResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8581,6 +8634,11 @@ func (r TriggerCronResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r TriggerCronResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r TriggerCronResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8629,6 +8687,8 @@ type EventsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8643,6 +8703,11 @@ func (r EventsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r EventsResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r EventsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8714,6 +8779,8 @@ type EnqueueResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8762,6 +8829,11 @@ func (r EnqueueResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r EnqueueResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r EnqueueResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8825,6 +8897,8 @@ type EnqueueBatchResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8866,6 +8940,11 @@ func (r EnqueueBatchResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r EnqueueBatchResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r EnqueueBatchResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8914,6 +8993,8 @@ type OpenapiResponse struct {
 	JSON200 *map[string]interface{}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8924,6 +9005,11 @@ func (r OpenapiResponse) GetJSON200() *map[string]interface{} {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r OpenapiResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r OpenapiResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetBody returns the raw response body bytes
@@ -8964,6 +9050,8 @@ type ListQueuesResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8983,6 +9071,11 @@ func (r ListQueuesResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListQueuesResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ListQueuesResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9037,6 +9130,8 @@ type DeleteQueueResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9066,6 +9161,11 @@ func (r DeleteQueueResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r DeleteQueueResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r DeleteQueueResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9118,6 +9218,8 @@ type GetQueueResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9142,6 +9244,11 @@ func (r GetQueueResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetQueueResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetQueueResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9198,6 +9305,8 @@ type ClaimResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9232,6 +9341,11 @@ func (r ClaimResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ClaimResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ClaimResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9284,6 +9398,8 @@ type DeletePushConfigResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9308,6 +9424,11 @@ func (r DeletePushConfigResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeletePushConfigResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r DeletePushConfigResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9360,6 +9481,8 @@ type GetPushConfigResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9384,6 +9507,11 @@ func (r GetPushConfigResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetPushConfigResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetPushConfigResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9438,6 +9566,8 @@ type PutPushConfigResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9467,6 +9597,11 @@ func (r PutPushConfigResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r PutPushConfigResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PutPushConfigResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9519,6 +9654,8 @@ type PurgeDeadResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9543,6 +9680,11 @@ func (r PurgeDeadResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r PurgeDeadResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PurgeDeadResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9597,6 +9739,8 @@ type RequeueDeadResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9626,6 +9770,11 @@ func (r RequeueDeadResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RequeueDeadResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r RequeueDeadResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9676,6 +9825,8 @@ type ListJobsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9695,6 +9846,11 @@ func (r ListJobsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListJobsResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ListJobsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9766,6 +9922,8 @@ type EnqueueIntoResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9814,6 +9972,11 @@ func (r EnqueueIntoResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r EnqueueIntoResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r EnqueueIntoResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9870,6 +10033,8 @@ type CancelJobResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9904,6 +10069,11 @@ func (r CancelJobResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r CancelJobResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r CancelJobResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9956,6 +10126,8 @@ type GetJobResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9980,6 +10152,11 @@ func (r GetJobResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetJobResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetJobResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10038,6 +10215,8 @@ type RescheduleJobResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10077,6 +10256,11 @@ func (r RescheduleJobResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RescheduleJobResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r RescheduleJobResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10129,6 +10313,8 @@ type GetArtifactsResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10153,6 +10339,11 @@ func (r GetArtifactsResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetArtifactsResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetArtifactsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10211,6 +10402,8 @@ type PutArtifactResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10250,6 +10443,11 @@ func (r PutArtifactResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r PutArtifactResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PutArtifactResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10308,6 +10506,8 @@ type CancelClaimedResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10347,6 +10547,11 @@ func (r CancelClaimedResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CancelClaimedResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r CancelClaimedResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10405,6 +10610,8 @@ type CompleteResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10444,6 +10651,11 @@ func (r CompleteResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CompleteResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r CompleteResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10502,6 +10714,8 @@ type FailResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10541,6 +10755,11 @@ func (r FailResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r FailResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r FailResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10599,6 +10818,8 @@ type HeartbeatResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10638,6 +10859,11 @@ func (r HeartbeatResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r HeartbeatResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r HeartbeatResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10690,6 +10916,8 @@ type GetLogsResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10714,6 +10942,11 @@ func (r GetLogsResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetLogsResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetLogsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10772,6 +11005,8 @@ type AppendLogsResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10811,6 +11046,11 @@ func (r AppendLogsResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r AppendLogsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r AppendLogsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10869,6 +11109,8 @@ type RetryJobResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10908,6 +11150,11 @@ func (r RetryJobResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RetryJobResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r RetryJobResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10958,6 +11205,8 @@ type JobStreamResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10977,6 +11226,11 @@ func (r JobStreamResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r JobStreamResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r JobStreamResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11029,6 +11283,8 @@ type DeleteLimitsResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11053,6 +11309,11 @@ func (r DeleteLimitsResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteLimitsResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r DeleteLimitsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11103,6 +11364,8 @@ type GetLimitsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11122,6 +11385,11 @@ func (r GetLimitsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetLimitsResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetLimitsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11176,6 +11444,8 @@ type PutLimitsResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11205,6 +11475,11 @@ func (r PutLimitsResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r PutLimitsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PutLimitsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11259,6 +11534,8 @@ type PauseQueueResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11288,6 +11565,11 @@ func (r PauseQueueResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r PauseQueueResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PauseQueueResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11342,6 +11624,8 @@ type ReclaimQueueResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11371,6 +11655,11 @@ func (r ReclaimQueueResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReclaimQueueResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ReclaimQueueResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11425,6 +11714,8 @@ type ResumeQueueResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11454,6 +11745,11 @@ func (r ResumeQueueResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ResumeQueueResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ResumeQueueResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11502,6 +11798,8 @@ type StatusResponse struct {
 	JSON200 *Status
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11512,6 +11810,11 @@ func (r StatusResponse) GetJSON200() *Status {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r StatusResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r StatusResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetBody returns the raw response body bytes
@@ -11552,6 +11855,8 @@ type ListWorkersResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11571,6 +11876,11 @@ func (r ListWorkersResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListWorkersResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ListWorkersResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11623,6 +11933,8 @@ type DeleteWorkerResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11647,6 +11959,11 @@ func (r DeleteWorkerResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteWorkerResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r DeleteWorkerResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11699,6 +12016,8 @@ type GetWorkerResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11723,6 +12042,11 @@ func (r GetWorkerResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetWorkerResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetWorkerResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11779,6 +12103,8 @@ type PutWorkerResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11813,6 +12139,11 @@ func (r PutWorkerResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r PutWorkerResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PutWorkerResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11863,6 +12194,8 @@ type ListWorkflowsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11882,6 +12215,11 @@ func (r ListWorkflowsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListWorkflowsResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ListWorkflowsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11943,6 +12281,8 @@ type EnqueueWorkflowResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -11979,6 +12319,11 @@ func (r EnqueueWorkflowResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r EnqueueWorkflowResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r EnqueueWorkflowResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -12031,6 +12376,8 @@ type GetWorkflowResponse struct {
 	JSON401 *Unauthenticated
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -12055,6 +12402,11 @@ func (r GetWorkflowResponse) GetJSON401() *Unauthenticated {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetWorkflowResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetWorkflowResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -12111,6 +12463,8 @@ type CancelWorkflowResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -12145,6 +12499,11 @@ func (r CancelWorkflowResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r CancelWorkflowResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r CancelWorkflowResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -12201,6 +12560,8 @@ type RetryWorkflowResponse struct {
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -12235,6 +12596,11 @@ func (r RetryWorkflowResponse) GetJSON404() *NotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r RetryWorkflowResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r RetryWorkflowResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -13369,6 +13735,13 @@ func ParseDashboardResponse(rsp *http.Response) (*DashboardResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	}
 
 	return response, nil
@@ -13420,6 +13793,13 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	}
 
@@ -13494,6 +13874,13 @@ func ParseListCronResponse(rsp *http.Response) (*ListCronResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13558,6 +13945,13 @@ func ParseDeleteCronResponse(rsp *http.Response) (*DeleteCronResponse, error) {
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13618,6 +14012,13 @@ func ParseGetCronResponse(rsp *http.Response) (*GetCronResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -13694,6 +14095,13 @@ func ParsePutCronResponse(rsp *http.Response) (*PutCronResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13769,6 +14177,13 @@ func ParseTriggerCronResponse(rsp *http.Response) (*TriggerCronResponse, error) 
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13828,6 +14243,13 @@ func ParseEventsResponse(rsp *http.Response) (*EventsResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -13917,6 +14339,13 @@ func ParseEnqueueResponse(rsp *http.Response) (*EnqueueResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -14030,6 +14459,13 @@ func ParseEnqueueBatchResponse(rsp *http.Response) (*EnqueueBatchResponse, error
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14090,6 +14526,13 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	}
 
 	return response, nil
@@ -14129,6 +14572,13 @@ func ParseListQueuesResponse(rsp *http.Response) (*ListQueuesResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -14201,6 +14651,13 @@ func ParseDeleteQueueResponse(rsp *http.Response) (*DeleteQueueResponse, error) 
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14261,6 +14718,13 @@ func ParseGetQueueResponse(rsp *http.Response) (*GetQueueResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -14337,6 +14801,13 @@ func ParseClaimResponse(rsp *http.Response) (*ClaimResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14401,6 +14872,13 @@ func ParseDeletePushConfigResponse(rsp *http.Response) (*DeletePushConfigRespons
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14461,6 +14939,13 @@ func ParseGetPushConfigResponse(rsp *http.Response) (*GetPushConfigResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -14530,6 +15015,13 @@ func ParsePutPushConfigResponse(rsp *http.Response) (*PutPushConfigResponse, err
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14590,6 +15082,13 @@ func ParsePurgeDeadResponse(rsp *http.Response) (*PurgeDeadResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -14659,6 +15158,13 @@ func ParseRequeueDeadResponse(rsp *http.Response) (*RequeueDeadResponse, error) 
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14712,6 +15218,13 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -14801,6 +15314,13 @@ func ParseEnqueueIntoResponse(rsp *http.Response) (*EnqueueIntoResponse, error) 
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -14907,6 +15427,13 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14967,6 +15494,13 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -15050,6 +15584,13 @@ func ParseRescheduleJobResponse(rsp *http.Response) (*RescheduleJobResponse, err
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15110,6 +15651,13 @@ func ParseGetArtifactsResponse(rsp *http.Response) (*GetArtifactsResponse, error
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -15192,6 +15740,13 @@ func ParsePutArtifactResponse(rsp *http.Response) (*PutArtifactResponse, error) 
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -15278,6 +15833,13 @@ func ParseCancelClaimedResponse(rsp *http.Response) (*CancelClaimedResponse, err
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15362,6 +15924,13 @@ func ParseCompleteResponse(rsp *http.Response) (*CompleteResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -15448,6 +16017,13 @@ func ParseFailResponse(rsp *http.Response) (*FailResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15530,6 +16106,13 @@ func ParseHeartbeatResponse(rsp *http.Response) (*HeartbeatResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15590,6 +16173,13 @@ func ParseGetLogsResponse(rsp *http.Response) (*GetLogsResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -15673,6 +16263,13 @@ func ParseAppendLogsResponse(rsp *http.Response) (*AppendLogsResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15755,6 +16352,13 @@ func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15808,6 +16412,13 @@ func ParseJobStreamResponse(rsp *http.Response) (*JobStreamResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -15873,6 +16484,13 @@ func ParseDeleteLimitsResponse(rsp *http.Response) (*DeleteLimitsResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15926,6 +16544,13 @@ func ParseGetLimitsResponse(rsp *http.Response) (*GetLimitsResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -15995,6 +16620,13 @@ func ParsePutLimitsResponse(rsp *http.Response) (*PutLimitsResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16062,6 +16694,13 @@ func ParsePauseQueueResponse(rsp *http.Response) (*PauseQueueResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -16131,6 +16770,13 @@ func ParseReclaimQueueResponse(rsp *http.Response) (*ReclaimQueueResponse, error
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16199,6 +16845,13 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16246,6 +16899,13 @@ func ParseStatusResponse(rsp *http.Response) (*StatusResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	}
 
 	return response, nil
@@ -16285,6 +16945,13 @@ func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -16350,6 +17017,13 @@ func ParseDeleteWorkerResponse(rsp *http.Response) (*DeleteWorkerResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16410,6 +17084,13 @@ func ParseGetWorkerResponse(rsp *http.Response) (*GetWorkerResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -16486,6 +17167,13 @@ func ParsePutWorkerResponse(rsp *http.Response) (*PutWorkerResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16539,6 +17227,13 @@ func ParseListWorkflowsResponse(rsp *http.Response) (*ListWorkflowsResponse, err
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -16615,6 +17310,13 @@ func ParseEnqueueWorkflowResponse(rsp *http.Response) (*EnqueueWorkflowResponse,
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16688,6 +17390,13 @@ func ParseGetWorkflowResponse(rsp *http.Response) (*GetWorkflowResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -16764,6 +17473,13 @@ func ParseCancelWorkflowResponse(rsp *http.Response) (*CancelWorkflowResponse, e
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16838,6 +17554,13 @@ func ParseRetryWorkflowResponse(rsp *http.Response) (*RetryWorkflowResponse, err
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal

@@ -239,6 +239,55 @@ func TestJobTargetOverrides(t *testing.T) {
 	require.JSONEq(t, `[1,2]`, string(got[0].Body))
 }
 
+// An envelope enqueued past the enqueue's check (a Go caller through
+// queue.Client) is checked before its request: a bad one is dead at once,
+// its error naming the field, and the receiver gets nothing; a good one is
+// sent as checked (its method upper-cased).
+func TestDispatcherChecksEnvelope(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, loopback, nil)
+	rc := newReceiver(t, nil)
+	r.push("raw", rc.URL, nil)
+	target := func(kv ...any) map[string]any {
+		t := map[string]any{"url": rc.URL + "/own"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			t[kv[i].(string)] = kv[i+1]
+		}
+		return t
+	}
+	for _, tc := range []struct {
+		env   map[string]any
+		field string
+	}{
+		{map[string]any{"body": 1, "target": target("url", "file:///etc/passwd")}, "payload.target.url"},
+		{map[string]any{"body": 1, "target": target("method", "TRACE")}, "payload.target.method"},
+		{map[string]any{"body": 1, "target": target("headers", map[string]string{"Host": "internal"})}, "payload.target.headers"},
+		{map[string]any{"body": 1, "target": target("headers", map[string]string{"Webhook-Signature": "v1,x"})}, "payload.target.headers"},
+		{map[string]any{"body": 1, "target": target("timeout_ms", int64(31*365*24*time.Hour/time.Millisecond))}, "payload.target.timeout_ms"},
+		{map[string]any{"body": 1, "target": target(), "extra": true}, "payload"},
+		{map[string]any{"target": target()}, "payload.body"},
+	} {
+		env, err := json.Marshal(tc.env)
+		require.NoError(t, err)
+		j := r.enqueue(queue.NewJob{Queue: "raw", Kind: dispatch.EnvelopeKind, Payload: env, MaxAttempts: 3})
+		done := r.wait("raw", j.ID, queue.StatusDead)
+		require.Equal(t, 1, done.Attempts, "a bad envelope is not retried: %s", env)
+		require.Contains(t, done.LastError, "push envelope is not valid: "+tc.field+":", "%s", env)
+	}
+	require.Empty(t, rc.requests())
+
+	env, err := json.Marshal(map[string]any{"body": []int{1}, "kind": "mine",
+		"target": target("method", "put", "headers", map[string]string{"X-Own": "1"}, "timeout_ms", 5000)})
+	require.NoError(t, err)
+	j := r.enqueue(queue.NewJob{Queue: "raw", Kind: dispatch.EnvelopeKind, Payload: env})
+	r.wait("raw", j.ID, queue.StatusCompleted)
+	got := rc.requests()
+	require.Len(t, got, 1)
+	require.Equal(t, "PUT", got[0].Method)
+	require.Equal(t, "1", got[0].Header.Get("X-Own"))
+	require.Equal(t, "mine", got[0].Header.Get(dispatch.HeaderKind))
+}
+
 // Fencing: a receiver so slow that the job's lease lapsed (no heartbeat
 // here) answers after the newer attempt completed; its answer changes
 // nothing, and the newer attempt's fence is higher.

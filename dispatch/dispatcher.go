@@ -271,10 +271,18 @@ func (d *Dispatcher) work(ctx context.Context, job *queue.Job) (json.RawMessage,
 		return nil, errors.New("dispatch: the queue has no push config any more")
 	}
 	body, target, kind := job.Payload, cfg.Target, job.Kind
-	env, enveloped := Open(job)
-	if enveloped {
-		body, kind = env.Body, env.Kind
-		if t := env.TargetOf(); t != nil {
+	var env Envelope
+	if job.Kind == EnvelopeKind {
+		// Checked as the enqueue checks it, but for the address, which the
+		// dialler checks after DNS: a job enqueued past that check (a Go
+		// caller's, or one stored before it) is sent only if it passes.
+		e, t, err := checkEnvelope(Guard{Disabled: true}, job.Payload)
+		if err != nil {
+			msg := "the job's push envelope is not valid: " + err.Error()
+			return nil, d.finish(ctx, job, env, Attempt{Error: msg}, nil, worker.SkipRetry(errors.New("dispatch: "+msg)))
+		}
+		env, body, kind = e, e.Body, e.Kind
+		if t != nil {
 			target = *t
 		}
 	}

@@ -23,7 +23,10 @@
 //
 //   - QueueConfig and Store: a queue's target (URL, method, headers,
 //     timeout), its signing secrets and its concurrency, in Redis.
-//   - PushJob and Envelope: a job with its own target or callbacks.
+//   - PushJob and Envelope: a job with its own target or callbacks;
+//     CheckEnvelope checks an envelope made by hand exactly as NewJob
+//     checks the options it is made of, and the dispatcher checks each
+//     one again before its request.
 //   - Dispatcher: serves every push queue; maps each response to where the
 //     job goes (see mapStatus): 2xx completed with the body (≤ 64 KiB) as
 //     its result; 429 or 503 with Retry-After retried then (≤ 1 h); any

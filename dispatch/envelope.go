@@ -1,8 +1,11 @@
 package dispatch
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/chronoq/chronoq/queue"
@@ -105,8 +108,79 @@ func (p PushJob) NewJob(g Guard) (queue.NewJob, error) {
 	return nj, nil
 }
 
+// CheckEnvelope checks the payload of a job of kind EnvelopeKind made
+// without PushJob.NewJob (by hand, or read back from another job) exactly
+// as NewJob checks the options it makes one of: the envelope's fields and
+// nothing else, a body, a valid kind, the target as Target.Validate
+// checks it (g checks its URL, the method is one of Target's, no header
+// chronoq sets, a timeout in [MinTimeout, MaxTimeout]), and the callback
+// URLs as g checks them. Errors are *queue.FieldError naming the field
+// under "payload" ("payload.target.method"). The dispatcher checks every
+// envelope again before its request, so a job that skipped this check
+// (enqueued by a Go caller through queue.Client, or stored before it) is
+// sent only if it passes, and is dead at once otherwise.
+func CheckEnvelope(g Guard, payload json.RawMessage) error {
+	_, _, err := checkEnvelope(g, payload)
+	return err
+}
+
+// checkEnvelope reads and checks an envelope, answering it and its target
+// as validated (nil when it has none).
+func checkEnvelope(g Guard, payload []byte) (Envelope, *Target, error) {
+	var env Envelope
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil {
+		return env, nil, invalid("payload", "a %s job's payload is a push envelope, an object of body, kind, target, "+
+			"callback_url and failure_callback_url (give your own kind, and target or callback_url beside it, to have "+
+			"chronoq make one): %v", EnvelopeKind, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return env, nil, invalid("payload", "data after the envelope")
+	}
+	if len(env.Body) == 0 {
+		return env, nil, invalid("payload.body", "the request body is required")
+	}
+	if env.Kind != "" {
+		if err := queue.ValidateKind(env.Kind); err != nil {
+			return env, nil, invalid("payload.kind", "%v", err)
+		}
+	}
+	var target *Target
+	if env.Target != nil {
+		// timeout_ms is checked before it becomes a Duration, which a
+		// large one would overflow into range.
+		if ms := env.Target.TimeoutMs; ms != 0 && (ms < MinTimeout.Milliseconds() || ms > MaxTimeout.Milliseconds()) {
+			return env, nil, invalid("payload.target.timeout_ms", "must be in [%d, %d] (milliseconds), got %d",
+				MinTimeout.Milliseconds(), MaxTimeout.Milliseconds(), ms)
+		}
+		t := Target{URL: env.Target.URL, Method: env.Target.Method, Headers: env.Target.Headers,
+			Timeout: time.Duration(env.Target.TimeoutMs) * time.Millisecond}
+		if err := t.Validate(g, "payload.target"); err != nil {
+			return env, nil, err
+		}
+		target = &t
+	}
+	for _, cb := range []struct{ field, url string }{
+		{"payload.callback_url", env.CallbackURL}, {"payload.failure_callback_url", env.FailureCallbackURL}} {
+		if cb.url == "" {
+			continue
+		}
+		if err := g.CheckURL(cb.url); err != nil {
+			return env, nil, invalid(cb.field, "%v", err)
+		}
+	}
+	if env.CallbackOf != "" {
+		if err := queue.ValidateID(env.CallbackOf); err != nil {
+			return env, nil, invalid("payload.callback_of", "%v", err)
+		}
+	}
+	return env, target, nil
+}
+
 // Open answers the envelope of an EnvelopeKind job, ok false for any other
-// job (or a malformed envelope).
+// job (or a malformed envelope). It does not check the envelope: see
+// CheckEnvelope.
 func Open(j *queue.Job) (Envelope, bool) {
 	if j.Kind != EnvelopeKind {
 		return Envelope{}, false

@@ -2,7 +2,10 @@ package dispatch_test
 
 import (
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -10,6 +13,7 @@ import (
 
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 func TestGuardCheckURL(t *testing.T) {
@@ -39,9 +43,14 @@ func TestGuardCheckURL(t *testing.T) {
 		"http://[::]/":                     "unspecified",
 		"http://100.100.100.200/":          "special-purpose",
 		"http://metadata.google.internal/": "metadata",
-		"http://[fd00:ec2::254]/":          "unique-local",
+		"http://[fd00:ec2::254]/":          "metadata",
 		"http://255.255.255.255/":          "special-purpose",
 		"http://[64:ff9b::a00:1]/":         "special-purpose",
+		"http://[::ffff:8.8.8.8]/":         "IPv4-mapped",
+		"http://192.0.2.1/":                "special-purpose",
+		"http://[2001:db8::1]/":            "special-purpose",
+		"http://[fe80::1%25eth0]/":         "link-local",
+		"http://[2001:db8::1%25eth0]/":     "special-purpose",
 		"http://example.com/#frag":         "fragment",
 		"http://example.com:0/":            "port",
 		"http://example.com:99999/":        "port",
@@ -50,6 +59,9 @@ func TestGuardCheckURL(t *testing.T) {
 		err := g.CheckURL(u)
 		require.Error(t, err, u)
 		require.Contains(t, err.Error(), want, u)
+		if errors.Is(err, dispatch.ErrRefused) {
+			require.Contains(t, err.Error(), "--dispatch-allow", u)
+		}
 	}
 	for _, u := range []string{"https://example.com/hook", "http://8.8.8.8:8080/x?y=1", "https://[2606:4700::1111]/"} {
 		require.NoError(t, g.CheckURL(u), u)
@@ -120,4 +132,56 @@ func TestRedirectToPrivateAddressNotFollowed(t *testing.T) {
 	require.Contains(t, done.LastError, "HTTP 307")
 	require.Contains(t, done.LastError, "redirects are not followed")
 	require.Contains(t, done.LastError, "192.168.0.10")
+}
+
+// A receiver listening on all interfaces is not reachable through this
+// host's own non-loopback addresses (as a probe reached one through eth0):
+// refused at config time as a literal, and at dial time when a job carries
+// it, unless the allow-list opens it.
+func TestGuardRefusesThisHost(t *testing.T) {
+	t.Parallel()
+	own := testutil.HostAddrs(t)
+	ln, err := net.Listen("tcp", ":0") // every interface, v4 and v6
+	require.NoError(t, err)
+	rc := newReceiverOn(t, ln, nil)
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+
+	r := newRig(t, dispatch.Guard{}, nil)
+	_, err = r.store.Put(r.ctx, "self", dispatch.QueueConfig{Target: dispatch.Target{URL: "https://example.com/"}})
+	require.NoError(t, err)
+	require.NoError(t, r.d.Refresh(r.ctx))
+	for _, a := range own {
+		u := "http://" + netip.AddrPortFrom(a, port).String() + "/"
+		err := dispatch.Guard{}.CheckURL(u)
+		require.ErrorIs(t, err, dispatch.ErrRefused, u)
+		require.Contains(t, err.Error(), "--dispatch-allow", u)
+		_, err = r.store.Put(r.ctx, "self", dispatch.QueueConfig{Target: dispatch.Target{URL: u}})
+		require.ErrorIs(t, err, queue.ErrInvalid, u)
+		require.Contains(t, err.Error(), "refused by the SSRF guard", u)
+
+		// A job that carries it, made by hand past the enqueue's check,
+		// is refused at dial time.
+		env, _ := json.Marshal(map[string]any{"body": map[string]int{"a": 1}, "target": map[string]any{"url": u}})
+		j := r.enqueue(queue.NewJob{Queue: "self", Kind: dispatch.EnvelopeKind, Payload: env, MaxAttempts: 3})
+		done := r.wait("self", j.ID, queue.StatusDead)
+		require.Equal(t, 1, done.Attempts, "a refusal is not retried")
+		require.Contains(t, done.LastError, "refused by the SSRF guard", u)
+		require.Contains(t, done.LastError, "--dispatch-allow", u)
+	}
+	require.Empty(t, rc.requests())
+
+	// The allow-list opens them.
+	open := dispatch.Guard{Allow: make([]netip.Prefix, len(own))}
+	for i, a := range own {
+		open.Allow[i] = netip.PrefixFrom(a, a.BitLen())
+	}
+	ro := newRig(t, open, nil)
+	for i, a := range own {
+		u := "http://" + netip.AddrPortFrom(a, port).String() + "/"
+		require.NoError(t, open.CheckURL(u))
+		ro.push("self", u, nil)
+		j := ro.enqueue(queue.NewJob{Queue: "self"})
+		ro.wait("self", j.ID, queue.StatusCompleted)
+		require.Len(t, rc.requests(), i+1, u)
+	}
 }

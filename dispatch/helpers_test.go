@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -159,8 +160,13 @@ type receiver struct {
 }
 
 func newReceiver(t *testing.T, reply func(n int, w http.ResponseWriter, r *http.Request)) *receiver {
+	return newReceiverOn(t, nil, reply)
+}
+
+// newReceiverOn is newReceiver on ln (nil: a loopback one).
+func newReceiverOn(t *testing.T, ln net.Listener, reply func(n int, w http.ResponseWriter, r *http.Request)) *receiver {
 	rc := &receiver{reply: reply}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rc.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
 		rc.got = append(rc.got, request{At: time.Now(), Method: r.Method, Header: r.Header.Clone(), Body: body})
@@ -172,6 +178,11 @@ func newReceiver(t *testing.T, reply func(n int, w http.ResponseWriter, r *http.
 		}
 		rc.reply(n, w, r)
 	}))
+	if ln != nil {
+		_ = rc.Listener.Close()
+		rc.Listener = ln
+	}
+	rc.Start()
 	t.Cleanup(rc.Close)
 	return rc
 }

@@ -11,7 +11,8 @@
 //     segment, a parameter being one non-empty segment (see findRoute):
 //     the document's paths are literal.
 //   - A request the document has no operation for must be answered 404
-//     (no such path) or 405 (not with that method), with the Error body.
+//     (no such path) or 405 (not with that method), or 421 (a server that
+//     refuses the request's Host before it routes), with the Error body.
 //   - A request the document rejects (a parameter, the body, the
 //     credentials) must be answered with a 4xx the operation documents:
 //     the document must not accept less than the server does.
@@ -247,11 +248,11 @@ func sortedRoutes(paths *openapi3.Paths) []route {
 }
 
 // checkNoRoute checks the answer to a request the document has no
-// operation for: 404 (no such path) or 405 (not with that method), with
-// the Error body.
+// operation for: 404 (no such path) or 405 (not with that method), or 421
+// (the Host refused before routing), with the Error body.
 func (c *Contract) checkNoRoute(x Exchange, routeErr error) error {
-	if x.Status != http.StatusNotFound && x.Status != http.StatusMethodNotAllowed {
-		return fmt.Errorf("no operation in the document (%w): want 404 or 405, the server answered %d (body: %.500s)", routeErr, x.Status, x.Body)
+	if x.Status != http.StatusNotFound && x.Status != http.StatusMethodNotAllowed && x.Status != http.StatusMisdirectedRequest {
+		return fmt.Errorf("no operation in the document (%w): want 404, 405 or 421, the server answered %d (body: %.500s)", routeErr, x.Status, x.Body)
 	}
 	if x.Request.Method == http.MethodHead {
 		return nil

@@ -41,6 +41,10 @@ type serveConfig struct {
 	namespace    string
 	insecure     bool
 	metricsAuth  bool
+	// allowedHosts are the names (and addresses) a server without a token
+	// answers to besides loopback ones, the address it is reached at and
+	// the --listen host (api.Config.AllowedHosts).
+	allowedHosts []string
 
 	bodyLimit        int64
 	maxPayloadBytes  int
@@ -159,6 +163,8 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.String(&c.token, "token", "CHRONOQ_TOKEN", "", "API token: /v1 and the dashboard need \"Authorization: Bearer <token>\" (the dashboard: open /?token=<token> once)")
 	e.String(&c.namespace, "namespace", "CHRONOQ_NAMESPACE", queue.DefaultNamespace, "prefix of every Redis key")
 	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
+	var hosts string
+	e.String(&hosts, "allowed-hosts", "CHRONOQ_ALLOWED_HOSTS", "", "without --token, the Host names (and addresses) the server answers to besides loopback ones, the --listen host and the address a request reaches it at, comma-separated; another Host is a 421 (against DNS rebinding). Ignored with --token")
 	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
 	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
 	e.Duration(&c.workerTTL, "worker-ttl", "CHRONOQ_WORKER_TTL", registry.DefaultTTL, "how long an HTTP worker that names no ttl (and a simulated worker of chronoq demo) stays in the registry after its last call (1s to 1h)")
@@ -190,6 +196,14 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 			c.redisCluster = append(c.redisCluster, a)
 		}
 	}
+	for h := range strings.SplitSeq(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if err := api.CheckHost(h); err != nil {
+				return c, fmt.Errorf("--allowed-hosts: %w", err)
+			}
+			c.allowedHosts = append(c.allowedHosts, h)
+		}
+	}
 	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return c, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
@@ -203,6 +217,9 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	if !isLoopback(host) && c.token == "" && !c.insecure {
 		return c, fmt.Errorf("refusing to listen on %s without an API token: anyone who reaches it could run and delete jobs. "+
 			"Set --token (or CHRONOQ_TOKEN), listen on 127.0.0.1, or pass --insecure", c.listen)
+	}
+	if host != "" {
+		c.allowedHosts = append(c.allowedHosts, host) // the listen address names this server
 	}
 	return c, nil
 }
@@ -388,7 +405,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Push: dispatch.NewStore(client, guard),
-		Workflows: workflows, Token: c.token, MetricsAuth: c.metricsAuth, Workers: workers,
+		Workflows: workflows, Token: c.token, AllowedHosts: c.allowedHosts, MetricsAuth: c.metricsAuth, Workers: workers,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})
 	if err != nil {

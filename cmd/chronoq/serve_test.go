@@ -87,9 +87,66 @@ func TestParseServe(t *testing.T) {
 		{[]string{"--log-format", "xml"}, env(), false},
 		{[]string{"--no-such-flag"}, env(), false},
 		{[]string{"extra"}, env(), false},
+		{[]string{"--allowed-hosts", "http://chronoq.lan"}, env(), false},
+		{[]string{"--allowed-hosts", "chronoq.lan:8080"}, env(), false},
+		{nil, env("CHRONOQ_ALLOWED_HOSTS", "a.lan,b/c"), false},
 	} {
 		_, err := parseServe(tt.args, tt.env, io.Discard)
 		require.Equal(t, tt.ok, err == nil, "%v: %v", tt.args, err)
+	}
+
+	// The allowed hosts: the flag's (or the environment's), and the
+	// --listen host.
+	c, err = parseServe([]string{"--allowed-hosts", " chronoq.lan, 10.1.2.3 ,"}, env(), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"chronoq.lan", "10.1.2.3", "127.0.0.1"}, c.allowedHosts)
+	c, err = parseServe([]string{"--listen", "box.lan:8080", "--insecure"}, env("CHRONOQ_ALLOWED_HOSTS", "a.lan"), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a.lan", "box.lan"}, c.allowedHosts)
+	c, err = parseServe([]string{"--listen", ":8080", "--insecure"}, env(), io.Discard)
+	require.NoError(t, err)
+	require.Empty(t, c.allowedHosts)
+}
+
+// TestServeHostCheck: serve without a token answers 421 to a Host that
+// does not name it (a rebinding page's), and serves the dashboard, the
+// API and /metrics to its own Host and to those of --allowed-hosts; on
+// every interface (--insecure), reached through this host's own address,
+// it answers to that address.
+func TestServeHostCheck(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, []string{"--listen", ":0", "--insecure", "--allowed-hosts", "chronoq.lan"}, testutil.FakeClock())
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(s.base, "http://"))
+	require.NoError(t, err)
+	bases := []string{"http://127.0.0.1:" + port}
+	for _, a := range testutil.HostAddrs(t) {
+		bases = append(bases, "http://"+net.JoinHostPort(a.String(), port))
+	}
+	get := func(base, path, host string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
+		require.NoError(t, err)
+		req.Host = host
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(body)
+	}
+	for _, base := range bases {
+		own := strings.TrimPrefix(base, "http://")
+		for _, path := range []string{"/", "/v1/queues", "/metrics"} {
+			for _, host := range []string{own, "localhost:" + port, "chronoq.lan:" + port} {
+				status, body := get(base, path, host)
+				require.Equal(t, http.StatusOK, status, "%s%s Host %s: %s", base, path, host, body)
+			}
+			status, body := get(base, path, "rebind.example:"+port)
+			require.Equal(t, http.StatusMisdirectedRequest, status, "%s%s: %s", base, path, body)
+			require.Contains(t, body, `"code":"misdirected_request"`)
+			require.Contains(t, body, "--allowed-hosts")
+		}
+		status, _ := get(base, "/healthz", "rebind.example")
+		require.Equal(t, http.StatusOK, status)
 	}
 }
 
@@ -380,7 +437,7 @@ func TestServeReadTimeout(t *testing.T) {
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = io.WriteString(conn, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"kind\":")
+	_, err = io.WriteString(conn, "POST /v1/jobs HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"kind\":")
 	require.NoError(t, err)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
