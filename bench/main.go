@@ -38,7 +38,24 @@ const (
 	fallbackDeadline = 10 * time.Minute       // bounds a loop whose ctx has no deadline
 )
 
-var scenarioNames = []string{"e2e", "drain", "enqueue", "late", "retry", "mem"}
+// scenarios are the benchmark's scenarios, in the order they run; each
+// runs on both sides and adds its rows to the table.
+var scenarios = []struct {
+	name string
+	run  func(*bench, context.Context, *table)
+}{
+	{"e2e", (*bench).e2e}, {"drain", (*bench).drain}, {"enqueue", (*bench).enqueue},
+	{"late", (*bench).late}, {"retry", (*bench).retry}, {"mem", (*bench).mem},
+}
+
+// scenarioNames are the scenarios' names, in order.
+var scenarioNames = func() []string {
+	names := make([]string, 0, len(scenarios))
+	for _, sc := range scenarios {
+		names = append(names, sc.name)
+	}
+	return names
+}()
 
 // bench holds the run's settings and the control connection (INFO,
 // FLUSHALL) to the shared redis-server.
@@ -79,15 +96,15 @@ func run() int {
 	srvInfo, _ := info(b.ctl, "server")
 
 	t := &table{}
-	for _, name := range scenarioNames {
-		if !selected[name] {
+	for _, sc := range scenarios {
+		if !selected[sc.name] {
 			continue
 		}
 		if ctx.Err() != nil {
 			break
 		}
-		logf("scenario %s", name)
-		b.runScenario(ctx, name, t)
+		logf("scenario %s", sc.name)
+		sc.run(b, ctx, t)
 	}
 	_ = flushAll(b.ctl)
 
@@ -179,24 +196,6 @@ func (b *bench) connect(ctx context.Context, addr string, force bool) (disconnec
 		return nil, fmt.Errorf("the redis-server at %s holds %d keys and the benchmark FLUSHALLs it: use an empty server, or -force", b.addr, keys)
 	}
 	return disconnect, nil
-}
-
-// runScenario runs scenario name on both sides, adding its rows to t.
-func (b *bench) runScenario(ctx context.Context, name string, t *table) {
-	switch name {
-	case "e2e":
-		b.e2e(ctx, t)
-	case "drain":
-		b.drain(ctx, t)
-	case "enqueue":
-		b.enqueue(ctx, t)
-	case "late":
-		b.late(ctx, t)
-	case "retry":
-		b.retry(ctx, t)
-	case "mem":
-		b.mem(ctx, t)
-	}
 }
 
 // printResults prints the run's settings, the table t, and what its rows
