@@ -38,7 +38,24 @@ const (
 	fallbackDeadline = 10 * time.Minute       // bounds a loop whose ctx has no deadline
 )
 
-var scenarioNames = []string{"e2e", "drain", "enqueue", "late", "retry", "mem"}
+// scenarios are the benchmark's scenarios, in the order they run; each
+// runs on both sides and adds its rows to the table.
+var scenarios = []struct {
+	name string
+	run  func(*bench, context.Context, *table)
+}{
+	{"e2e", (*bench).e2e}, {"drain", (*bench).drain}, {"enqueue", (*bench).enqueue},
+	{"late", (*bench).late}, {"retry", (*bench).retry}, {"mem", (*bench).mem},
+}
+
+// scenarioNames are the scenarios' names, in order.
+var scenarioNames = func() []string {
+	names := make([]string, 0, len(scenarios))
+	for _, sc := range scenarios {
+		names = append(names, sc.name)
+	}
+	return names
+}()
 
 // bench holds the run's settings and the control connection (INFO,
 // FLUSHALL) to the shared redis-server.
@@ -57,11 +74,60 @@ type bench struct {
 
 func main() { os.Exit(run()) }
 
+// run runs the selected scenarios and prints their table, and answers the
+// exit code: 2 for bad flags, 1 when Redis is unusable, 130 on Ctrl-C.
 func run() int {
 	b := &bench{}
-	redisAddr := flag.String("redis", "", "an EMPTY redis-server to use (it is FLUSHALLed between scenarios); empty: start one on a free loopback port")
-	force := flag.Bool("force", false, "with -redis: run even if the server holds keys (they are deleted)")
-	only := flag.String("only", "", "comma-separated scenarios to run, of "+strings.Join(scenarioNames, ",")+"; empty: all")
+	f := b.parseFlags()
+	selected, err := b.check(f.only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	disconnect, err := b.connect(ctx, f.redisAddr, f.force)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	defer disconnect()
+	srvInfo, _ := info(b.ctl, "server")
+
+	t := &table{}
+	for _, sc := range scenarios {
+		if !selected[sc.name] {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		logf("scenario %s", sc.name)
+		sc.run(b, ctx, t)
+	}
+	_ = flushAll(b.ctl)
+
+	b.printResults(t, srvInfo, selected)
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "bench: interrupted")
+		return 130
+	}
+	return 0
+}
+
+// runFlags are the flags that choose the run but are no setting of bench.
+type runFlags struct {
+	redisAddr, only string
+	force           bool
+}
+
+// parseFlags reads the command line into b, and answers the other flags.
+func (b *bench) parseFlags() runFlags {
+	var f runFlags
+	flag.StringVar(&f.redisAddr, "redis", "", "an EMPTY redis-server to use (it is FLUSHALLed between scenarios); empty: start one on a free loopback port")
+	flag.BoolVar(&f.force, "force", false, "with -redis: run even if the server holds keys (they are deleted)")
+	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run, of "+strings.Join(scenarioNames, ",")+"; empty: all")
 	flag.IntVar(&b.n, "n", 100_000, "jobs in the end-to-end, drain and enqueue scenarios")
 	flag.IntVar(&b.lateN, "late-n", 2000, "scheduled jobs in the lateness scenario, due evenly over 1 s")
 	flag.IntVar(&b.retryN, "retry-n", 500, "jobs in the retry-delay scenario")
@@ -70,87 +136,71 @@ func run() int {
 	flag.StringVar(&b.runtime, "runtime", runtimeWorker, "chronoq's consumer: worker (package worker, concurrency 50) or loop (50 goroutines: Claim(Max 32, Wait 50 ms) + CompleteMany)")
 	flag.StringVar(&b.prof.dir, "cpuprofile", "", "a directory to write a CPU profile of this process into for each timed end-to-end and drain pass (<side>-<flow>.pprof)")
 	flag.Parse()
+	return f
+}
 
-	selected, err := parseOnly(*only)
+// check refuses settings out of their bounds, and answers the scenarios
+// -only selects.
+func (b *bench) check(only string) (map[string]bool, error) {
+	selected, err := parseOnly(only)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 2
+		return nil, err
 	}
 	for _, v := range []struct {
 		name string
 		n    int
 	}{{"-n", b.n}, {"-late-n", b.lateN}, {"-retry-n", b.retryN}, {"-mem-n", b.memN}} {
 		if v.n < 1 || v.n > maxJobs {
-			fmt.Fprintf(os.Stderr, "bench: %s must be in [1, %d]\n", v.name, maxJobs)
-			return 2
+			return nil, fmt.Errorf("%s must be in [1, %d]", v.name, maxJobs)
 		}
 	}
 	if b.deadline <= 0 || b.deadline > time.Hour {
-		fmt.Fprintln(os.Stderr, "bench: -deadline must be in (0, 1h]")
-		return 2
+		return nil, errors.New("-deadline must be in (0, 1h]")
 	}
 	if err := b.prof.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 2
+		return nil, err
 	}
 	if b.runtime != runtimeWorker && b.runtime != runtimeLoop {
-		fmt.Fprintf(os.Stderr, "bench: -runtime must be %s or %s\n", runtimeWorker, runtimeLoop)
-		return 2
+		return nil, fmt.Errorf("-runtime must be %s or %s", runtimeWorker, runtimeLoop)
 	}
+	return selected, nil
+}
 
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
-
-	b.addr = *redisAddr
+// connect opens b's control connection to the redis-server at addr, or to
+// one it starts when addr is empty, and refuses a server that holds keys
+// unless force. disconnect closes the connection and stops the server
+// it started.
+func (b *bench) connect(ctx context.Context, addr string, force bool) (disconnect func(), err error) {
+	stopRedis := func() {}
+	b.addr = addr
 	if b.addr == "" {
 		srv, err := startRedis(ctx)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
+			return nil, err
 		}
-		defer srv.stop()
-		b.addr = srv.proc.Addr
+		stopRedis, b.addr = srv.stop, srv.proc.Addr
 	}
 	b.ctl = redis.NewClient(&redis.Options{Addr: b.addr, PoolSize: 1})
-	defer b.ctl.Close()
+	disconnect = func() {
+		_ = b.ctl.Close()
+		stopRedis()
+	}
 	b.ctlAddr = clientAddr(b.ctl)
 	keys, err := keyCount(b.ctl)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench: redis at %s: %v\n", b.addr, err)
-		return 1
+		disconnect()
+		return nil, fmt.Errorf("redis at %s: %w", b.addr, err)
 	}
-	if keys > 0 && !*force {
-		fmt.Fprintf(os.Stderr, "bench: the redis-server at %s holds %d keys and the benchmark FLUSHALLs it: use an empty server, or -force\n", b.addr, keys)
-		return 1
+	if keys > 0 && !force {
+		disconnect()
+		return nil, fmt.Errorf("the redis-server at %s holds %d keys and the benchmark FLUSHALLs it: use an empty server, or -force", b.addr, keys)
 	}
-	srvInfo, _ := info(b.ctl, "server")
+	return disconnect, nil
+}
 
-	t := &table{}
-	for _, name := range scenarioNames {
-		if !selected[name] {
-			continue
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		logf("scenario %s", name)
-		switch name {
-		case "e2e":
-			b.e2e(ctx, t)
-		case "drain":
-			b.drain(ctx, t)
-		case "enqueue":
-			b.enqueue(ctx, t)
-		case "late":
-			b.late(ctx, t)
-		case "retry":
-			b.retry(ctx, t)
-		case "mem":
-			b.mem(ctx, t)
-		}
-	}
-	_ = flushAll(b.ctl)
-
+// printResults prints the run's settings, the table t, and what its rows
+// mean.
+func (b *bench) printResults(t *table, srvInfo map[string]string, selected map[string]bool) {
 	chronoqRuntime := "package worker (worker.Worker, Concurrency 50)"
 	if b.runtime == runtimeLoop {
 		chronoqRuntime = "no worker package: 50 goroutines doing Claim(Max 32, Wait 50 ms) + CompleteMany"
@@ -169,11 +219,6 @@ func run() int {
 	if t.incomplete {
 		fmt.Println("* incomplete: that side stopped at the deadline, on an error or on Ctrl-C; the figure is what it got.")
 	}
-	if ctx.Err() != nil {
-		fmt.Fprintln(os.Stderr, "bench: interrupted")
-		return 130
-	}
-	return 0
 }
 
 // printNotes says, for each scenario run, what its rows measure.

@@ -80,121 +80,187 @@ func readConfig(name string, args []string, cfg any, stderr io.Writer) error {
 	return nil
 }
 
+// battery is one "run": its flags, and where it writes.
+type battery struct {
+	short                                 bool
+	names, jsonOut                        string
+	chronoq, goBin, redisServer, redisCLI string
+	seed                                  uint64
+	keep                                  bool
+	jobs                                  int
+	stdout, stderr                        io.Writer
+}
+
+// runBattery runs the scenarios the flags name, prints their table, and
+// answers the exit code (see the command's documentation).
 func runBattery(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("chronoq-chaos run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	short := fs.Bool("short", false, "the CI form: scaled-down load and fault period")
-	names := fs.String("scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3), reshard (4), skew (5), workflow (6); empty: every one")
-	jsonOut := fs.String("json", "", "also write the reports as JSON to this file (- for stdout)")
-	chronoqBin := fs.String("chronoq", "", "the chronoq binary; empty: built from this module with -go")
-	goBin := fs.String("go", "go", "the go command used to build chronoq")
-	redisServer := fs.String("redis-server", "redis-server", "the redis-server binary")
-	redisCLI := fs.String("redis-cli", "redis-cli", "the redis-cli binary (cluster scenarios)")
-	seed := fs.Uint64("seed", 0, "random seed; 0 picks one from the clock")
-	keep := fs.Bool("keep", false, "keep the run's directory (logs, AOF files) even when every scenario passed")
-	jobs := fs.Int("jobs", 0, "override the number of jobs of every scenario")
-	if err := fs.Parse(args); err != nil {
+	b := &battery{stdout: stdout, stderr: stderr}
+	if err := b.parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	var scs []chaos.Scenario
-	all := chaos.Scenarios(*short)
-	list := strings.Split(*names, ",")
-	if *names == "" {
+	scs, err := pickScenarios(chaos.Scenarios(b.short), b.names, b.jobs)
+	if err != nil {
+		b.logf("%v\n", err)
+		return 2
+	}
+	if b.seed == 0 {
+		b.seed = uint64(time.Now().UnixNano())
+	}
+	root, err := os.MkdirTemp("", "chronoq-chaos-*")
+	if err != nil {
+		b.logf("%v\n", err)
+		return 2
+	}
+	o, ok := b.options(ctx, root)
+	if !ok {
+		return 2
+	}
+	b.logf("seed %d, files under %s\n", b.seed, root)
+
+	reports, code := b.runScenarios(ctx, o, scs)
+	if len(reports) > 0 {
+		fmt.Fprintln(stdout)
+		chaos.WriteTable(stdout, reports)
+	}
+	if b.jsonOut != "" && !b.writeJSON(reports) {
+		code = max(code, 2)
+	}
+	if code == 0 && !b.keep {
+		_ = os.RemoveAll(root)
+	} else {
+		b.logf("logs, AOF files and ledgers kept under %s\n", root)
+	}
+	return code
+}
+
+// logf writes one of the battery's own lines to stderr.
+func (b *battery) logf(format string, args ...any) {
+	fmt.Fprintf(b.stderr, "chronoq-chaos: "+format, args...)
+}
+
+// parse reads run's flags into b; flag.ErrHelp for -h.
+func (b *battery) parse(args []string) error {
+	fs := flag.NewFlagSet("chronoq-chaos run", flag.ContinueOnError)
+	fs.SetOutput(b.stderr)
+	fs.BoolVar(&b.short, "short", false, "the CI form: scaled-down load and fault period")
+	fs.StringVar(&b.names, "scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3), reshard (4), skew (5), workflow (6); empty: every one")
+	fs.StringVar(&b.jsonOut, "json", "", "also write the reports as JSON to this file (- for stdout)")
+	fs.StringVar(&b.chronoq, "chronoq", "", "the chronoq binary; empty: built from this module with -go")
+	fs.StringVar(&b.goBin, "go", "go", "the go command used to build chronoq")
+	fs.StringVar(&b.redisServer, "redis-server", "redis-server", "the redis-server binary")
+	fs.StringVar(&b.redisCLI, "redis-cli", "redis-cli", "the redis-cli binary (cluster scenarios)")
+	fs.Uint64Var(&b.seed, "seed", 0, "random seed; 0 picks one from the clock")
+	fs.BoolVar(&b.keep, "keep", false, "keep the run's directory (logs, AOF files) even when every scenario passed")
+	fs.IntVar(&b.jobs, "jobs", 0, "override the number of jobs of every scenario")
+	return fs.Parse(args)
+}
+
+// pickScenarios answers the scenarios of all that names lists (by name
+// or by number from 1; empty: every one), with jobs jobs each when jobs is
+// positive.
+func pickScenarios(all []chaos.Scenario, names string, jobs int) ([]chaos.Scenario, error) {
+	list := strings.Split(names, ",")
+	if names == "" {
 		list = list[:0]
 		for _, sc := range all {
 			list = append(list, sc.Name)
 		}
 	}
+	var scs []chaos.Scenario
 	for _, n := range list {
 		n = strings.TrimSpace(n)
 		found := false
 		for i, sc := range all {
 			if n == sc.Name || n == fmt.Sprint(i+1) {
-				if *jobs > 0 {
-					sc.Jobs = *jobs
+				if jobs > 0 {
+					sc.Jobs = jobs
 				}
 				scs, found = append(scs, sc), true
 			}
 		}
 		if !found {
-			fmt.Fprintf(stderr, "chronoq-chaos: unknown scenario %q\n", n)
-			return 2
+			return nil, fmt.Errorf("unknown scenario %q", n)
 		}
 	}
-	if *seed == 0 {
-		*seed = uint64(time.Now().UnixNano())
-	}
-	root, err := os.MkdirTemp("", "chronoq-chaos-*")
-	if err != nil {
-		fmt.Fprintf(stderr, "chronoq-chaos: %v\n", err)
-		return 2
-	}
-	o := chaos.Options{RedisServer: *redisServer, RedisCLI: *redisCLI, Root: root, Seed: *seed, Out: stderr,
-		Chronoq: *chronoqBin}
+	return scs, nil
+}
+
+// options are the scenarios' options for a run under root: this program,
+// the Redis binaries found on the PATH, and chronoq (built into root
+// unless -chronoq names one). false, said on stderr, when one is missing.
+func (b *battery) options(ctx context.Context, root string) (chaos.Options, bool) {
+	o := chaos.Options{RedisServer: b.redisServer, RedisCLI: b.redisCLI, Root: root, Seed: b.seed, Out: b.stderr,
+		Chronoq: b.chronoq}
+	var err error
 	if o.Self, err = os.Executable(); err != nil {
-		fmt.Fprintf(stderr, "chronoq-chaos: %v\n", err)
-		return 2
+		b.logf("%v\n", err)
+		return o, false
 	}
-	for _, b := range []*string{&o.RedisServer, &o.RedisCLI} {
-		if p, err := exec.LookPath(*b); err == nil {
-			*b = p
-		} else {
-			fmt.Fprintf(stderr, "chronoq-chaos: %v (make deps installs it)\n", err)
-			return 2
+	for _, bin := range []*string{&o.RedisServer, &o.RedisCLI} {
+		p, err := exec.LookPath(*bin)
+		if err != nil {
+			b.logf("%v (make deps installs it)\n", err)
+			return o, false
 		}
+		*bin = p
 	}
 	if o.Chronoq == "" {
 		o.Chronoq = filepath.Join(root, "chronoq")
-		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		cmd := exec.CommandContext(bctx, *goBin, "build", "-o", o.Chronoq, "github.com/chronoq/chronoq/cmd/chronoq")
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil {
-			fmt.Fprintf(stderr, "chronoq-chaos: building chronoq: %v\n%s", err, out)
-			return 2
+		if out, err := b.buildChronoq(ctx, o.Chronoq); err != nil {
+			b.logf("building chronoq: %v\n%s", err, out)
+			return o, false
 		}
 	}
-	fmt.Fprintf(stderr, "chronoq-chaos: seed %d, files under %s\n", *seed, root)
+	return o, true
+}
 
+// buildChronoq builds cmd/chronoq of this module into path with -go
+// (bounded: 5 min), and answers the build's output.
+func (b *battery) buildChronoq(ctx context.Context, path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, b.goBin, "build", "-o", path, "github.com/chronoq/chronoq/cmd/chronoq").CombinedOutput()
+}
+
+// runScenarios runs scs in turn, and answers their reports and the exit
+// code so far: 1 if one failed; 2, and no further scenario, if one could
+// not run.
+func (b *battery) runScenarios(ctx context.Context, o chaos.Options, scs []chaos.Scenario) ([]*chaos.Report, int) {
 	var reports []*chaos.Report
 	code := 0
 	for _, sc := range scs {
 		r, err := chaos.Run(ctx, o, sc)
 		if err != nil {
-			fmt.Fprintf(stderr, "chronoq-chaos: scenario %s could not run: %v\n", sc.Name, err)
-			code = 2
-			break
+			b.logf("scenario %s could not run: %v\n", sc.Name, err)
+			return reports, 2
 		}
 		reports = append(reports, r)
 		if !r.Pass && code == 0 {
 			code = 1
 		}
 	}
-	if len(reports) > 0 {
-		fmt.Fprintln(stdout)
-		chaos.WriteTable(stdout, reports)
+	return reports, code
+}
+
+// writeJSON writes the seed, the form and the reports as JSON to -json's
+// file, or to stdout for "-"; false, said on stderr, when it cannot.
+func (b *battery) writeJSON(reports []*chaos.Report) bool {
+	js, _ := json.MarshalIndent(struct {
+		Seed    uint64          `json:"seed"`
+		Short   bool            `json:"short"`
+		Reports []*chaos.Report `json:"reports"`
+	}{b.seed, b.short, reports}, "", "  ")
+	js = append(js, '\n')
+	if b.jsonOut == "-" {
+		_, _ = b.stdout.Write(js)
+		return true
 	}
-	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(struct {
-			Seed    uint64          `json:"seed"`
-			Short   bool            `json:"short"`
-			Reports []*chaos.Report `json:"reports"`
-		}{*seed, *short, reports}, "", "  ")
-		b = append(b, '\n')
-		if *jsonOut == "-" {
-			_, _ = stdout.Write(b)
-		} else if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
-			fmt.Fprintf(stderr, "chronoq-chaos: %v\n", err)
-			code = max(code, 2)
-		}
+	if err := os.WriteFile(b.jsonOut, js, 0o644); err != nil {
+		b.logf("%v\n", err)
+		return false
 	}
-	if code == 0 && !*keep {
-		_ = os.RemoveAll(root)
-	} else {
-		fmt.Fprintf(stderr, "chronoq-chaos: logs, AOF files and ledgers kept under %s\n", root)
-	}
-	return code
+	return true
 }

@@ -118,102 +118,58 @@ type run struct {
 
 // Check counts one scenario from its ledger and the final snapshot. It is
 // a pure function: the rules are in one place, and tested on made-up runs.
+// Each rule is a method of checker, applied in the order below, which is
+// also the order a problem's examples (at most five) are taken in.
 func Check(name string, rec *Records, snap *Snapshot) *Report {
 	r := &Report{Scenario: name, Faults: map[string]int{}, Stalls: map[string]int{}, DuplicatesByFault: map[string]int{}, Errors: rec.Errors}
 	r.Attempted, r.Enqueued = len(rec.Attempts), len(rec.Acks)
-	for _, f := range rec.Faults {
-		r.Faults[f.Kind]++
-		if observed(f.Kind) && !duringInjected(rec.Faults, f) {
-			r.Stalls[f.Kind]++
-			r.MaxStall = max(r.MaxStall, time.Duration(f.End-f.Start))
-		}
-		if f.Kind == FaultProxyDrop {
-			if r.DropsByCommand == nil {
-				r.DropsByCommand = map[string]int{}
-			}
-			r.DropsByCommand[f.Note]++
-		}
-	}
+	c := newChecker(r, rec, snap)
+	c.countFaults()
+	c.checkAcknowledged()
+	c.checkJobsLeft()
+	c.countOutcomes()
+	c.checkRuns()
+	c.checkCompletedRuns()
+	c.checkQueues()
+	c.checkStats()
+	c.countErrors()
+	r.ErrorSamples = rec.Samples
+	r.judge()
+	return r
+}
 
-	// Jobs in Redis, by sequence number.
-	bySeq := map[int64][]*JobState{}
+// checker holds what Check reads and the indexes its rules share.
+type checker struct {
+	r    *Report
+	rec  *Records
+	snap *Snapshot
+
+	bySeq    map[int64][]*JobState      // jobs in Redis, by sequence number
+	ackedIDs map[string]Ack             // acknowledged enqueues, by job id
+	runs     map[string]map[string]*run // runs, by job and token
+	outcomes map[string][]Outcome       // the store's outcomes, by token
+}
+
+func newChecker(r *Report, rec *Records, snap *Snapshot) *checker {
+	c := &checker{r: r, rec: rec, snap: snap, bySeq: map[int64][]*JobState{}, ackedIDs: map[string]Ack{},
+		runs: runsOf(rec.Execs), outcomes: map[string][]Outcome{}}
 	for _, js := range snap.Jobs {
-		bySeq[js.Seq] = append(bySeq[js.Seq], js)
+		c.bySeq[js.Seq] = append(c.bySeq[js.Seq], js)
 	}
-	ackedIDs := map[string]Ack{} // by job id
 	for _, a := range rec.Acks {
-		ackedIDs[a.ID] = a
+		c.ackedIDs[a.ID] = a
 	}
-
-	// Every acknowledged enqueue must have come out: completed or dead.
-	for _, seq := range slices.Sorted(maps.Keys(rec.Acks)) {
-		a := rec.Acks[seq]
-		poison := rec.Attempts[seq].Poison
-		if poison {
-			r.Poison++
-		}
-		js := snap.Jobs[a.ID]
-		switch {
-		case js == nil:
-			r.Lost++
-			r.example("lost", a.ID+" (no such job)")
-		case js.Status == "completed":
-			r.Completed++
-		case js.Status == "dead":
-			r.Dead++
-			if !poison {
-				r.DeadNonPoison++
-				r.example("dead_non_poison", a.ID+": "+js.LastError)
-			}
-		default:
-			r.Lost++
-			r.example("lost", a.ID+" (status "+js.Status+")")
-		}
-		if poison {
-			if js != nil && js.Status == "dead" && js.Attempts == js.MaxAttempts {
-				r.PoisonOK++
-			} else {
-				r.PoisonWrong++
-				if js != nil {
-					r.example("poison_wrong", fmt.Sprintf("%s: status %s, attempts %d of %d", a.ID, js.Status, js.Attempts, js.MaxAttempts))
-				}
-			}
-		}
+	for _, o := range rec.Outcomes {
+		c.outcomes[o.Token] = append(c.outcomes[o.Token], o)
 	}
+	return c
+}
 
-	// Nothing may come out that was never put in.
-	for _, js := range snap.Jobs {
-		a, acked := rec.Acks[js.Seq]
-		_, tried := rec.Attempts[js.Seq]
-		switch {
-		case js.Seq < 0 || !tried:
-			r.Unexpected++
-			r.example("unexpected", js.ID+" (never tried)")
-		case acked && a.ID != js.ID:
-			r.Unexpected++
-			r.example("unexpected", fmt.Sprintf("%s (a second job for seq %d, acknowledged as %s)", js.ID, js.Seq, a.ID))
-		case !acked:
-			if slices.IndexFunc(bySeq[js.Seq], func(o *JobState) bool { return o.ID < js.ID }) >= 0 {
-				r.Unexpected++ // two jobs from one unacknowledged try: one is extra
-				r.example("unexpected", fmt.Sprintf("%s (a second job for unacknowledged seq %d)", js.ID, js.Seq))
-			} else {
-				r.UnackedPresent++
-			}
-		}
-		// Every job left must be finished: completed (with an expiry) or
-		// dead (in the dead set).
-		switch {
-		case js.Status == "completed" && js.TTL > 0, js.Status == "dead" && js.InDead:
-			r.HashesKept++
-		default:
-			r.Orphans++
-			r.example("orphan", fmt.Sprintf("%s: status %s, ttl %s, in dead set %v", js.ID, js.Status, js.TTL, js.InDead))
-		}
-	}
-
-	// Runs, by job and token.
+// runsOf puts the runs together from their starts and ends, by job and
+// token.
+func runsOf(execs []Exec) map[string]map[string]*run {
 	runs := map[string]map[string]*run{}
-	for _, e := range rec.Execs {
+	for _, e := range execs {
 		m := runs[e.ID]
 		if m == nil {
 			m = map[string]*run{}
@@ -230,150 +186,315 @@ func Check(name string, rec *Records, snap *Snapshot) *Report {
 			x.end = &e
 		}
 	}
-	outcomes := map[string][]Outcome{} // by token
+	return runs
+}
+
+// countFaults counts the faults by kind, the stalls no injected fault
+// explains, and the connections the proxies dropped by command.
+func (c *checker) countFaults() {
+	r := c.r
+	for _, f := range c.rec.Faults {
+		r.Faults[f.Kind]++
+		if observed(f.Kind) && !duringInjected(c.rec.Faults, f) {
+			r.Stalls[f.Kind]++
+			r.MaxStall = max(r.MaxStall, time.Duration(f.End-f.Start))
+		}
+		if f.Kind == FaultProxyDrop {
+			if r.DropsByCommand == nil {
+				r.DropsByCommand = map[string]int{}
+			}
+			r.DropsByCommand[f.Note]++
+		}
+	}
+}
+
+// checkAcknowledged checks that every acknowledged enqueue came out:
+// completed, or dead if it is poison, after exactly its max attempts.
+func (c *checker) checkAcknowledged() {
+	for _, seq := range slices.Sorted(maps.Keys(c.rec.Acks)) {
+		id := c.rec.Acks[seq].ID
+		js := c.snap.Jobs[id]
+		poison := c.rec.Attempts[seq].Poison
+		c.checkOutcome(id, js, poison)
+		if poison {
+			c.checkPoison(id, js)
+		}
+	}
+}
+
+// checkOutcome counts how the acknowledged job id (js in Redis, nil if
+// gone) ended.
+func (c *checker) checkOutcome(id string, js *JobState, poison bool) {
+	r := c.r
+	switch {
+	case js == nil:
+		r.Lost++
+		r.example("lost", id+" (no such job)")
+	case js.Status == "completed":
+		r.Completed++
+	case js.Status == "dead":
+		r.Dead++
+		if !poison {
+			r.DeadNonPoison++
+			r.example("dead_non_poison", id+": "+js.LastError)
+		}
+	default:
+		r.Lost++
+		r.example("lost", id+" (status "+js.Status+")")
+	}
+}
+
+// checkPoison checks that the poison job id is dead after exactly its max
+// attempts.
+func (c *checker) checkPoison(id string, js *JobState) {
+	r := c.r
+	r.Poison++
+	if js != nil && js.Status == "dead" && js.Attempts == js.MaxAttempts {
+		r.PoisonOK++
+		return
+	}
+	r.PoisonWrong++
+	if js != nil {
+		r.example("poison_wrong", fmt.Sprintf("%s: status %s, attempts %d of %d", id, js.Status, js.Attempts, js.MaxAttempts))
+	}
+}
+
+// checkJobsLeft checks every job in Redis: it was put in, and it is
+// finished.
+func (c *checker) checkJobsLeft() {
+	for _, js := range c.snap.Jobs {
+		c.checkOrigin(js)
+		c.checkFinished(js)
+	}
+}
+
+// checkOrigin checks that job js comes from a try: nothing may come out
+// that was never put in, and one try makes at most one job.
+func (c *checker) checkOrigin(js *JobState) {
+	r := c.r
+	a, acked := c.rec.Acks[js.Seq]
+	_, tried := c.rec.Attempts[js.Seq]
+	switch {
+	case js.Seq < 0 || !tried:
+		r.Unexpected++
+		r.example("unexpected", js.ID+" (never tried)")
+	case acked && a.ID != js.ID:
+		r.Unexpected++
+		r.example("unexpected", fmt.Sprintf("%s (a second job for seq %d, acknowledged as %s)", js.ID, js.Seq, a.ID))
+	case !acked:
+		if slices.IndexFunc(c.bySeq[js.Seq], func(o *JobState) bool { return o.ID < js.ID }) >= 0 {
+			r.Unexpected++ // two jobs from one unacknowledged try: one is extra
+			r.example("unexpected", fmt.Sprintf("%s (a second job for unacknowledged seq %d)", js.ID, js.Seq))
+		} else {
+			r.UnackedPresent++
+		}
+	}
+}
+
+// checkFinished checks that job js is finished: completed (with an
+// expiry) or dead (in the dead set).
+func (c *checker) checkFinished(js *JobState) {
+	switch {
+	case js.Status == "completed" && js.TTL > 0, js.Status == "dead" && js.InDead:
+		c.r.HashesKept++
+	default:
+		c.r.Orphans++
+		c.r.example("orphan", fmt.Sprintf("%s: status %s, ttl %s, in dead set %v", js.ID, js.Status, js.TTL, js.InDead))
+	}
+}
+
+// countOutcomes counts the stale-token writes refused, and checks that a
+// job's completion was accepted once, for the token the job holds.
+func (c *checker) countOutcomes() {
 	completedBy := map[string][]string{}
-	for _, o := range rec.Outcomes {
-		outcomes[o.Token] = append(outcomes[o.Token], o)
+	for _, o := range c.rec.Outcomes {
 		if o.Store == "lease_lost" {
-			r.StaleRefused++
+			c.r.StaleRefused++
 		}
 		if o.Status == "completed" {
 			completedBy[o.ID] = append(completedBy[o.ID], o.Token)
 		}
 	}
 	for id, toks := range completedBy {
-		js := snap.Jobs[id]
+		js := c.snap.Jobs[id]
 		if len(toks) > 1 || (js != nil && js.Token != toks[0]) {
-			r.DoubleCompletions++
-			r.example("double_completion", fmt.Sprintf("%s: accepted for tokens %v", id, toks))
+			c.r.DoubleCompletions++
+			c.r.example("double_completion", fmt.Sprintf("%s: accepted for tokens %v", id, toks))
 		}
 	}
-	for id, m := range runs {
-		if _, acked := ackedIDs[id]; !acked && snap.Jobs[id] == nil {
-			r.Unexpected++
-			r.example("unexpected", id+" (executed, never acknowledged nor present)")
+}
+
+// checkRuns checks the runs of every job: each of a job that was put in,
+// each on time, with its parents, under an attempt number of its own, and
+// every run after the first either a retry or a duplicate a fault
+// explains.
+func (c *checker) checkRuns() {
+	for id, m := range c.runs {
+		if _, acked := c.ackedIDs[id]; !acked && c.snap.Jobs[id] == nil {
+			c.r.Unexpected++
+			c.r.example("unexpected", id+" (executed, never acknowledged nor present)")
 		}
-		rs := make([]*run, 0, len(m))
-		for _, x := range m {
-			if x.start.T == 0 { // an end without its start: the start was recorded first, always
-				x.start = *x.end
-			}
-			rs = append(rs, x)
-		}
-		// In claim order: a run claimed first may start later (its worker
-		// stalled between the claim and the handler).
-		slices.SortFunc(rs, func(a, b *run) int {
-			return cmp.Or(cmp.Compare(a.start.Attempt, b.start.Attempt), cmp.Compare(a.start.T, b.start.T))
-		})
-		r.Executions += len(rs)
+		rs := inClaimOrder(m)
+		c.r.Executions += len(rs)
 		attempts := map[int]bool{}
 		for i, cur := range rs {
-			if e := cur.start; e.Claimed > 0 && e.Claimed < e.Due {
-				r.Early++
-				r.example("early", fmt.Sprintf("%s: attempt %d claimed on %s at %s by Redis's clock, due %s (enqueue answered %s)",
-					id, e.Attempt, e.Slot, stampMs(e.Claimed), stampMs(e.Due), stampMs(ackedIDs[id].Due)))
-			}
-			if e := cur.start; e.Node != "" {
-				r.NodeRuns++
-				if want := parentsOf(e.Node); !slices.Equal(e.Up, want) {
-					r.EarlyReleases++
-					r.example("early_release", fmt.Sprintf("%s: node %s attempt %d ran with the upstream of %v, its parents are %v",
-						id, e.Node, e.Attempt, e.Up, want))
-				}
-			}
+			c.checkDue(id, cur.start)
+			c.checkRelease(id, cur.start)
 			if attempts[cur.start.Attempt] {
-				r.AttemptReuse++
-				r.example("attempt_reuse", fmt.Sprintf("%s: attempt %d ran under two tokens", id, cur.start.Attempt))
+				c.r.AttemptReuse++
+				c.r.example("attempt_reuse", fmt.Sprintf("%s: attempt %d ran under two tokens", id, cur.start.Attempt))
 			}
 			attempts[cur.start.Attempt] = true
-			if i == 0 {
-				continue
-			}
-			prev := rs[i-1]
-			if retried(outcomes[prev.start.Token]) {
-				r.Retries++
-				continue
-			}
-			r.Duplicates++
-			if prev.end != nil && cur.end != nil && max(prev.start.T, cur.start.T) < min(prev.end.T, cur.end.T) {
-				r.Concurrent++
-			}
-			if k := explainedBy(rec.Faults, prev.start, cur.start); k != "" {
-				r.DuplicatesExplained++
-				r.DuplicatesByFault[k]++
-				if observed(k) {
-					r.ExplainedByStall++
-				}
-			} else {
-				r.Unexplained++
-				r.example("unexplained_duplicate", fmt.Sprintf("%s: attempt %d claimed on %s at %s, ran at %s; attempt %d on %s ran at %s",
-					id, prev.start.Attempt, prev.start.Slot, stamp(prev.start.Claimed), stamp(prev.start.T), cur.start.Attempt, cur.start.Slot, stamp(cur.start.T)))
+			if i > 0 {
+				c.checkRepeat(id, rs[i-1], cur)
 			}
 		}
 	}
-	// A completed job was completed by a run that ended well.
-	for _, js := range snap.Jobs {
+}
+
+// inClaimOrder is a job's runs in claim order: a run claimed first may
+// start later (its worker stalled between the claim and the handler).
+func inClaimOrder(m map[string]*run) []*run {
+	rs := make([]*run, 0, len(m))
+	for _, x := range m {
+		if x.start.T == 0 { // an end without its start: the start was recorded first, always
+			x.start = *x.end
+		}
+		rs = append(rs, x)
+	}
+	slices.SortFunc(rs, func(a, b *run) int {
+		return cmp.Or(cmp.Compare(a.start.Attempt, b.start.Attempt), cmp.Compare(a.start.T, b.start.T))
+	})
+	return rs
+}
+
+// checkDue checks that a run of job id was not claimed before its job was
+// due, by Redis's clock.
+func (c *checker) checkDue(id string, e Exec) {
+	if e.Claimed > 0 && e.Claimed < e.Due {
+		c.r.Early++
+		c.r.example("early", fmt.Sprintf("%s: attempt %d claimed on %s at %s by Redis's clock, due %s (enqueue answered %s)",
+			id, e.Attempt, e.Slot, stampMs(e.Claimed), stampMs(e.Due), stampMs(c.ackedIDs[id].Due)))
+	}
+}
+
+// checkRelease checks that a run of a workflow node was released after
+// every parent ended: its upstream names them all.
+func (c *checker) checkRelease(id string, e Exec) {
+	if e.Node == "" {
+		return
+	}
+	c.r.NodeRuns++
+	if want := parentsOf(e.Node); !slices.Equal(e.Up, want) {
+		c.r.EarlyReleases++
+		c.r.example("early_release", fmt.Sprintf("%s: node %s attempt %d ran with the upstream of %v, its parents are %v",
+			id, e.Node, e.Attempt, e.Up, want))
+	}
+}
+
+// checkRepeat counts run cur of job id, which follows run prev in claim
+// order: a retry if prev's outcome sent the job on, else a duplicate,
+// which a fault must explain.
+func (c *checker) checkRepeat(id string, prev, cur *run) {
+	r := c.r
+	if retried(c.outcomes[prev.start.Token]) {
+		r.Retries++
+		return
+	}
+	r.Duplicates++
+	if prev.end != nil && cur.end != nil && max(prev.start.T, cur.start.T) < min(prev.end.T, cur.end.T) {
+		r.Concurrent++
+	}
+	if k := explainedBy(c.rec.Faults, prev.start, cur.start); k != "" {
+		r.DuplicatesExplained++
+		r.DuplicatesByFault[k]++
+		if observed(k) {
+			r.ExplainedByStall++
+		}
+		return
+	}
+	r.Unexplained++
+	r.example("unexplained_duplicate", fmt.Sprintf("%s: attempt %d claimed on %s at %s, ran at %s; attempt %d on %s ran at %s",
+		id, prev.start.Attempt, prev.start.Slot, stamp(prev.start.Claimed), stamp(prev.start.T), cur.start.Attempt, cur.start.Slot, stamp(cur.start.T)))
+}
+
+// checkCompletedRuns checks that a completed job was completed by a run
+// that ended well.
+func (c *checker) checkCompletedRuns() {
+	for _, js := range c.snap.Jobs {
 		if js.Status != "completed" {
 			continue
 		}
-		x := runs[js.ID][js.Token]
+		x := c.runs[js.ID][js.Token]
 		if x == nil || x.end == nil || x.end.Err != "" {
-			r.GhostCompletions++
-			r.example("ghost_completion", js.ID+" completed under token "+js.Token+" with no successful run recorded")
+			c.r.GhostCompletions++
+			c.r.example("ghost_completion", js.ID+" completed under token "+js.Token+" with no successful run recorded")
 		}
 	}
+}
 
-	// What is left in Redis.
-	var stCompleted, stDead, stEnq int64
-	for _, q := range slices.Sorted(maps.Keys(snap.Queues)) {
-		qs := snap.Queues[q]
+// checkQueues counts what is left in the queues' structures, and checks
+// that every id in a dead set has its job; then it takes the markers and
+// the keys of no queue from the snapshot.
+func (c *checker) checkQueues() {
+	r := c.r
+	for _, q := range slices.Sorted(maps.Keys(c.snap.Queues)) {
+		qs := c.snap.Queues[q]
 		r.Queues = append(r.Queues, q)
 		r.LeftScheduled += qs.Scheduled
 		r.LeftPending += qs.Pending
 		r.LeftLeases += qs.Leases
-		stCompleted += qs.Stats["completed"]
-		stDead += qs.Stats["dead"]
-		stEnq += qs.Stats["enqueued"]
 		for _, id := range qs.DeadIDs {
-			if snap.Jobs[id] == nil {
+			if c.snap.Jobs[id] == nil {
 				r.Orphans++
 				r.example("orphan", id+": in the dead set of "+q+" with no job")
 			}
 		}
 	}
-	var nCompleted, nDead int64
-	for _, js := range snap.Jobs {
-		switch js.Status {
-		case "completed":
-			nCompleted++
-		case "dead":
-			nDead++
+	r.Markers, r.OtherKeys = c.snap.Markers, c.snap.Other
+}
+
+// checkStats checks that the queues' counters agree with the jobs left:
+// as many completed, as many dead, and as many enqueued as there are jobs.
+func (c *checker) checkStats() {
+	stats := map[string]int64{} // summed over the queues
+	for _, qs := range c.snap.Queues {
+		for k, n := range qs.Stats {
+			stats[k] += n
 		}
 	}
-	if stCompleted != nCompleted {
-		r.StatsMismatch = append(r.StatsMismatch, fmt.Sprintf("stats completed %d, completed jobs %d", stCompleted, nCompleted))
+	jobs := map[string]int64{} // by status
+	for _, js := range c.snap.Jobs {
+		jobs[js.Status]++
 	}
-	if stDead != nDead {
-		r.StatsMismatch = append(r.StatsMismatch, fmt.Sprintf("stats dead %d, dead jobs %d", stDead, nDead))
+	for _, m := range []struct {
+		stat, what string
+		jobs       int64
+	}{
+		{"completed", "completed jobs", jobs["completed"]},
+		{"dead", "dead jobs", jobs["dead"]},
+		{"enqueued", "jobs", int64(len(c.snap.Jobs))},
+	} {
+		if stats[m.stat] != m.jobs {
+			c.r.StatsMismatch = append(c.r.StatsMismatch, fmt.Sprintf("stats %s %d, %s %d", m.stat, stats[m.stat], m.what, m.jobs))
+		}
 	}
-	if stEnq != int64(len(snap.Jobs)) {
-		r.StatsMismatch = append(r.StatsMismatch, fmt.Sprintf("stats enqueued %d, jobs %d", stEnq, len(snap.Jobs)))
-	}
-	r.Markers, r.OtherKeys = snap.Markers, snap.Other
+}
 
-	for _, byClass := range rec.Errors {
+// countErrors counts the errors that reached callers: those of a
+// forbidden class, and all but lease_lost (the fencing, counted as
+// stale-token writes refused).
+func (c *checker) countErrors() {
+	for _, byClass := range c.rec.Errors {
 		for class, n := range byClass {
 			if IsForbidden(class) {
-				r.ForbiddenErrors += n
+				c.r.ForbiddenErrors += n
 			}
 			if class != "lease_lost" {
-				r.CallerErrors += n
+				c.r.CallerErrors += n
 			}
 		}
 	}
-	r.ErrorSamples = rec.Samples
-	r.judge()
-	return r
 }
 
 // retried reports whether a run's outcome sent its job on to another run:

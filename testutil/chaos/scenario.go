@@ -368,24 +368,54 @@ func (h *harness) setup(ctx context.Context) error {
 	}
 	h.led, h.ledAddr = OpenLedger(ledSrv.Addr, "run"), ledSrv.Addr
 	if h.sc.Cluster {
-		h.cluster, err = StartCluster(ctx, h.grp, h.o.RedisServer, h.o.RedisCLI, filepath.Join(h.dir, "cluster"), 3, 1, 5*time.Second, latencyArgs)
-		if err != nil {
-			return err
-		}
-		h.target = Target{Cluster: h.cluster.Seeds()}
-		if err := h.pickClusterQueues(); err != nil {
-			return err
-		}
-		h.logf("cluster %v; queues %v", h.cluster.Seeds(), h.place)
+		err = h.startCluster(ctx)
 	} else {
-		h.single, err = StartRedis(ctx, h.grp, "redis", h.o.RedisServer, filepath.Join(h.dir, "redis"), append(DurableArgs, latencyArgs...), false)
-		if err != nil {
+		err = h.startSingle(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	h.makeSlots()
+	if h.sc.ProxyDropEvery > 0 {
+		if err := h.startProxies(); err != nil {
 			return err
 		}
-		h.target = Target{Addr: h.single.Addr}
-		h.queues = []string{"alpha", "beta", "gamma"}
-		h.logf("redis %s (AOF, fsync always) pid %d; ledger %s", h.single.Addr, h.single.Pid(), ledSrv.Addr)
 	}
+	return h.startProcesses(ctx)
+}
+
+// startCluster starts the queue's Redis Cluster, and picks queues spread
+// over its masters.
+func (h *harness) startCluster(ctx context.Context) error {
+	var err error
+	h.cluster, err = StartCluster(ctx, h.grp, h.o.RedisServer, h.o.RedisCLI, filepath.Join(h.dir, "cluster"), 3, 1, 5*time.Second, latencyArgs)
+	if err != nil {
+		return err
+	}
+	h.target = Target{Cluster: h.cluster.Seeds()}
+	if err := h.pickClusterQueues(); err != nil {
+		return err
+	}
+	h.logf("cluster %v; queues %v", h.cluster.Seeds(), h.place)
+	return nil
+}
+
+// startSingle starts the queue's redis-server, durable, with three queues.
+func (h *harness) startSingle(ctx context.Context) error {
+	var err error
+	h.single, err = StartRedis(ctx, h.grp, "redis", h.o.RedisServer, filepath.Join(h.dir, "redis"), append(DurableArgs, latencyArgs...), false)
+	if err != nil {
+		return err
+	}
+	h.target = Target{Addr: h.single.Addr}
+	h.queues = []string{"alpha", "beta", "gamma"}
+	h.logf("redis %s (AOF, fsync always) pid %d; ledger %s", h.single.Addr, h.single.Pid(), h.ledAddr)
+	return nil
+}
+
+// makeSlots makes the workers' slots, each with its clock's skew, and
+// notes every skewed clock (workers' and serves') for the report.
+func (h *harness) makeSlots() {
 	for i := range h.sc.Workers {
 		s := &slot{name: fmt.Sprintf("w%d", i)}
 		if len(h.sc.WorkerSkews) > 0 {
@@ -402,21 +432,29 @@ func (h *harness) setup(ctx context.Context) error {
 	if len(h.clocks) > 0 {
 		h.logf("clocks off the true time: %s", joinMap(h.clocks))
 	}
-	if h.sc.ProxyDropEvery > 0 {
-		names := []string{"producer"}
-		for _, s := range h.slots {
-			names = append(names, s.name)
-		}
-		for i, n := range names {
-			p, err := StartProxy(n, h.single.Addr, h.sc.ProxyDropEvery, h.o.Seed+uint64(i), func(armed, dropped time.Time, cmd string) {
-				h.fault(Fault{Kind: FaultProxyDrop, Target: n, Start: armed.UnixNano(), End: dropped.UnixNano(), Note: cmd})
-			})
-			if err != nil {
-				return err
-			}
-			h.proxies[n] = p
-		}
+}
+
+// startProxies starts a dropping proxy for the producer and for each
+// worker slot; each drop is recorded as a fault on its process.
+func (h *harness) startProxies() error {
+	names := []string{"producer"}
+	for _, s := range h.slots {
+		names = append(names, s.name)
 	}
+	for i, n := range names {
+		p, err := StartProxy(n, h.single.Addr, h.sc.ProxyDropEvery, h.o.Seed+uint64(i), func(armed, dropped time.Time, cmd string) {
+			h.fault(Fault{Kind: FaultProxyDrop, Target: n, Start: armed.UnixNano(), End: dropped.UnixNano(), Note: cmd})
+		})
+		if err != nil {
+			return err
+		}
+		h.proxies[n] = p
+	}
+	return nil
+}
+
+// startProcesses starts the serve instances, then a worker in each slot.
+func (h *harness) startProcesses(ctx context.Context) error {
 	for i := range h.sc.Serves {
 		if err := h.startServe(ctx, i); err != nil {
 			return err

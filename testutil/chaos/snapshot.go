@@ -57,6 +57,24 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 	}
 	defer func() { _ = c.Close() }()
 	s := &Snapshot{Jobs: map[string]*JobState{}, Queues: map[string]*QueueState{}}
+	known, err := knownKeys(ns, queues)
+	if err != nil {
+		return nil, err
+	}
+	if s.Other, err = otherKeys(ctx, rdb, ns, known); err != nil {
+		return nil, fmt.Errorf("chaos: scanning the queue's keys: %w", err)
+	}
+	for _, q := range queues {
+		if err := s.addQueue(ctx, c, q); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// knownKeys is every key of namespace ns that belongs to a queue of
+// queues, to the namespace itself or to the worker registry.
+func knownKeys(ns string, queues []string) (map[string]bool, error) {
 	known := map[string]bool{}
 	for _, k := range slices.Concat(queue.NamespaceKeys(ns), registry.Keys(ns)) {
 		known[k] = true
@@ -70,14 +88,22 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 			known[k] = true
 		}
 	}
+	return known, nil
+}
+
+// otherKeys scans namespace ns (every master of a cluster) for keys that
+// are neither known nor a workflow's hash, which is kept after the
+// workflow ends; it answers at most 100.
+func otherKeys(ctx context.Context, rdb redis.UniversalClient, ns string, known map[string]bool) ([]string, error) {
 	var mu sync.Mutex
+	var other []string
 	scan := func(ctx context.Context, c *redis.Client) error {
 		iter := c.Scan(ctx, 0, ns+":*", 1000).Iterator()
 		for iter.Next(ctx) {
-			if k := iter.Val(); !known[k] && !strings.HasPrefix(k, ns+":{wf:") { // a workflow's hash, kept after it ends
+			if k := iter.Val(); !known[k] && !strings.HasPrefix(k, ns+":{wf:") {
 				mu.Lock()
-				if len(s.Other) < 100 {
-					s.Other = append(s.Other, k)
+				if len(other) < 100 {
+					other = append(other, k)
 				}
 				mu.Unlock()
 			}
@@ -86,45 +112,44 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 	}
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
+		return other, c.ForEachMaster(ctx, scan)
 	case *redis.Client:
-		err = scan(ctx, c)
-	default:
-		err = fmt.Errorf("chaos: unsupported client %T", rdb)
+		return other, scan(ctx, c)
 	}
+	return nil, fmt.Errorf("chaos: unsupported client %T", rdb)
+}
+
+// addQueue reads queue q through Dump into s: its structures' sizes,
+// stats and dead set, its claim markers, and its jobs.
+func (s *Snapshot) addQueue(ctx context.Context, c *queue.Client, q string) error {
+	d, err := c.Dump(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: scanning the queue's keys: %w", err)
+		return fmt.Errorf("chaos: %w", err)
 	}
-	for _, q := range queues {
-		d, err := c.Dump(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("chaos: %w", err)
-		}
-		st := d.Stats
-		s.Queues[q] = &QueueState{Scheduled: st.Scheduled, Pending: st.Pending, Leases: st.Processing, DeadIDs: d.Dead,
-			Stats: map[string]int64{"enqueued": st.EnqueuedTotal, "promoted": st.PromotedTotal, "completed": st.CompletedTotal,
-				"failed": st.FailedTotal, "retried": st.RetriedTotal, "reclaimed": st.ReclaimedTotal, "dead": st.DeadTotal,
-				"canceled": st.CanceledTotal, "requeued": st.RequeuedTotal}}
-		s.Markers += d.Claims
-		dead := map[string]bool{}
-		for _, id := range d.Dead {
-			dead[id] = true
-		}
-		for id, job := range d.Jobs {
-			ttl := time.Duration(-1)
-			if at, ok := d.Expires[id]; ok {
-				ttl = max(time.Until(at), time.Millisecond)
-			}
-			js := &JobState{ID: id, Queue: q, Status: string(job.Status), Token: job.Token, LastError: job.LastError,
-				Attempts: job.Attempts, MaxAttempts: job.MaxAttempts, TTL: ttl, Seq: -1, InDead: dead[id]}
-			var p Payload
-			if json.Unmarshal(job.Payload, &p) == nil && p.Seq > 0 {
-				js.Seq = p.Seq
-			}
-			s.Jobs[id] = js
-		}
+	st := d.Stats
+	s.Queues[q] = &QueueState{Scheduled: st.Scheduled, Pending: st.Pending, Leases: st.Processing, DeadIDs: d.Dead,
+		Stats: map[string]int64{"enqueued": st.EnqueuedTotal, "promoted": st.PromotedTotal, "completed": st.CompletedTotal,
+			"failed": st.FailedTotal, "retried": st.RetriedTotal, "reclaimed": st.ReclaimedTotal, "dead": st.DeadTotal,
+			"canceled": st.CanceledTotal, "requeued": st.RequeuedTotal}}
+	s.Markers += d.Claims
+	dead := map[string]bool{}
+	for _, id := range d.Dead {
+		dead[id] = true
 	}
-	return s, nil
+	for id, job := range d.Jobs {
+		ttl := time.Duration(-1)
+		if at, ok := d.Expires[id]; ok {
+			ttl = max(time.Until(at), time.Millisecond)
+		}
+		js := &JobState{ID: id, Queue: q, Status: string(job.Status), Token: job.Token, LastError: job.LastError,
+			Attempts: job.Attempts, MaxAttempts: job.MaxAttempts, TTL: ttl, Seq: -1, InDead: dead[id]}
+		var p Payload
+		if json.Unmarshal(job.Payload, &p) == nil && p.Seq > 0 {
+			js.Seq = p.Seq
+		}
+		s.Jobs[id] = js
+	}
+	return nil
 }
 
 // Depths answers how many jobs wait or run in queues: scheduled, pending

@@ -93,90 +93,49 @@ const (
 // target's keys; assigning the slot would make the source delete its own.)
 // That cleanup runs under a bound of its own (10 s), after ctx has ended
 // too, and the error says which way the slot went.
-func MigrateSlot(ctx context.Context, o MigrateOptions) (err error) {
-	if o.Slot < 0 || o.Slot >= Slots {
-		return fmt.Errorf("redisproc: migrate: slot %d out of range", o.Slot)
-	}
-	if o.From == o.To {
-		return fmt.Errorf("redisproc: migrate slot %d: source and target are both %s", o.Slot, o.From)
-	}
-	host, port, err := net.SplitHostPort(o.To)
+func MigrateSlot(ctx context.Context, o MigrateOptions) error {
+	host, port, err := o.check()
 	if err != nil {
-		return fmt.Errorf("redisproc: migrate slot %d: target %q: %w", o.Slot, o.To, err)
+		return err
 	}
+	o = o.withDefaults()
+	m := &migration{o: o, host: host, port: port,
+		src: dialAdmin(o.From, o.MigrateTimeout+doTimeout), dst: dialAdmin(o.To, doTimeout)}
+	defer m.src.close()
+	defer m.dst.close()
+	if err := m.run(ctx); err != nil {
+		return fmt.Errorf("redisproc: migrate slot %d from %s to %s: %w", o.Slot, o.From, o.To, err)
+	}
+	return nil
+}
+
+// withDefaults fills in KeysPerStep and MigrateTimeout when they are not
+// positive.
+func (o MigrateOptions) withDefaults() MigrateOptions {
 	if o.KeysPerStep <= 0 {
 		o.KeysPerStep = 10
 	}
 	if o.MigrateTimeout <= 0 {
 		o.MigrateTimeout = 5 * time.Second
 	}
-	m := &migration{o: o, host: host, port: port,
-		src: dialAdmin(o.From, o.MigrateTimeout+doTimeout), dst: dialAdmin(o.To, doTimeout)}
-	defer m.src.close()
-	defer m.dst.close()
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("redisproc: migrate slot %d from %s to %s: %w", o.Slot, o.From, o.To, err)
-		}
-	}()
+	return o
+}
 
-	view, err := m.src.nodes(ctx)
+// check refuses options that name no move (a slot out of range, the same
+// master twice) or a target that is not host:port; it answers the
+// target's host and port, for MIGRATE.
+func (o MigrateOptions) check() (host, port string, err error) {
+	if o.Slot < 0 || o.Slot >= Slots {
+		return "", "", fmt.Errorf("redisproc: migrate: slot %d out of range", o.Slot)
+	}
+	if o.From == o.To {
+		return "", "", fmt.Errorf("redisproc: migrate slot %d: source and target are both %s", o.Slot, o.From)
+	}
+	host, port, err = net.SplitHostPort(o.To)
 	if err != nil {
-		return err
+		return "", "", fmt.Errorf("redisproc: migrate slot %d: target %q: %w", o.Slot, o.To, err)
 	}
-	for _, n := range view {
-		switch n.Addr {
-		case o.From:
-			m.srcID = n.ID
-		case o.To:
-			m.dstID = n.ID
-		}
-	}
-	if m.srcID == "" || m.dstID == "" {
-		return fmt.Errorf("%s does not know both nodes", o.From)
-	}
-	m.view = view
-	switch owner, ok := OwnerOf(view, o.Slot); {
-	case ok && owner.ID == m.dstID:
-		return m.finish(ctx) // done already, but a mark may remain
-	case !ok || owner.ID != m.srcID:
-		return fmt.Errorf("%s does not serve the slot (its master is %q)", o.From, owner.Addr)
-	}
-
-	defer func() {
-		if err != nil {
-			err = m.stabilize(ctx, err)
-		}
-	}()
-	if _, err := m.dst.do(ctx, "CLUSTER", "SETSLOT", o.Slot, "IMPORTING", m.srcID); err != nil {
-		return err
-	}
-	if _, err := m.src.do(ctx, "CLUSTER", "SETSLOT", o.Slot, "MIGRATING", m.dstID); err != nil {
-		return err
-	}
-	moved := 0
-	for {
-		v, err := m.src.do(ctx, "CLUSTER", "GETKEYSINSLOT", o.Slot, o.KeysPerStep)
-		if err != nil {
-			return err
-		}
-		keys := asStrings(v)
-		if len(keys) == 0 {
-			break
-		}
-		n, err := m.migrate(ctx, keys)
-		if err != nil {
-			return err
-		}
-		moved += n
-		if o.OnStep != nil {
-			o.OnStep(moved)
-		}
-		if o.Pause > 0 && !Sleep(ctx, o.Pause) {
-			return ctx.Err()
-		}
-	}
-	return m.finish(ctx)
+	return host, port, nil
 }
 
 // migration is one MigrateSlot under way.
@@ -187,6 +146,94 @@ type migration struct {
 	srcID, dstID string
 	view         []ClusterNode // the cluster as the source saw it at the start
 	assigning    bool          // finish has begun: the target may own the slot already
+}
+
+// run makes the move (see MigrateSlot): it finds both masters, and moves
+// the slot unless the target serves it already; a move that fails is
+// stabilized.
+func (m *migration) run(ctx context.Context) error {
+	done, err := m.locate(ctx)
+	if err != nil {
+		return err
+	}
+	if done {
+		return m.finish(ctx) // moved already, but a mark may remain
+	}
+	if err := m.move(ctx); err != nil {
+		return m.stabilize(ctx, err)
+	}
+	return nil
+}
+
+// locate reads the cluster as the source sees it: both masters' ids, and
+// who serves the slot. It answers done when the target serves it
+// already, and an error when the source does not.
+func (m *migration) locate(ctx context.Context) (done bool, err error) {
+	view, err := m.src.nodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range view {
+		switch n.Addr {
+		case m.o.From:
+			m.srcID = n.ID
+		case m.o.To:
+			m.dstID = n.ID
+		}
+	}
+	if m.srcID == "" || m.dstID == "" {
+		return false, fmt.Errorf("%s does not know both nodes", m.o.From)
+	}
+	m.view = view
+	switch owner, ok := OwnerOf(view, m.o.Slot); {
+	case ok && owner.ID == m.dstID:
+		return true, nil
+	case !ok || owner.ID != m.srcID:
+		return false, fmt.Errorf("%s does not serve the slot (its master is %q)", m.o.From, owner.Addr)
+	}
+	return false, nil
+}
+
+// move is steps 1 to 3 of MigrateSlot: mark the slot, move its keys step
+// by step, assign it.
+func (m *migration) move(ctx context.Context) error {
+	if _, err := m.dst.do(ctx, "CLUSTER", "SETSLOT", m.o.Slot, "IMPORTING", m.srcID); err != nil {
+		return err
+	}
+	if _, err := m.src.do(ctx, "CLUSTER", "SETSLOT", m.o.Slot, "MIGRATING", m.dstID); err != nil {
+		return err
+	}
+	if err := m.moveKeys(ctx); err != nil {
+		return err
+	}
+	return m.finish(ctx)
+}
+
+// moveKeys moves the slot's keys, KeysPerStep a step, until the source has
+// none left; after each step it calls OnStep, then pauses.
+func (m *migration) moveKeys(ctx context.Context) error {
+	moved := 0
+	for {
+		v, err := m.src.do(ctx, "CLUSTER", "GETKEYSINSLOT", m.o.Slot, m.o.KeysPerStep)
+		if err != nil {
+			return err
+		}
+		keys := asStrings(v)
+		if len(keys) == 0 {
+			return nil
+		}
+		n, err := m.migrate(ctx, keys)
+		if err != nil {
+			return err
+		}
+		moved += n
+		if m.o.OnStep != nil {
+			m.o.OnStep(moved)
+		}
+		if m.o.Pause > 0 && !Sleep(ctx, m.o.Pause) {
+			return ctx.Err()
+		}
+	}
 }
 
 // migrate moves keys from the source to the target: one MIGRATE, retried
