@@ -71,9 +71,11 @@ func TestNoteCallerGivingUpDoesNotFailOthers(t *testing.T) {
 		go func() { others <- n.note(ctx, q, queue.NoteItem{ID: j.ID, Token: j.Token, Line: line}) }()
 	}
 	require.Eventually(t, func() bool { return n.b.Waiting(q) == 2 }, 10*time.Second, time.Millisecond)
+	// The lead's note is in flight (held at the gate): giving up answers
+	// its context's error at once, before the call it leads returns.
 	giveUp()
-	close(h.gate)
 	require.ErrorIs(t, <-lead, context.Canceled)
+	close(h.gate)
 	for range 2 {
 		require.NoError(t, <-others)
 	}
