@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ type ClaimOptions struct {
 	// NewJob.Labels): the claim receives jobs without labels and jobs
 	// whose labels are all among these, never another. Without labels it
 	// receives only jobs without labels. Of the lists of pending jobs it
-	// may take from (one per label set, see layout.go), it takes first
+	// may take from (one per label set, see internal/store/layout.go), it takes first
 	// from the one whose next job was enqueued first, each in its order.
 	Labels []string
 }
@@ -153,38 +154,38 @@ type claimed struct {
 	next    time.Time // the due time handed to this claim to wake at; zero: none
 }
 
-func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
+func (c *Client) claimNow(ctx context.Context, queue string, k store.Keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
 	t0 := c.clock.Now()
 	token := newToken() // the same for every try of runSets: a rerun answers the same jobs
-	v, err := c.runSets(ctx, claimScript, k, func(v *setView) []any {
-		return []any{o.Max, token, o.Visibility.Milliseconds(), boolArg(wantNext), wait.Milliseconds(), v.eligibleFor(o.Labels).ids}
-	})
+	p := store.ClaimArgs{Max: o.Max, TokenBase: token, VisibilityMs: o.Visibility.Milliseconds(), WantNext: wantNext,
+		WaitMs: wait.Milliseconds()}
+	res, err := callSets(ctx, c, store.Claim, k, &p, o.Labels, &p.Eligible)
 	t1 := c.clock.Now()
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
-	res, _ := v.([]any)
-	if len(res) < 3 {
-		return claimed{}, fmt.Errorf("queue: claim from %s: unexpected reply %v", queue, v)
-	}
 	var paused, limited bool
 	var limitAt time.Time
-	switch p := res[0].(type) {
+	switch p := res.Paused.(type) {
 	case int64:
 		paused = p == 1
 	case string: // "L<ms>": held back by the queue's limits
 		limited, limitAt = true, c.parseLimitAt(strings.TrimPrefix(p, "L"))
+	default:
+		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, &store.ReplyError{Script: "claim", Field: "paused", Reply: res.Paused, Want: "an integer or a string"})
 	}
-	next, err := nextOfReply(res[1])
+	next, err := nextOfReply(res.Next)
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
-	nowUs, _ := res[2].(int64)
-	c.observeRedisTime(nowUs, t0, t1)
-	cl := claimed{jobs: make([]*Job, 0, len(res)-3), paused: paused, limited: limited, limitAt: limitAt,
+	c.observeRedisTime(res.NowUs, t0, t1)
+	cl := claimed{jobs: make([]*Job, 0, len(res.Jobs)), paused: paused, limited: limited, limitAt: limitAt,
 		next: c.localOf(next)}
-	for _, r := range res[3:] {
-		packed, _ := r.(string)
+	for i := range res.Jobs {
+		packed, err := store.Str("claim", res.Jobs, i, "job")
+		if err != nil {
+			return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
+		}
 		j, err := parsePacked(queue, packed)
 		if err != nil {
 			return claimed{}, err
@@ -202,7 +203,7 @@ var errWaitEnded = errors.New("queue: the wait's server stopped being a master")
 
 // waitWake waits up to d, on the blocking pool, for an entry of the wake
 // stream no waiter has read, or of the wake stream of a label set whose
-// labels are all among labels (canonical; see layout.go). It answers nil
+// labels are all among labels (canonical; see internal/store/layout.go). It answers nil
 // whether one came or the time ran out, and errWaitEnded when Redis ended
 // the wait.
 //
@@ -212,11 +213,11 @@ var errWaitEnded = errors.New("queue: the wait's server stopped being a master")
 // wake-up from the claimer that can. A lease that ends under a
 // MaxInFlight limit writes the streams of the lists that hold jobs (the
 // queue's own, each set's), so it wakes a claimer that can use the room.
-func (c *Client) waitWake(ctx context.Context, k keys, labels []string, d time.Duration) error {
+func (c *Client) waitWake(ctx context.Context, k store.Keys, labels []string, d time.Duration) error {
 	d = max(d, time.Millisecond) // BLOCK 0 would wait for ever
-	streams := []string{k.wake}
+	streams := []string{k.Wake}
 	if len(labels) > 0 {
-		if v, ok := c.labelSets.Load(k.name); ok {
+		if v, ok := c.labelSets.Load(k.Name); ok {
 			streams = append(streams, v.(*setView).eligibleFor(labels).wakes...)
 		}
 	}
@@ -227,21 +228,21 @@ func (c *Client) waitWake(ctx context.Context, k keys, labels []string, d time.D
 	}
 	// Through the streams' group (see wakeGroup): an entry written since
 	// the last read wakes one waiter, at once if it came before this read.
-	err := c.blocking.XReadGroup(ctx, &redis.XReadGroupArgs{Group: wakeGroup, Consumer: wakeGroup,
+	err := c.blocking.XReadGroup(ctx, &redis.XReadGroupArgs{Group: store.WakeGroup, Consumer: store.WakeGroup,
 		Streams: args, Count: 1, Block: d, NoAck: true}).Err()
 	var rerr redis.Error
 	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOGROUP") {
 		// A queue made before wake streams had their group: make it, and
 		// answer as a wait that ended (the caller claims again). No queue
 		// at all: wait for the stream its creation writes.
-		err = c.rdb.XGroupCreate(ctx, k.wake, wakeGroup, "$").Err()
+		err = c.rdb.XGroupCreate(ctx, k.Wake, store.WakeGroup, "$").Err()
 		if err == nil || strings.HasPrefix(err.Error(), "BUSYGROUP") {
 			if len(streams) > 1 {
-				c.labelSets.Delete(k.name) // its sets as the claim reads them again
+				c.labelSets.Delete(k.Name) // its sets as the claim reads them again
 			}
 			return nil
 		}
-		err = c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{k.wake, "$"}, Count: 1, Block: d}).Err()
+		err = c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{k.Wake, "$"}, Count: 1, Block: d}).Err()
 	}
 	switch {
 	case err == nil, errors.Is(err, redis.Nil), migrating(err):

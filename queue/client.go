@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,6 +132,7 @@ type Config struct {
 type Client struct {
 	cfg      Config
 	rdb      redis.UniversalClient
+	eng      *store.Store // runs the scripts (see internal/store)
 	blocking redis.UniversalClient
 	clock    clockwork.Clock
 	ns       string
@@ -186,7 +188,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
-	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
+	c := &Client{cfg: cfg, rdb: cfg.Redis, eng: store.New(cfg.Redis), ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
 		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}, closing: make(chan struct{}), wakeChunk: wakeChunk}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {
@@ -268,11 +270,11 @@ func (c *Client) Clock() clockwork.Clock { return c.clock }
 func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 
 // keysFor validates queue and builds its keys.
-func (c *Client) keysFor(queue string) (keys, error) {
+func (c *Client) keysFor(queue string) (store.Keys, error) {
 	if err := ValidateQueue(queue); err != nil {
-		return keys{}, err
+		return store.Keys{}, err
 	}
-	return queueKeys(c.ns, queue), nil
+	return store.QueueKeys(c.ns, queue), nil
 }
 
 // registerScript adds a name to a namespace's set of queue names (its one
@@ -296,14 +298,14 @@ func (c *Client) register(ctx context.Context, queue string) error {
 	if _, ok := c.known.Load(queue); ok {
 		return nil
 	}
-	ok, err := registerScript.Run(ctx, c.rdb, []string{queuesKey(c.ns)}, queue, c.cfg.MaxQueues).Int()
+	ok, err := registerScript.Run(ctx, c.rdb, []string{store.QueuesKey(c.ns)}, queue, c.cfg.MaxQueues).Int()
 	if err != nil {
 		return wrapRedis(err)
 	}
 	if ok == 0 {
 		return fmt.Errorf("%w: the cap is %d queues (Config.MaxQueues)", ErrTooManyQueues, c.cfg.MaxQueues)
 	}
-	if _, err := c.run(ctx, createScript, queueKeys(c.ns, queue)); err != nil {
+	if _, err := call(ctx, c, store.Create, store.QueueKeys(c.ns, queue), &store.None{}); err != nil {
 		return fmt.Errorf("queue: create %s: %w", queue, err)
 	}
 	c.known.Store(queue, struct{}{})
@@ -312,7 +314,7 @@ func (c *Client) register(ctx context.Context, queue string) error {
 
 // Queues lists the known queues, sorted by name.
 func (c *Client) Queues(ctx context.Context) ([]string, error) {
-	qs, err := c.rdb.SMembers(ctx, queuesKey(c.ns)).Result()
+	qs, err := c.rdb.SMembers(ctx, store.QueuesKey(c.ns)).Result()
 	if err != nil {
 		return nil, wrapRedis(err)
 	}
@@ -439,7 +441,7 @@ func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
 	c.mu.Lock()
 	c.listeners[ch] = struct{}{}
 	c.mu.Unlock()
-	sub := c.rdb.Subscribe(ctx, nudgeChannel(c.ns))
+	sub := c.rdb.Subscribe(ctx, store.NudgeChannel(c.ns))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
