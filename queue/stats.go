@@ -94,9 +94,9 @@ func (c *Client) stats(ctx context.Context, k store.Keys, v *setView) (Stats, bo
 	s := Stats{Queue: queue, Paused: t[store.MetaPaused] == "1",
 		Scheduled: less(sched.Val()), Pending: max(pending-n(store.MetaStale), 0), Processing: less(leased.Val()),
 		Dead: less(dead.Val()), CompletedHistory: less(hist.Val()),
-		EnqueuedTotal: n("enqueued"), PromotedTotal: n("promoted"), CompletedTotal: n("completed"), FailedTotal: n("failed"),
-		RetriedTotal: n("retried"), ReclaimedTotal: n("reclaimed"), DeadTotal: n("dead"),
-		CanceledTotal: n("canceled"), RequeuedTotal: n("requeued")}
+		EnqueuedTotal: n(store.MetaEnqueued), PromotedTotal: n(store.MetaPromoted), CompletedTotal: n(store.MetaCompleted), FailedTotal: n(store.MetaFailed),
+		RetriedTotal: n(store.MetaRetried), ReclaimedTotal: n(store.MetaReclaimed), DeadTotal: n(store.MetaDead),
+		CanceledTotal: n(store.MetaCanceled), RequeuedTotal: n(store.MetaRequeued)}
 	if h := head.Val(); len(h) == 1 && h[0].Member != store.Sentinel {
 		s.NextRunAt = timeOfScore(h[0].Score)
 	}

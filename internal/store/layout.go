@@ -165,7 +165,47 @@ const (
 	MetaLimitFlight  = "limit_inflight" // Limits.MaxInFlight (absent: none)
 	MetaTBTokens     = "tb_tokens"      // the rate limit's token bucket: tokens left at tb_ms
 	MetaTBAt         = "tb_ms"          // ms the bucket was last counted at (Redis's clock)
+	MetaSweepHint    = "sweep_hint"     // "<ms>|<set at ms>": the time the last sweep mark put the queue's entry at (queue/attention.go)
 )
+
+// The meta hash's counters: jobs that went through each step, ever.
+const (
+	MetaEnqueued  = "enqueued"
+	MetaPromoted  = "promoted"
+	MetaCompleted = "completed"
+	MetaFailed    = "failed"
+	MetaRetried   = "retried"
+	MetaReclaimed = "reclaimed"
+	MetaDead      = "dead"
+	MetaCanceled  = "canceled"
+	MetaRequeued  = "requeued"
+)
+
+// metaFields are the meta hash's fields as the scripts name them: the
+// prelude of a script defines M_<field> for each it uses (see
+// metaPrelude), so that no script spells a meta field of its own.
+var metaFields = []string{
+	MetaCreated, MetaActive, MetaPaused, MetaStale, MetaWaker, MetaWakerUntil, MetaWaitingUntil,
+	MetaLimitRate, MetaLimitBurst, MetaLimitFlight, MetaTBTokens, MetaTBAt, MetaSweepHint, MetaLsets,
+	MetaEnqueued, MetaPromoted, MetaCompleted, MetaFailed, MetaRetried, MetaReclaimed, MetaDead, MetaCanceled, MetaRequeued,
+}
+
+// metaPrelude is the Lua that names the meta fields src (a script as
+// sent, without its prelude) uses: "local M_paused = 'paused'". Only
+// those: a script pays for each line before its body on every call.
+func metaPrelude(src string) string {
+	used := map[string]bool{}
+	for _, w := range luaIdent.FindAllString(stripLuaCommentsAndStrings(src), -1) {
+		used[w] = true
+	}
+	var b strings.Builder
+	for _, f := range metaFields {
+		if used["M_"+f] {
+			fmt.Fprintf(&b, "local M_%s = %q\n", f, f)
+		}
+	}
+	return b.String()
+}
 
 // Settings: a queue's own configuration, fields of its meta hash written by
 // settings.lua (see Client.SetSettings) and read from Go. Only these names

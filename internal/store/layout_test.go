@@ -89,6 +89,29 @@ func TestScriptsSpellNoWorkflowField(t *testing.T) {
 	}
 }
 
+// The queue's meta fields are named in layout.go only: no script spells
+// one beside K_meta, nor a counter it counts (count('...')); each reads
+// them from its prelude (M_*), which defines only those it uses.
+func TestScriptsSpellNoMetaField(t *testing.T) {
+	t.Parallel()
+	quoted := `['"](` + strings.Join(metaFields, "|") + `)['"]`
+	meta := regexp.MustCompile(`K_meta\b[^\n]*` + quoted)
+	counted := regexp.MustCompile(`\bcount\(\s*` + quoted)
+	for _, spec := range allSpecs() {
+		body, err := fs.ReadFile(luaFS, "lua/"+spec.name+".lua")
+		require.NoError(t, err)
+		src := commonFor(commonDefs, string(body)) + string(body)
+		require.NotRegexp(t, meta, src, "%s.lua spells a meta field", spec.name)
+		require.NotRegexp(t, counted, src, "%s.lua spells a counter", spec.name)
+		sent := scriptSource(spec)
+		for _, f := range metaFields {
+			uses := regexp.MustCompile(`\bM_` + f + `\b`).MatchString(stripLuaCommentsAndStrings(src))
+			require.Equal(t, uses, strings.Contains(sent, "local M_"+f+" = "), "%s.lua: M_%s", spec.name, f)
+		}
+	}
+	require.Contains(t, scriptSource(Claim.spec), `local M_paused = "paused"`)
+}
+
 // A script's declared keys are exactly the layout's keys, each once.
 func TestScriptSpecsNameLayoutKeys(t *testing.T) {
 	t.Parallel()

@@ -119,7 +119,8 @@ func scriptSource(spec scriptSpec) string {
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}
-	return spec.prelude() + "-- from common.lua, what this script uses:\n" + commonFor(commonDefs, string(body)) + "\n" + string(body)
+	rest := "-- from common.lua, what this script uses:\n" + commonFor(commonDefs, string(body)) + "\n" + string(body)
+	return spec.prelude() + metaPrelude(rest) + rest
 }
 
 // Retrying a cluster in motion. While a queue's slot migrates, Redis

@@ -60,7 +60,7 @@ if status == 'scheduled' or status == 'pending' or status == 'waiting' then
   if status == 'scheduled' then
     redis.call('ZREM', K_sched, id)
   elseif status == 'pending' then
-    redis.call('HINCRBY', K_meta, 'stale', 1)
+    redis.call('HINCRBY', K_meta, M_stale, 1)
   end -- a waiting job (a workflow node's, see wfnode.lua) is in no list
   cancel_now(id, f, req, A_retention_ms)
   local out = { 1, 'canceled', packed(id, f) }

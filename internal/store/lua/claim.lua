@@ -29,7 +29,7 @@ local wants_next = A_want_next == '1'
 if not max or not vis or not wait_ms then
   return redis.error_reply('ERR chronoq claim: malformed arguments')
 end
-local meta = redis.call('HMGET', K_meta, 'created_ms', 'paused', 'lsets', 'waiting_until', unpack(LIMIT_FIELDS))
+local meta = redis.call('HMGET', K_meta, M_created_ms, M_paused, M_lsets, M_waiting_until, unpack(LIMIT_FIELDS))
 if not meta[1] then
   return { 0, '', now_us } -- no such queue
 end
@@ -63,11 +63,11 @@ local function take_wake(next)
   if next == '' then
     return ''
   end
-  local m = redis.call('HMGET', K_meta, 'waker', 'waker_until')
+  local m = redis.call('HMGET', K_meta, M_waker, M_waker_until)
   if m[1] == next and tonumber(m[2] or '0') > now then
     return ''
   end
-  redis.call('HSET', K_meta, 'waker', next, 'waker_until', math.max(math.floor(tonumber(next)), now) + 1000)
+  redis.call('HSET', K_meta, M_waker, next, M_waker_until, math.max(math.floor(tonumber(next)), now) + 1000)
   return next
 end
 
@@ -154,8 +154,8 @@ if max < asked and #ids == max and pending_count() > 0 then
   out[1] = 'L' .. limit_at(tokens, rate) -- held back by the limits
 end
 if stale > 0 then
-  local s = tonumber(redis.call('HGET', K_meta, 'stale') or '0')
-  redis.call('HSET', K_meta, 'stale', math.max(s - stale, 0))
+  local s = tonumber(redis.call('HGET', K_meta, M_stale) or '0')
+  redis.call('HSET', K_meta, M_stale, math.max(s - stale, 0))
 end
 if #ids > 0 then
   redis.call('ZADD', K_leases, unpack(leases))

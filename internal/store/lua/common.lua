@@ -244,7 +244,7 @@ end
 -- exists answers whether the queue has been created (K_meta is declared
 -- by every script that calls it).
 local function exists()
-  return redis.call('HEXISTS', K_meta, 'created_ms') == 1
+  return redis.call('HEXISTS', K_meta, M_created_ms) == 1
 end
 
 -- The pending list keeps its sentinel rightmost: ids enter at the left
@@ -326,7 +326,7 @@ end
 -- nil). (Scripts that call it declare K_meta.)
 local function sets_current(current)
   if current == nil then
-    current = redis.call('HGET', K_meta, 'lsets')
+    current = redis.call('HGET', K_meta, M_lsets)
   end
   if (current or '') ~= A_lsets then
     return false
@@ -393,7 +393,7 @@ local function pending_count()
   for _, id in ipairs(SETS.ids) do
     n = n + list_len(SETS.list[id])
   end
-  return n - tonumber(redis.call('HGET', K_meta, 'stale') or '0')
+  return n - tonumber(redis.call('HGET', K_meta, M_stale) or '0')
 end
 
 -- Limits (see Limits in queue/limits.go) -----------------------------------
@@ -402,7 +402,7 @@ end
 -- LIMIT_FIELDS are the meta fields limit_room reads, in its order: the
 -- settings (rate a second, burst, most jobs leased at once) and the token
 -- bucket's state (tokens left, and the ms they were counted at).
-local LIMIT_FIELDS = { 'limit_rate', 'limit_burst', 'limit_inflight', 'tb_tokens', 'tb_ms' }
+local LIMIT_FIELDS = { M_limit_rate, M_limit_burst, M_limit_inflight, M_tb_tokens, M_tb_ms }
 
 -- limit_room answers how many of want jobs the queue's limits let a claim
 -- take now, from lim, the values of LIMIT_FIELDS; and the bucket's tokens,
@@ -432,7 +432,7 @@ local function limit_take(tokens, n)
   if not tokens then
     return nil
   end
-  redis.call('HSET', K_meta, 'tb_tokens', string.format('%.6f', tokens - n), 'tb_ms', now)
+  redis.call('HSET', K_meta, M_tb_tokens, string.format('%.6f', tokens - n), M_tb_ms, now)
   return tokens - n
 end
 
@@ -451,7 +451,7 @@ end
 -- is about to wait marks waiting_until; a script that read it already
 -- passes it).
 local function wake_key(key, n, waiting_until)
-  if n > 0 and tonumber(waiting_until or redis.call('HGET', K_meta, 'waiting_until') or '0') >= now then
+  if n > 0 and tonumber(waiting_until or redis.call('HGET', K_meta, M_waiting_until) or '0') >= now then
     redis.call('XADD', key, 'MAXLEN', '1', '*', 'n', n)
   end
 end
@@ -505,8 +505,8 @@ end
 -- wait_ms from now: scripts that make jobs claimable write to it then.
 local function mark_waiting(wait_ms)
   local till = now + wait_ms
-  if tonumber(redis.call('HGET', K_meta, 'waiting_until') or '0') < till then
-    redis.call('HSET', K_meta, 'waiting_until', till)
+  if tonumber(redis.call('HGET', K_meta, M_waiting_until) or '0') < till then
+    redis.call('HSET', K_meta, M_waiting_until, till)
   end
 end
 
@@ -525,10 +525,10 @@ local function lease_freed(n, limited)
     return
   end
   if limited == nil then
-    limited = redis.call('HGET', K_meta, 'limit_inflight')
+    limited = redis.call('HGET', K_meta, M_limit_inflight)
   end
   if limited then
-    local waiting_until = redis.call('HGET', K_meta, 'waiting_until') or '0'
+    local waiting_until = redis.call('HGET', K_meta, M_waiting_until) or '0'
     if tonumber(waiting_until) < now then
       return -- no claimer waits: no list to look at (wake_key would write nothing)
     end
@@ -549,7 +549,7 @@ end
 -- Answers whether the client's sets are current (false: STALE_SETS, before
 -- any write), and whether the queue has the limit, for lease_freed.
 local function lease_bind()
-  local m = redis.call('HMGET', K_meta, 'limit_inflight', 'lsets')
+  local m = redis.call('HMGET', K_meta, M_limit_inflight, M_lsets)
   if not m[1] then
     return true, false
   end
@@ -638,12 +638,12 @@ end
 local function sweep_mark(at, forced)
   at = math.floor(at)
   if not forced then
-    local hint, set_at = string.match(redis.call('HGET', K_meta, 'sweep_hint') or '', '^(%d+)|(%d+)$')
+    local hint, set_at = string.match(redis.call('HGET', K_meta, M_sweep_hint) or '', '^(%d+)|(%d+)$')
     if hint and now - tonumber(set_at) < SWEEP_HINT_MS and now >= tonumber(set_at) and at >= tonumber(hint) then
       return 0
     end
   end
-  redis.call('HSET', K_meta, 'sweep_hint', int_str(at) .. '|' .. now_str)
+  redis.call('HSET', K_meta, M_sweep_hint, int_str(at) .. '|' .. now_str)
   return at
 end
 
@@ -730,7 +730,7 @@ local function promote_due(limit, wakes, waiting_until)
   redis.call('ZREM', K_sched, unpack(ids))
   if #due > 0 then
     flush_pending(false, wakes, waiting_until)
-    count('promoted', #due)
+    count(M_promoted, #due)
   end
   return #due
 end
@@ -897,7 +897,7 @@ local function kill(id, f, err, max_count, max_age_ms)
   save(id, f)
   note_sweep(K_dead, now, now + max_age_ms)
   redis.call('ZADD', K_dead, now, id)
-  count('dead', 1)
+  count(M_dead, 1)
   wf_ended(id, f, 'dead')
   emit('dead', id, f[R_kind], 'dead', f[R_attempts])
   trim_dead(max_count, max_age_ms)
@@ -910,7 +910,7 @@ local function cancel_now(id, f, request, retention_ms)
   f[R_cancel_token] = request
   f[R_cancel_requested] = ''
   f[R_lease_until_ms] = ''
-  count('canceled', 1)
+  count(M_canceled, 1)
   wf_ended(id, f, 'canceled')
   emit('canceled', id, f[R_kind], 'canceled', f[R_attempts])
   retire(id, f, retention_ms)
@@ -1197,7 +1197,7 @@ local function add_sets(labels_of, max_sets, current)
         all = all .. ',' .. id
       end
     end
-    redis.call('HSET', K_meta, 'lsets', all)
+    redis.call('HSET', K_meta, M_lsets, all)
   end
   return nil
 end

@@ -107,7 +107,7 @@ if #finished > 0 then
       redis.call('ZREMRANGEBYRANK', K_done, 0, excess - 1)
     end
   end
-  count('completed', #finished)
+  count(M_completed, #finished)
 end
 publish_events()
 if rerun then

@@ -2,7 +2,7 @@
 -- (see internal/store/layout.go), and answers 1 when the queue is new. Safe to run
 -- any number of times: a key that exists is left as it is.
 local new = 0
-if redis.call('HSETNX', K_meta, 'created_ms', now) == 1 then
+if redis.call('HSETNX', K_meta, M_created_ms, now) == 1 then
   new = 1
 end
 redis.call('HSETNX', K_jobs, SENTINEL, '')

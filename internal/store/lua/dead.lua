@@ -80,7 +80,7 @@ for i = 1, #r, 2 do
     n = n + 1
   end
 end
-count('requeued', requeued)
+count(M_requeued, requeued)
 flush_pending(false, true)
 publish_events()
 -- A rerun after a lost reply finds nothing left to do: the tombstones

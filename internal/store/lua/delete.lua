@@ -17,7 +17,7 @@ if not sets_current() then
   return redis.error_reply(STALE_SETS)
 end
 if idle > 0 then
-  local last = tonumber(redis.call('HGET', K_meta, 'active_ms') or redis.call('HGET', K_meta, 'created_ms'))
+  local last = tonumber(redis.call('HGET', K_meta, M_active_ms) or redis.call('HGET', K_meta, M_created_ms))
   if redis.call('HLEN', K_jobs) > 1 or last + idle > now then
     return 0
   end

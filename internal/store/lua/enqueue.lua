@@ -35,7 +35,7 @@ for i = 0, n - 1 do
   jobs[#jobs + 1] = j
 end
 
-local meta = redis.call('HMGET', K_meta, 'created_ms', 'waiting_until', 'active_ms', 'lsets')
+local meta = redis.call('HMGET', K_meta, M_created_ms, M_waiting_until, M_active_ms, M_lsets)
 if not meta[1] then
   return { -1 } -- deleted since this client created it: the client creates it again
 end
@@ -115,9 +115,9 @@ flush_pending(false, true, meta[2] or '0')
 if #sched > 0 then
   redis.call('ZADD', K_sched, unpack(sched))
 end
-count('enqueued', added)
+count(M_enqueued, added)
 if tonumber(meta[3] or '0') < now - 60000 then
-  redis.call('HSET', K_meta, 'active_ms', now) -- the last enqueue, to the minute: idle queues are forgotten by it
+  redis.call('HSET', K_meta, M_active_ms, now) -- the last enqueue, to the minute: idle queues are forgotten by it
 end
 publish_events()
 if rerun then

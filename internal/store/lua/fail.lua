@@ -52,7 +52,7 @@ finish_claim(A_token)
 f[R_ack] = 'f' .. A_token
 f[R_last_error] = A_error
 f[R_lease_until_ms] = ''
-count('failed', 1)
+count(M_failed, 1)
 if f[R_cancel_requested] == '1' then
   cancel_now(A_id, f, '', A_retention_ms)
   publish_events()
@@ -70,7 +70,7 @@ if retry_at == '-1' then
   score = score_of_us(now_us + math.floor(d) * 1000)
 end
 local status = schedule(A_id, f, score) -- wakes its claimers when pending
-count('retried', 1)
+count(M_retried, 1)
 emit('retried', A_id, f[R_kind], status, f[R_attempts])
 publish_events()
 return reply({ 1, status, tonumber(f[R_run_at_ms]), score })

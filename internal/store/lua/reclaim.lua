@@ -28,7 +28,7 @@ if not sets_current() then
 end
 -- This pass's park may raise the queue's sweep entry: the next sweep mark
 -- goes whatever the hint said (see sweep_mark in common.lua).
-redis.call('HDEL', K_meta, 'sweep_hint')
+redis.call('HDEL', K_meta, M_sweep_hint)
 -- A queue made by a version before workflows gets its outbox here (every
 -- key a script declares must exist, see create.lua).
 redis.call('HSETNX', K_wfout, SENTINEL, '')
@@ -68,7 +68,7 @@ end
 if back > 0 then
   flush_pending(true, true) -- the heads of their pending lists
 end
-count('reclaimed', #out - 4)
+count(M_reclaimed, #out - 4)
 if #expired == limit then
   out[1] = 1
 end

@@ -21,7 +21,7 @@ elseif f[R_status] == 'dead' then
   redis.call('ZREM', K_dead, A_id)
   f[R_attempts] = 0
   f[R_died_at_ms], f[R_token], f[R_lease_until_ms], f[R_cancel_requested] = '', '', '', ''
-  count('requeued', 1)
+  count(M_requeued, 1)
 else
   return { 0, f[R_status], '' }
 end

@@ -18,7 +18,7 @@ end
 if not exists() then
   return { 0, 0 }
 end
-if redis.call('HGET', K_meta, 'paused') == '1' then
+if redis.call('HGET', K_meta, M_paused) == '1' then
   return { 1, 0 }
 end
 if not sets_current() then

@@ -29,7 +29,7 @@ for i = 0, n - 1 do
   job_labels(labels_of, j.labels)
   jobs[#jobs + 1] = j
 end
-local meta = redis.call('HMGET', K_meta, 'created_ms', 'active_ms', 'lsets')
+local meta = redis.call('HMGET', K_meta, M_created_ms, M_active_ms, M_lsets)
 if not meta[1] then
   return { -1 }
 end
@@ -62,9 +62,9 @@ end
 if #data > 0 then
   redis.call('HSET', K_data, unpack(data))
 end
-count('enqueued', added)
+count(M_enqueued, added)
 if tonumber(meta[2] or '0') < now - 60000 then
-  redis.call('HSET', K_meta, 'active_ms', now)
+  redis.call('HSET', K_meta, M_active_ms, now)
 end
 publish_events()
 return { now_us, added }
