@@ -77,52 +77,6 @@ import (
 // reconcile. A hint set later than now (the queue's master's clock went
 // back) is not used.
 
-// markScript lowers a queue's entries in the indexes and publishes the
-// nudge of a due mark. KEYS: due, due_seq, sweep, sweep_seq. ARGV: queue,
-// due ms (0: none), sweep ms (0: none), seq (µs), nudge channel, nudge.
-var markScript = redis.NewScript(`
-local q, seq = ARGV[1], tonumber(ARGV[4])
-local function mark(idx, seqs, at)
-  if at == '0' then
-    return
-  end
-  redis.call('ZADD', idx, 'LT', at, q)
-  if tonumber(redis.call('HGET', seqs, q) or '0') < seq then
-    redis.call('HSET', seqs, q, seq)
-  end
-end
-mark(KEYS[1], KEYS[2], ARGV[2])
-mark(KEYS[3], KEYS[4], ARGV[3])
-if ARGV[2] ~= '0' then
-  redis.call('PUBLISH', ARGV[5], ARGV[6])
-end
-return 1`)
-
-// parkScript sets a queue's entry in one index to a pass's finding (0:
-// out of the index) unless a later write was applied. KEYS: the index, its
-// seq hash. ARGV: queue, ms (0: none), seq (µs). Answers 1 when set.
-var parkScript = redis.NewScript(`
-local q, seq = ARGV[1], tonumber(ARGV[3])
-if tonumber(redis.call('HGET', KEYS[2], q) or '0') >= seq then
-  return 0
-end
-redis.call('HSET', KEYS[2], q, seq)
-if ARGV[2] == '0' then
-  redis.call('ZREM', KEYS[1], q)
-else
-  redis.call('ZADD', KEYS[1], ARGV[2], q)
-end
-return 1`)
-
-// unmarkScript takes a deleted queue out of both indexes. KEYS: due,
-// due_seq, sweep, sweep_seq. ARGV: queue.
-var unmarkScript = redis.NewScript(`
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
-return 1`)
-
 // marked are the marks a script's reply carries (see store.UnwrapMarks).
 type marked = store.Marks
 
@@ -152,19 +106,22 @@ func (c *Client) mark(ctx context.Context, queue string, m marked) {
 	}
 }
 
-// sendMark runs markScript for queue's marks m.
+// sendMark runs mark.lua for queue's marks m.
 func (c *Client) sendMark(ctx context.Context, queue string, m marked) error {
 	a := store.AttentionKeys(c.ns)
 	if m.DueMs != 0 || m.SweepMs != 0 {
-		if err := c.runGlobal(ctx, markScript, []string{a.Due, a.DueSeq, a.Sweep, a.SweepSeq},
-			queue, m.DueMs, m.SweepMs, m.Seq, store.NudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.DueMs, 10)+"|"+c.instance); err != nil {
+		if _, err := store.CallGlobal(ctx, c.eng, store.Mark, []string{a.Due, a.DueSeq, a.Sweep, a.SweepSeq},
+			&store.MarkArgs{Queue: queue, AtA: m.DueMs, AtB: m.SweepMs, Seq: m.Seq, Channel: store.NudgeChannel(c.ns),
+				Nudge: queue + "|" + strconv.FormatInt(m.DueMs, 10) + "|" + c.instance}); err != nil {
 			return err
 		}
 	}
 	if m.WFMs != 0 {
-		// the outbox index, in the places of markScript's sweep index
+		// the outbox index, in the places of the sweep index
 		w := store.WorkflowAttentionKeys(c.ns)
-		return c.runGlobal(ctx, markScript, []string{a.Due, a.DueSeq, w.Outbox, w.OutboxSeq}, queue, 0, m.WFMs, m.Seq, "", "")
+		_, err := store.CallGlobal(ctx, c.eng, store.Mark, []string{a.Due, a.DueSeq, w.Outbox, w.OutboxSeq},
+			&store.MarkArgs{Queue: queue, AtB: m.WFMs, Seq: m.Seq})
+		return err
 	}
 	return nil
 }
@@ -203,7 +160,7 @@ func (c *Client) remarkLater(queue string, m marked) {
 		m.DueMs, m.SweepMs = earliestMs(kept.DueMs, m.DueMs), earliestMs(kept.SweepMs, m.SweepMs)
 		m.WFMs = earliestMs(kept.WFMs, m.WFMs)
 	}
-	m.Seq = 0 // applied late: it may not raise an entry's seq (see parkScript)
+	m.Seq = 0 // applied late: it may not raise an entry's seq (see park.lua)
 	c.remark[queue] = m
 	if !c.remarking {
 		c.remarking = true
@@ -266,7 +223,7 @@ func (c *Client) park(ctx context.Context, idx, seqs, queue string, atMs, seq in
 	if seq <= 0 {
 		return nil
 	}
-	if err := c.runGlobal(ctx, parkScript, []string{idx, seqs}, queue, atMs, seq); err != nil {
+	if _, err := store.CallGlobal(ctx, c.eng, store.Park, []string{idx, seqs}, &store.ParkArgs{Queue: queue, At: atMs, Seq: seq}); err != nil {
 		return fmt.Errorf("queue: index %s: %w", queue, err)
 	}
 	return nil
@@ -275,13 +232,8 @@ func (c *Client) park(ctx context.Context, idx, seqs, queue string, atMs, seq in
 // unmark takes queue out of the indexes (it was deleted).
 func (c *Client) unmark(ctx context.Context, queue string) error {
 	a := store.AttentionKeys(c.ns)
-	return c.runGlobal(ctx, unmarkScript, []string{a.Due, a.DueSeq, a.Sweep, a.SweepSeq}, queue)
-}
-
-// runGlobal runs one of the index scripts, retrying a migration of their
-// slot as run does.
-func (c *Client) runGlobal(ctx context.Context, s *redis.Script, keys []string, args ...any) error {
-	return retryMigration(ctx, func() error { return s.Run(ctx, c.rdb, keys, args...).Err() })
+	_, err := store.CallGlobal(ctx, c.eng, store.Unmark, []string{a.Due, a.DueSeq, a.Sweep, a.SweepSeq}, &store.UnmarkArgs{Queue: queue})
+	return err
 }
 
 // Due implements delayed.Source: it answers, earliest first, limit of them

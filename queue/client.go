@@ -277,32 +277,17 @@ func (c *Client) keysFor(queue string) (store.Keys, error) {
 	return store.QueueKeys(c.ns, queue), nil
 }
 
-// registerScript adds a name to a namespace's set of queue names (its one
-// key, global: not a queue's) unless that would pass the cap, in one step
-// so that concurrent first enqueues cannot pass it together.
-// ARGV: the name, the cap. Returns 1 when the name is in the set, 0 when
-// the cap refused it.
-var registerScript = redis.NewScript(`
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
-  return 1
-end
-if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-  return 0
-end
-redis.call('SADD', KEYS[1], ARGV[1])
-return 1`)
-
 // register adds queue to the set of known queues and makes its keys exist
 // (once per process, and again after the queue was deleted).
 func (c *Client) register(ctx context.Context, queue string) error {
 	if _, ok := c.known.Load(queue); ok {
 		return nil
 	}
-	ok, err := registerScript.Run(ctx, c.rdb, []string{store.QueuesKey(c.ns)}, queue, c.cfg.MaxQueues).Int()
+	ok, err := store.CallGlobal(ctx, c.eng, store.Register, []string{store.QueuesKey(c.ns)}, &store.RegisterArgs{Name: queue, Max: c.cfg.MaxQueues})
 	if err != nil {
-		return wrapRedis(err)
+		return err
 	}
-	if ok == 0 {
+	if ok.Code == 0 {
 		return fmt.Errorf("%w: the cap is %d queues (Config.MaxQueues)", ErrTooManyQueues, c.cfg.MaxQueues)
 	}
 	if _, err := call(ctx, c, store.Create, store.QueueKeys(c.ns, queue), &store.None{}); err != nil {
@@ -492,7 +477,7 @@ func parseNudge(s string) (n delayed.Nudge, from string, ok bool) {
 }
 
 // nudgeLocal tells promoters here that queue has a job due at atMs ahead
-// of all others (those elsewhere hear it by pub/sub from markScript; a
+// of all others (those elsewhere hear it by pub/sub from mark.lua; a
 // client ignores its own echo).
 func (c *Client) nudgeLocal(queue string, atMs int64) {
 	n := delayed.Nudge{Queue: queue, At: c.localOf(time.UnixMilli(atMs).UTC())}

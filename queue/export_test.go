@@ -91,9 +91,9 @@ func (c *Client) Unindex(ctx context.Context, queue string) error { return c.unm
 
 // MarkScriptHash is the SHA-1 of the script that applies marks, for tests
 // that count the marks a client sends.
-func MarkScriptHash() string { return markScript.Hash() }
+func MarkScriptHash() string { return store.ScriptHashes()["mark"] }
 
-// SweepHintFor exposes sweepHintFor.
+// SweepHintFor exposes store.SweepHintFor.
 const SweepHintFor = store.SweepHintFor
 
 // ParkDue exposes park on the due index.

@@ -68,10 +68,25 @@ var ops = map[string]*Script{}
 // declare declares the script name with the keys keyNames (in KEYS
 // order), its arguments named by P and its reply by R.
 func declare[P, R any](name string, keyNames ...string) *Op[P, R] {
+	return declareSpec[P, R](scriptSpec{name: name, keys: keyNames})
+}
+
+// declareGlobal declares a script of no queue's slot (see
+// scriptSpec.global): its keys are named for its prelude, given by the
+// caller (see CallGlobal).
+func declareGlobal[P, R any](name string, keyNames ...string) *Op[P, R] {
+	return declareSpec[P, R](scriptSpec{name: name, keys: keyNames, global: true})
+}
+
+func declareSpec[P, R any](spec scriptSpec) *Op[P, R] {
+	name := spec.name
 	sc := &Script{items: -1}
-	args := sc.resolveArgs(name, typeOf[P]())
+	spec.args = sc.resolveArgs(name, typeOf[P]())
 	sc.resolveReply(name, typeOf[R]())
-	sc.spec = scriptSpec{name: name, keys: keyNames, args: args}
+	if spec.global && sc.items >= 0 {
+		panic("store: " + name + ": a global script takes no batch")
+	}
+	sc.spec = spec
 	sc.Sets = setKeyScripts[name]
 	sc.s = redis.NewScript(scriptSource(sc.spec))
 	if ops[name] != nil {
@@ -181,8 +196,13 @@ func (o *Op[P, R]) Argv(c Common, p *P) []any {
 		items = unsafe.Slice((*byte)(hdr.data), uintptr(hdr.len)*o.itemSize)
 		n += 1 + hdr.len*len(o.group)
 	}
+	if o.spec.global {
+		n -= len(commonArgs)
+	}
 	out := make([]any, 0, n)
-	out = append(out, c.OffsetUs, c.Pubcmd, c.Channel, c.Lsets)
+	if !o.spec.global {
+		out = append(out, c.OffsetUs, c.Pubcmd, c.Channel, c.Lsets)
+	}
 	for _, f := range o.fixed {
 		out = appendArg(out, unsafe.Add(base, f.offset), f.kind)
 	}
@@ -353,3 +373,17 @@ func (s *Store) RunRaw(ctx context.Context, name string, k Keys, extra []string,
 
 // typeOf is reflect.TypeFor, for declarations and their tests.
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// CallGlobal runs op, a global script (see declareGlobal), on keys (in
+// its declared order) with p, and reads its reply.
+func CallGlobal[P, R any](ctx context.Context, s *Store, op *Op[P, R], keys []string, p *P) (R, error) {
+	var zero R
+	if !op.spec.global || len(keys) != len(op.spec.keys) {
+		return zero, fmt.Errorf("store: %s called with %d keys, declared %d", op.spec.name, len(keys), len(op.spec.keys))
+	}
+	v, err := s.Run(ctx, op.Script, keys, op.Argv(Common{}, p))
+	if err != nil {
+		return zero, err
+	}
+	return op.Reply(v)
+}

@@ -345,6 +345,10 @@ type scriptSpec struct {
 	name string
 	keys []string
 	args []string
+	// global: a script of no queue's slot (the attention indexes, the
+	// set of queue names): no common arguments, and a prelude of its
+	// keys and arguments only.
+	global bool
 }
 
 // commonArgs come first in every script's ARGV.
@@ -360,10 +364,21 @@ var commonArgs = []string{
 func allSpecs() []scriptSpec { return specsWhere(false) }
 func wfSpecs() []scriptSpec  { return specsWhere(true) }
 
+func globalSpecs() []scriptSpec {
+	var out []scriptSpec
+	for _, sc := range ops {
+		if sc.spec.global {
+			out = append(out, sc.spec)
+		}
+	}
+	slices.SortFunc(out, func(a, b scriptSpec) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
 func specsWhere(wf bool) []scriptSpec {
 	var out []scriptSpec
 	for _, sc := range ops {
-		if slices.Contains(sc.spec.keys, KeyWorkflow) == wf {
+		if !sc.spec.global && slices.Contains(sc.spec.keys, KeyWorkflow) == wf {
 			out = append(out, sc.spec)
 		}
 	}
@@ -414,6 +429,12 @@ func (s scriptSpec) prelude() string {
 	b.WriteString("-- generated from internal/store/layout.go: " + s.name + "\n")
 	for i, k := range s.keys {
 		fmt.Fprintf(&b, "local K_%s = KEYS[%d]\n", k, i+1)
+	}
+	if s.global {
+		for i, a := range s.args {
+			fmt.Fprintf(&b, "local A_%s = ARGV[%d]\n", a, i+1)
+		}
+		return b.String()
 	}
 	fixed := s.fixedArgs()
 	all := append(append([]string{}, commonArgs...), s.args...)

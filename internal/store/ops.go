@@ -384,3 +384,35 @@ var (
 	WFCancel = declare[WFCancelArgs, CodeRows]("wf_cancel", KeyWorkflow)
 	WFRetry  = declare[None, CodeRows]("wf_retry", KeyWorkflow)
 )
+
+// Global scripts: the attention indexes (queue/attention.go) and the set
+// of queue names, each in a slot of its own, not a queue's.
+type (
+	MarkArgs struct {
+		Queue   string `arg:"queue"`
+		AtA     int64  `arg:"at_a"`
+		AtB     int64  `arg:"at_b"`
+		Seq     int64  `arg:"seq"`
+		Channel string `arg:"channel"`
+		Nudge   string `arg:"nudge"`
+	}
+	ParkArgs struct {
+		Queue string `arg:"queue"`
+		At    int64  `arg:"at"`
+		Seq   int64  `arg:"seq"`
+	}
+	UnmarkArgs struct {
+		Queue string `arg:"queue"`
+	}
+	RegisterArgs struct {
+		Name string `arg:"name"`
+		Max  int    `arg:"max"`
+	}
+)
+
+var (
+	Mark     = declareGlobal[MarkArgs, Code]("mark", "index_a", "seqs_a", "index_b", "seqs_b")
+	Park     = declareGlobal[ParkArgs, Code]("park", "index", "seqs")
+	Unmark   = declareGlobal[UnmarkArgs, Code]("unmark", "due", "due_seq", "sweep", "sweep_seq")
+	Register = declareGlobal[RegisterArgs, Code]("register", "queues")
+)

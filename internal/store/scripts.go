@@ -119,6 +119,9 @@ func scriptSource(spec scriptSpec) string {
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}
+	if spec.global {
+		return spec.prelude() + string(body)
+	}
 	rest := "-- from common.lua, what this script uses:\n" + commonFor(commonDefs, string(body)) + "\n" + string(body)
 	return spec.prelude() + metaPrelude(rest) + rest
 }
