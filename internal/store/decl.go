@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
@@ -42,7 +43,8 @@ type Script struct {
 	itemSize uintptr // the size of one group
 	group    []field // the group type's field of each group argument
 	reply    []replyField
-	scalar   bool // the reply is reply[0]'s one value, not an array
+	scalar   bool          // the reply is reply[0]'s one value, not an array
+	retryFor time.Duration // how long Run retries while the keys' slot migrates (0: ClusterRetryFor)
 }
 
 // field is a struct field as a call reads or writes it: at its offset,
@@ -83,9 +85,6 @@ func declareSpec[P, R any](spec scriptSpec) *Op[P, R] {
 	sc := &Script{items: -1}
 	spec.args = sc.resolveArgs(name, typeOf[P]())
 	sc.resolveReply(name, typeOf[R]())
-	if spec.global && sc.items >= 0 {
-		panic("store: " + name + ": a global script takes no batch")
-	}
 	sc.spec = spec
 	sc.Sets = setKeyScripts[name]
 	sc.s = redis.NewScript(scriptSource(sc.spec))

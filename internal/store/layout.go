@@ -346,9 +346,12 @@ type scriptSpec struct {
 	keys []string
 	args []string
 	// global: a script of no queue's slot (the attention indexes, the
-	// set of queue names): no common arguments, and a prelude of its
-	// keys and arguments only.
+	// set of queue names, the worker registry): no common arguments, and
+	// a prelude of its keys and arguments only.
 	global bool
+	// common: the file of definitions a global script takes those it uses
+	// from ("" none); a queue's script takes common.lua's.
+	common string
 }
 
 // commonArgs come first in every script's ARGV.
@@ -431,8 +434,18 @@ func (s scriptSpec) prelude() string {
 		fmt.Fprintf(&b, "local K_%s = KEYS[%d]\n", k, i+1)
 	}
 	if s.global {
-		for i, a := range s.args {
+		fixed := s.fixedArgs() - len(commonArgs)
+		for i, a := range s.args[:fixed] {
 			fmt.Fprintf(&b, "local A_%s = ARGV[%d]\n", a, i+1)
+		}
+		if g := s.groupSize(); g > 0 {
+			fmt.Fprintf(&b, "local GROUP, GROUP_START = %d, %d\n", g, fixed+1)
+			for i, a := range s.args[fixed:] {
+				fmt.Fprintf(&b, "local G_%s = %d\n", a, i)
+			}
+		}
+		if s.common != "" {
+			fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", Sentinel[0])
 		}
 		return b.String()
 	}

@@ -1,5 +1,7 @@
 package store
 
+import "time"
+
 // The scripts, each declared once: its file, its keys (in KEYS order),
 // its arguments after the common ones (the params type's tags, see
 // declare) and its reply (the reply type's tags). The Lua file's header
@@ -416,3 +418,69 @@ var (
 	Unmark   = declareGlobal[UnmarkArgs, Code]("unmark", "due", "due_seq", "sweep", "sweep_seq")
 	Register = declareGlobal[RegisterArgs, Code]("register", "queues")
 )
+
+// The worker registry (package registry): its keys are namespace-level
+// ones in a slot of their own, named here for the scripts' prelude, given
+// by the caller in this order (registry.Keys).
+var registryKeys = []string{"info", "state", "queues", "held", "expiry", "ids"}
+
+// RegistryRetryFor bounds the retries of a registry script while its
+// slot migrates: a worker's sighting is retried by its next heartbeat.
+const RegistryRetryFor = 10 * time.Second
+
+type (
+	RegistryTouchArgs struct {
+		OffsetUs     int64      `arg:"offset_us"`
+		ID           string     `arg:"id"`
+		TTLMs        int64      `arg:"ttl_ms"`
+		DefaultTTLMs int64      `arg:"default_ttl_ms"`
+		MaxWorkers   int        `arg:"max_workers"`
+		Sweep        int        `arg:"sweep"`
+		Info         string     `arg:"info"`
+		Queue        string     `arg:"queue"`
+		MaxQueues    int        `arg:"max_queues"`
+		Mode         string     `arg:"mode"`
+		MaxHeld      int        `arg:"max_held"`
+		InfoNX       bool       `arg:"info_nx"`
+		Jobs         []HeldItem `arg:"n"`
+	}
+	HeldItem struct {
+		Job string `arg:"job"` // "<queue>/<id>"
+	}
+	// RegistryTouchReply: Code 1 (Now, Started, TTLMs follow) or 0 (the
+	// worker is new and Now is the count of live workers, the cap).
+	RegistryTouchReply struct {
+		Code    int64 `reply:"code"`
+		Now     int64 `reply:"now"`
+		Started int64 `reply:"started,opt"`
+		TTLMs   int64 `reply:"ttl_ms,opt"`
+	}
+	RegistryListArgs struct {
+		OffsetUs int64  `arg:"offset_us"`
+		From     string `arg:"from"`
+		Limit    int    `arg:"limit"`
+		Sweep    int    `arg:"sweep"`
+	}
+	RegistryListReply struct {
+		Now     int64  `reply:"now"`
+		Live    int64  `reply:"live"`
+		Next    string `reply:"next"`
+		Workers []any  `reply:"workers,rest"` // six values a worker
+	}
+	RegistryRemoveArgs struct {
+		OffsetUs int64  `arg:"offset_us"`
+		ID       string `arg:"id"`
+	}
+)
+
+var (
+	RegistryTouch  = declareRegistry[RegistryTouchArgs, RegistryTouchReply]("registry_touch")
+	RegistryList   = declareRegistry[RegistryListArgs, RegistryListReply]("registry_list")
+	RegistryRemove = declareRegistry[RegistryRemoveArgs, Code]("registry_remove")
+)
+
+func declareRegistry[P, R any](name string) *Op[P, R] {
+	op := declareSpec[P, R](scriptSpec{name: name, keys: registryKeys, global: true, common: "registry_common"})
+	op.retryFor = RegistryRetryFor
+	return op
+}

@@ -104,13 +104,16 @@ func commonFor(defs []luaDef, body string) string {
 }
 
 // commonDefs are the definitions of lua/common.lua.
-var commonDefs = func() []luaDef {
-	common, err := luaFS.ReadFile("lua/common.lua")
+var commonDefs = defsOf("common")
+
+// defsOf answers the definitions of lua/<file>.lua.
+func defsOf(file string) []luaDef {
+	common, err := luaFS.ReadFile("lua/" + file + ".lua")
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}
 	return parseDefs(string(common))
-}()
+}
 
 // scriptSource is the text sent for spec: its prelude, the definitions of
 // common.lua it uses, and its body.
@@ -120,7 +123,10 @@ func scriptSource(spec scriptSpec) string {
 		panic(err) // embedded at build time: cannot happen
 	}
 	if spec.global {
-		return spec.prelude() + string(body)
+		if spec.common == "" {
+			return spec.prelude() + string(body)
+		}
+		return spec.prelude() + "-- from " + spec.common + ".lua, what this script uses:\n" + commonFor(defsOf(spec.common), string(body)) + "\n" + string(body)
 	}
 	rest := "-- from common.lua, what this script uses:\n" + commonFor(commonDefs, string(body)) + "\n" + string(body)
 	return spec.prelude() + metaPrelude(rest) + rest
@@ -173,7 +179,7 @@ func (s *Store) Redis() redis.UniversalClient { return s.rdb }
 // wrapRedis). A nil reply is answered as nil, not as an error.
 func (s *Store) Run(ctx context.Context, sc *Script, keys []string, argv []any) (any, error) {
 	var v any
-	err := RetryMigration(ctx, func() error {
+	err := retryMigrationFor(ctx, sc.retryFor, func() error {
 		var err error
 		v, err = sc.s.Run(ctx, s.rdb, keys, argv...).Result()
 		if errors.Is(err, redis.Nil) {
@@ -189,6 +195,15 @@ func (s *Store) Run(ctx context.Context, sc *Script, keys []string, argv []any) 
 // migrating), for as long as ctx allows and at most ClusterRetryFor.
 // Errors from Redis are wrapped as wrapRedis does.
 func RetryMigration(ctx context.Context, f func() error) error {
+	return retryMigrationFor(ctx, ClusterRetryFor, f)
+}
+
+// retryMigrationFor is RetryMigration for at most retryFor (0:
+// ClusterRetryFor).
+func retryMigrationFor(ctx context.Context, retryFor time.Duration, f func() error) error {
+	if retryFor == 0 {
+		retryFor = ClusterRetryFor
+	}
 	var deadline time.Time
 	sleep := time.Millisecond
 	for {
@@ -201,7 +216,7 @@ func RetryMigration(ctx context.Context, f func() error) error {
 		}
 		now := time.Now()
 		if deadline.IsZero() {
-			deadline = now.Add(ClusterRetryFor)
+			deadline = now.Add(retryFor)
 		}
 		if now.After(deadline) {
 			return WrapRedis(err)
