@@ -74,6 +74,7 @@ func Main(m *testing.M, opts ...goleak.Option) {
 	// The shared servers' goroutines (their process waiters) end here, so
 	// they are not taken for leaks.
 	stopShared()
+	stopEmbedded()
 	if code == 0 {
 		if err := goleak.Find(append(LeakOptions(), opts...)...); err != nil {
 			fmt.Fprintf(os.Stderr, "testutil: goroutines left running after the tests passed: %v\n", err)
@@ -123,7 +124,9 @@ var single struct {
 // If CHRONOQ_TEST_REDIS_ADDR is set, that server is used instead (not
 // started, not stopped). Otherwise the first call starts redis-server on
 // 127.0.0.1 and a free port, without persistence, and waits until it answers
-// PING; later calls (from any test) return the same address.
+// PING; later calls (from any test) return the same address. With
+// CHRONOQ_TEST_REDIS=embedded it is the address of the embedded in-memory
+// Redis instead (see [EnvRedis]).
 func RedisAddr(t testing.TB) string {
 	t.Helper()
 	addr, err := redisAddr()
@@ -147,6 +150,9 @@ func ExampleRedisAddr() string {
 func redisAddr() (string, error) {
 	if addr := strings.TrimSpace(os.Getenv(EnvRedisAddr)); addr != "" {
 		return addr, nil
+	}
+	if Embedded() {
+		return embeddedAddr()
 	}
 	single.once.Do(func() { single.addr, single.err = startSingle() })
 	return single.addr, single.err
