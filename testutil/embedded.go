@@ -12,7 +12,7 @@ import (
 )
 
 // EnvRedis, set to "embedded", makes [RedisAddr] and [Redis] answer with
-// the embedded in-memory Redis `chronoq serve` runs when it is given no
+// an embedded in-memory Redis (one a test, shared with its subtests) `chronoq serve` runs when it is given no
 // Redis (github.com/alicebob/miniredis, whose scripts run on gopher-lua)
 // instead of starting redis-server: `make test-embedded` runs the
 // single-Redis contract suites and the HTTP API suite that way, so that
@@ -38,31 +38,70 @@ func NeedRedisServer(t testing.TB, what string) {
 	}
 }
 
+// embedded holds the embedded Redis servers of CHRONOQ_TEST_REDIS=embedded:
+// one a test, by test name, which its subtests share (see embeddedAddr),
+// and one for the runnable examples.
 var embedded struct {
-	once sync.Once
-	m    *miniredis.Miniredis
-	err  error
+	mu      sync.Mutex
+	byTest  map[string]*miniredis.Miniredis
+	example *miniredis.Miniredis
 }
 
-// embeddedAddr starts the binary's shared embedded Redis at the first call
-// and returns its address; [Main] stops it.
-func embeddedAddr() (string, error) {
-	embedded.once.Do(func() {
-		embedded.m, embedded.err = miniredis.Run()
-		if embedded.err != nil {
-			embedded.err = fmt.Errorf("testutil: start the embedded Redis: %w", embedded.err)
+// embeddedAddr answers the address of t's embedded Redis: its own, or
+// that of the nearest enclosing test that has one, started now when none
+// has. A test per server, not one for the binary: the embedded Redis
+// runs each script alone under one lock (compiling it each time), so a
+// server shared by a package's parallel tests makes every call wait for
+// the others', and the tests that read Redis's clock against a fake one
+// would see seconds pass. t nil: the examples' server, stopped by [Main].
+func embeddedAddr(t testing.TB) (string, error) {
+	embedded.mu.Lock()
+	defer embedded.mu.Unlock()
+	if t == nil {
+		if embedded.example == nil {
+			m, err := miniredis.Run()
+			if err != nil {
+				return "", fmt.Errorf("testutil: start the embedded Redis: %w", err)
+			}
+			embedded.example = m
 		}
-	})
-	if embedded.err != nil {
-		return "", embedded.err
+		return embedded.example.Addr(), nil
 	}
-	return embedded.m.Addr(), nil
+	for name := t.Name(); ; {
+		if m, ok := embedded.byTest[name]; ok {
+			return m.Addr(), nil
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			break
+		}
+		name = name[:i]
+	}
+	m, err := miniredis.Run()
+	if err != nil {
+		return "", fmt.Errorf("testutil: start the embedded Redis: %w", err)
+	}
+	if embedded.byTest == nil {
+		embedded.byTest = map[string]*miniredis.Miniredis{}
+	}
+	name := t.Name()
+	embedded.byTest[name] = m
+	t.Cleanup(func() {
+		embedded.mu.Lock()
+		delete(embedded.byTest, name)
+		embedded.mu.Unlock()
+		m.Close()
+	})
+	return m.Addr(), nil
 }
 
-// stopEmbedded stops the shared embedded Redis when one was started.
+// stopEmbedded stops the examples' embedded Redis when one was started.
 func stopEmbedded() {
-	if embedded.m != nil {
-		embedded.m.Close()
+	embedded.mu.Lock()
+	defer embedded.mu.Unlock()
+	if embedded.example != nil {
+		embedded.example.Close()
+		embedded.example = nil
 	}
 }
 

@@ -125,11 +125,12 @@ var single struct {
 // started, not stopped). Otherwise the first call starts redis-server on
 // 127.0.0.1 and a free port, without persistence, and waits until it answers
 // PING; later calls (from any test) return the same address. With
-// CHRONOQ_TEST_REDIS=embedded it is the address of the embedded in-memory
-// Redis instead (see [EnvRedis]).
+// CHRONOQ_TEST_REDIS=embedded it is the address of an embedded in-memory
+// Redis instead, the test's own, shared with its subtests (see
+// [EnvRedis]).
 func RedisAddr(t testing.TB) string {
 	t.Helper()
-	addr, err := redisAddr()
+	addr, err := redisAddr(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,19 +141,19 @@ func RedisAddr(t testing.TB) string {
 // package's runnable examples. It panics where RedisAddr fails the test.
 // The server is stopped by [Main] like any other.
 func ExampleRedisAddr() string {
-	addr, err := redisAddr()
+	addr, err := redisAddr(nil)
 	if err != nil {
 		panic(err)
 	}
 	return addr
 }
 
-func redisAddr() (string, error) {
+func redisAddr(t testing.TB) (string, error) {
 	if addr := strings.TrimSpace(os.Getenv(EnvRedisAddr)); addr != "" {
 		return addr, nil
 	}
 	if Embedded() {
-		return embeddedAddr()
+		return embeddedAddr(t)
 	}
 	single.once.Do(func() { single.addr, single.err = startSingle() })
 	return single.addr, single.err
