@@ -149,3 +149,32 @@ func TestEmbeddedClaimWithALongLeaseAllocatesLittle(t *testing.T) {
 	long := claim(time.Hour)
 	require.Less(t, long, short+16<<20, "a claim with an hour's lease allocated %d bytes, one with a second's %d", long, short)
 }
+
+// Batches at their cap (enqueue, claim and complete MaxBatch jobs, with
+// labels) fit the embedded Redis's Lua too, whose registry (the stack
+// unpack fills) is a fixed 5,120 slots.
+func TestBatchesAtTheCapOnBoth(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, setup setupFunc) {
+		b := setup(t)
+		nj := make([]queue.NewJob, queue.MaxBatch)
+		for i := range nj {
+			nj[i] = queue.NewJob{Queue: b.queue, Kind: "k", Labels: []string{"a"}, Payload: []byte(`{"i":1}`)}
+		}
+		_, err := b.client.EnqueueBatch(b.ctx, nj)
+		require.NoError(t, err)
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: queue.MaxBatch, Labels: []string{"a"}})
+		require.NoError(t, err)
+		require.Len(t, jobs, queue.MaxBatch)
+		acks := make([]queue.Ack, len(jobs))
+		for i, j := range jobs {
+			acks[i] = queue.Ack{ID: j.ID, Token: j.Token}
+		}
+		errs, err := b.client.CompleteMany(b.ctx, b.queue, acks)
+		require.NoError(t, err)
+		for _, e := range errs {
+			require.NoError(t, e)
+		}
+		require.EqualValues(t, queue.MaxBatch, b.stats(t).CompletedTotal)
+	})
+}

@@ -91,6 +91,35 @@ type Redis struct {
 	child *childproc.Child
 	mini  *miniredis.Miniredis
 	lock  *os.File
+	// ticking ends the embedded Redis's clock of key expiry (see tick).
+	ticking chan struct{}
+	ticked  chan struct{}
+}
+
+// tickEvery is how often the embedded Redis's keys age (see tick).
+const tickEvery = time.Second
+
+// tick makes the embedded Redis's TTLs run in real time: miniredis counts
+// a key's TTL down only when told time passed (FastForward), so without
+// it a key given a TTL (a workflow's, kept for its retention) would never
+// expire.
+func (r *Redis) tick() {
+	r.ticking, r.ticked = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(r.ticked)
+		t := time.NewTicker(tickEvery)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-r.ticking:
+				return
+			case now := <-t.C:
+				r.mini.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
 }
 
 // Options are the go-redis options that reach it.
@@ -182,6 +211,8 @@ func (r *Redis) Close() error {
 	case r.child != nil:
 		err = r.child.Stop(stopGrace)
 	case r.mini != nil:
+		close(r.ticking)
+		<-r.ticked
 		if r.Form == FormEmbedded {
 			err = saveSnapshot(r.mini, r.DataPath)
 		}
@@ -231,7 +262,9 @@ func startMemory() (*Redis, error) {
 	if err := m.Start(); err != nil {
 		return nil, fmt.Errorf("localredis: start the embedded Redis: %w", err)
 	}
-	return &Redis{Form: FormMemory, mini: m, opts: redis.Options{Addr: m.Addr(), Password: pw}}, nil
+	r := &Redis{Form: FormMemory, mini: m, opts: redis.Options{Addr: m.Addr(), Password: pw}}
+	r.tick()
+	return r, nil
 }
 
 // startEmbedded starts the embedded Redis with what its snapshot in dir
@@ -248,6 +281,7 @@ func startEmbedded(dir string) (*Redis, error) {
 		return nil, fmt.Errorf("localredis: start the embedded Redis: %w", err)
 	}
 	r := &Redis{Form: FormEmbedded, Dir: dir, DataPath: path, mini: m, opts: redis.Options{Addr: m.Addr(), Password: pw}}
+	r.tick()
 	if _, err := os.Stat(filepath.Join(dir, "redis", "appendonlydir")); err == nil {
 		r.Notes = append(r.Notes, "the data directory also holds a redis-server's append-only file (redis/), which the embedded Redis does not read")
 	}

@@ -150,3 +150,18 @@ func TestDefaultDir(t *testing.T) {
 	_, err = localredis.DefaultDir(env(nil))
 	require.ErrorContains(t, err, "--data-dir")
 }
+
+// TestEmbeddedKeysExpire: the embedded forms' TTLs run in real time (a
+// workflow's keys expire after its retention).
+func TestEmbeddedKeysExpire(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []localredis.Config{{Server: localredis.FormMemory}, {Dir: t.TempDir(), Server: localredis.FormEmbedded}} {
+		r, rdb := start(t, cfg)
+		require.NoError(t, rdb.Set(t.Context(), "brief", "v", 1500*time.Millisecond).Err())
+		require.NoError(t, rdb.Set(t.Context(), "kept", "v", 0).Err())
+		require.Eventually(t, func() bool { return rdb.Exists(t.Context(), "brief").Val() == 0 }, 10*time.Second, 50*time.Millisecond, cfg.Server)
+		require.Equal(t, int64(1), rdb.Exists(t.Context(), "kept").Val())
+		require.NoError(t, rdb.Close())
+		require.NoError(t, r.Close())
+	}
+}

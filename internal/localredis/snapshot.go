@@ -139,7 +139,9 @@ func loadSnapshot(m *miniredis.Miniredis, path string) error {
 			return fmt.Errorf("localredis: load %q from the snapshot: %w", k.Key, err)
 		}
 		if k.TTL > 0 {
-			m.SetTTL(k.Key, k.TTL)
+			// The time the snapshot lay counts, as a Redis's expiry times
+			// are absolute; a key already expired goes at once.
+			m.SetTTL(k.Key, max(k.TTL-time.Since(snap.Saved), time.Millisecond))
 		}
 	}
 	return nil
