@@ -12,7 +12,9 @@ import (
 	"github.com/chronoq/chronoq/internal/childproc"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(childproc.SpawnerFunc)) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(childproc.SpawnerFunc))
+}
 
 // TestStop: a child that ends on SIGTERM is stopped by it; one that
 // ignores it is killed after the grace, and Stop says so; its output goes
