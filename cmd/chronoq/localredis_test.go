@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net/http"
 	"os"
@@ -39,7 +40,7 @@ func chronoqBinary(t *testing.T) string {
 			return
 		}
 		binary.path = filepath.Join(dir, "chronoq")
-		out, err := exec.Command("go", "build", "-o", binary.path, ".").CombinedOutput()
+		out, err := exec.CommandContext(context.Background(), "go", "build", "-o", binary.path, ".").CombinedOutput()
 		if err != nil {
 			binary.err = errors.New(string(out) + err.Error())
 		}

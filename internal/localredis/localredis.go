@@ -219,12 +219,12 @@ func (r *Redis) Close() error {
 		r.mini.Close()
 	}
 	if r.lock != nil {
-		_ = r.lock.Close() // releases the flock
+		_ = r.lock.Close() // releases the lock
 	}
 	return err
 }
 
-// lockDir takes the data directory's lock (an exclusive flock on the file
+// lockDir takes the data directory's lock (an exclusive lock on the file
 // "lock", which holds the owner's pid): one process a directory. The
 // kernel releases it when the process ends, however it ends.
 func lockDir(dir string) (*os.File, error) {
@@ -233,11 +233,14 @@ func lockDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localredis: lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// A write lock (fcntl) on the whole file, released when the process
+	// ends however it ends (see setLock).
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK}
+	if err := syscall.FcntlFlock(f.Fd(), setLock, &lk); err != nil {
 		b := make([]byte, 32)
 		n, _ := f.ReadAt(b, 0)
 		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
 			return nil, fmt.Errorf("data directory %s is in use by another chronoq (pid %s): stop it, or give this one another --data-dir",
 				dir, strings.TrimSpace(string(b[:n])))
 		}
@@ -396,7 +399,7 @@ func freePort() (int, error) {
 
 // logTail is the end of the child's log, to quote in an error.
 func logTail(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the child's log in the data directory
 	if err != nil || len(b) == 0 {
 		return ""
 	}
