@@ -229,7 +229,7 @@ func (r *Redis) Close() error {
 // kernel releases it when the process ends, however it ends.
 func lockDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, "lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // G304: the data directory's lock file
 	if err != nil {
 		return nil, fmt.Errorf("localredis: lock file: %w", err)
 	}
@@ -380,7 +380,7 @@ func waitReady(ctx context.Context, child *childproc.Child, opts *redis.Options)
 		}
 		select {
 		case <-child.Done():
-			return fmt.Errorf("exited at start (%v)", child.Err())
+			return errors.Join(errors.New("exited at start"), child.Err())
 		case <-ctx.Done():
 			return fmt.Errorf("no answer in time: %w", err)
 		case <-t.C:
