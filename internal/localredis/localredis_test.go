@@ -165,3 +165,17 @@ func TestEmbeddedKeysExpire(t *testing.T) {
 		require.NoError(t, r.Close())
 	}
 }
+
+// TestServerThatFailsToStart: a named binary missing, or one that exits
+// at once, is an error saying so, and the directory is free after it.
+func TestServerThatFailsToStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := localredis.Start(context.Background(), localredis.Config{Dir: dir, Server: "no-such-redis-server"})
+	require.ErrorContains(t, err, `redis-server binary "no-such-redis-server"`)
+	_, err = localredis.Start(context.Background(), localredis.Config{Dir: dir, Server: "false"})
+	require.ErrorContains(t, err, "exited at start")
+	r, err := localredis.Start(context.Background(), localredis.Config{Dir: dir, Server: localredis.FormEmbedded})
+	require.NoError(t, err, "the lock was released")
+	require.NoError(t, r.Close())
+}
