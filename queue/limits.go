@@ -71,7 +71,7 @@ func (c *Client) SetLimits(ctx context.Context, queue string, l Limits) error {
 	}
 	set := map[string]string{store.MetaLimitRate: "", store.MetaLimitBurst: "", store.MetaLimitFlight: "", store.MetaTBTokens: "", store.MetaTBAt: ""}
 	if l.Rate > 0 {
-		set[store.MetaLimitRate] = strconv.FormatFloat(l.Rate, 'g', -1, 64)
+		set[store.MetaLimitRate] = strconv.FormatFloat(l.Rate, 'f', -1, 64) // a decimal: the embedded Redis's Lua reads "1e-05" as nil
 		set[store.MetaLimitBurst] = strconv.Itoa(l.Burst)
 	}
 	if l.MaxInFlight > 0 {
