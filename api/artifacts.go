@@ -47,10 +47,10 @@ func (s *Server) putArtifact(c echo.Context) error {
 		return invalidArg("value", "value is required: any JSON")
 	}
 	ctx := c.Request().Context()
-	if err := s.store.AttachArtifacts(ctx, q, id, req.Token, map[string]json.RawMessage{name: req.Value}); err != nil {
+	if err := s.outputs.AttachArtifacts(ctx, q, id, req.Token, map[string]json.RawMessage{name: req.Value}); err != nil {
 		return err
 	}
-	arts, err := s.store.Artifacts(ctx, q, id)
+	arts, err := s.outputs.Artifacts(ctx, q, id)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (s *Server) getArtifacts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	arts, err := s.store.Artifacts(c.Request().Context(), q, id)
+	arts, err := s.outputs.Artifacts(c.Request().Context(), q, id)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Server) appendLogs(c echo.Context) error {
 	if len(req.Lines) == 0 || len(req.Lines) > queue.MaxLogBatch {
 		return invalidArg("lines", "give 1 to %d lines, got %d", queue.MaxLogBatch, len(req.Lines))
 	}
-	a, err := s.store.AppendLog(c.Request().Context(), q, id, req.Token, req.Lines)
+	a, err := s.outputs.AppendLog(c.Request().Context(), q, id, req.Token, req.Lines)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (s *Server) getLogs(c echo.Context) error {
 		}
 		limit = n
 	}
-	page, err := s.store.Logs(c.Request().Context(), q, id, after, limit)
+	page, err := s.outputs.Logs(c.Request().Context(), q, id, after, limit)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func (s *Server) events(c echo.Context) error {
 	defer s.streams.Add(-1)
 	ctx, cancel := s.streamContext(c)
 	defer cancel()
-	evs, err := s.store.Subscribe(ctx, queues...)
+	evs, err := s.subscribe.Subscribe(ctx, queues...)
 	if err != nil {
 		return err
 	}

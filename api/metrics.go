@@ -31,7 +31,7 @@ type metrics struct {
 	routes       sync.Map // routeKey -> *routeMetrics
 }
 
-func newMetrics(r Store) *metrics {
+func newMetrics(r Reader) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -116,7 +116,7 @@ type routeMetrics struct {
 // queueCollector reads every queue's depths and totals from Redis at
 // scrape time: statsParallel queues at a time, within scrapeTimeout, at
 // most maxScrapeQueues of them.
-type queueCollector struct{ r Store }
+type queueCollector struct{ r Reader }
 
 var (
 	descDepth = prometheus.NewDesc("chronoq_queue_jobs",

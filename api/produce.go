@@ -118,7 +118,7 @@ func (s *Server) enqueueBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.store.EnqueueBatch(c.Request().Context(), njs)
+	res, err := s.produce.EnqueueBatch(c.Request().Context(), njs)
 	if err != nil {
 		return err
 	}

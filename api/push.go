@@ -233,15 +233,9 @@ type deliveryJSON struct {
 }
 
 // deliveries reads the attempts the dispatcher noted on a job, oldest
-// first; none when the store keeps no notes.
+// first.
 func (s *Server) deliveries(ctx context.Context, q, id string) ([]deliveryJSON, error) {
-	n, ok := s.store.(interface {
-		Notes(ctx context.Context, queue, id string) ([]string, error)
-	})
-	if !ok {
-		return nil, nil
-	}
-	notes, err := n.Notes(ctx, q, id)
+	notes, err := s.read.Notes(ctx, q, id)
 	if err != nil {
 		return nil, err
 	}

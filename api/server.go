@@ -21,7 +21,6 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
@@ -37,7 +36,8 @@ const (
 
 // Config configures a [Server]. Only Store is required.
 type Config struct {
-	// Store is the job engine, a *queue.Client. Required.
+	// Store is the job engine, a *queue.Client: every role of store.go.
+	// Required.
 	Store Store
 	// Cron serves the /v1/cron routes, which are registered only when it
 	// is set. Defaults to nil.
@@ -61,11 +61,10 @@ type Config struct {
 	// BodyLimit caps a request body in bytes; larger is a 413. Defaults to
 	// 1 MiB.
 	BodyLimit int64
-	// Clock is the source of time. Defaults to Store's Clock() when it has
-	// one, else the real clock.
+	// Clock is the source of time. Defaults to Store's Clock().
 	Clock clockwork.Clock
 	// Ready answers /readyz: nil when the store can serve. Defaults to a
-	// PING through Store's Redis() when it has one, else always ready.
+	// PING through Store's Redis().
 	Ready func(ctx context.Context) error
 	// Dashboard, when set, serves GET /. Defaults to a small page that
 	// points at the API.
@@ -102,24 +101,31 @@ type Config struct {
 	// --allowed-hosts. Ignored with a Token. Defaults to none.
 	AllowedHosts []string
 	// Workers is the worker registry: the /v1/workers routes, the
-	// worker_id of the worker calls and the chronoq_workers gauge.
-	// Defaults to registry.New(Store, registry.Config{}) when Store is a
-	// *queue.Client, else none (no such routes; worker_id is ignored).
+	// worker_id of the worker calls and the chronoq_workers gauge
+	// (registry.New over the same *queue.Client). Defaults to none: no
+	// such routes, and worker_id is ignored.
 	Workers *registry.Registry
 }
 
 // Server is the HTTP API. It is an http.Handler.
 type Server struct {
-	cfg     Config
-	e       *echo.Echo
-	store   Store
-	cron    CronStore
-	workers *registry.Registry // nil: none
-	clock   clockwork.Clock
-	log     *slog.Logger
-	metrics *metrics
-	token   [sha256.Size]byte
-	session [sha256.Size]byte // sha256 of the session cookie's value
+	cfg Config
+	e   *echo.Echo
+	// The engine, by role (store.go): each handler uses the roles it needs.
+	produce   Producer
+	read      Reader
+	manage    Manager
+	consume   Consumer
+	outputs   Outputs
+	subscribe Subscriber
+	engine    Engine
+	cron      CronStore
+	workers   *registry.Registry // nil: none
+	clock     clockwork.Clock
+	log       *slog.Logger
+	metrics   *metrics
+	token     [sha256.Size]byte
+	session   [sha256.Size]byte // sha256 of the session cookie's value
 	// hostNames and hostAddrs are Config.AllowedHosts (see hostPart).
 	hostNames []string
 	hostAddrs []netip.Addr
@@ -150,22 +156,15 @@ func New(cfg Config) (*Server, error) {
 	cfg.SSEHeartbeat = cmp.Or(cfg.SSEHeartbeat, DefaultSSEHeartbeat)
 	cfg.MaxEventStreams = cmp.Or(cfg.MaxEventStreams, DefaultMaxEventStreams)
 	if cfg.Clock == nil {
-		if c, ok := cfg.Store.(interface{ Clock() clockwork.Clock }); ok {
-			cfg.Clock = c.Clock()
-		} else {
-			cfg.Clock = clockwork.NewRealClock()
-		}
+		cfg.Clock = cfg.Store.Clock()
 	}
 	if cfg.Ready == nil {
-		if r, ok := cfg.Store.(interface{ Redis() redis.UniversalClient }); ok {
-			rdb := r.Redis()
-			cfg.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
-		} else {
-			cfg.Ready = func(context.Context) error { return nil }
-		}
+		rdb := cfg.Store.Redis()
+		cfg.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, cron: cfg.Cron, clock: cfg.Clock,
-		log: cmp.Or(cfg.Logger, slog.Default()), started: cfg.Clock.Now()}
+	st := cfg.Store
+	s := &Server{cfg: cfg, produce: st, read: st, manage: st, consume: st, outputs: st, subscribe: st, engine: st,
+		cron: cfg.Cron, workers: cfg.Workers, clock: cfg.Clock, log: cmp.Or(cfg.Logger, slog.Default()), started: cfg.Clock.Now()}
 	var err error
 	if s.hostNames, s.hostAddrs, err = allowedHosts(cfg.AllowedHosts); err != nil {
 		return nil, err
@@ -176,9 +175,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.drainCtx, s.drain = context.WithCancel(context.Background()) //nolint:gosec // G118: s.drain is called by Drain
 	s.metrics = newMetrics(cfg.Store)
-	if s.workers, err = newWorkers(cfg); err != nil {
-		return nil, err
-	}
 	if s.workers != nil {
 		s.metrics.reg.MustRegister(&workersCollector{r: s.workers})
 	}

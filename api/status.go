@@ -38,7 +38,7 @@ type statusJSON struct {
 // nothing from Redis, so it answers while Redis is away too.
 func (s *Server) status(c echo.Context) error {
 	now := s.clock.Now()
-	est := s.store.RedisClock()
+	est := s.engine.RedisClock()
 	off := est.Offset
 	var at *string
 	if !est.At.IsZero() {

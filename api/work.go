@@ -95,7 +95,7 @@ type completeRequest struct {
 // afterJob answers the job as it is now, or 204 when it is gone already
 // (a server that deletes finished jobs at once).
 func (s *Server) afterJob(c echo.Context, q, id string) (*queue.Job, error) {
-	j, err := s.store.Get(c.Request().Context(), q, id)
+	j, err := s.read.Get(c.Request().Context(), q, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return nil, c.NoContent(http.StatusNoContent)
 	}
@@ -181,7 +181,7 @@ func (s *Server) fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.store.Fail(c.Request().Context(), q, id, req.Token, o)
+	_, err = s.consume.Fail(c.Request().Context(), q, id, req.Token, o)
 	s.released(c.Request().Context(), wid, q, id, err)
 	if err != nil {
 		return err
@@ -246,10 +246,10 @@ func (s *Server) heartbeat(c echo.Context) error {
 		if len(req.Progress.Message) > queue.MaxProgressMessageBytes {
 			return invalidArg("progress.message", "at most %d bytes, got %d", queue.MaxProgressMessageBytes, len(req.Progress.Message))
 		}
-		l, err = s.store.HeartbeatWith(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
+		l, err = s.consume.HeartbeatWith(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
 			Progress: &queue.Progress{Percent: *req.Progress.Percent, Message: req.Progress.Message}})
 	} else {
-		l, err = s.store.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
+		l, err = s.consume.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
 	}
 	if err != nil {
 		s.released(c.Request().Context(), wid, q, id, err)
@@ -283,7 +283,7 @@ func (s *Server) cancelClaimed(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.store.CancelClaimed(c.Request().Context(), q, id, req.Token)
+	err = s.consume.CancelClaimed(c.Request().Context(), q, id, req.Token)
 	s.released(c.Request().Context(), wid, q, id, err)
 	if err != nil {
 		return err

@@ -36,18 +36,6 @@ func (s *Server) workersRoutes() []route {
 	}
 }
 
-// newWorkers is the registry of cfg: Config.Workers, or one over Store
-// when it is a *queue.Client.
-func newWorkers(cfg Config) (*registry.Registry, error) {
-	if cfg.Workers != nil {
-		return cfg.Workers, nil
-	}
-	if c, ok := cfg.Store.(*queue.Client); ok {
-		return registry.New(c, registry.Config{})
-	}
-	return nil, nil //nolint:nilnil // no registry
-}
-
 type workerJSON struct {
 	ID         string       `json:"id"`
 	Host       string       `json:"host"`
