@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -121,7 +122,7 @@ type logPageJSON struct {
 }
 
 func toLogLineJSON(l queue.LogLine) logLineJSON {
-	return logLineJSON{Seq: l.Seq, At: fmtTime(l.At), Line: l.Line}
+	return logLineJSON{Seq: l.Seq, At: wire.Time(l.At), Line: l.Line}
 }
 
 // getLogs: GET /v1/queues/{queue}/jobs/{id}/logs?after=<seq>&limit=<n>:

@@ -8,7 +8,9 @@
 // [Manager], [Consumer], [Outputs], [Subscriber] and [Engine] — whose
 // union, [Store], is what Config.Store takes (a *queue.Client); the
 // recurring jobs are [CronStore] (a *cron.Store), whose routes are
-// registered only when one is configured.
+// registered only when one is configured. The JSON wire layer (strict
+// request decoding, the hand-written Job resource) is the internal
+// package api/internal/wire.
 //
 //	client, _ := queue.NewClient(queue.Config{Redis: rdb})
 //	srv, _ := api.New(api.Config{Store: client, Token: token})

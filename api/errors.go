@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -67,6 +68,13 @@ func toError(err error) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		if we.TooLarge {
+			return tooLarge(we.Field, we.Message)
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Field: we.Field, Message: we.Message}
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {

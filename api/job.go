@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -116,7 +117,7 @@ func (r *enqueueRequest) newJob(index int) (queue.NewJob, error) {
 	}
 	if len(r.Backoff) > 0 && string(r.Backoff) != "null" {
 		var br backoffRequest
-		if err := decodeRaw(r.Backoff, &br, prefix+"backoff."); err != nil {
+		if err := wire.Raw(r.Backoff, &br, prefix+"backoff."); err != nil {
 			return nj, err
 		}
 		b, err := br.backoff(prefix + "backoff.")
@@ -193,5 +194,5 @@ func toQueueJSON(s queue.Stats) queueJSON {
 		Processing: s.Processing, Dead: s.Dead, CompletedTotal: s.CompletedTotal, FailedTotal: s.FailedTotal,
 		RetriedTotal: s.RetriedTotal, ReclaimedTotal: s.ReclaimedTotal, EnqueuedTotal: s.EnqueuedTotal,
 		PromotedTotal: s.PromotedTotal, DeadTotal: s.DeadTotal,
-		OldestPendingAgeMs: s.OldestPendingAge.Milliseconds(), NextRunAt: fmtTime(s.NextRunAt)}
+		OldestPendingAgeMs: s.OldestPendingAge.Milliseconds(), NextRunAt: wire.Time(s.NextRunAt)}
 }

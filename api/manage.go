@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -214,7 +215,7 @@ func (s *Server) getJob(c echo.Context) error {
 		return writeJob(c, http.StatusOK, j)
 	}
 	// The attempts of a push job, after the Job resource's own fields.
-	b := appendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)), j, false)
+	b := wire.AppendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)), j, false)
 	extra, err := json.Marshal(ds)
 	if err != nil {
 		return err
@@ -248,9 +249,9 @@ func (s *Server) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	b := appendJobs(make([]byte, 0, 64+len(jobs)*700), jobs, false)
+	b := wire.AppendJobs(make([]byte, 0, 64+len(jobs)*700), jobs, false)
 	b = append(b, `,"next_cursor":`...)
-	b = append(appendString(b, next), '}')
+	b = append(wire.AppendString(b, next), '}')
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 

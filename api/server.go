@@ -22,6 +22,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/chronoq/chronoq/dashboard"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -66,8 +67,9 @@ type Config struct {
 	// Ready answers /readyz: nil when the store can serve. Defaults to a
 	// PING through Store's Redis().
 	Ready func(ctx context.Context) error
-	// Dashboard, when set, serves GET /. Defaults to a small page that
-	// points at the API.
+	// Dashboard, when set, serves GET / (dashboard.Handler() is chronoq's).
+	// Defaults to dashboard.Placeholder(), a small page that points at the
+	// API.
 	Dashboard http.Handler
 	// Routes are more routes, registered behind the same authentication as
 	// the API's own (the demo's /v1/demo routes). Defaults to none.
@@ -155,6 +157,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.SSEHeartbeat = cmp.Or(cfg.SSEHeartbeat, DefaultSSEHeartbeat)
 	cfg.MaxEventStreams = cmp.Or(cfg.MaxEventStreams, DefaultMaxEventStreams)
+	if cfg.Dashboard == nil {
+		cfg.Dashboard = dashboard.Placeholder()
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = cfg.Store.Clock()
 	}
@@ -512,17 +517,6 @@ func (s *Server) readyz(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-const dashboardPlaceholder = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>chronoq</title></head>
-<body style="font-family:sans-serif;max-width:40em;margin:2em auto">
-<h1>chronoq</h1>
-<p>The scheduled job queue is running. The API is under <code>/v1</code>
-(<a href="/v1/openapi.json">OpenAPI document</a>); queues are listed at
-<a href="/v1/queues"><code>/v1/queues</code></a>, metrics at
-<a href="/metrics"><code>/metrics</code></a>.</p>
-</body></html>
-`
-
 // dashboard serves GET /. With a token configured it needs the token
 // like any route, or: GET /?token=T with the right T sets the session
 // cookie (HttpOnly, SameSite=Strict, Secure over TLS) and redirects to /,
@@ -547,11 +541,8 @@ func (s *Server) dashboard(c echo.Context) error {
 			return err
 		}
 	}
-	if s.cfg.Dashboard != nil {
-		s.cfg.Dashboard.ServeHTTP(c.Response(), r)
-		return nil
-	}
-	return c.HTML(http.StatusOK, dashboardPlaceholder)
+	s.cfg.Dashboard.ServeHTTP(c.Response(), r)
+	return nil
 }
 
 // storeComplete completes one job at a time, in a call of its own.

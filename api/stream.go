@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -161,7 +162,7 @@ func (js *jobStreamer) catchUp(ctx context.Context, j *queue.Job) (done bool, er
 	if p := j.Progress; p != nil && (js.prog == nil || *js.prog != *p) {
 		js.prog = p
 		pct := p.Percent
-		if err := js.send("progress", "", progressJSON{Percent: &pct, Message: p.Message, UpdatedAt: fmtTime(p.UpdatedAt)}); err != nil {
+		if err := js.send("progress", "", progressJSON{Percent: &pct, Message: p.Message, UpdatedAt: wire.Time(p.UpdatedAt)}); err != nil {
 			return true, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -256,7 +257,7 @@ func (s *Server) heartbeat(c echo.Context) error {
 		return err
 	}
 	s.sightedAfter(c.Request().Context(), wid, registry.Touch{Add: []registry.JobRef{{Queue: q, ID: id}}})
-	return writeJSON(c, http.StatusOK, leaseJSON{LeaseUntil: fmtTime(l.Until), CancelRequested: l.CancelRequested})
+	return writeJSON(c, http.StatusOK, leaseJSON{LeaseUntil: wire.Time(l.Until), CancelRequested: l.CancelRequested})
 }
 
 type tokenRequest struct {

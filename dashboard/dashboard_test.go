@@ -61,3 +61,16 @@ func TestHandler(t *testing.T) {
 func m0(html string) string {
 	return regexp.MustCompile(`(?s)<script>.*?</script>`).FindString(html)
 }
+
+// TestPlaceholder: the page a server without the dashboard shows points
+// at the API, its document and its metrics.
+func TestPlaceholder(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	dashboard.Placeholder().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
+	for _, link := range []string{`href="/v1/openapi.json"`, `href="/v1/queues"`, `href="/metrics"`} {
+		require.Contains(t, rec.Body.String(), link)
+	}
+}

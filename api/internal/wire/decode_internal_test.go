@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 			val := obj[name]
 			f, ok := refField(t, name)
 			if !ok {
-				return invalidArg(prefix+name, "unknown field %q (field names are case-sensitive)", name)
+				return invalid(prefix+name, "unknown field %q (field names are case-sensitive)", name)
 			}
 			if err := refExactNames(val, f.Type, prefix+name+"."); err != nil {
 				return err
@@ -90,13 +90,13 @@ func refField(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// refDecodeStrict is decodeStrict as it was: the Decoder's way, with the
+// refDecodeStrict is Strict as it was: the Decoder's way, with the
 // names held by refExactNames.
 func refDecodeStrict(data []byte, v any, prefix string) error {
 	return decodeSlow(data, v, prefix, true, refExactNames)
 }
 
-// refDecodeRaw is decodeRaw as it was.
+// refDecodeRaw is Raw as it was.
 func refDecodeRaw(raw []byte, v any, prefix string) error {
 	return decodeSlow(raw, v, prefix, false, refExactNames)
 }
@@ -183,21 +183,21 @@ func checkSameDecode(t *testing.T, body string) {
 	t.Helper()
 	for _, mk := range decodeTypes {
 		got, want := mk(), mk()
-		gotErr := decodeStrict([]byte(body), got, "")
+		gotErr := Strict([]byte(body), got, "")
 		wantErr := refDecodeStrict([]byte(body), want, "")
 		if wantErr != nil {
 			require.Error(t, gotErr, "%T %q", got, body)
-			require.Equal(t, toError(wantErr), toError(gotErr), "%T %q", got, body)
+			require.Equal(t, wantErr, gotErr, "%T %q", got, body)
 			continue
 		}
 		require.NoError(t, gotErr, "%T %q", got, body)
 		require.Equal(t, want, got, "%T %q", got, body)
 
 		got, want = mk(), mk()
-		gotErr = decodeRaw([]byte(body), got, "jobs[2].")
+		gotErr = Raw([]byte(body), got, "jobs[2].")
 		wantErr = refDecodeRaw([]byte(body), want, "jobs[2].")
 		if wantErr != nil {
-			require.Equal(t, toError(wantErr), toError(gotErr), "%T %q", got, body)
+			require.Equal(t, wantErr, gotErr, "%T %q", got, body)
 			continue
 		}
 		require.NoError(t, gotErr, "%T %q", got, body)
@@ -285,7 +285,7 @@ func BenchmarkDecodeEnqueue(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var req enqueueRequest
-			if err := decodeStrict(body, &req, ""); err != nil {
+			if err := Strict(body, &req, ""); err != nil {
 				b.Fatal(err)
 			}
 		}
