@@ -84,9 +84,13 @@ func bodyError(err error) *Error {
 
 // Strict decodes data, a whole request body, one JSON value and nothing
 // after it, into v, a pointer to a zero value, naming fields under prefix:
-// unknown fields (names are case-sensitive), trailing data and values of
-// the wrong type are errors naming the field.
+// a body that is not valid UTF-8, unknown fields (names are
+// case-sensitive), trailing data and values of the wrong type are errors
+// naming the field.
 func Strict(data []byte, v any, prefix string) error {
+	if e := checkUTF8(data, prefix); e != nil {
+		return e
+	}
 	if decodeFast(data, v, prefix) {
 		return nil
 	}
@@ -94,7 +98,8 @@ func Strict(data []byte, v any, prefix string) error {
 }
 
 // Raw decodes one element of a larger body (a job of a batch) into v, a
-// pointer to a zero value, naming fields under prefix ("jobs[3].").
+// pointer to a zero value, naming fields under prefix ("jobs[3]."). The
+// body as a whole went through [Strict] first, its UTF-8 checked there.
 func Raw(raw json.RawMessage, v any, prefix string) error {
 	if decodeFast(raw, v, prefix) {
 		return nil

@@ -93,6 +93,9 @@ func refField(t reflect.Type, name string) (reflect.StructField, bool) {
 // refDecodeStrict is Strict as it was: the Decoder's way, with the
 // names held by refExactNames.
 func refDecodeStrict(data []byte, v any, prefix string) error {
+	if e := checkUTF8(data, prefix); e != nil {
+		return e // not what is compared: both ways check it first
+	}
 	return decodeSlow(data, v, prefix, true, refExactNames)
 }
 
