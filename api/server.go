@@ -520,7 +520,9 @@ func (s *Server) readyz(c echo.Context) error {
 // dashboard serves GET /. With a token configured it needs the token
 // like any route, or: GET /?token=T with the right T sets the session
 // cookie (HttpOnly, SameSite=Strict, Secure over TLS) and redirects to /,
-// so the token leaves the address bar; a wrong T is a 401.
+// so the token leaves the address bar. A browser without a session, or
+// with a wrong T, gets the sign-in page (a 401 whose form sends the token
+// to GET /?token=); other clients the API's JSON 401.
 func (s *Server) dashboard(c echo.Context) error {
 	r := c.Request()
 	h := c.Response().Header()
@@ -528,7 +530,7 @@ func (s *Server) dashboard(c echo.Context) error {
 	if s.cfg.Token != "" {
 		if tok, ok := r.URL.Query()["token"]; ok {
 			if len(tok) != 1 || !s.tokenOK(tok[0]) {
-				return errUnauthenticated
+				return s.signIn(c, true)
 			}
 			//nolint:gosec // G124: Secure exactly when the request came over TLS; a loopback server speaks plain HTTP
 			http.SetCookie(c.Response(), &http.Cookie{Name: SessionCookie, Value: sessionValue(s.cfg.Token), Path: "/",
@@ -538,10 +540,25 @@ func (s *Server) dashboard(c echo.Context) error {
 		}
 		next := func(echo.Context) error { return nil }
 		if err := s.auth(next)(c); err != nil {
+			if errors.Is(err, errUnauthenticated) {
+				return s.signIn(c, false)
+			}
 			return err
 		}
 	}
 	s.cfg.Dashboard.ServeHTTP(c.Response(), r)
+	return nil
+}
+
+// signIn answers a request to / that is not signed in: the sign-in page
+// for a browser (one that accepts HTML), the JSON 401 for any other
+// client. wrong says a token was given and was not the server's.
+func (s *Server) signIn(c echo.Context, wrong bool) error {
+	if !strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/html") {
+		return errUnauthenticated
+	}
+	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="chronoq"`)
+	dashboard.SignIn(c.Response(), c.Request(), wrong)
 	return nil
 }
 

@@ -6,11 +6,8 @@ import "net/http"
 // document and its metrics: what a server without the dashboard shows at
 // "/" (api.Config.Dashboard's default).
 func Placeholder() http.Handler {
+	b := []byte(mustRead("placeholder.html"))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := static.ReadFile("static/placeholder.html")
-		if err != nil {
-			panic("dashboard: " + err.Error()) // embedded: cannot happen
-		}
 		h := w.Header()
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("X-Content-Type-Options", "nosniff")

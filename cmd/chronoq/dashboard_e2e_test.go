@@ -265,17 +265,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		return chromedp.Void{}, err
 	})
 	require.NoError(t, err)
+	// The page is the sign-in form; the API refuses every action.
 	b.do(chromedp.Navigate(s.base + "/"))
 	body := b.eval(`document.body.innerText`)
-	require.Contains(t, body, "unauthenticated")
+	require.Contains(t, body, "needs its API token")
 	require.NotContains(t, body, "Queues")
+	require.Equal(t, "true", b.eval(`String(!!document.querySelector("form#signin input[name=token][type=password]"))`))
 	status := b.eval(`fetch("/v1/demo/batch", {method: "POST", body: "{}"}).then(r => String(r.status))`)
 	require.Equal(t, "401", status)
 	status = b.eval(`fetch("/v1/queues").then(r => String(r.status))`)
 	require.Equal(t, "401", status)
 	b.do(chromedp.Navigate(s.base + "/?token=wrong"))
-	require.Contains(t, b.eval(`document.body.innerText`), "unauthenticated")
+	require.Contains(t, b.eval(`document.body.innerText`), "That token is not this server's.")
 	require.False(t, strings.Contains(b.eval(`location.href`), "tok3n"))
+	// The form signs in: the dashboard, live, the token out of the address.
+	b.do(b.set("token", "tok3n"), b.click("#signin button"), chromedp.WaitReady(chromedp.CSS("#live")))
+	b.waitFor("the page to be live after the sign-in form", `document.getElementById("live").textContent.startsWith("live")`, 10*time.Second)
+	require.Equal(t, s.base+"/", b.eval(`location.href`))
 }
 
 // TestDashboardPushInBrowser: a push queue with limits, in a real headless
