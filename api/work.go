@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -34,34 +35,16 @@ func (s *Server) claim(c echo.Context) error {
 	if err := s.decode(c, &req, true); err != nil {
 		return err
 	}
-	labels, err := queue.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
+	o, err := req.options()
 	if err != nil {
-		// Checked before the registry records the worker with them.
-		return &queue.FieldError{Index: -1, Field: "labels", Err: err}
-	}
-	o := queue.ClaimOptions{Labels: labels}
-	if req.Wait != nil {
-		if o.Wait, err = parseDuration("wait", *req.Wait, 0, queue.MaxClaimWait); err != nil {
-			return err
-		}
-	}
-	if req.Max != nil {
-		if *req.Max < 1 || *req.Max > queue.MaxBatch {
-			return invalidArg("max", "must be in [1, %d], got %d", queue.MaxBatch, *req.Max)
-		}
-		o.Max = *req.Max
-	}
-	if req.Visibility != nil {
-		if o.Visibility, err = parseDuration("visibility", *req.Visibility, queue.MinVisibility, queue.MaxVisibility); err != nil {
-			return err
-		}
+		return err
 	}
 	wid, err := s.workerID(req.WorkerID)
 	if err != nil {
 		return err
 	}
 	// Registered first: a worker the registry refuses claims nothing.
-	if err := s.sighted(c.Request().Context(), wid, registry.Touch{Queue: q, Labels: labels}); err != nil {
+	if err := s.sighted(c.Request().Context(), wid, registry.Touch{Queue: q, Labels: o.Labels}); err != nil {
 		return err
 	}
 	ctx, cancel := s.streamContext(c)
@@ -73,6 +56,41 @@ func (s *Server) claim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.claimed(c.Request().Context(), q, wid, jobs)
+	return writeJobs(c, http.StatusOK, jobs, true)
+}
+
+// options reads the claim's options: the claimer's labels, how long to
+// wait, how many jobs at most, their visibility.
+func (req *claimRequest) options() (queue.ClaimOptions, error) {
+	labels, err := queue.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
+	if err != nil {
+		// Checked before the registry records the worker with them.
+		return queue.ClaimOptions{}, &queue.FieldError{Index: -1, Field: "labels", Err: err}
+	}
+	o := queue.ClaimOptions{Labels: labels}
+	if req.Wait != nil {
+		if o.Wait, err = parseDuration("wait", *req.Wait, 0, queue.MaxClaimWait); err != nil {
+			return o, err
+		}
+	}
+	if req.Max != nil {
+		if *req.Max < 1 || *req.Max > queue.MaxBatch {
+			return o, invalidArg("max", "must be in [1, %d], got %d", queue.MaxBatch, *req.Max)
+		}
+		o.Max = *req.Max
+	}
+	if req.Visibility != nil {
+		if o.Visibility, err = parseDuration("visibility", *req.Visibility, queue.MinVisibility, queue.MaxVisibility); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// claimed records jobs claimed from q: their lateness, and in the
+// registry the jobs worker wid now holds.
+func (s *Server) claimed(ctx context.Context, q, wid string, jobs []*queue.Job) {
 	held := make([]registry.JobRef, 0, len(jobs))
 	for _, j := range jobs {
 		if !j.ClaimedAt.IsZero() && !j.RunAt.IsZero() {
@@ -81,9 +99,8 @@ func (s *Server) claim(c echo.Context) error {
 		held = append(held, registry.JobRef{Queue: q, ID: j.ID})
 	}
 	if len(held) > 0 {
-		s.sightedAfter(c.Request().Context(), wid, registry.Touch{Add: held})
+		s.sightedAfter(ctx, wid, registry.Touch{Add: held})
 	}
-	return writeJobs(c, http.StatusOK, jobs, true)
 }
 
 type completeRequest struct {
