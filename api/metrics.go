@@ -107,7 +107,7 @@ type routeKey struct {
 }
 
 // routeMetrics are a routeKey's series, looked up once: finding them by
-// their labels each time was the most of observe's cost.
+// their labels on each request would be most of observe's cost.
 type routeMetrics struct {
 	requests prometheus.Counter
 	duration prometheus.Observer

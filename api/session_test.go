@@ -268,7 +268,7 @@ func TestDashboardSignIn(t *testing.T) {
 	require.Contains(t, string(r.body), "That token is not this server's.")
 	require.NotContains(t, string(r.body), "wrong", "the token given is not echoed")
 
-	// Not a browser: the API's error, as before.
+	// Not a browser: the API's JSON error.
 	requireError(t, b.do(t, http.MethodGet, "/", nil), http.StatusUnauthorized, "unauthenticated", "")
 	requireError(t, b.do(t, http.MethodGet, "/?token=wrong", nil, "Accept", "application/json"), http.StatusUnauthorized, "unauthenticated", "")
 

@@ -589,7 +589,7 @@ func (w *Worker) retryAsked(q *queueState, t time.Time) {
 // queue with room was found empty by the claim round before, and its
 // watcher will see its next job: claiming it again because a slot came
 // free would only come back empty: with jobs trickling in one at a time,
-// that was an empty claim after every burst.)
+// an empty claim after every burst.)
 func (w *Worker) idle() bool {
 	w.mu.Lock()
 	capped := false

@@ -12,12 +12,12 @@ import (
 )
 
 // The decode of a request body has a fast way (json.Unmarshal and a scan
-// of the member names) and the slow one it replaced (a json.Decoder with
+// of the member names) and a reference (a json.Decoder with
 // DisallowUnknownFields, then a second parse into maps to check the
-// names' case). These tests hold the fast one to the slow one's answers:
+// names' case). These tests hold the fast one to the reference's answers:
 // the decoded value, and every error, field and message alike.
 
-// refExactNames is the check of member names as it was: a full parse into
+// refExactNames is the reference check of member names: a full parse into
 // map[string]json.RawMessage per object.
 func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 	for t.Kind() == reflect.Pointer {
@@ -56,9 +56,9 @@ func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 	return nil
 }
 
-// memberOrder is the names of the object data in the order they come: the
-// old check went through a map, in random order, so with two bad names it
-// named either; the reference names the first, as the new check does.
+// memberOrder is the names of the object data in the order they come: a
+// map holds them in random order, so with two bad names the reference
+// would name either; it names the first, as the fast way does.
 func memberOrder(data []byte) []string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -90,7 +90,7 @@ func refField(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// refDecodeStrict is Strict as it was: the Decoder's way, with the
+// refDecodeStrict is the reference Strict: the Decoder's way, with the
 // names held by refExactNames.
 func refDecodeStrict(data []byte, v any, prefix string) error {
 	if e := checkUTF8(data, prefix); e != nil {
@@ -99,7 +99,7 @@ func refDecodeStrict(data []byte, v any, prefix string) error {
 	return decodeSlow(data, v, prefix, true, refExactNames)
 }
 
-// refDecodeRaw is Raw as it was.
+// refDecodeRaw is the reference Raw.
 func refDecodeRaw(raw []byte, v any, prefix string) error {
 	return decodeSlow(raw, v, prefix, false, refExactNames)
 }
@@ -208,20 +208,20 @@ func checkSameDecode(t *testing.T, body string) {
 	}
 }
 
-func TestDecodeSameAsBefore(t *testing.T) {
+func TestDecodeSameAsReference(t *testing.T) {
 	t.Parallel()
 	for _, body := range decodeSeeds {
 		checkSameDecode(t, body)
 	}
 }
 
-func FuzzDecodeSameAsBefore(f *testing.F) {
+func FuzzDecodeSameAsReference(f *testing.F) {
 	for _, body := range decodeSeeds {
 		f.Add(body)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		if duplicateNames(body) {
-			t.Skip("duplicate member names: the old check read only the last of each")
+			t.Skip("duplicate member names: the reference reads only the last of each")
 		}
 		checkSameDecode(t, body)
 	})
@@ -284,7 +284,7 @@ func TestExactNamesAllocatesNothing(t *testing.T) {
 
 func BenchmarkDecodeEnqueue(b *testing.B) {
 	body := []byte(`{"queue":"bench","kind":"email","payload":{"to":"a@example.com","n":1}}`)
-	b.Run("new", func(b *testing.B) {
+	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var req enqueueRequest
@@ -293,7 +293,7 @@ func BenchmarkDecodeEnqueue(b *testing.B) {
 			}
 		}
 	})
-	b.Run("old", func(b *testing.B) {
+	b.Run("reference", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var req enqueueRequest

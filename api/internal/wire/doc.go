@@ -1,6 +1,6 @@
 // Package wire is the API's JSON on the wire, written by hand where
-// encoding/json's reflection was the cost of the HTTP path or too lax for
-// the OpenAPI document:
+// encoding/json's reflection would be most of the HTTP path's cost or is
+// too lax for the OpenAPI document:
 //
 //   - Decoding a request body strictly ([Strict], [Raw]): one JSON value,
 //     no unknown member, member names matched exactly (encoding/json folds

@@ -11,7 +11,7 @@ import (
 
 // The Job resource is written by hand rather than through encoding/json:
 // it is the answer to every produce and claim, up to a thousand at a time,
-// and reflection was the largest cost of the HTTP path. The tests hold the
+// and reflection would be the largest cost of the HTTP path. The tests hold the
 // output to the resource of docs/API.md field by field, and the fuzz tests
 // check it is valid JSON.
 
