@@ -959,3 +959,45 @@ func (s *served) post(t *testing.T, path, body string) map[string]any {
 	require.Less(t, status, 300, "%s: %v", path, m)
 	return m
 }
+
+// TestDashboardLoadingFirst: until the queues are read the page says
+// "Loading…", never "No queues yet" while queues exist. The read is held
+// back (its URL blocked in the browser) so that the state before the
+// first answer lasts; let through, the queue shows and "Loading…" goes.
+func TestDashboardLoadingFirst(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	redisURL, ns := "redis://"+testutil.RedisAddr(t)+"/0", testutil.Namespace(t)
+	s := startServeAs(t, "serve", []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n"}, nil)
+	code, _ := s.do(t, http.MethodPost, "/v1/queues/loading/jobs", `{"kind":"k"}`)
+	require.Equal(t, http.StatusCreated, code)
+
+	block := func(on bool) {
+		_, err := chromedp.Run(b.ctx, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			var ps network.SetBlockedURLsParams
+			if on {
+				ps.URLPatterns = []*network.BlockPattern{{URLPattern: "*://*:*/v1/queues", Block: true}}
+			}
+			_, err := cdp.Call(ctx, tg, network.SetBlockedURLs, ps)
+			return chromedp.Void{}, err
+		})
+		require.NoError(t, err)
+	}
+	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
+	b.waitFor("the page to be live", `document.getElementById("live").textContent.startsWith("live")`, 10*time.Second)
+	b.waitFor("the queue", `!!document.querySelector("#queues tr.q")`, 10*time.Second)
+	require.Equal(t, "true", b.eval(`String(document.getElementById("queues-loading").hidden)`))
+
+	block(true)
+	b.do(chromedp.Navigate(s.base + "/"))
+	b.waitFor("the page to be live", `document.getElementById("live").textContent.startsWith("live")`, 10*time.Second)
+	require.Equal(t, "blocked", b.eval(`fetch("/v1/queues").then(() => "read", () => "blocked")`), "the read is held back")
+	require.Equal(t, "false", b.eval(`String(document.getElementById("queues-loading").hidden)`), "Loading… before the first answer")
+	require.Equal(t, "true", b.eval(`String(document.getElementById("no-queues").hidden)`), "no \"No queues yet\" before the first answer")
+
+	block(false)
+	b.do(chromedp.Navigate(s.base + "/"))
+	b.waitFor("the queue", `!!document.querySelector("#queues tr.q")`, 10*time.Second)
+	require.Equal(t, "true", b.eval(`String(document.getElementById("queues-loading").hidden)`))
+	require.Equal(t, "true", b.eval(`String(document.getElementById("no-queues").hidden)`))
+}
