@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/chronoq/chronoq/testutil/clockskew"
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
