@@ -50,9 +50,10 @@ bench-peer: deps ## chronoq vs asynq side by side on one redis-server (module be
 # bounded too, so a run stops by itself.
 FUZZTIME ?= 50000x
 fuzz: deps ## fuzz the request decoding, each target for FUZZTIME executions (default 50000x, about 10 s each here)
-	@for f in FuzzEnqueueRequest FuzzBatchRequest FuzzRequest FuzzAppendString; do \
-	  echo "fuzzing $$f for $(FUZZTIME)"; \
-	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./api/ || exit 1; \
+	@for t in FuzzEnqueueRequest:./api/ FuzzBatchRequest:./api/ FuzzRequest:./api/ FuzzAppendString:./api/internal/wire/; do \
+	  f=$${t%%:*}; pkg=$${t#*:}; \
+	  echo "fuzzing $$f ($$pkg) for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; \
 	done
 
 # golangci-lint runs with .golangci.yml at the version pinned in

@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/chronoq/chronoq/testutil/clockskew"
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 
@@ -255,5 +255,5 @@ func FakeClock() *clockwork.FakeClock {
 // SkewedClock is the real clock read off by skew: an instance whose clock
 // is wrong (NTP drift, a paused VM, a container with a bad clock). Its
 // timers run in real time. (The chaos battery's skewed processes use the
-// same clock, package testutil/clockskew.)
+// same clock, package internal/clockskew.)
 func SkewedClock(skew time.Duration) clockwork.Clock { return clockskew.New(skew) }

@@ -28,7 +28,7 @@ import (
 	"github.com/chronoq/chronoq/internal/localredis"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
-	"github.com/chronoq/chronoq/testutil/clockskew"
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/workflow"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/testutil"
-	"github.com/chronoq/chronoq/testutil/clockskew"
+	"github.com/chronoq/chronoq/internal/clockskew"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }

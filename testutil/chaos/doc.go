@@ -76,7 +76,7 @@
 //     latency, never an error: here every error that reaches a caller (of
 //     any class but a stale token's refusal) fails the scenario.
 //   - skew: one durable redis-server, and every chronoq process on a
-//     clock that is wrong (package testutil/clockskew; serve reads the
+//     clock that is wrong (package internal/clockskew; serve reads the
 //     test-only variable CHRONOQ_CLOCK_SKEW, a worker its configuration):
 //     the two serve instances, promoters and reclaimers, 5 min ahead and
 //     5 min behind, the workers 30 s ahead, 30 s behind, 5 min ahead (and

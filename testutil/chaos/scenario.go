@@ -19,7 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/chronoq/chronoq/testutil/clockskew"
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/testutil/redisproc"
 )
 

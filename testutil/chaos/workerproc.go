@@ -15,7 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/chronoq/chronoq/queue"
-	"github.com/chronoq/chronoq/testutil/clockskew"
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/worker"
 )
 

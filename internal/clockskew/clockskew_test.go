@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/internal/alarm"
-	"github.com/chronoq/chronoq/testutil/clockskew"
+	"github.com/chronoq/chronoq/internal/clockskew"
 )
 
 func TestSkewedClock(t *testing.T) {
