@@ -121,18 +121,30 @@ func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, ans
 	if err != nil {
 		return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
 	}
-	res := reply.Rows
+	if err := readCompleted(queue, reply.Rows, acks, sent, errs, jobs); err != nil {
+		return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+	}
+	if !answer {
+		return nil, errs, nil
+	}
+	return jobs, errs, nil
+}
+
+// readCompleted reads complete.lua's reply res to the acks sent (their
+// indexes into acks): a code each into errs, then, when jobs is not nil,
+// each job as its completion left it.
+func readCompleted(queue string, res []any, acks []Ack, sent []int, errs []error, jobs []*Job) error {
 	n := len(sent)
-	if answer {
+	if jobs != nil {
 		n *= 2
 	}
 	if len(res) != n {
-		return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, &store.ReplyError{Script: "complete", Reply: res, Want: fmt.Sprintf("%d elements", n)})
+		return &store.ReplyError{Script: "complete", Reply: res, Want: fmt.Sprintf("%d elements", n)}
 	}
 	for k, i := range sent {
 		code, err := store.Int("complete", res, k, "code")
 		if err != nil {
-			return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+			return err
 		}
 		if code == codeArtifactsCount || code == codeArtifactsBytes {
 			errs[i] = artifactsErr(code)
@@ -140,25 +152,25 @@ func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, ans
 		}
 		errs[i] = codeErr(code, queue, acks[i].ID)
 	}
-	if !answer {
-		return nil, errs, nil
+	if jobs == nil {
+		return nil
 	}
 	for k, i := range sent {
 		s, err := store.Str("complete", res, len(sent)+k, "job")
 		if err != nil {
-			return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+			return err
 		}
 		if s == "" || errs[i] != nil {
 			continue
 		}
 		j, err := parsePacked(queue, s)
 		if err != nil {
-			return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+			return err
 		}
 		j.Token = "" // as Get answers it
 		jobs[i] = j
 	}
-	return jobs, errs, nil
+	return nil
 }
 
 // checkAck checks what an ack carries before it is sent, and answers its
