@@ -46,6 +46,9 @@ func (s *Server) enqueueOne(c echo.Context) error {
 	if nj, err = s.pushJob(nj, &req, ""); err != nil {
 		return err
 	}
+	if err := s.pushQueues(c.Request().Context(), []queue.NewJob{nj}, func(int) string { return "" }); err != nil {
+		return err
+	}
 	if req.DependsOn != nil || req.OnFailure != nil {
 		return s.enqueueAfter(c, nj, &req)
 	}
@@ -116,6 +119,9 @@ func (s *Server) enqueueBatch(c echo.Context) error {
 	}
 	njs, err := s.decodeBatch(body)
 	if err != nil {
+		return err
+	}
+	if err := s.pushQueues(c.Request().Context(), njs, fieldPrefix); err != nil {
 		return err
 	}
 	res, err := s.store.EnqueueBatch(c.Request().Context(), njs)
