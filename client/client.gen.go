@@ -1032,7 +1032,9 @@ type ClaimedJob struct {
 	Kind           string  `json:"kind"`
 
 	// Labels the labels a claimer must have to receive the job (all of them), sorted, without duplicates; [] when it requires none
-	Labels      []string   `json:"labels"`
+	Labels []string `json:"labels"`
+
+	// LastError the error of the job's last failed attempt (kept when a later attempt completes it); null until an attempt fails
 	LastError   *string    `json:"last_error"`
 	LeaseUntil  *time.Time `json:"lease_until"`
 	MaxAttempts int        `json:"max_attempts"`
@@ -1116,9 +1118,11 @@ type CronEntries struct {
 
 // CronEntry defines model for CronEntry.
 type CronEntry struct {
-	Kind        string      `json:"kind"`
-	LastJobId   *string     `json:"last_job_id"`
-	LastRunAt   *time.Time  `json:"last_run_at"`
+	Kind      string     `json:"kind"`
+	LastJobId *string    `json:"last_job_id"`
+	LastRunAt *time.Time `json:"last_run_at"`
+
+	// MaxAttempts the attempts of the entry's jobs: the entry's, or when it names none the default its jobs get (3)
 	MaxAttempts int         `json:"max_attempts"`
 	Missed      string      `json:"missed"`
 	Name        string      `json:"name"`
@@ -1352,7 +1356,9 @@ type Job struct {
 	Kind           string  `json:"kind"`
 
 	// Labels the labels a claimer must have to receive the job (all of them), sorted, without duplicates; [] when it requires none
-	Labels      []string   `json:"labels"`
+	Labels []string `json:"labels"`
+
+	// LastError the error of the job's last failed attempt (kept when a later attempt completes it); null until an attempt fails
 	LastError   *string    `json:"last_error"`
 	LeaseUntil  *time.Time `json:"lease_until"`
 	MaxAttempts int        `json:"max_attempts"`
