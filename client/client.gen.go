@@ -1927,7 +1927,7 @@ type UpstreamEntry struct {
 	// Artifacts the parent's artifacts (an object, name -> JSON value), or null
 	Artifacts *map[string]interface{} `json:"artifacts"`
 
-	// Error the parent's last error, when it did not complete
+	// Error the parent's last error, when it did not complete (a parent that completed, on any attempt or after a workflow retry, shows none)
 	Error *string `json:"error,omitempty"`
 	JobId string  `json:"job_id"`
 
