@@ -26,7 +26,7 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = append(b, `,"queue":`...)
 	b = appendString(b, j.Queue)
 	b = append(b, `,"kind":`...)
-	b = appendString(b, j.Kind)
+	b = appendString(b, jobKind(j))
 	b = append(b, `,"payload":`...)
 	if len(j.Payload) == 0 {
 		b = append(b, "{}"...)

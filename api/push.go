@@ -201,6 +201,23 @@ func (s *Server) pushJob(nj queue.NewJob, r *enqueueRequest, prefix string) (que
 	return out, err
 }
 
+// jobKind is the kind a job is shown with: a push job (stored as kind
+// dispatch.EnvelopeKind, its options and the kind it was given in an
+// envelope payload) shows the kind it was given, so that lists and the
+// dashboard read the user's kinds; any other job its own.
+func jobKind(j *queue.Job) string {
+	if j.Kind != dispatch.EnvelopeKind {
+		return j.Kind
+	}
+	var env struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal(j.Payload, &env) != nil || queue.ValidateKind(env.Kind) != nil {
+		return j.Kind
+	}
+	return env.Kind
+}
+
 // pushQueues refuses the push jobs (kind dispatch.EnvelopeKind: a job
 // given a target or callbacks, or an envelope made by hand) of a queue
 // that is not a push queue: only the dispatchers of a push queue send

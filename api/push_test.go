@@ -130,7 +130,14 @@ func TestEnqueueWithTarget(t *testing.T) {
 	r = b.do(t, http.MethodPost, "/v1/jobs", own)
 	require.Equal(t, http.StatusCreated, r.status, string(r.body))
 	j := r.object(t)
-	require.Equal(t, dispatch.EnvelopeKind, j["kind"])
+	require.Equal(t, "ping", j["kind"], "shown with the kind it was given, though stored as %s", dispatch.EnvelopeKind)
+	// In the lists (and so the dashboard) and a single read alike.
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks/jobs/"+j["id"].(string), nil)
+	require.Equal(t, "ping", r.object(t)["kind"])
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks/jobs?status=pending", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `"kind":"ping"`)
+	require.NotContains(t, string(r.body), `"kind":"chronoq.push"`)
 	var env dispatch.Envelope
 	raw, _ := json.Marshal(j["payload"])
 	require.NoError(t, json.Unmarshal(raw, &env))

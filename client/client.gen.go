@@ -1029,7 +1029,9 @@ type ClaimedJob struct {
 	Fence          int64   `json:"fence"`
 	Id             string  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
-	Kind           string  `json:"kind"`
+
+	// Kind the job's kind. A push job (given a target or callbacks) is stored as kind chronoq.push with an envelope payload {body, kind, target, ...}, and shown with the kind it was given (the envelope's kind)
+	Kind string `json:"kind"`
 
 	// Labels the labels a claimer must have to receive the job (all of them), sorted, without duplicates; [] when it requires none
 	Labels []string `json:"labels"`
@@ -1353,7 +1355,9 @@ type Job struct {
 	Fence          int64   `json:"fence"`
 	Id             string  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
-	Kind           string  `json:"kind"`
+
+	// Kind the job's kind. A push job (given a target or callbacks) is stored as kind chronoq.push with an envelope payload {body, kind, target, ...}, and shown with the kind it was given (the envelope's kind)
+	Kind string `json:"kind"`
 
 	// Labels the labels a claimer must have to receive the job (all of them), sorted, without duplicates; [] when it requires none
 	Labels []string `json:"labels"`
@@ -1598,7 +1602,7 @@ type NewJob struct {
 	// RunAt due time; past means now. Not with delay.
 	RunAt *time.Time `json:"run_at,omitempty"`
 
-	// Target push queues: this job's own target, instead of the queue's. The job is then stored as kind chronoq.push with an envelope payload {body, kind, target, ...}.
+	// Target push queues: this job's own target, instead of the queue's. The job is then stored as kind chronoq.push with an envelope payload {body, kind, target, ...}, and shown with its own kind. Only on a push queue (one with a push config): elsewhere a 400 on queue.
 	Target *PushTarget `json:"target,omitempty"`
 
 	// Visibility Go duration string ("90s", "1m30s", "250ms"). 100ms to 24h; default 30s.
