@@ -200,7 +200,9 @@ func runWalkthrough(t *testing.T, w walkthrough, block, bin string) {
 			_ = serve.Wait()
 		})
 		require.Eventually(t, func() bool {
-			res, err := http.Get("http://127.0.0.1:" + port + "/healthz")
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+port+"/healthz", nil)
+			require.NoError(t, err)
+			res, err := http.DefaultClient.Do(req)
 			if err == nil {
 				res.Body.Close()
 			}
