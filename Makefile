@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help deps test test-race test-short test-embedded bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps
+.PHONY: help deps test test-race test-short test-embedded bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps openapi-tools-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -10,7 +10,7 @@ help: ## list the targets
 deps: ## install redis-server (and redis-cli) when missing (as root, from Debian's packages)
 	@scripts/ensure-deps.sh
 
-test: deps examples-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster; then test-embedded
+test: deps examples-deps openapi-tools-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster; then test-embedded
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
 	@$(MAKE) --no-print-directory test-embedded
 
@@ -97,6 +97,18 @@ $(EXAMPLE_TS)/node_modules/.package-lock.json: $(EXAMPLE_TS)/package-lock.json
 
 examples: examples-deps ## the example workers ready to run: the TypeScript worker's types generated from api/openapi.json (openapi-typescript), and the worker compiled against them
 	cd $(EXAMPLE_TS) && npm run --silent generate && npm run --silent build
+
+# The tools a generated client meets, which TestOpenAPITools in api runs
+# on the served document: Redocly's CLI (recommended rules, no error) and
+# openapi-typescript with its default settings. Pinned by the lock file.
+OPENAPI_TOOLS := api/testdata/openapi-tools
+
+openapi-tools-deps: ## node and npm (installed from Debian's packages as root when missing), and Redocly's CLI and openapi-typescript (npm ci) for TestOpenAPITools when their lock file changed
+	@scripts/ensure-deps.sh --openapi-tools
+	@$(MAKE) -s --no-print-directory $(OPENAPI_TOOLS)/node_modules/.package-lock.json
+
+$(OPENAPI_TOOLS)/node_modules/.package-lock.json: $(OPENAPI_TOOLS)/package-lock.json
+	cd $(OPENAPI_TOOLS) && npm ci --no-audit --no-fund
 
 CHAOS_FLAGS ?=
 

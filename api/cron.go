@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -59,7 +60,7 @@ type cronJSON struct {
 
 func toCronJSON(e CronEntry) cronJSON {
 	out := cronJSON{Name: e.Name, Schedule: e.Schedule, Timezone: e.Timezone, Queue: e.Queue, Kind: e.Kind,
-		Payload: e.Payload, MaxAttempts: e.MaxAttempts, Missed: string(e.Missed), Overlap: string(e.Overlap), Paused: e.Paused,
+		Payload: e.Payload, MaxAttempts: cmp.Or(e.MaxAttempts, queue.DefaultMaxAttempts), Missed: string(e.Missed), Overlap: string(e.Overlap), Paused: e.Paused,
 		NextRunAt: wire.Time(e.NextRunAt), LastRunAt: wire.Time(e.LastRunAt), LastJobID: nilIfEmpty(e.LastJobID)}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("{}")

@@ -124,6 +124,7 @@ func TestCronRoutes(t *testing.T) {
 		require.Equal(t, "allow", got["overlap"])
 		require.Equal(t, map[string]any{}, got["payload"])
 		require.Equal(t, false, got["paused"])
+		require.EqualValues(t, 3, got["max_attempts"], "what its jobs get")
 	}
 
 	r = b.do(t, http.MethodGet, "/v1/cron/nightly", nil)

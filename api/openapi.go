@@ -79,8 +79,11 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 	}
 
 	if s.cfg.Token == "" {
-		// Nothing asks for credentials.
-		delete(doc, "security")
+		// Nothing asks for credentials: the one requirement is the empty
+		// one, said at the root so that every operation has its security
+		// defined (an operation without any, at the root or its own, is
+		// an error by Redocly's recommended rules).
+		doc["security"] = []any{map[string]any{}}
 		for _, v := range paths {
 			for _, m := range openAPIMethods {
 				if op, ok := v.(map[string]any)[m].(map[string]any); ok {

@@ -141,7 +141,7 @@ func TestOpenAPIServedFitsTheServer(t *testing.T) {
 	require.Nil(t, metricsSecurity(doc), "--metrics-auth: /metrics needs the token")
 
 	doc = newSrv(api.Config{})
-	require.Empty(t, doc.Security, "no token: nothing needs credentials")
+	require.Equal(t, []map[string][]string{{}}, doc.Security, "no token: nothing needs credentials, the empty requirement")
 	require.Empty(t, metricsSecurity(doc))
 
 	// The document over HTTP is the server's.

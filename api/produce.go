@@ -47,6 +47,9 @@ func (s *Server) enqueueOne(c echo.Context) error {
 	if nj, err = s.pushJob(nj, &req, ""); err != nil {
 		return err
 	}
+	if err := s.pushQueues(c.Request().Context(), []queue.NewJob{nj}, func(int) string { return "" }); err != nil {
+		return err
+	}
 	if req.DependsOn != nil || req.OnFailure != nil {
 		return s.enqueueAfter(c, nj, &req)
 	}
@@ -117,6 +120,9 @@ func (s *Server) enqueueBatch(c echo.Context) error {
 	}
 	njs, err := s.decodeBatch(body)
 	if err != nil {
+		return err
+	}
+	if err := s.pushQueues(c.Request().Context(), njs, fieldPrefix); err != nil {
 		return err
 	}
 	res, err := s.produce.EnqueueBatch(c.Request().Context(), njs)

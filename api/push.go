@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,6 +200,37 @@ func (s *Server) pushJob(nj queue.NewJob, r *enqueueRequest, prefix string) (que
 		return nj, invalidArg(prefix+fe.Field, "%v", fe.Err)
 	}
 	return out, err
+}
+
+// pushQueues refuses the push jobs (kind dispatch.EnvelopeKind: a job
+// given a target or callbacks, or an envelope made by hand) of a queue
+// that is not a push queue: only the dispatchers of a push queue send
+// them, so such a job would wait in pending for ever. prefix(i) names
+// the i-th job ("jobs[3].", "nodes[0].job."). A queue becomes a push
+// queue by its push config (PUT /v1/queues/{queue}/config), which may
+// leave the target out when every job brings its own.
+func (s *Server) pushQueues(ctx context.Context, njs []queue.NewJob, prefix func(i int) string) error {
+	checked := map[string]bool{}
+	for i, nj := range njs {
+		if nj.Kind != dispatch.EnvelopeKind || s.cfg.Push == nil {
+			continue
+		}
+		q := cmp.Or(nj.Queue, queue.DefaultQueue)
+		if checked[q] {
+			continue
+		}
+		_, err := s.cfg.Push.Get(ctx, q)
+		if errors.Is(err, dispatch.ErrNoConfig) {
+			return invalidArg(prefix(i)+"queue", "queue %q is not a push queue, so nothing would ever send this job "+
+				"(it has a target or callbacks): configure the queue for push first (PUT /v1/queues/%s/config; "+
+				"its target may be left out when each job brings its own)", q, q)
+		}
+		if err != nil {
+			return err
+		}
+		checked[q] = true
+	}
+	return nil
 }
 
 // checkEnvelope checks the payload of a job (or cron entry) of kind

@@ -97,15 +97,47 @@ func TestPushConfigRoutes(t *testing.T) {
 }
 
 // An enqueue may give a job its own target and callbacks: the job is
-// stored as a push envelope; a bad URL is a 400 naming the field.
+// stored as a push envelope; a bad URL is a 400 naming the field. The
+// queue must be a push queue, or nothing would ever send the job.
 func TestEnqueueWithTarget(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withPush(dispatch.Guard{}))
-	r := b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"queue": "hooks", "kind": "ping", "payload": map[string]int{"n": 1},
-		"target": map[string]any{"url": "https://example.com/own", "method": "PUT"}, "callback_url": "https://example.com/cb"})
+	b := setup(t, withPush(dispatch.Guard{}), func(sc *setupConfig) { sc.workflows = true })
+	own := map[string]any{"queue": "hooks", "kind": "ping", "payload": map[string]int{"n": 1},
+		"target": map[string]any{"url": "https://example.com/own", "method": "PUT"}, "callback_url": "https://example.com/cb"}
+	cbOnly := map[string]any{"queue": "hooks", "kind": "ping", "failure_callback_url": "https://example.com/cb"}
+	for _, probe := range []struct {
+		path  string
+		body  any
+		field string
+	}{
+		{"/v1/jobs", own, "queue"},
+		{"/v1/jobs", cbOnly, "queue"},
+		{"/v1/queues/hooks/jobs", own, "queue"},
+		{"/v1/jobs/batch", map[string]any{"jobs": []any{map[string]any{"queue": "hooks", "kind": "ok"}, own}}, "jobs[1].queue"},
+		{"/v1/workflows", map[string]any{"nodes": []any{map[string]any{"name": "a", "job": own}}}, "nodes[0].job.queue"},
+	} {
+		r := b.do(t, http.MethodPost, probe.path, probe.body)
+		requireError(t, r, http.StatusBadRequest, "invalid_argument", probe.field)
+		require.Contains(t, string(r.body), "PUT /v1/queues/hooks/config", "the message says how")
+	}
+	r := b.do(t, http.MethodGet, "/v1/queues/hooks", nil)
+	requireError(t, r, http.StatusNotFound, "not_found", "") // nothing was enqueued
+
+	// A push config without a target makes hooks a push queue whose
+	// jobs bring their own.
+	r = b.do(t, http.MethodPut, "/v1/queues/hooks/config", map[string]any{})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r = b.do(t, http.MethodPost, "/v1/jobs", own)
 	require.Equal(t, http.StatusCreated, r.status, string(r.body))
 	j := r.object(t)
-	require.Equal(t, dispatch.EnvelopeKind, j["kind"])
+	require.Equal(t, "ping", j["kind"], "shown with the kind it was given, though stored as %s", dispatch.EnvelopeKind)
+	// In the lists (and so the dashboard) and a single read alike.
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks/jobs/"+j["id"].(string), nil)
+	require.Equal(t, "ping", r.object(t)["kind"])
+	r = b.do(t, http.MethodGet, "/v1/queues/hooks/jobs?status=pending", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `"kind":"ping"`)
+	require.NotContains(t, string(r.body), `"kind":"chronoq.push"`)
 	var env dispatch.Envelope
 	raw, _ := json.Marshal(j["payload"])
 	require.NoError(t, json.Unmarshal(raw, &env))
@@ -240,6 +272,8 @@ func TestHandMadeEnvelope(t *testing.T) {
 		return env
 	}
 	const years31 = int64(31 * 365 * 24 * time.Hour / time.Millisecond)
+	r := b.do(t, http.MethodPut, "/v1/queues/hooks/config", map[string]any{}) // a push queue, jobs bring their targets
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	for _, tc := range []struct {
 		name    string
 		payload any
@@ -288,7 +322,7 @@ func TestHandMadeEnvelope(t *testing.T) {
 	job := map[string]any{"queue": "hooks", "kind": dispatch.EnvelopeKind, "payload": good}
 	require.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/jobs", job).status)
 	require.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/jobs/batch", map[string]any{"jobs": []any{job}}).status)
-	r := b.do(t, http.MethodPut, "/v1/cron/raw", map[string]any{"schedule": "* * * * *", "queue": "hooks",
+	r = b.do(t, http.MethodPut, "/v1/cron/raw", map[string]any{"schedule": "* * * * *", "queue": "hooks",
 		"kind": dispatch.EnvelopeKind, "payload": good})
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	r = b.do(t, http.MethodPost, "/v1/workflows", map[string]any{"nodes": []any{map[string]any{"name": "a", "job": job}}})

@@ -169,7 +169,7 @@ func (js *jobStreamer) catchUp(ctx context.Context, j *queue.Job) (done bool, er
 	if err := js.artifacts(j.Artifacts); err != nil {
 		return true, err
 	}
-	st := &jobStatusJSON{Queue: j.Queue, ID: j.ID, Kind: j.Kind, Status: j.Status, Attempts: j.Attempts}
+	st := &jobStatusJSON{Queue: j.Queue, ID: j.ID, Kind: wire.JobKind(j), Status: j.Status, Attempts: j.Attempts}
 	if js.sent == nil || *js.sent != *st {
 		js.sent = st
 		if err := js.send("status", "", st); err != nil {

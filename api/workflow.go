@@ -143,6 +143,13 @@ func (s *Server) enqueueWorkflow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	njs := make([]queue.NewJob, len(sp.Nodes))
+	for i, n := range sp.Nodes {
+		njs[i] = n.Job
+	}
+	if err := s.pushQueues(c.Request().Context(), njs, func(i int) string { return fmt.Sprintf("nodes[%d].job.", i) }); err != nil {
+		return err
+	}
 	w, err := s.cfg.Workflows.Enqueue(c.Request().Context(), sp)
 	if err != nil {
 		return err

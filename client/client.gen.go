@@ -924,13 +924,16 @@ type Backoff struct {
 
 // BackoffRequest Exponential retry policy; a field left out takes its default. A field given as null is the same as a field left out.
 type BackoffRequest struct {
+	// Factor Left out (or null): 2.
 	Factor *float64 `json:"factor,omitempty"`
 
 	// Initial Go duration string ("90s", "1m30s", "250ms"). Default 1s.
 	//
 	// Example: 30s
-	Initial *string  `json:"initial,omitempty"`
-	Jitter  *float64 `json:"jitter,omitempty"`
+	Initial *string `json:"initial,omitempty"`
+
+	// Jitter Left out (or null): 0.2.
+	Jitter *float64 `json:"jitter,omitempty"`
 
 	// Max Go duration string ("90s", "1m30s", "250ms"). Default 1h.
 	//
@@ -967,7 +970,9 @@ type CanceledEventEvent string
 type Claim struct {
 	// Labels The claimer's labels, at most 64, each as a job's. The claim receives jobs without labels and jobs whose labels are all among these, never another; without labels, only jobs without labels.
 	Labels *[]string `json:"labels,omitempty"`
-	Max    *int      `json:"max,omitempty"`
+
+	// Max Left out (or null): 1.
+	Max *int `json:"max,omitempty"`
 
 	// Visibility Go duration string ("90s", "1m30s", "250ms"). Overrides the jobs' lease length, 100ms to 24h.
 	//
@@ -1024,10 +1029,14 @@ type ClaimedJob struct {
 	Fence          int64   `json:"fence"`
 	Id             string  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
-	Kind           string  `json:"kind"`
+
+	// Kind the job's kind. A push job (given a target or callbacks) is stored as kind chronoq.push with an envelope payload {body, kind, target, ...}, and shown with the kind it was given (the envelope's kind)
+	Kind string `json:"kind"`
 
 	// Labels the labels a claimer must have to receive the job (all of them), sorted, without duplicates; [] when it requires none
-	Labels      []string   `json:"labels"`
+	Labels []string `json:"labels"`
+
+	// LastError the error of the job's last failed attempt (kept when a later attempt completes it); null until an attempt fails
 	LastError   *string    `json:"last_error"`
 	LeaseUntil  *time.Time `json:"lease_until"`
 	MaxAttempts int        `json:"max_attempts"`
@@ -1111,9 +1120,11 @@ type CronEntries struct {
 
 // CronEntry defines model for CronEntry.
 type CronEntry struct {
-	Kind        string      `json:"kind"`
-	LastJobId   *string     `json:"last_job_id"`
-	LastRunAt   *time.Time  `json:"last_run_at"`
+	Kind      string     `json:"kind"`
+	LastJobId *string    `json:"last_job_id"`
+	LastRunAt *time.Time `json:"last_run_at"`
+
+	// MaxAttempts the attempts of the entry's jobs: the entry's, or when it names none the default its jobs get (3)
 	MaxAttempts int         `json:"max_attempts"`
 	Missed      string      `json:"missed"`
 	Name        string      `json:"name"`
@@ -1129,11 +1140,17 @@ type CronEntry struct {
 // CronEntryRequest A field given as null is the same as a field left out; an optional string given as "" is a 400, not its default.
 type CronEntryRequest struct {
 	// Kind chronoq.push, the kind of push envelopes, is taken with a payload that is one, checked as a job's (see NewJob's kind).
-	Kind        string                   `json:"kind"`
-	MaxAttempts *int                     `json:"max_attempts,omitempty"`
-	Missed      *CronEntryRequestMissed  `json:"missed,omitempty"`
-	Overlap     *CronEntryRequestOverlap `json:"overlap,omitempty"`
-	Paused      *bool                    `json:"paused,omitempty"`
+	Kind        string `json:"kind"`
+	MaxAttempts *int   `json:"max_attempts,omitempty"`
+
+	// Missed Left out (or null): "skip".
+	Missed *CronEntryRequestMissed `json:"missed,omitempty"`
+
+	// Overlap Left out (or null): "allow".
+	Overlap *CronEntryRequestOverlap `json:"overlap,omitempty"`
+
+	// Paused Left out (or null): false.
+	Paused *bool `json:"paused,omitempty"`
 
 	// Payload any JSON, default {}; at most the server's payload cap (--max-payload-bytes) once compacted, or a 413
 	Payload interface{} `json:"payload,omitempty"`
@@ -1148,10 +1165,10 @@ type CronEntryRequest struct {
 	Timezone *string `json:"timezone,omitempty"`
 }
 
-// CronEntryRequestMissed defines model for CronEntryRequest.Missed.
+// CronEntryRequestMissed Left out (or null): "skip".
 type CronEntryRequestMissed string
 
-// CronEntryRequestOverlap defines model for CronEntryRequest.Overlap.
+// CronEntryRequestOverlap Left out (or null): "allow".
 type CronEntryRequestOverlap string
 
 // DeadEvent dead: the job failed for the last time, or was sent to the dead set.
@@ -1338,10 +1355,14 @@ type Job struct {
 	Fence          int64   `json:"fence"`
 	Id             string  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
-	Kind           string  `json:"kind"`
+
+	// Kind the job's kind. A push job (given a target or callbacks) is stored as kind chronoq.push with an envelope payload {body, kind, target, ...}, and shown with the kind it was given (the envelope's kind)
+	Kind string `json:"kind"`
 
 	// Labels the labels a claimer must have to receive the job (all of them), sorted, without duplicates; [] when it requires none
-	Labels      []string   `json:"labels"`
+	Labels []string `json:"labels"`
+
+	// LastError the error of the job's last failed attempt (kept when a later attempt completes it); null until an attempt fails
 	LastError   *string    `json:"last_error"`
 	LeaseUntil  *time.Time `json:"lease_until"`
 	MaxAttempts int        `json:"max_attempts"`
@@ -1559,8 +1580,10 @@ type NewJob struct {
 	Kind string `json:"kind"`
 
 	// Labels Labels a claimer must have, all of them, to receive the job (a claim's labels). At most 16, each 1 to 64 of [A-Za-z0-9._:/=+@-]; stored sorted, without duplicates. None: any claimer. A queue holds at most 64 distinct sets of labels: a job that would add one more is a 409 conflict (field labels).
-	Labels      *[]string `json:"labels,omitempty"`
-	MaxAttempts *int      `json:"max_attempts,omitempty"`
+	Labels *[]string `json:"labels,omitempty"`
+
+	// MaxAttempts Left out (or null): 3.
+	MaxAttempts *int `json:"max_attempts,omitempty"`
 
 	// OnFailure with depends_on: what the death (or cancel) of one of them does to this job: cancel it (the default), or run it all the same
 	OnFailure *NewJobOnFailure `json:"on_failure,omitempty"`
@@ -1579,7 +1602,7 @@ type NewJob struct {
 	// RunAt due time; past means now. Not with delay.
 	RunAt *time.Time `json:"run_at,omitempty"`
 
-	// Target push queues: this job's own target, instead of the queue's. The job is then stored as kind chronoq.push with an envelope payload {body, kind, target, ...}.
+	// Target push queues: this job's own target, instead of the queue's. The job is then stored as kind chronoq.push with an envelope payload {body, kind, target, ...}, and shown with its own kind. Only on a push queue (one with a push config): elsewhere a 400 on queue.
 	Target *PushTarget `json:"target,omitempty"`
 
 	// Visibility Go duration string ("90s", "1m30s", "250ms"). 100ms to 24h; default 30s.
@@ -1642,7 +1665,7 @@ type PushConfig struct {
 
 // PushConfigRequest defines model for PushConfigRequest.
 type PushConfigRequest struct {
-	// Concurrency requests of this queue under way at once in each dispatcher
+	// Concurrency requests of this queue under way at once in each dispatcher. Left out (or null): 100.
 	Concurrency *int `json:"concurrency,omitempty"`
 
 	// Labels The endpoint's labels, at most 64, each as a claim's: the dispatchers claim with them, so a job is pushed when its labels are all among these, and a job needing another waits for a pull worker that has it. Left out or null: none (only jobs without labels are pushed).
@@ -1659,7 +1682,9 @@ type PushConfigRequest struct {
 type PushTarget struct {
 	// Headers sent with every request; not Host, Content-Type, Content-Length, Connection, Transfer-Encoding nor webhook-* / chronoq-*
 	Headers *map[string]string `json:"headers,omitempty"`
-	Method  *PushTargetMethod  `json:"method,omitempty"`
+
+	// Method Left out: "POST".
+	Method *PushTargetMethod `json:"method,omitempty"`
 
 	// Timeout Go duration string. The whole request, 1s to 30m; default 30s.
 	//
@@ -1670,7 +1695,7 @@ type PushTarget struct {
 	Url string `json:"url"`
 }
 
-// PushTargetMethod defines model for PushTarget.Method.
+// PushTargetMethod Left out: "POST".
 type PushTargetMethod string
 
 // Queue defines model for Queue.
@@ -1904,9 +1929,9 @@ type Token struct {
 // UpstreamEntry defines model for UpstreamEntry.
 type UpstreamEntry struct {
 	// Artifacts the parent's artifacts (an object, name -> JSON value), or null
-	Artifacts interface{} `json:"artifacts"`
+	Artifacts *map[string]interface{} `json:"artifacts"`
 
-	// Error the parent's last error, when it did not complete
+	// Error the parent's last error, when it did not complete (a parent that completed, on any attempt or after a workflow retry, shows none)
 	Error *string `json:"error,omitempty"`
 	JobId string  `json:"job_id"`
 

@@ -37,7 +37,8 @@ type Summary struct {
 	Status   string `json:"status"` // "completed" or "dead"
 	Attempts int    `json:"attempts"`
 	// Response is the last attempt's response: its status code (0 when
-	// there was none) and body (a completed job's result body).
+	// there was none) and body (JSON, or the text as a string, at most
+	// 64 KiB; null when it was empty, absent when there was none).
 	Response struct {
 		Status int             `json:"status"`
 		Body   json.RawMessage `json:"body,omitempty"`
@@ -123,6 +124,8 @@ func (d *Dispatcher) enqueueCallback(ctx context.Context, job *queue.Job, a Atte
 		if json.Unmarshal(res, &r) == nil {
 			s.Response.Body = r.Body
 		}
+	} else if a.Status != 0 {
+		s.Response.Body = a.respBody // a failed attempt's answer
 	}
 	body, _ := json.Marshal(s)
 	env := Envelope{Body: body, Kind: CallbackKind, CallbackOf: job.ID,

@@ -392,10 +392,12 @@ func TestCallbacksRetriedUntilTheySucceed(t *testing.T) {
 
 	last = failGot[1]
 	require.NoError(t, dispatch.Verify(last.Header, last.Body, time.Now(), 0, qc.Secrets...))
+	s = dispatch.Summary{}
 	require.NoError(t, json.Unmarshal(last.Body, &s))
 	require.Equal(t, "dead", s.Status)
 	require.Equal(t, "fails", s.Kind)
 	require.Equal(t, 422, s.Response.Status)
+	require.JSONEq(t, `"no such user"`, string(s.Response.Body), "the last response's body, as a string when it is not JSON")
 	require.Contains(t, s.Error, "no such user")
 	require.Len(t, target.requests(), 2, "callbacks get no callbacks, and the jobs ran once each")
 }

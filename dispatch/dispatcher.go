@@ -68,6 +68,9 @@ type Attempt struct {
 	// Outcome is where the attempt sends the job: "completed", "retry",
 	// "retry_after" or "dead".
 	Outcome string `json:"outcome"`
+	// respBody is a failed attempt's response body as JSON (as bodyJSON
+	// makes it), for the failure callback's response.body; not noted.
+	respBody json.RawMessage
 }
 
 // Caps of the dispatcher.
@@ -425,6 +428,7 @@ func (d *Dispatcher) mapStatus(a *Attempt, resp *http.Response, body []byte, tru
 		return *a, res, nil
 	}
 	a.Error = fmt.Sprintf("HTTP %d %s after %s", code, http.StatusText(code), elapsed.Round(time.Millisecond))
+	a.respBody = bodyJSON(body, truncated)
 	if code >= 300 && code < 400 {
 		a.Error += fmt.Sprintf(": redirects are not followed (Location: %q); point the target at the final URL", resp.Header.Get("Location"))
 		return *a, nil, errors.New("dispatch: " + a.Error)

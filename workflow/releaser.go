@@ -357,6 +357,12 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 // of it (queue.NodeEnd's Up) and the same without its result and
 // artifacts (Brief).
 func endJSON(e queue.OutboxEntry) (up, brief json.RawMessage) {
+	if e.Outcome == queue.StatusCompleted {
+		// The job's last_error is its last failed attempt's, kept after
+		// it completes (on a later attempt, or after a workflow retry):
+		// the children of a node that completed are shown no error.
+		e.Error = ""
+	}
 	up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome,
 		Result: nullIfEmpty(e.Result), Artifacts: nullIfEmpty(e.Artifacts), Error: e.Error})
 	if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them

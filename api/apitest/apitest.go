@@ -81,6 +81,7 @@ func Load(doc []byte) (*Contract, error) {
 	if err := t.Validate(l.Context); err != nil {
 		return nil, fmt.Errorf("apitest: the OpenAPI document is invalid: %w", err)
 	}
+	typelessAcceptNull(t)
 	c := &Contract{doc: t, routes: sortedRoutes(t.Paths)}
 	if t.Components != nil {
 		c.errRef = t.Components.Schemas["Error"]
@@ -90,6 +91,56 @@ func Load(doc []byte) (*Contract, error) {
 	}
 	v, _ := loaded.LoadOrStore(string(doc), c)
 	return v.(*Contract), nil
+}
+
+// typelessAcceptNull marks nullable every schema that constrains nothing
+// ("any JSON": a payload, a result). OpenAPI 3.0.3 lets such a schema
+// take null (nullable only adds null to a type the schema names, and
+// Redocly's recommended rules refuse nullable without a type), while
+// kin-openapi refuses null where nullable is not set; this holds the
+// server to the document as 3.0.3 reads it.
+func typelessAcceptNull(t *openapi3.T) {
+	seen := map[*openapi3.Schema]bool{}
+	var visit func(r *openapi3.SchemaRef)
+	visit = func(r *openapi3.SchemaRef) {
+		if r == nil || r.Value == nil || seen[r.Value] {
+			return
+		}
+		s := r.Value
+		seen[s] = true
+		if s.IsEmpty() {
+			s.Nullable = true
+		}
+		for _, p := range s.Properties {
+			visit(p)
+		}
+		for _, x := range slices.Concat(s.AllOf, s.AnyOf, s.OneOf) {
+			visit(x)
+		}
+		visit(s.Items)
+		visit(s.AdditionalProperties.Schema)
+	}
+	if t.Components != nil {
+		for _, r := range t.Components.Schemas {
+			visit(r)
+		}
+	}
+	for _, item := range t.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.RequestBody != nil && op.RequestBody.Value != nil {
+				for _, mt := range op.RequestBody.Value.Content {
+					visit(mt.Schema)
+				}
+			}
+			for _, resp := range op.Responses.Map() {
+				if resp.Value != nil {
+					for _, mt := range resp.Value.Content {
+						visit(mt.Schema)
+					}
+				}
+			}
+		}
+	}
 }
 
 // Exchange is one request and its answer, bodies read.

@@ -44,6 +44,20 @@ func newCLI(name string, env func(string) string, stdout, stderr io.Writer) *cli
 	return c
 }
 
+// synopsis makes -h print the command's usage lines (its subcommands)
+// before its flags.
+func (c *cli) synopsis(lines ...string) {
+	c.fs.Usage = func() {
+		w := c.fs.Output()
+		fmt.Fprintln(w, "usage:")
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		fmt.Fprintln(w, "flags:")
+		c.fs.PrintDefaults()
+	}
+}
+
 // parse parses args, flags and positional arguments in any order, and
 // answers the positional ones; code is the exit code when it failed.
 func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
@@ -360,6 +374,9 @@ func runDead(ctx context.Context, args []string, env func(string) string, stdout
 	var q, kind string
 	c.fs.StringVar(&q, "queue", "", "queue (required)")
 	c.fs.StringVar(&kind, "kind", "", "only the dead jobs of this kind")
+	c.synopsis(
+		"chronoq dead requeue --queue Q [--kind K]   move the dead jobs back to pending",
+		"chronoq dead purge --queue Q [--kind K]     delete the dead jobs")
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
@@ -395,6 +412,7 @@ func runDead(ctx context.Context, args []string, env func(string) string, stdout
 
 func runCron(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	c := newCLI("cron", env, stdout, stderr)
+	c.synopsis("chronoq cron list   the recurring entries, their schedules and next runs")
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code

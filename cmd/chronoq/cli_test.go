@@ -197,3 +197,22 @@ func statsRow(t *testing.T, out, q string) map[string]string {
 	t.Fatalf("no queue %s in\n%s", q, out)
 	return nil
 }
+
+// TestHelp checks the usage text -h prints: the subcommands of the
+// commands that have some, and serve's bool flags shown without a value.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	help := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), append(args, "-h"), func(string) string { return "" }, &out, &errOut)
+		require.Equal(t, 0, code, "%v -h: %s", args, errOut.String())
+		return out.String() + errOut.String()
+	}
+	dead := help("dead")
+	require.Contains(t, dead, "chronoq dead requeue --queue Q")
+	require.Contains(t, dead, "chronoq dead purge --queue Q")
+	require.Contains(t, help("cron"), "chronoq cron list")
+	serve := help("serve")
+	require.Regexp(t, `(?m)^\s+-no-dispatch\n`, serve, "a bool flag takes no value")
+	require.NotContains(t, serve, "-no-dispatch chronoq")
+}

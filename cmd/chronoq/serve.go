@@ -185,7 +185,7 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
 	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
 	e.String(&level, "log-level", "CHRONOQ_LOG_LEVEL", "info", "log level: debug, info, warn or error")
-	e.Bool(&c.noDispatch, "no-dispatch", "CHRONOQ_NO_DISPATCH", "run no push dispatchers here (run `chronoq dispatch` elsewhere)")
+	e.Bool(&c.noDispatch, "no-dispatch", "CHRONOQ_NO_DISPATCH", "run no push dispatchers here (run 'chronoq dispatch' elsewhere)")
 	e.String(&c.dispatchAllow, "dispatch-allow", "CHRONOQ_DISPATCH_ALLOW", "", "push targets the SSRF guard lets through although internal: CIDRs, IPs and host names, comma-separated (\"127.0.0.1,10.0.0.0/8,api.internal\")")
 	if name == "demo" {
 		c.demo = true

@@ -1,9 +1,11 @@
 // Command push-receiver is the receiver of the README's push walk-through:
 // it verifies chronoq's signature, logs each job, and with FAIL_ONCE set
-// answers 503 to every first attempt, so that the retry shows.
+// answers 503 to every first attempt, so that the retry shows. -listen
+// sets the address it listens on (127.0.0.1:9000 by default).
 package main
 
 import (
+	"flag"
 	"io"
 	"log"
 	"log/slog"
@@ -15,6 +17,8 @@ import (
 )
 
 func main() {
+	listen := flag.String("listen", "127.0.0.1:9000", "address to listen on (host:port)")
+	flag.Parse()
 	secret, failOnce := os.Getenv("SECRET"), os.Getenv("FAIL_ONCE") != ""
 	http.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -29,6 +33,7 @@ func main() {
 		}
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
-	srv := &http.Server{Addr: "127.0.0.1:9000", ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: *listen, ReadHeaderTimeout: 10 * time.Second}
+	slog.Info("listening", "addr", *listen)
 	log.Fatal(srv.ListenAndServe())
 }

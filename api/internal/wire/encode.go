@@ -1,11 +1,13 @@
 package wire
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -23,7 +25,7 @@ func AppendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = append(b, `,"queue":`...)
 	b = AppendString(b, j.Queue)
 	b = append(b, `,"kind":`...)
-	b = AppendString(b, j.Kind)
+	b = AppendString(b, JobKind(j))
 	b = append(b, `,"payload":`...)
 	if len(j.Payload) == 0 {
 		b = append(b, "{}"...)
@@ -256,4 +258,21 @@ func Duration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// JobKind is the kind a job is shown with: a push job (stored as kind
+// dispatch.EnvelopeKind, its options and the kind it was given in an
+// envelope payload) shows the kind it was given, so that lists and the
+// dashboard read the user's kinds; any other job its own.
+func JobKind(j *queue.Job) string {
+	if j.Kind != dispatch.EnvelopeKind {
+		return j.Kind
+	}
+	var env struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal(j.Payload, &env) != nil || queue.ValidateKind(env.Kind) != nil {
+		return j.Kind
+	}
+	return env.Kind
 }
