@@ -3124,12 +3124,16 @@ type ClientInterface interface {
 
 	// PutCronWithBody Create or replace a recurring job
 	//
+	// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /v1/cron/{name} (the `PutCron` operationId).
 	PutCronWithBody(ctx context.Context, name CronName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutCron Create or replace a recurring job
+	//
+	// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3744,6 +3748,8 @@ func (c *Client) GetCron(ctx context.Context, name CronName, reqEditors ...Reque
 
 // PutCronWithBody Create or replace a recurring job
 //
+// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /v1/cron/{name} (the `PutCron` operationId).
@@ -3760,6 +3766,8 @@ func (c *Client) PutCronWithBody(ctx context.Context, name CronName, contentType
 }
 
 // PutCron Create or replace a recurring job
+//
+// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7497,12 +7505,16 @@ type ClientWithResponsesInterface interface {
 
 	// PutCronWithBodyWithResponse Create or replace a recurring job
 	//
+	// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/cron/{name} (the `PutCron` operationId).
 	PutCronWithBodyWithResponse(ctx context.Context, name CronName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCronResponse, error)
 
 	// PutCronWithResponse Create or replace a recurring job
+	//
+	// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8492,6 +8504,8 @@ type PutCronResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON421 the response for an HTTP 421 `application/json` response
@@ -8525,6 +8539,11 @@ func (r PutCronResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r PutCronResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutCronResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -12737,6 +12756,8 @@ func (c *ClientWithResponses) GetCronWithResponse(ctx context.Context, name Cron
 
 // PutCronWithBodyWithResponse Create or replace a recurring job
 //
+// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /v1/cron/{name} (the `PutCron` operationId).
@@ -12749,6 +12770,8 @@ func (c *ClientWithResponses) PutCronWithBodyWithResponse(ctx context.Context, n
 }
 
 // PutCronWithResponse Create or replace a recurring job
+//
+// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14087,6 +14110,13 @@ func ParsePutCronResponse(rsp *http.Response) (*PutCronResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
