@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help deps test test-race test-short bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps
+.PHONY: help deps test test-load test-race test-short bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -10,8 +10,15 @@ help: ## list the targets
 deps: ## install redis-server (and redis-cli) when missing (as root, from Debian's packages)
 	@scripts/ensure-deps.sh
 
-test: deps examples-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster
+test: deps examples-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster; then test-load
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
+	$(MAKE) test-load
+
+# Under -race, on two cores, 2,000 answers written at once take longer:
+# the suite holds TestLongPollLoad to a looser bound (api/race_test.go),
+# and this target runs it alone without the detector, to the strict one.
+test-load: deps ## 2,000 concurrent HTTP long polls on one server, without the race detector (about 15 s)
+	$(GO) test -count=1 -timeout 2m -run '^TestLongPollLoad$$' ./api/
 
 test-race: test ## same as test (the suite always runs with -race)
 

@@ -974,7 +974,7 @@ type Claim struct {
 	// Example: 30s
 	Visibility *string `json:"visibility,omitempty"`
 
-	// Wait Go duration string ("90s", "1m30s", "250ms"). How long to wait for a job, 0 to 30s; default 0. A job ends the wait at once; an empty wait ends on Redis's next timer tick after it, up to 100 ms later at Redis's default hz of 10.
+	// Wait Go duration string ("90s", "1m30s", "250ms"). How long to wait for a job, 0 to 30s; default 0. A job ends the wait at once; an empty wait ends at it.
 	//
 	// Example: 30s
 	Wait *string `json:"wait,omitempty"`
