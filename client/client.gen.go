@@ -1107,6 +1107,9 @@ type CompletedEventEvent string
 // CronEntries defines model for CronEntries.
 type CronEntries struct {
 	Entries []CronEntry `json:"entries"`
+
+	// NextCursor The cursor of the next page; "" after the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // CronEntry defines model for CronEntry.
@@ -2125,6 +2128,14 @@ type DashboardParams struct {
 	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
+// ListCronParams defines parameters for ListCron.
+type ListCronParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // EventsParams defines parameters for Events.
 type EventsParams struct {
 	// Queue Queues to follow (repeated or comma-separated, at most 100); every queue when left out.
@@ -3109,8 +3120,10 @@ type ClientInterface interface {
 
 	// ListCron List the recurring jobs
 	//
+	// A page of the entries, sorted by name: limit 1 to 1000 (default 50); next_cursor is "" after the last page, else pass it back as cursor. A bad limit or cursor is a 400 naming it.
+	//
 	// Corresponds with GET /v1/cron (the `ListCron` operationId).
-	ListCron(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListCron(ctx context.Context, params *ListCronParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteCron Delete a recurring job
 	//
@@ -3703,9 +3716,11 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // ListCron List the recurring jobs
 //
+// A page of the entries, sorted by name: limit 1 to 1000 (default 50); next_cursor is "" after the last page, else pass it back as cursor. A bad limit or cursor is a 400 naming it.
+//
 // Corresponds with GET /v1/cron (the `ListCron` operationId).
-func (c *Client) ListCron(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListCronRequest(c.Server)
+func (c *Client) ListCron(ctx context.Context, params *ListCronParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCronRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5098,7 +5113,7 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 }
 
 // NewListCronRequest constructs an http.Request for the ListCron method
-func NewListCronRequest(server string) (*http.Request, error) {
+func NewListCronRequest(server string, params *ListCronParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5114,6 +5129,45 @@ func NewListCronRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7484,10 +7538,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListCronWithResponse List the recurring jobs
 	//
+	// A page of the entries, sorted by name: limit 1 to 1000 (default 50); next_cursor is "" after the last page, else pass it back as cursor. A bad limit or cursor is a 400 naming it.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/cron (the `ListCron` operationId).
-	ListCronWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCronResponse, error)
+	ListCronWithResponse(ctx context.Context, params *ListCronParams, reqEditors ...RequestEditorFn) (*ListCronResponse, error)
 
 	// DeleteCronWithResponse Delete a recurring job
 	//
@@ -12717,11 +12773,13 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 
 // ListCronWithResponse List the recurring jobs
 //
+// A page of the entries, sorted by name: limit 1 to 1000 (default 50); next_cursor is "" after the last page, else pass it back as cursor. A bad limit or cursor is a 400 naming it.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/cron (the `ListCron` operationId).
-func (c *ClientWithResponses) ListCronWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCronResponse, error) {
-	rsp, err := c.ListCron(ctx, reqEditors...)
+func (c *ClientWithResponses) ListCronWithResponse(ctx context.Context, params *ListCronParams, reqEditors ...RequestEditorFn) (*ListCronResponse, error) {
+	rsp, err := c.ListCron(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
