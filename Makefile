@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help deps test test-load test-race test-short bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps
+.PHONY: help deps test test-race test-short test-embedded test-load bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -10,14 +10,25 @@ help: ## list the targets
 deps: ## install redis-server (and redis-cli) when missing (as root, from Debian's packages)
 	@scripts/ensure-deps.sh
 
-test: deps examples-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster; then test-load
+test: deps examples-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster; then test-embedded and test-load
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
-	$(MAKE) test-load
+	@$(MAKE) --no-print-directory test-embedded
+	@$(MAKE) --no-print-directory test-load
+
+# The zero-setup default (`chronoq serve` with no Redis and no redis-server
+# on the PATH) runs on an embedded Redis (miniredis), whose scripts run on
+# gopher-lua, not on Redis's Lua: the engine's single-Redis contract suites
+# and the whole HTTP API suite run again on it, so that a script that only
+# redis-server runs right cannot come back. Tests that need a redis-server
+# process (a Cluster, a server to kill, CLIENT LIST) skip there and say why.
+test-embedded: ## the queue's single-Redis contract suites and the HTTP API suite on the embedded Redis (CHRONOQ_TEST_REDIS=embedded)
+	CHRONOQ_TEST_REDIS=embedded $(GO) test -count=1 -timeout 10m -run 'Single$$' ./queue/
+	CHRONOQ_TEST_REDIS=embedded $(GO) test -count=1 -timeout 10m ./api/
 
 # Under -race, on two cores, 2,000 answers written at once take longer:
 # the suite holds TestLongPollLoad to a looser bound (api/race_test.go),
 # and this target runs it alone without the detector, to the strict one.
-test-load: deps ## 2,000 concurrent HTTP long polls on one server, without the race detector (about 15 s)
+test-load: deps ## 2,000 concurrent HTTP long polls on one server, without the race detector (about 35 s with its build)
 	$(GO) test -count=1 -timeout 2m -run '^TestLongPollLoad$$' ./api/
 
 test-race: test ## same as test (the suite always runs with -race)
@@ -46,9 +57,10 @@ bench-peer: deps ## chronoq vs asynq side by side on one redis-server (module be
 # bounded too, so a run stops by itself.
 FUZZTIME ?= 50000x
 fuzz: deps ## fuzz the request decoding, each target for FUZZTIME executions (default 50000x, about 10 s each here)
-	@for f in FuzzEnqueueRequest FuzzBatchRequest FuzzRequest FuzzAppendString; do \
-	  echo "fuzzing $$f for $(FUZZTIME)"; \
-	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./api/ || exit 1; \
+	@for t in FuzzEnqueueRequest:./api/ FuzzBatchRequest:./api/ FuzzRequest:./api/ FuzzAppendString:./api/internal/wire/; do \
+	  f=$${t%%:*}; pkg=$${t#*:}; \
+	  echo "fuzzing $$f ($$pkg) for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; \
 	done
 
 # golangci-lint runs with .golangci.yml at the version pinned in

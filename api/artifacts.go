@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -47,10 +48,10 @@ func (s *Server) putArtifact(c echo.Context) error {
 		return invalidArg("value", "value is required: any JSON")
 	}
 	ctx := c.Request().Context()
-	if err := s.store.AttachArtifacts(ctx, q, id, req.Token, map[string]json.RawMessage{name: req.Value}); err != nil {
+	if err := s.outputs.AttachArtifacts(ctx, q, id, req.Token, map[string]json.RawMessage{name: req.Value}); err != nil {
 		return err
 	}
-	arts, err := s.store.Artifacts(ctx, q, id)
+	arts, err := s.outputs.Artifacts(ctx, q, id)
 	if err != nil {
 		return err
 	}
@@ -64,7 +65,7 @@ func (s *Server) getArtifacts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	arts, err := s.store.Artifacts(c.Request().Context(), q, id)
+	arts, err := s.outputs.Artifacts(c.Request().Context(), q, id)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (s *Server) appendLogs(c echo.Context) error {
 	if len(req.Lines) == 0 || len(req.Lines) > queue.MaxLogBatch {
 		return invalidArg("lines", "give 1 to %d lines, got %d", queue.MaxLogBatch, len(req.Lines))
 	}
-	a, err := s.store.AppendLog(c.Request().Context(), q, id, req.Token, req.Lines)
+	a, err := s.outputs.AppendLog(c.Request().Context(), q, id, req.Token, req.Lines)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ type logPageJSON struct {
 }
 
 func toLogLineJSON(l queue.LogLine) logLineJSON {
-	return logLineJSON{Seq: l.Seq, At: fmtTime(l.At), Line: l.Line}
+	return logLineJSON{Seq: l.Seq, At: wire.Time(l.At), Line: l.Line}
 }
 
 // getLogs: GET /v1/queues/{queue}/jobs/{id}/logs?after=<seq>&limit=<n>:
@@ -144,7 +145,7 @@ func (s *Server) getLogs(c echo.Context) error {
 		}
 		limit = n
 	}
-	page, err := s.store.Logs(c.Request().Context(), q, id, after, limit)
+	page, err := s.outputs.Logs(c.Request().Context(), q, id, after, limit)
 	if err != nil {
 		return err
 	}

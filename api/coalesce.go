@@ -144,8 +144,8 @@ func enqueueAlone(p producer) func(context.Context, queue.NewJob) (queue.Enqueue
 // completer batches the completes (POST .../complete) of each queue into
 // one CompleteManyJobs, which also answers each job as its completion
 // left it (the answer of the request). On the path of an HTTP worker, one
-// job a call, that is one script call for several jobs' completes where
-// each was two round trips (BenchmarkHTTPWork).
+// job a call, that is one script call for several jobs' completes, and no
+// read after it (see docs/ARCHITECTURE.md, "Batching", for the figures).
 //
 // The store answers each ack on its own (a lost lease, full artifacts, or
 // a result or artifacts it refused), so one request's does not touch the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
@@ -60,7 +61,7 @@ type cronJSON struct {
 func toCronJSON(e CronEntry) cronJSON {
 	out := cronJSON{Name: e.Name, Schedule: e.Schedule, Timezone: e.Timezone, Queue: e.Queue, Kind: e.Kind,
 		Payload: e.Payload, MaxAttempts: e.MaxAttempts, Missed: string(e.Missed), Overlap: string(e.Overlap), Paused: e.Paused,
-		NextRunAt: fmtTime(e.NextRunAt), LastRunAt: fmtTime(e.LastRunAt), LastJobID: nilIfEmpty(e.LastJobID)}
+		NextRunAt: wire.Time(e.NextRunAt), LastRunAt: wire.Time(e.LastRunAt), LastJobID: nilIfEmpty(e.LastJobID)}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("{}")
 	}

@@ -3,11 +3,14 @@
 //
 // # Shape
 //
-// [New] builds a [Server] from a [Config]. The handlers see the engine
-// through one interface per seam: [Store], the job engine that every
-// route but the cron ones needs (a *queue.Client), and [CronStore], the
-// recurring jobs (a *cron.Store), whose routes are registered only when
-// one is configured.
+// [New] builds a [Server] from a [Config]. The handlers see the job
+// engine through one small interface per role — [Producer], [Reader],
+// [Manager], [Consumer], [Outputs], [Subscriber] and [Engine] — whose
+// union, [Store], is what Config.Store takes (a *queue.Client); the
+// recurring jobs are [CronStore] (a *cron.Store), whose routes are
+// registered only when one is configured. The JSON wire layer (strict
+// request decoding, the hand-written Job resource) is the internal
+// package api/internal/wire.
 //
 //	client, _ := queue.NewClient(queue.Config{Redis: rdb})
 //	srv, _ := api.New(api.Config{Store: client, Token: token})
@@ -15,8 +18,8 @@
 //
 // # Workers
 //
-// The worker registry (package registry; [Config.Workers], by default one
-// over a *queue.Client Store) serves GET /v1/workers and
+// The worker registry (package registry; [Config.Workers], none by
+// default) serves GET /v1/workers and
 // GET/PUT/DELETE /v1/workers/{id}; an HTTP worker's claim, complete,
 // fail, heartbeat and cancel may carry a worker_id that registers or
 // refreshes it and keeps the list of jobs it holds (see workers.go). The

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -62,45 +63,75 @@ var (
 		Message: "a state-changing request from a browser must come from the dashboard's own origin"}
 )
 
-// toError maps any error of a handler to the API's answer.
+// toError maps any error of a handler to the API's answer: the API's own
+// errors as they are, then the wire layer's, the router's, a field of the
+// engine's and the engine's errors; anything else is a 500.
 func toError(err error) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
 	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		if we.TooLarge {
+			return tooLarge(we.Field, we.Message)
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Field: we.Field, Message: we.Message}
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
-		switch he.Code {
-		case http.StatusNotFound:
-			return &Error{Status: he.Code, Code: CodeNotFound, Message: "no such route", err: err}
-		case http.StatusMethodNotAllowed:
-			return &Error{Status: he.Code, Code: CodeMethodNotAllowed, Message: "method not allowed on this route", err: err}
-		case http.StatusRequestEntityTooLarge:
-			return &Error{Status: he.Code, Code: CodePayloadTooLarge, Message: "request body too large", err: err}
-		case http.StatusUnauthorized:
-			return errUnauthenticated
-		}
-		if he.Code >= 400 && he.Code < 500 {
-			return &Error{Status: he.Code, Code: CodeInvalidArgument, Message: http.StatusText(he.Code), err: err}
-		}
-		return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", err: err}
+		return routerError(he, err)
 	}
 	var fe *queue.FieldError
 	if errors.As(err, &fe) {
-		field := fe.Field
-		if fe.Index >= 0 {
-			field = fmt.Sprintf("jobs[%d].%s", fe.Index, fe.Field)
-		}
-		if errors.Is(err, queue.ErrPayloadTooLarge) {
-			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge, Field: field, Message: fe.Err.Error(), err: err}
-		}
-		if errors.Is(err, queue.ErrInvalid) {
-			return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Field: field, Message: fe.Err.Error(), err: err}
-		}
-		if errors.Is(err, queue.ErrTooManyLabelSets) {
-			return &Error{Status: http.StatusConflict, Code: CodeConflict, Field: field, Message: fe.Err.Error(), err: err}
+		if e := fieldError(fe, err); e != nil {
+			return e
 		}
 	}
+	return engineError(err)
+}
+
+// routerError is the answer to an error of Echo's (no route, a method the
+// route does not take, ...).
+func routerError(he *echo.HTTPError, err error) *Error {
+	switch he.Code {
+	case http.StatusNotFound:
+		return &Error{Status: he.Code, Code: CodeNotFound, Message: "no such route", err: err}
+	case http.StatusMethodNotAllowed:
+		return &Error{Status: he.Code, Code: CodeMethodNotAllowed, Message: "method not allowed on this route", err: err}
+	case http.StatusRequestEntityTooLarge:
+		return &Error{Status: he.Code, Code: CodePayloadTooLarge, Message: "request body too large", err: err}
+	case http.StatusUnauthorized:
+		return errUnauthenticated
+	}
+	if he.Code >= 400 && he.Code < 500 {
+		return &Error{Status: he.Code, Code: CodeInvalidArgument, Message: http.StatusText(he.Code), err: err}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", err: err}
+}
+
+// fieldError is the answer to an error of the engine's that names a field
+// (of the job at fe.Index of a batch); nil for one of a kind it does not
+// know, which engineError answers.
+func fieldError(fe *queue.FieldError, err error) *Error {
+	field := fe.Field
+	if fe.Index >= 0 {
+		field = fmt.Sprintf("jobs[%d].%s", fe.Index, fe.Field)
+	}
+	switch {
+	case errors.Is(err, queue.ErrPayloadTooLarge):
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge, Field: field, Message: fe.Err.Error(), err: err}
+	case errors.Is(err, queue.ErrInvalid):
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Field: field, Message: fe.Err.Error(), err: err}
+	case errors.Is(err, queue.ErrTooManyLabelSets):
+		return &Error{Status: http.StatusConflict, Code: CodeConflict, Field: field, Message: fe.Err.Error(), err: err}
+	}
+	return nil
+}
+
+// engineError is the answer to an error of the engine's, by its sentinel;
+// a 500 for any other.
+func engineError(err error) *Error {
 	switch {
 	case errors.Is(err, queue.ErrPayloadTooLarge):
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge, Message: err.Error(), err: err}

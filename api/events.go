@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -53,7 +54,7 @@ func (s *Server) events(c echo.Context) error {
 	defer s.streams.Add(-1)
 	ctx, cancel := s.streamContext(c)
 	defer cancel()
-	evs, err := s.store.Subscribe(ctx, queues...)
+	evs, err := s.subscribe.Subscribe(ctx, queues...)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (s *Server) events(c echo.Context) error {
 			return true // a ping; or not a change of status: a job's own stream carries them
 		}
 		data, err := json.Marshal(eventJSON{Queue: ev.Queue, ID: ev.ID, Kind: ev.Kind, Status: ev.Status,
-			Attempts: ev.Attempts, At: fmtTime(ev.At)})
+			Attempts: ev.Attempts, At: wire.Time(ev.At)})
 		if err != nil {
 			return false
 		}

@@ -60,7 +60,8 @@ type setupConfig struct {
 	// one (b.clock is then not the client's).
 	clock clockwork.Clock
 	// workers, when set, configures the worker registry over the
-	// bundle's queue client (else the server's default).
+	// bundle's queue client; by default one with registry.Config{} when
+	// the server's store is the bundle's client, else none.
 	workers *registry.Config
 	// workflows serves the /v1/workflows routes from a workflow.Client
 	// over the bundle's queue client (b.workflows, with b.releaser).
@@ -91,6 +92,9 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	}
 	if ac.Store == nil {
 		ac.Store = client
+		if sc.workers == nil {
+			sc.workers = &registry.Config{} // the registry serve gives its server
+		}
 	}
 	if sc.realCron {
 		ac.Cron = cron.NewStore(client, sc.cronOpts...)

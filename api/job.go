@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -80,52 +81,79 @@ func (r *enqueueRequest) newJob(index int) (queue.NewJob, error) {
 	if nj.Kind == "" {
 		return nj, invalidArg(prefix+"kind", "kind is required")
 	}
-	if r.RunAt != nil && r.Delay != nil {
-		return nj, invalidArg(prefix+"delay", "give run_at or delay, not both")
+	if err := r.when(&nj, prefix); err != nil {
+		return nj, err
 	}
-	var err error
-	if r.RunAt != nil {
-		// A time in the past (the zero time too) means now.
-		if nj.RunAt, err = parseTime(prefix+"run_at", *r.RunAt); err != nil {
-			return nj, err
-		}
-	}
-	if r.Delay != nil {
-		if nj.Delay, err = parseDuration(prefix+"delay", *r.Delay, 0, queue.MaxDelay); err != nil {
-			return nj, err
-		}
-	}
-	if r.MaxAttempts != nil {
-		if *r.MaxAttempts < 1 || *r.MaxAttempts > queue.MaxAttemptsLimit {
-			return nj, invalidArg(prefix+"max_attempts", "must be in [1, %d], got %d", queue.MaxAttemptsLimit, *r.MaxAttempts)
-		}
-		nj.MaxAttempts = *r.MaxAttempts
-	}
-	if r.Visibility != nil {
-		if nj.Visibility, err = parseDuration(prefix+"visibility", *r.Visibility, queue.MinVisibility, queue.MaxVisibility); err != nil {
-			return nj, err
-		}
-	}
-	if r.ResultTTL != nil {
-		if nj.ResultTTL, err = parseDuration(prefix+"result_ttl", *r.ResultTTL, 0, queue.MaxResultTTL); err != nil {
-			return nj, err
-		}
+	if err := r.limits(&nj, prefix); err != nil {
+		return nj, err
 	}
 	if r.IdempotencyKey != nil {
 		nj.IdempotencyKey = *r.IdempotencyKey
 	}
-	if len(r.Backoff) > 0 && string(r.Backoff) != "null" {
-		var br backoffRequest
-		if err := decodeRaw(r.Backoff, &br, prefix+"backoff."); err != nil {
-			return nj, err
-		}
-		b, err := br.backoff(prefix + "backoff.")
-		if err != nil {
-			return nj, err
-		}
-		nj.Backoff = &b
+	if err := r.retries(&nj, prefix); err != nil {
+		return nj, err
 	}
 	return nj, nil
+}
+
+// when reads when the job runs: run_at (a time in the past, the zero time
+// too, means now) or delay, not both.
+func (r *enqueueRequest) when(nj *queue.NewJob, prefix string) error {
+	if r.RunAt != nil && r.Delay != nil {
+		return invalidArg(prefix+"delay", "give run_at or delay, not both")
+	}
+	var err error
+	if r.RunAt != nil {
+		if nj.RunAt, err = parseTime(prefix+"run_at", *r.RunAt); err != nil {
+			return err
+		}
+	}
+	if r.Delay != nil {
+		if nj.Delay, err = parseDuration(prefix+"delay", *r.Delay, 0, queue.MaxDelay); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// limits reads the job's bounds: max_attempts, visibility, result_ttl.
+func (r *enqueueRequest) limits(nj *queue.NewJob, prefix string) error {
+	if r.MaxAttempts != nil {
+		if *r.MaxAttempts < 1 || *r.MaxAttempts > queue.MaxAttemptsLimit {
+			return invalidArg(prefix+"max_attempts", "must be in [1, %d], got %d", queue.MaxAttemptsLimit, *r.MaxAttempts)
+		}
+		nj.MaxAttempts = *r.MaxAttempts
+	}
+	var err error
+	if r.Visibility != nil {
+		if nj.Visibility, err = parseDuration(prefix+"visibility", *r.Visibility, queue.MinVisibility, queue.MaxVisibility); err != nil {
+			return err
+		}
+	}
+	if r.ResultTTL != nil {
+		if nj.ResultTTL, err = parseDuration(prefix+"result_ttl", *r.ResultTTL, 0, queue.MaxResultTTL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retries reads the job's backoff, a retry policy whose fields are named
+// under "backoff.".
+func (r *enqueueRequest) retries(nj *queue.NewJob, prefix string) error {
+	if len(r.Backoff) == 0 || string(r.Backoff) == "null" {
+		return nil
+	}
+	var br backoffRequest
+	if err := wire.Raw(r.Backoff, &br, prefix+"backoff."); err != nil {
+		return err
+	}
+	b, err := br.backoff(prefix + "backoff.")
+	if err != nil {
+		return err
+	}
+	nj.Backoff = &b
+	return nil
 }
 
 // fieldPrefix names the fields of the job at index of a batch
@@ -193,5 +221,5 @@ func toQueueJSON(s queue.Stats) queueJSON {
 		Processing: s.Processing, Dead: s.Dead, CompletedTotal: s.CompletedTotal, FailedTotal: s.FailedTotal,
 		RetriedTotal: s.RetriedTotal, ReclaimedTotal: s.ReclaimedTotal, EnqueuedTotal: s.EnqueuedTotal,
 		PromotedTotal: s.PromotedTotal, DeadTotal: s.DeadTotal,
-		OldestPendingAgeMs: s.OldestPendingAge.Milliseconds(), NextRunAt: fmtTime(s.NextRunAt)}
+		OldestPendingAgeMs: s.OldestPendingAge.Milliseconds(), NextRunAt: wire.Time(s.NextRunAt)}
 }

@@ -25,7 +25,7 @@ func (s *Server) getLimits(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.store.Limits(c.Request().Context(), q)
+	l, err := s.manage.Limits(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Server) putLimits(c echo.Context) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	if err := s.store.SetLimits(c.Request().Context(), q, l); err != nil {
+	if err := s.manage.SetLimits(c.Request().Context(), q, l); err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, toLimitsJSON(l))
@@ -60,7 +60,7 @@ func (s *Server) deleteLimits(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.ClearLimits(c.Request().Context(), q); err != nil {
+	if err := s.manage.ClearLimits(c.Request().Context(), q); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -40,6 +40,7 @@ func TestLongPollLoad(t *testing.T) {
 		polls = 2000
 		wait  = loadWait
 	)
+	testutil.NeedRedisServer(t, "its own redis-server, whose clients it counts (CLIENT LIST)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv := testutil.StartServer(t)

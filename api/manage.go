@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -46,7 +47,7 @@ func pathJob(c echo.Context) (string, string, error) {
 
 // allStats reads the stats of the known queues, sorted by name, the first
 // limit of them (all when limit is 0), statsParallel at a time.
-func allStats(ctx context.Context, r Store, limit int) ([]queue.Stats, error) {
+func allStats(ctx context.Context, r Reader, limit int) ([]queue.Stats, error) {
 	qs, err := r.Queues(ctx)
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ type queuesJSON struct {
 
 // listQueues: GET /v1/queues.
 func (s *Server) listQueues(c echo.Context) error {
-	stats, err := allStats(c.Request().Context(), s.store, 0)
+	stats, err := allStats(c.Request().Context(), s.read, 0)
 	if err != nil {
 		return err
 	}
@@ -99,7 +100,7 @@ func (s *Server) getQueue(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	qs, err := s.store.Queues(ctx)
+	qs, err := s.read.Queues(ctx)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func (s *Server) getQueue(c echo.Context) error {
 }
 
 func (s *Server) answerQueue(c echo.Context, q string) error {
-	st, err := s.store.Stats(c.Request().Context(), q)
+	st, err := s.read.Stats(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func (s *Server) answerQueue(c echo.Context, q string) error {
 	if out.Push, err = s.pushOf(c.Request().Context(), q); err != nil {
 		return err
 	}
-	l, err := s.store.Limits(c.Request().Context(), q)
+	l, err := s.manage.Limits(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func (s *Server) deleteQueue(c echo.Context) error {
 	default:
 		return invalidArg("force", "must be true or false, got %q", v)
 	}
-	if err := s.store.DeleteQueue(c.Request().Context(), q, force); err != nil {
+	if err := s.manage.DeleteQueue(c.Request().Context(), q, force); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -159,7 +160,7 @@ func (s *Server) pauseQueue(c echo.Context) error {
 	if err := s.decode(c, &struct{}{}, true); err != nil {
 		return err
 	}
-	if err := s.store.Pause(c.Request().Context(), q); err != nil {
+	if err := s.manage.Pause(c.Request().Context(), q); err != nil {
 		return err
 	}
 	return s.answerQueue(c, q)
@@ -174,7 +175,7 @@ func (s *Server) resumeQueue(c echo.Context) error {
 	if err := s.decode(c, &struct{}{}, true); err != nil {
 		return err
 	}
-	if err := s.store.Resume(c.Request().Context(), q); err != nil {
+	if err := s.manage.Resume(c.Request().Context(), q); err != nil {
 		return err
 	}
 	return s.answerQueue(c, q)
@@ -189,7 +190,7 @@ func (s *Server) reclaimQueue(c echo.Context) error {
 	if err := s.decode(c, &struct{}{}, true); err != nil {
 		return err
 	}
-	ids, err := s.store.Reclaim(c.Request().Context(), q)
+	ids, err := s.manage.Reclaim(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func (s *Server) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.Get(c.Request().Context(), q, id)
+	j, err := s.read.Get(c.Request().Context(), q, id)
 	if err != nil {
 		return err
 	}
@@ -214,7 +215,7 @@ func (s *Server) getJob(c echo.Context) error {
 		return writeJob(c, http.StatusOK, j)
 	}
 	// The attempts of a push job, after the Job resource's own fields.
-	b := appendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)), j, false)
+	b := wire.AppendJob(make([]byte, 0, 640+len(j.Payload)+len(j.Result)), j, false)
 	extra, err := json.Marshal(ds)
 	if err != nil {
 		return err
@@ -244,13 +245,13 @@ func (s *Server) listJobs(c echo.Context) error {
 		}
 		o.Limit = n
 	}
-	jobs, next, err := s.store.List(c.Request().Context(), q, o)
+	jobs, next, err := s.read.List(c.Request().Context(), q, o)
 	if err != nil {
 		return err
 	}
-	b := appendJobs(make([]byte, 0, 64+len(jobs)*700), jobs, false)
+	b := wire.AppendJobs(make([]byte, 0, 64+len(jobs)*700), jobs, false)
 	b = append(b, `,"next_cursor":`...)
-	b = append(appendString(b, next), '}')
+	b = append(wire.AppendString(b, next), '}')
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
@@ -286,7 +287,7 @@ func (s *Server) rescheduleJob(c echo.Context) error {
 	default:
 		return invalidArg("run_at", "give run_at or delay")
 	}
-	j, err := s.store.Reschedule(c.Request().Context(), q, id, runAt)
+	j, err := s.manage.Reschedule(c.Request().Context(), q, id, runAt)
 	if err != nil {
 		return err
 	}
@@ -299,7 +300,7 @@ func (s *Server) cancelJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.Cancel(c.Request().Context(), q, id)
+	j, err := s.manage.Cancel(c.Request().Context(), q, id)
 	if err != nil {
 		return err
 	}
@@ -315,7 +316,7 @@ func (s *Server) retryJob(c echo.Context) error {
 	if err := s.decode(c, &struct{}{}, true); err != nil {
 		return err
 	}
-	j, err := s.store.RunNow(c.Request().Context(), q, id)
+	j, err := s.manage.RunNow(c.Request().Context(), q, id)
 	if err != nil {
 		return err
 	}
@@ -341,7 +342,7 @@ func (s *Server) requeueDead(c echo.Context) error {
 			return invalidArg("kind", "%v", err)
 		}
 	}
-	n, err := s.store.RequeueDead(c.Request().Context(), q, req.Kind)
+	n, err := s.manage.RequeueDead(c.Request().Context(), q, req.Kind)
 	if err != nil {
 		return err
 	}
@@ -360,7 +361,7 @@ func (s *Server) purgeDead(c echo.Context) error {
 			return invalidArg("kind", "%v", err)
 		}
 	}
-	n, err := s.store.PurgeDead(c.Request().Context(), q, kind)
+	n, err := s.manage.PurgeDead(c.Request().Context(), q, kind)
 	if err != nil {
 		return err
 	}

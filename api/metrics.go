@@ -31,7 +31,7 @@ type metrics struct {
 	routes       sync.Map // routeKey -> *routeMetrics
 }
 
-func newMetrics(r Store) *metrics {
+func newMetrics(r Reader) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -107,7 +107,7 @@ type routeKey struct {
 }
 
 // routeMetrics are a routeKey's series, looked up once: finding them by
-// their labels each time was the most of observe's cost.
+// their labels on each request would be most of observe's cost.
 type routeMetrics struct {
 	requests prometheus.Counter
 	duration prometheus.Observer
@@ -116,7 +116,7 @@ type routeMetrics struct {
 // queueCollector reads every queue's depths and totals from Redis at
 // scrape time: statsParallel queues at a time, within scrapeTimeout, at
 // most maxScrapeQueues of them.
-type queueCollector struct{ r Store }
+type queueCollector struct{ r Reader }
 
 var (
 	descDepth = prometheus.NewDesc("chronoq_queue_jobs",

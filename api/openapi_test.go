@@ -16,6 +16,7 @@ import (
 	"github.com/chronoq/chronoq/api/apitest"
 	"github.com/chronoq/chronoq/demo"
 	"github.com/chronoq/chronoq/dispatch"
+	"github.com/chronoq/chronoq/registry"
 	"github.com/chronoq/chronoq/workflow"
 )
 
@@ -58,16 +59,19 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	b := setupCron(t)
 	pool, err := demo.New(demo.Config{Client: b.client})
 	require.NoError(t, err)
+	reg, err := registry.New(b.client, registry.Config{})
+	require.NoError(t, err)
 	for _, tt := range []struct {
 		name string
 		cfg  api.Config
 		ops  int
 	}{
-		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 45}, // +4 the /v1/workers routes, +5 artifacts, logs and the job stream
-		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}}, 45},
-		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t",
+		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Workers: reg, Token: "t"}, 45},
+		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Workers: reg}, 45},
+		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Workers: reg, Token: "t",
 			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 48},
-		{"no cron store", api.Config{Store: b.client, Token: "t", MetricsAuth: true}, 40},
+		{"no cron store", api.Config{Store: b.client, Workers: reg, Token: "t", MetricsAuth: true}, 40},
+		{"no worker registry", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 41},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := api.New(tt.cfg)
@@ -100,8 +104,10 @@ func TestOpenAPIServedFitsTheServer(t *testing.T) {
 	b := setupCron(t)
 	pool, err := demo.New(demo.Config{Client: b.client})
 	require.NoError(t, err)
+	reg, err := registry.New(b.client, registry.Config{})
+	require.NoError(t, err)
 	newSrv := func(cfg api.Config) openAPIDoc {
-		cfg.Store, cfg.Cron = b.client, &memCron{client: b.client}
+		cfg.Store, cfg.Cron, cfg.Workers = b.client, &memCron{client: b.client}, reg
 		srv, err := api.New(cfg)
 		require.NoError(t, err)
 		return parseDoc(t, srv.OpenAPI())
@@ -118,7 +124,7 @@ func TestOpenAPIServedFitsTheServer(t *testing.T) {
 	wf, err := workflow.New(workflow.Config{Queue: b.client})
 	require.NoError(t, err)
 	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Push: dispatch.NewStore(b.client, dispatch.Guard{}),
-		Workflows: wf, Token: "t"})
+		Workflows: wf, Workers: reg, Token: "t"})
 	require.NoError(t, err)
 	require.Equal(t, api.OpenAPI(), srv.OpenAPI(), "serve --token serves api/openapi.json byte for byte")
 	doc := parseDoc(t, srv.OpenAPI())

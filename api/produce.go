@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -68,16 +69,16 @@ func (s *Server) decodeBatch(body []byte) ([]queue.NewJob, error) {
 	var fast struct {
 		Jobs []enqueueRequest `json:"jobs"`
 	}
-	if err := decodeStrict(body, &fast, ""); err != nil {
+	if err := wire.Strict(body, &fast, ""); err != nil {
 		var slow struct {
 			Jobs []json.RawMessage `json:"jobs"`
 		}
-		if err := decodeStrict(body, &slow, ""); err != nil {
+		if err := wire.Strict(body, &slow, ""); err != nil {
 			return nil, err
 		}
 		for i, raw := range slow.Jobs {
 			var jr enqueueRequest
-			if err := decodeRaw(raw, &jr, fmt.Sprintf("jobs[%d].", i)); err != nil {
+			if err := wire.Raw(raw, &jr, fmt.Sprintf("jobs[%d].", i)); err != nil {
 				return nil, err
 			}
 		}
@@ -110,7 +111,7 @@ func (s *Server) enqueueBatch(c echo.Context) error {
 	if c.Request().Header.Get(HeaderIdempotencyKey) != "" {
 		return invalidArg("idempotency_key", "a batch takes no %s header: give each job its idempotency_key", HeaderIdempotencyKey)
 	}
-	body, err := readBody(c)
+	body, err := wire.ReadBody(c.Request())
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func (s *Server) enqueueBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.store.EnqueueBatch(c.Request().Context(), njs)
+	res, err := s.produce.EnqueueBatch(c.Request().Context(), njs)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
 )
@@ -67,7 +68,7 @@ func (t *targetJSON) target(field string) (dispatch.Target, error) {
 }
 
 func toPushJSON(c dispatch.QueueConfig, secrets bool) pushConfigJSON {
-	to := fmtDuration(c.Target.Timeout)
+	to := wire.Duration(c.Target.Timeout)
 	out := pushConfigJSON{Target: targetJSON{URL: c.Target.URL, Method: c.Target.Method, Headers: c.Target.Headers, Timeout: &to},
 		Concurrency: c.Concurrency, Labels: c.Labels}
 	if out.Labels == nil {
@@ -233,15 +234,9 @@ type deliveryJSON struct {
 }
 
 // deliveries reads the attempts the dispatcher noted on a job, oldest
-// first; none when the store keeps no notes.
+// first.
 func (s *Server) deliveries(ctx context.Context, q, id string) ([]deliveryJSON, error) {
-	n, ok := s.store.(interface {
-		Notes(ctx context.Context, queue, id string) ([]string, error)
-	})
-	if !ok {
-		return nil, nil
-	}
-	notes, err := n.Notes(ctx, q, id)
+	notes, err := s.read.Notes(ctx, q, id)
 	if err != nil {
 		return nil, err
 	}

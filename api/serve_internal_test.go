@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -42,7 +44,8 @@ func BenchmarkServeEnqueue(b *testing.B) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	store := &stubProducer{job: queue.Job{ID: "01JDQ4ZJ8Y3K6V6W0M6R5T2B1C", Status: queue.StatusPending, MaxAttempts: 25,
 		Backoff: queue.DefaultBackoff, Visibility: 30 * time.Second, EnqueuedAt: now, RunAt: now}}
-	srv, err := New(Config{Store: store, Logger: slog.New(slog.DiscardHandler), DisableCoalescing: true})
+	srv, err := New(Config{Store: store, Logger: slog.New(slog.DiscardHandler), DisableCoalescing: true,
+		Clock: clockwork.NewRealClock(), Ready: func(context.Context) error { return nil }})
 	if err != nil {
 		b.Fatal(err)
 	}

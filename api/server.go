@@ -21,8 +21,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
+	"github.com/chronoq/chronoq/dashboard"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -37,7 +37,8 @@ const (
 
 // Config configures a [Server]. Only Store is required.
 type Config struct {
-	// Store is the job engine, a *queue.Client. Required.
+	// Store is the job engine, a *queue.Client: every role of store.go.
+	// Required.
 	Store Store
 	// Cron serves the /v1/cron routes, which are registered only when it
 	// is set. Defaults to nil.
@@ -61,14 +62,14 @@ type Config struct {
 	// BodyLimit caps a request body in bytes; larger is a 413. Defaults to
 	// 1 MiB.
 	BodyLimit int64
-	// Clock is the source of time. Defaults to Store's Clock() when it has
-	// one, else the real clock.
+	// Clock is the source of time. Defaults to Store's Clock().
 	Clock clockwork.Clock
 	// Ready answers /readyz: nil when the store can serve. Defaults to a
-	// PING through Store's Redis() when it has one, else always ready.
+	// PING through Store's Redis().
 	Ready func(ctx context.Context) error
-	// Dashboard, when set, serves GET /. Defaults to a small page that
-	// points at the API.
+	// Dashboard, when set, serves GET / (dashboard.Handler() is chronoq's).
+	// Defaults to dashboard.Placeholder(), a small page that points at the
+	// API.
 	Dashboard http.Handler
 	// Routes are more routes, registered behind the same authentication as
 	// the API's own (the demo's /v1/demo routes). Defaults to none.
@@ -102,24 +103,31 @@ type Config struct {
 	// --allowed-hosts. Ignored with a Token. Defaults to none.
 	AllowedHosts []string
 	// Workers is the worker registry: the /v1/workers routes, the
-	// worker_id of the worker calls and the chronoq_workers gauge.
-	// Defaults to registry.New(Store, registry.Config{}) when Store is a
-	// *queue.Client, else none (no such routes; worker_id is ignored).
+	// worker_id of the worker calls and the chronoq_workers gauge
+	// (registry.New over the same *queue.Client). Defaults to none: no
+	// such routes, and worker_id is ignored.
 	Workers *registry.Registry
 }
 
 // Server is the HTTP API. It is an http.Handler.
 type Server struct {
-	cfg     Config
-	e       *echo.Echo
-	store   Store
-	cron    CronStore
-	workers *registry.Registry // nil: none
-	clock   clockwork.Clock
-	log     *slog.Logger
-	metrics *metrics
-	token   [sha256.Size]byte
-	session [sha256.Size]byte // sha256 of the session cookie's value
+	cfg Config
+	e   *echo.Echo
+	// The engine, by role (store.go): each handler uses the roles it needs.
+	produce   Producer
+	read      Reader
+	manage    Manager
+	consume   Consumer
+	outputs   Outputs
+	subscribe Subscriber
+	engine    Engine
+	cron      CronStore
+	workers   *registry.Registry // nil: none
+	clock     clockwork.Clock
+	log       *slog.Logger
+	metrics   *metrics
+	token     [sha256.Size]byte
+	session   [sha256.Size]byte // sha256 of the session cookie's value
 	// hostNames and hostAddrs are Config.AllowedHosts (see hostPart).
 	hostNames []string
 	hostAddrs []netip.Addr
@@ -149,23 +157,19 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.SSEHeartbeat = cmp.Or(cfg.SSEHeartbeat, DefaultSSEHeartbeat)
 	cfg.MaxEventStreams = cmp.Or(cfg.MaxEventStreams, DefaultMaxEventStreams)
+	if cfg.Dashboard == nil {
+		cfg.Dashboard = dashboard.Placeholder()
+	}
 	if cfg.Clock == nil {
-		if c, ok := cfg.Store.(interface{ Clock() clockwork.Clock }); ok {
-			cfg.Clock = c.Clock()
-		} else {
-			cfg.Clock = clockwork.NewRealClock()
-		}
+		cfg.Clock = cfg.Store.Clock()
 	}
 	if cfg.Ready == nil {
-		if r, ok := cfg.Store.(interface{ Redis() redis.UniversalClient }); ok {
-			rdb := r.Redis()
-			cfg.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
-		} else {
-			cfg.Ready = func(context.Context) error { return nil }
-		}
+		rdb := cfg.Store.Redis()
+		cfg.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, cron: cfg.Cron, clock: cfg.Clock,
-		log: cmp.Or(cfg.Logger, slog.Default()), started: cfg.Clock.Now()}
+	st := cfg.Store
+	s := &Server{cfg: cfg, produce: st, read: st, manage: st, consume: st, outputs: st, subscribe: st, engine: st,
+		cron: cfg.Cron, workers: cfg.Workers, clock: cfg.Clock, log: cmp.Or(cfg.Logger, slog.Default()), started: cfg.Clock.Now()}
 	var err error
 	if s.hostNames, s.hostAddrs, err = allowedHosts(cfg.AllowedHosts); err != nil {
 		return nil, err
@@ -176,9 +180,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.drainCtx, s.drain = context.WithCancel(context.Background()) //nolint:gosec // G118: s.drain is called by Drain
 	s.metrics = newMetrics(cfg.Store)
-	if s.workers, err = newWorkers(cfg); err != nil {
-		return nil, err
-	}
 	if s.workers != nil {
 		s.metrics.reg.MustRegister(&workersCollector{r: s.workers})
 	}
@@ -516,21 +517,12 @@ func (s *Server) readyz(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-const dashboardPlaceholder = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>chronoq</title></head>
-<body style="font-family:sans-serif;max-width:40em;margin:2em auto">
-<h1>chronoq</h1>
-<p>The scheduled job queue is running. The API is under <code>/v1</code>
-(<a href="/v1/openapi.json">OpenAPI document</a>); queues are listed at
-<a href="/v1/queues"><code>/v1/queues</code></a>, metrics at
-<a href="/metrics"><code>/metrics</code></a>.</p>
-</body></html>
-`
-
 // dashboard serves GET /. With a token configured it needs the token
 // like any route, or: GET /?token=T with the right T sets the session
 // cookie (HttpOnly, SameSite=Strict, Secure over TLS) and redirects to /,
-// so the token leaves the address bar; a wrong T is a 401.
+// so the token leaves the address bar. A browser without a session, or
+// with a wrong T, gets the sign-in page (a 401 whose form sends the token
+// to GET /?token=); other clients the API's JSON 401.
 func (s *Server) dashboard(c echo.Context) error {
 	r := c.Request()
 	h := c.Response().Header()
@@ -538,7 +530,7 @@ func (s *Server) dashboard(c echo.Context) error {
 	if s.cfg.Token != "" {
 		if tok, ok := r.URL.Query()["token"]; ok {
 			if len(tok) != 1 || !s.tokenOK(tok[0]) {
-				return errUnauthenticated
+				return s.signIn(c, true)
 			}
 			//nolint:gosec // G124: Secure exactly when the request came over TLS; a loopback server speaks plain HTTP
 			http.SetCookie(c.Response(), &http.Cookie{Name: SessionCookie, Value: sessionValue(s.cfg.Token), Path: "/",
@@ -548,14 +540,26 @@ func (s *Server) dashboard(c echo.Context) error {
 		}
 		next := func(echo.Context) error { return nil }
 		if err := s.auth(next)(c); err != nil {
+			if errors.Is(err, errUnauthenticated) {
+				return s.signIn(c, false)
+			}
 			return err
 		}
 	}
-	if s.cfg.Dashboard != nil {
-		s.cfg.Dashboard.ServeHTTP(c.Response(), r)
-		return nil
+	s.cfg.Dashboard.ServeHTTP(c.Response(), r)
+	return nil
+}
+
+// signIn answers a request to / that is not signed in: the sign-in page
+// for a browser (one that accepts HTML), the JSON 401 for any other
+// client. wrong says a token was given and was not the server's.
+func (s *Server) signIn(c echo.Context, wrong bool) error {
+	if !strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/html") {
+		return errUnauthenticated
 	}
-	return c.HTML(http.StatusOK, dashboardPlaceholder)
+	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="chronoq"`)
+	dashboard.SignIn(c.Response(), c.Request(), wrong)
+	return nil
 }
 
 // storeComplete completes one job at a time, in a call of its own.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/api"
@@ -194,7 +195,11 @@ func TestInternalErrors(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	for _, store := range []brokenStore{{}, {err: errors.New("secret detail: password=hunter2")}} {
-		b := setup(t, func(sc *setupConfig) { sc.api.Store = store; sc.api.Logger = log })
+		b := setup(t, func(sc *setupConfig) {
+			// Its clock and readiness are given: the store has neither.
+			sc.api.Store, sc.api.Logger, sc.api.Clock = store, log, clockwork.NewRealClock()
+			sc.api.Ready = func(context.Context) error { return nil }
+		})
 		r := b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "k"})
 		e := requireError(t, r, http.StatusInternalServerError, "internal", "")
 		require.Equal(t, "internal error", e.Message)

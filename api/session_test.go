@@ -238,3 +238,45 @@ func TestDashboardSessionEvents(t *testing.T) {
 	}
 	t.Fatalf("the stream ended without the event: %v", sc.Err())
 }
+
+// TestDashboardSignIn: with a token, a browser that is not signed in gets
+// the sign-in page (a 401 whose form sends the token to GET /?token=), and
+// after a wrong token the page says so; a client that does not ask for
+// HTML gets the JSON 401. The form's token signs in.
+func TestDashboardSignIn(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	b := setup(t, withToken(token), func(sc *setupConfig) { sc.noAuth = true })
+	const browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+	r := b.do(t, http.MethodGet, "/", nil, "Accept", browser)
+	require.Equal(t, http.StatusUnauthorized, r.status)
+	require.Equal(t, "text/html; charset=utf-8", r.header.Get("Content-Type"))
+	require.Equal(t, `Bearer realm="chronoq"`, r.header.Get("WWW-Authenticate"))
+	require.Equal(t, "no-store", r.header.Get("Cache-Control"))
+	csp := r.header.Get("Content-Security-Policy")
+	require.Contains(t, csp, "form-action 'self'")
+	require.NotContains(t, csp, "script-src")
+	page := string(r.body)
+	require.Contains(t, page, `<form id="signin" method="get" action="/">`)
+	require.Contains(t, page, `name="token" type="password"`)
+	require.NotContains(t, page, "not this server's")
+	require.NotContains(t, page, "{{")
+
+	r = b.do(t, http.MethodGet, "/?token=wrong", nil, "Accept", browser)
+	require.Equal(t, http.StatusUnauthorized, r.status)
+	require.Contains(t, string(r.body), "That token is not this server's.")
+	require.NotContains(t, string(r.body), "wrong", "the token given is not echoed")
+
+	// Not a browser: the API's JSON error.
+	requireError(t, b.do(t, http.MethodGet, "/", nil), http.StatusUnauthorized, "unauthenticated", "")
+	requireError(t, b.do(t, http.MethodGet, "/?token=wrong", nil, "Accept", "application/json"), http.StatusUnauthorized, "unauthenticated", "")
+
+	// The form's request: the token in the query signs in.
+	res := login(t, b.http, token)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Equal(t, "/", res.Header.Get("Location"))
+	cookie := sessionCookie(t, res)
+	r = b.do(t, http.MethodGet, "/", nil, "Accept", browser, "Cookie", cookie.Name+"="+cookie.Value)
+	require.Equal(t, http.StatusOK, r.status)
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/chronoq/chronoq/api/internal/wire"
 )
 
 // ClockOffsetWarning is how far this instance's clock may be from Redis's
@@ -38,20 +40,20 @@ type statusJSON struct {
 // nothing from Redis, so it answers while Redis is away too.
 func (s *Server) status(c echo.Context) error {
 	now := s.clock.Now()
-	est := s.store.RedisClock()
+	est := s.engine.RedisClock()
 	off := est.Offset
 	var at *string
 	if !est.At.IsZero() {
-		v := est.At.UTC().Format(timeLayout)
+		v := est.At.UTC().Format(wire.TimeLayout)
 		at = &v
 	}
 	return writeJSON(c, http.StatusOK, statusJSON{
 		Version:           buildVersion(),
 		GoVersion:         runtime.Version(),
-		StartedAt:         s.started.UTC().Format(timeLayout),
+		StartedAt:         s.started.UTC().Format(wire.TimeLayout),
 		UptimeSeconds:     max(0, now.Sub(s.started).Seconds()),
-		Time:              now.UTC().Format(timeLayout),
-		RedisTime:         now.Add(off).UTC().Format(timeLayout),
+		Time:              now.UTC().Format(wire.TimeLayout),
+		RedisTime:         now.Add(off).UTC().Format(wire.TimeLayout),
 		RedisClockOffset:  off.Seconds(),
 		RedisClockBound:   est.Bound.Seconds(),
 		RedisClockAt:      at,

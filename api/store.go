@@ -5,73 +5,106 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/queue"
 )
 
-// The API has two seams, one interface each: the job engine ([Store],
-// what *queue.Client is; required) and the recurring jobs ([CronStore],
-// what *cron.Store is; optional, because the cron routes exist only when
-// one is configured). Every route but the cron ones is served by the
-// engine: no route depends on a method the engine might lack.
+// The API sees the job engine through one small interface per role, each
+// what a group of handlers needs: [Producer], [Reader], [Manager],
+// [Consumer], [Outputs], [Subscriber] and [Engine]. [Store] is their
+// union, what [Config.Store] takes; *queue.Client is the one
+// implementation (tests wrap it, or embed the interface and override a
+// method, to inject faults). Errors are the queue package's
+// (queue.ErrNotFound, *queue.FieldError, ...): the API maps them to its
+// answers. The recurring jobs are a seam of their own, [CronStore],
+// whose routes exist only when one is configured.
 
-// Store is the job engine as the API uses it: every method is one of
-// *queue.Client, which is the only implementation (tests wrap it, or
-// embed the interface and override a method, to inject faults). Errors
-// are the queue package's (queue.ErrNotFound, *queue.FieldError, ...):
-// the API maps them to its answers.
-type Store interface {
-	// Producing: POST /v1/jobs, /v1/jobs/batch, /v1/queues/{q}/jobs.
-	Enqueue(ctx context.Context, nj queue.NewJob) (queue.Enqueued, error)
+// Producer enqueues jobs: POST /v1/jobs, /v1/jobs/batch and
+// /v1/queues/{q}/jobs. A single enqueue is a batch of one, or part of a
+// batch of the enqueues of its queue that arrive meanwhile.
+type Producer interface {
 	EnqueueBatch(ctx context.Context, jobs []queue.NewJob) ([]queue.Enqueued, error)
+}
 
-	// Reading: GET /v1/queues..., the job by id, /metrics.
+// Reader reads jobs and queues: GET /v1/queues..., a job by id, a push
+// job's delivery attempts (its notes) and the queue gauges of /metrics.
+type Reader interface {
 	Get(ctx context.Context, queue, id string) (*queue.Job, error)
 	List(ctx context.Context, queue string, o ListOptions) ([]*queue.Job, string, error)
 	Queues(ctx context.Context) ([]string, error)
 	Stats(ctx context.Context, queue string) (queue.Stats, error)
+	Notes(ctx context.Context, queue, id string) ([]string, error)
+}
 
-	// Managing single jobs and the dead set: reschedule, cancel, retry,
-	// requeue and purge the dead.
+// Manager changes jobs and queues on an operator's word: reschedule,
+// cancel, retry, requeue and purge the dead; pause, resume, a reclaim
+// sweep, delete a queue; a queue's rate and in-flight limits
+// (/v1/queues/{q}/limits).
+type Manager interface {
 	Reschedule(ctx context.Context, queue, id string, runAt time.Time) (*queue.Job, error)
 	Cancel(ctx context.Context, queue, id string) (*queue.Job, error)
 	RunNow(ctx context.Context, queue, id string) (*queue.Job, error)
 	RequeueDead(ctx context.Context, queue, kind string) (int, error)
 	PurgeDead(ctx context.Context, queue, kind string) (int, error)
 
-	// Managing a whole queue: pause, resume, a reclaim sweep, delete.
 	Pause(ctx context.Context, queue string) error
 	Resume(ctx context.Context, queue string) error
 	Reclaim(ctx context.Context, queue string) ([]string, error)
 	DeleteQueue(ctx context.Context, queue string, force bool) error
-	// A queue's rate and in-flight limits: /v1/queues/{q}/limits.
+
 	Limits(ctx context.Context, queue string) (queue.Limits, error)
 	SetLimits(ctx context.Context, queue string, l queue.Limits) error
 	ClearLimits(ctx context.Context, queue string) error
+}
 
-	// The worker protocol: claim, complete, fail, heartbeat, and ending
-	// as canceled a job whose cancellation was requested.
+// Consumer is the worker protocol: claim, complete (with a result,
+// artifacts and a last log), fail, heartbeat (with progress and log
+// lines), and ending as canceled a job whose cancellation was requested.
+type Consumer interface {
 	Claim(ctx context.Context, queue string, o queue.ClaimOptions) ([]*queue.Job, error)
+	CompleteManyJobs(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
 	Fail(ctx context.Context, queue, id, token string, o queue.FailOptions) (queue.FailResult, error)
 	Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (queue.Lease, error)
-	CancelClaimed(ctx context.Context, queue, id, token string) error
-
-	// Artifacts, logs and progress of a running job: complete and
-	// heartbeat that carry them, PUT and GET .../artifacts, POST and GET
-	// .../logs.
-	CompleteManyJobs(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
 	HeartbeatWith(ctx context.Context, queue, id, token string, o queue.HeartbeatOptions) (queue.Lease, error)
+	CancelClaimed(ctx context.Context, queue, id, token string) error
+}
+
+// Outputs are what a running job leaves besides its result: PUT and GET
+// .../artifacts, POST and GET .../logs, and the log of a job's stream.
+type Outputs interface {
 	AttachArtifacts(ctx context.Context, queue, id, token string, arts map[string]json.RawMessage) error
 	Artifacts(ctx context.Context, queue, id string) (json.RawMessage, error)
 	AppendLog(ctx context.Context, queue, id, token string, lines []string) (queue.LogAppend, error)
 	Logs(ctx context.Context, queue, id string, after int64, limit int) (queue.LogPage, error)
+}
 
-	// Events: GET /v1/events.
+// Subscriber streams job events: GET /v1/events and a job's stream.
+type Subscriber interface {
 	Subscribe(ctx context.Context, queues ...string) (<-chan queue.Event, error)
+}
 
-	// RedisClock is the engine's estimate of Redis's clock against this
-	// instance's: GET /v1/status.
+// Engine is the engine itself: its clock (the server's, unless
+// [Config.Clock] says otherwise), its estimate of Redis's clock against
+// this instance's (GET /v1/status), and its Redis connection, which
+// /readyz pings unless [Config.Ready] says otherwise.
+type Engine interface {
+	Clock() clockwork.Clock
 	RedisClock() queue.ClockEstimate
+	Redis() redis.UniversalClient
+}
+
+// Store is the job engine as the API uses it: every role at once.
+type Store interface {
+	Producer
+	Reader
+	Manager
+	Consumer
+	Outputs
+	Subscriber
+	Engine
 }
 
 // CronStore keeps the recurring jobs: the /v1/cron routes, registered only
@@ -96,7 +129,7 @@ type CronStore interface {
 // cron package's Entry, so *cron.Store is a CronStore as it is.
 type CronEntry = cron.Entry
 
-// ListOptions select a page of [Store.List].
+// ListOptions select a page of [Reader.List].
 type ListOptions = queue.ListOptions
 
 // The queue client is the engine; the cron package's store keeps the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -81,7 +82,7 @@ func (s *Server) jobStream(c echo.Context) error {
 	ctx, cancel := s.streamContext(c)
 	defer cancel()
 	rctx := c.Request().Context()
-	evs, err := s.store.Subscribe(ctx, q)
+	evs, err := s.subscribe.Subscribe(ctx, q)
 	if err != nil {
 		if ctx.Err() == nil || rctx.Err() != nil {
 			return err
@@ -89,7 +90,7 @@ func (s *Server) jobStream(c echo.Context) error {
 		evs = nil // drained: the job as it is now, and the end
 	}
 	js := &jobStreamer{s: s, c: c, q: q, id: id, seq: after}
-	j, err := s.store.Get(rctx, q, id)
+	j, err := s.read.Get(rctx, q, id)
 	if err != nil {
 		return err // 404 before the stream opens
 	}
@@ -105,7 +106,7 @@ func (s *Server) jobStream(c echo.Context) error {
 			return true
 		}
 		// An event of this job, or a ping: read the store again.
-		j, err := s.store.Get(rctx, q, id)
+		j, err := s.read.Get(rctx, q, id)
 		if err != nil {
 			// Deleted (or the store is away: the client reconnects with
 			// its Last-Event-ID).
@@ -138,7 +139,7 @@ type jobStreamer struct {
 // changed. done: the job is finished and its stream has ended.
 func (js *jobStreamer) catchUp(ctx context.Context, j *queue.Job) (done bool, err error) {
 	for {
-		page, err := js.s.store.Logs(ctx, js.q, js.id, js.seq, queue.MaxLogPage)
+		page, err := js.s.outputs.Logs(ctx, js.q, js.id, js.seq, queue.MaxLogPage)
 		if err != nil {
 			return true, err
 		}
@@ -161,7 +162,7 @@ func (js *jobStreamer) catchUp(ctx context.Context, j *queue.Job) (done bool, er
 	if p := j.Progress; p != nil && (js.prog == nil || *js.prog != *p) {
 		js.prog = p
 		pct := p.Percent
-		if err := js.send("progress", "", progressJSON{Percent: &pct, Message: p.Message, UpdatedAt: fmtTime(p.UpdatedAt)}); err != nil {
+		if err := js.send("progress", "", progressJSON{Percent: &pct, Message: p.Message, UpdatedAt: wire.Time(p.UpdatedAt)}); err != nil {
 			return true, err
 		}
 	}

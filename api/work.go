@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -33,34 +35,16 @@ func (s *Server) claim(c echo.Context) error {
 	if err := s.decode(c, &req, true); err != nil {
 		return err
 	}
-	labels, err := queue.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
+	o, err := req.options()
 	if err != nil {
-		// Checked before the registry records the worker with them.
-		return &queue.FieldError{Index: -1, Field: "labels", Err: err}
-	}
-	o := queue.ClaimOptions{Labels: labels}
-	if req.Wait != nil {
-		if o.Wait, err = parseDuration("wait", *req.Wait, 0, queue.MaxClaimWait); err != nil {
-			return err
-		}
-	}
-	if req.Max != nil {
-		if *req.Max < 1 || *req.Max > queue.MaxBatch {
-			return invalidArg("max", "must be in [1, %d], got %d", queue.MaxBatch, *req.Max)
-		}
-		o.Max = *req.Max
-	}
-	if req.Visibility != nil {
-		if o.Visibility, err = parseDuration("visibility", *req.Visibility, queue.MinVisibility, queue.MaxVisibility); err != nil {
-			return err
-		}
+		return err
 	}
 	wid, err := s.workerID(req.WorkerID)
 	if err != nil {
 		return err
 	}
 	// Registered first: a worker the registry refuses claims nothing.
-	if err := s.sighted(c.Request().Context(), wid, registry.Touch{Queue: q, Labels: labels}); err != nil {
+	if err := s.sighted(c.Request().Context(), wid, registry.Touch{Queue: q, Labels: o.Labels}); err != nil {
 		return err
 	}
 	ctx, cancel := s.streamContext(c)
@@ -72,6 +56,41 @@ func (s *Server) claim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.claimed(c.Request().Context(), q, wid, jobs)
+	return writeJobs(c, http.StatusOK, jobs, true)
+}
+
+// options reads the claim's options: the claimer's labels, how long to
+// wait, how many jobs at most, their visibility.
+func (req *claimRequest) options() (queue.ClaimOptions, error) {
+	labels, err := queue.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
+	if err != nil {
+		// Checked before the registry records the worker with them.
+		return queue.ClaimOptions{}, &queue.FieldError{Index: -1, Field: "labels", Err: err}
+	}
+	o := queue.ClaimOptions{Labels: labels}
+	if req.Wait != nil {
+		if o.Wait, err = parseDuration("wait", *req.Wait, 0, queue.MaxClaimWait); err != nil {
+			return o, err
+		}
+	}
+	if req.Max != nil {
+		if *req.Max < 1 || *req.Max > queue.MaxBatch {
+			return o, invalidArg("max", "must be in [1, %d], got %d", queue.MaxBatch, *req.Max)
+		}
+		o.Max = *req.Max
+	}
+	if req.Visibility != nil {
+		if o.Visibility, err = parseDuration("visibility", *req.Visibility, queue.MinVisibility, queue.MaxVisibility); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// claimed records jobs claimed from q: their lateness, and in the
+// registry the jobs worker wid now holds.
+func (s *Server) claimed(ctx context.Context, q, wid string, jobs []*queue.Job) {
 	held := make([]registry.JobRef, 0, len(jobs))
 	for _, j := range jobs {
 		if !j.ClaimedAt.IsZero() && !j.RunAt.IsZero() {
@@ -80,9 +99,8 @@ func (s *Server) claim(c echo.Context) error {
 		held = append(held, registry.JobRef{Queue: q, ID: j.ID})
 	}
 	if len(held) > 0 {
-		s.sightedAfter(c.Request().Context(), wid, registry.Touch{Add: held})
+		s.sightedAfter(ctx, wid, registry.Touch{Add: held})
 	}
-	return writeJobs(c, http.StatusOK, jobs, true)
 }
 
 type completeRequest struct {
@@ -95,7 +113,7 @@ type completeRequest struct {
 // afterJob answers the job as it is now, or 204 when it is gone already
 // (a server that deletes finished jobs at once).
 func (s *Server) afterJob(c echo.Context, q, id string) (*queue.Job, error) {
-	j, err := s.store.Get(c.Request().Context(), q, id)
+	j, err := s.read.Get(c.Request().Context(), q, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return nil, c.NoContent(http.StatusNoContent)
 	}
@@ -181,7 +199,7 @@ func (s *Server) fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.store.Fail(c.Request().Context(), q, id, req.Token, o)
+	_, err = s.consume.Fail(c.Request().Context(), q, id, req.Token, o)
 	s.released(c.Request().Context(), wid, q, id, err)
 	if err != nil {
 		return err
@@ -246,17 +264,17 @@ func (s *Server) heartbeat(c echo.Context) error {
 		if len(req.Progress.Message) > queue.MaxProgressMessageBytes {
 			return invalidArg("progress.message", "at most %d bytes, got %d", queue.MaxProgressMessageBytes, len(req.Progress.Message))
 		}
-		l, err = s.store.HeartbeatWith(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
+		l, err = s.consume.HeartbeatWith(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
 			Progress: &queue.Progress{Percent: *req.Progress.Percent, Message: req.Progress.Message}})
 	} else {
-		l, err = s.store.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
+		l, err = s.consume.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
 	}
 	if err != nil {
 		s.released(c.Request().Context(), wid, q, id, err)
 		return err
 	}
 	s.sightedAfter(c.Request().Context(), wid, registry.Touch{Add: []registry.JobRef{{Queue: q, ID: id}}})
-	return writeJSON(c, http.StatusOK, leaseJSON{LeaseUntil: fmtTime(l.Until), CancelRequested: l.CancelRequested})
+	return writeJSON(c, http.StatusOK, leaseJSON{LeaseUntil: wire.Time(l.Until), CancelRequested: l.CancelRequested})
 }
 
 type tokenRequest struct {
@@ -283,7 +301,7 @@ func (s *Server) cancelClaimed(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.store.CancelClaimed(c.Request().Context(), q, id, req.Token)
+	err = s.consume.CancelClaimed(c.Request().Context(), q, id, req.Token)
 	s.released(c.Request().Context(), wid, q, id, err)
 	if err != nil {
 		return err

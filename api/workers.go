@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -36,18 +37,6 @@ func (s *Server) workersRoutes() []route {
 	}
 }
 
-// newWorkers is the registry of cfg: Config.Workers, or one over Store
-// when it is a *queue.Client.
-func newWorkers(cfg Config) (*registry.Registry, error) {
-	if cfg.Workers != nil {
-		return cfg.Workers, nil
-	}
-	if c, ok := cfg.Store.(*queue.Client); ok {
-		return registry.New(c, registry.Config{})
-	}
-	return nil, nil //nolint:nilnil // no registry
-}
-
 type workerJSON struct {
 	ID         string       `json:"id"`
 	Host       string       `json:"host"`
@@ -68,7 +57,7 @@ type workersJSON struct {
 
 func toWorkerJSON(w registry.Worker) workerJSON {
 	out := workerJSON{ID: w.ID, Host: w.Host, Labels: w.Labels, Queues: w.Queues, Version: w.Version,
-		StartedAt: fmtTime(w.StartedAt), LastSeenAt: fmtTime(w.LastSeenAt), ExpiresAt: fmtTime(w.ExpiresAt),
+		StartedAt: wire.Time(w.StartedAt), LastSeenAt: wire.Time(w.LastSeenAt), ExpiresAt: wire.Time(w.ExpiresAt),
 		Jobs: make([]jobRefJSON, len(w.Jobs))}
 	if out.Labels == nil {
 		out.Labels = []string{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chronoq/chronoq/api/internal/wire"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/workflow"
 )
@@ -50,9 +51,15 @@ type nodeRequest struct {
 // prefixed names the fields of err under prefix.
 func prefixed(err error, prefix string) error {
 	var ae *Error
-	if errors.As(err, &ae) && ae.Field != "" {
+	var we *wire.Error
+	switch {
+	case errors.As(err, &ae) && ae.Field != "":
 		cp := *ae
 		cp.Field = prefix + ae.Field
+		return &cp
+	case errors.As(err, &we) && we.Field != "":
+		cp := *we
+		cp.Field = prefix + we.Field
 		return &cp
 	}
 	return err
@@ -72,14 +79,14 @@ func (s *Server) workflowSpec(r *workflowRequest) (workflow.Spec, error) {
 	for i, raw := range r.Nodes {
 		prefix := fmt.Sprintf("nodes[%d].", i)
 		var nr nodeRequest
-		if err := decodeRaw(raw, &nr, prefix); err != nil {
+		if err := wire.Raw(raw, &nr, prefix); err != nil {
 			return sp, err
 		}
 		if len(nr.Job) == 0 || string(nr.Job) == "null" {
 			return sp, invalidArg(prefix+"job", "a node's job is required")
 		}
 		var jr enqueueRequest
-		if err := decodeRaw(nr.Job, &jr, prefix+"job."); err != nil {
+		if err := wire.Raw(nr.Job, &jr, prefix+"job."); err != nil {
 			return sp, err
 		}
 		if jr.DependsOn != nil || jr.OnFailure != nil {
@@ -204,8 +211,8 @@ type workflowHead struct {
 }
 
 func toWorkflowHead(w *workflow.Workflow) workflowHead {
-	return workflowHead{ID: w.ID, Status: string(w.Status), OnFailure: string(w.OnFailure), CreatedAt: fmtTime(w.CreatedAt),
-		EndedAt: fmtTime(w.EndedAt), CanceledAt: fmtTime(w.CanceledAt)}
+	return workflowHead{ID: w.ID, Status: string(w.Status), OnFailure: string(w.OnFailure), CreatedAt: wire.Time(w.CreatedAt),
+		EndedAt: wire.Time(w.EndedAt), CanceledAt: wire.Time(w.CanceledAt)}
 }
 
 // workflowJSON is the Workflow resource.
@@ -245,7 +252,7 @@ func toWorkflowJSON(w *workflow.Workflow) workflowJSON {
 			deps = []string{}
 		}
 		out.Nodes[i] = nodeJSON{Name: n.Name, DependsOn: deps, Queue: n.Queue, JobID: n.JobID, Status: nilIfEmpty(string(n.Status)),
-			Attempts: n.Attempts, EnqueuedAt: fmtTime(n.EnqueuedAt), StartedAt: fmtTime(n.StartedAt), EndedAt: fmtTime(n.EndedAt),
+			Attempts: n.Attempts, EnqueuedAt: wire.Time(n.EnqueuedAt), StartedAt: wire.Time(n.StartedAt), EndedAt: wire.Time(n.EndedAt),
 			LastError: nilIfEmpty(n.LastError)}
 	}
 	return out
@@ -261,22 +268,4 @@ func toWorkflowSummary(w *workflow.Workflow) workflowSummaryJSON {
 		out.Counts[st]++
 	}
 	return out
-}
-
-// appendWorkflowFields appends a workflow node's job's fields to the Job
-// resource: "workflow" and, once released, "upstream".
-func appendWorkflowFields(b []byte, j *queue.Job) []byte {
-	if j.Workflow == nil {
-		return b
-	}
-	b = append(b, `,"workflow":{"id":`...)
-	b = appendString(b, j.Workflow.ID)
-	b = append(b, `,"node":`...)
-	b = appendString(b, j.Workflow.Node)
-	b = append(b, '}')
-	if len(j.Upstream) > 0 {
-		b = append(b, `,"upstream":`...)
-		b = append(b, j.Upstream...) // JSON built by the releaser
-	}
-	return b
 }

@@ -8124,13 +8124,13 @@ type DashboardResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
-	JSON401 *Unauthenticated
+	JSON401 *Error
 	// JSON421 the response for an HTTP 421 `application/json` response
 	JSON421 *MisdirectedRequest
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
-func (r DashboardResponse) GetJSON401() *Unauthenticated {
+func (r DashboardResponse) GetJSON401() *Error {
 	return r.JSON401
 }
 
@@ -13810,7 +13810,7 @@ func ParseDashboardResponse(rsp *http.Response) (*DashboardResponse, error) {
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthenticated
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -13822,6 +13822,9 @@ func ParseDashboardResponse(rsp *http.Response) (*DashboardResponse, error) {
 			return nil, err
 		}
 		response.JSON421 = &dest
+
+	case rsp.StatusCode == 401:
+		// Content-type (text/html) unsupported
 
 	}
 

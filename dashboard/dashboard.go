@@ -37,23 +37,27 @@ type page struct {
 }
 
 var built = sync.OnceValue(func() page {
-	read := func(name string) string {
-		b, err := static.ReadFile("static/" + name)
-		if err != nil {
-			panic("dashboard: " + err.Error()) // embedded: cannot happen
-		}
-		return string(b)
-	}
-	css, js := read("app.css"), read("app.js")
-	html := strings.NewReplacer("{{CSS}}", css, "{{JS}}", js).Replace(read("index.html"))
-	hash := func(s string) string {
-		sum := sha256.Sum256([]byte(s))
-		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
-	}
-	csp := "default-src 'none'; script-src " + hash(js) + "; style-src " + hash(css) +
+	css, js := mustRead("app.css"), mustRead("app.js")
+	html := strings.NewReplacer("{{CSS}}", css, "{{JS}}", js).Replace(mustRead("index.html"))
+	csp := "default-src 'none'; script-src " + hashSource(js) + "; style-src " + hashSource(css) +
 		"; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 	return page{html: []byte(html), csp: csp}
 })
+
+// mustRead is an embedded file of static/.
+func mustRead(name string) string {
+	b, err := static.ReadFile("static/" + name)
+	if err != nil {
+		panic("dashboard: " + err.Error()) // embedded: cannot happen
+	}
+	return string(b)
+}
+
+// hashSource is a CSP source that allows the inline script or style s.
+func hashSource(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
 
 // Handler serves the dashboard page. It answers every request with the
 // page: mount it at "/" only.

@@ -61,3 +61,57 @@ func TestHandler(t *testing.T) {
 func m0(html string) string {
 	return regexp.MustCompile(`(?s)<script>.*?</script>`).FindString(html)
 }
+
+// TestPlaceholder: the page a server without the dashboard shows points
+// at the API, its document and its metrics.
+func TestPlaceholder(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	dashboard.Placeholder().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
+	for _, link := range []string{`href="/v1/openapi.json"`, `href="/v1/queues"`, `href="/metrics"`} {
+		require.Contains(t, rec.Body.String(), link)
+	}
+}
+
+// TestSignIn: the sign-in page is a 401 with a token form that sends to
+// GET /, no script, its style allowed by hash; a wrong token is said.
+func TestSignIn(t *testing.T) {
+	t.Parallel()
+	for _, wrong := range []bool{false, true} {
+		rec := httptest.NewRecorder()
+		dashboard.SignIn(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil), wrong)
+		require.Equal(t, http.StatusUnauthorized, rec.Code)
+		require.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
+		html := rec.Body.String()
+		require.Contains(t, html, `<form id="signin" method="get" action="/">`)
+		require.Contains(t, html, `<input id="token" name="token" type="password"`)
+		require.NotContains(t, html, "<script")
+		require.NotContains(t, html, "{{")
+		require.Equal(t, wrong, strings.Contains(html, "That token is not this server's."))
+		m := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindStringSubmatch(html)
+		require.Len(t, m, 2)
+		sum := sha256.Sum256([]byte(m[1]))
+		csp := rec.Header().Get("Content-Security-Policy")
+		require.Contains(t, csp, "style-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+		require.Contains(t, csp, "form-action 'self'")
+		require.NotRegexp(t, `<[^>]+\s(on[a-z]+|style)=`, html)
+	}
+}
+
+// TestLoadingFirst: before its first answer the page says "Loading…",
+// not that there are no queues or no workflows; the script turns the
+// loading lines off once the answers are in.
+func TestLoadingFirst(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	dashboard.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil))
+	html := rec.Body.String()
+	require.Contains(t, html, `<p id="queues-loading" class="muted">Loading…</p>`) // shown
+	require.Contains(t, html, `<p id="no-queues" class="muted" hidden>`)
+	require.Contains(t, html, `<p id="workflows-loading" class="muted" hidden>Loading…</p>`) // shown on entering the view
+	require.Contains(t, html, `<p id="wf-loading" class="muted" hidden>Loading…</p>`)
+	require.Contains(t, html, `$("queues-loading").hidden = state.queuesRead;`)
+	require.Contains(t, html, `$("no-queues").hidden = qs.length > 0 || !state.queuesRead;`)
+}

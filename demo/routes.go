@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -191,6 +192,9 @@ func decode(c echo.Context, v any) error {
 			return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodePayloadTooLarge, Message: "request body too large"}
 		}
 		return invalid("", "reading the request body failed")
+	}
+	if !utf8.Valid(body) {
+		return invalid("", "the body is not valid UTF-8 (RFC 8259, section 8.1)")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil

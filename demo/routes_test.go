@@ -76,6 +76,7 @@ func TestRoutes(t *testing.T) {
 		{"/v1/demo/batch", `{"kinds":["fax"]}`, "kinds"},
 		{"/v1/demo/batch", `{"spread":"-1s"}`, "spread"},
 		{"/v1/demo/batch", `{} {}`, ""},
+		{"/v1/demo/batch", "{\"kinds\":[\"\xff\"]}", ""}, // not valid UTF-8
 	} {
 		status, body := do(http.MethodPost, tt.path, tt.body)
 		require.Equal(t, http.StatusBadRequest, status, "%s %v", tt.body, body)

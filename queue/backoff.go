@@ -80,9 +80,12 @@ func (b Backoff) Bounds(attempt int) (lo, hi time.Duration) {
 }
 
 // Encode is the compact form stored in a job's hash and read by the Lua
-// scripts: "initial_ms:factor:max_ms:jitter".
+// scripts: "initial_ms:factor:max_ms:jitter", the numbers in decimals
+// (never "1e-05": some Lua engines, the embedded Redis's, read exponents
+// as nil).
 func (b Backoff) Encode() string {
-	return fmt.Sprintf("%d:%g:%d:%g", b.Initial.Milliseconds(), b.Factor, b.Max.Milliseconds(), b.Jitter)
+	return strconv.FormatInt(b.Initial.Milliseconds(), 10) + ":" + strconv.FormatFloat(b.Factor, 'f', -1, 64) + ":" +
+		strconv.FormatInt(b.Max.Milliseconds(), 10) + ":" + strconv.FormatFloat(b.Jitter, 'f', -1, 64)
 }
 
 // DecodeBackoff parses the form written by [Backoff.Encode]. (It runs for

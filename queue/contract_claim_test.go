@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 // contractClaim holds the contract of claims: fenced by a token, leased,
@@ -139,6 +140,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 
 	t.Run("BlockingClaimWaitsForAJob", func(t *testing.T) {
 		t.Parallel()
+		testutil.NeedRedisServer(t, "CLIENT LIST (to see the claimer wait)")
 		b := setup(t)
 		got := make(chan []*queue.Job, 1)
 		go func() {

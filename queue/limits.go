@@ -70,7 +70,7 @@ func (c *Client) SetLimits(ctx context.Context, queue string, l Limits) error {
 	}
 	set := map[string]string{metaLimitRate: "", metaLimitBurst: "", metaLimitFlight: "", metaTBTokens: "", metaTBAt: ""}
 	if l.Rate > 0 {
-		set[metaLimitRate] = strconv.FormatFloat(l.Rate, 'g', -1, 64)
+		set[metaLimitRate] = strconv.FormatFloat(l.Rate, 'f', -1, 64) // a decimal: the embedded Redis's Lua reads "1e-05" as nil
 		set[metaLimitBurst] = strconv.Itoa(l.Burst)
 	}
 	if l.MaxInFlight > 0 {

@@ -40,6 +40,7 @@ var cluster struct {
 // assigned.
 func ClusterAddrs(t testing.TB) []string {
 	t.Helper()
+	NeedRedisServer(t, "a Redis Cluster")
 	if env := os.Getenv(EnvClusterAddrs); strings.TrimSpace(env) != "" {
 		var addrs []string
 		for a := range strings.SplitSeq(env, ",") {

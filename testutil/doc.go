@@ -61,6 +61,17 @@
 // cluster. Such servers are neither started nor stopped by this package, and
 // [StartServer] still needs redis-server on PATH.
 //
+// # The embedded Redis
+//
+// Set CHRONOQ_TEST_REDIS=embedded to run a package's single-Redis tests on
+// the embedded in-memory Redis `chronoq serve` may run (miniredis, whose
+// scripts run on gopher-lua) instead: [RedisAddr] and [Redis] then answer
+// with one of a test's own, which its subtests share. [StartServer],
+// [Cluster] and [StartCluster] skip there, as does any test that calls
+// [NeedRedisServer], saying what it needs. `make test-embedded` runs the
+// queue's single-Redis contract suites and the HTTP API suite this way;
+// [EmbeddedRedis] gives a test an embedded Redis of its own in any mode.
+//
 // # Processes
 //
 // Servers listen on 127.0.0.1 only, with persistence disabled

@@ -41,6 +41,7 @@ type PrivateCluster struct {
 // CHRONOQ_TEST_CLUSTER_ADDRS names a shared cluster.
 func StartCluster(t testing.TB, extraArgs ...string) *PrivateCluster {
 	t.Helper()
+	NeedRedisServer(t, "a Redis Cluster")
 	server, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal(redisproc.NotFound)

@@ -28,6 +28,7 @@ type Server struct {
 // StartServer(t, "--appendonly", "yes").
 func StartServer(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
+	NeedRedisServer(t, "a redis-server process of its own to stop, kill or restart")
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal(redisproc.NotFound)

@@ -74,6 +74,7 @@ func Main(m *testing.M, opts ...goleak.Option) {
 	// The shared servers' goroutines (their process waiters) end here, so
 	// they are not taken for leaks.
 	stopShared()
+	stopEmbedded()
 	if code == 0 {
 		if err := goleak.Find(append(LeakOptions(), opts...)...); err != nil {
 			fmt.Fprintf(os.Stderr, "testutil: goroutines left running after the tests passed: %v\n", err)
@@ -123,10 +124,13 @@ var single struct {
 // If CHRONOQ_TEST_REDIS_ADDR is set, that server is used instead (not
 // started, not stopped). Otherwise the first call starts redis-server on
 // 127.0.0.1 and a free port, without persistence, and waits until it answers
-// PING; later calls (from any test) return the same address.
+// PING; later calls (from any test) return the same address. With
+// CHRONOQ_TEST_REDIS=embedded it is the address of an embedded in-memory
+// Redis instead, the test's own, shared with its subtests (see
+// [EnvRedis]).
 func RedisAddr(t testing.TB) string {
 	t.Helper()
-	addr, err := redisAddr()
+	addr, err := redisAddr(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,16 +141,19 @@ func RedisAddr(t testing.TB) string {
 // package's runnable examples. It panics where RedisAddr fails the test.
 // The server is stopped by [Main] like any other.
 func ExampleRedisAddr() string {
-	addr, err := redisAddr()
+	addr, err := redisAddr(nil)
 	if err != nil {
 		panic(err)
 	}
 	return addr
 }
 
-func redisAddr() (string, error) {
+func redisAddr(t testing.TB) (string, error) {
 	if addr := strings.TrimSpace(os.Getenv(EnvRedisAddr)); addr != "" {
 		return addr, nil
+	}
+	if Embedded() {
+		return embeddedAddr(t)
 	}
 	single.once.Do(func() { single.addr, single.err = startSingle() })
 	return single.addr, single.err

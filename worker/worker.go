@@ -201,11 +201,32 @@ type queueState struct {
 
 // New checks cfg and fills its defaults.
 func New(cfg Config) (*Worker, error) {
+	if err := checkConfig(&cfg); err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, client: cfg.Client, completes: newCompletes(cfg.Client), free: cfg.Concurrency, running: map[*run]struct{}{},
+		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
+		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
+		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
+	var err error
+	if w.queues, err = queueStates(cfg); err != nil {
+		return nil, err
+	}
+	if w.reg, err = newRegistration(w, &cfg); err != nil {
+		return nil, err
+	}
+	w.cfg = cfg
+	return w, nil
+}
+
+// checkConfig checks cfg's required fields and bounds, and fills its
+// defaults (its queues' own are queueStates').
+func checkConfig(cfg *Config) error {
 	if cfg.Client == nil {
-		return nil, errors.New("worker: Config.Client is required")
+		return errors.New("worker: Config.Client is required")
 	}
 	if cfg.Handler == nil {
-		return nil, errors.New("worker: Config.Handler is required")
+		return errors.New("worker: Config.Handler is required")
 	}
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	cfg.MaxClaim = cmp.Or(cfg.MaxClaim, min(cfg.Concurrency, queue.MaxBatch))
@@ -216,31 +237,34 @@ func New(cfg Config) (*Worker, error) {
 	}
 	switch {
 	case cfg.Concurrency < 1:
-		return nil, fmt.Errorf("worker: Config.Concurrency must be at least 1, got %d", cfg.Concurrency)
+		return fmt.Errorf("worker: Config.Concurrency must be at least 1, got %d", cfg.Concurrency)
 	case cfg.MaxClaim < 1 || cfg.MaxClaim > queue.MaxBatch:
-		return nil, fmt.Errorf("worker: Config.MaxClaim must be in [1, %d], got %d", queue.MaxBatch, cfg.MaxClaim)
+		return fmt.Errorf("worker: Config.MaxClaim must be in [1, %d], got %d", queue.MaxBatch, cfg.MaxClaim)
 	case cfg.IdleWait < time.Millisecond || cfg.IdleWait > queue.MaxClaimWait:
-		return nil, fmt.Errorf("worker: Config.IdleWait must be in [1ms, %s], got %s", queue.MaxClaimWait, cfg.IdleWait)
+		return fmt.Errorf("worker: Config.IdleWait must be in [1ms, %s], got %s", queue.MaxClaimWait, cfg.IdleWait)
 	case cfg.Timeout < 0 || cfg.HeartbeatInterval < 0:
-		return nil, errors.New("worker: Config.Timeout and Config.HeartbeatInterval must not be negative")
+		return errors.New("worker: Config.Timeout and Config.HeartbeatInterval must not be negative")
 	case cfg.Priority != Weighted && cfg.Priority != Strict:
-		return nil, fmt.Errorf("worker: Config.Priority must be Weighted or Strict, got %d", cfg.Priority)
+		return fmt.Errorf("worker: Config.Priority must be Weighted or Strict, got %d", cfg.Priority)
 	}
 	for kind, d := range cfg.KindTimeouts {
 		if d < 0 {
-			return nil, fmt.Errorf("worker: Config.KindTimeouts[%q] must not be negative", kind)
+			return fmt.Errorf("worker: Config.KindTimeouts[%q] must not be negative", kind)
 		}
 	}
 	labels, err := queue.CanonicalLabels(cfg.Labels, queue.MaxClaimLabels)
 	if err != nil {
-		return nil, fmt.Errorf("worker: Config.Labels: %w", err)
+		return fmt.Errorf("worker: Config.Labels: %w", err)
 	}
 	cfg.Labels = labels
-	w := &Worker{cfg: cfg, client: cfg.Client, completes: newCompletes(cfg.Client), free: cfg.Concurrency, running: map[*run]struct{}{},
-		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
-		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
-		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
+	return nil
+}
+
+// queueStates checks cfg's queues (a name each, listed once, concurrency
+// and weight in bounds), fills their defaults and answers their states.
+func queueStates(cfg Config) ([]*queueState, error) {
 	seen := map[string]bool{}
+	states := make([]*queueState, 0, len(cfg.Queues))
 	for i, qc := range cfg.Queues {
 		if err := queue.ValidateQueue(qc.Name); err != nil {
 			return nil, fmt.Errorf("worker: Config.Queues[%d]: %w", i, err)
@@ -254,13 +278,9 @@ func New(cfg Config) (*Worker, error) {
 		if qc.Concurrency < 1 || qc.Weight < 1 || qc.Weight > maxWeight {
 			return nil, fmt.Errorf("worker: Config.Queues[%d]: concurrency must be positive and weight in [1, %d]", i, maxWeight)
 		}
-		w.queues = append(w.queues, &queueState{QueueConfig: qc, arm: make(chan struct{}, 1)})
+		states = append(states, &queueState{QueueConfig: qc, arm: make(chan struct{}, 1)})
 	}
-	if w.reg, err = newRegistration(w, &cfg); err != nil {
-		return nil, err
-	}
-	w.cfg = cfg
-	return w, nil
+	return states, nil
 }
 
 // Run claims and runs jobs until ctx ends, then stops: it claims no
@@ -569,7 +589,7 @@ func (w *Worker) retryAsked(q *queueState, t time.Time) {
 // queue with room was found empty by the claim round before, and its
 // watcher will see its next job: claiming it again because a slot came
 // free would only come back empty: with jobs trickling in one at a time,
-// that was an empty claim after every burst.)
+// an empty claim after every burst.)
 func (w *Worker) idle() bool {
 	w.mu.Lock()
 	capped := false

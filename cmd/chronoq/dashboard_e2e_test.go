@@ -265,17 +265,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		return chromedp.Void{}, err
 	})
 	require.NoError(t, err)
+	// The page is the sign-in form; the API refuses every action.
 	b.do(chromedp.Navigate(s.base + "/"))
 	body := b.eval(`document.body.innerText`)
-	require.Contains(t, body, "unauthenticated")
+	require.Contains(t, body, "needs its API token")
 	require.NotContains(t, body, "Queues")
+	require.Equal(t, "true", b.eval(`String(!!document.querySelector("form#signin input[name=token][type=password]"))`))
 	status := b.eval(`fetch("/v1/demo/batch", {method: "POST", body: "{}"}).then(r => String(r.status))`)
 	require.Equal(t, "401", status)
 	status = b.eval(`fetch("/v1/queues").then(r => String(r.status))`)
 	require.Equal(t, "401", status)
 	b.do(chromedp.Navigate(s.base + "/?token=wrong"))
-	require.Contains(t, b.eval(`document.body.innerText`), "unauthenticated")
+	require.Contains(t, b.eval(`document.body.innerText`), "That token is not this server's.")
 	require.False(t, strings.Contains(b.eval(`location.href`), "tok3n"))
+	// The form signs in: the dashboard, live, the token out of the address.
+	b.do(b.set("token", "tok3n"), b.click("#signin button"), chromedp.WaitReady(chromedp.CSS("#live")))
+	b.waitFor("the page to be live after the sign-in form", `document.getElementById("live").textContent.startsWith("live")`, 10*time.Second)
+	require.Equal(t, s.base+"/", b.eval(`location.href`))
 }
 
 // TestDashboardPushInBrowser: a push queue with limits, in a real headless
@@ -952,4 +958,46 @@ func (s *served) post(t *testing.T, path, body string) map[string]any {
 	status, m := s.do(t, http.MethodPost, path, body)
 	require.Less(t, status, 300, "%s: %v", path, m)
 	return m
+}
+
+// TestDashboardLoadingFirst: until the queues are read the page says
+// "Loading…", never "No queues yet" while queues exist. The read is held
+// back (its URL blocked in the browser) so that the state before the
+// first answer lasts; let through, the queue shows and "Loading…" goes.
+func TestDashboardLoadingFirst(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	redisURL, ns := "redis://"+testutil.RedisAddr(t)+"/0", testutil.Namespace(t)
+	s := startServeAs(t, "serve", []string{"--redis-url", redisURL, "--namespace", ns, "--token", "tok3n"}, nil)
+	code, _ := s.do(t, http.MethodPost, "/v1/queues/loading/jobs", `{"kind":"k"}`)
+	require.Equal(t, http.StatusCreated, code)
+
+	block := func(on bool) {
+		_, err := chromedp.Run(b.ctx, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			var ps network.SetBlockedURLsParams
+			if on {
+				ps.URLPatterns = []*network.BlockPattern{{URLPattern: "*://*:*/v1/queues", Block: true}}
+			}
+			_, err := cdp.Call(ctx, tg, network.SetBlockedURLs, ps)
+			return chromedp.Void{}, err
+		})
+		require.NoError(t, err)
+	}
+	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
+	b.waitFor("the page to be live", `document.getElementById("live").textContent.startsWith("live")`, 10*time.Second)
+	b.waitFor("the queue", `!!document.querySelector("#queues tr.q")`, 10*time.Second)
+	require.Equal(t, "true", b.eval(`String(document.getElementById("queues-loading").hidden)`))
+
+	block(true)
+	b.do(chromedp.Navigate(s.base + "/"))
+	b.waitFor("the page to be live", `document.getElementById("live").textContent.startsWith("live")`, 10*time.Second)
+	require.Equal(t, "blocked", b.eval(`fetch("/v1/queues").then(() => "read", () => "blocked")`), "the read is held back")
+	require.Equal(t, "false", b.eval(`String(document.getElementById("queues-loading").hidden)`), "Loading… before the first answer")
+	require.Equal(t, "true", b.eval(`String(document.getElementById("no-queues").hidden)`), "no \"No queues yet\" before the first answer")
+
+	block(false)
+	b.do(chromedp.Navigate(s.base + "/"))
+	b.waitFor("the queue", `!!document.querySelector("#queues tr.q")`, 10*time.Second)
+	require.Equal(t, "true", b.eval(`String(document.getElementById("queues-loading").hidden)`))
+	require.Equal(t, "true", b.eval(`String(document.getElementById("no-queues").hidden)`))
 }

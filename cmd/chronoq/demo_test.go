@@ -102,3 +102,41 @@ func (s *served) text(t *testing.T, path string) string {
 	require.Equal(t, http.StatusOK, res.StatusCode, "%s", data)
 	return string(data)
 }
+
+// TestDemoDeadJobsRetry: `chronoq demo` on its embedded Redis keeps its
+// dead jobs, and requeues and purges them: they are listed, counted,
+// retried by POST .../dead/retry and done after it, and a purge empties
+// the set (the embedded Redis's Lua once failed both, leaving the jobs
+// in no list).
+func TestDemoDeadJobsRetry(t *testing.T) {
+	t.Parallel()
+	s := startServeAs(t, "demo", []string{"--workers", "2"}, nil)
+	status, body := s.do(t, http.MethodPost, "/v1/demo/pool", `{"fail_rate":1,"latency":"0s"}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	dead := func() float64 {
+		_, q := s.do(t, http.MethodGet, "/v1/queues/demo", "")
+		n, _ := q["dead"].(float64)
+		return n
+	}
+	status, body = s.do(t, http.MethodPost, "/v1/demo/batch", `{"count":3,"max_attempts":1}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	require.Eventually(t, func() bool { return dead() == 3 }, 20*time.Second, 20*time.Millisecond)
+
+	status, body = s.do(t, http.MethodPost, "/v1/demo/pool", `{"fail_rate":0}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	status, body = s.do(t, http.MethodPost, "/v1/queues/demo/dead/retry", `{}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Eventually(t, func() bool {
+		_, q := s.do(t, http.MethodGet, "/v1/queues/demo", "")
+		return q["completed_total"] == float64(3) && q["dead"] == float64(0)
+	}, 20*time.Second, 20*time.Millisecond)
+
+	status, body = s.do(t, http.MethodPost, "/v1/demo/pool", `{"fail_rate":1}`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	status, body = s.do(t, http.MethodPost, "/v1/demo/batch", `{"count":2,"max_attempts":1}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	require.Eventually(t, func() bool { return dead() == 2 }, 20*time.Second, 20*time.Millisecond)
+	status, body = s.do(t, http.MethodDelete, "/v1/queues/demo/dead", "")
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Zero(t, dead())
+}

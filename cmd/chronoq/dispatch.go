@@ -73,7 +73,7 @@ func runDispatch(ctx context.Context, args []string, env func(string) string, _,
 }
 
 func dispatchOnly(ctx context.Context, c serveConfig, metricsAddr string, log *slog.Logger) error {
-	rdb, closeRedis, err := connect(c, log)
+	rdb, closeRedis, err := connect(ctx, c, log)
 	if err != nil {
 		return err
 	}

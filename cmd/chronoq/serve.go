@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -26,6 +25,7 @@ import (
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/localredis"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 	"github.com/chronoq/chronoq/testutil/clockskew"
@@ -37,10 +37,16 @@ type serveConfig struct {
 	listen       string
 	redisURL     string
 	redisCluster []string
-	token        string
-	namespace    string
-	insecure     bool
-	metricsAuth  bool
+	// dataDir and localRedis: the Redis serve runs itself when given none
+	// (package internal/localredis): where it keeps its data, and which
+	// ("" redis-server from the PATH else embedded, "embedded", "memory",
+	// or a redis-server binary).
+	dataDir     string
+	localRedis  string
+	token       string
+	namespace   string
+	insecure    bool
+	metricsAuth bool
 	// allowedHosts are the names (and addresses) a server without a token
 	// answers to besides loopback ones, the address it is reached at and
 	// the --listen host (api.Config.AllowedHosts).
@@ -159,7 +165,13 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e := &envFlags{fs: fs, getenv: getenv}
 	var cluster, level string
 	e.String(&c.listen, "listen", "CHRONOQ_LISTEN", "127.0.0.1:8080", "address to listen on; other than loopback only with --token (or --insecure)")
-	e.String(&c.redisURL, "redis-url", "REDIS_URL", "", "Redis to use: redis://[user:password@]host:port[/db] or rediss:// for TLS; with --redis-cluster only its credentials and TLS are used. Empty: an embedded in-memory Redis whose jobs live only as long as the process")
+	e.String(&c.redisURL, "redis-url", "REDIS_URL", "", "Redis to use: redis://[user:password@]host:port[/db] or rediss:// for TLS; with --redis-cluster only its credentials and TLS are used. Empty: a Redis of serve's own that keeps its data in --data-dir (see --local-redis)")
+	defaultLocal := ""
+	if name == "demo" {
+		defaultLocal = localredis.FormMemory // a demo's jobs are not worth keeping
+	}
+	e.String(&c.localRedis, "local-redis", "CHRONOQ_LOCAL_REDIS", defaultLocal, "without --redis-url: the Redis to run. Empty: redis-server from the PATH, started as a child with an append-only file (fsync always) in --data-dir, else the embedded in-memory Redis saved to a snapshot there on stop; \"embedded\" for the latter; \"memory\" for the embedded one keeping nothing; or the path of a redis-server binary")
+	e.String(&c.dataDir, "data-dir", "CHRONOQ_DATA_DIR", "", "without --redis-url: where the local Redis keeps its data (default $XDG_STATE_HOME/chronoq, or ~/.local/state/chronoq); one chronoq a directory")
 	e.String(&cluster, "redis-cluster", "CHRONOQ_REDIS_CLUSTER", "", "Redis Cluster seed addresses, comma-separated host:port")
 	e.String(&c.token, "token", "CHRONOQ_TOKEN", "", "API token: /v1 and the dashboard need \"Authorization: Bearer <token>\" (the dashboard: open /?token=<token> once)")
 	e.String(&c.namespace, "namespace", "CHRONOQ_NAMESPACE", queue.DefaultNamespace, "prefix of every Redis key")
@@ -181,7 +193,8 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 		c.demo = true
 		e.Int(&c.demoWorkers, "workers", "CHRONOQ_DEMO_WORKERS", 0, "simulated workers to start with (the page changes it)")
 	}
-	if err := errors.Join(e.errs...); err != nil {
+	err := errors.Join(e.errs...)
+	if err != nil {
 		return c, err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -208,6 +221,9 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 			}
 			c.allowedHosts = append(c.allowedHosts, h)
 		}
+	}
+	if c.redisURL == "" && len(c.redisCluster) == 0 && c.localRedis != localredis.FormMemory && c.dataDir == "" {
+		c.dataDir, _ = localredis.DefaultDir(getenv) // none (no HOME): connect says to name one
 	}
 	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return c, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
@@ -290,9 +306,11 @@ type serveHooks struct {
 	onListen func(addr string) // called once the listener is open
 }
 
-// connect opens the Redis connection serve uses, starting the embedded
-// in-memory Redis when none is configured. release releases it all.
-func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, release func(), err error) {
+// connect opens the Redis connection serve uses, starting a local Redis
+// (package internal/localredis) when none is configured; its first log
+// line says which Redis it is, and where the data is. release releases it
+// all, stopping the local Redis.
+func connect(ctx context.Context, c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, release func(), err error) {
 	switch {
 	case len(c.redisCluster) > 0:
 		o := &redis.ClusterOptions{Addrs: c.redisCluster, DialerRetries: 2}
@@ -316,15 +334,53 @@ func connect(c serveConfig, log *slog.Logger) (rdb redis.UniversalClient, releas
 		log.Info("using Redis", "addr", o.Addr, "db", o.DB, "tls", o.TLSConfig != nil)
 		return cl, func() { _ = cl.Close() }, nil
 	}
-	m, err := miniredis.Run()
-	if err != nil {
-		return nil, nil, fmt.Errorf("starting the embedded Redis: %w", err)
+	if c.dataDir == "" && c.localRedis != localredis.FormMemory {
+		return nil, nil, errors.New("neither XDG_STATE_HOME nor HOME is set: name a data directory (--data-dir or CHRONOQ_DATA_DIR), or give a Redis (--redis-url)")
 	}
-	log.Warn("no --redis-url or REDIS_URL: using an embedded in-memory Redis. " +
-		"Jobs live only as long as this process: everything is lost when it stops. " +
-		"Set REDIS_URL (or --redis-url) to keep them.")
-	cl := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	return cl, func() { _ = cl.Close(); m.Close() }, nil
+	local, err := localredis.Start(ctx, localredis.Config{Dir: c.dataDir, Server: c.localRedis})
+	if err != nil {
+		return nil, nil, err
+	}
+	switch local.Form {
+	case localredis.FormServer:
+		log.Info("no --redis-url or REDIS_URL: running a redis-server of its own; every acknowledged job is kept in its append-only file (fsync always) in the data directory",
+			"data_dir", local.Dir, "redis_server", local.Binary, "addr", local.Addr())
+	case localredis.FormEmbedded:
+		log.Warn("no --redis-url or REDIS_URL, and no redis-server on the PATH: using an embedded in-memory Redis, "+
+			"saved to the data directory when chronoq stops and loaded when it starts. A crash or kill -9 loses what changed since the start. "+
+			"Install redis-server (it is then run with an append-only file there) or set REDIS_URL (or --redis-url) to keep every job.",
+			"data_dir", local.Dir, "snapshot", local.DataPath)
+	default:
+		log.Warn("no --redis-url or REDIS_URL: using an embedded in-memory Redis (--local-redis memory). " +
+			"Jobs live only as long as this process: everything is lost when it stops. " +
+			"Set REDIS_URL (or --redis-url) or leave --local-redis empty to keep them.")
+	}
+	for _, n := range local.Notes {
+		log.Warn(n, "data_dir", local.Dir)
+	}
+	o := local.Options()
+	o.DialerRetries = 2
+	cl := redis.NewClient(o)
+	exited := local.Exited()
+	stopWatch := make(chan struct{})
+	if exited != nil {
+		go func() {
+			select {
+			case <-exited:
+				log.Error("the redis-server of this chronoq exited: requests answer 503; restart chronoq", "log", local.Dir+"/redis/redis.log")
+			case <-stopWatch:
+			}
+		}()
+	}
+	return cl, func() {
+		close(stopWatch)
+		_ = cl.Close()
+		if err := local.Close(); err != nil {
+			log.Error("stopping the local Redis", "err", err)
+		} else if local.Form != localredis.FormMemory {
+			log.Info("local Redis stopped, its data kept", "data_dir", local.Dir, "form", local.Form)
+		}
+	}, nil
 }
 
 // storeFlags are the flags of the job store and of its background parts
@@ -367,7 +423,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if clock == nil {
 		clock = alarm.Real() // the promoter's waits end on a kernel timer
 	}
-	rdb, closeRedis, err := connect(c, log)
+	rdb, closeRedis, err := connect(ctx, c, log)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +204,13 @@ func startServe(t *testing.T, args []string, clock clockwork.Clock) *served {
 // startServeAs runs `chronoq <name>` (serve or demo) until the test ends.
 func startServeAs(t *testing.T, name string, args []string, clock clockwork.Clock) *served {
 	t.Helper()
+	if !slices.ContainsFunc(args, func(a string) bool {
+		return a == "--redis-url" || a == "--redis-cluster" || a == "--local-redis" || a == "--data-dir"
+	}) {
+		// No Redis named: the embedded one keeping nothing, not one in
+		// this user's data directory.
+		args = append([]string{"--local-redis", "memory"}, args...)
+	}
 	c, err := parseServeFlags(name, append([]string{"--listen", "127.0.0.1:0"}, args...), env(), io.Discard)
 	require.NoError(t, err)
 	logs := &syncBuffer{}
@@ -337,7 +345,7 @@ func TestServeEmbeddedRedisTime(t *testing.T) {
 			t.Log(s.logs)
 		}
 	})
-	rdb, closeRedis, err := connect(serveConfig{}, slog.New(slog.DiscardHandler))
+	rdb, closeRedis, err := connect(t.Context(), serveConfig{localRedis: "memory"}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer closeRedis()
 	tm, err := rdb.Time(t.Context()).Result()

@@ -83,7 +83,7 @@ func TestServeWorkerTTL(t *testing.T) {
 	status, _ = s.do(t, http.MethodGet, "/v1/workers/w", "")
 	require.Equal(t, http.StatusNotFound, status)
 
-	c, err := parseServeFlags("serve", []string{"--listen", "127.0.0.1:0", "--worker-ttl", "10ms"}, env(), io.Discard)
+	c, err := parseServeFlags("serve", []string{"--listen", "127.0.0.1:0", "--local-redis", "memory", "--worker-ttl", "10ms"}, env(), io.Discard)
 	require.NoError(t, err)
 	err = serve(t.Context(), c, newLogger(c, io.Discard), serveHooks{clock: clock})
 	require.ErrorContains(t, err, "--worker-ttl")

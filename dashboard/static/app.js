@@ -67,6 +67,7 @@
     cron: undefined,    // null: no cron routes
     view: null, params: {},
     events: 0,          // events received; a read that events overtook is done again
+    queuesRead: false,  // the queues have been read once: until then the list says "Loading…"
   };
   const $ = (id) => document.getElementById(id);
 
@@ -217,6 +218,7 @@
       }
     }
     state.queues = next;
+    state.queuesRead = true;
     for (const name of state.history.keys()) if (!next.has(name)) state.history.delete(name);
     if (again) soonStats();
   }
@@ -443,7 +445,8 @@
     for (const name of qRows.keys()) if (!state.queues.has(name)) qRows.delete(name);
     const tb = $("queues").tBodies[0];
     if (tb.children.length !== rows.length || rows.some((r, i) => tb.children[i] !== r)) tb.replaceChildren(...rows);
-    $("no-queues").hidden = qs.length > 0;
+    $("queues-loading").hidden = state.queuesRead;
+    $("no-queues").hidden = qs.length > 0 || !state.queuesRead;
 
     const sel = $("queue-select");
     const names = qs.map((q) => q.name);
@@ -978,6 +981,7 @@
       el("td", {}, w.on_failure),
       timeCell(w.created_at), timeCell(w.ended_at || w.canceled_at)));
     $("workflows").tBodies[0].replaceChildren(...rows);
+    $("workflows-loading").hidden = true;
     $("no-workflows").hidden = rows.length > 0;
   }
 
@@ -990,6 +994,7 @@
   function resetWf(id) {
     Object.assign(wf, { id, data: null, byJob: new Map(), parts: [], evs: [], events: 0 });
     $("wf-id").textContent = id;
+    $("wf-loading").hidden = false;
     $("wf-gone").hidden = true;
     $("wf-graph").replaceChildren();
     $("wf-too-big").hidden = true;
@@ -1015,6 +1020,7 @@
     if (id !== wf.id) return;
     if (!w) {
       resetWf(id);
+      $("wf-loading").hidden = true;
       $("wf-gone").hidden = false;
       $("wf-status").textContent = "not found";
       return;
@@ -1028,6 +1034,7 @@
   // `seen` of its events: a node with a later event keeps what the event
   // said (the read may predate it).
   function showWf(w, seen) {
+    $("wf-loading").hidden = true;
     const old = wf.data;
     if (!old || old.id !== w.id || old.nodes.length !== w.nodes.length) {
       wf.data = w;
@@ -1274,6 +1281,7 @@
       enter() {
         $("workflows").tBodies[0].replaceChildren();
         $("no-workflows").hidden = true;
+        $("workflows-loading").hidden = false;
         soonWorkflows();
       },
       leave() { soonWorkflows.cancel(); },

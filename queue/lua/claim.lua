@@ -103,7 +103,9 @@ end
 -- them a call, so that a claim never answers empty, nor waits, while jobs
 -- are pending behind stale ids.
 local ids, leases, stale = {}, {}, 0
-local lease_strs = {} -- visibility ms -> the lease deadline as a string
+-- visibility ms, as a string -> the lease deadline as a string (a number
+-- key would make a Lua array as long as the visibility in gopher-lua)
+local lease_strs = {}
 local stale_budget = 1000
 local li = 1
 while #ids < max and stale <= stale_budget and li <= #lists do
@@ -128,10 +130,11 @@ while #ids < max and stale <= stale_budget and li <= #lists do
       end
       local lease = now + v
       note_sweep(K_leases, lease, lease)
-      local lease_str = lease_strs[v]
+      local vkey = int_str(v)
+      local lease_str = lease_strs[vkey]
       if not lease_str then
         lease_str = int_str(lease)
-        lease_strs[v] = lease_str
+        lease_strs[vkey] = lease_str
       end
       f[R_status] = 'processing'
       f[R_attempts] = int_str((tonumber(f[R_attempts]) or 0) + 1)

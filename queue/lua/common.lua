@@ -26,6 +26,23 @@ local function int_str(x)
   return string.format('%d', x)
 end
 
+-- num reads a decimal number as tonumber does, and also the exponent forms
+-- ("1e-05", "1e+06") Go's %g writes, which some Lua engines read as nil
+-- (gopher-lua, the embedded Redis's): chronoq writes decimals, and reads
+-- what it once wrote in that form too.
+local function num(s)
+  local x = tonumber(s)
+  if x or type(s) ~= 'string' then
+    return x
+  end
+  local m, e = string.match(s, '^%s*([-+]?%d*%.?%d*)[eE]([-+]?%d+)%s*$')
+  m, e = tonumber(m or ''), tonumber(e or '')
+  if m and e then
+    return m * 10 ^ e
+  end
+  return nil
+end
+
 -- score_of_us writes Unix µs as a due score, "<ms>.<µs>".
 local function score_of_us(us)
   return string.format('%d.%03d', math.floor(us / 1000), us % 1000)
@@ -189,7 +206,7 @@ end
 -- spec_backoff answers the backoff's initial ms, factor, max ms and jitter.
 local function spec_backoff(spec)
   local initial, factor, maxd, jitter = string.match(spec_full(spec), '^%d+|%d+|([^:|]+):([^:]+):([^:]+):([^:]+)$')
-  return tonumber(initial), tonumber(factor), tonumber(maxd), tonumber(jitter)
+  return tonumber(initial), num(factor), tonumber(maxd), num(jitter)
 end
 
 -- token_base is the claim a token belongs to: "<base>.<i>" -> base.
@@ -410,7 +427,7 @@ local LIMIT_FIELDS = { 'limit_rate', 'limit_burst', 'limit_inflight', 'tb_tokens
 -- limit), for limit_take and limit_at. It writes nothing.
 local function limit_room(want, lim)
   local room, tokens = want, nil
-  local rate = tonumber(lim[1] or '')
+  local rate = num(lim[1] or '')
   if rate and rate > 0 then
     local burst = math.max(tonumber(lim[2] or '') or 1, 1)
     local last = tonumber(lim[5] or '') or now

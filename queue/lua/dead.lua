@@ -53,16 +53,15 @@ local n, requeued = 0, 0
 local last_score, last_id = '', ''
 for i = 1, #r, 2 do
   local id, score = r[i], r[i + 1]
-  if tonumber(score) > upto then
+  -- The sentinel first: its score is +inf, which Lua engines need not
+  -- read as a number (gopher-lua's tonumber('inf') is nil).
+  if id == SENTINEL or tonumber(score) > upto then
     done = 1
     break
   end
   last_score, last_id = score, id
   local f = load(id)
-  if id == SENTINEL then
-    done = 1
-    break
-  elseif not f or f[R_status] ~= 'dead' then
+  if not f or f[R_status] ~= 'dead' then
     redis.call('ZREM', K_dead, id) -- a stale entry
   elseif kind == '' or f[R_kind] == kind then
     redis.call('ZREM', K_dead, id)

@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 )
 
 // The decode of a request body has a fast way (json.Unmarshal and a scan
-// of the member names) and the slow one it replaced (a json.Decoder with
+// of the member names) and a reference (a json.Decoder with
 // DisallowUnknownFields, then a second parse into maps to check the
-// names' case). These tests hold the fast one to the slow one's answers:
+// names' case). These tests hold the fast one to the reference's answers:
 // the decoded value, and every error, field and message alike.
 
-// refExactNames is the check of member names as it was: a full parse into
+// refExactNames is the reference check of member names: a full parse into
 // map[string]json.RawMessage per object.
 func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 	for t.Kind() == reflect.Pointer {
@@ -36,7 +36,7 @@ func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 			val := obj[name]
 			f, ok := refField(t, name)
 			if !ok {
-				return invalidArg(prefix+name, "unknown field %q (field names are case-sensitive)", name)
+				return invalid(prefix+name, "unknown field %q (field names are case-sensitive)", name)
 			}
 			if err := refExactNames(val, f.Type, prefix+name+"."); err != nil {
 				return err
@@ -56,9 +56,9 @@ func refExactNames(data []byte, t reflect.Type, prefix string) *Error {
 	return nil
 }
 
-// memberOrder is the names of the object data in the order they come: the
-// old check went through a map, in random order, so with two bad names it
-// named either; the reference names the first, as the new check does.
+// memberOrder is the names of the object data in the order they come: a
+// map holds them in random order, so with two bad names the reference
+// would name either; it names the first, as the fast way does.
 func memberOrder(data []byte) []string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -90,13 +90,16 @@ func refField(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// refDecodeStrict is decodeStrict as it was: the Decoder's way, with the
+// refDecodeStrict is the reference Strict: the Decoder's way, with the
 // names held by refExactNames.
 func refDecodeStrict(data []byte, v any, prefix string) error {
+	if e := checkUTF8(data, prefix); e != nil {
+		return e // not what is compared: both ways check it first
+	}
 	return decodeSlow(data, v, prefix, true, refExactNames)
 }
 
-// refDecodeRaw is decodeRaw as it was.
+// refDecodeRaw is the reference Raw.
 func refDecodeRaw(raw []byte, v any, prefix string) error {
 	return decodeSlow(raw, v, prefix, false, refExactNames)
 }
@@ -183,21 +186,21 @@ func checkSameDecode(t *testing.T, body string) {
 	t.Helper()
 	for _, mk := range decodeTypes {
 		got, want := mk(), mk()
-		gotErr := decodeStrict([]byte(body), got, "")
+		gotErr := Strict([]byte(body), got, "")
 		wantErr := refDecodeStrict([]byte(body), want, "")
 		if wantErr != nil {
 			require.Error(t, gotErr, "%T %q", got, body)
-			require.Equal(t, toError(wantErr), toError(gotErr), "%T %q", got, body)
+			require.Equal(t, wantErr, gotErr, "%T %q", got, body)
 			continue
 		}
 		require.NoError(t, gotErr, "%T %q", got, body)
 		require.Equal(t, want, got, "%T %q", got, body)
 
 		got, want = mk(), mk()
-		gotErr = decodeRaw([]byte(body), got, "jobs[2].")
+		gotErr = Raw([]byte(body), got, "jobs[2].")
 		wantErr = refDecodeRaw([]byte(body), want, "jobs[2].")
 		if wantErr != nil {
-			require.Equal(t, toError(wantErr), toError(gotErr), "%T %q", got, body)
+			require.Equal(t, wantErr, gotErr, "%T %q", got, body)
 			continue
 		}
 		require.NoError(t, gotErr, "%T %q", got, body)
@@ -205,20 +208,20 @@ func checkSameDecode(t *testing.T, body string) {
 	}
 }
 
-func TestDecodeSameAsBefore(t *testing.T) {
+func TestDecodeSameAsReference(t *testing.T) {
 	t.Parallel()
 	for _, body := range decodeSeeds {
 		checkSameDecode(t, body)
 	}
 }
 
-func FuzzDecodeSameAsBefore(f *testing.F) {
+func FuzzDecodeSameAsReference(f *testing.F) {
 	for _, body := range decodeSeeds {
 		f.Add(body)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		if duplicateNames(body) {
-			t.Skip("duplicate member names: the old check read only the last of each")
+			t.Skip("duplicate member names: the reference reads only the last of each")
 		}
 		checkSameDecode(t, body)
 	})
@@ -281,16 +284,16 @@ func TestExactNamesAllocatesNothing(t *testing.T) {
 
 func BenchmarkDecodeEnqueue(b *testing.B) {
 	body := []byte(`{"queue":"bench","kind":"email","payload":{"to":"a@example.com","n":1}}`)
-	b.Run("new", func(b *testing.B) {
+	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var req enqueueRequest
-			if err := decodeStrict(body, &req, ""); err != nil {
+			if err := Strict(body, &req, ""); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	b.Run("old", func(b *testing.B) {
+	b.Run("reference", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var req enqueueRequest

@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"bytes"
@@ -194,7 +194,7 @@ func checkValue(dec *jsontext.Decoder, ft *fieldTable, prefix string) (e *Error,
 				key = string(name[1 : len(name)-1])
 			}
 			if !ok {
-				return invalidArg(prefix+key, "unknown field %q (field names are case-sensitive)", key), nil
+				return invalid(prefix+key, "unknown field %q (field names are case-sensitive)", key), nil
 			}
 			if sub.walk {
 				if e, err := checkValue(dec, sub, prefix+key+"."); e != nil || err != nil {

@@ -1,32 +1,29 @@
-package api
+package wire
 
 import (
-	"slices"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/chronoq/chronoq/queue"
 )
 
 // The Job resource is written by hand rather than through encoding/json:
 // it is the answer to every produce and claim, up to a thousand at a time,
-// and reflection was the largest cost of the HTTP path. The tests hold the
+// and reflection would be the largest cost of the HTTP path. The tests hold the
 // output to the resource of docs/API.md field by field, and the fuzz tests
 // check it is valid JSON.
 
-// appendJob appends j as the Job resource; with its claim token when
+// AppendJob appends j as the Job resource; with its claim token when
 // withToken.
-func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
+func AppendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = append(b, `{"id":`...)
-	b = appendString(b, j.ID)
+	b = AppendString(b, j.ID)
 	b = append(b, `,"queue":`...)
-	b = appendString(b, j.Queue)
+	b = AppendString(b, j.Queue)
 	b = append(b, `,"kind":`...)
-	b = appendString(b, j.Kind)
+	b = AppendString(b, j.Kind)
 	b = append(b, `,"payload":`...)
 	if len(j.Payload) == 0 {
 		b = append(b, "{}"...)
@@ -34,7 +31,7 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 		b = append(b, j.Payload...) // valid JSON: checked at enqueue
 	}
 	b = append(b, `,"status":`...)
-	b = appendString(b, string(j.Status))
+	b = AppendString(b, string(j.Status))
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(j.Attempts), 10)
 	b = append(b, `,"fence":`...)
@@ -42,25 +39,25 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 	b = append(b, `,"max_attempts":`...)
 	b = strconv.AppendInt(b, int64(j.MaxAttempts), 10)
 	b = append(b, `,"backoff":{"initial":`...)
-	b = appendString(b, fmtDuration(j.Backoff.Initial))
+	b = AppendString(b, Duration(j.Backoff.Initial))
 	b = append(b, `,"factor":`...)
-	b = appendFloat(b, j.Backoff.Factor)
+	b = AppendFloat(b, j.Backoff.Factor)
 	b = append(b, `,"max":`...)
-	b = appendString(b, fmtDuration(j.Backoff.Max))
+	b = AppendString(b, Duration(j.Backoff.Max))
 	b = append(b, `,"jitter":`...)
-	b = appendFloat(b, j.Backoff.Jitter)
+	b = AppendFloat(b, j.Backoff.Jitter)
 	b = append(b, `},"visibility":`...)
-	b = appendString(b, fmtDuration(j.Visibility))
+	b = AppendString(b, Duration(j.Visibility))
 	b = append(b, `,"enqueued_at":`...)
-	b = appendTime(b, j.EnqueuedAt)
+	b = AppendTime(b, j.EnqueuedAt)
 	b = append(b, `,"run_at":`...)
-	b = appendTime(b, j.RunAt)
+	b = AppendTime(b, j.RunAt)
 	b = append(b, `,"claimed_at":`...)
-	b = appendTime(b, j.ClaimedAt)
+	b = AppendTime(b, j.ClaimedAt)
 	b = append(b, `,"lease_until":`...)
-	b = appendTime(b, j.LeaseUntil)
+	b = AppendTime(b, j.LeaseUntil)
 	b = append(b, `,"completed_at":`...)
-	b = appendTime(b, j.CompletedAt)
+	b = AppendTime(b, j.CompletedAt)
 	b = append(b, `,"result":`...)
 	if len(j.Result) == 0 {
 		b = append(b, "null"...)
@@ -68,21 +65,21 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 		b = append(b, j.Result...) // valid JSON: checked at completion
 	}
 	b = append(b, `,"last_error":`...)
-	b = appendNullString(b, j.LastError)
+	b = AppendNullString(b, j.LastError)
 	b = append(b, `,"idempotency_key":`...)
-	b = appendNullString(b, j.IdempotencyKey)
+	b = AppendNullString(b, j.IdempotencyKey)
 	b = append(b, `,"labels":[`...)
 	for i, l := range j.Labels {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, l)
+		b = AppendString(b, l)
 	}
 	b = append(b, ']')
 	b = appendWorkflowFields(b, j)
 	if withToken {
 		b = append(b, `,"token":`...)
-		b = appendString(b, j.Token)
+		b = AppendString(b, j.Token)
 	}
 	// Present only when the job has them: its progress, and its artifacts
 	// (read with one job only, see queue.Job.Artifacts).
@@ -100,72 +97,49 @@ func appendJob(b []byte, j *queue.Job, withToken bool) []byte {
 // appendProgress appends p as {"percent","message","updated_at"}.
 func appendProgress(b []byte, p *queue.Progress) []byte {
 	b = append(b, `{"percent":`...)
-	b = appendFloat(b, p.Percent)
+	b = AppendFloat(b, p.Percent)
 	b = append(b, `,"message":`...)
-	b = appendString(b, p.Message)
+	b = AppendString(b, p.Message)
 	b = append(b, `,"updated_at":`...)
-	b = appendTime(b, p.UpdatedAt)
+	b = AppendTime(b, p.UpdatedAt)
 	return append(b, '}')
 }
 
-// appendJobs appends {"jobs":[...]} without its closing brace, so that a
+// AppendJobs appends {"jobs":[...]} without its closing brace, so that a
 // caller can add fields.
-func appendJobs(b []byte, jobs []*queue.Job, withToken bool) []byte {
+func AppendJobs(b []byte, jobs []*queue.Job, withToken bool) []byte {
 	b = append(b, `{"jobs":[`...)
 	for i, j := range jobs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJob(b, j, withToken)
+		b = AppendJob(b, j, withToken)
 	}
 	return append(b, ']')
 }
 
-// jobBufs recycles the buffers writeJob writes a job in: the response
-// writer copies what it is given (io.Writer must not retain it), so a
-// buffer is free again once the answer is written. Buffers over
-// maxPooledBuf are left to the collector.
-var jobBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledBuf = 16 << 10
-
-// writeJob answers one job.
-func writeJob(c echo.Context, status int, j *queue.Job) error {
-	bp := jobBufs.Get().(*[]byte) //nolint:forcetypeassert // the pool holds nothing else
-	b := appendJob(slices.Grow((*bp)[:0], 640+len(j.Payload)+len(j.Result)+len(j.Artifacts)), j, false)
-	err := c.Blob(status, echo.MIMEApplicationJSON, b)
-	if cap(b) <= maxPooledBuf {
-		*bp = b
-		jobBufs.Put(bp)
-	}
-	return err
-}
-
-// writeJobs answers {"jobs":[...]}.
-func writeJobs(c echo.Context, status int, jobs []*queue.Job, withToken bool) error {
-	b := appendJobs(make([]byte, 0, 16+len(jobs)*700), jobs, withToken)
-	return c.Blob(status, echo.MIMEApplicationJSON, append(b, '}'))
-}
-
-func appendTime(b []byte, t time.Time) []byte {
+// AppendTime appends t as a JSON string in [TimeLayout], or null for the
+// zero time.
+func AppendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, timeLayout)
+	b = t.UTC().AppendFormat(b, TimeLayout)
 	return append(b, '"')
 }
 
-func appendNullString(b []byte, s string) []byte {
+// AppendNullString appends s as a JSON string, or null when empty.
+func AppendNullString(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return appendString(b, s)
+	return AppendString(b, s)
 }
 
-// appendFloat writes f as encoding/json does (finite values only: a
+// AppendFloat writes f as encoding/json does (finite values only: a
 // backoff's factor and jitter are validated).
-func appendFloat(b []byte, f float64) []byte {
+func AppendFloat(b []byte, f float64) []byte {
 	if f != f || f > 1e308 || f < -1e308 {
 		return append(b, '0')
 	}
@@ -186,10 +160,10 @@ func appendFloat(b []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string, escaped as encoding/json does
+// AppendString appends s as a JSON string, escaped as encoding/json does
 // (HTML characters, U+2028 and U+2029 included; invalid UTF-8 becomes
 // U+FFFD).
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -239,4 +213,47 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendWorkflowFields appends a workflow node's job's fields to the Job
+// resource: "workflow" and, once released, "upstream".
+func appendWorkflowFields(b []byte, j *queue.Job) []byte {
+	if j.Workflow == nil {
+		return b
+	}
+	b = append(b, `,"workflow":{"id":`...)
+	b = AppendString(b, j.Workflow.ID)
+	b = append(b, `,"node":`...)
+	b = AppendString(b, j.Workflow.Node)
+	b = append(b, '}')
+	if len(j.Upstream) > 0 {
+		b = append(b, `,"upstream":`...)
+		b = append(b, j.Upstream...) // JSON built by the releaser
+	}
+	return b
+}
+
+// TimeLayout is how the API writes times: RFC 3339, milliseconds, UTC.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Time is t as the API writes it, or nil (JSON null) for the zero time.
+func Time(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(TimeLayout)
+	return &s
+}
+
+// Duration is d as a Go duration string without the zero units Go
+// appends: "1h" for 1h0m0s, "5m" for 5m0s.
+func Duration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
