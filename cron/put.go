@@ -18,8 +18,8 @@ import (
 // WithMaxEntries says otherwise.
 const DefaultMaxEntries = 10_000
 
-// ErrTooManyEntries: a new entry would pass the store's cap on entries
-// (WithMaxEntries). The error Put answers is a *TooManyEntriesError,
+// ErrTooManyEntries is a new entry that would pass the store's cap on
+// entries (WithMaxEntries). The error Put answers is a *TooManyEntriesError,
 // which also wraps queue.ErrConflict (the API answers 409).
 var ErrTooManyEntries = errors.New("too many cron entries")
 
@@ -70,7 +70,6 @@ const (
 
 type putResult struct {
 	status string
-	count  int64 // with putFull: how many entries are stored
 }
 
 // putOnce reads the stored entry e.Name and the time of the Redis that
@@ -124,9 +123,6 @@ func (s *Store) putOnce(ctx context.Context, e Entry, sched *Schedule, settings 
 			return fmt.Errorf("put.lua: unexpected reply %v", v)
 		}
 		res.status, _ = v[0].(string)
-		if len(v) > 1 {
-			res.count, _ = v[1].(int64)
-		}
 		return nil
 	}, key)
 	return res, err

@@ -97,12 +97,12 @@ func TestStoreMaxEntriesConcurrently(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	clock := clockwork.NewFakeClockAt(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	const max, clients, each = 10, 4, 10
+	const limit, clients, each = 10, 4, 10
 	var wg sync.WaitGroup
 	var created, refused atomic.Int64
 	errs := make(chan error, clients*each)
 	for i := range clients {
-		store := cron.NewStore(b.client(t, clock), cron.WithMaxEntries(max))
+		store := cron.NewStore(b.client(t, clock), cron.WithMaxEntries(limit))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -124,9 +124,9 @@ func TestStoreMaxEntriesConcurrently(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.EqualValues(t, max, created.Load())
-	require.EqualValues(t, clients*each-max, refused.Load())
+	require.EqualValues(t, limit, created.Load())
+	require.EqualValues(t, clients*each-limit, refused.Load())
 	list, err := cron.NewStore(b.client(t, clock)).List(b.ctx)
 	require.NoError(t, err)
-	require.Len(t, list, max)
+	require.Len(t, list, limit)
 }
