@@ -24,11 +24,11 @@ import (
 	"github.com/chronoq/chronoq/demo"
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/internal/alarm"
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/internal/localredis"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
-	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/workflow"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/testutil"
 	"github.com/chronoq/chronoq/internal/clockskew"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }
