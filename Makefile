@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help deps test test-race test-short test-embedded bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps openapi-tools-deps
+.PHONY: help deps test test-race test-short test-embedded test-load bench bench-bounded bench-peer bench-http lint fmt generate generate-check fuzz chaos chaos-short examples examples-deps openapi-tools-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -10,9 +10,10 @@ help: ## list the targets
 deps: ## install redis-server (and redis-cli) when missing (as root, from Debian's packages)
 	@scripts/ensure-deps.sh
 
-test: deps examples-deps openapi-tools-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster; then test-embedded
+test: deps examples-deps openapi-tools-deps lint ## the whole suite, race detector on, single Redis and Redis Cluster; then test-embedded and test-load
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
 	@$(MAKE) --no-print-directory test-embedded
+	@$(MAKE) --no-print-directory test-load
 
 # The zero-setup default (`chronoq serve` with no Redis and no redis-server
 # on the PATH) runs on an embedded Redis (miniredis), whose scripts run on
@@ -23,6 +24,12 @@ test: deps examples-deps openapi-tools-deps lint ## the whole suite, race detect
 test-embedded: ## the queue's single-Redis contract suites and the HTTP API suite on the embedded Redis (CHRONOQ_TEST_REDIS=embedded)
 	CHRONOQ_TEST_REDIS=embedded $(GO) test -count=1 -timeout 10m -run 'Single$$' ./queue/
 	CHRONOQ_TEST_REDIS=embedded $(GO) test -count=1 -timeout 10m ./api/
+
+# Under -race, on two cores, 2,000 answers written at once take longer:
+# the suite holds TestLongPollLoad to a looser bound (api/race_test.go),
+# and this target runs it alone without the detector, to the strict one.
+test-load: deps ## 2,000 concurrent HTTP long polls on one server, without the race detector (about 35 s with its build)
+	$(GO) test -count=1 -timeout 2m -run '^TestLongPollLoad$$' ./api/
 
 test-race: test ## same as test (the suite always runs with -race)
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -161,17 +162,26 @@ func (s *Server) putCron(c echo.Context) error {
 }
 
 type cronListJSON struct {
-	Entries []cronJSON `json:"entries"`
+	Entries    []cronJSON `json:"entries"`
+	NextCursor string     `json:"next_cursor"`
 }
 
-// listCron: GET /v1/cron.
+// listCron: GET /v1/cron?limit=N&cursor=C: a page of the entries, by name.
 func (s *Server) listCron(c echo.Context) error {
-	es, err := s.cron.List(c.Request().Context())
+	o := cron.ListOptions{Cursor: c.QueryParam("cursor")}
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > cron.MaxListLimit {
+			return invalidArg("limit", "must be an integer in [1, %d], got %q", cron.MaxListLimit, l)
+		}
+		o.Limit = n
+	}
+	p, err := s.cron.ListPage(c.Request().Context(), o)
 	if err != nil {
 		return err
 	}
-	out := cronListJSON{Entries: make([]cronJSON, len(es))}
-	for i, e := range es {
+	out := cronListJSON{Entries: make([]cronJSON, len(p.Entries)), NextCursor: p.Next}
+	for i, e := range p.Entries {
 		out.Entries[i] = toCronJSON(e)
 	}
 	return writeJSON(c, http.StatusOK, out)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/api"
+	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -46,15 +48,21 @@ func (c *memCron) Get(_ context.Context, name string) (api.CronEntry, error) {
 	return e, nil
 }
 
-func (c *memCron) List(context.Context) ([]api.CronEntry, error) {
+func (c *memCron) ListPage(_ context.Context, o cron.ListOptions) (cron.Page, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []api.CronEntry
 	for _, e := range c.m {
-		out = append(out, e)
+		if e.Name > o.Cursor {
+			out = append(out, e)
+		}
 	}
 	slices.SortFunc(out, func(a, b api.CronEntry) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	p := cron.Page{Entries: out}
+	if limit := cmp.Or(o.Limit, cron.DefaultListLimit); len(out) > limit {
+		p.Entries, p.Next = out[:limit], out[limit-1].Name
+	}
+	return p, nil
 }
 
 func (c *memCron) Delete(ctx context.Context, name string) error {
@@ -150,7 +158,7 @@ func TestCronRoutes(t *testing.T) {
 	requireError(t, b.do(t, http.MethodDelete, "/v1/cron/nightly", nil), 404, "not_found", "")
 	requireError(t, b.do(t, http.MethodPost, "/v1/cron/nightly/trigger", nil), 404, "not_found", "")
 	r = b.do(t, http.MethodGet, "/v1/cron", nil)
-	require.JSONEq(t, `{"entries":[]}`, string(r.body))
+	require.JSONEq(t, `{"entries":[],"next_cursor":""}`, string(r.body))
 }
 
 func TestCronInvalid(t *testing.T) {
@@ -191,7 +199,7 @@ func TestCronInvalid(t *testing.T) {
 	}
 	requireError(t, b.do(t, http.MethodGet, "/v1/cron/Bad_Name", nil), 400, "invalid_argument", "name")
 	r := b.do(t, http.MethodGet, "/v1/cron", nil)
-	require.JSONEq(t, `{"entries":[]}`, string(r.body))
+	require.JSONEq(t, `{"entries":[],"next_cursor":""}`, string(r.body))
 }
 
 // With the cron package's store: an entry whose payload is over the queue

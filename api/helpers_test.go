@@ -51,6 +51,8 @@ type setupConfig struct {
 	// realCron serves the cron routes from a cron.Store over the
 	// bundle's queue client.
 	realCron bool
+	// cronOpts are the options of that cron.Store.
+	cronOpts []cron.StoreOption
 	// push, when set, serves the push config routes from a dispatch.Store
 	// over the bundle's queue client, with this guard.
 	push *dispatch.Guard
@@ -95,7 +97,7 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 		}
 	}
 	if sc.realCron {
-		ac.Cron = cron.NewStore(client)
+		ac.Cron = cron.NewStore(client, sc.cronOpts...)
 	}
 	if sc.push != nil {
 		ac.Push = dispatch.NewStore(client, *sc.push)

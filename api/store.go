@@ -118,7 +118,8 @@ type CronStore interface {
 	// Put creates or replaces the entry of e.Name; created tells which.
 	Put(ctx context.Context, e CronEntry) (created bool, err error)
 	Get(ctx context.Context, name string) (CronEntry, error)
-	List(ctx context.Context) ([]CronEntry, error)
+	// ListPage reads a page of the entries, by name (see cron.ListOptions).
+	ListPage(ctx context.Context, o cron.ListOptions) (cron.Page, error)
 	Delete(ctx context.Context, name string) error
 	// Trigger enqueues one run of the entry now.
 	Trigger(ctx context.Context, name string) (*queue.Job, error)

@@ -979,7 +979,7 @@ type Claim struct {
 	// Example: 30s
 	Visibility *string `json:"visibility,omitempty"`
 
-	// Wait Go duration string ("90s", "1m30s", "250ms"). How long to wait for a job, 0 to 30s; default 0. A job ends the wait at once; an empty wait ends on Redis's next timer tick after it, up to 100 ms later at Redis's default hz of 10.
+	// Wait Go duration string ("90s", "1m30s", "250ms"). How long to wait for a job, 0 to 30s; default 0. A job ends the wait at once; an empty wait ends at it.
 	//
 	// Example: 30s
 	Wait *string `json:"wait,omitempty"`
@@ -1116,6 +1116,9 @@ type CompletedEventEvent string
 // CronEntries defines model for CronEntries.
 type CronEntries struct {
 	Entries []CronEntry `json:"entries"`
+
+	// NextCursor The cursor of the next page; "" after the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // CronEntry defines model for CronEntry.
@@ -2150,6 +2153,14 @@ type DashboardParams struct {
 	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
+// ListCronParams defines parameters for ListCron.
+type ListCronParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // EventsParams defines parameters for Events.
 type EventsParams struct {
 	// Queue Queues to follow (repeated or comma-separated, at most 100); every queue when left out.
@@ -3134,8 +3145,10 @@ type ClientInterface interface {
 
 	// ListCron List the recurring jobs
 	//
+	// A page of the entries, sorted by name: limit 1 to 1000 (default 50); next_cursor is "" after the last page, else pass it back as cursor. A bad limit or cursor is a 400 naming it.
+	//
 	// Corresponds with GET /v1/cron (the `ListCron` operationId).
-	ListCron(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListCron(ctx context.Context, params *ListCronParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteCron Delete a recurring job
 	//
@@ -3149,12 +3162,16 @@ type ClientInterface interface {
 
 	// PutCronWithBody Create or replace a recurring job
 	//
+	// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /v1/cron/{name} (the `PutCron` operationId).
 	PutCronWithBody(ctx context.Context, name CronName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutCron Create or replace a recurring job
+	//
+	// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3724,9 +3741,11 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // ListCron List the recurring jobs
 //
+// A page of the entries, sorted by name: limit 1 to 1000 (default 50); next_cursor is "" after the last page, else pass it back as cursor. A bad limit or cursor is a 400 naming it.
+//
 // Corresponds with GET /v1/cron (the `ListCron` operationId).
-func (c *Client) ListCron(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListCronRequest(c.Server)
+func (c *Client) ListCron(ctx context.Context, params *ListCronParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCronRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3769,6 +3788,8 @@ func (c *Client) GetCron(ctx context.Context, name CronName, reqEditors ...Reque
 
 // PutCronWithBody Create or replace a recurring job
 //
+// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /v1/cron/{name} (the `PutCron` operationId).
@@ -3785,6 +3806,8 @@ func (c *Client) PutCronWithBody(ctx context.Context, name CronName, contentType
 }
 
 // PutCron Create or replace a recurring job
+//
+// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5115,7 +5138,7 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 }
 
 // NewListCronRequest constructs an http.Request for the ListCron method
-func NewListCronRequest(server string) (*http.Request, error) {
+func NewListCronRequest(server string, params *ListCronParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5131,6 +5154,45 @@ func NewListCronRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7501,10 +7563,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListCronWithResponse List the recurring jobs
 	//
+	// A page of the entries, sorted by name: limit 1 to 1000 (default 50); next_cursor is "" after the last page, else pass it back as cursor. A bad limit or cursor is a 400 naming it.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/cron (the `ListCron` operationId).
-	ListCronWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCronResponse, error)
+	ListCronWithResponse(ctx context.Context, params *ListCronParams, reqEditors ...RequestEditorFn) (*ListCronResponse, error)
 
 	// DeleteCronWithResponse Delete a recurring job
 	//
@@ -7522,12 +7586,16 @@ type ClientWithResponsesInterface interface {
 
 	// PutCronWithBodyWithResponse Create or replace a recurring job
 	//
+	// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/cron/{name} (the `PutCron` operationId).
 	PutCronWithBodyWithResponse(ctx context.Context, name CronName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCronResponse, error)
 
 	// PutCronWithResponse Create or replace a recurring job
+	//
+	// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8517,6 +8585,8 @@ type PutCronResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON421 the response for an HTTP 421 `application/json` response
@@ -8550,6 +8620,11 @@ func (r PutCronResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r PutCronResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutCronResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -12723,11 +12798,13 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 
 // ListCronWithResponse List the recurring jobs
 //
+// A page of the entries, sorted by name: limit 1 to 1000 (default 50); next_cursor is "" after the last page, else pass it back as cursor. A bad limit or cursor is a 400 naming it.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/cron (the `ListCron` operationId).
-func (c *ClientWithResponses) ListCronWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCronResponse, error) {
-	rsp, err := c.ListCron(ctx, reqEditors...)
+func (c *ClientWithResponses) ListCronWithResponse(ctx context.Context, params *ListCronParams, reqEditors ...RequestEditorFn) (*ListCronResponse, error) {
+	rsp, err := c.ListCron(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12762,6 +12839,8 @@ func (c *ClientWithResponses) GetCronWithResponse(ctx context.Context, name Cron
 
 // PutCronWithBodyWithResponse Create or replace a recurring job
 //
+// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /v1/cron/{name} (the `PutCron` operationId).
@@ -12774,6 +12853,8 @@ func (c *ClientWithResponses) PutCronWithBodyWithResponse(ctx context.Context, n
 }
 
 // PutCronWithResponse Create or replace a recurring job
+//
+// 409 conflict when a new entry would pass the server's cap on cron entries (--max-cron-entries, default 10000); replacing an entry never is.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14115,6 +14196,13 @@ func ParsePutCronResponse(rsp *http.Response) (*PutCronResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

@@ -19,9 +19,9 @@ import (
 // with their number.
 //
 // The cursor is written with the entry: Put sets it to the first tick
-// after the change (none while paused) in the MULTI that writes the
-// settings and a new version, Delete removes it in the MULTI that removes
-// the entry. So a change made on any instance is in the index the moment
+// after the change (none while paused) in the script that writes the
+// settings and a new version (put.lua), Delete removes it in the MULTI
+// that removes the entry. So a change made on any instance is in the index the moment
 // it is stored; no scheduler keeps a copy of the entries to refresh. A
 // scheduler moves a cursor only while the entry's version is the one it
 // planned from, so a tick handled under old settings never moves the

@@ -29,7 +29,8 @@ const (
 	// past it, the queue's idempotency key still answers (Config.Grace is
 	// capped below it).
 	tickMemory = time.Hour
-	// maxTxAttempts bounds the optimistic-locking retries of Put.
+	// maxTxAttempts bounds the retries of Put when the entry it puts
+	// changes between its read and its write.
 	maxTxAttempts = 20
 	// listChunk is how many entries List reads a command (HSCAN's
 	// COUNT), and how many last runs a round trip.
@@ -45,15 +46,25 @@ type Store struct {
 	rdb    redis.UniversalClient
 	rc     *redisClock
 	ns     string
+	// maxEntries caps how many entries there may be (see WithMaxEntries).
+	maxEntries int
 }
 
 // NewStore is the store of client's namespace. It keeps time by the
 // clock of the Redis that holds the entries; it sleeps, and estimates
-// that clock, by the client's.
-func NewStore(client *queue.Client) *Store { return newStore(client, client.Clock()) }
+// that clock, by the client's. It holds at most DefaultMaxEntries entries
+// unless an option says otherwise.
+func NewStore(client *queue.Client, opts ...StoreOption) *Store {
+	return newStore(client, client.Clock(), opts...)
+}
 
-func newStore(client *queue.Client, clock clockwork.Clock) *Store {
-	return &Store{client: client, rdb: client.Redis(), rc: newRedisClock(clock, client), ns: client.Namespace()}
+func newStore(client *queue.Client, clock clockwork.Clock, opts ...StoreOption) *Store {
+	s := &Store{client: client, rdb: client.Redis(), rc: newRedisClock(clock, client), ns: client.Namespace(),
+		maxEntries: DefaultMaxEntries}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Put creates or replaces the entry e.Name. created is true when it was
@@ -75,57 +86,24 @@ func (s *Store) Put(ctx context.Context, e Entry) (created bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("cron: put %q: %w", e.Name, err)
 	}
-	key := entriesKey(s.ns)
 	for range maxTxAttempts {
-		created = false
-		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			cur, err := tx.HGet(ctx, key, e.Name).Result()
-			switch {
-			case errors.Is(err, redis.Nil):
-				created = true
-			case err != nil:
-				return err
-			default:
-				if old, err := decodeStored(cur); err == nil {
-					if b, err := json.Marshal(old.Entry); err == nil && string(b) == string(settings) {
-						return nil // unchanged: keep UpdatedAtMs
-					}
-				}
-			}
-			// A version no other settings ever had (INCR runs at once, in
-			// the entries' slot): the scheduler's cursor moves are fenced
-			// by it.
-			version, err := tx.Incr(ctx, seqKey(s.ns)).Result()
-			if err != nil {
-				return err
-			}
-			since, err := s.redisNow(ctx, tx)
-			if err != nil {
-				return err
-			}
-			raw, err := json.Marshal(stored{Entry: e, UpdatedAtMs: since.UnixMilli()})
-			if err != nil {
-				return err
-			}
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				s.writeEntry(ctx, p, e.Name, string(raw), version, cursorAfter(e, sched, since))
-				return nil
-			})
-			return err
-		}, key)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue // changed under us: read again
-		}
+		res, err := s.putOnce(ctx, e, sched, string(settings))
 		if err != nil {
 			return false, redisErr("put "+strconv.Quote(e.Name), err)
 		}
-		if created {
+		switch res.status {
+		case putChanged:
+			continue // this entry changed under us: read it again
+		case putFull:
+			return false, &TooManyEntriesError{Name: e.Name, Max: s.maxEntries}
+		}
+		if res.status == putCreated {
 			// Bookkeeping left by a deleted entry of the same name.
 			if err := s.rdb.Del(ctx, runKey(s.ns, e.Name), ticksKey(s.ns, e.Name)).Err(); err != nil {
 				return true, redisErr("put "+strconv.Quote(e.Name), err)
 			}
 		}
-		return created, nil
+		return res.status == putCreated, nil
 	}
 	return false, fmt.Errorf("cron: put %q: %w: the entry kept changing", e.Name, queue.ErrConflict)
 }

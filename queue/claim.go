@@ -7,8 +7,6 @@ import (
 	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // ClaimOptions shape a claim.
@@ -16,11 +14,13 @@ type ClaimOptions struct {
 	// Max is the most jobs to claim, 1 to MaxBatch. Defaults to 1.
 	Max int
 	// Wait is how long to wait for a job when none is pending, up to
-	// MaxClaimWait; 0 answers at once. The wait is an XREAD BLOCK of the
-	// queue's wake stream on the blocking pool, to which every script that
-	// makes jobs pending while a claimer waits adds an entry. A job ends
-	// it at once; the time running out ends it on Redis's next timer tick,
-	// up to 1/hz s later (100 ms at the default hz of 10).
+	// MaxClaimWait; 0 answers at once. The wait is on the client's wake
+	// hub for the queue and the claim's labels (wakehub.go): one reader a
+	// hub, in XREADGROUP BLOCK of the queue's wake stream on the blocking
+	// pool, to which every script that makes jobs pending while a claimer
+	// waits adds an entry, hands each entry to the claim that has waited
+	// longest. A job ends the wait at once; the time running out ends it
+	// on the claim's own timer.
 	Wait time.Duration
 	// Visibility overrides the jobs' own lease length (100 ms to 24 h).
 	Visibility time.Duration
@@ -117,10 +117,12 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 			}
 			continue
 		}
-		// Woken or not, claim again: a chunk that ends renews the mark that
-		// a claimer waits.
+		// Woken, claim again (the wake hub also wakes a waiter when a
+		// read of its streams ends with no entry, see wakehub.go). Not
+		// woken, the wait is over: a job that became pending meanwhile
+		// woke another waiter.
 		t0 := time.Now()
-		err := c.waitWake(ctx, k, o.Labels, min(left, c.wakeChunk))
+		woken, err := c.waitWake(ctx, k, o.Labels, left)
 		if cl.limited {
 			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
 		}
@@ -130,6 +132,9 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 			}
 			return nil, next, fmt.Errorf("queue: claim from %s: %w", queue, err)
 		}
+		if !woken {
+			return nil, next, nil
+		}
 		left = max(time.Until(deadline), 0)
 		cl, err = c.claimNow(ctx, queue, k, o, false, left)
 		if err != nil || len(cl.jobs) > 0 || cl.paused {
@@ -138,9 +143,10 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 	}
 }
 
-// wakeChunk is the longest single wait on a queue's wake stream: a waiting
-// claim claims again at least this often, which also renews its mark
-// that it waits (a mark the scripts read before adding to the stream).
+// wakeChunk is the longest single read of a wake hub (wakehub.go): one of
+// its waiters claims again at least this often, which also renews the
+// mark that a claimer waits (a mark the scripts read before adding to the
+// stream).
 const wakeChunk = time.Second
 
 // claimed is what claim.lua answered.
@@ -200,55 +206,3 @@ func (c *Client) claimNow(ctx context.Context, queue string, k store.Keys, o Cla
 // The wait answers empty at once; the caller's next call reaches the new
 // master through its client's own redirection.
 var errWaitEnded = errors.New("queue: the wait's server stopped being a master")
-
-// waitWake waits up to d, on the blocking pool, for an entry of the wake
-// stream no waiter has read, or of the wake stream of a label set whose
-// labels are all among labels (canonical; see internal/store/layout.go). It answers nil
-// whether one came or the time ran out, and errWaitEnded when Redis ended
-// the wait.
-//
-// A job of a label set wakes only the claimers waiting on its set's
-// stream, who can take it: a claimer without its labels is never woken
-// for it, so none is woken for a job it cannot take, and none takes a
-// wake-up from the claimer that can. A lease that ends under a
-// MaxInFlight limit writes the streams of the lists that hold jobs (the
-// queue's own, each set's), so it wakes a claimer that can use the room.
-func (c *Client) waitWake(ctx context.Context, k store.Keys, labels []string, d time.Duration) error {
-	d = max(d, time.Millisecond) // BLOCK 0 would wait for ever
-	streams := []string{k.Wake}
-	if len(labels) > 0 {
-		if v, ok := c.labelSets.Load(k.Name); ok {
-			streams = append(streams, v.(*setView).eligibleFor(labels).wakes...)
-		}
-	}
-	args := make([]string, 0, 2*len(streams))
-	args = append(args, streams...)
-	for range streams {
-		args = append(args, ">")
-	}
-	// Through the streams' group (see wakeGroup): an entry written since
-	// the last read wakes one waiter, at once if it came before this read.
-	err := c.blocking.XReadGroup(ctx, &redis.XReadGroupArgs{Group: store.WakeGroup, Consumer: store.WakeGroup,
-		Streams: args, Count: 1, Block: d, NoAck: true}).Err()
-	var rerr redis.Error
-	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOGROUP") {
-		// A queue made before wake streams had their group: make it, and
-		// answer as a wait that ended (the caller claims again). No queue
-		// at all: wait for the stream its creation writes.
-		err = c.rdb.XGroupCreate(ctx, k.Wake, store.WakeGroup, "$").Err()
-		if err == nil || strings.HasPrefix(err.Error(), "BUSYGROUP") {
-			if len(streams) > 1 {
-				c.labelSets.Delete(k.Name) // its sets as the claim reads them again
-			}
-			return nil
-		}
-		err = c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{k.Wake, "$"}, Count: 1, Block: d}).Err()
-	}
-	switch {
-	case err == nil, errors.Is(err, redis.Nil), migrating(err):
-		return nil
-	case errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "UNBLOCKED"):
-		return errWaitEnded
-	}
-	return wrapRedis(err)
-}

@@ -64,8 +64,10 @@ type Config struct {
 	// claims, so that workers parked in XREAD BLOCK never hold the connections
 	// completes and heartbeats need.
 	Redis redis.UniversalClient
-	// BlockingPoolSize is the size of that second pool: the most blocking
-	// claims that wait at once (more wait for a connection). Defaults to 64.
+	// BlockingPoolSize is the size of that second pool: the most wake
+	// hubs (one per queue and label set that claims wait on, however many
+	// claims wait in it; see ClaimOptions.Wait) that read at once (more
+	// wait for a connection). Defaults to 64.
 	BlockingPoolSize int
 	// Namespace prefixes every key. Defaults to "chronoq".
 	Namespace string
@@ -165,6 +167,8 @@ type Client struct {
 	enqueues *batch.Batcher[prepared, Enqueued] // single enqueues, by queue (coalesce.go)
 
 	labelSets sync.Map // queue name -> *setView: its label sets as last read (labels.go)
+
+	hubs wakeHubs // the wake hubs of the waits (wakehub.go)
 }
 
 // NewClient checks cfg, fills its defaults and opens the blocking pool.

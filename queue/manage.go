@@ -354,8 +354,8 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 // goes on until the bucket's next token (or, at MaxInFlight, until a lease
 // ends: the scripts that end one write to the wake stream).
 //
-// The wait is an XREAD BLOCK of the queue's wake stream on the blocking
-// pool, as a claim's wait is.
+// The wait is on the client's wake hub for the queue and labels, as a
+// claim's wait is (see ClaimOptions.Wait).
 func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error) {
 	return c.WaitClaimable(ctx, queue, wait, nil)
 }
@@ -415,7 +415,7 @@ func (c *Client) WaitClaimable(ctx context.Context, queue string, wait time.Dura
 			return false, nil
 		}
 		t0 := time.Now()
-		err = c.waitWake(ctx, k, labels, min(left, c.wakeChunk))
+		woken, err := c.waitWake(ctx, k, labels, left)
 		if limited {
 			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
 		}
@@ -424,6 +424,9 @@ func (c *Client) WaitClaimable(ctx context.Context, queue string, wait time.Dura
 				return false, nil
 			}
 			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
+		}
+		if !woken {
+			return false, nil // the wait ran out (see Claim's)
 		}
 		wait = max(time.Until(deadline), time.Millisecond)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chronoq/chronoq/client"
+	"github.com/chronoq/chronoq/cron"
 )
 
 // The operator CLI: small commands over the HTTP API of a running serve.
@@ -413,14 +414,22 @@ func runDead(ctx context.Context, args []string, env func(string) string, stdout
 func runCron(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	c := newCLI("cron", env, stdout, stderr)
 	c.synopsis("chronoq cron list   the recurring entries, their schedules and next runs")
+	var cursor string
+	var limit int
+	c.fs.IntVar(&limit, "limit", cron.DefaultListLimit, fmt.Sprintf("most entries, 1 to %d", cron.MaxListLimit))
+	c.fs.StringVar(&cursor, "cursor", "", "the next_cursor of the previous page")
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 || pos[0] != "list" {
-		return c.usageErr("usage: chronoq cron list")
+		return c.usageErr("usage: chronoq cron list [--limit N] [--cursor C]")
 	}
-	res, err := c.api.ListCronWithResponse(ctx)
+	params := &client.ListCronParams{Limit: &limit}
+	if cursor != "" {
+		params.Cursor = &cursor
+	}
+	res, err := c.api.ListCronWithResponse(ctx, params)
 	return show(c, res, err, func(w io.Writer) error {
 		v, err := typed(res.JSON200)
 		if err != nil {
@@ -432,6 +441,13 @@ func runCron(ctx context.Context, args []string, env func(string) string, stdout
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", e.Name, e.Schedule, e.Timezone, e.Queue, e.Kind, e.Paused,
 				fmtTime(e.NextRunAt), fmtTime(e.LastRunAt))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if v.NextCursor != "" {
+			_, err := fmt.Fprintf(w, "more: --cursor %s\n", v.NextCursor)
+			return err
+		}
+		return nil
 	})
 }

@@ -144,6 +144,18 @@ func TestCLI(t *testing.T) {
 	code, out, errOut = s.cli(t, "cron", "list")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^nightly\s+0 3 \* \* \*\s+UTC\s+reports\s+daily\s+false\s+2030-01-03T03:00:00.000Z\s+-`, out)
+	// A page at a time: the next page's cursor is printed.
+	status, body = s.do(t, http.MethodPut, "/v1/cron/early", `{"schedule":"0 1 * * *","kind":"daily"}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	code, out, errOut = s.cli(t, "cron", "list", "--limit", "1")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^early\s+0 1 \* \* \*`, out)
+	require.NotContains(t, out, "nightly")
+	require.Contains(t, out, "more: --cursor early\n")
+	code, out, errOut = s.cli(t, "cron", "list", "--limit", "1", "--cursor", "early")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^nightly\s+0 3`, out)
+	require.NotContains(t, out, "more:")
 
 	// Every total of the Queue resource is shown, promoted and died
 	// (dead_total) too. A job due in 5 s, the clock past it: a claim

@@ -24,11 +24,11 @@ import (
 	"github.com/chronoq/chronoq/demo"
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/internal/alarm"
+	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/internal/localredis"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
-	"github.com/chronoq/chronoq/internal/clockskew"
 	"github.com/chronoq/chronoq/workflow"
 )
 
@@ -53,6 +53,7 @@ type serveConfig struct {
 	allowedHosts []string
 
 	bodyLimit        int64
+	maxCronEntries   int
 	maxPayloadBytes  int
 	maxQueues        int
 	retention        time.Duration
@@ -179,6 +180,7 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	e.String(&hosts, "allowed-hosts", "CHRONOQ_ALLOWED_HOSTS", "", "without --token, the Host names (and addresses) the server answers to besides loopback ones, the --listen host and the address a request reaches it at, comma-separated; another Host is a 421 (against DNS rebinding). Ignored with --token")
 	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
 	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
+	e.Int(&c.maxCronEntries, "max-cron-entries", "CHRONOQ_MAX_CRON_ENTRIES", cron.DefaultMaxEntries, "most cron entries (past it creating one is a 409)")
 	e.Duration(&c.workerTTL, "worker-ttl", "CHRONOQ_WORKER_TTL", registry.DefaultTTL, "how long an HTTP worker that names no ttl (and a simulated worker of chronoq demo) stays in the registry after its last call (1s to 1h)")
 	storeFlags(e, &c)
 	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
@@ -200,6 +202,9 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if c.maxCronEntries < 1 {
+		return c, fmt.Errorf("--max-cron-entries %d: want at least 1", c.maxCronEntries)
 	}
 	if c.demoWorkers < 0 || c.demoWorkers > demo.MaxSize {
 		return c, fmt.Errorf("--workers %d: want 0 to %d", c.demoWorkers, demo.MaxSize)
@@ -460,7 +465,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client), Push: dispatch.NewStore(client, guard),
+	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client, cron.WithMaxEntries(c.maxCronEntries)), Push: dispatch.NewStore(client, guard),
 		Workflows: workflows, Token: c.token, AllowedHosts: c.allowedHosts, MetricsAuth: c.metricsAuth, Workers: workers,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})

@@ -19,8 +19,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/testutil"
 	"github.com/chronoq/chronoq/internal/clockskew"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }
@@ -83,6 +83,9 @@ func TestParseServe(t *testing.T) {
 		{[]string{"--listen", "nonsense"}, env(), false},
 		{nil, env("CHRONOQ_RETENTION", "forever"), false},
 		{nil, env("CHRONOQ_MAX_QUEUES", "many"), false},
+		{nil, env("CHRONOQ_MAX_CRON_ENTRIES", "0"), false},
+		{[]string{"--max-cron-entries", "-1"}, env(), false},
+		{[]string{"--max-cron-entries", "1"}, env(), true},
 		{nil, env("CHRONOQ_INSECURE", "maybe"), false},
 		{[]string{"--log-level", "loud"}, env(), false},
 		{[]string{"--log-format", "xml"}, env(), false},

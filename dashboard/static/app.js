@@ -546,7 +546,7 @@
     clearTimeout(cronTimer);
     const next = Math.min(...entries.filter((c) => c.next_run_at && !c.paused).map((c) => Date.parse(c.next_run_at)));
     if (isFinite(next) && next - Date.now() < RESYNC_MS) {
-      cronTimer = setTimeout(() => api("GET", "/v1/cron").then((c) => renderCron(c.entries), report), Math.max(1000, next - Date.now() + 1000));
+      cronTimer = setTimeout(() => api("GET", "/v1/cron?limit=1000").then((c) => renderCron(c.entries), report), Math.max(1000, next - Date.now() + 1000));
     }
   }
 
@@ -1354,7 +1354,7 @@
       const [qs, demo, cron, status] = await Promise.all([
         api("GET", "/v1/queues"),
         state.demo !== null ? or404(api("GET", "/v1/demo")) : null,
-        state.cron !== null ? or404(api("GET", "/v1/cron")) : null,
+        state.cron !== null ? or404(api("GET", "/v1/cron?limit=1000")) : null,
         or404(api("GET", "/v1/status")),
       ]);
       renderStatus(status);

@@ -62,7 +62,7 @@
 //     exists without its acknowledgement, a completion the worker thinks
 //     failed). SCRIPT FLUSH runs every few seconds.
 //   - reshard: the cluster, the same load, and no fault but slot
-//     migrations (issue 14): the first queue's slot moves to another
+//     migrations: the first queue's slot moves to another
 //     master and back, a round trip about every 2 s (4 s at full size),
 //     by hand and slowly, 10 keys a MIGRATE with 10 ms between steps, as
 //     redisproc.MigrateSlot does it (IMPORTING, MIGRATING, GETKEYSINSLOT

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/internal/clockskew"
+	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/worker"
 )
 
