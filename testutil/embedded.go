@@ -11,8 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// EnvRedis, set to "embedded", makes [RedisAddr] and [Redis] answer with
-// an embedded in-memory Redis (one a test, shared with its subtests) `chronoq serve` runs when it is given no
+// EnvRedis names the variable that, set to "embedded", makes [RedisAddr]
+// and [Redis] answer with the embedded in-memory Redis (one a test, shared
+// with its subtests) that `chronoq serve` runs when it is given no
 // Redis (github.com/alicebob/miniredis, whose scripts run on gopher-lua)
 // instead of starting redis-server: `make test-embedded` runs the
 // single-Redis contract suites and the HTTP API suite that way, so that

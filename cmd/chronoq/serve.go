@@ -160,41 +160,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 // of `chronoq demo`: the same, and the demo's own.
 func parseServeFlags(name string, args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
 	var c serveConfig
+	var t serveFlagText
 	fs := flag.NewFlagSet("chronoq "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	e := &envFlags{fs: fs, getenv: getenv}
-	var cluster, level string
-	e.String(&c.listen, "listen", "CHRONOQ_LISTEN", "127.0.0.1:8080", "address to listen on; other than loopback only with --token (or --insecure)")
-	e.String(&c.redisURL, "redis-url", "REDIS_URL", "", "Redis to use: redis://[user:password@]host:port[/db] or rediss:// for TLS; with --redis-cluster only its credentials and TLS are used. Empty: a Redis of serve's own that keeps its data in --data-dir (see --local-redis)")
-	defaultLocal := ""
-	if name == "demo" {
-		defaultLocal = localredis.FormMemory // a demo's jobs are not worth keeping
-	}
-	e.String(&c.localRedis, "local-redis", "CHRONOQ_LOCAL_REDIS", defaultLocal, "without --redis-url: the Redis to run. Empty: redis-server from the PATH, started as a child with an append-only file (fsync always) in --data-dir, else the embedded in-memory Redis saved to a snapshot there on stop; \"embedded\" for the latter; \"memory\" for the embedded one keeping nothing; or the path of a redis-server binary")
-	e.String(&c.dataDir, "data-dir", "CHRONOQ_DATA_DIR", "", "without --redis-url: where the local Redis keeps its data (default $XDG_STATE_HOME/chronoq, or ~/.local/state/chronoq); one chronoq a directory")
-	e.String(&cluster, "redis-cluster", "CHRONOQ_REDIS_CLUSTER", "", "Redis Cluster seed addresses, comma-separated host:port")
-	e.String(&c.token, "token", "CHRONOQ_TOKEN", "", "API token: /v1 and the dashboard need \"Authorization: Bearer <token>\" (the dashboard: open /?token=<token> once)")
-	e.String(&c.namespace, "namespace", "CHRONOQ_NAMESPACE", queue.DefaultNamespace, "prefix of every Redis key")
-	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
-	var hosts string
-	e.String(&hosts, "allowed-hosts", "CHRONOQ_ALLOWED_HOSTS", "", "without --token, the Host names (and addresses) the server answers to besides loopback ones, the --listen host and the address a request reaches it at, comma-separated; another Host is a 421 (against DNS rebinding). Ignored with --token")
-	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
-	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
-	e.Int(&c.maxCronEntries, "max-cron-entries", "CHRONOQ_MAX_CRON_ENTRIES", cron.DefaultMaxEntries, "most cron entries (past it creating one is a 409)")
-	e.Duration(&c.workerTTL, "worker-ttl", "CHRONOQ_WORKER_TTL", registry.DefaultTTL, "how long an HTTP worker that names no ttl (and a simulated worker of chronoq demo) stays in the registry after its last call (1s to 1h)")
-	storeFlags(e, &c)
-	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
-	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
-	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
-	e.String(&level, "log-level", "CHRONOQ_LOG_LEVEL", "info", "log level: debug, info, warn or error")
-	e.Bool(&c.noDispatch, "no-dispatch", "CHRONOQ_NO_DISPATCH", "run no push dispatchers here (run 'chronoq dispatch' elsewhere)")
-	e.String(&c.dispatchAllow, "dispatch-allow", "CHRONOQ_DISPATCH_ALLOW", "", "push targets the SSRF guard lets through although internal: CIDRs, IPs and host names, comma-separated (\"127.0.0.1,10.0.0.0/8,api.internal\")")
-	if name == "demo" {
-		c.demo = true
-		e.Int(&c.demoWorkers, "workers", "CHRONOQ_DEMO_WORKERS", 0, "simulated workers to start with (the page changes it)")
-	}
-	err := errors.Join(e.errs...)
-	if err != nil {
+	defineServeFlags(e, name, &c, &t)
+	if err := errors.Join(e.errs...); err != nil {
 		return c, err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -203,21 +174,67 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	return c, checkServeConfig(&c, t, getenv)
+}
+
+// serveFlagText holds the flags read as text that checkServeConfig turns
+// into serveConfig's fields.
+type serveFlagText struct {
+	cluster, level, hosts string
+}
+
+// defineServeFlags defines serve's flags (and, for name "demo", the
+// demo's own) on e, each writing to its field of c or t.
+func defineServeFlags(e *envFlags, name string, c *serveConfig, t *serveFlagText) {
+	e.String(&c.listen, "listen", "CHRONOQ_LISTEN", "127.0.0.1:8080", "address to listen on; other than loopback only with --token (or --insecure)")
+	e.String(&c.redisURL, "redis-url", "REDIS_URL", "", "Redis to use: redis://[user:password@]host:port[/db] or rediss:// for TLS; with --redis-cluster only its credentials and TLS are used. Empty: a Redis of serve's own that keeps its data in --data-dir (see --local-redis)")
+	defaultLocal := ""
+	if name == "demo" {
+		defaultLocal = localredis.FormMemory // a demo's jobs are not worth keeping
+	}
+	e.String(&c.localRedis, "local-redis", "CHRONOQ_LOCAL_REDIS", defaultLocal, "without --redis-url: the Redis to run. Empty: redis-server from the PATH, started as a child with an append-only file (fsync always) in --data-dir, else the embedded in-memory Redis saved to a snapshot there on stop; \"embedded\" for the latter; \"memory\" for the embedded one keeping nothing; or the path of a redis-server binary")
+	e.String(&c.dataDir, "data-dir", "CHRONOQ_DATA_DIR", "", "without --redis-url: where the local Redis keeps its data (default $XDG_STATE_HOME/chronoq, or ~/.local/state/chronoq); one chronoq a directory")
+	e.String(&t.cluster, "redis-cluster", "CHRONOQ_REDIS_CLUSTER", "", "Redis Cluster seed addresses, comma-separated host:port")
+	e.String(&c.token, "token", "CHRONOQ_TOKEN", "", "API token: /v1 and the dashboard need \"Authorization: Bearer <token>\" (the dashboard: open /?token=<token> once)")
+	e.String(&c.namespace, "namespace", "CHRONOQ_NAMESPACE", queue.DefaultNamespace, "prefix of every Redis key")
+	e.Bool(&c.insecure, "insecure", "CHRONOQ_INSECURE", "allow listening beyond loopback without a token")
+	e.String(&t.hosts, "allowed-hosts", "CHRONOQ_ALLOWED_HOSTS", "", "without --token, the Host names (and addresses) the server answers to besides loopback ones, the --listen host and the address a request reaches it at, comma-separated; another Host is a 421 (against DNS rebinding). Ignored with --token")
+	e.Bool(&c.metricsAuth, "metrics-auth", "CHRONOQ_METRICS_AUTH", "make /metrics need the token too")
+	e.Int64(&c.bodyLimit, "body-limit", "CHRONOQ_BODY_LIMIT", api.DefaultBodyLimit, "largest request body in bytes")
+	e.Int(&c.maxCronEntries, "max-cron-entries", "CHRONOQ_MAX_CRON_ENTRIES", cron.DefaultMaxEntries, "most cron entries (past it creating one is a 409)")
+	e.Duration(&c.workerTTL, "worker-ttl", "CHRONOQ_WORKER_TTL", registry.DefaultTTL, "how long an HTTP worker that names no ttl (and a simulated worker of chronoq demo) stays in the registry after its last call (1s to 1h)")
+	storeFlags(e, c)
+	e.Duration(&c.readTimeout, "read-timeout", "CHRONOQ_READ_TIMEOUT", 30*time.Second, "longest time to receive a request, headers and body")
+	e.Duration(&c.shutdownTimeout, "shutdown-timeout", "CHRONOQ_SHUTDOWN_TIMEOUT", 30*time.Second, "longest wait for requests under way at shutdown")
+	e.String(&c.logFormat, "log-format", "CHRONOQ_LOG_FORMAT", "text", "log format: text or json")
+	e.String(&t.level, "log-level", "CHRONOQ_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	e.Bool(&c.noDispatch, "no-dispatch", "CHRONOQ_NO_DISPATCH", "run no push dispatchers here (run 'chronoq dispatch' elsewhere)")
+	e.String(&c.dispatchAllow, "dispatch-allow", "CHRONOQ_DISPATCH_ALLOW", "", "push targets the SSRF guard lets through although internal: CIDRs, IPs and host names, comma-separated (\"127.0.0.1,10.0.0.0/8,api.internal\")")
+	if name == "demo" {
+		c.demo = true
+		e.Int(&c.demoWorkers, "workers", "CHRONOQ_DEMO_WORKERS", 0, "simulated workers to start with (the page changes it)")
+	}
+}
+
+// checkServeConfig checks c's values and fills the fields read as text:
+// the numbers in their ranges, the lists, the local Redis's directory, the
+// log settings and the listen address.
+func checkServeConfig(c *serveConfig, t serveFlagText, getenv func(string) string) error {
 	if c.maxCronEntries < 1 {
-		return c, fmt.Errorf("--max-cron-entries %d: want at least 1", c.maxCronEntries)
+		return fmt.Errorf("--max-cron-entries %d: want at least 1", c.maxCronEntries)
 	}
 	if c.demoWorkers < 0 || c.demoWorkers > demo.MaxSize {
-		return c, fmt.Errorf("--workers %d: want 0 to %d", c.demoWorkers, demo.MaxSize)
+		return fmt.Errorf("--workers %d: want 0 to %d", c.demoWorkers, demo.MaxSize)
 	}
-	for a := range strings.SplitSeq(cluster, ",") {
+	for a := range strings.SplitSeq(t.cluster, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			c.redisCluster = append(c.redisCluster, a)
 		}
 	}
-	for h := range strings.SplitSeq(hosts, ",") {
+	for h := range strings.SplitSeq(t.hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			if err := api.CheckHost(h); err != nil {
-				return c, fmt.Errorf("--allowed-hosts: %w", err)
+				return fmt.Errorf("--allowed-hosts: %w", err)
 			}
 			c.allowedHosts = append(c.allowedHosts, h)
 		}
@@ -225,24 +242,31 @@ func parseServeFlags(name string, args []string, getenv func(string) string, std
 	if c.redisURL == "" && len(c.redisCluster) == 0 && c.localRedis != localredis.FormMemory && c.dataDir == "" {
 		c.dataDir, _ = localredis.DefaultDir(getenv) // none (no HOME): connect says to name one
 	}
-	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
-		return c, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	if err := c.logLevel.UnmarshalText([]byte(t.level)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", t.level)
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
-		return c, fmt.Errorf("--log-format %q: want text or json", c.logFormat)
+		return fmt.Errorf("--log-format %q: want text or json", c.logFormat)
 	}
+	return checkListen(c)
+}
+
+// checkListen refuses a listen address beyond loopback without a token
+// (unless --insecure), and adds the address's host to the names the server
+// answers to.
+func checkListen(c *serveConfig) error {
 	host, _, err := net.SplitHostPort(c.listen)
 	if err != nil {
-		return c, fmt.Errorf("--listen %q: %w", c.listen, err)
+		return fmt.Errorf("--listen %q: %w", c.listen, err)
 	}
 	if !isLoopback(host) && c.token == "" && !c.insecure {
-		return c, fmt.Errorf("refusing to listen on %s without an API token: anyone who reaches it could run and delete jobs. "+
+		return fmt.Errorf("refusing to listen on %s without an API token: anyone who reaches it could run and delete jobs. "+
 			"Set --token (or CHRONOQ_TOKEN), listen on 127.0.0.1, or pass --insecure", c.listen)
 	}
 	if host != "" {
 		c.allowedHosts = append(c.allowedHosts, host) // the listen address names this server
 	}
-	return c, nil
+	return nil
 }
 
 // isLoopback reports whether host (of a listen address) is loopback only.
@@ -428,112 +452,135 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer closeRedis()
-	client, err := queue.NewClient(storeConfig(c, rdb, clock))
+	p, err := newServeParts(c, rdb, clock, log)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
+	defer p.client.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		// Not fatal: the API answers 503 until Redis answers.
+		log.Warn("Redis does not answer yet; serving 503s until it does", "err", err)
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return err
+	}
+	return p.run(ctx, c, ln, log, hooks)
+}
+
+// serveParts are the parts serve runs: the API server and the background
+// parts, on one queue client.
+type serveParts struct {
+	client        *queue.Client
+	srv           *api.Server
+	pool          *demo.Pool // chronoq demo's simulated workers; nil for serve
+	dispatcher    *dispatch.Dispatcher
+	promoter      *delayed.Promoter
+	reclaimer     *queue.Reclaimer
+	releaser      *workflow.Releaser
+	scheduler     *cron.Scheduler
+	workflowSteps *prometheus.CounterVec
+	workflows     *workflow.Client
+	guard         dispatch.Guard
+}
+
+// newServeParts makes the parts serve runs from its config.
+func newServeParts(c serveConfig, rdb redis.UniversalClient, clock clockwork.Clock, log *slog.Logger) (*serveParts, error) {
+	client, err := queue.NewClient(storeConfig(c, rdb, clock))
+	if err != nil {
+		return nil, err
+	}
+	p := &serveParts{client: client}
+	if err = p.buildAPI(c, log); err == nil {
+		err = p.buildBackground(c, clock, log)
+	}
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// buildAPI makes the API server, its stores, and chronoq demo's pool.
+func (p *serveParts) buildAPI(c serveConfig, log *slog.Logger) error {
+	client := p.client
 	workers, err := registry.New(client, registry.Config{TTL: c.workerTTL})
 	if err != nil {
 		return fmt.Errorf("--worker-ttl: %w", err)
 	}
-	workflowSteps := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronoq_workflow_steps_total",
+	p.workflowSteps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronoq_workflow_steps_total",
 		Help: "Steps this instance applied to workflow nodes' jobs that took effect: release, cancel, abort, rearm."}, []string{"step"})
-	workflows, err := workflow.New(workflow.Config{Queue: client, OnApplied: func(r queue.NodeResult) {
+	p.workflows, err = workflow.New(workflow.Config{Queue: client, OnApplied: func(r queue.NodeResult) {
 		if r.Code == 1 {
-			workflowSteps.WithLabelValues(r.Action.Mode).Inc()
+			p.workflowSteps.WithLabelValues(r.Action.Mode).Inc()
 		}
 	}})
 	if err != nil {
 		return err
 	}
-	var pool *demo.Pool
 	var routes []api.Route
 	var routesDoc []byte
 	if c.demo {
 		// The simulated workers are in the registry, on --worker-ttl.
-		if pool, err = demo.New(demo.Config{Client: client, Logger: log, Registry: workers, Workflows: workflows}); err != nil {
+		if p.pool, err = demo.New(demo.Config{Client: client, Logger: log, Registry: workers, Workflows: p.workflows}); err != nil {
 			return err
 		}
-		routes, routesDoc = pool.Routes(), demo.OpenAPI()
+		routes, routesDoc = p.pool.Routes(), demo.OpenAPI()
 	}
-	guard, err := dispatch.ParseAllow(c.dispatchAllow)
-	if err != nil {
+	if p.guard, err = dispatch.ParseAllow(c.dispatchAllow); err != nil {
 		return err
 	}
-	releaser, err := workflow.NewReleaser(workflow.ReleaserConfig{Client: workflows, ReconcileInterval: c.reconcileEvery, Logger: log})
-	if err != nil {
-		return err
-	}
-	srv, err := api.New(api.Config{Store: client, Cron: cron.NewStore(client, cron.WithMaxEntries(c.maxCronEntries)), Push: dispatch.NewStore(client, guard),
-		Workflows: workflows, Token: c.token, AllowedHosts: c.allowedHosts, MetricsAuth: c.metricsAuth, Workers: workers,
+	p.srv, err = api.New(api.Config{Store: client, Cron: cron.NewStore(client, cron.WithMaxEntries(c.maxCronEntries)), Push: dispatch.NewStore(client, p.guard),
+		Workflows: p.workflows, Token: c.token, AllowedHosts: c.allowedHosts, MetricsAuth: c.metricsAuth, Workers: workers,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})
-	if err != nil {
+	return err
+}
+
+// buildBackground makes the parts that run beside the API: the
+// releaser, the dispatcher (unless --no-dispatch), the promoter, the
+// reclaimer and the cron scheduler.
+func (p *serveParts) buildBackground(c serveConfig, clock clockwork.Clock, log *slog.Logger) error {
+	client := p.client
+	var err error
+	if p.releaser, err = workflow.NewReleaser(workflow.ReleaserConfig{Client: p.workflows, ReconcileInterval: c.reconcileEvery, Logger: log}); err != nil {
 		return err
 	}
-	var dispatcher *dispatch.Dispatcher
 	if !c.noDispatch {
-		if dispatcher, err = dispatch.New(dispatch.Config{Client: client, Guard: guard, ShutdownTimeout: c.shutdownTimeout,
-			Registerer: srv.Registry(), Logger: log}); err != nil {
+		if p.dispatcher, err = dispatch.New(dispatch.Config{Client: client, Guard: p.guard, ShutdownTimeout: c.shutdownTimeout,
+			Registerer: p.srv.Registry(), Logger: log}); err != nil {
 			return err
 		}
 	}
-	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
-		OnPromote: srv.ObservePromote, Logger: log})
-	if err != nil {
+	if p.promoter, err = delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
+		OnPromote: p.srv.ObservePromote, Logger: log}); err != nil {
 		return err
 	}
-	reclaimer, err := queue.NewReclaimer(queue.ReclaimerConfig{Client: client, Interval: c.reclaimInterval, ReconcileInterval: c.reconcileEvery, Logger: log})
-	if err != nil {
+	if p.reclaimer, err = queue.NewReclaimer(queue.ReclaimerConfig{Client: client, Interval: c.reclaimInterval, ReconcileInterval: c.reconcileEvery, Logger: log}); err != nil {
 		return err
 	}
-	scheduler, err := cron.NewScheduler(cron.Config{Client: client, Clock: clock, Logger: log})
-	if err != nil {
-		return err
-	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		// Not fatal: the API answers 503 until Redis answers.
-		log.Warn("Redis does not answer yet; serving 503s until it does", "err", err)
-	}
+	p.scheduler, err = cron.NewScheduler(cron.Config{Client: client, Clock: clock, Logger: log})
+	return err
+}
 
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return err
-	}
+// run serves the API on ln and runs the background parts until ctx ends,
+// then shuts them down: the HTTP server first, then the demo's pool, then
+// the background parts.
+func (p *serveParts) run(ctx context.Context, c serveConfig, ln net.Listener, log *slog.Logger, hooks serveHooks) error {
 	// ReadTimeout bounds receiving a request (a client trickling its body
 	// cannot hold a handler for ever); net/http lifts it once the body is
 	// read, so event streams and long polls outlive it. No WriteTimeout:
 	// they outlive any.
-	hs := &http.Server{Handler: srv, ReadTimeout: c.readTimeout, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: p.srv, ReadTimeout: c.readTimeout, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	hs.RegisterOnShutdown(srv.Drain) // event streams and long polls end at once
+	hs.RegisterOnShutdown(p.srv.Drain) // event streams and long polls end at once
 
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
-	if pool != nil {
-		if err := pool.Start(bg); err != nil {
-			return err
-		}
-		if err := pool.Configure(demo.Settings{Size: c.demoWorkers, Latency: 300 * time.Millisecond, FailRate: 0.1}); err != nil {
-			return err
-		}
+	background, err := p.start(bg, c, log)
+	if err != nil {
+		return err
 	}
-	// The background parts, each a Run(ctx) until the shutdown below.
-	var background lifecycle.Group
-	background.Start(bg, "cron", scheduler)
-	background.Start(bg, "promoter", promoter)
-	background.Start(bg, "reclaimer", reclaimer)
-	background.Start(bg, "releaser", releaser) // workflows: moves their graphs on (package workflow)
-	if dispatcher != nil {
-		background.Start(bg, "dispatcher", dispatcher)
-	}
-	watchClock(bg, client, srv.Registry(), log)
-	srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
-		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
-		func() float64 { return float64(client.MarkFailures()) }))
-	srv.Registry().MustRegister(limitWaitMetric(client))
-	srv.Registry().MustRegister(workflowSteps)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("chronoq serving", "addr", ln.Addr().String(), "namespace", c.namespace, "auth", c.token != "")
@@ -542,7 +589,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		if c.token != "" {
 			page += "?token=<your token>"
 		}
-		log.Info("demo: open the dashboard", "url", page, "queue", pool.Queue())
+		log.Info("demo: open the dashboard", "url", page, "queue", p.pool.Queue())
 	}
 	if hooks.onListen != nil {
 		hooks.onListen(ln.Addr().String())
@@ -555,13 +602,52 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 	case serveErr = <-served:
 		log.Error("http server failed", "err", serveErr)
 	}
+	p.shutdown(ctx, c, hs, background, log)
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return serveErr
+}
+
+// start starts the demo's pool and the background parts, each a Run(ctx)
+// until shutdown, and registers the metrics they answer.
+func (p *serveParts) start(bg context.Context, c serveConfig, log *slog.Logger) (*lifecycle.Group, error) {
+	if p.pool != nil {
+		if err := p.pool.Start(bg); err != nil {
+			return nil, err
+		}
+		if err := p.pool.Configure(demo.Settings{Size: c.demoWorkers, Latency: 300 * time.Millisecond, FailRate: 0.1}); err != nil {
+			return nil, err
+		}
+	}
+	background := &lifecycle.Group{}
+	background.Start(bg, "cron", p.scheduler)
+	background.Start(bg, "promoter", p.promoter)
+	background.Start(bg, "reclaimer", p.reclaimer)
+	background.Start(bg, "releaser", p.releaser) // workflows: moves their graphs on (package workflow)
+	if p.dispatcher != nil {
+		background.Start(bg, "dispatcher", p.dispatcher)
+	}
+	client, reg := p.client, p.srv.Registry()
+	watchClock(bg, client, reg, log)
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
+		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
+		func() float64 { return float64(client.MarkFailures()) }))
+	reg.MustRegister(limitWaitMetric(client))
+	reg.MustRegister(p.workflowSteps)
+	return background, nil
+}
+
+// shutdown stops the HTTP server (its requests under way get
+// --shutdown-timeout), the demo's pool and the background parts.
+func (p *serveParts) shutdown(ctx context.Context, c serveConfig, hs *http.Server, background *lifecycle.Group, log *slog.Logger) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
-	if pool != nil {
-		if err := pool.Stop(sctx); err != nil {
+	if p.pool != nil {
+		if err := p.pool.Stop(sctx); err != nil {
 			log.Warn("demo pool stop", "err", err)
 		}
 	}
@@ -574,10 +660,6 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		log.Warn("background stop", "err", err)
 	}
 	log.Info("stopped")
-	if errors.Is(serveErr, http.ErrServerClosed) {
-		serveErr = nil
-	}
-	return serveErr
 }
 
 // watchClock exposes the distance between this instance's clock and

@@ -86,7 +86,7 @@ func saveSnapshot(m *miniredis.Miniredis, path string) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("localredis: save the snapshot: %w", err)
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil { //nolint:gosec // G304: the data directory
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync() // the rename itself durable
 		_ = d.Close()
 	}
