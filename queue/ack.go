@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -102,7 +103,8 @@ func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, ans
 	// The acks refused here stay out of the call: sent[k] is the index of
 	// the k-th ack sent.
 	sent := make([]int, 0, len(acks))
-	args := make([]any, 5, 5+4*len(acks))
+	p := store.CompleteArgs{RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), History: c.cfg.CompletedHistory, TombMs: c.tombMs(),
+		Answer: answer, Acks: make([]store.CompleteItem, 0, len(acks))}
 	for i, a := range acks {
 		arts, err := c.checkAck(a)
 		if err != nil {
@@ -110,48 +112,65 @@ func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, ans
 			continue
 		}
 		sent = append(sent, i)
-		args = append(args, a.ID, a.Token, string(a.Result), arts)
+		p.Acks = append(p.Acks, store.CompleteItem{ID: a.ID, Token: a.Token, Result: string(a.Result), Artifacts: arts})
 	}
 	if len(sent) == 0 {
 		return jobs, errs, nil
 	}
-	args[0], args[1], args[2], args[3], args[4] = max(c.cfg.Retention.Milliseconds(), 0), c.cfg.CompletedHistory, c.tombMs(), boolArg(answer), len(sent)
-	v, err := c.run(ctx, completeScript, k, args...)
+	reply, err := call(ctx, c, store.Complete, k, &p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
 	}
-	res, _ := v.([]any)
+	if err := readCompleted(queue, reply.Rows, acks, sent, errs, jobs); err != nil {
+		return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+	}
+	if !answer {
+		return nil, errs, nil
+	}
+	return jobs, errs, nil
+}
+
+// readCompleted reads complete.lua's reply res to the acks sent (their
+// indexes into acks): a code each into errs, then, when jobs is not nil,
+// each job as its completion left it.
+func readCompleted(queue string, res []any, acks []Ack, sent []int, errs []error, jobs []*Job) error {
 	n := len(sent)
-	if answer {
+	if jobs != nil {
 		n *= 2
 	}
 	if len(res) != n {
-		return nil, nil, fmt.Errorf("queue: complete in %s: unexpected reply %v", queue, v)
+		return &store.ReplyError{Script: "complete", Reply: res, Want: fmt.Sprintf("%d elements", n)}
 	}
 	for k, i := range sent {
-		code, _ := res[k].(int64)
+		code, err := store.Int("complete", res, k, "code")
+		if err != nil {
+			return err
+		}
 		if code == codeArtifactsCount || code == codeArtifactsBytes {
 			errs[i] = artifactsErr(code)
 			continue
 		}
 		errs[i] = codeErr(code, queue, acks[i].ID)
 	}
-	if !answer {
-		return nil, errs, nil
+	if jobs == nil {
+		return nil
 	}
 	for k, i := range sent {
-		s, _ := res[len(sent)+k].(string)
+		s, err := store.Str("complete", res, len(sent)+k, "job")
+		if err != nil {
+			return err
+		}
 		if s == "" || errs[i] != nil {
 			continue
 		}
 		j, err := parsePacked(queue, s)
 		if err != nil {
-			return nil, nil, fmt.Errorf("queue: complete in %s: %w", queue, err)
+			return err
 		}
 		j.Token = "" // as Get answers it
 		jobs[i] = j
 	}
-	return jobs, errs, nil
+	return nil
 }
 
 // checkAck checks what an ack carries before it is sent, and answers its
@@ -211,24 +230,18 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if !o.RetryAt.IsZero() {
 		retryAt = scoreOf(o.RetryAt)
 	}
-	v, err := c.run(ctx, failScript, k, id, token, msg, retryAt, boolArg(o.Dead), rand.Float64(),
-		c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds(), max(c.cfg.Retention.Milliseconds(), 0), c.tombMs())
+	res, err := call(ctx, c, store.Fail, k, &store.FailArgs{ID: id, Token: token, Error: msg, RetryAt: retryAt, Dead: o.Dead,
+		Jitter: rand.Float64(), DeadMax: c.cfg.DeadMaxJobs, DeadAgeMs: c.cfg.DeadMaxAge.Milliseconds(),
+		RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs()})
 	if err != nil {
 		return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != 4 {
-		return FailResult{}, fmt.Errorf("queue: fail %s/%s: unexpected reply %v", queue, id, v)
-	}
-	code, _ := res[0].(int64)
-	if err := codeErr(code, queue, id); err != nil {
+	if err := codeErr(res.Code, queue, id); err != nil {
 		return FailResult{}, err
 	}
-	status, _ := res[1].(string)
-	at, _ := res[2].(int64)
-	r := FailResult{Status: Status(status), RunAt: time.UnixMilli(at).UTC()}
+	r := FailResult{Status: Status(res.Status), RunAt: time.UnixMilli(res.RunAtMs).UTC()}
 	if r.Status == StatusScheduled {
-		if r.Due, err = nextOfReply(res[3]); err != nil {
+		if r.Due, err = nextOfReply(res.Due); err != nil {
 			return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
 		}
 	}
@@ -278,21 +291,14 @@ func (c *Client) HeartbeatWith(ctx context.Context, queue, id, token string, o H
 	if err != nil {
 		return Lease{}, err
 	}
-	v, err := c.run(ctx, heartbeatScript, k, id, token, extend.Milliseconds(), progress)
+	res, err := call(ctx, c, store.Heartbeat, k, &store.HeartbeatArgs{ID: id, Token: token, ExtendMs: extend.Milliseconds(), Progress: progress})
 	if err != nil {
 		return Lease{}, fmt.Errorf("queue: heartbeat %s/%s: %w", queue, id, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != 3 {
-		return Lease{}, fmt.Errorf("queue: heartbeat %s/%s: unexpected reply %v", queue, id, v)
-	}
-	code, _ := res[0].(int64)
-	if err := codeErr(code, queue, id); err != nil {
+	if err := codeErr(res.Code, queue, id); err != nil {
 		return Lease{}, err
 	}
-	until, _ := res[1].(int64)
-	cancel, _ := res[2].(int64)
-	return Lease{Until: time.UnixMilli(until).UTC(), CancelRequested: cancel == 1}, nil
+	return Lease{Until: time.UnixMilli(res.LeaseUntilMs).UTC(), CancelRequested: res.CancelRequested == 1}, nil
 }
 
 // Release hands a claimed job straight back to the head of pending, as a
@@ -306,10 +312,9 @@ func (c *Client) Release(ctx context.Context, queue, id, token string) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	v, err := c.run(ctx, releaseScript, k, id, token, max(c.cfg.Retention.Milliseconds(), 0), c.tombMs())
+	res, err := call(ctx, c, store.Release, k, &store.ReleaseArgs{ID: id, Token: token, RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs()})
 	if err != nil {
 		return fmt.Errorf("queue: release %s/%s: %w", queue, id, err)
 	}
-	code, _ := v.(int64)
-	return codeErr(code, queue, id)
+	return codeErr(res.Code, queue, id)
 }

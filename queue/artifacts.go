@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -124,11 +125,11 @@ func (c *Client) AttachArtifacts(ctx context.Context, queue, id, token string, a
 	if err != nil {
 		return err
 	}
-	v, err := c.run(ctx, artifactsScript, k, id, token, enc)
+	res, err := call(ctx, c, store.Artifacts, k, &store.ArtifactsArgs{ID: id, Token: token, Artifacts: enc})
 	if err != nil {
 		return fmt.Errorf("queue: attach artifacts to %s/%s: %w", queue, id, err)
 	}
-	code, _ := v.(int64)
+	code := res.Code
 	if code == codeArtifactsCount || code == codeArtifactsBytes {
 		return artifactsErr(code)
 	}
@@ -146,8 +147,8 @@ func (c *Client) Artifacts(ctx context.Context, queue, id string) (json.RawMessa
 		return nil, err
 	}
 	pipe := c.rdb.Pipeline()
-	rec := pipe.HGet(ctx, k.jobs, id)
-	arts := pipe.HGet(ctx, k.data, artifactsField(id))
+	rec := pipe.HGet(ctx, k.Jobs, id)
+	arts := pipe.HGet(ctx, k.Data, store.ArtifactsField(id))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapRedis(err)
 	}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"maps"
 	"strconv"
 	"time"
@@ -75,84 +76,9 @@ import (
 // before by its next claim into an empty lease set, not only by the
 // reconcile. A hint set later than now (the queue's master's clock went
 // back) is not used.
-const sweepHintFor = 10 * time.Second
 
-// markScript lowers a queue's entries in the indexes and publishes the
-// nudge of a due mark. KEYS: due, due_seq, sweep, sweep_seq. ARGV: queue,
-// due ms (0: none), sweep ms (0: none), seq (µs), nudge channel, nudge.
-var markScript = redis.NewScript(`
-local q, seq = ARGV[1], tonumber(ARGV[4])
-local function mark(idx, seqs, at)
-  if at == '0' then
-    return
-  end
-  redis.call('ZADD', idx, 'LT', at, q)
-  if tonumber(redis.call('HGET', seqs, q) or '0') < seq then
-    redis.call('HSET', seqs, q, seq)
-  end
-end
-mark(KEYS[1], KEYS[2], ARGV[2])
-mark(KEYS[3], KEYS[4], ARGV[3])
-if ARGV[2] ~= '0' then
-  redis.call('PUBLISH', ARGV[5], ARGV[6])
-end
-return 1`)
-
-// parkScript sets a queue's entry in one index to a pass's finding (0:
-// out of the index) unless a later write was applied. KEYS: the index, its
-// seq hash. ARGV: queue, ms (0: none), seq (µs). Answers 1 when set.
-var parkScript = redis.NewScript(`
-local q, seq = ARGV[1], tonumber(ARGV[3])
-if tonumber(redis.call('HGET', KEYS[2], q) or '0') >= seq then
-  return 0
-end
-redis.call('HSET', KEYS[2], q, seq)
-if ARGV[2] == '0' then
-  redis.call('ZREM', KEYS[1], q)
-else
-  redis.call('ZADD', KEYS[1], ARGV[2], q)
-end
-return 1`)
-
-// unmarkScript takes a deleted queue out of both indexes. KEYS: due,
-// due_seq, sweep, sweep_seq. ARGV: queue.
-var unmarkScript = redis.NewScript(`
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
-return 1`)
-
-// marked is the reply of a script that notes (reply() in common.lua):
-// its marks, its seq, and the reply proper.
-type marked struct {
-	dueMs, sweepMs, seq int64
-	wfMs                int64 // a workflow node's job left an outbox entry (see workflow.go)
-}
-
-// unwrapMarks takes the marks off a script's reply: { SENTINEL, due_ms,
-// sweep_ms, now_us, x[, wf_ms] } answers x and the marks; any other reply
-// is answered as it is, with none.
-func unwrapMarks(v any) (any, marked) {
-	res, ok := v.([]any)
-	if !ok || len(res) < 4 {
-		return v, marked{}
-	}
-	if s, _ := res[0].(string); s != sentinel {
-		return v, marked{}
-	}
-	var m marked
-	m.dueMs, _ = res[1].(int64)
-	m.sweepMs, _ = res[2].(int64)
-	m.seq, _ = res[3].(int64)
-	if len(res) >= 6 {
-		m.wfMs, _ = res[5].(int64)
-	}
-	if len(res) < 5 {
-		return nil, m // the script answered nil
-	}
-	return res[4], m
-}
+// marked are the marks a script's reply carries (see store.UnwrapMarks).
+type marked = store.Marks
 
 // markTimeout bounds a mark.
 const markTimeout = 5 * time.Second
@@ -161,14 +87,14 @@ const markTimeout = 5 * time.Second
 // a failure here is not the caller's: the marks are kept for remarkLoop
 // to apply once Redis answers, and counted (MarkFailures).
 func (c *Client) mark(ctx context.Context, queue string, m marked) {
-	if m.dueMs == 0 && m.sweepMs == 0 && m.wfMs == 0 {
+	if m.DueMs == 0 && m.SweepMs == 0 && m.WFMs == 0 {
 		return
 	}
-	if m.wfMs != 0 {
+	if m.WFMs != 0 {
 		c.nudgeReleasers(queue)
 	}
-	if m.dueMs != 0 {
-		c.nudgeLocal(queue, m.dueMs)
+	if m.DueMs != 0 {
+		c.nudgeLocal(queue, m.DueMs)
 	}
 	// The change is made: its mark follows it even when the caller has
 	// gone, but does not keep the caller long when Redis has.
@@ -180,19 +106,22 @@ func (c *Client) mark(ctx context.Context, queue string, m marked) {
 	}
 }
 
-// sendMark runs markScript for queue's marks m.
+// sendMark runs mark.lua for queue's marks m.
 func (c *Client) sendMark(ctx context.Context, queue string, m marked) error {
-	a := attentionKeys(c.ns)
-	if m.dueMs != 0 || m.sweepMs != 0 {
-		if err := c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq},
-			queue, m.dueMs, m.sweepMs, m.seq, nudgeChannel(c.ns), queue+"|"+strconv.FormatInt(m.dueMs, 10)+"|"+c.instance); err != nil {
+	a := store.AttentionKeys(c.ns)
+	if m.DueMs != 0 || m.SweepMs != 0 {
+		if _, err := store.CallGlobal(ctx, c.eng, store.Mark, []string{a.Due, a.DueSeq, a.Sweep, a.SweepSeq},
+			&store.MarkArgs{Queue: queue, AtA: m.DueMs, AtB: m.SweepMs, Seq: m.Seq, Channel: store.NudgeChannel(c.ns),
+				Nudge: queue + "|" + strconv.FormatInt(m.DueMs, 10) + "|" + c.instance}); err != nil {
 			return err
 		}
 	}
-	if m.wfMs != 0 {
-		// the outbox index, in the places of markScript's sweep index
-		w := workflowAttentionKeys(c.ns)
-		return c.runGlobal(ctx, markScript, []string{a.due, a.dueSeq, w.outbox, w.outboxSeq}, queue, 0, m.wfMs, m.seq, "", "")
+	if m.WFMs != 0 {
+		// the outbox index, in the places of the sweep index
+		w := store.WorkflowAttentionKeys(c.ns)
+		_, err := store.CallGlobal(ctx, c.eng, store.Mark, []string{a.Due, a.DueSeq, w.Outbox, w.OutboxSeq},
+			&store.MarkArgs{Queue: queue, AtB: m.WFMs, Seq: m.Seq})
+		return err
 	}
 	return nil
 }
@@ -205,11 +134,11 @@ func (c *Client) sendMark(ctx context.Context, queue string, m marked) error {
 // it), never late. The mark goes in the background: the caller, whose
 // call just failed, does not wait on Redis a second time.
 func (c *Client) uncertain(queue string, err error) {
-	if err == nil || isScriptError(err) {
+	if err == nil || store.IsScriptError(err) {
 		return
 	}
 	now := c.redisNow().UnixMilli()
-	c.remarkLater(queue, marked{dueMs: now, sweepMs: now, wfMs: now})
+	c.remarkLater(queue, marked{DueMs: now, SweepMs: now, WFMs: now})
 }
 
 // remarkLater keeps marks m of queue (with those kept already, the
@@ -228,10 +157,10 @@ func (c *Client) remarkLater(queue string, m marked) {
 	}
 	kept, ok := c.remark[queue]
 	if ok {
-		m.dueMs, m.sweepMs = earliestMs(kept.dueMs, m.dueMs), earliestMs(kept.sweepMs, m.sweepMs)
-		m.wfMs = earliestMs(kept.wfMs, m.wfMs)
+		m.DueMs, m.SweepMs = earliestMs(kept.DueMs, m.DueMs), earliestMs(kept.SweepMs, m.SweepMs)
+		m.WFMs = earliestMs(kept.WFMs, m.WFMs)
 	}
-	m.seq = 0 // applied late: it may not raise an entry's seq (see parkScript)
+	m.Seq = 0 // applied late: it may not raise an entry's seq (see park.lua)
 	c.remark[queue] = m
 	if !c.remarking {
 		c.remarking = true
@@ -294,7 +223,7 @@ func (c *Client) park(ctx context.Context, idx, seqs, queue string, atMs, seq in
 	if seq <= 0 {
 		return nil
 	}
-	if err := c.runGlobal(ctx, parkScript, []string{idx, seqs}, queue, atMs, seq); err != nil {
+	if _, err := store.CallGlobal(ctx, c.eng, store.Park, []string{idx, seqs}, &store.ParkArgs{Queue: queue, At: atMs, Seq: seq}); err != nil {
 		return fmt.Errorf("queue: index %s: %w", queue, err)
 	}
 	return nil
@@ -302,14 +231,9 @@ func (c *Client) park(ctx context.Context, idx, seqs, queue string, atMs, seq in
 
 // unmark takes queue out of the indexes (it was deleted).
 func (c *Client) unmark(ctx context.Context, queue string) error {
-	a := attentionKeys(c.ns)
-	return c.runGlobal(ctx, unmarkScript, []string{a.due, a.dueSeq, a.sweep, a.sweepSeq}, queue)
-}
-
-// runGlobal runs one of the index scripts, retrying a migration of their
-// slot as run does.
-func (c *Client) runGlobal(ctx context.Context, s *redis.Script, keys []string, args ...any) error {
-	return retryMigration(ctx, func() error { return s.Run(ctx, c.rdb, keys, args...).Err() })
+	a := store.AttentionKeys(c.ns)
+	_, err := store.CallGlobal(ctx, c.eng, store.Unmark, []string{a.Due, a.DueSeq, a.Sweep, a.SweepSeq}, &store.UnmarkArgs{Queue: queue})
+	return err
 }
 
 // Due implements delayed.Source: it answers, earliest first, limit of them
@@ -319,13 +243,13 @@ func (c *Client) runGlobal(ctx context.Context, s *redis.Script, keys []string, 
 // parks it); it names every queue that has, but after a lost mark (see
 // attention.go).
 func (c *Client) Due(ctx context.Context, within time.Duration, offset, limit int) ([]delayed.Nudge, error) {
-	return c.attention(ctx, attentionKeys(c.ns).due, within, offset, limit)
+	return c.attention(ctx, store.AttentionKeys(c.ns).Due, within, offset, limit)
 }
 
 // sweepDue answers the queues whose next sweep work is due by now
 // (Redis's clock, as estimated here).
 func (c *Client) sweepDue(ctx context.Context, limit int) ([]delayed.Nudge, error) {
-	return c.attention(ctx, attentionKeys(c.ns).sweep, 0, 0, limit)
+	return c.attention(ctx, store.AttentionKeys(c.ns).Sweep, 0, 0, limit)
 }
 
 func (c *Client) attention(ctx context.Context, idx string, within time.Duration, offset, limit int) ([]delayed.Nudge, error) {

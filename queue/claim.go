@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"time"
 )
@@ -27,7 +28,7 @@ type ClaimOptions struct {
 	// NewJob.Labels): the claim receives jobs without labels and jobs
 	// whose labels are all among these, never another. Without labels it
 	// receives only jobs without labels. Of the lists of pending jobs it
-	// may take from (one per label set, see layout.go), it takes first
+	// may take from (one per label set, see internal/store/layout.go), it takes first
 	// from the one whose next job was enqueued first, each in its order.
 	Labels []string
 }
@@ -159,38 +160,38 @@ type claimed struct {
 	next    time.Time // the due time handed to this claim to wake at; zero: none
 }
 
-func (c *Client) claimNow(ctx context.Context, queue string, k keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
+func (c *Client) claimNow(ctx context.Context, queue string, k store.Keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
 	t0 := c.clock.Now()
 	token := newToken() // the same for every try of runSets: a rerun answers the same jobs
-	v, err := c.runSets(ctx, claimScript, k, func(v *setView) []any {
-		return []any{o.Max, token, o.Visibility.Milliseconds(), boolArg(wantNext), wait.Milliseconds(), v.eligibleFor(o.Labels).ids}
-	})
+	p := store.ClaimArgs{Max: o.Max, TokenBase: token, VisibilityMs: o.Visibility.Milliseconds(), WantNext: wantNext,
+		WaitMs: wait.Milliseconds()}
+	res, err := callSets(ctx, c, store.Claim, k, &p, o.Labels, &p.Eligible)
 	t1 := c.clock.Now()
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
-	res, _ := v.([]any)
-	if len(res) < 3 {
-		return claimed{}, fmt.Errorf("queue: claim from %s: unexpected reply %v", queue, v)
-	}
 	var paused, limited bool
 	var limitAt time.Time
-	switch p := res[0].(type) {
+	switch p := res.Paused.(type) {
 	case int64:
 		paused = p == 1
 	case string: // "L<ms>": held back by the queue's limits
 		limited, limitAt = true, c.parseLimitAt(strings.TrimPrefix(p, "L"))
+	default:
+		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, &store.ReplyError{Script: "claim", Field: "paused", Reply: res.Paused, Want: "an integer or a string"})
 	}
-	next, err := nextOfReply(res[1])
+	next, err := nextOfReply(res.Next)
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
-	nowUs, _ := res[2].(int64)
-	c.observeRedisTime(nowUs, t0, t1)
-	cl := claimed{jobs: make([]*Job, 0, len(res)-3), paused: paused, limited: limited, limitAt: limitAt,
+	c.observeRedisTime(res.NowUs, t0, t1)
+	cl := claimed{jobs: make([]*Job, 0, len(res.Jobs)), paused: paused, limited: limited, limitAt: limitAt,
 		next: c.localOf(next)}
-	for _, r := range res[3:] {
-		packed, _ := r.(string)
+	for i := range res.Jobs {
+		packed, err := store.Str("claim", res.Jobs, i, "job")
+		if err != nil {
+			return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
+		}
 		j, err := parsePacked(queue, packed)
 		if err != nil {
 			return claimed{}, err

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,6 +134,7 @@ type Config struct {
 type Client struct {
 	cfg      Config
 	rdb      redis.UniversalClient
+	eng      *store.Store // runs the scripts (see internal/store)
 	blocking redis.UniversalClient
 	clock    clockwork.Clock
 	ns       string
@@ -190,7 +192,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
-	c := &Client{cfg: cfg, rdb: cfg.Redis, ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
+	c := &Client{cfg: cfg, rdb: cfg.Redis, eng: store.New(cfg.Redis), ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
 		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}, closing: make(chan struct{}), wakeChunk: wakeChunk}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {
@@ -271,28 +273,19 @@ func (c *Client) Clock() clockwork.Clock { return c.clock }
 // Redis is the client's connection.
 func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 
-// keysFor validates queue and builds its keys.
-func (c *Client) keysFor(queue string) (keys, error) {
-	if err := ValidateQueue(queue); err != nil {
-		return keys{}, err
-	}
-	return queueKeys(c.ns, queue), nil
-}
+// Engine answers the engine this client runs its scripts with (see
+// internal/store), for chronoq's own packages that keep state in Redis
+// beside the queues' (the worker registry): one client, one connection,
+// one set of scripts.
+func (c *Client) Engine() *store.Store { return c.eng }
 
-// registerScript adds a name to a namespace's set of queue names (its one
-// key, global: not a queue's) unless that would pass the cap, in one step
-// so that concurrent first enqueues cannot pass it together.
-// ARGV: the name, the cap. Returns 1 when the name is in the set, 0 when
-// the cap refused it.
-var registerScript = redis.NewScript(`
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
-  return 1
-end
-if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-  return 0
-end
-redis.call('SADD', KEYS[1], ARGV[1])
-return 1`)
+// keysFor validates queue and builds its keys.
+func (c *Client) keysFor(queue string) (store.Keys, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return store.Keys{}, err
+	}
+	return store.QueueKeys(c.ns, queue), nil
+}
 
 // register adds queue to the set of known queues and makes its keys exist
 // (once per process, and again after the queue was deleted).
@@ -300,14 +293,14 @@ func (c *Client) register(ctx context.Context, queue string) error {
 	if _, ok := c.known.Load(queue); ok {
 		return nil
 	}
-	ok, err := registerScript.Run(ctx, c.rdb, []string{queuesKey(c.ns)}, queue, c.cfg.MaxQueues).Int()
+	ok, err := store.CallGlobal(ctx, c.eng, store.Register, []string{store.QueuesKey(c.ns)}, &store.RegisterArgs{Name: queue, Max: c.cfg.MaxQueues})
 	if err != nil {
-		return wrapRedis(err)
+		return err
 	}
-	if ok == 0 {
+	if ok.Code == 0 {
 		return fmt.Errorf("%w: the cap is %d queues (Config.MaxQueues)", ErrTooManyQueues, c.cfg.MaxQueues)
 	}
-	if _, err := c.run(ctx, createScript, queueKeys(c.ns, queue)); err != nil {
+	if _, err := call(ctx, c, store.Create, store.QueueKeys(c.ns, queue), &store.None{}); err != nil {
 		return fmt.Errorf("queue: create %s: %w", queue, err)
 	}
 	c.known.Store(queue, struct{}{})
@@ -316,7 +309,7 @@ func (c *Client) register(ctx context.Context, queue string) error {
 
 // Queues lists the known queues, sorted by name.
 func (c *Client) Queues(ctx context.Context) ([]string, error) {
-	qs, err := c.rdb.SMembers(ctx, queuesKey(c.ns)).Result()
+	qs, err := c.rdb.SMembers(ctx, store.QueuesKey(c.ns)).Result()
 	if err != nil {
 		return nil, wrapRedis(err)
 	}
@@ -443,7 +436,7 @@ func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
 	c.mu.Lock()
 	c.listeners[ch] = struct{}{}
 	c.mu.Unlock()
-	sub := c.rdb.Subscribe(ctx, nudgeChannel(c.ns))
+	sub := c.rdb.Subscribe(ctx, store.NudgeChannel(c.ns))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -494,7 +487,7 @@ func parseNudge(s string) (n delayed.Nudge, from string, ok bool) {
 }
 
 // nudgeLocal tells promoters here that queue has a job due at atMs ahead
-// of all others (those elsewhere hear it by pub/sub from markScript; a
+// of all others (those elsewhere hear it by pub/sub from mark.lua; a
 // client ignores its own echo).
 func (c *Client) nudgeLocal(queue string, atMs int64) {
 	n := delayed.Nudge{Queue: queue, At: c.localOf(time.UnixMilli(atMs).UTC())}

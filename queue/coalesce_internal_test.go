@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"github.com/chronoq/chronoq/internal/store"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,5 +13,5 @@ import (
 func TestBatchLimitsFitTheEngine(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, MaxBatch, batch.MaxItems, "a batch is one script call")
-	require.Greater(t, batch.CallTimeout, clusterRetryFor, "a batch's call outlasts the engine's migration retries")
+	require.Greater(t, batch.CallTimeout, store.ClusterRetryFor, "a batch's call outlasts the engine's migration retries")
 }

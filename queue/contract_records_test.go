@@ -14,7 +14,7 @@ import (
 )
 
 // How a job's record is stored (issue 19; see the record's doc in
-// queue/layout.go): trailing empty fields left out, a small payload in the
+// internal/store/layout.go): trailing empty fields left out, a small payload in the
 // record, the default spec and the status as codes; and records of the
 // earlier form, in full with the payload in the data hash, still read and
 // run.

@@ -23,7 +23,7 @@
 // script: a worker whose job was reclaimed, or finished by someone else,
 // gets [ErrLeaseLost] and changes nothing. [Client.Reclaim] takes back jobs
 // whose lease lapsed. Where each key and each script argument is defined:
-// layout.go.
+// the engine's layout (internal/store/layout.go), which runs every script.
 //
 // While it runs, a job may leave more than its result, each fenced by its
 // token like a complete and deleted with the job: named JSON artifacts

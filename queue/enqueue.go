@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,7 +97,7 @@ func (c *Client) Enqueue(ctx context.Context, nj NewJob) (Enqueued, error) {
 // prepared is a validated NewJob, ready for enqueue.lua.
 type prepared struct {
 	job    *Job
-	args   []any
+	item   store.EnqueueItem
 	labels string // the job's labels, canonical and joined ("" none)
 	index  int    // the job's place in its batch, -1 for a single job (FieldError.Index)
 }
@@ -179,9 +180,9 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 		boEnc = bo.Encode()
 	}
 	lab := joinLabels(labels)
-	args := []any{j.ID, j.Kind, string(j.Payload), encodeSpec(maxAttempts, vis, boEnc),
-		when, nj.IdempotencyKey, rttl, lab}
-	return prepared{job: j, args: args, labels: lab, index: i}, nil
+	item := store.EnqueueItem{ID: j.ID, Kind: j.Kind, Payload: string(j.Payload), Spec: encodeSpec(maxAttempts, vis, boEnc),
+		When: when, Idem: nj.IdempotencyKey, ResultTTLMs: rttl, Labels: lab}
+	return prepared{job: j, item: item, labels: lab, index: i}, nil
 }
 
 // Validate reports whether c would enqueue nj, with c's own limits
@@ -241,15 +242,14 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 }
 
 func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepared, idx []int, out []Enqueued) error {
-	k := queueKeys(c.ns, queue)
-	args := make([]any, 0, 3+8*len(idx))
-	args = append(args, c.cfg.IdempotencyTTL.Milliseconds(), MaxLabelSets, len(idx))
-	var sets callSets
+	k := store.QueueKeys(c.ns, queue)
+	p := store.EnqueueArgs{IdemTTLMs: c.cfg.IdempotencyTTL.Milliseconds(), MaxSets: MaxLabelSets, Jobs: make([]store.EnqueueItem, 0, len(idx))}
+	var sets jobSets
 	for _, i := range idx {
-		args = append(args, preps[i].args...)
+		p.Jobs = append(p.Jobs, preps[i].item)
 		sets.add(k, preps[i].labels)
 	}
-	res, err := c.runCreating(ctx, enqueueScript, queue, k, sets, args...)
+	res, err := callCreating(ctx, c, store.Enqueue, queue, k, sets, &p)
 	if err != nil {
 		return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 	}
@@ -263,14 +263,19 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 		}
 		return tooManySets(queue, labels, index)
 	}
-	if len(res) != 1+3*len(idx) {
-		return fmt.Errorf("queue: enqueue into %s: unexpected reply %v", queue, res)
+	if len(res.Rest) != 3*len(idx) {
+		return fmt.Errorf("queue: enqueue into %s: %w", queue, &store.ReplyError{Script: "enqueue", Reply: res.Rest, Want: "3 elements a job"})
 	}
-	nowUs, _ := res[0].(int64)
-	now := time.UnixMicro(nowUs).UTC()
+	now := time.UnixMicro(res.First).UTC()
 	for n, i := range idx {
-		id, _ := res[1+3*n].(string)
-		replayed, _ := res[2+3*n].(int64)
+		id, err := store.Str("enqueue", res.Rest, 3*n, "id")
+		if err != nil {
+			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
+		}
+		replayed, err := store.Int("enqueue", res.Rest, 3*n+1, "replayed")
+		if err != nil {
+			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
+		}
 		if replayed != 0 {
 			// 1: the job of the idempotency key. 2: this very job, written by
 			// an earlier run of this call whose reply was lost: it answers
@@ -285,7 +290,7 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 				return fmt.Errorf("queue: enqueue into %s: reading replayed job: %w", queue, err)
 			}
 		}
-		due, err := nextOfReply(res[3+3*n])
+		due, err := nextOfReply(res.Rest[3*n+2])
 		if err != nil {
 			return fmt.Errorf("queue: enqueue into %s: %w", queue, err)
 		}
@@ -322,58 +327,53 @@ func indexes(n int) []int {
 	return out
 }
 
-// callSets gathers the label sets of one enqueue or wfadd call's jobs:
+// jobSets gathers the label sets of one enqueue or wfadd call's jobs:
 // their ids (the common argument lsets) and keys, which follow the
 // script's declared keys (see setKeyScripts); the script registers those
 // that are new.
-type callSets struct{ ids, keys []string }
+type jobSets struct{ ids, keys []string }
 
-func (s *callSets) add(k keys, labels string) {
+func (s *jobSets) add(k store.Keys, labels string) {
 	if labels == "" {
 		return
 	}
 	if id := labelSetID(labels); !slices.Contains(s.ids, id) {
 		s.ids = append(s.ids, id)
-		s.keys = append(s.keys, k.setListKey(id), k.setWakeKey(id))
+		s.keys = append(s.keys, k.SetListKey(id), k.SetWakeKey(id))
 	}
 }
 
-// runCreating runs enqueue.lua or wfadd.lua on queue. When the script
+// callCreating runs enqueue.lua or wfadd.lua on queue. When the script
 // finds no queue ({-1}: it was deleted since this process created it), it
 // makes the queue again, runs the script again, and puts the name back
 // into the set of queues once the jobs are in (a delete racing this may
 // have taken it out after the register; see Client.forget).
-func (c *Client) runCreating(ctx context.Context, sc *luaScript, queue string, k keys, sets callSets, args ...any) ([]any, error) {
+func callCreating[P any](ctx context.Context, c *Client, op *store.Op[P, store.EnqueueReply], queue string, k store.Keys, sets jobSets, p *P) (store.EnqueueReply, error) {
 	lsets := strings.Join(sets.ids, ",")
-	v, err := c.runKeys(ctx, sc, k, sets.keys, lsets, args...)
-	if err != nil {
-		return nil, err
-	}
-	res, _ := v.([]any)
-	if len(res) != 1 || res[0] != int64(-1) {
-		return res, nil
+	res, err := callKeys(ctx, c, op, k, sets.keys, lsets, p)
+	if err != nil || res.First != -1 || len(res.Rest) != 0 {
+		return res, err
 	}
 	c.known.Delete(queue)
 	if err := c.register(ctx, queue); err != nil {
-		return nil, err
+		return res, err
 	}
-	if v, err = c.runKeys(ctx, sc, k, sets.keys, lsets, args...); err != nil {
-		return nil, err
+	if res, err = callKeys(ctx, c, op, k, sets.keys, lsets, p); err != nil {
+		return res, err
 	}
-	if err := c.rdb.SAdd(ctx, queuesKey(c.ns), queue).Err(); err != nil {
-		return nil, wrapRedis(err)
+	if err := c.rdb.SAdd(ctx, store.QueuesKey(c.ns), queue).Err(); err != nil {
+		return res, wrapRedis(err)
 	}
-	res, _ = v.([]any)
 	return res, nil
 }
 
 // setsOver reports whether a script answered that a new label set would
 // pass the cap ({-2, labels}), and the labels.
-func setsOver(res []any) (string, bool) {
-	if len(res) != 2 || res[0] != int64(-2) {
+func setsOver(res store.EnqueueReply) (string, bool) {
+	if res.First != -2 || len(res.Rest) != 1 {
 		return "", false
 	}
-	labels, _ := res[1].(string)
+	labels, _ := res.Rest[0].(string)
 	return labels, true
 }
 
@@ -394,8 +394,8 @@ func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 		return nil, err
 	}
 	pipe := c.rdb.Pipeline()
-	rec := pipe.HGet(ctx, k.jobs, id)
-	data := pipe.HMGet(ctx, k.data, id, resultField(id), artifactsField(id), upstreamField(id))
+	rec := pipe.HGet(ctx, k.Jobs, id)
+	data := pipe.HMGet(ctx, k.Data, id, store.ResultField(id), store.ArtifactsField(id), store.UpstreamField(id))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapRedis(err)
 	}

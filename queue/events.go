@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,13 +78,13 @@ func (c *Client) Subscribe(ctx context.Context, queues ...string) (<-chan Event,
 		if err != nil {
 			return nil, err
 		}
-		channels = append(channels, k.events)
+		channels = append(channels, k.Events)
 	}
 	out := make(chan Event, eventBuffer)
 	if !c.cluster {
 		var ps *redis.PubSub
 		if len(channels) == 0 {
-			ps = c.rdb.PSubscribe(ctx, eventsPattern(c.ns))
+			ps = c.rdb.PSubscribe(ctx, store.EventsPattern(c.ns))
 		} else {
 			ps = c.rdb.Subscribe(ctx, channels...)
 		}
@@ -234,7 +235,7 @@ func (s *clusterSub) add(ctx context.Context, queues []string) error {
 		if err != nil {
 			continue // not a queue chronoq would have created
 		}
-		ps := s.c.rdb.SSubscribe(ctx, k.events)
+		ps := s.c.rdb.SSubscribe(ctx, k.Events)
 		early, err := confirm(ctx, ps, 1)
 		if err != nil {
 			return err

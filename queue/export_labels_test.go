@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
 )
@@ -9,9 +10,9 @@ import (
 // labels in queue (see layout.go), for tests that look at Redis directly.
 func LabelSetKeys(ns, queue string, labels ...string) (list, wake string) {
 	l, _ := CanonicalLabels(labels, MaxClaimLabels)
-	k := queueKeys(ns, queue)
+	k := store.QueueKeys(ns, queue)
 	id := labelSetID(joinLabels(l))
-	return k.setListKey(id), k.setWakeKey(id)
+	return k.SetListKey(id), k.SetWakeKey(id)
 }
 
 // FirstRecord is the record of a pending job as the first version of the
@@ -19,11 +20,11 @@ func LabelSetKeys(ns, queue string, labels ...string) (list, wake string) {
 // old records.
 func FirstRecord(kind, spec string, atMs int64) string {
 	f := make([]string, NRecFirst)
-	f[rStatus], f[rKind], f[rSpec] = string(StatusPending), kind, spec
-	f[rEnqueuedAt], f[rRunAt] = strconv.FormatInt(atMs, 10), strconv.FormatInt(atMs, 10)
-	f[rAttempts], f[rFence] = "0", "0"
+	f[store.RStatus], f[store.RKind], f[store.RSpec] = string(StatusPending), kind, spec
+	f[store.REnqueuedAt], f[store.RRunAt] = strconv.FormatInt(atMs, 10), strconv.FormatInt(atMs, 10)
+	f[store.RAttempts], f[store.RFence] = "0", "0"
 	return strings.Join(f, "\x00")
 }
 
 // KeyLsets is the name of a queue's registry of label sets, for QueueKey.
-const KeyLsets = keyLsets
+const KeyLsets = store.KeyLsets

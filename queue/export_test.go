@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
 	"time"
@@ -11,11 +12,21 @@ import (
 // with the common arguments and then args, for tests that call a script
 // twice as a retried command would.
 func (c *Client) RunScript(ctx context.Context, name, queue string, args ...any) (any, error) {
-	s, ok := scriptsByName[name]
-	if !ok {
-		panic("no script " + name)
+	k := store.QueueKeys(c.ns, queue)
+	var extra []string
+	lsets := ""
+	if store.TakesSets(name) && name != "enqueue" {
+		if v, err := c.setsOf(ctx, k); err == nil {
+			extra, lsets = v.keys, v.ids
+		}
 	}
-	return c.run(ctx, s, queueKeys(c.ns, queue), args...)
+	v, err := c.eng.RunRaw(ctx, name, k, extra, c.common(k, lsets), args...)
+	if err != nil {
+		return nil, err
+	}
+	v, m, err := store.UnwrapMarks(name, v)
+	c.mark(ctx, k.Name, m)
+	return v, err
 }
 
 // ForgetIdle exposes forgetIdle, the reclaim sweep's last step.
@@ -31,38 +42,38 @@ var EncodeSpec = encodeSpec
 
 // QueueKey is the key of queue called name (see layout.go), for tests that
 // look at Redis directly.
-func QueueKey(ns, queue, name string) string { return queueKeys(ns, queue).byName(name) }
+func QueueKey(ns, queue, name string) string { return store.QueueKeys(ns, queue).ByName(name) }
 
 // Key names, for QueueKey.
 const (
-	KeyMeta    = keyMeta
-	KeyJobs    = keyJobs
-	KeyData    = keyData
-	KeySched   = keySched
-	KeyPending = keyPending
-	KeyLeases  = keyLeases
-	KeyDead    = keyDead
-	KeyDone    = keyDone
-	KeyIdem    = keyIdem
-	KeyExpiry  = keyExpiry
-	KeyClaims  = keyClaims
-	KeyWake    = keyWake
+	KeyMeta    = store.KeyMeta
+	KeyJobs    = store.KeyJobs
+	KeyData    = store.KeyData
+	KeySched   = store.KeySched
+	KeyPending = store.KeyPending
+	KeyLeases  = store.KeyLeases
+	KeyDead    = store.KeyDead
+	KeyDone    = store.KeyDone
+	KeyIdem    = store.KeyIdem
+	KeyExpiry  = store.KeyExpiry
+	KeyClaims  = store.KeyClaims
+	KeyWake    = store.KeyWake
 )
 
 // DeadRecord is the record of a dead job as the scripts write it, for
 // tests that seed many dead jobs at once.
 func DeadRecord(kind string, attempts int, spec string, runAtMs, diedAtMs int64) string {
-	f := make([]string, nRec)
-	f[rStatus], f[rKind], f[rSpec] = string(StatusDead), kind, spec
-	f[rEnqueuedAt], f[rRunAt], f[rDiedAt] = strconv.FormatInt(runAtMs, 10), strconv.FormatInt(runAtMs, 10), strconv.FormatInt(diedAtMs, 10)
-	f[rAttempts], f[rFence], f[rLastError] = strconv.Itoa(attempts), strconv.Itoa(attempts), "boom"
+	f := make([]string, store.NRec)
+	f[store.RStatus], f[store.RKind], f[store.RSpec] = string(StatusDead), kind, spec
+	f[store.REnqueuedAt], f[store.RRunAt], f[store.RDiedAt] = strconv.FormatInt(runAtMs, 10), strconv.FormatInt(runAtMs, 10), strconv.FormatInt(diedAtMs, 10)
+	f[store.RAttempts], f[store.RFence], f[store.RLastError] = strconv.Itoa(attempts), strconv.Itoa(attempts), "boom"
 	return strings.Join(f, "\x00")
 }
 
 // Index reads one attention index ("due" or "sweep"): queue -> ms.
 func (c *Client) Index(ctx context.Context, name string) (map[string]int64, error) {
-	a := attentionKeys(c.ns)
-	key := map[string]string{"due": a.due, "sweep": a.sweep}[name]
+	a := store.AttentionKeys(c.ns)
+	key := map[string]string{"due": a.Due, "sweep": a.Sweep}[name]
 	zs, err := c.rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
 	if err != nil {
 		return nil, err
@@ -80,15 +91,15 @@ func (c *Client) Unindex(ctx context.Context, queue string) error { return c.unm
 
 // MarkScriptHash is the SHA-1 of the script that applies marks, for tests
 // that count the marks a client sends.
-func MarkScriptHash() string { return markScript.Hash() }
+func MarkScriptHash() string { return store.ScriptHashes()["mark"] }
 
-// SweepHintFor exposes sweepHintFor.
-const SweepHintFor = sweepHintFor
+// SweepHintFor exposes store.SweepHintFor.
+const SweepHintFor = store.SweepHintFor
 
 // ParkDue exposes park on the due index.
 func (c *Client) ParkDue(ctx context.Context, queue string, atMs, seq int64) error {
-	a := attentionKeys(c.ns)
-	return c.park(ctx, a.due, a.dueSeq, queue, atMs, seq)
+	a := store.AttentionKeys(c.ns)
+	return c.park(ctx, a.Due, a.DueSeq, queue, atMs, seq)
 }
 
 // SweepDue exposes sweepDue: the queues a sweep would visit now.
@@ -148,16 +159,16 @@ func (c *Client) SetWakeChunk(d time.Duration) { c.wakeChunk = d }
 
 // NRecFirst is the length of the first version's record (up to its ack
 // field), for tests of records written before later fields.
-const NRecFirst = rAck + 1
+const NRecFirst = store.RAck + 1
 
 // NRec is the length of this version's record.
-const NRec = nRec
+const NRec = store.NRec
 
 // Compact records (issue 19), for the tests of the stored form.
 const (
-	RecInline        = recInline
-	InlinePayloadMax = inlinePayloadMax
-	SpecDefaultCode  = specDefaultCode
+	RecInline        = store.RecInline
+	InlinePayloadMax = store.InlinePayloadMax
+	SpecDefaultCode  = store.SpecDefaultCode
 )
 
 // SpelledRecord answers a stored record's fields as the form before
@@ -166,8 +177,8 @@ const (
 // write records of that form.
 func SpelledRecord(rec string) (fields []string, payload string) {
 	p, f, _ := splitRecord(rec)
-	if f[rSpec] == specDefaultCode {
-		f[rSpec] = specDefault
+	if f[store.RSpec] == store.SpecDefaultCode {
+		f[store.RSpec] = store.SpecDefault
 	}
 	return f, p
 }

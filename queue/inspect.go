@@ -10,7 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"github.com/chronoq/chronoq/internal/store"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,15 +50,15 @@ func (c *Client) Dump(ctx context.Context, queue string) (*Dump, error) {
 		return nil, err
 	}
 	d := &Dump{Stats: st, Jobs: map[string]*Job{}, Expires: map[string]time.Time{}}
-	records, err := c.hashAll(ctx, k.jobs)
+	records, err := c.hashAll(ctx, k.Jobs)
 	if err != nil {
 		return nil, err
 	}
-	data, err := c.hashAll(ctx, k.data)
+	data, err := c.hashAll(ctx, k.Data)
 	if err != nil {
 		return nil, err
 	}
-	claims, err := c.hashAll(ctx, k.claims)
+	claims, err := c.hashAll(ctx, k.Claims)
 	if err != nil {
 		return nil, err
 	}
@@ -68,22 +68,22 @@ func (c *Client) Dump(ctx context.Context, queue string) (*Dump, error) {
 			d.Tombstones++
 			continue
 		}
-		j, err := jobFromRecord(queue, id, rec, data[id], data[resultField(id)])
+		j, err := jobFromRecord(queue, id, rec, data[id], data[store.ResultField(id)])
 		if err != nil {
 			return nil, fmt.Errorf("queue: dump %s: %w", queue, err)
 		}
 		d.Jobs[id] = j
 	}
 	pipe := c.rdb.Pipeline()
-	dead, leased, sched := pipe.ZRange(ctx, k.dead, 0, -1), pipe.ZRange(ctx, k.leases, 0, -1), pipe.ZRange(ctx, k.sched, 0, -1)
-	pend, exp := pipe.LRange(ctx, k.pending, 0, -1), pipe.ZRangeWithScores(ctx, k.expiry, 0, -1)
+	dead, leased, sched := pipe.ZRange(ctx, k.Dead, 0, -1), pipe.ZRange(ctx, k.Leases, 0, -1), pipe.ZRange(ctx, k.Sched, 0, -1)
+	pend, exp := pipe.LRange(ctx, k.Pending, 0, -1), pipe.ZRangeWithScores(ctx, k.Expiry, 0, -1)
 	sets, err := c.refreshSets(ctx, k)
 	if err != nil {
 		return nil, err
 	}
 	setPend := make([]*redis.StringSliceCmd, len(sets.order))
 	for i, id := range sets.order {
-		setPend[i] = pipe.LRange(ctx, k.setListKey(id), 0, -1)
+		setPend[i] = pipe.LRange(ctx, k.SetListKey(id), 0, -1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("queue: dump %s: %w", queue, wrapRedis(err))
@@ -91,7 +91,7 @@ func (c *Client) Dump(ctx context.Context, queue string) (*Dump, error) {
 	drop := func(ids []string) []string {
 		out := ids[:0]
 		for _, id := range ids {
-			if id != sentinel {
+			if id != store.Sentinel {
 				out = append(out, id)
 			}
 		}
@@ -119,7 +119,7 @@ func (c *Client) hashAll(ctx context.Context, key string) (map[string]string, er
 		if !iter.Next(ctx) {
 			break
 		}
-		if f != sentinel {
+		if f != store.Sentinel {
 			out[f] = iter.Val()
 		}
 	}
@@ -141,7 +141,7 @@ func Keys(ns, queue string) ([]string, error) {
 	if err := validateNamespace(ns); err != nil {
 		return nil, err
 	}
-	return queueKeys(ns, queue).all(), nil
+	return store.QueueKeys(ns, queue).All(), nil
 }
 
 // NamespaceKeys lists the keys of namespace ns that belong to no queue:
@@ -149,12 +149,12 @@ func Keys(ns, queue string) ([]string, error) {
 // the list and indexes of workflows (see workflow.go; each workflow's own
 // hash is "<ns>:{wf:<id>}:wf").
 func NamespaceKeys(ns string) []string {
-	a, w := attentionKeys(ns), workflowAttentionKeys(ns)
-	return []string{queuesKey(ns), a.due, a.dueSeq, a.sweep, a.sweepSeq, workflowsKey(ns), w.outbox, w.outboxSeq, w.dirty}
+	a, w := store.AttentionKeys(ns), store.WorkflowAttentionKeys(ns)
+	return []string{store.QueuesKey(ns), a.Due, a.DueSeq, a.Sweep, a.SweepSeq, store.WorkflowsKey(ns), w.Outbox, w.OutboxSeq, w.Dirty}
 }
 
 // DecodeRecord decodes a job's record, the value of its field in the
-// queue's jobs hash (see layout.go), with its payload and result from the
+// queue's jobs hash (see internal/store/layout.go), with its payload and result from the
 // data hash, for tools that read Redis directly (the chaos battery's
 // checker does). The layout is this version's and may change with the
 // next: this is the one place that reads it. A tombstone or an empty record
@@ -170,4 +170,4 @@ func DecodeRecord(queue, id, record, payload, result string) (*Job, error) {
 // ScriptHashes answers each of the package's scripts by name with its SHA1
 // (the EVALSHA argument), for tools that watch the traffic to Redis (the
 // chaos battery names the requests its proxy drops).
-func ScriptHashes() map[string]string { return maps.Clone(scriptHashes) }
+func ScriptHashes() map[string]string { return store.ScriptHashes() }

@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"strconv"
 	"strings"
@@ -133,35 +134,35 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	}
 	inlined, f, ok := splitRecord(record)
 	if !ok {
-		return nil, fmt.Errorf("queue: job %s/%s: malformed record of %d fields, want at least %d", queue, id, len(f), rSpec+1)
+		return nil, fmt.Errorf("queue: job %s/%s: malformed record of %d fields, want at least %d", queue, id, len(f), store.RSpec+1)
 	}
 	if payload == "" {
 		payload = inlined
 	}
-	j := &Job{ID: id, Queue: queue, Kind: f[rKind], Status: Status(f[rStatus]),
-		LastError: f[rLastError], IdempotencyKey: f[rIdemKey], CancelRequested: f[rCancelReq] == "1",
-		Attempts: atoi(f[rAttempts]), Fence: int64(atoi(f[rFence])), Token: f[rToken]}
+	j := &Job{ID: id, Queue: queue, Kind: f[store.RKind], Status: Status(f[store.RStatus]),
+		LastError: f[store.RLastError], IdempotencyKey: f[store.RIdemKey], CancelRequested: f[store.RCancelReq] == "1",
+		Attempts: atoi(f[store.RAttempts]), Fence: int64(atoi(f[store.RFence])), Token: f[store.RToken]}
 	if payload != "" {
 		j.Payload = json.RawMessage(payload)
 	}
 	if result != "" {
 		j.Result = json.RawMessage(result)
 	}
-	if err := parseSpec(f[rSpec], j); err != nil {
+	if err := parseSpec(f[store.RSpec], j); err != nil {
 		return nil, fmt.Errorf("queue: job %s/%s: %w", queue, id, err)
 	}
-	j.EnqueuedAt = msTime(f[rEnqueuedAt])
-	j.ResultTTL = msDuration(f[rResultTTL])
-	j.RunAt = msTime(f[rRunAt])
-	j.ClaimedAt = msTime(f[rClaimedAt])
-	j.LeaseUntil = msTime(f[rLeaseUntil])
-	j.CompletedAt = msTime(f[rCompletedAt])
-	j.DiedAt = msTime(f[rDiedAt])
-	j.CanceledAt = msTime(f[rCanceledAt])
-	j.Progress = parseProgress(f[rProgress])
-	j.Labels = splitLabels(f[rLabels])
-	j.Workflow = parseWorkflowRef(f[rWorkflow])
-	j.Watchers = parseWatchers(f[rWatchers])
+	j.EnqueuedAt = msTime(f[store.REnqueuedAt])
+	j.ResultTTL = msDuration(f[store.RResultTTL])
+	j.RunAt = msTime(f[store.RRunAt])
+	j.ClaimedAt = msTime(f[store.RClaimedAt])
+	j.LeaseUntil = msTime(f[store.RLeaseUntil])
+	j.CompletedAt = msTime(f[store.RCompletedAt])
+	j.DiedAt = msTime(f[store.RDiedAt])
+	j.CanceledAt = msTime(f[store.RCanceledAt])
+	j.Progress = parseProgress(f[store.RProgress])
+	j.Labels = splitLabels(f[store.RLabels])
+	j.Workflow = parseWorkflowRef(f[store.RWorkflow])
+	j.Watchers = parseWatchers(f[store.RWatchers])
 	return j, nil
 }
 
@@ -172,8 +173,8 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 // written before the later fields existed has none of them); ok is false
 // when it lacks even a spec.
 func splitRecord(record string) (payload string, f []string, ok bool) {
-	if strings.HasPrefix(record, recInline) {
-		p, rest, found := strings.Cut(record[len(recInline):], "\x00")
+	if strings.HasPrefix(record, store.RecInline) {
+		p, rest, found := strings.Cut(record[len(store.RecInline):], "\x00")
 		if !found {
 			return "", nil, false
 		}
@@ -181,34 +182,34 @@ func splitRecord(record string) (payload string, f []string, ok bool) {
 	}
 	// Sized once for the full record: a stored one is short (its trailing
 	// empty fields left out), and the fields past its end read empty.
-	f = make([]string, 0, max(nRec, strings.Count(record, "\x00")+1))
+	f = make([]string, 0, max(store.NRec, strings.Count(record, "\x00")+1))
 	for v := range strings.SplitSeq(record, "\x00") {
 		f = append(f, v)
 	}
-	if len(f) <= rSpec {
+	if len(f) <= store.RSpec {
 		return "", f, false
 	}
-	f = f[:max(len(f), nRec)]
+	f = f[:max(len(f), store.NRec)]
 	// the fields stored short (see encode in common.lua), spelled out
-	if st, ok := statusOfCode[f[rStatus]]; ok {
-		f[rStatus] = string(st)
+	if st, ok := statusOfCode[f[store.RStatus]]; ok {
+		f[store.RStatus] = string(st)
 	}
-	switch run := f[rRunAt]; {
+	switch run := f[store.RRunAt]; {
 	case run == "":
-		f[rRunAt] = f[rEnqueuedAt]
+		f[store.RRunAt] = f[store.REnqueuedAt]
 	case run[0] == '+':
-		enq, err1 := strconv.ParseInt(f[rEnqueuedAt], 10, 64)
+		enq, err1 := strconv.ParseInt(f[store.REnqueuedAt], 10, 64)
 		d, err2 := strconv.ParseInt(run[1:], 10, 64)
 		if err1 != nil || err2 != nil {
 			return "", f, false
 		}
-		f[rRunAt] = strconv.FormatInt(enq+d, 10)
+		f[store.RRunAt] = strconv.FormatInt(enq+d, 10)
 	}
-	if f[rAttempts] == "" {
-		f[rAttempts] = "0"
+	if f[store.RAttempts] == "" {
+		f[store.RAttempts] = "0"
 	}
-	if f[rFence] == "" {
-		f[rFence] = "0"
+	if f[store.RFence] == "" {
+		f[store.RFence] = "0"
 	}
 	return payload, f, true
 }
@@ -224,7 +225,7 @@ func parsePacked(queue, s string) (*Job, error) {
 	// The record is nRec fields; payload and result follow (neither holds
 	// a NUL).
 	i := 0
-	for n := 0; n < nRec; n++ {
+	for n := 0; n < store.NRec; n++ {
 		k := strings.IndexByte(rest[i:], 0)
 		if k < 0 {
 			return nil, fmt.Errorf("queue: job %s/%s: malformed reply", queue, id)
@@ -259,16 +260,16 @@ func encodeSpec(maxAttempts int, vis time.Duration, backoff string) string {
 	b = strconv.AppendInt(b, vis.Milliseconds(), 10)
 	b = append(b, '|')
 	b = append(b, backoff...)
-	if string(b) == specDefault {
-		return specDefaultCode
+	if string(b) == store.SpecDefault {
+		return store.SpecDefaultCode
 	}
 	return string(b)
 }
 
 // parseSpec sets j's fields from a spec written by encodeSpec.
 func parseSpec(spec string, j *Job) error {
-	if spec == specDefaultCode {
-		spec = specDefault
+	if spec == store.SpecDefaultCode {
+		spec = store.SpecDefault
 	}
 	ma, rest, ok1 := strings.Cut(spec, "|")
 	vis, bo, ok2 := strings.Cut(rest, "|")
@@ -351,3 +352,13 @@ func nextOfReply(v any) (time.Time, error) {
 	}
 	return timeOfScore(f), nil
 }
+
+// statusOfCode maps each stored status code (store.StatusCodes) to its
+// status.
+var statusOfCode = func() map[string]Status {
+	m := map[string]Status{}
+	for _, c := range store.StatusCodes {
+		m[c.Code] = Status(c.Status)
+	}
+	return m
+}()

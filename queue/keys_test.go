@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"github.com/chronoq/chronoq/internal/store"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
@@ -16,16 +17,16 @@ import (
 func TestQueueKeysCarryHashTag(t *testing.T) {
 	t.Parallel()
 	for _, q := range []string{"default", "a", "emails.v2", "x-y_z", "0"} {
-		k := queueKeys("chronoq", q)
+		k := store.QueueKeys("chronoq", q)
 		v := reflect.ValueOf(k)
 		var all []string
 		for i := range v.NumField() {
-			if v.Type().Field(i).Name != "name" {
+			if v.Type().Field(i).Name != "Name" {
 				all = append(all, v.Field(i).String())
 			}
 		}
-		require.Equal(t, q, k.name)
-		require.Len(t, k.all(), len(all)-1, "all() lists every key (the events channel is no key)")
+		require.Equal(t, q, k.Name)
+		require.Len(t, k.All(), len(all)-1, "all() lists every key (the events channel is no key)")
 		tag := "{" + q + "}"
 		for _, key := range all {
 			require.Equal(t, 1, strings.Count(key, tag), key)

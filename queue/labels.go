@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +19,7 @@ import (
 // whose labels are all among them. Jobs without labels go to any claimer.
 //
 // The pending jobs of each distinct set of required labels wait in a list
-// of their own (see layout.go), so a claim pops from the lists it may take
+// of their own (see internal/store/layout.go), so a claim pops from the lists it may take
 // from and never scans one: a claim costs the same whatever waits in lists
 // it cannot take. The client keeps each queue's label sets (setView),
 // reads them again when a script answers that they changed, and declares
@@ -156,20 +157,20 @@ func (v *setView) eligibleFor(claimer []string) eligibleSets {
 
 // setsOf answers the client's view of queue k's label sets, reading it
 // from Redis the first time.
-func (c *Client) setsOf(ctx context.Context, k keys) (*setView, error) {
-	if v, ok := c.labelSets.Load(k.name); ok {
+func (c *Client) setsOf(ctx context.Context, k store.Keys) (*setView, error) {
+	if v, ok := c.labelSets.Load(k.Name); ok {
 		return v.(*setView), nil
 	}
 	return c.refreshSets(ctx, k)
 }
 
 // refreshSets reads queue k's label sets from Redis and keeps them.
-func (c *Client) refreshSets(ctx context.Context, k keys) (*setView, error) {
+func (c *Client) refreshSets(ctx context.Context, k store.Keys) (*setView, error) {
 	pipe := c.rdb.Pipeline()
-	ids := pipe.HGet(ctx, k.meta, metaLsets)
-	reg := pipe.HGetAll(ctx, k.lsets)
+	ids := pipe.HGet(ctx, k.Meta, store.MetaLsets)
+	reg := pipe.HGetAll(ctx, k.Lsets)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("queue: label sets of %s: %w", k.name, wrapRedis(err))
+		return nil, fmt.Errorf("queue: label sets of %s: %w", k.Name, wrapRedis(err))
 	}
 	v := &setView{ids: ids.Val(), labels: map[string][]string{}}
 	r := reg.Val()
@@ -179,9 +180,9 @@ func (c *Client) refreshSets(ctx context.Context, k keys) (*setView, error) {
 		}
 		v.order = append(v.order, id)
 		v.labels[id] = splitLabels(r[id])
-		v.keys = append(v.keys, k.setListKey(id), k.setWakeKey(id))
+		v.keys = append(v.keys, k.SetListKey(id), k.SetWakeKey(id))
 	}
-	c.labelSets.Store(k.name, v)
+	c.labelSets.Store(k.Name, v)
 	return v, nil
 }
 
@@ -193,27 +194,6 @@ const maxStaleRetries = 10
 // other label sets than its queue's (common.lua's STALE_SETS).
 func isStaleSets(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "chronoq stale label sets")
-}
-
-// runSets runs sc with every label set of k as this client knows them,
-// and the arguments args builds from them; when the script answers that
-// the queue's sets are others (it wrote nothing), it reads them again and
-// runs it again.
-func (c *Client) runSets(ctx context.Context, sc *luaScript, k keys, args func(*setView) []any) (any, error) {
-	for attempt := 0; ; attempt++ {
-		v, err := c.setsOf(ctx, k)
-		if err != nil {
-			return nil, err
-		}
-		res, err := c.runKeys(ctx, sc, k, v.keys, v.ids, args(v)...)
-		if isStaleSets(err) && attempt < maxStaleRetries {
-			if _, err := c.refreshSets(ctx, k); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		return res, err
-	}
 }
 
 // LabelSets answers the distinct sets of labels the jobs of queue have
@@ -233,3 +213,8 @@ func (c *Client) LabelSets(ctx context.Context, queue string) ([][]string, error
 	}
 	return out, nil
 }
+
+// MaxLabelSets caps the distinct label sets a queue has had: an enqueue
+// that would register one more is refused with ErrTooManyLabelSets. Sets
+// are forgotten only with their queue.
+const MaxLabelSets = 64

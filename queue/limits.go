@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"strconv"
 	"time"
@@ -68,13 +69,13 @@ func (c *Client) SetLimits(ctx context.Context, queue string, l Limits) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	set := map[string]string{metaLimitRate: "", metaLimitBurst: "", metaLimitFlight: "", metaTBTokens: "", metaTBAt: ""}
+	set := map[string]string{store.MetaLimitRate: "", store.MetaLimitBurst: "", store.MetaLimitFlight: "", store.MetaTBTokens: "", store.MetaTBAt: ""}
 	if l.Rate > 0 {
-		set[metaLimitRate] = strconv.FormatFloat(l.Rate, 'f', -1, 64) // a decimal: the embedded Redis's Lua reads "1e-05" as nil
-		set[metaLimitBurst] = strconv.Itoa(l.Burst)
+		set[store.MetaLimitRate] = strconv.FormatFloat(l.Rate, 'f', -1, 64) // a decimal: the embedded Redis's Lua reads "1e-05" as nil
+		set[store.MetaLimitBurst] = strconv.Itoa(l.Burst)
 	}
 	if l.MaxInFlight > 0 {
-		set[metaLimitFlight] = strconv.Itoa(l.MaxInFlight)
+		set[store.MetaLimitFlight] = strconv.Itoa(l.MaxInFlight)
 	}
 	return c.writeSettings(ctx, queue, set)
 }
@@ -86,7 +87,7 @@ func (c *Client) ClearLimits(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	n, err := c.rdb.Exists(ctx, k.meta).Result()
+	n, err := c.rdb.Exists(ctx, k.Meta).Result()
 	if err != nil {
 		return wrapRedis(err)
 	}
@@ -102,7 +103,7 @@ func (c *Client) Limits(ctx context.Context, queue string) (Limits, error) {
 	if err != nil {
 		return Limits{}, err
 	}
-	vals, err := c.rdb.HMGet(ctx, k.meta, metaLimitRate, metaLimitBurst, metaLimitFlight).Result()
+	vals, err := c.rdb.HMGet(ctx, k.Meta, store.MetaLimitRate, store.MetaLimitBurst, store.MetaLimitFlight).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Limits{}, fmt.Errorf("queue: limits of %s: %w", queue, wrapRedis(err))
 	}

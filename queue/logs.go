@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"strconv"
 	"strings"
@@ -110,26 +111,19 @@ func (c *Client) AppendLog(ctx context.Context, queue, id, token string, lines [
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	args := make([]any, 0, 5+len(lines))
-	args = append(args, id, token, hex.EncodeToString(b[:]), MaxLogLines, MaxLogBytes, len(lines))
+	p := store.LogArgs{ID: id, Token: token, Batch: hex.EncodeToString(b[:]), MaxLines: MaxLogLines, MaxBytes: MaxLogBytes,
+		Lines: make([]store.LogLine, 0, len(lines))}
 	for _, l := range lines {
-		args = append(args, cleanLogLine(l))
+		p.Lines = append(p.Lines, store.LogLine{Line: cleanLogLine(l)})
 	}
-	v, err := c.run(ctx, logScript, k, args...)
+	res, err := call(ctx, c, store.Log, k, &p)
 	if err != nil {
 		return LogAppend{}, fmt.Errorf("queue: append to the log of %s/%s: %w", queue, id, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != 4 {
-		return LogAppend{}, fmt.Errorf("queue: append to the log of %s/%s: unexpected reply %v", queue, id, v)
-	}
-	code, _ := res[0].(int64)
-	if err := codeErr(code, queue, id); err != nil {
+	if err := codeErr(res.Code, queue, id); err != nil {
 		return LogAppend{}, err
 	}
-	added, _ := res[1].(int64)
-	last, _ := res[2].(int64)
-	trunc, _ := res[3].(int64)
+	added, last, trunc := res.Added, res.LastSeq, res.Truncated
 	return LogAppend{Added: int(added), Last: last, Truncated: trunc == 1}, nil
 }
 
@@ -166,7 +160,7 @@ func (c *Client) Logs(ctx context.Context, queue, id string, after int64, limit 
 	// The record says how many lines there are; then the page's lines, by
 	// their fields (a read that finds no new line is one round trip: a
 	// job's stream reads this at each of its events).
-	r, err := c.rdb.HGet(ctx, k.jobs, id).Result()
+	r, err := c.rdb.HGet(ctx, k.Jobs, id).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return LogPage{}, wrapRedis(err)
 	}
@@ -175,11 +169,11 @@ func (c *Client) Logs(ctx context.Context, queue, id string, after int64, limit 
 	}
 	_, f, _ := splitRecord(r)
 	page := LogPage{Next: after}
-	if len(f) > rStatus {
-		page.Status = Status(f[rStatus])
+	if len(f) > store.RStatus {
+		page.Status = Status(f[store.RStatus])
 	}
-	if len(f) > rLog {
-		page.Total, page.Truncated = parseLogState(f[rLog])
+	if len(f) > store.RLog {
+		page.Total, page.Truncated = parseLogState(f[store.RLog])
 	}
 	n := min(int64(limit), page.Total-after)
 	if n <= 0 {
@@ -187,9 +181,9 @@ func (c *Client) Logs(ctx context.Context, queue, id string, after int64, limit 
 	}
 	fields := make([]string, 0, n)
 	for s := after + 1; s <= after+n; s++ {
-		fields = append(fields, logLineField(id, s))
+		fields = append(fields, store.LogLineField(id, s))
 	}
-	vals, err := c.rdb.HMGet(ctx, k.data, fields...).Result()
+	vals, err := c.rdb.HMGet(ctx, k.Data, fields...).Result()
 	if err != nil {
 		return LogPage{}, wrapRedis(err)
 	}

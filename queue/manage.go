@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"strconv"
 	"strings"
@@ -93,20 +94,18 @@ func (c *Client) List(ctx context.Context, queue string, o ListOptions) (jobs []
 			return nil, "", invalid("cursor", "pending jobs are listed to a depth of %d", MaxPendingListDepth)
 		}
 	}
-	v, err := c.run(ctx, listScript, k, string(o.Status), limit, cnum, cid)
+	res, err := call(ctx, c, store.List, k, &store.ListArgs{Status: string(o.Status), Limit: limit, CursorNum: cnum, CursorID: cid})
 	if err != nil {
 		return nil, "", fmt.Errorf("queue: list %s of %s: %w", o.Status, queue, err)
 	}
-	res, _ := v.([]any)
-	if len(res) < 3 {
-		return nil, "", fmt.Errorf("queue: list %s of %s: unexpected reply %v", o.Status, queue, v)
-	}
-	more, _ := res[0].(int64)
-	lastNum, _ := res[1].(string)
-	lastID, _ := res[2].(string)
-	jobs = make([]*Job, 0, len(res)-3)
-	for _, r := range res[3:] {
-		j, err := c.jobOfReply(queue, r)
+	more, lastNum, lastID := res.More, res.LastNum, res.LastID
+	jobs = make([]*Job, 0, len(res.Jobs))
+	for i := range res.Jobs {
+		p, err := store.Str("list", res.Jobs, i, "job")
+		if err != nil {
+			return nil, "", fmt.Errorf("queue: list %s of %s: %w", o.Status, queue, err)
+		}
+		j, err := c.jobOfReply(queue, p)
 		if err != nil {
 			return nil, "", fmt.Errorf("queue: list %s of %s: %w", o.Status, queue, err)
 		}
@@ -202,16 +201,12 @@ func (c *Client) cancel(ctx context.Context, queue, id, claim string) (*Job, int
 	if req == "" {
 		req = newToken()
 	}
-	v, err := c.run(ctx, cancelScript, k, id, req, max(c.cfg.Retention.Milliseconds(), 0), claim, c.tombMs())
+	res, err := call(ctx, c, store.Cancel, k, &store.CancelArgs{ID: id, Request: req, RetentionMs: max(c.cfg.Retention.Milliseconds(), 0),
+		ClaimToken: claim, TombMs: c.tombMs()})
 	if err != nil {
 		return nil, 0, fmt.Errorf("queue: cancel %s/%s: %w", queue, id, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != 3 {
-		return nil, 0, fmt.Errorf("queue: cancel %s/%s: unexpected reply %v", queue, id, v)
-	}
-	code, _ := res[0].(int64)
-	status, _ := res[1].(string)
+	code, status := res.Code, res.Status
 	switch code {
 	case codeNotFound:
 		return nil, code, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
@@ -221,7 +216,7 @@ func (c *Client) cancel(ctx context.Context, queue, id, claim string) (*Job, int
 		}
 		return nil, code, fmt.Errorf("%w: job %s/%s is %s", ErrConflict, queue, id, status)
 	case cancelDone, cancelRepeated, cancelRequested, cancelDeleted:
-		p, _ := res[2].(string)
+		p := res.Job
 		if p == "" {
 			return &Job{ID: id, Queue: queue, Status: Status(status)}, code, nil
 		}
@@ -254,23 +249,18 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 	if runAt.After(now.Add(MaxDelay)) {
 		return nil, invalid("run_at", "more than %s ahead", MaxDelay)
 	}
-	v, err := c.run(ctx, rescheduleScript, k, id, "a"+scoreOf(runAt))
+	res, err := call(ctx, c, store.Reschedule, k, &store.RescheduleArgs{ID: id, When: "a" + scoreOf(runAt)})
 	if err != nil {
 		return nil, fmt.Errorf("queue: reschedule %s/%s: %w", queue, id, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != 3 {
-		return nil, fmt.Errorf("queue: reschedule %s/%s: unexpected reply %v", queue, id, v)
-	}
-	code, _ := res[0].(int64)
-	status, _ := res[1].(string)
+	code, status := res.Code, res.Status
 	switch code {
 	case codeNotFound:
 		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
 	case 0:
 		return nil, fmt.Errorf("%w: job %s/%s is %s, only scheduled and pending jobs can be rescheduled", ErrConflict, queue, id, status)
 	}
-	return c.jobOfReply(queue, res[2])
+	return c.jobOfReply(queue, res.Job)
 }
 
 // RunNow sends a scheduled job, or a dead one, to the back of pending now.
@@ -286,28 +276,22 @@ func (c *Client) RunNow(ctx context.Context, queue, id string) (*Job, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	v, err := c.run(ctx, runNowScript, k, id)
+	res, err := call(ctx, c, store.RunNow, k, &store.RunNowArgs{ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("queue: run now %s/%s: %w", queue, id, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != 3 {
-		return nil, fmt.Errorf("queue: run now %s/%s: unexpected reply %v", queue, id, v)
-	}
-	code, _ := res[0].(int64)
-	status, _ := res[1].(string)
+	code, status := res.Code, res.Status
 	switch code {
 	case codeNotFound:
 		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
 	case 0:
 		return nil, fmt.Errorf("%w: job %s/%s is %s, only scheduled and dead jobs can be run now", ErrConflict, queue, id, status)
 	}
-	return c.jobOfReply(queue, res[2])
+	return c.jobOfReply(queue, res.Job)
 }
 
 // jobOfReply reads a job packed by a script, without its claim token.
-func (c *Client) jobOfReply(queue string, v any) (*Job, error) {
-	p, _ := v.(string)
+func (c *Client) jobOfReply(queue string, p string) (*Job, error) {
 	j, err := parsePacked(queue, p)
 	if err != nil {
 		return nil, err
@@ -346,23 +330,17 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 	total := 0
 	cscore, cid := "", ""
 	for range maxScriptLoops {
-		v, err := c.run(ctx, deadScript, k, mode, kind, deadBatch, upto, cscore, cid, c.tombMs())
+		res, err := call(ctx, c, store.Dead, k, &store.DeadArgs{Mode: mode, Kind: kind, Batch: deadBatch, Upto: upto,
+			CursorScore: cscore, CursorID: cid, TombMs: c.tombMs()})
 		if err != nil {
 			return total, fmt.Errorf("queue: %s dead of %s: %w", mode, queue, err)
 		}
-		res, _ := v.([]any)
-		if len(res) != 5 {
-			return total, fmt.Errorf("queue: %s dead of %s: unexpected reply %v", mode, queue, v)
-		}
-		upto, _ = res[4].(int64)
-		done, _ := res[0].(int64)
-		n, _ := res[1].(int64)
-		total += int(n)
-		if done == 1 {
+		upto = res.Upto
+		total += int(res.Count)
+		if res.Done == 1 {
 			return total, nil
 		}
-		cscore, _ = res[2].(string)
-		cid, _ = res[3].(string)
+		cscore, cid = res.LastScore, res.LastID
 	}
 	return total, fmt.Errorf("queue: %s dead of %s: stopped after %d batches, call again for the rest", mode, queue, maxScriptLoops)
 }
@@ -399,24 +377,20 @@ func (c *Client) WaitClaimable(ctx context.Context, queue string, wait time.Dura
 	deadline := time.Now().Add(wait) // Redis waits in real time
 	for {
 		ms := wait.Milliseconds()
-		v, err := c.runSets(ctx, waitScript, k, func(v *setView) []any { return []any{ms, v.eligibleFor(labels).ids} })
+		p := store.WaitArgs{WaitMs: ms}
+		res, err := callSets(ctx, c, store.Wait, k, &p, labels, &p.Eligible)
 		if err != nil {
 			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
 		}
-		res, _ := v.([]any)
-		if len(res) != 2 && len(res) != 3 {
-			return false, fmt.Errorf("queue: wait for %s: unexpected reply %v", queue, v)
-		}
-		paused, _ := res[0].(int64)
-		pending, _ := res[1].(int64)
+		paused, pending := res.Paused, res.Pending
 		if pending > 0 {
 			return true, nil
 		}
 		left := time.Until(deadline)
-		limited := len(res) == 3 // held back by the limits
-		var at string
-		if limited {
-			at, _ = res[2].(string)
+		limited := res.At != nil // held back by the limits
+		at, ok := res.At.(string)
+		if limited && !ok {
+			return false, fmt.Errorf("queue: wait for %s: %w", queue, &store.ReplyError{Script: "wait", Field: "at", Reply: res.At, Want: "a string"})
 		}
 		if at != "" {
 			// Pending, but the bucket lets no claim take a job now: wait

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"time"
 )
 
@@ -27,29 +28,24 @@ func (c *Client) PromoteWithin(ctx context.Context, queue string, horizon time.D
 		return 0, time.Time{}, err
 	}
 	t0 := c.clock.Now()
-	v, err := c.run(ctx, promoteScript, k, promoteBatch)
+	res, err := call(ctx, c, store.Promote, k, &store.PromoteArgs{Limit: promoteBatch})
 	t1 := c.clock.Now()
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: %w", queue, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != 3 {
-		return 0, time.Time{}, fmt.Errorf("queue: promote %s: unexpected reply %v", queue, v)
-	}
-	moved, _ := res[0].(int64)
-	next, err := nextOfReply(res[1])
+	moved, nowUs := res.Moved, res.NowUs
+	next, err := nextOfReply(res.Next)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: %w", queue, err)
 	}
-	nowUs, _ := res[2].(int64)
 	c.observeRedisTime(nowUs, t0, t1)
 	if next.IsZero() || next.Sub(time.UnixMicro(nowUs)) > horizon {
-		a := attentionKeys(c.ns)
+		a := store.AttentionKeys(c.ns)
 		var at int64
 		if !next.IsZero() {
 			at = next.UnixMilli() // floored: never later than the job
 		}
-		if err := c.park(ctx, a.due, a.dueSeq, queue, at, nowUs); err != nil {
+		if err := c.park(ctx, a.Due, a.DueSeq, queue, at, nowUs); err != nil {
 			return int(moved), c.localOf(next), err
 		}
 	}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"time"
 )
 
@@ -22,12 +23,11 @@ func (c *Client) DeleteQueue(ctx context.Context, queue string, force bool) erro
 	if err != nil {
 		return err
 	}
-	v, err := c.run(ctx, deleteScript, k, boolArg(force), 0)
+	res, err := call(ctx, c, store.Delete, k, &store.DeleteArgs{Force: force})
 	if err != nil {
 		return fmt.Errorf("queue: delete %s: %w", queue, err)
 	}
-	code, _ := v.(int64)
-	switch code {
+	switch res.Code {
 	case 1:
 		return c.forget(ctx, queue)
 	case 0:
@@ -45,11 +45,11 @@ func (c *Client) forgetIdle(ctx context.Context, queue string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	v, err := c.run(ctx, deleteScript, k, boolArg(false), c.cfg.IdleQueueTTL.Milliseconds())
+	res, err := call(ctx, c, store.Delete, k, &store.DeleteArgs{IdleMs: c.cfg.IdleQueueTTL.Milliseconds()})
 	if err != nil {
 		return false, fmt.Errorf("queue: forget idle %s: %w", queue, err)
 	}
-	if code, _ := v.(int64); code != 1 {
+	if res.Code != 1 {
 		return false, nil
 	}
 	return true, c.forget(ctx, queue)
@@ -68,17 +68,17 @@ func (c *Client) forget(ctx context.Context, queue string) error {
 	if err := c.unmark(ctx, queue); err != nil {
 		return err
 	}
-	qk := queuesKey(c.ns)
+	qk := store.QueuesKey(c.ns)
 	if err := c.rdb.SRem(ctx, qk, queue).Err(); err != nil {
 		return wrapRedis(err)
 	}
-	n, err := c.rdb.Exists(ctx, queueKeys(c.ns, queue).meta).Result()
+	n, err := c.rdb.Exists(ctx, store.QueueKeys(c.ns, queue).Meta).Result()
 	if err != nil {
 		return wrapRedis(err)
 	}
 	if n == 1 {
 		now := c.redisNow().UnixMilli()
-		c.mark(ctx, queue, marked{dueMs: now, sweepMs: now})
+		c.mark(ctx, queue, marked{DueMs: now, SweepMs: now})
 		return wrapRedis(c.rdb.SAdd(ctx, qk, queue).Err())
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"log/slog"
 	"math"
 	"strconv"
@@ -31,28 +32,25 @@ func (c *Client) Reclaim(ctx context.Context, queue string) ([]string, error) {
 	}
 	var ids []string
 	for range maxScriptLoops {
-		v, err := c.run(ctx, reclaimScript, k, reclaimBatch, c.cfg.DeadMaxJobs, c.cfg.DeadMaxAge.Milliseconds(),
-			max(c.cfg.Retention.Milliseconds(), 0), c.tombMs())
+		res, err := call(ctx, c, store.Reclaim, k, &store.ReclaimArgs{Limit: reclaimBatch, DeadMax: c.cfg.DeadMaxJobs,
+			DeadAgeMs: c.cfg.DeadMaxAge.Milliseconds(), RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs()})
 		if err != nil {
 			return ids, fmt.Errorf("queue: reclaim %s: %w", queue, err)
 		}
-		res, _ := v.([]any)
-		if len(res) < 4 {
-			return ids, fmt.Errorf("queue: reclaim %s: unexpected reply %v", queue, v)
+		more, next, seq := res.More, res.NextMs, res.NowUs
+		if res.WF != 0 {
+			c.mark(ctx, queue, marked{WFMs: res.WF, Seq: seq}) // workflow nodes ended (see workflow.go)
 		}
-		more, _ := res[0].(int64)
-		next, _ := res[1].(int64)
-		seq, _ := res[2].(int64)
-		if wf, _ := res[3].(int64); wf != 0 {
-			c.mark(ctx, queue, marked{wfMs: wf, seq: seq}) // workflow nodes ended (see workflow.go)
-		}
-		for _, r := range res[4:] {
-			id, _ := r.(string)
+		for i := range res.IDs {
+			id, err := store.Str("reclaim", res.IDs, i, "id")
+			if err != nil {
+				return ids, fmt.Errorf("queue: reclaim %s: %w", queue, err)
+			}
 			ids = append(ids, id)
 		}
 		if more == 0 {
-			a := attentionKeys(c.ns)
-			return ids, c.park(ctx, a.sweep, a.sweepSeq, queue, next, seq)
+			a := store.AttentionKeys(c.ns)
+			return ids, c.park(ctx, a.Sweep, a.SweepSeq, queue, next, seq)
 		}
 	}
 	return ids, nil
@@ -245,16 +243,16 @@ func (c *Client) sweepPlan(ctx context.Context, qs []string) (work, empty []stri
 	}
 	pipe := c.rdb.Pipeline()
 	clock := pipe.Time(ctx) // Redis's (a cluster's: one node's), as the scripts read it
-	index := pipe.ZMScore(ctx, attentionKeys(c.ns).sweep, qs...)
+	index := pipe.ZMScore(ctx, store.AttentionKeys(c.ns).Sweep, qs...)
 	probes := make([]probe, len(qs))
 	for i, q := range qs {
 		k, err := c.keysFor(q)
 		if err != nil {
 			return nil, nil, err
 		}
-		probes[i] = probe{lease: pipe.ZRangeWithScores(ctx, k.leases, 0, 0), expiry: pipe.ZRangeWithScores(ctx, k.expiry, 0, 0),
-			dead: pipe.ZRangeWithScores(ctx, k.dead, 0, 0), ndead: pipe.ZCard(ctx, k.dead), njobs: pipe.HLen(ctx, k.jobs),
-			active: pipe.HMGet(ctx, k.meta, metaActive, metaCreated)}
+		probes[i] = probe{lease: pipe.ZRangeWithScores(ctx, k.Leases, 0, 0), expiry: pipe.ZRangeWithScores(ctx, k.Expiry, 0, 0),
+			dead: pipe.ZRangeWithScores(ctx, k.Dead, 0, 0), ndead: pipe.ZCard(ctx, k.Dead), njobs: pipe.HLen(ctx, k.Jobs),
+			active: pipe.HMGet(ctx, k.Meta, store.MetaActive, store.MetaCreated)}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, nil, fmt.Errorf("queue: reading what to sweep: %w", wrapRedis(err))
@@ -263,7 +261,7 @@ func (c *Client) sweepPlan(ctx context.Context, qs []string) (work, empty []stri
 	nowMs := float64(redisNow.Add(time.Second).UnixMilli())
 	head := func(z *redis.ZSliceCmd, plus float64) float64 {
 		h := z.Val()
-		if len(h) == 1 && h[0].Member != sentinel {
+		if len(h) == 1 && h[0].Member != store.Sentinel {
 			return h[0].Score + plus
 		}
 		return math.Inf(1)
@@ -271,7 +269,7 @@ func (c *Client) sweepPlan(ctx context.Context, qs []string) (work, empty []stri
 	scores := index.Val()
 	for i, p := range probes {
 		next := min(head(p.lease, 0), head(p.expiry, 0), head(p.dead, float64(c.cfg.DeadMaxAge.Milliseconds())))
-		if p.ndead.Val()-sentinels > int64(c.cfg.DeadMaxJobs) {
+		if p.ndead.Val()-store.Sentinels > int64(c.cfg.DeadMaxJobs) {
 			next = math.Inf(-1)
 		}
 		indexed := math.Inf(1)
@@ -281,7 +279,7 @@ func (c *Client) sweepPlan(ctx context.Context, qs []string) (work, empty []stri
 		if next <= nowMs || next < math.Inf(1) && indexed > next {
 			work = append(work, qs[i])
 		}
-		if p.njobs.Val() <= sentinels && lastActive(p.active.Val())+float64(c.cfg.IdleQueueTTL.Milliseconds()) <= nowMs {
+		if p.njobs.Val() <= store.Sentinels && lastActive(p.active.Val())+float64(c.cfg.IdleQueueTTL.Milliseconds()) <= nowMs {
 			empty = append(empty, qs[i])
 		}
 	}

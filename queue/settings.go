@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
 
@@ -23,14 +24,14 @@ func (c *Client) Settings(ctx context.Context, queue string) (map[string]string,
 	if err != nil {
 		return nil, err
 	}
-	vals, err := c.rdb.HMGet(ctx, k.meta, settingFields...).Result()
+	vals, err := c.rdb.HMGet(ctx, k.Meta, store.SettingFields...).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("queue: settings of %s: %w", queue, wrapRedis(err))
 	}
 	out := map[string]string{}
 	for i, v := range vals {
 		if s, ok := v.(string); ok && s != "" {
-			out[settingFields[i]] = s
+			out[store.SettingFields[i]] = s
 		}
 	}
 	return out, nil
@@ -39,7 +40,7 @@ func (c *Client) Settings(ctx context.Context, queue string) (map[string]string,
 // SettingsOf reads one setting of many queues in one round trip: the
 // value of field for each queue of queues that has it set.
 func (c *Client) SettingsOf(ctx context.Context, field string, queues []string) (map[string]string, error) {
-	if !slices.Contains(settingFields, field) {
+	if !slices.Contains(store.SettingFields, field) {
 		return nil, invalid("setting", "no setting %q", field)
 	}
 	pipe := c.rdb.Pipeline()
@@ -49,7 +50,7 @@ func (c *Client) SettingsOf(ctx context.Context, field string, queues []string) 
 		if err != nil {
 			return nil, err
 		}
-		cmds[i] = pipe.HGet(ctx, k.meta, field)
+		cmds[i] = pipe.HGet(ctx, k.Meta, field)
 	}
 	if len(queues) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -77,8 +78,8 @@ func (c *Client) SetSettings(ctx context.Context, queue string, set map[string]s
 		return nil
 	}
 	for n := range set {
-		if !slices.Contains(settingFields, n) {
-			return invalid("setting", "no setting %q (the settings are %s)", n, strings.Join(settingFields, ", "))
+		if !slices.Contains(store.SettingFields, n) {
+			return invalid("setting", "no setting %q (the settings are %s)", n, strings.Join(store.SettingFields, ", "))
 		}
 	}
 	return c.writeSettings(ctx, queue, set)
@@ -96,19 +97,19 @@ func (c *Client) writeSettings(ctx context.Context, queue string, set map[string
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	args := []any{len(names)}
+	p := store.SettingsArgs{Fields: make([]store.SettingsItem, 0, len(names))}
 	for _, n := range names {
-		args = append(args, n, set[n])
+		p.Fields = append(p.Fields, store.SettingsItem{Field: n, Value: set[n]})
 	}
 	if err := c.register(ctx, queue); err != nil {
 		return err
 	}
 	for range 2 {
-		v, err := c.run(ctx, settingsScript, k, args...)
+		res, err := call(ctx, c, store.Settings, k, &p)
 		if err != nil {
 			return fmt.Errorf("queue: settings of %s: %w", queue, err)
 		}
-		if code, _ := v.(int64); code == 1 {
+		if res.Code == 1 {
 			return nil
 		}
 		// Deleted since this process created it: make it again.
@@ -152,8 +153,7 @@ func (c *Client) NoteMany(ctx context.Context, queue string, notes []NoteItem) (
 	if len(notes) == 0 || len(notes) > MaxBatch {
 		return nil, invalid("notes", "a batch holds 1 to %d, got %d", MaxBatch, len(notes))
 	}
-	args := make([]any, 0, 2+3*len(notes))
-	args = append(args, MaxNotes, len(notes))
+	p := store.NoteArgs{Keep: MaxNotes, Notes: make([]store.NoteItem, 0, len(notes))}
 	for _, n := range notes {
 		if err := ValidateID(n.ID); err != nil {
 			return nil, err
@@ -161,19 +161,21 @@ func (c *Client) NoteMany(ctx context.Context, queue string, notes []NoteItem) (
 		if n.Line == "" || strings.ContainsAny(n.Line, "\n\x00") || len(n.Line) > MaxErrorBytes {
 			return nil, invalid("note", "one line without NUL, 1 to %d bytes", MaxErrorBytes)
 		}
-		args = append(args, n.ID, n.Token, n.Line)
+		p.Notes = append(p.Notes, store.NoteItem{ID: n.ID, Token: n.Token, Entry: n.Line})
 	}
-	v, err := c.run(ctx, noteScript, k, args...)
+	res, err := call(ctx, c, store.Note, k, &p)
 	if err != nil {
 		return nil, fmt.Errorf("queue: notes in %s: %w", queue, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != len(notes) {
-		return nil, fmt.Errorf("queue: notes in %s: unexpected reply %v", queue, v)
+	if len(res.Rows) != len(notes) {
+		return nil, fmt.Errorf("queue: notes in %s: %w", queue, &store.ReplyError{Script: "note", Reply: res.Rows, Want: "a code a note"})
 	}
 	errs = make([]error, len(notes))
-	for i, r := range res {
-		code, _ := r.(int64)
+	for i := range res.Rows {
+		code, err := store.Int("note", res.Rows, i, "code")
+		if err != nil {
+			return nil, fmt.Errorf("queue: notes in %s: %w", queue, err)
+		}
 		errs[i] = codeErr(code, queue, notes[i].ID)
 	}
 	return errs, nil
@@ -188,7 +190,7 @@ func (c *Client) Notes(ctx context.Context, queue, id string) ([]string, error) 
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	v, err := c.rdb.HGet(ctx, k.data, noteField(id)).Result()
+	v, err := c.rdb.HGet(ctx, k.Data, store.NoteField(id)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -197,3 +199,7 @@ func (c *Client) Notes(ctx context.Context, queue, id string) ([]string, error) 
 	}
 	return strings.Split(v, "\n"), nil
 }
+
+// SettingPush is the queue's push target, JSON written and read by
+// package dispatch.
+const SettingPush = store.SettingPush

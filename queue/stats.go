@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"time"
 
@@ -61,49 +62,49 @@ func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
 
 // stats is Stats with the label sets of v, and whether they are the
 // queue's.
-func (c *Client) stats(ctx context.Context, k keys, v *setView) (Stats, bool, error) {
-	queue := k.name
+func (c *Client) stats(ctx context.Context, k store.Keys, v *setView) (Stats, bool, error) {
+	queue := k.Name
 	pipe := c.rdb.Pipeline()
-	sched, pend, leased := pipe.ZCard(ctx, k.sched), pipe.LLen(ctx, k.pending), pipe.ZCard(ctx, k.leases)
-	dead, hist := pipe.ZCard(ctx, k.dead), pipe.ZCard(ctx, k.done)
-	meta := pipe.HGetAll(ctx, k.meta)
+	sched, pend, leased := pipe.ZCard(ctx, k.Sched), pipe.LLen(ctx, k.Pending), pipe.ZCard(ctx, k.Leases)
+	dead, hist := pipe.ZCard(ctx, k.Dead), pipe.ZCard(ctx, k.Done)
+	meta := pipe.HGetAll(ctx, k.Meta)
 	// The oldest pending job: the first pending one from the right end, past
 	// stale ids (of jobs canceled or rescheduled while pending), of each list.
-	oldest, head := pipe.LRange(ctx, k.pending, -(oldestProbe+1), -2), pipe.ZRangeWithScores(ctx, k.sched, 0, 0)
+	oldest, head := pipe.LRange(ctx, k.Pending, -(oldestProbe+1), -2), pipe.ZRangeWithScores(ctx, k.Sched, 0, 0)
 	lens := make([]*redis.IntCmd, len(v.order))
 	heads := make([]*redis.StringSliceCmd, len(v.order))
 	for i, id := range v.order {
-		lens[i], heads[i] = pipe.LLen(ctx, k.setListKey(id)), pipe.LRange(ctx, k.setListKey(id), -(oldestProbe+1), -2)
+		lens[i], heads[i] = pipe.LLen(ctx, k.SetListKey(id)), pipe.LRange(ctx, k.SetListKey(id), -(oldestProbe+1), -2)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Stats{}, false, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
 	}
 	t := meta.Val()
-	if t[metaLsets] != v.ids {
+	if t[store.MetaLsets] != v.ids {
 		return Stats{}, false, nil
 	}
-	pending := max(pend.Val()-sentinels, 0)
+	pending := max(pend.Val()-store.Sentinels, 0)
 	probes := [][]string{oldest.Val()}
 	for i := range v.order {
-		pending += max(lens[i].Val()-sentinels, 0)
+		pending += max(lens[i].Val()-store.Sentinels, 0)
 		probes = append(probes, heads[i].Val())
 	}
 	n := func(f string) int64 { v, _ := strconv.ParseInt(t[f], 10, 64); return v }
-	less := func(v int64) int64 { return max(v-sentinels, 0) } // each key's sentinel
-	s := Stats{Queue: queue, Paused: t[metaPaused] == "1",
-		Scheduled: less(sched.Val()), Pending: max(pending-n(metaStale), 0), Processing: less(leased.Val()),
+	less := func(v int64) int64 { return max(v-store.Sentinels, 0) } // each key's sentinel
+	s := Stats{Queue: queue, Paused: t[store.MetaPaused] == "1",
+		Scheduled: less(sched.Val()), Pending: max(pending-n(store.MetaStale), 0), Processing: less(leased.Val()),
 		Dead: less(dead.Val()), CompletedHistory: less(hist.Val()),
-		EnqueuedTotal: n("enqueued"), PromotedTotal: n("promoted"), CompletedTotal: n("completed"), FailedTotal: n("failed"),
-		RetriedTotal: n("retried"), ReclaimedTotal: n("reclaimed"), DeadTotal: n("dead"),
-		CanceledTotal: n("canceled"), RequeuedTotal: n("requeued")}
-	if h := head.Val(); len(h) == 1 && h[0].Member != sentinel {
+		EnqueuedTotal: n(store.MetaEnqueued), PromotedTotal: n(store.MetaPromoted), CompletedTotal: n(store.MetaCompleted), FailedTotal: n(store.MetaFailed),
+		RetriedTotal: n(store.MetaRetried), ReclaimedTotal: n(store.MetaReclaimed), DeadTotal: n(store.MetaDead),
+		CanceledTotal: n(store.MetaCanceled), RequeuedTotal: n(store.MetaRequeued)}
+	if h := head.Val(); len(h) == 1 && h[0].Member != store.Sentinel {
 		s.NextRunAt = timeOfScore(h[0].Score)
 	}
 	for _, ids := range probes {
 		if len(ids) == 0 {
 			continue
 		}
-		recs, err := c.rdb.HMGet(ctx, k.jobs, ids...).Result()
+		recs, err := c.rdb.HMGet(ctx, k.Jobs, ids...).Result()
 		if err != nil {
 			return Stats{}, false, fmt.Errorf("queue: stats of %s: %w", queue, wrapRedis(err))
 		}
@@ -127,7 +128,7 @@ func (c *Client) Pause(ctx context.Context, queue string) error {
 	if err := c.register(ctx, queue); err != nil {
 		return err
 	}
-	return wrapRedis(c.rdb.HSet(ctx, k.meta, metaPaused, "1").Err())
+	return wrapRedis(c.rdb.HSet(ctx, k.Meta, store.MetaPaused, "1").Err())
 }
 
 // Resume undoes Pause.
@@ -136,5 +137,5 @@ func (c *Client) Resume(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	return wrapRedis(c.rdb.HDel(ctx, k.meta, metaPaused).Err())
+	return wrapRedis(c.rdb.HDel(ctx, k.Meta, store.MetaPaused).Err())
 }

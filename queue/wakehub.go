@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
 	"sync"
@@ -46,7 +47,7 @@ type wakeHubs struct {
 // wakeHub is the hub of one queue and label set.
 type wakeHub struct {
 	c      *Client
-	k      keys
+	k      store.Keys
 	labels []string
 	id     string // its key in wakeHubs
 
@@ -88,7 +89,7 @@ const maxWakeRead = 64
 // wake-up from the claimer that can. A lease that ends under a
 // MaxInFlight limit writes the streams of the lists that hold jobs (the
 // queue's own, each set's), so it wakes a claimer that can use the room.
-func (c *Client) waitWake(ctx context.Context, k keys, labels []string, d time.Duration) (woken bool, err error) {
+func (c *Client) waitWake(ctx context.Context, k store.Keys, labels []string, d time.Duration) (woken bool, err error) {
 	h, w := c.joinHub(k, labels)
 	t := time.NewTimer(max(d, time.Millisecond)) // Redis's streams wake in real time
 	defer t.Stop()
@@ -122,8 +123,8 @@ func (c *Client) Waiters() int {
 
 // joinHub adds a waiter to the hub of k's queue and labels, making the
 // hub and starting its reader when it has none.
-func (c *Client) joinHub(k keys, labels []string) (*wakeHub, *waiter) {
-	id := k.name + "\x00" + strings.Join(labels, ",")
+func (c *Client) joinHub(k store.Keys, labels []string) (*wakeHub, *waiter) {
+	id := k.Name + "\x00" + strings.Join(labels, ",")
 	w := &waiter{ch: make(chan wake, 1)}
 	c.hubs.mu.Lock()
 	defer c.hubs.mu.Unlock()
@@ -219,9 +220,9 @@ func (h *wakeHub) more() bool {
 // of the label sets whose labels are all among the hub's, as the client
 // last read the queue's sets.
 func (h *wakeHub) streams() []string {
-	streams := []string{h.k.wake}
+	streams := []string{h.k.Wake}
 	if len(h.labels) > 0 {
-		if v, ok := h.c.labelSets.Load(h.k.name); ok {
+		if v, ok := h.c.labelSets.Load(h.k.Name); ok {
 			streams = append(streams, v.(*setView).eligibleFor(h.labels).wakes...)
 		}
 	}
@@ -258,7 +259,7 @@ func (h *wakeHub) readOnce() {
 	// the last read of any reader is this read's, at once if it came
 	// before.
 	ctx := context.Background() // the read is bounded by its BLOCK and the pool's read timeout
-	res, err := c.blocking.XReadGroup(ctx, &redis.XReadGroupArgs{Group: wakeGroup, Consumer: wakeGroup,
+	res, err := c.blocking.XReadGroup(ctx, &redis.XReadGroupArgs{Group: store.WakeGroup, Consumer: store.WakeGroup,
 		Streams: args, Count: maxWakeRead, Block: max(c.wakeChunk, time.Millisecond), NoAck: true}).Result()
 	var rerr redis.Error
 	switch {
@@ -300,15 +301,15 @@ func (h *wakeHub) failed(err error) {
 // queue's creation writes, and then every waiter claims again.
 func (h *wakeHub) noGroup(ctx context.Context, sets bool) {
 	c := h.c
-	err := c.rdb.XGroupCreate(ctx, h.k.wake, wakeGroup, "$").Err()
+	err := c.rdb.XGroupCreate(ctx, h.k.Wake, store.WakeGroup, "$").Err()
 	if err == nil || strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		if sets {
-			c.labelSets.Delete(h.k.name) // its sets as the claim reads them again
+			c.labelSets.Delete(h.k.Name) // its sets as the claim reads them again
 		}
 		h.handAll(wake{})
 		return
 	}
-	err = c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{h.k.wake, "$"}, Count: 1,
+	err = c.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{h.k.Wake, "$"}, Count: 1,
 		Block: max(c.wakeChunk, time.Millisecond)}).Err()
 	switch {
 	case err == nil:

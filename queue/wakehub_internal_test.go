@@ -29,7 +29,7 @@ func TestWakeHubHandsOnWhatALeavingWaiterHeld(t *testing.T) {
 	k, err := c.keysFor("q")
 	require.NoError(t, err)
 	added := func() int64 {
-		s, err := rdb.XInfoStream(ctx, k.wake).Result()
+		s, err := rdb.XInfoStream(ctx, k.Wake).Result()
 		require.NoError(t, err)
 		return s.EntriesAdded
 	}
@@ -40,13 +40,13 @@ func TestWakeHubHandsOnWhatALeavingWaiterHeld(t *testing.T) {
 	_, other := c.joinHub(k, []string{"gpu"})
 	require.Equal(t, 3, c.Waiters())
 
-	require.True(t, h.hand(wake{stream: k.wake}))
+	require.True(t, h.hand(wake{stream: k.Wake}))
 	require.Len(t, a.ch, 1, "the longest waiter is handed the wake")
 	require.Empty(t, b.ch)
 	h.leave(a)
 	select {
 	case wk := <-b.ch:
-		require.Equal(t, k.wake, wk.stream, "the next waiter is handed what the leaving one held")
+		require.Equal(t, k.Wake, wk.stream, "the next waiter is handed what the leaving one held")
 	case <-time.After(5 * time.Second):
 		t.Fatal("the wake was lost")
 	}
@@ -57,12 +57,12 @@ func TestWakeHubHandsOnWhatALeavingWaiterHeld(t *testing.T) {
 	// again, having no waiter left, or the gpu hub's) reads it, and the
 	// waiter of the gpu hub, who may take jobs without labels, is handed it.
 	before := added()
-	b.ch <- wake{stream: k.wake} // as hand would have
+	b.ch <- wake{stream: k.Wake} // as hand would have
 	h.leave(b)
 	require.Greater(t, added(), before, "written back")
 	select {
 	case wk := <-other.ch:
-		require.Equal(t, k.wake, wk.stream)
+		require.Equal(t, k.Wake, wk.stream)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the wake written back was lost")
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,7 +91,7 @@ type NodeSpec struct {
 type PreparedNode struct {
 	ID, Queue string
 	labels    string // the job's labels, canonical and joined ("" none)
-	args      []any
+	item      store.WFAddItem
 }
 
 // MaxUpstreamBytes caps a workflow node's upstream: past it, the upstream
@@ -102,20 +103,6 @@ const MaxUpstreamBytes = 4 << 20
 // WorkflowScriptsBatch is the most node jobs a wfadd.lua or actions a
 // wfnode.lua call takes.
 const workflowBatch = MaxBatch
-
-var (
-	wfAdoptScript  = newScript(specWFAdopt)
-	wfAddScript    = newScript(specWFAdd)
-	wfNodeScript   = newScript(specWFNode)
-	wfReadScript   = newScript(specWFRead)
-	wfAckScript    = newScript(specWFAck)
-	wfCreateScript = newScript(specWFCreate)
-	wfStartScript  = newScript(specWFStart)
-	wfRecordScript = newScript(specWFRecord)
-	wfPlanScript   = newScript(specWFPlan)
-	wfCancelScript = newScript(specWFCancel)
-	wfRetryScript  = newScript(specWFRetry)
-)
 
 // PrepareNode validates nj as the job of node of workflow (as Enqueue
 // would, but it takes no idempotency key) and gives it its id. Its
@@ -129,10 +116,10 @@ func (c *Client) PrepareNode(nj NewJob, workflow, node string) (PreparedNode, er
 	if err != nil {
 		return PreparedNode{}, err
 	}
-	// prepare's args: id, kind, payload, spec, when, idem, result_ttl, labels
-	a := p.args
+	a := p.item
 	return PreparedNode{ID: p.job.ID, Queue: p.job.Queue, labels: p.labels,
-		args: []any{a[0], a[1], a[2], a[3], a[4], a[6], workflow + "|" + node + "|0", a[7]}}, nil
+		item: store.WFAddItem{ID: a.ID, Kind: a.Kind, Payload: a.Payload, Spec: a.Spec, When: a.When, ResultTTLMs: a.ResultTTLMs,
+			Workflow: workflow + "|" + node + "|0", Labels: a.Labels}}, nil
 }
 
 // AddNodeJobs writes prepared node jobs, waiting, into their queues: one
@@ -148,15 +135,14 @@ func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 	for _, q := range order {
 		ns := byQueue[q]
 		for part := range slices.Chunk(ns, workflowBatch) {
-			args := make([]any, 0, 2+8*len(part))
-			args = append(args, MaxLabelSets, len(part))
-			k := queueKeys(c.ns, q)
-			var sets callSets
+			p := store.WFAddArgs{MaxSets: MaxLabelSets, Jobs: make([]store.WFAddItem, 0, len(part))}
+			k := store.QueueKeys(c.ns, q)
+			var sets jobSets
 			for _, n := range part {
-				args = append(args, n.args...)
+				p.Jobs = append(p.Jobs, n.item)
 				sets.add(k, n.labels)
 			}
-			res, err := c.runCreating(ctx, wfAddScript, q, k, sets, args...)
+			res, err := callCreating(ctx, c, store.WFAdd, q, k, sets, &p)
 			if labels, over := setsOver(res); err == nil && over {
 				err = tooManySets(q, labels, -1)
 			}
@@ -193,16 +179,11 @@ func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string)
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	v, err := c.run(ctx, wfAdoptScript, k, id, workflow+"|"+node+"|0", MaxWatchers)
+	res, err := call(ctx, c, store.WFAdopt, k, &store.WFAdoptArgs{ID: id, Workflow: workflow + "|" + node + "|0", MaxWatchers: MaxWatchers})
 	if err != nil {
 		return fmt.Errorf("queue: adopting %s/%s: %w", queue, id, err)
 	}
-	res, _ := v.([]any)
-	if len(res) != 2 {
-		return fmt.Errorf("queue: adopting %s/%s: unexpected reply %v", queue, id, v)
-	}
-	code, _ := res[0].(int64)
-	switch code {
+	switch res.Code {
 	case -1:
 		return fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
 	case -2:
@@ -211,70 +192,51 @@ func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string)
 	return nil
 }
 
-// runWF runs a script of a workflow's slot.
-func (c *Client) runWF(ctx context.Context, sc *luaScript, id string, args ...any) (any, error) {
-	argv := sc.spec.argv([]any{c.timeOffset(), "", "", ""}, args)
-	ks := sc.spec.wfKeysOf(workflowKeys(c.ns, id))
-	var v any
-	err := retryMigration(ctx, func() error {
-		var err error
-		v, err = sc.s.Run(ctx, c.rdb, ks, argv...).Result()
-		return err
-	})
-	return v, err
-}
-
 // CreateWorkflow writes a workflow's graph (wf_create.lua). The caller
 // validated it. policy is "cancel" or "continue". Safe to call again.
 func (c *Client) CreateWorkflow(ctx context.Context, id, policy string, nodes []NodeSpec) error {
-	args := make([]any, 0, 4+5*len(nodes))
-	args = append(args, id, policy, MaxUpstreamBytes, len(nodes))
+	p := store.WFCreateArgs{ID: id, Policy: policy, UpstreamMax: MaxUpstreamBytes, Nodes: make([]store.WFCreateNode, 0, len(nodes))}
 	for _, n := range nodes {
 		ext := ""
 		if n.External {
 			ext = "1"
 		}
-		args = append(args, n.Name, n.Queue+"|"+n.JobID, strings.Join(n.Parents, ","), strings.Join(n.Children, ","), ext)
+		p.Nodes = append(p.Nodes, store.WFCreateNode{Name: n.Name, Job: n.Queue + "|" + n.JobID,
+			Parents: strings.Join(n.Parents, ","), Children: strings.Join(n.Children, ","), External: ext})
 	}
-	if _, err := c.runWF(ctx, wfCreateScript, id, args...); err != nil {
+	if _, err := callWF(ctx, c, store.WFCreate, id, &p); err != nil {
 		return fmt.Errorf("queue: creating workflow %s: %w", id, err)
 	}
 	return nil
 }
 
-// actionsOf reads a wf script's { code, groups of mode, node, job, gen,
-// upstream }.
-func actionsOf(v any) (int, []NodeAction, error) {
-	res, _ := v.([]any)
-	if len(res) < 1 {
-		return 0, nil, fmt.Errorf("unexpected reply %v", v)
-	}
-	code, _ := res[0].(int64)
-	acts, err := parseActions(res[1:])
-	if err != nil {
-		return 0, nil, fmt.Errorf("unexpected reply %v", v)
-	}
-	return int(code), acts, nil
-}
-
-// parseActions reads a script's actions: groups of mode, node, job
-// ("<queue>|<id>"), gen, upstream (see wf_plan in common.lua).
-func parseActions(res []any) ([]NodeAction, error) {
+// parseActions reads the actions in script's reply: groups of mode, node,
+// job ("<queue>|<id>"), gen, upstream (see wf_plan in common.lua).
+func parseActions(script string, res []any) ([]NodeAction, error) {
 	if len(res)%5 != 0 {
-		return nil, errors.New("a partial action")
+		return nil, &store.ReplyError{Script: script, Field: "actions", Reply: res, Want: "groups of 5"}
 	}
 	acts := make([]NodeAction, 0, len(res)/5)
-	for i := 0; i < len(res); i += 5 {
-		s := func(k int) string { x, _ := res[i+k].(string); return x }
-		q, id, _ := strings.Cut(s(2), "|")
-		var gen int64
-		switch g := res[i+3].(type) {
-		case int64:
-			gen = g
-		case string:
-			gen, _ = strconv.ParseInt(g, 10, 64)
+	for g := range slices.Chunk(res, 5) {
+		var f [5]string
+		for k, name := range []string{"mode", "node", "job", "gen", "upstream"} {
+			if k == 3 {
+				if n, ok := g[k].(int64); ok {
+					f[k] = strconv.FormatInt(n, 10)
+					continue
+				}
+			}
+			var err error
+			if f[k], err = store.Str(script, g, k, "action's "+name); err != nil {
+				return nil, err
+			}
 		}
-		acts = append(acts, NodeAction{Mode: s(0), Node: s(1), Queue: q, JobID: id, Gen: gen, Upstream: s(4)})
+		gen, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			return nil, &store.ReplyError{Script: script, Field: "action's gen", Reply: g, Want: "a number"}
+		}
+		q, id, _ := strings.Cut(f[2], "|")
+		acts = append(acts, NodeAction{Mode: f[0], Node: f[1], Queue: q, JobID: id, Gen: gen, Upstream: f[4]})
 	}
 	return acts, nil
 }
@@ -286,39 +248,41 @@ type WorkflowStep struct {
 	Actions []NodeAction
 }
 
-func (c *Client) wfStep(ctx context.Context, what string, sc *luaScript, id string, args ...any) (WorkflowStep, error) {
-	v, err := c.runWF(ctx, sc, id, args...)
+// wfStep runs op, a script that answers { code, actions... }, on workflow
+// id.
+func wfStep[P any](ctx context.Context, c *Client, what string, op *store.Op[P, store.CodeRows], id string, p *P) (WorkflowStep, error) {
+	res, err := callWF(ctx, c, op, id, p)
 	if err != nil {
 		return WorkflowStep{}, fmt.Errorf("queue: %s workflow %s: %w", what, id, err)
 	}
-	code, acts, err := actionsOf(v)
+	acts, err := parseActions(op.Name(), res.Rows)
 	if err != nil {
 		return WorkflowStep{}, fmt.Errorf("queue: %s workflow %s: %w", what, id, err)
 	}
-	return WorkflowStep{Code: code, Actions: acts}, nil
+	return WorkflowStep{Code: int(res.Code), Actions: acts}, nil
 }
 
 // StartWorkflow starts a workflow whose jobs all exist (wf_start.lua):
 // Code -1 no such workflow, 0 canceled before it started, 1 started.
 func (c *Client) StartWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
-	return c.wfStep(ctx, "starting", wfStartScript, id)
+	return wfStep(ctx, c, "starting", store.WFStart, id, &store.None{})
 }
 
 // PlanWorkflow answers what every node's job needs now (wf_plan.lua).
 func (c *Client) PlanWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
-	return c.wfStep(ctx, "planning", wfPlanScript, id)
+	return wfStep(ctx, c, "planning", store.WFPlan, id, &store.None{})
 }
 
 // CancelWorkflow cancels a workflow (wf_cancel.lua): Code -1 no such
 // workflow, 0 it had ended, 1 canceled.
 func (c *Client) CancelWorkflow(ctx context.Context, id string, retention time.Duration) (WorkflowStep, error) {
-	return c.wfStep(ctx, "canceling", wfCancelScript, id, retention.Milliseconds())
+	return wfStep(ctx, c, "canceling", store.WFCancel, id, &store.WFCancelArgs{RetentionMs: retention.Milliseconds()})
 }
 
 // RetryWorkflow retries a workflow's dead and canceled nodes
 // (wf_retry.lua): Code -1 no such workflow, 0 nothing to retry, 1 retried.
 func (c *Client) RetryWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
-	return c.wfStep(ctx, "retrying", wfRetryScript, id)
+	return wfStep(ctx, c, "retrying", store.WFRetry, id, &store.None{})
 }
 
 // NodeEnd is one end of a node's job to record in its workflow (see
@@ -342,27 +306,28 @@ func (c *Client) RecordNodeEnds(ctx context.Context, id string, ends []NodeEnd, 
 	if len(ends) == 0 || len(ends) > workflowBatch {
 		return nil, nil, invalid("ends", "a batch holds 1 to %d, got %d", workflowBatch, len(ends))
 	}
-	args := make([]any, 0, 2+5*len(ends))
-	args = append(args, retention.Milliseconds(), len(ends))
+	p := store.WFRecordArgs{RetentionMs: retention.Milliseconds(), Ends: make([]store.WFRecordItem, 0, len(ends))}
 	for _, e := range ends {
-		args = append(args, e.Node, e.Gen, string(e.Outcome), string(e.Up), string(e.Brief))
+		p.Ends = append(p.Ends, store.WFRecordItem{Node: e.Node, Gen: e.Gen, Outcome: string(e.Outcome), Up: string(e.Up), Brief: string(e.Brief)})
 	}
-	v, err := c.runWF(ctx, wfRecordScript, id, args...)
+	res, err := callWF(ctx, c, store.WFRecord, id, &p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
 	}
-	res, _ := v.([]any)
-	if len(res) < len(ends) {
-		return nil, nil, fmt.Errorf("queue: recording in workflow %s: unexpected reply %v", id, v)
+	if len(res.Rows) < len(ends) {
+		return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, &store.ReplyError{Script: "wf_record", Reply: res.Rows, Want: "a code an end"})
 	}
 	codes := make([]int, len(ends))
 	for i := range ends {
-		code, _ := res[i].(int64)
+		code, err := store.Int("wf_record", res.Rows, i, "code")
+		if err != nil {
+			return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
+		}
 		codes[i] = int(code)
 	}
-	acts, err := parseActions(res[len(ends):])
+	acts, err := parseActions("wf_record", res.Rows[len(ends):])
 	if err != nil {
-		return nil, nil, fmt.Errorf("queue: recording in workflow %s: unexpected reply %v", id, v)
+		return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
 	}
 	return codes, acts, nil
 }
@@ -387,23 +352,28 @@ func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep t
 	for _, q := range order {
 		idx := byQueue[q]
 		for part := range slices.Chunk(idx, workflowBatch) {
-			args := make([]any, 0, 3+4*len(part))
-			args = append(args, max(c.cfg.Retention.Milliseconds(), keep.Milliseconds(), 0), c.tombMs(), len(part))
+			p := store.WFNodeArgs{RetentionMs: max(c.cfg.Retention.Milliseconds(), keep.Milliseconds(), 0), TombMs: c.tombMs(),
+				Nodes: make([]store.WFNodeItem, 0, len(part))}
 			for _, i := range part {
 				a := acts[i]
-				args = append(args, a.Mode, a.JobID, a.Gen, a.Upstream)
+				p.Nodes = append(p.Nodes, store.WFNodeItem{Mode: a.Mode, ID: a.JobID, Gen: a.Gen, Upstream: a.Upstream})
 			}
-			v, err := c.run(ctx, wfNodeScript, queueKeys(c.ns, q), args...)
+			res, err := call(ctx, c, store.WFNode, store.QueueKeys(c.ns, q), &p)
 			if err != nil {
 				return nil, fmt.Errorf("queue: workflow jobs of %s: %w", q, err)
 			}
-			res, _ := v.([]any)
-			if len(res) != 2*len(part) {
-				return nil, fmt.Errorf("queue: workflow jobs of %s: unexpected reply %v", q, v)
+			if len(res.Rows) != 2*len(part) {
+				return nil, fmt.Errorf("queue: workflow jobs of %s: %w", q, &store.ReplyError{Script: "wfnode", Reply: res.Rows, Want: "a code and a status a node"})
 			}
 			for n, i := range part {
-				code, _ := res[2*n].(int64)
-				st, _ := res[2*n+1].(string)
+				code, err := store.Int("wfnode", res.Rows, 2*n, "code")
+				if err != nil {
+					return nil, fmt.Errorf("queue: workflow jobs of %s: %w", q, err)
+				}
+				st, err := store.Str("wfnode", res.Rows, 2*n+1, "status")
+				if err != nil {
+					return nil, fmt.Errorf("queue: workflow jobs of %s: %w", q, err)
+				}
 				out[i].Code, out[i].Status = int(code), Status(st)
 			}
 		}
@@ -419,20 +389,24 @@ func (c *Client) ReadOutbox(ctx context.Context, queue, cursor string, count int
 	if err != nil {
 		return nil, "", 0, err
 	}
-	v, err := c.run(ctx, wfReadScript, k, cursor, count)
+	res, err := call(ctx, c, store.WFRead, k, &store.WFReadArgs{Cursor: cursor, Count: count})
 	if err != nil {
 		return nil, "", 0, fmt.Errorf("queue: reading the outbox of %s: %w", queue, err)
 	}
-	res, _ := v.([]any)
-	if len(res) < 2 || len(res)%2 != 0 {
-		return nil, "", 0, fmt.Errorf("queue: reading the outbox of %s: unexpected reply %v", queue, v)
+	if len(res.Rows)%2 != 0 {
+		return nil, "", 0, fmt.Errorf("queue: reading the outbox of %s: %w", queue, &store.ReplyError{Script: "wfread", Reply: res.Rows, Want: "pairs of id and entry"})
 	}
-	seq, _ := res[0].(int64)
-	next, _ := res[1].(string)
-	es := make([]OutboxEntry, 0, (len(res)-2)/2)
-	for i := 2; i < len(res); i += 2 {
-		id, _ := res[i].(string)
-		raw, _ := res[i+1].(string)
+	seq, next := res.NowUs, res.Cursor
+	es := make([]OutboxEntry, 0, len(res.Rows)/2)
+	for i := 0; i < len(res.Rows); i += 2 {
+		id, err := store.Str("wfread", res.Rows, i, "id")
+		if err != nil {
+			return nil, "", 0, fmt.Errorf("queue: reading the outbox of %s: %w", queue, err)
+		}
+		raw, err := store.Str("wfread", res.Rows, i+1, "entry")
+		if err != nil {
+			return nil, "", 0, fmt.Errorf("queue: reading the outbox of %s: %w", queue, err)
+		}
 		e, ok := parseOutboxEntry(queue, id, raw)
 		if !ok {
 			continue // not ours to read: left for a newer version
@@ -478,17 +452,15 @@ func (c *Client) AckOutbox(ctx context.Context, queue string, es []OutboxEntry) 
 	}
 	acked := 0
 	for part := range slices.Chunk(es, workflowBatch) {
-		args := make([]any, 0, 1+2*len(part))
-		args = append(args, len(part))
+		p := store.WFAckArgs{Entries: make([]store.WFAckItem, 0, len(part))}
 		for _, e := range part {
-			args = append(args, e.JobID, e.sum)
+			p.Entries = append(p.Entries, store.WFAckItem{ID: e.JobID, Entry: e.sum})
 		}
-		v, err := c.run(ctx, wfAckScript, k, args...)
+		n, err := call(ctx, c, store.WFAck, k, &p)
 		if err != nil {
 			return acked, fmt.Errorf("queue: acking the outbox of %s: %w", queue, err)
 		}
-		n, _ := v.(int64)
-		acked += int(n)
+		acked += int(n.Code)
 	}
 	return acked, nil
 }
@@ -499,7 +471,7 @@ func (c *Client) AckOutbox(ctx context.Context, queue string, es []OutboxEntry) 
 func (c *Client) OutboxDue(ctx context.Context, limit int) ([]string, error) {
 	// An entry is work due at once: every queue in the index is read, in
 	// the order of its oldest mark.
-	qs, err := c.rdb.ZRange(ctx, workflowAttentionKeys(c.ns).outbox, 0, int64(limit-1)).Result()
+	qs, err := c.rdb.ZRange(ctx, store.WorkflowAttentionKeys(c.ns).Outbox, 0, int64(limit-1)).Result()
 	if err != nil {
 		return nil, wrapRedis(err)
 	}
@@ -515,8 +487,8 @@ func (c *Client) OutboxDue(ctx context.Context, limit int) ([]string, error) {
 // ParkOutbox takes queue out of the outbox index, found empty by a read at
 // seq, unless a later mark was applied.
 func (c *Client) ParkOutbox(ctx context.Context, queue string, seq int64) error {
-	w := workflowAttentionKeys(c.ns)
-	return c.park(ctx, w.outbox, w.outboxSeq, queue, 0, seq)
+	w := store.WorkflowAttentionKeys(c.ns)
+	return c.park(ctx, w.Outbox, w.OutboxSeq, queue, 0, seq)
 }
 
 // OutboxQueues answers those of queues whose outbox holds entries, in
@@ -532,14 +504,14 @@ func (c *Client) OutboxQueues(ctx context.Context, queues []string) ([]string, e
 		if err != nil {
 			return nil, err
 		}
-		lens[i] = pipe.HLen(ctx, k.outbox)
+		lens[i] = pipe.HLen(ctx, k.Outbox)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapRedis(err)
 	}
 	var out []string
 	for i, l := range lens {
-		if l.Val() > sentinels {
+		if l.Val() > store.Sentinels {
 			out = append(out, queues[i])
 		}
 	}
@@ -603,28 +575,28 @@ type WorkflowNodeRecord struct {
 // ReadWorkflow reads a workflow's hash: nil when there is none (never
 // made, or expired).
 func (c *Client) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, error) {
-	h, err := c.rdb.HGetAll(ctx, workflowKeys(c.ns, id).wf).Result()
+	h, err := c.rdb.HGetAll(ctx, store.WorkflowKeys(c.ns, id).WF).Result()
 	if err != nil {
 		return nil, wrapRedis(err)
 	}
-	if h[wfMetaID] == "" {
+	if h[store.WFMetaID] == "" {
 		return nil, nil
 	}
-	w := &WorkflowRecord{ID: h[wfMetaID], Policy: h[wfMetaPolicy], Gen: int64(atoi(h[wfMetaGen])), Started: h[wfMetaStarted] == "1",
-		Ended: atoi(h[wfMetaEnded]), CreatedAt: msTime(h[wfMetaCreated]), EndedAt: msTime(h[wfMetaEndedAt]),
-		CanceledAt: msTime(h[wfMetaCanceled])}
+	w := &WorkflowRecord{ID: h[store.WFMetaID], Policy: h[store.WFMetaPolicy], Gen: int64(atoi(h[store.WFMetaGen])), Started: h[store.WFMetaStarted] == "1",
+		Ended: atoi(h[store.WFMetaEnded]), CreatedAt: msTime(h[store.WFMetaCreated]), EndedAt: msTime(h[store.WFMetaEndedAt]),
+		CanceledAt: msTime(h[store.WFMetaCanceled])}
 	list := func(s string) []string {
 		if s == "" {
 			return nil
 		}
 		return strings.Split(s, ",")
 	}
-	for _, n := range list(h[wfMetaNames]) {
-		f := func(prefix string) string { return h[wfNodeField(prefix, n)] }
-		q, jid, _ := strings.Cut(f(wfNodeJob), "|")
-		w.Nodes = append(w.Nodes, WorkflowNodeRecord{Name: n, Queue: q, JobID: jid, Parents: list(f(wfNodeParents)),
-			Children: list(f(wfNodeChildren)), Left: atoi(f(wfNodeLeft)), Failed: atoi(f(wfNodeFailed)),
-			Outcome: Status(f(wfNodeOutcome)), Gen: int64(atoi(f(wfNodeGen)))})
+	for _, n := range list(h[store.WFMetaNames]) {
+		f := func(prefix string) string { return h[store.WFNodeField(prefix, n)] }
+		q, jid, _ := strings.Cut(f(store.WFNodeJob), "|")
+		w.Nodes = append(w.Nodes, WorkflowNodeRecord{Name: n, Queue: q, JobID: jid, Parents: list(f(store.WFNodeParents)),
+			Children: list(f(store.WFNodeChildren)), Left: atoi(f(store.WFNodeLeft)), Failed: atoi(f(store.WFNodeFailed)),
+			Outcome: Status(f(store.WFNodeOutcome)), Gen: int64(atoi(f(store.WFNodeGen)))})
 	}
 	return w, nil
 }
@@ -648,7 +620,7 @@ func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
 		if err := ValidateID(r.ID); err != nil {
 			return nil, err
 		}
-		recs[i] = pipe.HGet(ctx, k.jobs, r.ID)
+		recs[i] = pipe.HGet(ctx, k.Jobs, r.ID)
 	}
 	if len(refs) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -674,8 +646,8 @@ func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
 // newest keep.
 func (c *Client) AddRecentWorkflow(ctx context.Context, id string, at time.Time, keep int) error {
 	pipe := c.rdb.Pipeline()
-	pipe.ZAdd(ctx, workflowsKey(c.ns), redis.Z{Score: float64(at.UnixMilli()), Member: id})
-	pipe.ZRemRangeByRank(ctx, workflowsKey(c.ns), 0, int64(-keep-1))
+	pipe.ZAdd(ctx, store.WorkflowsKey(c.ns), redis.Z{Score: float64(at.UnixMilli()), Member: id})
+	pipe.ZRemRangeByRank(ctx, store.WorkflowsKey(c.ns), 0, int64(-keep-1))
 	_, err := pipe.Exec(ctx)
 	return wrapRedis(err)
 }
@@ -683,7 +655,7 @@ func (c *Client) AddRecentWorkflow(ctx context.Context, id string, at time.Time,
 // RecentWorkflows answers the ids of up to limit recent workflows, newest
 // first.
 func (c *Client) RecentWorkflows(ctx context.Context, limit int) ([]string, error) {
-	ids, err := c.rdb.ZRevRange(ctx, workflowsKey(c.ns), 0, int64(limit-1)).Result()
+	ids, err := c.rdb.ZRevRange(ctx, store.WorkflowsKey(c.ns), 0, int64(limit-1)).Result()
 	return ids, wrapRedis(err)
 }
 
@@ -696,7 +668,7 @@ func (c *Client) ForgetRecentWorkflows(ctx context.Context, ids []string) error 
 	for i, id := range ids {
 		ms[i] = id
 	}
-	return wrapRedis(c.rdb.ZRem(ctx, workflowsKey(c.ns), ms...).Err())
+	return wrapRedis(c.rdb.ZRem(ctx, store.WorkflowsKey(c.ns), ms...).Err())
 }
 
 // MarkWorkflowDirty notes that a multi-step change of workflow id begins
@@ -705,20 +677,20 @@ func (c *Client) ForgetRecentWorkflows(ctx context.Context, ids []string) error 
 // when the mark is older than its grace (DirtyWorkflows).
 func (c *Client) MarkWorkflowDirty(ctx context.Context, id, what string) (string, error) {
 	m := id + "|" + what + "|" + newToken()[:8]
-	err := c.rdb.ZAdd(ctx, workflowAttentionKeys(c.ns).dirty, redis.Z{Score: float64(c.redisNow().UnixMilli()), Member: m}).Err()
+	err := c.rdb.ZAdd(ctx, store.WorkflowAttentionKeys(c.ns).Dirty, redis.Z{Score: float64(c.redisNow().UnixMilli()), Member: m}).Err()
 	return m, wrapRedis(err)
 }
 
 // ClearWorkflowDirty drops a mark of MarkWorkflowDirty.
 func (c *Client) ClearWorkflowDirty(ctx context.Context, mark string) error {
-	return wrapRedis(c.rdb.ZRem(ctx, workflowAttentionKeys(c.ns).dirty, mark).Err())
+	return wrapRedis(c.rdb.ZRem(ctx, store.WorkflowAttentionKeys(c.ns).Dirty, mark).Err())
 }
 
 // DirtyWorkflows answers up to limit marks of MarkWorkflowDirty older than
 // grace: the workflow's id, what began, and the mark.
 func (c *Client) DirtyWorkflows(ctx context.Context, grace time.Duration, limit int) (ids, whats, marks []string, err error) {
 	by := c.redisNow().Add(-grace).UnixMilli()
-	ms, err := c.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: workflowAttentionKeys(c.ns).dirty, ByScore: true, Start: "-inf",
+	ms, err := c.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: store.WorkflowAttentionKeys(c.ns).Dirty, ByScore: true, Start: "-inf",
 		Stop: strconv.FormatInt(by, 10), Count: int64(limit)}).Result()
 	if err != nil {
 		return nil, nil, nil, wrapRedis(err)

@@ -27,7 +27,8 @@
 //
 // The registry is a few namespace-level keys in one Redis Cluster slot of
 // their own, "<ns>:{<ns>:workers}:...", all built in keys.go, each change
-// one Lua script over all of them (see keys.go for what each holds). Every
+// one Lua script over all of them (internal/store/lua/registry_*.lua, run
+// through the queue client's engine; see keys.go for what each holds). Every
 // decision about time is made by Redis's clock inside the scripts: the
 // last sighting, the start time, and expiry (an entry is live while
 // Redis's now is before its last sighting plus its TTL). The instance's

@@ -22,7 +22,7 @@ package registry
 // Once a worker has registered, every key exists and stays: each holds a
 // sentinel, the byte 0x01, which no worker id can be (a field with an
 // empty value in the hashes, a member scored +inf in expiry, 0 in ids),
-// as each key of a queue does (see queue/layout.go). During a migration
+// as each key of a queue does (see internal/store/layout.go). During a migration
 // of the slot Redis answers TRYAGAIN to a script whose keys the node has
 // in part, for as long as the migration lasts; with all of them present,
 // the scripts run until the slot moves (then ASK or MOVED, which the
@@ -32,7 +32,7 @@ package registry
 // key is built.
 
 // keys are the registry's keys of one namespace, in the order the
-// scripts take them.
+// scripts take them (store.Registry*, internal/store/ops.go).
 type keys struct {
 	info, state, queues, held, expiry, ids string
 }

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/queue"
 )
@@ -41,9 +41,6 @@ const (
 	MaxListLimit      = 1000
 	// sweepBatch bounds the expired workers one script deletes.
 	sweepBatch = 1000
-	// migrationRetryFor bounds the retries of a script while the
-	// registry's slot migrates (TRYAGAIN, ASK, MOVED).
-	migrationRetryFor = 10 * time.Second
 )
 
 // ErrTooManyWorkers is answered when a new worker would pass
@@ -64,7 +61,7 @@ type Config struct {
 // namespace. It is safe for concurrent use.
 type Registry struct {
 	cfg   Config
-	rdb   redis.UniversalClient
+	eng   *store.Store // runs the registry's scripts (store.Registry*)
 	clock clockwork.Clock
 	ns    string
 	k     keys
@@ -83,7 +80,7 @@ func New(client *queue.Client, cfg Config) (*Registry, error) {
 	if cfg.MaxWorkers < 1 {
 		return nil, fmt.Errorf("registry: Config.MaxWorkers must be positive, got %d", cfg.MaxWorkers)
 	}
-	return &Registry{cfg: cfg, rdb: client.Redis(), clock: client.Clock(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
+	return &Registry{cfg: cfg, eng: client.Engine(), clock: client.Clock(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
 }
 
 // Namespace is the namespace of the registry's keys.
@@ -251,15 +248,11 @@ func (r *Registry) Deregister(ctx context.Context, id string) (bool, error) {
 	if err := ValidateID(id); err != nil {
 		return false, err
 	}
-	var n int64
-	err := r.run(ctx, func() (err error) {
-		n, err = removeScript.Run(ctx, r.rdb, r.k.all(), r.offsetArg(), id).Int64()
-		return err
-	})
+	res, err := store.CallGlobal(ctx, r.eng, store.RegistryRemove, r.k.all(), &store.RegistryRemoveArgs{OffsetUs: r.offsetArg(), ID: id})
 	if err != nil {
 		return false, redisErr("deregister", err)
 	}
-	return n == 1, nil
+	return res.Code == 1, nil
 }
 
 // ListOptions select a page of [Registry.List].
@@ -305,24 +298,19 @@ func (r *Registry) Live(ctx context.Context) (int, error) {
 	return p.Live, err
 }
 
-// list runs listScript from from (see it).
+// list runs registry_list.lua from from (see it).
 func (r *Registry) list(ctx context.Context, from string, limit int) (Page, error) {
-	var res []any
-	err := r.run(ctx, func() (err error) {
-		res, err = listScript.Run(ctx, r.rdb, r.k.all(), r.offsetArg(), from, limit, sweepBatch).Slice()
-		return err
-	})
+	res, err := store.CallGlobal(ctx, r.eng, store.RegistryList, r.k.all(),
+		&store.RegistryListArgs{OffsetUs: r.offsetArg(), From: from, Limit: limit, Sweep: sweepBatch})
 	if err != nil {
 		return Page{}, redisErr("list", err)
 	}
-	if len(res) < 3 || (len(res)-3)%6 != 0 {
-		return Page{}, fmt.Errorf("registry: list: unexpected reply of %d values", len(res))
+	if len(res.Workers)%6 != 0 {
+		return Page{}, fmt.Errorf("registry: list: %w", &store.ReplyError{Script: "registry_list", Field: "workers", Reply: res.Workers, Want: "six values a worker"})
 	}
-	live, _ := res[1].(int64)
-	next, _ := res[2].(string)
-	p := Page{Next: next, Live: int(live), Workers: make([]Worker, 0, (len(res)-3)/6)}
-	for i := 3; i < len(res); i += 6 {
-		w, ok := decode(res[i : i+6])
+	p := Page{Next: res.Next, Live: int(res.Live), Workers: make([]Worker, 0, len(res.Workers)/6)}
+	for i := 0; i < len(res.Workers); i += 6 {
+		w, ok := decode(res.Workers[i : i+6])
 		if ok {
 			p.Workers = append(p.Workers, w)
 		}
@@ -367,7 +355,7 @@ type infoJSON struct {
 	Version string   `json:"version"`
 }
 
-// decode reads one worker of listScript's reply: id, info, state, queues,
+// decode reads one worker of registry_list.lua's reply: id, info, state, queues,
 // held, expiry.
 func decode(v []any) (Worker, bool) {
 	id, _ := v[0].(string)
@@ -418,37 +406,23 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// touch runs touchScript; it answers the script's now, the worker's
+// touch runs registry_touch.lua; it answers the script's now, the worker's
 // start (Redis's clock) and its TTL.
 func (r *Registry) touch(ctx context.Context, id string, ttl time.Duration, info string, infoNX bool, q, mode string, jobs []JobRef) (now, started time.Time, _ time.Duration, err error) {
-	nx := "0"
-	if infoNX {
-		nx = "1"
-	}
-	args := make([]any, 0, 12+len(jobs))
-	args = append(args, r.offsetArg(), id, ttl.Milliseconds(), r.cfg.TTL.Milliseconds(), r.cfg.MaxWorkers, sweepBatch,
-		info, q, MaxQueues, mode, MaxHeldJobs, nx)
+	p := store.RegistryTouchArgs{OffsetUs: r.offsetArg(), ID: id, TTLMs: ttl.Milliseconds(), DefaultTTLMs: r.cfg.TTL.Milliseconds(),
+		MaxWorkers: r.cfg.MaxWorkers, Sweep: sweepBatch, Info: info, Queue: q, MaxQueues: MaxQueues, Mode: mode, MaxHeld: MaxHeldJobs,
+		InfoNX: infoNX, Jobs: make([]store.HeldItem, 0, len(jobs))}
 	for _, j := range jobs {
-		args = append(args, j.String())
+		p.Jobs = append(p.Jobs, store.HeldItem{Job: j.String()})
 	}
-	var res []any
-	err = r.run(ctx, func() (err error) {
-		res, err = touchScript.Run(ctx, r.rdb, r.k.all(), args...).Slice()
-		return err
-	})
+	res, err := store.CallGlobal(ctx, r.eng, store.RegistryTouch, r.k.all(), &p)
 	if err != nil {
 		return now, started, 0, redisErr("register "+id, err)
 	}
-	if len(res) < 2 {
-		return now, started, 0, fmt.Errorf("registry: register %s: unexpected reply %v", id, res)
+	if res.Code != 1 {
+		return now, started, 0, fmt.Errorf("%w: %d are live, the cap is %d (Config.MaxWorkers)", ErrTooManyWorkers, res.Now, r.cfg.MaxWorkers)
 	}
-	if ok, _ := res[0].(int64); ok != 1 || len(res) < 4 {
-		return now, started, 0, fmt.Errorf("%w: %d are live, the cap is %d (Config.MaxWorkers)", ErrTooManyWorkers, res[1], r.cfg.MaxWorkers)
-	}
-	n, _ := res[1].(int64)
-	s, _ := res[2].(int64)
-	t, _ := res[3].(int64)
-	return time.UnixMilli(n).UTC(), time.UnixMilli(s).UTC(), time.Duration(t) * time.Millisecond, nil
+	return time.UnixMilli(res.Now).UTC(), time.UnixMilli(res.Started).UTC(), time.Duration(res.TTLMs) * time.Millisecond, nil
 }
 
 // offsetArg is what a script adds to Redis's TIME, in µs: 0, except under
@@ -471,39 +445,6 @@ func (r *Registry) ttlOf(ttl time.Duration) (time.Duration, error) {
 	return ttl, checkTTL("ttl", ttl)
 }
 
-// run runs f, again while the registry's slot migrates (Redis answers
-// TRYAGAIN, ASK or MOVED, and ran nothing), backing off from 1 ms to
-// 100 ms, for at most migrationRetryFor.
-func (r *Registry) run(ctx context.Context, f func() error) error {
-	deadline := time.Now().Add(migrationRetryFor)
-	sleep := time.Millisecond
-	for {
-		err := f()
-		if err == nil || !migrating(err) || time.Now().After(deadline) {
-			return err
-		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		sleep = min(2*sleep, 100*time.Millisecond)
-	}
-}
-
-// migrating reports whether err is Redis saying the slot is moving.
-func migrating(err error) bool {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	msg := rerr.Error()
-	return strings.HasPrefix(msg, "TRYAGAIN") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "MOVED ")
-}
-
-// redisErr wraps a Redis failure as queue.ErrUnavailable (context errors
 // stay as they are).
 func redisErr(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -1,0 +1,178 @@
+-- claim.lua: claims up to max pending jobs without blocking (the hot path).
+-- First it promotes up to max scheduled jobs that are due, as promote.lua
+-- does: a worker that wakes at a job's due time claims it in this one
+-- round trip. Each claimed job gets attempts + 1, fence + 1, the token
+-- "<token_base>.<i>" and a lease of visibility_ms (0: the job's own),
+-- all by Redis's clock. Keys and arguments: store.Claim in internal/store/ops.go.
+-- eligible: the label sets (ids joined by ",") the claimer has every label
+-- of: it takes from their lists and the list of jobs without labels, the
+-- list whose next job was enqueued first (ids are UUIDv7, in enqueue
+-- order) first, each list in its own order.
+-- want_next "1": answer a due time for the caller to wake at. wait_ms > 0:
+-- when nothing is claimed the caller will wait that long on the wake
+-- stream, so jobs that become pending until then add an entry to it.
+-- Returns: { paused, next, now_us, job_1, ..., job_k } (the last
+--          one through reply(): a lease earlier than all is a sweep mark): paused 1
+--          when the queue is paused (then nothing is promoted or claimed),
+--          "L<ms>" when the queue's limits held the claim back while jobs
+--          are pending: claim again at <ms>, Redis's clock (the token
+--          bucket's next token), or, with no <ms>, when a lease ends;
+--          next the score of the earliest scheduled job when asked for,
+--          unless another claim was handed that score first ("" then);
+--          job_i is packed (see common.lua). A claimer that found nothing
+--          waits on the wake stream through its group (see wakeGroup in
+--          layout.go).
+-- Safe to run twice: a claim's ids are kept under its token base until one
+-- of its jobs is acked or taken back, and a rerun answers the same jobs.
+local max, vis, wait_ms = tonumber(A_max), tonumber(A_visibility_ms), tonumber(A_wait_ms)
+local wants_next = A_want_next == '1'
+if not max or not vis or not wait_ms then
+  return redis.error_reply('ERR chronoq claim: malformed arguments')
+end
+local meta = redis.call('HMGET', K_meta, M_created_ms, M_paused, M_lsets, M_waiting_until, unpack(LIMIT_FIELDS))
+if not meta[1] then
+  return { 0, '', now_us } -- no such queue
+end
+if not sets_current(meta[3]) then
+  return redis.error_reply(STALE_SETS)
+end
+
+local prior = redis.call('HGET', K_claims, A_token_base)
+if prior then
+  local out = { 0, '', now_us }
+  if wants_next then
+    out[2] = next_due() -- the same caller, whose reply was lost
+  end
+  for id in string.gmatch(prior, '[^,]+') do
+    local f = load(id)
+    if f and string.sub(f[R_token], 1, #A_token_base + 1) == A_token_base .. '.' then
+      out[#out + 1] = packed(id, f)
+    end
+  end
+  return rerun_reply(out, nil, { K_leases })
+end
+if meta[2] == '1' then
+  return { 1, '', now_us }
+end
+
+-- take_wake hands next to this claim unless an earlier claim was handed
+-- it: of many idle workers, one wakes for each due time (the promoter
+-- covers a waker that died). The hand-out holds until a second after it
+-- is due.
+local function take_wake(next)
+  if next == '' then
+    return ''
+  end
+  local m = redis.call('HMGET', K_meta, M_waker, M_waker_until)
+  if m[1] == next and tonumber(m[2] or '0') > now then
+    return ''
+  end
+  redis.call('HSET', K_meta, M_waker, next, M_waker_until, math.max(math.floor(tonumber(next)), now) + 1000)
+  return next
+end
+
+-- The lists this claimer takes from: the queue's own and its eligible
+-- sets'. The jobs it promotes into others wake their claimers; those into
+-- its own it takes itself.
+local lists, wakes, heads = { K_pending }, { K_wake }, nil
+local mine = { [K_pending] = true }
+for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
+  local id = string.sub(A_eligible, 17 * i - 16, 17 * i - 1)
+  local list = SETS.list[id]
+  if list then
+    lists[#lists + 1] = list
+    wakes[#wakes + 1] = SETS.stream[id]
+    mine[list] = true
+  end
+end
+promote_due(max, mine, meta[4])
+local out = { 0, '', now_us }
+if wants_next then
+  out[2] = take_wake(next_due())
+end
+-- The queue's limits cap the claim: max becomes what they let it take.
+local asked, tokens, rate = max, nil, nil
+max, tokens, rate = limit_room(max, { meta[5], meta[6], meta[7], meta[8], meta[9] })
+-- With more than one list, the one whose next job was enqueued first
+-- comes first (empty ones are left out).
+if #lists > 1 then
+  lists, wakes, heads = by_oldest_head(lists, wakes)
+end
+-- Stale ids (jobs canceled or rescheduled while pending) are dropped as
+-- they come, and more are taken in their place, up to stale_budget of
+-- them a call, so that a claim never answers empty, nor waits, while jobs
+-- are pending behind stale ids.
+local ids, leases, stale = {}, {}, 0
+-- visibility ms, as a string -> the lease deadline as a string (a number
+-- key would make a Lua array as long as the visibility in gopher-lua)
+local lease_strs = {}
+local stale_budget = 1000
+local li = 1
+while #ids < max and stale <= stale_budget and li <= #lists do
+  local want, popped = math.min(max - #ids, stale_budget + 1 - stale), nil
+  if want == 1 and heads and heads[li] then
+    popped = pop_head(lists[li], heads[li]) -- its next id is known: one read less
+  else
+    popped = pop_pending(lists[li], want)
+  end
+  if heads then
+    heads[li] = nil -- the list has changed
+  end
+  if #popped == 0 then
+    li = li + 1
+  end
+  for _, id in ipairs(popped) do
+    local f = load(id)
+    if f and f[R_status] == 'pending' then
+      local v = vis
+      if v <= 0 then
+        v = spec_visibility(f[R_spec])
+      end
+      local lease = now + v
+      note_sweep(K_leases, lease, lease)
+      local vkey = int_str(v)
+      local lease_str = lease_strs[vkey]
+      if not lease_str then
+        lease_str = int_str(lease)
+        lease_strs[vkey] = lease_str
+      end
+      f[R_status] = 'processing'
+      f[R_attempts] = int_str((tonumber(f[R_attempts]) or 0) + 1)
+      f[R_fence] = int_str((tonumber(f[R_fence]) or 0) + 1)
+      f[R_token] = A_token_base .. '.' .. int_str(#ids + 1)
+      f[R_claimed_at_ms] = now_str
+      f[R_lease_until_ms] = lease_str
+      out[#out + 1] = packed(id, f, save(id, f, true))
+      ids[#ids + 1] = id
+      leases[#leases + 1] = lease_str
+      leases[#leases + 1] = id
+      emit('claimed', id, f[R_kind], 'processing', f[R_attempts])
+    else
+      stale = stale + 1
+    end
+  end
+end
+tokens = limit_take(tokens, #ids)
+if max < asked and #ids == max and pending_count() > 0 then
+  out[1] = 'L' .. limit_at(tokens, rate) -- held back by the limits
+end
+if stale > 0 then
+  local s = tonumber(redis.call('HGET', K_meta, M_stale) or '0')
+  redis.call('HSET', K_meta, M_stale, math.max(s - stale, 0))
+end
+if #ids > 0 then
+  redis.call('ZADD', K_leases, unpack(leases))
+  redis.call('HSET', K_claims, A_token_base, table.concat(ids, ','))
+  if #ids == asked and tonumber(meta[4] or '0') >= now then
+    -- A claimer may be waiting: more are pending, the next one takes them.
+    for i = 1, #lists do
+      if list_len(lists[i]) > 0 then
+        wake_key(wakes[i], 1, meta[4])
+      end
+    end
+  end
+elseif wait_ms > 0 then
+  mark_waiting(wait_ms) -- held back at MaxInFlight too: an ended lease writes to the stream
+end
+publish_events()
+return reply(out)

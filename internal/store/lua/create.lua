@@ -1,0 +1,26 @@
+-- create.lua: makes every key of a queue exist, each with its sentinel
+-- (see internal/store/layout.go), and answers 1 when the queue is new. Safe to run
+-- any number of times: a key that exists is left as it is.
+local new = 0
+if redis.call('HSETNX', K_meta, M_created_ms, now) == 1 then
+  new = 1
+end
+redis.call('HSETNX', K_jobs, SENTINEL, '')
+redis.call('HSETNX', K_data, SENTINEL, '')
+redis.call('HSETNX', K_idem, SENTINEL, '')
+redis.call('HSETNX', K_claims, SENTINEL, '')
+redis.call('HSETNX', K_lsets, SENTINEL, '') -- label sets (see internal/store/layout.go): their own keys are made when a job first requires each
+redis.call('HSETNX', K_wfout, SENTINEL, '')
+redis.call('ZADD', K_sched, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_leases, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_dead, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_done, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_expiry, 'NX', 'inf', SENTINEL)
+if redis.call('LLEN', K_pending) == 0 then
+  redis.call('RPUSH', K_pending, SENTINEL)
+end
+if redis.call('XLEN', K_wake) == 0 then
+  redis.call('XADD', K_wake, 'MAXLEN', '1', '*', 'n', 0)
+end
+redis.pcall('XGROUP', 'CREATE', K_wake, WAKE_GROUP, '$') -- an error when it exists: kept as it is
+return new

@@ -1,0 +1,87 @@
+-- dead.lua: requeues ("requeue") or deletes ("purge") the dead jobs of a
+-- queue, of one kind or all (kind ""), that died at or before upto (ms),
+-- one batch in dead-set order from a cursor (score and id of the last
+-- entry of the previous batch); upto -1 is Redis's now, answered for the
+-- next batches. Requeued jobs start their attempts again.
+-- Keys and arguments: store.Dead in internal/store/ops.go.
+-- Returns, through reply(): { done, count, last_score, last_id, upto }: done 1 when the sweep
+--          reached its end, count the jobs changed, the cursor, and upto.
+local mode, kind, batch, upto = A_mode, A_kind, tonumber(A_batch), tonumber(A_upto)
+if upto and upto < 0 then
+  upto = now -- the first batch: the sweep takes the jobs dead by now
+end
+local cscore, cid = A_cursor_score, A_cursor_id
+if not batch or not upto or not tonumber(A_tomb_ms) or (mode ~= 'requeue' and mode ~= 'purge') then
+  return redis.error_reply('ERR chronoq dead: malformed arguments')
+end
+
+local function lt(a, b) -- byte order, as Redis orders members of equal score
+  local m = math.min(#a, #b)
+  for i = 1, m do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return #a < #b
+end
+
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
+local start = 0
+if cid ~= '' then
+  -- the first rank after (cscore, cid), found by binary search
+  local lo = redis.call('ZCOUNT', K_dead, '-inf', '(' .. cscore)
+  local hi = redis.call('ZCOUNT', K_dead, '-inf', cscore)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if lt(cid, redis.call('ZRANGE', K_dead, mid, mid)[1]) then
+      hi = mid
+    else
+      lo = mid + 1
+    end
+  end
+  start = lo
+end
+local r = redis.call('ZRANGE', K_dead, start, start + batch - 1, 'WITHSCORES')
+local done = 0
+if #r < 2 * batch then
+  done = 1
+end
+local n, requeued = 0, 0
+local last_score, last_id = '', ''
+for i = 1, #r, 2 do
+  local id, score = r[i], r[i + 1]
+  -- The sentinel first: its score is +inf, which Lua engines need not
+  -- read as a number (gopher-lua's tonumber('inf') is nil).
+  if id == SENTINEL or tonumber(score) > upto then
+    done = 1
+    break
+  end
+  last_score, last_id = score, id
+  local f = load(id)
+  if not f or f[R_status] ~= 'dead' then
+    redis.call('ZREM', K_dead, id) -- a stale entry
+  elseif kind == '' or f[R_kind] == kind then
+    redis.call('ZREM', K_dead, id)
+    if mode == 'requeue' then
+      f[R_status], f[R_run_at_ms], f[R_attempts] = 'pending', now, 0
+      f[R_died_at_ms], f[R_token], f[R_lease_until_ms], f[R_cancel_requested] = '', '', '', ''
+      to_pending(id, f)
+      save(id, f)
+      requeued = requeued + 1
+      emit('run_now', id, f[R_kind], 'pending', f[R_attempts])
+    else
+      drop(id, f)
+      emit('deleted', id, f[R_kind], 'dead', f[R_attempts])
+    end
+    n = n + 1
+  end
+end
+count(M_requeued, requeued)
+flush_pending(false, true)
+publish_events()
+-- A rerun after a lost reply finds nothing left to do: the tombstones
+-- its first run left are marked in any case.
+return rerun_reply({ done, n, last_score, last_id, upto }, nil, { K_expiry })

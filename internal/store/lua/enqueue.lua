@@ -1,0 +1,126 @@
+-- enqueue.lua: adds jobs to one queue, each due now (pending) or later
+-- (scheduled), honouring idempotency keys. The queue must exist (create.lua). Keys and arguments: store.Enqueue in internal/store/ops.go; per
+-- job: id, kind, payload (kept in the record when small, see inline), spec, when ("d<µs>" a delay after Redis's now,
+-- "a<score>" an absolute due score), idempotency key ("" none),
+-- result_ttl_ms ("" default), labels (canonical, "" none). The keys of
+-- the label sets of its jobs follow its declared keys (see layout.go):
+-- a set not registered yet is registered (its list and wake stream made,
+-- with their sentinels, and its id appended to meta's lsets), unless the
+-- queue would then have more than max_sets.
+-- Returns: { -1 } when the queue does not exist; { -2, labels } when a
+--          new label set would pass max_sets (nothing written); else, through reply()
+--          (a job that became the queue's earliest scheduled one is its
+--          due mark), { now_us, id_1, replayed_1, due_1, ..., id_n,
+--          replayed_n, due_n }: id_i the job that answers job
+--          i (its own id, or the job of its idempotency key); replayed_i 1
+--          when that is another, earlier job, 2 when job i itself existed
+--          already (a rerun of this call; it may have run since, and even
+--          been deleted: it is not made again); due_i its due score.
+local n, idem_ttl, max_sets = tonumber(A_n), tonumber(A_idem_ttl_ms), tonumber(A_max_sets)
+if not n or not idem_ttl or not max_sets then
+  return redis.error_reply('ERR chronoq enqueue: malformed arguments')
+end
+-- Parse and check everything before the first write.
+sets_bind()
+local jobs, labels_of = {}, {} -- labels_of: set id -> its labels
+for i = 0, n - 1 do
+  local b = GROUP_START + i * GROUP
+  local j = { id = ARGV[b + G_id], kind = ARGV[b + G_kind], payload = ARGV[b + G_payload],
+    spec = ARGV[b + G_spec], idem = ARGV[b + G_idem], rttl = ARGV[b + G_result_ttl_ms], labels = ARGV[b + G_labels] }
+  j.score = due_of(ARGV[b + G_when])
+  if not j.score or not spec_max_attempts(j.spec) then
+    return redis.error_reply('ERR chronoq enqueue: malformed job ' .. i)
+  end
+  job_labels(labels_of, j.labels)
+  jobs[#jobs + 1] = j
+end
+
+local meta = redis.call('HMGET', K_meta, M_created_ms, M_waiting_until, M_active_ms, M_lsets)
+if not meta[1] then
+  return { -1 } -- deleted since this client created it: the client creates it again
+end
+-- The label sets that are new, within the cap.
+local over = add_sets(labels_of, max_sets, meta[4])
+if over then
+  return over
+end
+
+local out = { now_us }
+local rerun = false
+local added, sched, data = 0, {}, {}
+for _, j in ipairs(jobs) do
+  local answer, replayed = j.id, 0
+  if j.idem ~= '' then
+    local first, till = idem_of(j.idem)
+    if first and till > now and redis.call('HEXISTS', K_jobs, first) == 1 then
+      if first == j.id then
+        replayed = 2 -- written by an earlier run of this same call
+        rerun = true
+      else
+        answer, replayed = first, 1
+      end
+    end
+  end
+  if replayed == 0 then
+    local f = new_record()
+    f[R_kind], f[R_spec], f[R_enqueued_at_ms] = j.kind, j.spec, now_str
+    f[R_attempts], f[R_fence] = '0', '0'
+    f[R_idempotency_key], f[R_result_ttl_ms] = j.idem, j.rttl
+    f[R_labels] = j.labels
+    local due = tonumber(j.score)
+    if due <= tonumber(cutoff) then
+      f[R_status] = 'pending'
+      f[R_run_at_ms] = now_str -- due already: it runs from now
+    else
+      f[R_status] = 'scheduled'
+      f[R_run_at_ms] = '+' .. int_str(math.floor(due) - now) -- after enqueued_at (see encode)
+    end
+    -- A small payload goes into the record, a larger one into the data
+    -- hash (see recInline in internal/store/layout.go).
+    if inline(j.payload) then
+      f.p = j.payload
+    end
+    -- HSETNX: a job already there was written by an earlier run of this
+    -- same call (or is its tombstone): it is not made again.
+    if redis.call('HSETNX', K_jobs, j.id, (encode(f))) == 0 then
+      replayed = 2
+      rerun = true
+    else
+      if f[R_status] == 'pending' then
+        to_pending(j.id, f)
+      else
+        sched[#sched + 1] = j.score
+        sched[#sched + 1] = j.id
+        note_due(due)
+      end
+      if not f.p then
+        data[#data + 1] = j.id
+        data[#data + 1] = j.payload
+      end
+      if j.idem ~= '' then
+        redis.call('HSET', K_idem, j.idem, j.id .. '|' .. int_str(now + idem_ttl))
+      end
+      added = added + 1
+      emit('enqueued', j.id, j.kind, f[R_status], '0')
+    end
+  end
+  out[#out + 1] = answer
+  out[#out + 1] = replayed
+  out[#out + 1] = j.score
+end
+if #data > 0 then
+  redis.call('HSET', K_data, unpack(data))
+end
+flush_pending(false, true, meta[2] or '0')
+if #sched > 0 then
+  redis.call('ZADD', K_sched, unpack(sched))
+end
+count(M_enqueued, added)
+if tonumber(meta[3] or '0') < now - 60000 then
+  redis.call('HSET', K_meta, M_active_ms, now) -- the last enqueue, to the minute: idle queues are forgotten by it
+end
+publish_events()
+if rerun then
+  return rerun_reply(out, K_sched, {})
+end
+return reply(out)

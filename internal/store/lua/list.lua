@@ -1,0 +1,156 @@
+-- list.lua: one page of a queue's jobs in one status, after a cursor,
+-- with the jobs themselves. Read only. Keys and arguments: specList in
+-- internal/store/layout.go. status picks the set and the order:
+--   scheduled  K_sched, soonest due first
+--   processing K_leases, soonest lease deadline first
+--   dead       K_dead, newest death first
+--   completed  K_done, newest completion first
+--   pending    K_pending from its right end (next to be claimed first),
+--              then each label set's list (see layout.go) the same way,
+--              in the order the sets were registered
+-- The cursor is the score (sets) or the position from the right end
+-- (pending: counted through the lists in that order) of the last id of
+-- the previous page, and that id.
+-- Returns: { more, last_num, last_id, job_1, ..., job_k } with k <= limit,
+--          job_i packed (see common.lua), more 1 when more ids follow, and
+--          the cursor (number and id) of the last id looked at. Ids whose
+--          job is no longer in that status (a pending list's stale ids)
+--          are skipped, so a page may hold fewer.
+-- Cost: O(log^2 N + limit) for a set (the cursor is found by binary
+-- search); O(position + limit) for the pending list, as any LRANGE.
+if not sets_current() then
+  return redis.error_reply(STALE_SETS)
+end
+local st, n = A_status, tonumber(A_limit)
+local cnum, cid = A_cursor_num, A_cursor_id
+local sets = { scheduled = K_sched, processing = K_leases, dead = K_dead, completed = K_done }
+local key = sets[st] or K_pending
+local mode = 'zasc'
+if st == 'dead' or st == 'completed' then
+  mode = 'zdesc'
+elseif st == 'pending' then
+  mode = 'lright'
+elseif not sets[st] then
+  return redis.error_reply('ERR chronoq list: no such status')
+end
+
+local function lt(a, b)
+  local m = math.min(#a, #b)
+  for i = 1, m do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return #a < #b
+end
+
+-- rank_after answers the rank of the first member ordered after (score, id)
+-- (strict) or not before it (not strict), whether or not id is a member.
+local function rank_after(score, id, strict)
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
+  local hi = redis.call('ZCOUNT', key, '-inf', score)
+  while lo < hi do -- ranks [lo, hi) hold the members of this score, by bytes
+    local mid = math.floor((lo + hi) / 2)
+    local m = redis.call('ZRANGE', key, mid, mid)[1]
+    local after
+    if strict then
+      after = lt(id, m)
+    else
+      after = not lt(m, id)
+    end
+    if after then
+      hi = mid
+    else
+      lo = mid + 1
+    end
+  end
+  return lo
+end
+
+local out = { 0, '', '' }
+local function add(id, num)
+  out[2], out[3] = tostring(num), id
+  local f = load(id)
+  if f and f[R_status] == st then
+    out[#out + 1] = packed(id, f)
+  end
+end
+
+if mode == 'zasc' then
+  local total = redis.call('ZCARD', key) - 1 -- less the sentinel, ranked last
+  local start = 0
+  if cid ~= '' then
+    start = rank_after(cnum, cid, true)
+  end
+  local stop = math.min(start + n, total) - 1
+  if stop >= start then
+    local r = redis.call('ZRANGE', key, start, stop, 'WITHSCORES')
+    for i = 1, #r, 2 do
+      add(r[i], r[i + 1])
+    end
+  end
+  if start + n < total then
+    out[1] = 1
+  end
+elseif mode == 'zdesc' then
+  local stop = redis.call('ZCARD', key) - 1 -- exclusive: the sentinel ranks last
+  if cid ~= '' then
+    stop = math.min(rank_after(cnum, cid, false), stop)
+  end
+  if stop > 0 then
+    local from = math.max(stop - n, 0)
+    local r = redis.call('ZRANGE', key, from, stop - 1, 'WITHSCORES')
+    for i = #r / 2, 1, -1 do
+      add(r[2 * i - 1], r[2 * i])
+    end
+    if from > 0 then
+      out[1] = 1
+    end
+  end
+else -- lright: positions count from the right end, less the sentinel, list after list
+  local lists, lens, total = { K_pending }, {}, 0
+  for _, id in ipairs(SETS.ids) do
+    lists[#lists + 1] = SETS.list[id]
+  end
+  for i, key in ipairs(lists) do
+    lens[i] = list_len(key)
+    total = total + lens[i]
+  end
+  local start = 0
+  if cid ~= '' then
+    local off = 0
+    for i, key in ipairs(lists) do
+      local left = tonumber(cnum) + 1002 - off
+      if left > 0 then
+        local idx = redis.call('LPOS', key, cid, 'RANK', -1, 'MAXLEN', left)
+        if idx then
+          start = off + lens[i] - idx
+          break
+        end
+      end
+      off = off + lens[i]
+    end
+    -- else the cursor id has left the lists: start again at the right end
+  end
+  local off = 0
+  for i, key in ipairs(lists) do
+    local s0 = start - off -- the first position of the page in this list
+    if s0 < lens[i] and s0 + n > 0 then
+      s0 = math.max(s0, 0)
+      local want = start + n - off - s0 -- positions of the page from s0 on
+      if want > 0 then
+        local r = redis.call('LRANGE', key, -(s0 + want + 1), -(s0 + 2))
+        local k = #r
+        for j = k, 1, -1 do
+          add(r[j], off + s0 + (k - j))
+        end
+      end
+    end
+    off = off + lens[i]
+  end
+  if start + n < total then
+    out[1] = 1
+  end
+end
+return out

@@ -1,0 +1,486 @@
+package store
+
+import "time"
+
+// The scripts, each declared once: its file, its keys (in KEYS order),
+// its arguments after the common ones (the params type's tags, see
+// declare) and its reply (the reply type's tags). The Lua file's header
+// says what each argument and reply element means. A reply read here is
+// the script's own answer: the marks that reply() in common.lua wraps
+// around some are taken off first (see UnwrapMarks).
+
+// Code is a reply that is one integer.
+type Code struct {
+	Code int64 `reply:"code,scalar"`
+}
+
+// Rows is a reply read element by element by its caller (see Int, Str).
+type Rows struct {
+	Rows []any `reply:"rows,rest"`
+}
+
+// CodeStatusJob is the reply { code, status, job packed }.
+type CodeStatusJob struct {
+	Code   int64  `reply:"code"`
+	Status string `reply:"status"`
+	Job    string `reply:"job"`
+}
+
+// CodeRows is the reply { code, rows... }.
+type CodeRows struct {
+	Code int64 `reply:"code"`
+	Rows []any `reply:"rows,rest"`
+}
+
+// None are the arguments of a script that takes only the common ones.
+type None struct{}
+
+// Queues (one queue's slot).
+type (
+	EnqueueArgs struct {
+		IdemTTLMs int64         `arg:"idem_ttl_ms"`
+		MaxSets   int           `arg:"max_sets"`
+		Jobs      []EnqueueItem `arg:"n"`
+	}
+	EnqueueItem struct {
+		ID          string `arg:"id"`
+		Kind        string `arg:"kind"`
+		Payload     string `arg:"payload"`
+		Spec        string `arg:"spec"`
+		When        string `arg:"when"`
+		Idem        string `arg:"idem"`
+		ResultTTLMs string `arg:"result_ttl_ms"` // "" for the client's retention
+		Labels      string `arg:"labels"`
+	}
+	// EnqueueReply: First -1 (no such queue), -2 (Rest: the labels of a
+	// set past max_sets) or Redis's now in µs (Rest: id, replayed, due
+	// per job).
+	EnqueueReply struct {
+		First int64 `reply:"first"`
+		Rest  []any `reply:"rest,rest"`
+	}
+	PromoteArgs struct {
+		Limit int `arg:"limit"`
+	}
+	PromoteReply struct {
+		Moved int64 `reply:"moved"`
+		Next  any   `reply:"next"`
+		NowUs int64 `reply:"now_us"`
+	}
+	ClaimArgs struct {
+		Max          int    `arg:"max"`
+		TokenBase    string `arg:"token_base"`
+		VisibilityMs int64  `arg:"visibility_ms"`
+		WantNext     bool   `arg:"want_next"`
+		WaitMs       int64  `arg:"wait_ms"`
+		Eligible     string `arg:"eligible"`
+	}
+	// ClaimReply: Paused is 1 (paused), 0, or "L<ms>" (held back by the
+	// queue's limits).
+	ClaimReply struct {
+		Paused any   `reply:"paused"`
+		Next   any   `reply:"next"`
+		NowUs  int64 `reply:"now_us"`
+		Jobs   []any `reply:"jobs,rest"`
+	}
+	WaitArgs struct {
+		WaitMs   int64  `arg:"wait_ms"`
+		Eligible string `arg:"eligible"`
+	}
+	WaitReply struct {
+		Paused  int64 `reply:"paused"`
+		Pending int64 `reply:"pending"`
+		At      any   `reply:"at,opt"`
+	}
+	CompleteArgs struct {
+		RetentionMs int64          `arg:"retention_ms"`
+		History     int            `arg:"history"`
+		TombMs      int64          `arg:"tomb_ms"`
+		Answer      bool           `arg:"answer"`
+		Acks        []CompleteItem `arg:"n"`
+	}
+	CompleteItem struct {
+		ID        string `arg:"id"`
+		Token     string `arg:"token"`
+		Result    string `arg:"result"`
+		Artifacts string `arg:"artifacts"`
+	}
+	FailArgs struct {
+		ID          string  `arg:"id"`
+		Token       string  `arg:"token"`
+		Error       string  `arg:"error"`
+		RetryAt     string  `arg:"retry_at"`
+		Dead        bool    `arg:"dead"`
+		Jitter      float64 `arg:"jitter"`
+		DeadMax     int     `arg:"dead_max"`
+		DeadAgeMs   int64   `arg:"dead_age_ms"`
+		RetentionMs int64   `arg:"retention_ms"`
+		TombMs      int64   `arg:"tomb_ms"`
+	}
+	FailReply struct {
+		Code    int64  `reply:"code"`
+		Status  string `reply:"status"`
+		RunAtMs int64  `reply:"run_at_ms"`
+		Due     any    `reply:"due"`
+	}
+	HeartbeatArgs struct {
+		ID       string `arg:"id"`
+		Token    string `arg:"token"`
+		ExtendMs int64  `arg:"extend_ms"`
+		Progress string `arg:"progress"`
+	}
+	HeartbeatReply struct {
+		Code            int64 `reply:"code"`
+		LeaseUntilMs    int64 `reply:"lease_until_ms"`
+		CancelRequested int64 `reply:"cancel_requested"`
+	}
+	ReleaseArgs struct {
+		ID          string `arg:"id"`
+		Token       string `arg:"token"`
+		RetentionMs int64  `arg:"retention_ms"`
+		TombMs      int64  `arg:"tomb_ms"`
+	}
+	ReclaimArgs struct {
+		Limit       int   `arg:"limit"`
+		DeadMax     int   `arg:"dead_max"`
+		DeadAgeMs   int64 `arg:"dead_age_ms"`
+		RetentionMs int64 `arg:"retention_ms"`
+		TombMs      int64 `arg:"tomb_ms"`
+	}
+	ReclaimReply struct {
+		More   int64 `reply:"more"`
+		NextMs int64 `reply:"next"`
+		NowUs  int64 `reply:"now_us"`
+		WF     int64 `reply:"wf"`
+		IDs    []any `reply:"ids,rest"`
+	}
+	CancelArgs struct {
+		ID          string `arg:"id"`
+		Request     string `arg:"request"`
+		RetentionMs int64  `arg:"retention_ms"`
+		ClaimToken  string `arg:"claim_token"`
+		TombMs      int64  `arg:"tomb_ms"`
+	}
+	RescheduleArgs struct {
+		ID   string `arg:"id"`
+		When string `arg:"when"`
+	}
+	RunNowArgs struct {
+		ID string `arg:"id"`
+	}
+	DeadArgs struct {
+		Mode        string `arg:"mode"`
+		Kind        string `arg:"kind"`
+		Batch       int    `arg:"batch"`
+		Upto        int64  `arg:"upto"`
+		CursorScore string `arg:"cursor_score"`
+		CursorID    string `arg:"cursor_id"`
+		TombMs      int64  `arg:"tomb_ms"`
+	}
+	DeadReply struct {
+		Done      int64  `reply:"done"`
+		Count     int64  `reply:"count"`
+		LastScore string `reply:"last_score"`
+		LastID    string `reply:"last_id"`
+		Upto      int64  `reply:"upto"`
+	}
+	DeleteArgs struct {
+		Force  bool  `arg:"force"`
+		IdleMs int64 `arg:"idle_ms"`
+	}
+	SettingsArgs struct {
+		Fields []SettingsItem `arg:"n"`
+	}
+	SettingsItem struct {
+		Field string `arg:"field"`
+		Value string `arg:"value"`
+	}
+	NoteArgs struct {
+		Keep  int        `arg:"keep"`
+		Notes []NoteItem `arg:"n"`
+	}
+	NoteItem struct {
+		ID    string `arg:"id"`
+		Token string `arg:"token"`
+		Entry string `arg:"entry"`
+	}
+	ListArgs struct {
+		Status    string `arg:"status"`
+		Limit     int    `arg:"limit"`
+		CursorNum string `arg:"cursor_num"`
+		CursorID  string `arg:"cursor_id"`
+	}
+	ListReply struct {
+		More    int64  `reply:"more"`
+		LastNum string `reply:"last_num"`
+		LastID  string `reply:"last_id"`
+		Jobs    []any  `reply:"jobs,rest"`
+	}
+	ArtifactsArgs struct {
+		ID        string `arg:"id"`
+		Token     string `arg:"token"`
+		Artifacts string `arg:"artifacts"`
+	}
+	LogArgs struct {
+		ID       string    `arg:"id"`
+		Token    string    `arg:"token"`
+		Batch    string    `arg:"batch"`
+		MaxLines int       `arg:"max_lines"`
+		MaxBytes int       `arg:"max_bytes"`
+		Lines    []LogLine `arg:"n"`
+	}
+	LogLine struct {
+		Line string `arg:"line"`
+	}
+	LogReply struct {
+		Code      int64 `reply:"code"`
+		Added     int64 `reply:"added"`
+		LastSeq   int64 `reply:"last_seq"`
+		Truncated int64 `reply:"truncated"`
+	}
+)
+
+var (
+	Create = declare[None, Code]("create",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox)
+	Enqueue = declare[EnqueueArgs, EnqueueReply]("enqueue",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets)
+	Promote = declare[PromoteArgs, PromoteReply]("promote",
+		KeyMeta, KeyJobs, KeySched, KeyPending, KeyWake)
+	Claim = declare[ClaimArgs, ClaimReply]("claim",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyClaims, KeyWake)
+	Wait = declare[WaitArgs, WaitReply]("wait",
+		KeyMeta, KeyPending, KeyLeases, KeyWake)
+	// Complete answers a code per ack, then with Answer each job packed.
+	Complete = declare[CompleteArgs, Rows]("complete",
+		KeyMeta, KeyJobs, KeyData, KeyLeases, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending)
+	Fail = declare[FailArgs, FailReply]("fail",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox)
+	Heartbeat = declare[HeartbeatArgs, HeartbeatReply]("heartbeat",
+		KeyJobs, KeyLeases)
+	Release = declare[ReleaseArgs, Code]("release",
+		KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox)
+	Reclaim = declare[ReclaimArgs, ReclaimReply]("reclaim",
+		KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox)
+	Cancel = declare[CancelArgs, CodeStatusJob]("cancel",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending)
+	Reschedule = declare[RescheduleArgs, CodeStatusJob]("reschedule",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyWake)
+	RunNow = declare[RunNowArgs, CodeStatusJob]("runnow",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyWake)
+	Dead = declare[DeadArgs, DeadReply]("dead",
+		KeyMeta, KeyJobs, KeyData, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake)
+	Delete = declare[DeleteArgs, Code]("delete",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox)
+	Settings = declare[SettingsArgs, Code]("settings",
+		KeyMeta)
+	// Note answers a code per note.
+	Note = declare[NoteArgs, Rows]("note",
+		KeyJobs, KeyData)
+	List = declare[ListArgs, ListReply]("list",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone)
+	Artifacts = declare[ArtifactsArgs, Code]("artifacts",
+		KeyJobs, KeyData)
+	Log = declare[LogArgs, LogReply]("log",
+		KeyJobs, KeyData)
+)
+
+// Workflows: in a queue's slot, wfadd writes node jobs (waiting), wfnode
+// moves them (release, cancel, abort, rearm), wfread and wfack read and
+// ack the outbox; in a workflow's slot (keys WFKeys), the rest.
+type (
+	WFAddArgs struct {
+		MaxSets int         `arg:"max_sets"`
+		Jobs    []WFAddItem `arg:"n"`
+	}
+	WFAddItem struct {
+		ID          string `arg:"id"`
+		Kind        string `arg:"kind"`
+		Payload     string `arg:"payload"`
+		Spec        string `arg:"spec"`
+		When        string `arg:"when"`
+		ResultTTLMs string `arg:"result_ttl_ms"` // "" for the client's retention
+		Workflow    string `arg:"workflow"`
+		Labels      string `arg:"labels"`
+	}
+	WFNodeArgs struct {
+		RetentionMs int64        `arg:"retention_ms"`
+		TombMs      int64        `arg:"tomb_ms"`
+		Nodes       []WFNodeItem `arg:"n"`
+	}
+	WFNodeItem struct {
+		Mode     string `arg:"mode"`
+		ID       string `arg:"id"`
+		Gen      int64  `arg:"gen"`
+		Upstream string `arg:"upstream"`
+	}
+	WFReadArgs struct {
+		Cursor string `arg:"cursor"`
+		Count  int    `arg:"count"`
+	}
+	WFReadReply struct {
+		NowUs  int64  `reply:"now_us"`
+		Cursor string `reply:"next_cursor"`
+		Rows   []any  `reply:"entries,rest"`
+	}
+	WFAckArgs struct {
+		Entries []WFAckItem `arg:"n"`
+	}
+	WFAckItem struct {
+		ID    string `arg:"id"`
+		Entry string `arg:"entry"`
+	}
+	WFAdoptArgs struct {
+		ID          string `arg:"id"`
+		Workflow    string `arg:"workflow"`
+		MaxWatchers int    `arg:"max_watchers"`
+	}
+	WFAdoptReply struct {
+		Code   int64  `reply:"code"`
+		Status string `reply:"status"`
+	}
+	WFCreateArgs struct {
+		ID          string         `arg:"id"`
+		Policy      string         `arg:"policy"`
+		UpstreamMax int            `arg:"upstream_max"`
+		Nodes       []WFCreateNode `arg:"n"`
+	}
+	WFCreateNode struct {
+		Name     string `arg:"name"`
+		Job      string `arg:"job"`
+		Parents  string `arg:"parents"`
+		Children string `arg:"children"`
+		External string `arg:"external"`
+	}
+	WFRecordArgs struct {
+		RetentionMs int64          `arg:"retention_ms"`
+		Ends        []WFRecordItem `arg:"n"`
+	}
+	WFRecordItem struct {
+		Node    string `arg:"node"`
+		Gen     int64  `arg:"gen"`
+		Outcome string `arg:"outcome"`
+		Up      string `arg:"up"`
+		Brief   string `arg:"brief"`
+	}
+	WFCancelArgs struct {
+		RetentionMs int64 `arg:"retention_ms"`
+	}
+)
+
+var (
+	// WFAdd answers { -1 }, { -2, labels } or { now_us, added }.
+	WFAdd = declare[WFAddArgs, EnqueueReply]("wfadd",
+		KeyMeta, KeyJobs, KeyData, KeyLsets)
+	// WFNode answers a code and a status per node.
+	WFNode = declare[WFNodeArgs, Rows]("wfnode",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake, KeyOutbox)
+	WFRead   = declare[WFReadArgs, WFReadReply]("wfread", KeyOutbox)
+	WFAck    = declare[WFAckArgs, Code]("wfack", KeyOutbox)
+	WFAdopt  = declare[WFAdoptArgs, WFAdoptReply]("wfadopt", KeyMeta, KeyJobs, KeyData, KeyOutbox)
+	WFCreate = declare[WFCreateArgs, Code]("wf_create", KeyWorkflow)
+	WFStart  = declare[None, CodeRows]("wf_start", KeyWorkflow)
+	// WFRecord answers a code per end, then actions.
+	WFRecord = declare[WFRecordArgs, Rows]("wf_record", KeyWorkflow)
+	WFPlan   = declare[None, CodeRows]("wf_plan", KeyWorkflow)
+	WFCancel = declare[WFCancelArgs, CodeRows]("wf_cancel", KeyWorkflow)
+	WFRetry  = declare[None, CodeRows]("wf_retry", KeyWorkflow)
+)
+
+// Global scripts: the attention indexes (queue/attention.go) and the set
+// of queue names, each in a slot of its own, not a queue's.
+type (
+	MarkArgs struct {
+		Queue   string `arg:"queue"`
+		AtA     int64  `arg:"at_a"`
+		AtB     int64  `arg:"at_b"`
+		Seq     int64  `arg:"seq"`
+		Channel string `arg:"channel"`
+		Nudge   string `arg:"nudge"`
+	}
+	ParkArgs struct {
+		Queue string `arg:"queue"`
+		At    int64  `arg:"at"`
+		Seq   int64  `arg:"seq"`
+	}
+	UnmarkArgs struct {
+		Queue string `arg:"queue"`
+	}
+	RegisterArgs struct {
+		Name string `arg:"name"`
+		Max  int    `arg:"max"`
+	}
+)
+
+var (
+	Mark     = declareGlobal[MarkArgs, Code]("mark", "index_a", "seqs_a", "index_b", "seqs_b")
+	Park     = declareGlobal[ParkArgs, Code]("park", "index", "seqs")
+	Unmark   = declareGlobal[UnmarkArgs, Code]("unmark", "due", "due_seq", "sweep", "sweep_seq")
+	Register = declareGlobal[RegisterArgs, Code]("register", "queues")
+)
+
+// The worker registry (package registry): its keys are namespace-level
+// ones in a slot of their own, named here for the scripts' prelude, given
+// by the caller in this order (registry.Keys).
+var registryKeys = []string{"info", "state", "queues", "held", "expiry", "ids"}
+
+// RegistryRetryFor bounds the retries of a registry script while its
+// slot migrates: a worker's sighting is retried by its next heartbeat.
+const RegistryRetryFor = 10 * time.Second
+
+type (
+	RegistryTouchArgs struct {
+		OffsetUs     int64      `arg:"offset_us"`
+		ID           string     `arg:"id"`
+		TTLMs        int64      `arg:"ttl_ms"`
+		DefaultTTLMs int64      `arg:"default_ttl_ms"`
+		MaxWorkers   int        `arg:"max_workers"`
+		Sweep        int        `arg:"sweep"`
+		Info         string     `arg:"info"`
+		Queue        string     `arg:"queue"`
+		MaxQueues    int        `arg:"max_queues"`
+		Mode         string     `arg:"mode"`
+		MaxHeld      int        `arg:"max_held"`
+		InfoNX       bool       `arg:"info_nx"`
+		Jobs         []HeldItem `arg:"n"`
+	}
+	HeldItem struct {
+		Job string `arg:"job"` // "<queue>/<id>"
+	}
+	// RegistryTouchReply: Code 1 (Now, Started, TTLMs follow) or 0 (the
+	// worker is new and Now is the count of live workers, the cap).
+	RegistryTouchReply struct {
+		Code    int64 `reply:"code"`
+		Now     int64 `reply:"now"`
+		Started int64 `reply:"started,opt"`
+		TTLMs   int64 `reply:"ttl_ms,opt"`
+	}
+	RegistryListArgs struct {
+		OffsetUs int64  `arg:"offset_us"`
+		From     string `arg:"from"`
+		Limit    int    `arg:"limit"`
+		Sweep    int    `arg:"sweep"`
+	}
+	RegistryListReply struct {
+		Now     int64  `reply:"now"`
+		Live    int64  `reply:"live"`
+		Next    string `reply:"next"`
+		Workers []any  `reply:"workers,rest"` // six values a worker
+	}
+	RegistryRemoveArgs struct {
+		OffsetUs int64  `arg:"offset_us"`
+		ID       string `arg:"id"`
+	}
+)
+
+var (
+	RegistryTouch  = declareRegistry[RegistryTouchArgs, RegistryTouchReply]("registry_touch")
+	RegistryList   = declareRegistry[RegistryListArgs, RegistryListReply]("registry_list")
+	RegistryRemove = declareRegistry[RegistryRemoveArgs, Code]("registry_remove")
+)
+
+func declareRegistry[P, R any](name string) *Op[P, R] {
+	op := declareSpec[P, R](scriptSpec{name: name, keys: registryKeys, global: true, common: "registry_common"})
+	op.retryFor = RegistryRetryFor
+	return op
+}
