@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -24,7 +25,7 @@ import (
 // its payload the body, to the queue's target.
 
 // EnvelopeKind is the kind of a job whose payload is an Envelope.
-const EnvelopeKind = "chronoq.push"
+const EnvelopeKind = store.EnvelopeKind
 
 // Envelope is the payload of an EnvelopeKind job.
 type Envelope struct {

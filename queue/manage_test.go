@@ -554,6 +554,46 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		require.ErrorIs(t, err, queue.ErrInvalidKind)
 	})
 
+	// A push job is stored as kind chronoq.push, the kind it was given in
+	// its envelope payload: the dead set's kind filter reads that kind, as
+	// reads and lists show it, whether the payload is kept in the record
+	// (short) or in the data hash (long). A push payload that names no
+	// kind, or is no envelope, is filtered by the stored kind.
+	t.Run("DeadKindFilterReadsPushEnvelopes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		long := strings.Repeat("x", 400)
+		payloads := []string{
+			`{"kind":"mail","body":{}}`,                      // inline
+			`{"kind":"mail","body":{"text":"` + long + `"}}`, // in the data hash
+			`{"kind":"sms","body":{}}`,
+			`{"body":{}}`,
+		}
+		for i, p := range payloads {
+			b.enqueue(t, queue.NewJob{Kind: "chronoq.push", Payload: []byte(p), IdempotencyKey: fmt.Sprint("p", i)})
+			c := b.claimOne(t)
+			_, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", Dead: true})
+			require.NoError(t, err)
+			b.clock.Advance(time.Second)
+		}
+		n, err := b.client.RequeueDead(b.ctx, b.queue, "mail")
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "both mail jobs, inline and not")
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		require.NoError(t, err)
+		require.Len(t, jobs, 2)
+		for _, j := range jobs {
+			require.Contains(t, string(j.Payload), `"kind":"mail"`)
+		}
+		n, err = b.client.PurgeDead(b.ctx, b.queue, "sms")
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		n, err = b.client.PurgeDead(b.ctx, b.queue, "chronoq.push")
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the envelope that names no kind")
+		require.Zero(t, b.stats(t).Dead)
+	})
+
 	t.Run("WaitPendingPeeksWithoutClaiming", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -63,6 +63,11 @@ const Sentinel = "\x01"
 // for while more are pending writes an entry for the next.)
 const WakeGroup = "w"
 
+// EnvelopeKind is the kind a push job is stored with (dispatch.Envelope):
+// its payload is an envelope of its options and the kind it was given.
+// The dead set's kind filter reads that kind (PUSH_KIND in the scripts).
+const EnvelopeKind = "chronoq.push"
+
 // sentinels is how many members of each kind of key are the sentinel.
 const Sentinels = 1
 
@@ -485,6 +490,7 @@ func (s scriptSpec) prelude() string {
 	b.WriteString(" }\n")
 	fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", Sentinel[0]) // Lua 5.1 reads no \x escapes
 	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", WakeGroup)
+	fmt.Fprintf(&b, "local PUSH_KIND = %q\n", EnvelopeKind)
 	fmt.Fprintf(&b, "local SWEEP_HINT_MS = %d\n", SweepHintFor.Milliseconds())
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
 	if slices.Contains(s.keys, KeyWorkflow) {

@@ -15,6 +15,20 @@ if not batch or not upto or not tonumber(A_tomb_ms) or (mode ~= 'requeue' and mo
   return redis.error_reply('ERR chronoq dead: malformed arguments')
 end
 
+-- kind_of answers the kind a job is filtered by: a push job (stored as
+-- PUSH_KIND, its payload an envelope of its options and the kind it was
+-- given) by the kind it was given, as reads and lists show it.
+local function kind_of(id, f)
+  if f[R_kind] ~= PUSH_KIND then
+    return f[R_kind]
+  end
+  local ok, env = pcall(cjson.decode, f.p or redis.call('HGET', K_data, id) or '')
+  if ok and type(env) == 'table' and type(env.kind) == 'string' and env.kind ~= '' then
+    return env.kind
+  end
+  return f[R_kind]
+end
+
 local function lt(a, b) -- byte order, as Redis orders members of equal score
   local m = math.min(#a, #b)
   for i = 1, m do
@@ -63,7 +77,7 @@ for i = 1, #r, 2 do
   local f = load(id)
   if not f or f[R_status] ~= 'dead' then
     redis.call('ZREM', K_dead, id) -- a stale entry
-  elseif kind == '' or f[R_kind] == kind then
+  elseif kind == '' or kind_of(id, f) == kind then
     redis.call('ZREM', K_dead, id)
     if mode == 'requeue' then
       f[R_status], f[R_run_at_ms], f[R_attempts] = 'pending', now, 0
