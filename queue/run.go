@@ -81,9 +81,6 @@ func wrapRedis(err error) error { return store.WrapRedis(err) }
 // migrating reports whether err is Redis saying the slot is moving.
 func migrating(err error) bool { return store.Migrating(err) }
 
-// retryMigration runs f until it answers anything but a migration.
-func retryMigration(ctx context.Context, f func() error) error { return store.RetryMigration(ctx, f) }
-
 // ErrUnavailable wraps errors from Redis (unreachable, timed out, failing
 // over): the operation may be retried.
 var ErrUnavailable = store.ErrUnavailable

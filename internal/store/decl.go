@@ -62,7 +62,7 @@ type replyField struct {
 }
 
 // Name is the script's name, its file's without ".lua".
-func (s *Script) Name() string { return s.spec.name }
+func (sc *Script) Name() string { return sc.spec.name }
 
 // ops holds every declared script, by name.
 var ops = map[string]*Script{}
@@ -187,12 +187,12 @@ type Common struct {
 // Argv builds the script's ARGV: c, then p's arguments in their declared
 // order, then the batch's groups.
 func (o *Op[P, R]) Argv(c Common, p *P) []any {
-	base := unsafe.Pointer(p)
+	base := unsafe.Pointer(p) //nolint:gosec // G103: offsets resolved from P's type at declaration (see argFields)
 	n := len(commonArgs) + len(o.fixed)
 	var items []byte // the batch's groups, as their memory
 	if o.items >= 0 {
 		hdr := (*sliceHeader)(unsafe.Add(base, o.items))
-		items = unsafe.Slice((*byte)(hdr.data), uintptr(hdr.len)*o.itemSize)
+		items = unsafe.Slice((*byte)(hdr.data), uintptr(hdr.len)*o.itemSize) //nolint:gosec // G103: offsets resolved from P's type at declaration (see argFields)
 		n += 1 + hdr.len*len(o.group)
 	}
 	if o.spec.global {
@@ -209,7 +209,7 @@ func (o *Op[P, R]) Argv(c Common, p *P) []any {
 		count := len(items) / int(max(o.itemSize, 1))
 		out = append(out, count)
 		for i := range count {
-			item := unsafe.Pointer(&items[uintptr(i)*o.itemSize])
+			item := unsafe.Pointer(&items[uintptr(i)*o.itemSize]) //nolint:gosec // G103: offsets resolved from P's type at declaration (see argFields)
 			for _, f := range o.group {
 				out = appendArg(out, unsafe.Add(item, f.offset), f.kind)
 			}
@@ -262,7 +262,7 @@ func (e *ReplyError) Error() string {
 // Reply reads v, the script's reply, into an R.
 func (o *Op[P, R]) Reply(v any) (R, error) {
 	var r R
-	err := o.read(v, unsafe.Pointer(&r))
+	err := o.read(v, unsafe.Pointer(&r)) //nolint:gosec // G103: offsets resolved from P's type at declaration (see argFields)
 	return r, err
 }
 

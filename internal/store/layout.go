@@ -46,7 +46,7 @@ const (
 	KeyOutbox  = "wfout"   // HASH: job id -> the outbox entry of a workflow node's job that ended, until a releaser acks it (see workflow.go)
 )
 
-// sentinel is the member, field or element that keeps each key of a queue
+// Sentinel is the member, field or element that keeps each key of a queue
 // in existence while it is otherwise empty. It is the byte 0x01, which no
 // member can hold: job ids and claim tokens are validated, and
 // idempotency keys refuse control characters (a printable sentinel such
@@ -56,7 +56,7 @@ const (
 // keeps its last entry.
 const Sentinel = "\x01"
 
-// wakeGroup is the consumer group of every queue's wake stream. Waiting
+// WakeGroup is the consumer group of every queue's wake stream. Waiting
 // claimers read the stream through it (XREADGROUP ... NOACK), so that each
 // entry wakes one of them, not all: a job that becomes pending makes one
 // claim, not one per waiting claimer. (A claimer that takes all it asked
@@ -68,10 +68,10 @@ const WakeGroup = "w"
 // The dead set's kind filter reads that kind (PUSH_KIND in the scripts).
 const EnvelopeKind = "chronoq.push"
 
-// sentinels is how many members of each kind of key are the sentinel.
+// Sentinels is how many members of each kind of key are the sentinel.
 const Sentinels = 1
 
-// keys are the Redis keys of one queue. Build them with queueKeys only
+// Keys are the Redis keys of one queue. Build them with queueKeys only
 // after the queue name was validated.
 type Keys struct {
 	Name                                                                             string // the queue's name (not a key)
@@ -81,6 +81,8 @@ type Keys struct {
 	Lsets                                                                            string // the registry of label sets (KeyLsets)
 }
 
+// QueueKeys answers the keys of queue in namespace ns; the queue name must
+// have been validated.
 func QueueKeys(ns, queue string) Keys {
 	p := ns + ":{" + queue + "}:"
 	return Keys{
@@ -91,12 +93,12 @@ func QueueKeys(ns, queue string) Keys {
 	}
 }
 
-// all lists every key of the queue, in layout order.
+// All lists every key of the queue, in layout order.
 func (k Keys) All() []string {
 	return []string{k.Meta, k.Jobs, k.Data, k.Sched, k.Pending, k.Leases, k.Dead, k.Done, k.Idem, k.Expiry, k.Claims, k.Wake, k.Lsets, k.Outbox}
 }
 
-// byName answers the key of the queue called name (one of the key*
+// ByName answers the key of the queue called name (one of the key*
 // constants).
 func (k Keys) ByName(name string) string {
 	switch name {
@@ -132,20 +134,29 @@ func (k Keys) ByName(name string) string {
 	panic("store: no key " + name) // the script table names only the constants above
 }
 
-// resultField is the field of a job's result in the data hash.
+// ResultField is the field of a job's result in the data hash.
 func ResultField(id string) string { return id + ".r" }
 
-// Global keys: never touched inside a per-queue script.
-func QueuesKey(ns string) string     { return ns + ":queues" }     // SET of known queue names
-func NudgeChannel(ns string) string  { return ns + ":nudge" }      // pub/sub: "<queue>|<due ms>|<instance>"
-func EventsPattern(ns string) string { return ns + ":{*}:events" } // PSUBSCRIBE pattern, single node only
+// Global keys, never touched inside a per-queue script.
 
-// The attention indexes (see attention.go), in one slot of their own.
+// QueuesKey is the SET of known queue names.
+func QueuesKey(ns string) string { return ns + ":queues" }
+
+// NudgeChannel is the pub/sub channel of nudges: "<queue>|<due ms>|<instance>".
+func NudgeChannel(ns string) string { return ns + ":nudge" }
+
+// EventsPattern is the PSUBSCRIBE pattern of every queue's events (a
+// single node only).
+func EventsPattern(ns string) string { return ns + ":{*}:events" }
+
+// AttnKeys are the attention indexes (see attention.go), in one slot of
+// their own.
 type AttnKeys struct {
 	Due, DueSeq     string // ZSET queue -> the ms its earliest scheduled job is due; HASH queue -> seq of the last write
 	Sweep, SweepSeq string // ZSET queue -> the ms its next sweep work falls due; HASH queue -> seq of the last write
 }
 
+// AttentionKeys answers the attention indexes of namespace ns.
 func AttentionKeys(ns string) AttnKeys {
 	p := ns + ":{" + ns + ":attn}:"
 	return AttnKeys{Due: p + "due", DueSeq: p + "due_seq", Sweep: p + "sweep", SweepSeq: p + "sweep_seq"}
@@ -221,22 +232,22 @@ const (
 	SettingPush = "push"
 )
 
-// settingFields are the meta fields SetSettings may write.
+// SettingFields are the meta fields SetSettings may write.
 var SettingFields = []string{SettingPush}
 
-// noteField is the field of a job's attempt notes in the data hash.
+// NoteField is the field of a job's attempt notes in the data hash.
 func NoteField(id string) string { return id + ".n" }
 
-// artifactsField is the field of a job's artifacts in the data hash: one
+// ArtifactsField is the field of a job's artifacts in the data hash: one
 // JSON object, artifact name -> value (see artifacts.go).
 func ArtifactsField(id string) string { return id + ".a" }
 
-// logLineField is the field of line seq (from 1) of a job's log in the
+// LogLineField is the field of line seq (from 1) of a job's log in the
 // data hash: "<at ms>|<line>" (see logs.go). The record's "log" field
 // counts them.
 func LogLineField(id string, seq int64) string { return id + ".l." + strconv.FormatInt(seq, 10) }
 
-// A job's record: its fields joined by NUL bytes, in this order. No value
+// RecFields are a job's record: its fields joined by NUL bytes, in this order. No value
 // can hold a NUL: kinds and ids are validated, errors are scrubbed,
 // idempotency keys refuse control characters, and results (JSON) live in
 // the data hash. A tombstone, left for a short while where a job was
@@ -304,7 +315,7 @@ const (
 	SpecDefaultCode = "d"
 )
 
-// statusCodes are the one-byte codes a record's status field is stored
+// StatusCodes are the one-byte codes a record's status field is stored
 // as (a record written before them spells the status: both read). Every
 // name is longer than a code.
 var StatusCodes = []struct {
@@ -391,15 +402,6 @@ func specsWhere(wf bool) []scriptSpec {
 		}
 	}
 	slices.SortFunc(out, func(a, b scriptSpec) int { return strings.Compare(a.name, b.name) })
-	return out
-}
-
-// keysOf answers the declared keys of s for queue keys k.
-func (s scriptSpec) keysOf(k Keys) []string {
-	out := make([]string, len(s.keys))
-	for i, n := range s.keys {
-		out[i] = k.ByName(n)
-	}
 	return out
 }
 
@@ -507,7 +509,7 @@ func init() {
 	}
 }
 
-// Label sets (see labels.go). A job may require labels; the pending jobs
+// MetaLsets and the label sets (see labels.go). A job may require labels; the pending jobs
 // of each distinct set of required labels wait in a list of their own,
 // with a wake stream of their own, so that a claim pops only lists it may
 // take from and never scans one. A set is registered (its keys made, with
@@ -524,9 +526,11 @@ func init() {
 // job's set without asking Redis.
 const MetaLsets = "lsets" // meta: the queue's label set ids, in registration order, joined by ","
 
-// setListKey and setWakeKey are the pending list and wake stream of the
+// SetListKey and setWakeKey are the pending list and wake stream of the
 // label set id of queue k.
 func (k Keys) SetListKey(id string) string { return k.Pending + ":" + id }
+
+// SetWakeKey is the wake stream of the label set id of queue k.
 func (k Keys) SetWakeKey(id string) string { return k.Wake + ":" + id }
 
 // setKeyScripts are the scripts whose declared keys are followed by the
@@ -550,7 +554,7 @@ var setKeyScripts = map[string]bool{
 
 // Workflows (package workflow; see workflow.go) -------------------------------
 
-// upstreamField is the field of a workflow node's upstream (the results
+// UpstreamField is the field of a workflow node's upstream (the results
 // and artifacts of its parents, JSON) in the data hash, written when the
 // node is released.
 func UpstreamField(id string) string { return id + ".u" }
@@ -559,7 +563,7 @@ func UpstreamField(id string) string { return id + ".u" }
 // name -> value; absent: none): wf_ended (common.lua) reads it when a
 // workflow node's job ends, to pass them downstream.
 
-// A workflow's keys carry "wf:<id>" as their hash tag, so that they sit in
+// WFKeys are a workflow's keys. They carry "wf:<id>" as their hash tag, so that they sit in
 // one slot of their own (no queue name holds a ':'): "<ns>:{wf:<id>}:wf".
 // The one key is a HASH of the workflow's meta fields (wfMeta*) and, for
 // each node, the fields "<prefix>:<node>" (wfNode*). It is written only by
@@ -569,11 +573,13 @@ type WFKeys struct {
 	WF string
 }
 
+// WorkflowKeys answers the keys of workflow id in namespace ns.
 func WorkflowKeys(ns, id string) WFKeys { return WFKeys{WF: ns + ":{wf:" + id + "}:wf"} }
 
-// keyWorkflow names the workflow hash in the wf scripts' declarations.
+// KeyWorkflow names the workflow hash in the wf scripts' declarations.
 const KeyWorkflow = "wf"
 
+// ByName answers the key a script declares by name.
 func (k WFKeys) ByName(name string) string {
 	if name == KeyWorkflow {
 		return k.WF
@@ -610,7 +616,7 @@ const (
 	WFNodeExternal = "x" // "1": a job that existed before (a single job's depends_on): its ends are recorded, nothing else is done to it
 )
 
-// wfNodeField is the field of node's prefix (one of the wfNode* constants)
+// WFNodeField is the field of node's prefix (one of the wfNode* constants)
 // in a workflow's hash.
 func WFNodeField(prefix, node string) string { return prefix + ":" + node }
 
@@ -629,12 +635,12 @@ var wfPrelude = []struct{ lua, field string }{
 	{"NODE_gen", WFNodeField(WFNodeGen, "")}, {"NODE_external", WFNodeField(WFNodeExternal, "")},
 }
 
-// Global workflow keys, never touched inside a script of a queue or a
-// workflow: the list of recent workflows, and the indexes the releasers
+// WorkflowsKey and the other global workflow keys are never touched
+// inside a script of a queue or a workflow: the list of recent workflows, and the indexes the releasers
 // read (in the attention slot, see attentionKeys).
 func WorkflowsKey(ns string) string { return ns + ":workflows" } // ZSET workflow id -> created ms, capped
 
-// wfAttnKeys are the releasers' indexes: outbox, each queue with outbox
+// WFAttnKeys are the releasers' indexes: outbox, each queue with outbox
 // entries (ms of its first unacked entry, as marks and parks keep the
 // other indexes); dirty, each workflow whose multi-step change (creation,
 // cancel, retry) is under way, by when it began, for a releaser to finish
@@ -643,6 +649,7 @@ type WFAttnKeys struct {
 	Outbox, OutboxSeq, Dirty string
 }
 
+// WorkflowAttentionKeys answers the releasers' indexes in namespace ns.
 func WorkflowAttentionKeys(ns string) WFAttnKeys {
 	p := ns + ":{" + ns + ":attn}:"
 	return WFAttnKeys{Outbox: p + "wf", OutboxSeq: p + "wf_seq", Dirty: p + "wf_dirty"}

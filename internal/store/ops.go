@@ -37,11 +37,13 @@ type None struct{}
 
 // Queues (one queue's slot).
 type (
+	// EnqueueArgs are enqueue.lua's arguments: the jobs, a group each.
 	EnqueueArgs struct {
 		IdemTTLMs int64         `arg:"idem_ttl_ms"`
 		MaxSets   int           `arg:"max_sets"`
 		Jobs      []EnqueueItem `arg:"n"`
 	}
+	// EnqueueItem is one element of EnqueueArgs's batch.
 	EnqueueItem struct {
 		ID          string `arg:"id"`
 		Kind        string `arg:"kind"`
@@ -52,21 +54,24 @@ type (
 		ResultTTLMs string `arg:"result_ttl_ms"` // "" for the client's retention
 		Labels      string `arg:"labels"`
 	}
-	// EnqueueReply: First -1 (no such queue), -2 (Rest: the labels of a
+	// EnqueueReply is enqueue.lua's reply: First -1 (no such queue), -2 (Rest: the labels of a
 	// set past max_sets) or Redis's now in µs (Rest: id, replayed, due
 	// per job).
 	EnqueueReply struct {
 		First int64 `reply:"first"`
 		Rest  []any `reply:"rest,rest"`
 	}
+	// PromoteArgs are the arguments of promote.lua.
 	PromoteArgs struct {
 		Limit int `arg:"limit"`
 	}
+	// PromoteReply is the reply of promote.lua.
 	PromoteReply struct {
 		Moved int64 `reply:"moved"`
 		Next  any   `reply:"next"`
 		NowUs int64 `reply:"now_us"`
 	}
+	// ClaimArgs are the arguments of claim.lua.
 	ClaimArgs struct {
 		Max          int    `arg:"max"`
 		TokenBase    string `arg:"token_base"`
@@ -75,7 +80,7 @@ type (
 		WaitMs       int64  `arg:"wait_ms"`
 		Eligible     string `arg:"eligible"`
 	}
-	// ClaimReply: Paused is 1 (paused), 0, or "L<ms>" (held back by the
+	// ClaimReply is claim.lua's reply: Paused is 1 (paused), 0, or "L<ms>" (held back by the
 	// queue's limits).
 	ClaimReply struct {
 		Paused any   `reply:"paused"`
@@ -83,15 +88,18 @@ type (
 		NowUs  int64 `reply:"now_us"`
 		Jobs   []any `reply:"jobs,rest"`
 	}
+	// WaitArgs are the arguments of wait.lua.
 	WaitArgs struct {
 		WaitMs   int64  `arg:"wait_ms"`
 		Eligible string `arg:"eligible"`
 	}
+	// WaitReply is the reply of wait.lua.
 	WaitReply struct {
 		Paused  int64 `reply:"paused"`
 		Pending int64 `reply:"pending"`
 		At      any   `reply:"at,opt"`
 	}
+	// CompleteArgs are the arguments of complete.lua.
 	CompleteArgs struct {
 		RetentionMs int64          `arg:"retention_ms"`
 		History     int            `arg:"history"`
@@ -99,12 +107,14 @@ type (
 		Answer      bool           `arg:"answer"`
 		Acks        []CompleteItem `arg:"n"`
 	}
+	// CompleteItem is one element of CompleteArgs's batch.
 	CompleteItem struct {
 		ID        string `arg:"id"`
 		Token     string `arg:"token"`
 		Result    string `arg:"result"`
 		Artifacts string `arg:"artifacts"`
 	}
+	// FailArgs are the arguments of fail.lua.
 	FailArgs struct {
 		ID          string  `arg:"id"`
 		Token       string  `arg:"token"`
@@ -117,29 +127,34 @@ type (
 		RetentionMs int64   `arg:"retention_ms"`
 		TombMs      int64   `arg:"tomb_ms"`
 	}
+	// FailReply is the reply of fail.lua.
 	FailReply struct {
 		Code    int64  `reply:"code"`
 		Status  string `reply:"status"`
 		RunAtMs int64  `reply:"run_at_ms"`
 		Due     any    `reply:"due"`
 	}
+	// HeartbeatArgs are the arguments of heartbeat.lua.
 	HeartbeatArgs struct {
 		ID       string `arg:"id"`
 		Token    string `arg:"token"`
 		ExtendMs int64  `arg:"extend_ms"`
 		Progress string `arg:"progress"`
 	}
+	// HeartbeatReply is the reply of heartbeat.lua.
 	HeartbeatReply struct {
 		Code            int64 `reply:"code"`
 		LeaseUntilMs    int64 `reply:"lease_until_ms"`
 		CancelRequested int64 `reply:"cancel_requested"`
 	}
+	// ReleaseArgs are the arguments of release.lua.
 	ReleaseArgs struct {
 		ID          string `arg:"id"`
 		Token       string `arg:"token"`
 		RetentionMs int64  `arg:"retention_ms"`
 		TombMs      int64  `arg:"tomb_ms"`
 	}
+	// ReclaimArgs are the arguments of reclaim.lua.
 	ReclaimArgs struct {
 		Limit       int   `arg:"limit"`
 		DeadMax     int   `arg:"dead_max"`
@@ -147,6 +162,7 @@ type (
 		RetentionMs int64 `arg:"retention_ms"`
 		TombMs      int64 `arg:"tomb_ms"`
 	}
+	// ReclaimReply is the reply of reclaim.lua.
 	ReclaimReply struct {
 		More   int64 `reply:"more"`
 		NextMs int64 `reply:"next"`
@@ -154,6 +170,7 @@ type (
 		WF     int64 `reply:"wf"`
 		IDs    []any `reply:"ids,rest"`
 	}
+	// CancelArgs are the arguments of cancel.lua.
 	CancelArgs struct {
 		ID          string `arg:"id"`
 		Request     string `arg:"request"`
@@ -161,13 +178,16 @@ type (
 		ClaimToken  string `arg:"claim_token"`
 		TombMs      int64  `arg:"tomb_ms"`
 	}
+	// RescheduleArgs are the arguments of reschedule.lua.
 	RescheduleArgs struct {
 		ID   string `arg:"id"`
 		When string `arg:"when"`
 	}
+	// RunNowArgs are the arguments of runnow.lua.
 	RunNowArgs struct {
 		ID string `arg:"id"`
 	}
+	// DeadArgs are the arguments of dead.lua.
 	DeadArgs struct {
 		Mode        string `arg:"mode"`
 		Kind        string `arg:"kind"`
@@ -177,6 +197,7 @@ type (
 		CursorID    string `arg:"cursor_id"`
 		TombMs      int64  `arg:"tomb_ms"`
 	}
+	// DeadReply is the reply of dead.lua.
 	DeadReply struct {
 		Done      int64  `reply:"done"`
 		Count     int64  `reply:"count"`
@@ -184,43 +205,52 @@ type (
 		LastID    string `reply:"last_id"`
 		Upto      int64  `reply:"upto"`
 	}
+	// DeleteArgs are the arguments of delete.lua.
 	DeleteArgs struct {
 		Force  bool  `arg:"force"`
 		IdleMs int64 `arg:"idle_ms"`
 	}
+	// SettingsArgs are the arguments of settings.lua.
 	SettingsArgs struct {
 		Fields []SettingsItem `arg:"n"`
 	}
+	// SettingsItem is one element of SettingsArgs's batch.
 	SettingsItem struct {
 		Field string `arg:"field"`
 		Value string `arg:"value"`
 	}
+	// NoteArgs are the arguments of note.lua.
 	NoteArgs struct {
 		Keep  int        `arg:"keep"`
 		Notes []NoteItem `arg:"n"`
 	}
+	// NoteItem is one element of NoteArgs's batch.
 	NoteItem struct {
 		ID    string `arg:"id"`
 		Token string `arg:"token"`
 		Entry string `arg:"entry"`
 	}
+	// ListArgs are the arguments of list.lua.
 	ListArgs struct {
 		Status    string `arg:"status"`
 		Limit     int    `arg:"limit"`
 		CursorNum string `arg:"cursor_num"`
 		CursorID  string `arg:"cursor_id"`
 	}
+	// ListReply is the reply of list.lua.
 	ListReply struct {
 		More    int64  `reply:"more"`
 		LastNum string `reply:"last_num"`
 		LastID  string `reply:"last_id"`
 		Jobs    []any  `reply:"jobs,rest"`
 	}
+	// ArtifactsArgs are the arguments of artifacts.lua.
 	ArtifactsArgs struct {
 		ID        string `arg:"id"`
 		Token     string `arg:"token"`
 		Artifacts string `arg:"artifacts"`
 	}
+	// LogArgs are the arguments of log.lua.
 	LogArgs struct {
 		ID       string    `arg:"id"`
 		Token    string    `arg:"token"`
@@ -229,9 +259,11 @@ type (
 		MaxBytes int       `arg:"max_bytes"`
 		Lines    []LogLine `arg:"n"`
 	}
+	// LogLine is one element of LogArgs's batch.
 	LogLine struct {
 		Line string `arg:"line"`
 	}
+	// LogReply is the reply of log.lua.
 	LogReply struct {
 		Code      int64 `reply:"code"`
 		Added     int64 `reply:"added"`
@@ -240,6 +272,7 @@ type (
 	}
 )
 
+// The declarations of the queue scripts.
 var (
 	Create = declare[None, Code]("create",
 		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox)
@@ -289,10 +322,12 @@ var (
 // moves them (release, cancel, abort, rearm), wfread and wfack read and
 // ack the outbox; in a workflow's slot (keys WFKeys), the rest.
 type (
+	// WFAddArgs are wfadd.lua's arguments: a workflow's node jobs.
 	WFAddArgs struct {
 		MaxSets int         `arg:"max_sets"`
 		Jobs    []WFAddItem `arg:"n"`
 	}
+	// WFAddItem is one element of WFAddArgs's batch.
 	WFAddItem struct {
 		ID          string `arg:"id"`
 		Kind        string `arg:"kind"`
@@ -303,48 +338,58 @@ type (
 		Workflow    string `arg:"workflow"`
 		Labels      string `arg:"labels"`
 	}
+	// WFNodeArgs are the arguments of wfnode.lua.
 	WFNodeArgs struct {
 		RetentionMs int64        `arg:"retention_ms"`
 		TombMs      int64        `arg:"tomb_ms"`
 		Nodes       []WFNodeItem `arg:"n"`
 	}
+	// WFNodeItem is one element of WFNodeArgs's batch.
 	WFNodeItem struct {
 		Mode     string `arg:"mode"`
 		ID       string `arg:"id"`
 		Gen      int64  `arg:"gen"`
 		Upstream string `arg:"upstream"`
 	}
+	// WFReadArgs are the arguments of wfread.lua.
 	WFReadArgs struct {
 		Cursor string `arg:"cursor"`
 		Count  int    `arg:"count"`
 	}
+	// WFReadReply is the reply of wfread.lua.
 	WFReadReply struct {
 		NowUs  int64  `reply:"now_us"`
 		Cursor string `reply:"next_cursor"`
 		Rows   []any  `reply:"entries,rest"`
 	}
+	// WFAckArgs are the arguments of wfack.lua.
 	WFAckArgs struct {
 		Entries []WFAckItem `arg:"n"`
 	}
+	// WFAckItem is one element of WFAckArgs's batch.
 	WFAckItem struct {
 		ID    string `arg:"id"`
 		Entry string `arg:"entry"`
 	}
+	// WFAdoptArgs are the arguments of wfadopt.lua.
 	WFAdoptArgs struct {
 		ID          string `arg:"id"`
 		Workflow    string `arg:"workflow"`
 		MaxWatchers int    `arg:"max_watchers"`
 	}
+	// WFAdoptReply is the reply of wfadopt.lua.
 	WFAdoptReply struct {
 		Code   int64  `reply:"code"`
 		Status string `reply:"status"`
 	}
+	// WFCreateArgs are the arguments of wf_create.lua.
 	WFCreateArgs struct {
 		ID          string         `arg:"id"`
 		Policy      string         `arg:"policy"`
 		UpstreamMax int            `arg:"upstream_max"`
 		Nodes       []WFCreateNode `arg:"n"`
 	}
+	// WFCreateNode is one element of WFCreateArgs's batch.
 	WFCreateNode struct {
 		Name     string `arg:"name"`
 		Job      string `arg:"job"`
@@ -352,10 +397,12 @@ type (
 		Children string `arg:"children"`
 		External string `arg:"external"`
 	}
+	// WFRecordArgs are the arguments of wf_record.lua.
 	WFRecordArgs struct {
 		RetentionMs int64          `arg:"retention_ms"`
 		Ends        []WFRecordItem `arg:"n"`
 	}
+	// WFRecordItem is one element of WFRecordArgs's batch.
 	WFRecordItem struct {
 		Node    string `arg:"node"`
 		Gen     int64  `arg:"gen"`
@@ -363,11 +410,13 @@ type (
 		Up      string `arg:"up"`
 		Brief   string `arg:"brief"`
 	}
+	// WFCancelArgs are the arguments of wf_cancel.lua.
 	WFCancelArgs struct {
 		RetentionMs int64 `arg:"retention_ms"`
 	}
 )
 
+// The declarations of the workflow scripts.
 var (
 	// WFAdd answers { -1 }, { -2, labels } or { now_us, added }.
 	WFAdd = declare[WFAddArgs, EnqueueReply]("wfadd",
@@ -390,6 +439,7 @@ var (
 // Global scripts: the attention indexes (queue/attention.go) and the set
 // of queue names, each in a slot of its own, not a queue's.
 type (
+	// MarkArgs are mark.lua's arguments: a queue's entries in two indexes.
 	MarkArgs struct {
 		Queue   string `arg:"queue"`
 		AtA     int64  `arg:"at_a"`
@@ -398,20 +448,24 @@ type (
 		Channel string `arg:"channel"`
 		Nudge   string `arg:"nudge"`
 	}
+	// ParkArgs are the arguments of park.lua.
 	ParkArgs struct {
 		Queue string `arg:"queue"`
 		At    int64  `arg:"at"`
 		Seq   int64  `arg:"seq"`
 	}
+	// UnmarkArgs are the arguments of unmark.lua.
 	UnmarkArgs struct {
 		Queue string `arg:"queue"`
 	}
+	// RegisterArgs are the arguments of register.lua.
 	RegisterArgs struct {
 		Name string `arg:"name"`
 		Max  int    `arg:"max"`
 	}
 )
 
+// The declarations of the global scripts.
 var (
 	Mark     = declareGlobal[MarkArgs, Code]("mark", "index_a", "seqs_a", "index_b", "seqs_b")
 	Park     = declareGlobal[ParkArgs, Code]("park", "index", "seqs")
@@ -429,6 +483,7 @@ var registryKeys = []string{"info", "state", "queues", "held", "expiry", "ids"}
 const RegistryRetryFor = 10 * time.Second
 
 type (
+	// RegistryTouchArgs are registry_touch.lua's arguments: a worker's sighting.
 	RegistryTouchArgs struct {
 		OffsetUs     int64      `arg:"offset_us"`
 		ID           string     `arg:"id"`
@@ -444,10 +499,11 @@ type (
 		InfoNX       bool       `arg:"info_nx"`
 		Jobs         []HeldItem `arg:"n"`
 	}
+	// HeldItem is one job a worker holds, as RegistryTouchArgs sends it.
 	HeldItem struct {
 		Job string `arg:"job"` // "<queue>/<id>"
 	}
-	// RegistryTouchReply: Code 1 (Now, Started, TTLMs follow) or 0 (the
+	// RegistryTouchReply is registry_touch.lua's reply: Code 1 (Now, Started, TTLMs follow) or 0 (the
 	// worker is new and Now is the count of live workers, the cap).
 	RegistryTouchReply struct {
 		Code    int64 `reply:"code"`
@@ -455,24 +511,28 @@ type (
 		Started int64 `reply:"started,opt"`
 		TTLMs   int64 `reply:"ttl_ms,opt"`
 	}
+	// RegistryListArgs are registry_list.lua's arguments.
 	RegistryListArgs struct {
 		OffsetUs int64  `arg:"offset_us"`
 		From     string `arg:"from"`
 		Limit    int    `arg:"limit"`
 		Sweep    int    `arg:"sweep"`
 	}
+	// RegistryListReply is registry_list.lua's reply.
 	RegistryListReply struct {
 		Now     int64  `reply:"now"`
 		Live    int64  `reply:"live"`
 		Next    string `reply:"next"`
 		Workers []any  `reply:"workers,rest"` // six values a worker
 	}
+	// RegistryRemoveArgs are registry_remove.lua's arguments.
 	RegistryRemoveArgs struct {
 		OffsetUs int64  `arg:"offset_us"`
 		ID       string `arg:"id"`
 	}
 )
 
+// The declarations of the registry scripts.
 var (
 	RegistryTouch  = declareRegistry[RegistryTouchArgs, RegistryTouchReply]("registry_touch")
 	RegistryList   = declareRegistry[RegistryListArgs, RegistryListReply]("registry_list")

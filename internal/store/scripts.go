@@ -251,6 +251,8 @@ func IsScriptError(err error) bool {
 		strings.HasPrefix(msg, "ERR chronoq ") || strings.Contains(msg, "user_script")
 }
 
+// WrapRedis wraps an error of a Redis call: a connection that failed is
+// ErrUnavailable; a context's end and nil are answered as they are.
 func WrapRedis(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
