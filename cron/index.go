@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/internal/store"
 )
 
 // The due index: every entry that fires has a cursor, the first of its
@@ -32,8 +35,9 @@ import (
 // two O(1) reads every pass, and indexed by repair, a few hundred entries
 // a command.
 
+// script is internal/store/lua/cron_<name>, as the engine embeds it.
 func script(name string) *redis.Script {
-	b, err := luaFS.ReadFile("lua/" + name)
+	b, err := store.LuaFile("cron_" + strings.TrimSuffix(name, ".lua"))
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}

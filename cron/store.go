@@ -2,7 +2,6 @@ package cron
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,9 +15,6 @@ import (
 
 	"github.com/chronoq/chronoq/queue"
 )
-
-//go:embed lua/*.lua
-var luaFS embed.FS
 
 var recordScript = script("record.lua")
 
