@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,14 +15,14 @@ import (
 // The due index: every entry that fires has a cursor, the first of its
 // ticks that no instance has handled yet (enqueued, or let pass as missed
 // or overlapping), in the sorted set <ns>:{<ns>:cron}:due. A scheduler
-// pass asks Redis for the entries whose cursor has come (due.lua) and
-// moves their cursors past the ticks it handled (advance.lua): it reads
+// pass asks Redis for the entries whose cursor has come (cron_due.lua) and
+// moves their cursors past the ticks it handled (cron_advance.lua): it reads
 // nothing of the entries that are not due, so its cost does not grow
 // with their number.
 //
 // The cursor is written with the entry: Put sets it to the first tick
 // after the change (none while paused) in the script that writes the
-// settings and a new version (put.lua), Delete removes it in the MULTI
+// settings and a new version (cron_put.lua), Delete removes it in the MULTI
 // that removes the entry. So a change made on any instance is in the index the moment
 // it is stored; no scheduler keeps a copy of the entries to refresh. A
 // scheduler moves a cursor only while the entry's version is the one it
@@ -35,20 +34,9 @@ import (
 // two O(1) reads every pass, and indexed by repair, a few hundred entries
 // a command.
 
-// script is internal/store/lua/cron_<name>, as the engine embeds it.
-func script(name string) *redis.Script {
-	b, err := store.LuaFile("cron_" + strings.TrimSuffix(name, ".lua"))
-	if err != nil {
-		panic(err) // embedded at build time: cannot happen
-	}
-	return redis.NewScript(string(b))
-}
-
-var (
-	dueScript     = script("due.lua")
-	advanceScript = script("advance.lua")
-	repairScript  = script("repair.lua")
-)
+// The scripts are the engine's (internal/store/lua/cron_*.lua, declared
+// as store.Cron* in internal/store/ops.go), run through the queue
+// client's engine.
 
 // repairChunk is how many entries one command of repair reads or writes.
 const repairChunk = 500
@@ -74,7 +62,7 @@ func (s *Store) writeEntry(ctx context.Context, p redis.Pipeliner, name, raw str
 	}
 }
 
-// dueEntry is an entry whose cursor has come, as due.lua read it.
+// dueEntry is an entry whose cursor has come, as cron_due.lua read it.
 type dueEntry struct {
 	name    string
 	cursor  time.Time
@@ -82,7 +70,7 @@ type dueEntry struct {
 	raw     string // the stored JSON; "" when the entry is gone
 }
 
-// dueRead is what due.lua answers.
+// dueRead is what cron_due.lua answers.
 type dueRead struct {
 	// now is Redis's now when the script ran.
 	now time.Time
@@ -94,52 +82,61 @@ type dueRead struct {
 	entries, versions int64
 }
 
-// readDue runs due.lua: the entries whose cursor Redis's clock has
+// readDue runs cron_due.lua: the entries whose cursor Redis's clock has
 // reached, at most limit of them, earliest first. It updates the
 // estimate of Redis's clock.
 func (s *Store) readDue(ctx context.Context, limit int) (dueRead, error) {
 	t0 := s.rc.clock.Now()
-	v, err := dueScript.Run(ctx, s.rdb, []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns)},
-		s.rc.offsetArg(), limit).Result()
+	res, err := store.CallGlobal(ctx, s.eng, store.CronDue, []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns)},
+		&store.CronDueArgs{OffsetUs: s.rc.offsetArg(), Limit: limit})
 	t1 := s.rc.clock.Now()
 	if err != nil {
 		return dueRead{}, redisErr("read the due entries", err)
 	}
-	res, ok := v.([]any)
-	if !ok || len(res) < 4 || (len(res)-4)%4 != 0 {
-		return dueRead{}, fmt.Errorf("cron: read the due entries: unexpected reply %v", v)
+	if res.NowUs <= 0 {
+		return dueRead{}, fmt.Errorf("cron: read the due entries: Redis's time %d", res.NowUs)
 	}
-	nowUs, ok := res[0].(int64)
-	if !ok || nowUs <= 0 {
-		return dueRead{}, fmt.Errorf("cron: read the due entries: Redis's time %v", res[0])
+	if len(res.Rows)%4 != 0 {
+		return dueRead{}, fmt.Errorf("cron: read the due entries: %w",
+			&store.ReplyError{Script: "cron_due", Field: "rows", Reply: res.Rows, Want: "four values a due entry"})
 	}
-	s.rc.observe(nowUs, t0, t1)
-	out := dueRead{now: s.rc.at(nowUs)}
-	if ms, err := strconv.ParseInt(str(res[1]), 10, 64); err == nil {
+	s.rc.observe(res.NowUs, t0, t1)
+	out := dueRead{now: s.rc.at(res.NowUs), entries: res.Entries, versions: res.Versions}
+	if ms, err := strconv.ParseInt(res.Next, 10, 64); err == nil {
 		out.next = time.UnixMilli(ms).UTC()
 	}
-	out.entries, _ = res[2].(int64)
-	out.versions, _ = res[3].(int64)
-	for i := 4; i < len(res); i += 4 {
-		ms, err := strconv.ParseInt(str(res[i+1]), 10, 64)
+	for i := 0; i < len(res.Rows); i += 4 {
+		d, err := dueRow(res.Rows[i : i+4])
 		if err != nil {
-			return dueRead{}, fmt.Errorf("cron: read the due entries: cursor %v", res[i+1])
+			return dueRead{}, fmt.Errorf("cron: read the due entries: %w", err)
 		}
-		cursor := time.UnixMilli(ms).UTC()
-		if cursor.After(out.now) { // only under a fake clock (see redisClock.at)
-			if out.next.IsZero() || cursor.Before(out.next) {
-				out.next = cursor
+		if d.cursor.After(out.now) { // only under a fake clock (see redisClock.at)
+			if out.next.IsZero() || d.cursor.Before(out.next) {
+				out.next = d.cursor
 			}
 			continue
 		}
-		out.due = append(out.due, dueEntry{name: str(res[i]), cursor: cursor, version: str(res[i+2]), raw: str(res[i+3])})
+		out.due = append(out.due, d)
 	}
 	return out, nil
 }
 
-func str(v any) string {
-	s, _ := v.(string)
-	return s
+// dueRow reads one due entry of cron_due.lua's reply: name, cursor,
+// version, JSON.
+func dueRow(row []any) (dueEntry, error) {
+	var vals [4]string
+	for i, field := range []string{"name", "cursor", "version", "json"} {
+		v, err := store.Str("cron_due", row, i, field)
+		if err != nil {
+			return dueEntry{}, err
+		}
+		vals[i] = v
+	}
+	ms, err := strconv.ParseInt(vals[1], 10, 64)
+	if err != nil {
+		return dueEntry{}, fmt.Errorf("cursor %q of %q", vals[1], vals[0])
+	}
+	return dueEntry{name: vals[0], cursor: time.UnixMilli(ms).UTC(), version: vals[2], raw: vals[3]}, nil
 }
 
 // advanced is a cursor to move: the entry's, planned from version, past
@@ -147,27 +144,26 @@ func str(v any) string {
 type advanced struct {
 	name, version string
 	// through is the latest instant the handled ticks reach (the last
-	// tick enqueued, or the cut-off of missed ticks let pass): advance.lua
+	// tick enqueued, or the cut-off of missed ticks let pass): cron_advance.lua
 	// refuses the move while Redis's clock has not reached it.
 	through time.Time
 	cursor  time.Time // zero: the entry never fires again
 }
 
-// advance runs advance.lua for moves, in one call.
+// advance runs cron_advance.lua for moves, in one call.
 func (s *Store) advance(ctx context.Context, moves []advanced) error {
 	if len(moves) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 1+4*len(moves))
-	args = append(args, s.rc.offsetArg())
+	p := store.CronAdvanceArgs{OffsetUs: s.rc.offsetArg(), Moves: make([]store.CronAdvanceItem, 0, len(moves))}
 	for _, m := range moves {
 		c := ""
 		if !m.cursor.IsZero() {
 			c = strconv.FormatInt(m.cursor.UnixMilli(), 10)
 		}
-		args = append(args, m.name, m.version, m.through.UnixMilli(), c)
+		p.Moves = append(p.Moves, store.CronAdvanceItem{Name: m.name, Version: m.version, ThroughMs: m.through.UnixMilli(), Cursor: c})
 	}
-	if err := advanceScript.Run(ctx, s.rdb, []string{versionsKey(s.ns), dueKey(s.ns)}, args...).Err(); err != nil {
+	if _, err := store.CallGlobal(ctx, s.eng, store.CronAdvance, []string{versionsKey(s.ns), dueKey(s.ns)}, &p); err != nil {
 		return redisErr("advance the cursors", err)
 	}
 	return nil
@@ -185,7 +181,6 @@ func (s *Store) advance(ctx context.Context, moves []advanced) error {
 // rules.
 func (s *Store) repair(ctx context.Context) (int, error) {
 	n := 0
-	keys := []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns), seqKey(s.ns)}
 	// Entries without a version.
 	for cur := uint64(0); ; {
 		kv, next, err := s.rdb.HScan(ctx, entriesKey(s.ns), cur, "", repairChunk).Result()
@@ -217,13 +212,13 @@ func (s *Store) repair(ctx context.Context) (int, error) {
 			if err != nil {
 				return n, err
 			}
-			args := make([]any, 0, 2*len(todo))
+			items := make([]store.CronRepairItem, 0, len(todo))
 			for j, i := range missing {
-				args = append(args, names[i], legacyCursor(kv[2*i+1], runs[j]))
+				items = append(items, store.CronRepairItem{Name: names[i], Cursor: legacyCursor(kv[2*i+1], runs[j])})
 			}
-			r, err := repairScript.Run(ctx, s.rdb, keys, args...).Int()
+			r, err := s.runRepair(ctx, items)
 			if err != nil {
-				return n, redisErr("repair the index", err)
+				return n, err
 			}
 			n += r
 		}
@@ -249,16 +244,16 @@ func (s *Store) repair(ctx context.Context) (int, error) {
 				return n, redisErr("repair the index", err)
 			}
 		}
-		var args []any
+		var items []store.CronRepairItem
 		for i, e := range exists {
 			if !e.Val() {
-				args = append(args, names[i], "")
+				items = append(items, store.CronRepairItem{Name: names[i]})
 			}
 		}
-		if len(args) > 0 {
-			r, err := repairScript.Run(ctx, s.rdb, keys, args...).Int()
+		if len(items) > 0 {
+			r, err := s.runRepair(ctx, items)
 			if err != nil {
-				return n, redisErr("repair the index", err)
+				return n, err
 			}
 			n += r
 		}
@@ -267,6 +262,17 @@ func (s *Store) repair(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// runRepair runs cron_repair.lua for items; it answers how many it
+// repaired.
+func (s *Store) runRepair(ctx context.Context, items []store.CronRepairItem) (int, error) {
+	res, err := store.CallGlobal(ctx, s.eng, store.CronRepair, []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns), seqKey(s.ns)},
+		&store.CronRepairArgs{Entries: items})
+	if err != nil {
+		return 0, redisErr("repair the index", err)
+	}
+	return int(res.Code), nil
 }
 
 // legacyCursor is the cursor of an entry stored without an index: the

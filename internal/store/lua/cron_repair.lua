@@ -1,29 +1,31 @@
--- repair.lua: indexes entries that were written without an index (by a
--- chronoq from before the due index), and drops the index of entries that
--- are gone.
--- KEYS[1] -> <ns>:cron                 (HASH name -> entry JSON)
--- KEYS[2] -> <ns>:{<ns>:cron}:versions (HASH name -> version)
--- KEYS[3] -> <ns>:{<ns>:cron}:due      (ZSET name -> cursor ms)
--- KEYS[4] -> <ns>:{<ns>:cron}:seq      (STRING the last version)
--- ARGV    -> pairs: entry name, its cursor (Unix ms; "" for none: paused,
---            never fires again, or unreadable)
+-- cron_repair.lua: indexes cron entries that were written without an
+-- index (by a chronoq from before the due index), and drops the index of
+-- entries that are gone.
+-- Keys and arguments: store.CronRepair in internal/store/ops.go: per
+-- entry, its name and its cursor (Unix ms; "" for none: paused, never
+-- fires again, or unreadable).
 -- Returns: how many names were repaired.
 -- An entry that has a version is left alone: Put indexed it, in the same
--- MULTI that wrote it. Safe to run twice.
+-- script that wrote it. Safe to run twice.
+local count = tonumber(A_n)
+if not count or #ARGV ~= GROUP_START - 1 + count * GROUP then
+  return redis.error_reply('ERR cron_repair.lua: bad arguments')
+end
 local n = 0
-for i = 1, #ARGV, 2 do
-  local name = ARGV[i]
-  local stored = redis.call('HEXISTS', KEYS[1], name) == 1
-  local versioned = redis.call('HEXISTS', KEYS[2], name) == 1
+for i = 0, count - 1 do
+  local g = GROUP_START + i * GROUP
+  local name, cursor = ARGV[g + G_name], ARGV[g + G_cursor]
+  local stored = redis.call('HEXISTS', K_entries, name) == 1
+  local versioned = redis.call('HEXISTS', K_versions, name) == 1
   if stored and not versioned then
-    redis.call('HSET', KEYS[2], name, redis.call('INCR', KEYS[4]))
-    if ARGV[i + 1] ~= '' then
-      redis.call('ZADD', KEYS[3], 'NX', ARGV[i + 1], name)
+    redis.call('HSET', K_versions, name, redis.call('INCR', K_seq))
+    if cursor ~= '' then
+      redis.call('ZADD', K_due, 'NX', cursor, name)
     end
     n = n + 1
   elseif versioned and not stored then
-    redis.call('HDEL', KEYS[2], name)
-    redis.call('ZREM', KEYS[3], name)
+    redis.call('HDEL', K_versions, name)
+    redis.call('ZREM', K_due, name)
     n = n + 1
   end
 end
