@@ -180,88 +180,99 @@ func (s *Store) advance(ctx context.Context, moves []advanced) error {
 // index existed: ticks from there on are missed or on time by the usual
 // rules.
 func (s *Store) repair(ctx context.Context) (int, error) {
+	n, err := s.scanRepair(ctx, entriesKey(s.ns), s.indexUnversioned)
+	if err != nil {
+		return n, err
+	}
+	m, err := s.scanRepair(ctx, versionsKey(s.ns), s.dropOrphans)
+	return n + m, err
+}
+
+// scanRepair reads the hash key with HSCAN, repairChunk fields a command,
+// and has step repair each chunk (its fields and values, as HSCAN
+// answers them); it answers how many were repaired.
+func (s *Store) scanRepair(ctx context.Context, key string, step func(context.Context, []string) (int, error)) (int, error) {
 	n := 0
-	// Entries without a version.
 	for cur := uint64(0); ; {
-		kv, next, err := s.rdb.HScan(ctx, entriesKey(s.ns), cur, "", repairChunk).Result()
+		kv, next, err := s.rdb.HScan(ctx, key, cur, "", repairChunk).Result()
 		if err != nil {
 			return n, redisErr("repair the index", err)
 		}
-		names := make([]string, 0, len(kv)/2)
-		for i := 0; i+1 < len(kv); i += 2 {
-			names = append(names, kv[i])
-		}
-		var missing []int
-		if len(names) > 0 {
-			vers, err := s.rdb.HMGet(ctx, versionsKey(s.ns), names...).Result()
-			if err != nil {
-				return n, redisErr("repair the index", err)
-			}
-			for i, v := range vers {
-				if v == nil {
-					missing = append(missing, i)
-				}
-			}
-		}
-		if len(missing) > 0 {
-			todo := make([]string, len(missing))
-			for j, i := range missing {
-				todo[j] = names[i]
-			}
-			runs, err := s.lastRuns(ctx, todo)
-			if err != nil {
-				return n, err
-			}
-			items := make([]store.CronRepairItem, 0, len(todo))
-			for j, i := range missing {
-				items = append(items, store.CronRepairItem{Name: names[i], Cursor: legacyCursor(kv[2*i+1], runs[j])})
-			}
-			r, err := s.runRepair(ctx, items)
-			if err != nil {
-				return n, err
-			}
-			n += r
-		}
-		if cur = next; cur == 0 {
-			break
-		}
-	}
-	// Versions without an entry.
-	for cur := uint64(0); ; {
-		kv, next, err := s.rdb.HScan(ctx, versionsKey(s.ns), cur, "", repairChunk).Result()
+		r, err := step(ctx, kv)
+		n += r
 		if err != nil {
-			return n, redisErr("repair the index", err)
-		}
-		pipe := s.rdb.Pipeline()
-		var names []string
-		var exists []*redis.BoolCmd
-		for i := 0; i+1 < len(kv); i += 2 {
-			names = append(names, kv[i])
-			exists = append(exists, pipe.HExists(ctx, entriesKey(s.ns), kv[i]))
-		}
-		if len(names) > 0 {
-			if _, err := pipe.Exec(ctx); err != nil {
-				return n, redisErr("repair the index", err)
-			}
-		}
-		var items []store.CronRepairItem
-		for i, e := range exists {
-			if !e.Val() {
-				items = append(items, store.CronRepairItem{Name: names[i]})
-			}
-		}
-		if len(items) > 0 {
-			r, err := s.runRepair(ctx, items)
-			if err != nil {
-				return n, err
-			}
-			n += r
+			return n, err
 		}
 		if cur = next; cur == 0 {
-			break
+			return n, nil
 		}
 	}
-	return n, nil
+}
+
+// indexUnversioned indexes the entries of kv (names and stored JSON)
+// that have no version.
+func (s *Store) indexUnversioned(ctx context.Context, kv []string) (int, error) {
+	names := make([]string, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		names = append(names, kv[i])
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	vers, err := s.rdb.HMGet(ctx, versionsKey(s.ns), names...).Result()
+	if err != nil {
+		return 0, redisErr("repair the index", err)
+	}
+	var missing []int
+	for i, v := range vers {
+		if v == nil {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return 0, nil
+	}
+	todo := make([]string, len(missing))
+	for j, i := range missing {
+		todo[j] = names[i]
+	}
+	runs, err := s.lastRuns(ctx, todo)
+	if err != nil {
+		return 0, err
+	}
+	items := make([]store.CronRepairItem, 0, len(todo))
+	for j, i := range missing {
+		items = append(items, store.CronRepairItem{Name: names[i], Cursor: legacyCursor(kv[2*i+1], runs[j])})
+	}
+	return s.runRepair(ctx, items)
+}
+
+// dropOrphans drops the versions and cursors of the names of kv (names
+// and versions) whose entry is gone.
+func (s *Store) dropOrphans(ctx context.Context, kv []string) (int, error) {
+	if len(kv) < 2 {
+		return 0, nil
+	}
+	pipe := s.rdb.Pipeline()
+	var names []string
+	var exists []*redis.BoolCmd
+	for i := 0; i+1 < len(kv); i += 2 {
+		names = append(names, kv[i])
+		exists = append(exists, pipe.HExists(ctx, entriesKey(s.ns), kv[i]))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, redisErr("repair the index", err)
+	}
+	var items []store.CronRepairItem
+	for i, e := range exists {
+		if !e.Val() {
+			items = append(items, store.CronRepairItem{Name: names[i]})
+		}
+	}
+	if len(items) == 0 {
+		return 0, nil
+	}
+	return s.runRepair(ctx, items)
 }
 
 // runRepair runs cron_repair.lua for items; it answers how many it
