@@ -11,7 +11,7 @@ import (
 
 // redisClock is Redis's clock as one cron store sees it. Which tick is
 // due, and the move of a cursor past it, are decided by the clock of the
-// Redis that holds the due index: due.lua and advance.lua read TIME, and
+// Redis that holds the due index: cron_due.lua and cron_advance.lua read TIME, and
 // Put reads TIME for the instant a change is made. The instance's own
 // clock is only for sleeping: each reply that carries Redis's time
 // updates the estimate of how far Redis's clock is ahead of the

@@ -8,19 +8,21 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/internal/store"
 )
 
 // The due index: every entry that fires has a cursor, the first of its
 // ticks that no instance has handled yet (enqueued, or let pass as missed
 // or overlapping), in the sorted set <ns>:{<ns>:cron}:due. A scheduler
-// pass asks Redis for the entries whose cursor has come (due.lua) and
-// moves their cursors past the ticks it handled (advance.lua): it reads
+// pass asks Redis for the entries whose cursor has come (cron_due.lua) and
+// moves their cursors past the ticks it handled (cron_advance.lua): it reads
 // nothing of the entries that are not due, so its cost does not grow
 // with their number.
 //
 // The cursor is written with the entry: Put sets it to the first tick
 // after the change (none while paused) in the script that writes the
-// settings and a new version (put.lua), Delete removes it in the MULTI
+// settings and a new version (cron_put.lua), Delete removes it in the MULTI
 // that removes the entry. So a change made on any instance is in the index the moment
 // it is stored; no scheduler keeps a copy of the entries to refresh. A
 // scheduler moves a cursor only while the entry's version is the one it
@@ -32,19 +34,9 @@ import (
 // two O(1) reads every pass, and indexed by repair, a few hundred entries
 // a command.
 
-func script(name string) *redis.Script {
-	b, err := luaFS.ReadFile("lua/" + name)
-	if err != nil {
-		panic(err) // embedded at build time: cannot happen
-	}
-	return redis.NewScript(string(b))
-}
-
-var (
-	dueScript     = script("due.lua")
-	advanceScript = script("advance.lua")
-	repairScript  = script("repair.lua")
-)
+// The scripts are the engine's (internal/store/lua/cron_*.lua, declared
+// as store.Cron* in internal/store/ops.go), run through the queue
+// client's engine.
 
 // repairChunk is how many entries one command of repair reads or writes.
 const repairChunk = 500
@@ -70,7 +62,7 @@ func (s *Store) writeEntry(ctx context.Context, p redis.Pipeliner, name, raw str
 	}
 }
 
-// dueEntry is an entry whose cursor has come, as due.lua read it.
+// dueEntry is an entry whose cursor has come, as cron_due.lua read it.
 type dueEntry struct {
 	name    string
 	cursor  time.Time
@@ -78,7 +70,7 @@ type dueEntry struct {
 	raw     string // the stored JSON; "" when the entry is gone
 }
 
-// dueRead is what due.lua answers.
+// dueRead is what cron_due.lua answers.
 type dueRead struct {
 	// now is Redis's now when the script ran.
 	now time.Time
@@ -90,52 +82,61 @@ type dueRead struct {
 	entries, versions int64
 }
 
-// readDue runs due.lua: the entries whose cursor Redis's clock has
+// readDue runs cron_due.lua: the entries whose cursor Redis's clock has
 // reached, at most limit of them, earliest first. It updates the
 // estimate of Redis's clock.
 func (s *Store) readDue(ctx context.Context, limit int) (dueRead, error) {
 	t0 := s.rc.clock.Now()
-	v, err := dueScript.Run(ctx, s.rdb, []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns)},
-		s.rc.offsetArg(), limit).Result()
+	res, err := store.CallGlobal(ctx, s.eng, store.CronDue, []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns)},
+		&store.CronDueArgs{OffsetUs: s.rc.offsetArg(), Limit: limit})
 	t1 := s.rc.clock.Now()
 	if err != nil {
 		return dueRead{}, redisErr("read the due entries", err)
 	}
-	res, ok := v.([]any)
-	if !ok || len(res) < 4 || (len(res)-4)%4 != 0 {
-		return dueRead{}, fmt.Errorf("cron: read the due entries: unexpected reply %v", v)
+	if res.NowUs <= 0 {
+		return dueRead{}, fmt.Errorf("cron: read the due entries: Redis's time %d", res.NowUs)
 	}
-	nowUs, ok := res[0].(int64)
-	if !ok || nowUs <= 0 {
-		return dueRead{}, fmt.Errorf("cron: read the due entries: Redis's time %v", res[0])
+	if len(res.Rows)%4 != 0 {
+		return dueRead{}, fmt.Errorf("cron: read the due entries: %w",
+			&store.ReplyError{Script: "cron_due", Field: "rows", Reply: res.Rows, Want: "four values a due entry"})
 	}
-	s.rc.observe(nowUs, t0, t1)
-	out := dueRead{now: s.rc.at(nowUs)}
-	if ms, err := strconv.ParseInt(str(res[1]), 10, 64); err == nil {
+	s.rc.observe(res.NowUs, t0, t1)
+	out := dueRead{now: s.rc.at(res.NowUs), entries: res.Entries, versions: res.Versions}
+	if ms, err := strconv.ParseInt(res.Next, 10, 64); err == nil {
 		out.next = time.UnixMilli(ms).UTC()
 	}
-	out.entries, _ = res[2].(int64)
-	out.versions, _ = res[3].(int64)
-	for i := 4; i < len(res); i += 4 {
-		ms, err := strconv.ParseInt(str(res[i+1]), 10, 64)
+	for i := 0; i < len(res.Rows); i += 4 {
+		d, err := dueRow(res.Rows[i : i+4])
 		if err != nil {
-			return dueRead{}, fmt.Errorf("cron: read the due entries: cursor %v", res[i+1])
+			return dueRead{}, fmt.Errorf("cron: read the due entries: %w", err)
 		}
-		cursor := time.UnixMilli(ms).UTC()
-		if cursor.After(out.now) { // only under a fake clock (see redisClock.at)
-			if out.next.IsZero() || cursor.Before(out.next) {
-				out.next = cursor
+		if d.cursor.After(out.now) { // only under a fake clock (see redisClock.at)
+			if out.next.IsZero() || d.cursor.Before(out.next) {
+				out.next = d.cursor
 			}
 			continue
 		}
-		out.due = append(out.due, dueEntry{name: str(res[i]), cursor: cursor, version: str(res[i+2]), raw: str(res[i+3])})
+		out.due = append(out.due, d)
 	}
 	return out, nil
 }
 
-func str(v any) string {
-	s, _ := v.(string)
-	return s
+// dueRow reads one due entry of cron_due.lua's reply: name, cursor,
+// version, JSON.
+func dueRow(row []any) (dueEntry, error) {
+	var vals [4]string
+	for i, field := range []string{"name", "cursor", "version", "json"} {
+		v, err := store.Str("cron_due", row, i, field)
+		if err != nil {
+			return dueEntry{}, err
+		}
+		vals[i] = v
+	}
+	ms, err := strconv.ParseInt(vals[1], 10, 64)
+	if err != nil {
+		return dueEntry{}, fmt.Errorf("cursor %q of %q", vals[1], vals[0])
+	}
+	return dueEntry{name: vals[0], cursor: time.UnixMilli(ms).UTC(), version: vals[2], raw: vals[3]}, nil
 }
 
 // advanced is a cursor to move: the entry's, planned from version, past
@@ -143,27 +144,26 @@ func str(v any) string {
 type advanced struct {
 	name, version string
 	// through is the latest instant the handled ticks reach (the last
-	// tick enqueued, or the cut-off of missed ticks let pass): advance.lua
+	// tick enqueued, or the cut-off of missed ticks let pass): cron_advance.lua
 	// refuses the move while Redis's clock has not reached it.
 	through time.Time
 	cursor  time.Time // zero: the entry never fires again
 }
 
-// advance runs advance.lua for moves, in one call.
+// advance runs cron_advance.lua for moves, in one call.
 func (s *Store) advance(ctx context.Context, moves []advanced) error {
 	if len(moves) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 1+4*len(moves))
-	args = append(args, s.rc.offsetArg())
+	p := store.CronAdvanceArgs{OffsetUs: s.rc.offsetArg(), Moves: make([]store.CronAdvanceItem, 0, len(moves))}
 	for _, m := range moves {
 		c := ""
 		if !m.cursor.IsZero() {
 			c = strconv.FormatInt(m.cursor.UnixMilli(), 10)
 		}
-		args = append(args, m.name, m.version, m.through.UnixMilli(), c)
+		p.Moves = append(p.Moves, store.CronAdvanceItem{Name: m.name, Version: m.version, ThroughMs: m.through.UnixMilli(), Cursor: c})
 	}
-	if err := advanceScript.Run(ctx, s.rdb, []string{versionsKey(s.ns), dueKey(s.ns)}, args...).Err(); err != nil {
+	if _, err := store.CallGlobal(ctx, s.eng, store.CronAdvance, []string{versionsKey(s.ns), dueKey(s.ns)}, &p); err != nil {
 		return redisErr("advance the cursors", err)
 	}
 	return nil
@@ -180,89 +180,110 @@ func (s *Store) advance(ctx context.Context, moves []advanced) error {
 // index existed: ticks from there on are missed or on time by the usual
 // rules.
 func (s *Store) repair(ctx context.Context) (int, error) {
+	n, err := s.scanRepair(ctx, entriesKey(s.ns), s.indexUnversioned)
+	if err != nil {
+		return n, err
+	}
+	m, err := s.scanRepair(ctx, versionsKey(s.ns), s.dropOrphans)
+	return n + m, err
+}
+
+// scanRepair reads the hash key with HSCAN, repairChunk fields a command,
+// and has step repair each chunk (its fields and values, as HSCAN
+// answers them); it answers how many were repaired.
+func (s *Store) scanRepair(ctx context.Context, key string, step func(context.Context, []string) (int, error)) (int, error) {
 	n := 0
-	keys := []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns), seqKey(s.ns)}
-	// Entries without a version.
 	for cur := uint64(0); ; {
-		kv, next, err := s.rdb.HScan(ctx, entriesKey(s.ns), cur, "", repairChunk).Result()
+		kv, next, err := s.rdb.HScan(ctx, key, cur, "", repairChunk).Result()
 		if err != nil {
 			return n, redisErr("repair the index", err)
 		}
-		names := make([]string, 0, len(kv)/2)
-		for i := 0; i+1 < len(kv); i += 2 {
-			names = append(names, kv[i])
-		}
-		var missing []int
-		if len(names) > 0 {
-			vers, err := s.rdb.HMGet(ctx, versionsKey(s.ns), names...).Result()
-			if err != nil {
-				return n, redisErr("repair the index", err)
-			}
-			for i, v := range vers {
-				if v == nil {
-					missing = append(missing, i)
-				}
-			}
-		}
-		if len(missing) > 0 {
-			todo := make([]string, len(missing))
-			for j, i := range missing {
-				todo[j] = names[i]
-			}
-			runs, err := s.lastRuns(ctx, todo)
-			if err != nil {
-				return n, err
-			}
-			args := make([]any, 0, 2*len(todo))
-			for j, i := range missing {
-				args = append(args, names[i], legacyCursor(kv[2*i+1], runs[j]))
-			}
-			r, err := repairScript.Run(ctx, s.rdb, keys, args...).Int()
-			if err != nil {
-				return n, redisErr("repair the index", err)
-			}
-			n += r
-		}
-		if cur = next; cur == 0 {
-			break
-		}
-	}
-	// Versions without an entry.
-	for cur := uint64(0); ; {
-		kv, next, err := s.rdb.HScan(ctx, versionsKey(s.ns), cur, "", repairChunk).Result()
+		r, err := step(ctx, kv)
+		n += r
 		if err != nil {
-			return n, redisErr("repair the index", err)
-		}
-		pipe := s.rdb.Pipeline()
-		var names []string
-		var exists []*redis.BoolCmd
-		for i := 0; i+1 < len(kv); i += 2 {
-			names = append(names, kv[i])
-			exists = append(exists, pipe.HExists(ctx, entriesKey(s.ns), kv[i]))
-		}
-		if len(names) > 0 {
-			if _, err := pipe.Exec(ctx); err != nil {
-				return n, redisErr("repair the index", err)
-			}
-		}
-		var args []any
-		for i, e := range exists {
-			if !e.Val() {
-				args = append(args, names[i], "")
-			}
-		}
-		if len(args) > 0 {
-			r, err := repairScript.Run(ctx, s.rdb, keys, args...).Int()
-			if err != nil {
-				return n, redisErr("repair the index", err)
-			}
-			n += r
+			return n, err
 		}
 		if cur = next; cur == 0 {
-			break
+			return n, nil
 		}
 	}
-	return n, nil
+}
+
+// indexUnversioned indexes the entries of kv (names and stored JSON)
+// that have no version.
+func (s *Store) indexUnversioned(ctx context.Context, kv []string) (int, error) {
+	names := make([]string, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		names = append(names, kv[i])
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	vers, err := s.rdb.HMGet(ctx, versionsKey(s.ns), names...).Result()
+	if err != nil {
+		return 0, redisErr("repair the index", err)
+	}
+	var missing []int
+	for i, v := range vers {
+		if v == nil {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return 0, nil
+	}
+	todo := make([]string, len(missing))
+	for j, i := range missing {
+		todo[j] = names[i]
+	}
+	runs, err := s.lastRuns(ctx, todo)
+	if err != nil {
+		return 0, err
+	}
+	items := make([]store.CronRepairItem, 0, len(todo))
+	for j, i := range missing {
+		items = append(items, store.CronRepairItem{Name: names[i], Cursor: legacyCursor(kv[2*i+1], runs[j])})
+	}
+	return s.runRepair(ctx, items)
+}
+
+// dropOrphans drops the versions and cursors of the names of kv (names
+// and versions) whose entry is gone.
+func (s *Store) dropOrphans(ctx context.Context, kv []string) (int, error) {
+	if len(kv) < 2 {
+		return 0, nil
+	}
+	pipe := s.rdb.Pipeline()
+	var names []string
+	var exists []*redis.BoolCmd
+	for i := 0; i+1 < len(kv); i += 2 {
+		names = append(names, kv[i])
+		exists = append(exists, pipe.HExists(ctx, entriesKey(s.ns), kv[i]))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, redisErr("repair the index", err)
+	}
+	var items []store.CronRepairItem
+	for i, e := range exists {
+		if !e.Val() {
+			items = append(items, store.CronRepairItem{Name: names[i]})
+		}
+	}
+	if len(items) == 0 {
+		return 0, nil
+	}
+	return s.runRepair(ctx, items)
+}
+
+// runRepair runs cron_repair.lua for items; it answers how many it
+// repaired.
+func (s *Store) runRepair(ctx context.Context, items []store.CronRepairItem) (int, error) {
+	res, err := store.CallGlobal(ctx, s.eng, store.CronRepair, []string{entriesKey(s.ns), versionsKey(s.ns), dueKey(s.ns), seqKey(s.ns)},
+		&store.CronRepairArgs{Entries: items})
+	if err != nil {
+		return 0, redisErr("repair the index", err)
+	}
+	return int(res.Code), nil
 }
 
 // legacyCursor is the cursor of an entry stored without an index: the

@@ -12,8 +12,8 @@ import (
 )
 
 // Put and Delete write an entry and its index in one MULTI, and
-// advance.lua reads a version and moves a cursor: on a Redis Cluster
-// their keys must sit in one slot, as record.lua's must.
+// cron_advance.lua reads a version and moves a cursor: on a Redis Cluster
+// their keys must sit in one slot, as cron_record.lua's must.
 func TestIndexKeysShareASlot(t *testing.T) {
 	t.Parallel()
 	ns := "chronoq"

@@ -26,9 +26,9 @@ import (
 // slot: a key is hashed on the part of its name in braces, and one
 // without braces on its whole name, so "<ns>:{<ns>:cron}:due" hashes as
 // "<ns>:cron" does. Put changes an entry and its index in one script
-// (put.lua), Delete in one MULTI, and advance.lua reads a version and moves a cursor in one
+// (cron_put.lua), Delete in one MULTI, and cron_advance.lua reads a version and moves a cursor in one
 // script. The two bookkeeping keys of an entry share the hash tag
-// {<name>}, so record.lua's keys sit in one slot too. Names and
+// {<name>}, so cron_record.lua's keys sit in one slot too. Names and
 // namespaces are validated (no braces) before any key is built.
 
 func entriesKey(ns string) string     { return ns + ":cron" }

@@ -92,7 +92,7 @@ func (s *Store) ListPage(ctx context.Context, o ListOptions) (Page, error) {
 }
 
 // names reads the names of the entries: the fields of the versions hash
-// when it holds as many as the entries hash (put.lua and Delete write
+// when it holds as many as the entries hash (cron_put.lua and Delete write
 // both at once), else those of the entries hash.
 func (s *Store) names(ctx context.Context) ([]string, error) {
 	pipe := s.rdb.Pipeline()

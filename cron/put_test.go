@@ -16,7 +16,7 @@ import (
 )
 
 // Distinct new entries put at once by several clients never conflict:
-// put.lua compares the digest of the one entry it replaces, not the
+// cron_put.lua compares the digest of the one entry it replaces, not the
 // whole hash.
 func TestStorePutDistinctConcurrently(t *testing.T) {
 	t.Parallel()

@@ -223,25 +223,55 @@ func (l *loop) tick(ctx context.Context) (again bool, wake time.Time, err error)
 	if err != nil {
 		return false, time.Time{}, err
 	}
-	now := read.now
 	if l.start.IsZero() {
 		l.start = l.s.store.rc.redisOf(l.startLocal)
 	}
-	if read.entries != read.versions && (l.repairedAt.IsZero() || now.Sub(l.repairedAt) >= repairInterval) {
-		l.repairedAt = now
-		n, err := l.s.store.repair(ctx)
-		if err != nil {
-			return false, time.Time{}, err
-		}
-		if n > 0 {
-			l.s.log.Info("cron: indexed entries stored without a cursor, or dropped the index of deleted ones", "repaired", n)
-			return true, time.Time{}, nil // read the index again
-		}
+	repaired, err := l.repairIfDue(ctx, read)
+	if err != nil || repaired {
+		return repaired, time.Time{}, err // repaired: read the index again
 	}
-	wake = read.next
-	var plans []*planned
-	var withTicks []*planned
-	for _, d := range read.due {
+	plans, withTicks := l.planAll(read.due, read.now)
+	failed, err := l.enqueueAll(ctx, withTicks)
+	if err != nil {
+		return false, time.Time{}, err // nothing enqueued, no cursor moves
+	}
+	// The cursors of what was handled move, a failed pass included: the
+	// next one retries from the tick that failed.
+	moves, again, wake := l.movesOf(plans, read.now, read.next)
+	if err := l.s.store.advance(ctx, moves); err != nil && failed == nil {
+		failed = err
+	}
+	if failed != nil {
+		return false, time.Time{}, failed
+	}
+	if again || (len(read.due) == maxEntriesPerPass && len(moves) > 0) {
+		return true, time.Time{}, nil // more is due than one pass takes
+	}
+	return false, wake, nil
+}
+
+// repairIfDue repairs the index (see Store.repair) when read's counts of
+// entries and versions differ, at most once a repairInterval; it answers
+// whether it repaired anything.
+func (l *loop) repairIfDue(ctx context.Context, read dueRead) (bool, error) {
+	if read.entries == read.versions || (!l.repairedAt.IsZero() && read.now.Sub(l.repairedAt) < repairInterval) {
+		return false, nil
+	}
+	l.repairedAt = read.now
+	n, err := l.s.store.repair(ctx)
+	if err != nil {
+		return false, err
+	}
+	if n > 0 {
+		l.s.log.Info("cron: indexed entries stored without a cursor, or dropped the index of deleted ones", "repaired", n)
+	}
+	return n > 0, nil
+}
+
+// planAll plans each due entry at now (see plan); withTicks are the plans
+// with ticks to enqueue.
+func (l *loop) planAll(due []dueEntry, now time.Time) (plans, withTicks []*planned) {
+	for _, d := range due {
 		p := l.plan(d, now)
 		if p == nil {
 			continue
@@ -251,22 +281,33 @@ func (l *loop) tick(ctx context.Context) (again bool, wake time.Time, err error)
 			withTicks = append(withTicks, p)
 		}
 	}
-	var failed error
-	if len(withTicks) > 0 {
-		runs, done, err := l.readRuns(ctx, withTicks)
-		if err != nil {
-			return false, time.Time{}, err
-		}
-		for i, p := range withTicks {
-			if err := l.enqueue(ctx, p, &runs[i], done[i]); err != nil {
-				failed = err
-				break
-			}
+	return plans, withTicks
+}
+
+// enqueueAll enqueues the ticks of plans, entry after entry, and stops
+// at the first that fails: failed is that error. err is a failure to
+// read the entries' runs first, before anything was enqueued.
+func (l *loop) enqueueAll(ctx context.Context, plans []*planned) (failed, err error) {
+	if len(plans) == 0 {
+		return nil, nil
+	}
+	runs, done, err := l.readRuns(ctx, plans)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range plans {
+		if err := l.enqueue(ctx, p, &runs[i], done[i]); err != nil {
+			return err, nil
 		}
 	}
-	// The cursors of what was handled move, a failed pass included: the
-	// next one retries from the tick that failed.
-	var moves []advanced
+	return nil, nil
+}
+
+// movesOf answers the cursor moves of the plans that handled ticks, and
+// whether more is due at once, or else the earliest cursor after now,
+// from next (the index's) and the moved cursors.
+func (l *loop) movesOf(plans []*planned, now, next time.Time) (moves []advanced, again bool, wake time.Time) {
+	wake = next
 	for _, p := range plans {
 		if !p.moved {
 			continue
@@ -279,16 +320,7 @@ func (l *loop) tick(ctx context.Context) (again bool, wake time.Time, err error)
 			wake = p.next
 		}
 	}
-	if err := l.s.store.advance(ctx, moves); err != nil && failed == nil {
-		failed = err
-	}
-	if failed != nil {
-		return false, time.Time{}, failed
-	}
-	if again || (len(read.due) == maxEntriesPerPass && len(moves) > 0) {
-		return true, time.Time{}, nil // more is due than one pass takes
-	}
-	return false, wake, nil
+	return moves, again, wake
 }
 
 // plan decodes a due entry and lists its ticks to enqueue at now: a

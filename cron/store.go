@@ -2,7 +2,6 @@ package cron
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,13 +13,9 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/queue"
 )
-
-//go:embed lua/*.lua
-var luaFS embed.FS
-
-var recordScript = script("record.lua")
 
 const (
 	// tickMemory is how long a tick stays in an entry's set of done ticks
@@ -44,6 +39,7 @@ const (
 type Store struct {
 	client *queue.Client
 	rdb    redis.UniversalClient
+	eng    *store.Store // runs the cron scripts (store.Cron*)
 	rc     *redisClock
 	ns     string
 	// maxEntries caps how many entries there may be (see WithMaxEntries).
@@ -59,7 +55,7 @@ func NewStore(client *queue.Client, opts ...StoreOption) *Store {
 }
 
 func newStore(client *queue.Client, clock clockwork.Clock, opts ...StoreOption) *Store {
-	s := &Store{client: client, rdb: client.Redis(), rc: newRedisClock(clock, client), ns: client.Namespace(),
+	s := &Store{client: client, rdb: client.Redis(), eng: client.Engine(), rc: newRedisClock(clock, client), ns: client.Namespace(),
 		maxEntries: DefaultMaxEntries}
 	for _, o := range opts {
 		o(s)
@@ -353,7 +349,7 @@ func parseLastRun(h map[string]string) lastRun {
 	return r
 }
 
-// record runs record.lua for job, the run of tick (zero: a trigger).
+// record runs cron_record.lua for job, the run of tick (zero: a trigger).
 func (s *Store) record(ctx context.Context, name string, tick time.Time, j *queue.Job) error {
 	tickArg, trim := "", int64(0)
 	if !tick.IsZero() {
@@ -364,9 +360,9 @@ func (s *Store) record(ctx context.Context, name string, tick time.Time, j *queu
 	if !tick.IsZero() {
 		at = tick
 	}
-	err := recordScript.Run(ctx, s.rdb, []string{runKey(s.ns, name), ticksKey(s.ns, name)},
-		tickArg, at.UnixMilli(), j.Queue, j.ID, trim).Err()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	_, err := store.CallGlobal(ctx, s.eng, store.CronRecord, []string{runKey(s.ns, name), ticksKey(s.ns, name)},
+		&store.CronRecordArgs{Tick: tickArg, RunAtMs: at.UnixMilli(), Queue: j.Queue, JobID: j.ID, TrimMs: trim})
+	if err != nil {
 		return redisErr("record run of "+strconv.Quote(name), err)
 	}
 	return nil

@@ -101,3 +101,29 @@ func TestDeclareRefusesUndeclaredFields(t *testing.T) {
 	require.Panics(t, func() { sc.resolveReply("t", typeOf[badReply]()) })
 	require.Panics(t, func() { sc.resolveReply("t", typeOf[untagged]()) })
 }
+
+// A global script's ARGV has no common arguments: cron_advance.lua reads
+// its offset, the count of moves and four values a move.
+func TestCronArgvAndReply(t *testing.T) {
+	t.Parallel()
+	argv := CronAdvance.Argv(Common{OffsetUs: 99}, &CronAdvanceArgs{OffsetUs: 5,
+		Moves: []CronAdvanceItem{{Name: "a", Version: "3", ThroughMs: 1000, Cursor: "2000"}, {Name: "b", Version: "4", ThroughMs: 1500}}})
+	require.Equal(t, []any{int64(5), 2, "a", "3", int64(1000), "2000", "b", "4", int64(1500), ""}, argv)
+	require.Contains(t, scriptSource(CronAdvance.spec), "local K_versions = KEYS[1]\nlocal K_due = KEYS[2]\n")
+
+	r, err := CronDue.Reply([]any{int64(7), "", int64(2), int64(2), "e", "1000", "3", "{}"})
+	require.NoError(t, err)
+	require.Equal(t, CronDueReply{NowUs: 7, Entries: 2, Versions: 2, Rows: []any{"e", "1000", "3", "{}"}}, r)
+	var re *ReplyError
+	_, err = CronDue.Reply([]any{int64(7), "", "2", int64(2)})
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, "cron_due", re.Script)
+	require.Equal(t, "entries", re.Field)
+
+	p, err := CronPut.Reply([]any{"full", int64(10)})
+	require.NoError(t, err)
+	require.Equal(t, CronPutReply{Status: "full", N: 10}, p)
+	p, err = CronPut.Reply([]any{"created"})
+	require.NoError(t, err)
+	require.Equal(t, "created", p.Status)
+}

@@ -544,3 +544,68 @@ func declareRegistry[P, R any](name string) *Op[P, R] {
 	op.retryFor = RegistryRetryFor
 	return op
 }
+
+// Cron (package cron): the entries hash and its due index sit in one
+// slot, an entry's run and done ticks in another of their own; the keys
+// are named here for the scripts' prelude and given by the caller in this
+// order (see cron/keys.go). Every cron script runs with CallGlobal.
+type (
+	CronDueArgs struct {
+		OffsetUs int64 `arg:"offset_us"`
+		Limit    int   `arg:"limit"`
+	}
+	// CronDueReply: Next is the first cursor after now ("" when none);
+	// Rows are four strings a due entry: name, cursor, version, JSON.
+	CronDueReply struct {
+		NowUs    int64  `reply:"now_us"`
+		Next     string `reply:"next"`
+		Entries  int64  `reply:"entries"`
+		Versions int64  `reply:"versions"`
+		Rows     []any  `reply:"rows,rest"`
+	}
+	CronAdvanceArgs struct {
+		OffsetUs int64             `arg:"offset_us"`
+		Moves    []CronAdvanceItem `arg:"n"`
+	}
+	CronAdvanceItem struct {
+		Name      string `arg:"name"`
+		Version   string `arg:"version"`
+		ThroughMs int64  `arg:"through_ms"`
+		Cursor    string `arg:"cursor"` // "" when the entry leaves the index
+	}
+	CronRepairArgs struct {
+		Entries []CronRepairItem `arg:"n"`
+	}
+	CronRepairItem struct {
+		Name   string `arg:"name"`
+		Cursor string `arg:"cursor"` // "" for none
+	}
+	CronPutArgs struct {
+		Name       string `arg:"name"`
+		Digest     string `arg:"digest"`
+		Stored     string `arg:"stored"`
+		Cursor     string `arg:"cursor"`
+		MaxEntries int    `arg:"max_entries"`
+	}
+	// CronPutReply: Status "changed", "full" (N: the entries stored),
+	// "created" or "replaced".
+	CronPutReply struct {
+		Status string `reply:"status"`
+		N      int64  `reply:"n,opt"`
+	}
+	CronRecordArgs struct {
+		Tick    string `arg:"tick"` // "" for a trigger
+		RunAtMs int64  `arg:"run_at_ms"`
+		Queue   string `arg:"queue"`
+		JobID   string `arg:"job_id"`
+		TrimMs  int64  `arg:"trim_ms"`
+	}
+)
+
+var (
+	CronDue     = declareGlobal[CronDueArgs, CronDueReply]("cron_due", "entries", "versions", "due")
+	CronAdvance = declareGlobal[CronAdvanceArgs, Code]("cron_advance", "versions", "due")
+	CronRepair  = declareGlobal[CronRepairArgs, Code]("cron_repair", "entries", "versions", "due", "seq")
+	CronPut     = declareGlobal[CronPutArgs, CronPutReply]("cron_put", "entries", "versions", "due", "seq")
+	CronRecord  = declareGlobal[CronRecordArgs, Code]("cron_record", "run", "ticks")
+)
