@@ -550,11 +550,12 @@ func declareRegistry[P, R any](name string) *Op[P, R] {
 // are named here for the scripts' prelude and given by the caller in this
 // order (see cron/keys.go). Every cron script runs with CallGlobal.
 type (
+	// CronDueArgs are the arguments of cron_due.lua.
 	CronDueArgs struct {
 		OffsetUs int64 `arg:"offset_us"`
 		Limit    int   `arg:"limit"`
 	}
-	// CronDueReply: Next is the first cursor after now ("" when none);
+	// CronDueReply is the reply of cron_due.lua: Next is the first cursor after now ("" when none);
 	// Rows are four strings a due entry: name, cursor, version, JSON.
 	CronDueReply struct {
 		NowUs    int64  `reply:"now_us"`
@@ -563,23 +564,28 @@ type (
 		Versions int64  `reply:"versions"`
 		Rows     []any  `reply:"rows,rest"`
 	}
+	// CronAdvanceArgs are the arguments of cron_advance.lua.
 	CronAdvanceArgs struct {
 		OffsetUs int64             `arg:"offset_us"`
 		Moves    []CronAdvanceItem `arg:"n"`
 	}
+	// CronAdvanceItem is one element of CronAdvanceArgs's batch.
 	CronAdvanceItem struct {
 		Name      string `arg:"name"`
 		Version   string `arg:"version"`
 		ThroughMs int64  `arg:"through_ms"`
 		Cursor    string `arg:"cursor"` // "" when the entry leaves the index
 	}
+	// CronRepairArgs are the arguments of cron_repair.lua.
 	CronRepairArgs struct {
 		Entries []CronRepairItem `arg:"n"`
 	}
+	// CronRepairItem is one element of CronRepairArgs's batch.
 	CronRepairItem struct {
 		Name   string `arg:"name"`
 		Cursor string `arg:"cursor"` // "" for none
 	}
+	// CronPutArgs are the arguments of cron_put.lua.
 	CronPutArgs struct {
 		Name       string `arg:"name"`
 		Digest     string `arg:"digest"`
@@ -587,12 +593,13 @@ type (
 		Cursor     string `arg:"cursor"`
 		MaxEntries int    `arg:"max_entries"`
 	}
-	// CronPutReply: Status "changed", "full" (N: the entries stored),
+	// CronPutReply is the reply of cron_put.lua: Status "changed", "full" (N: the entries stored),
 	// "created" or "replaced".
 	CronPutReply struct {
 		Status string `reply:"status"`
 		N      int64  `reply:"n,opt"`
 	}
+	// CronRecordArgs are the arguments of cron_record.lua.
 	CronRecordArgs struct {
 		Tick    string `arg:"tick"` // "" for a trigger
 		RunAtMs int64  `arg:"run_at_ms"`
@@ -602,6 +609,7 @@ type (
 	}
 )
 
+// The declarations of the cron scripts.
 var (
 	CronDue     = declareGlobal[CronDueArgs, CronDueReply]("cron_due", "entries", "versions", "due")
 	CronAdvance = declareGlobal[CronAdvanceArgs, Code]("cron_advance", "versions", "due")
