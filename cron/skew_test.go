@@ -42,7 +42,10 @@ func skewedTicks(t *testing.T, skews []time.Duration) {
 	b := setup(t)
 	var clients []*queue.Client
 	for _, s := range skews {
-		clients = append(clients, b.client(t, testutil.SkewedClock(s)))
+		c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: testutil.SkewedClock(s), DisableEvents: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
 	}
 	entries := []cron.Entry{
 		{Name: "secs", Schedule: "* * * * * *", Queue: "secs", Kind: "tick"},

@@ -26,7 +26,7 @@ type bundle struct {
 func setupOn(t *testing.T, rdb redis.UniversalClient, cfg registry.Config) *bundle {
 	t.Helper()
 	clock := testutil.FakeClock()
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	reg, err := registry.New(c, cfg)
