@@ -79,9 +79,9 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	}
 	clock := testutil.FakeClock()
 	qc := sc.queue
-	qc.Redis, qc.Namespace, qc.Clock = sc.rdb, testutil.Namespace(t), clock
+	qc.Redis, qc.Namespace, qc.Clock, qc.FollowClock = sc.rdb, testutil.Namespace(t), clock, true
 	if sc.clock != nil {
-		qc.Clock = sc.clock
+		qc.Clock, qc.FollowClock = sc.clock, false // a real or skewed clock: Redis keeps its own
 	}
 	client, err := queue.NewClient(qc)
 	require.NoError(t, err)

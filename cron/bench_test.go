@@ -54,7 +54,7 @@ func benchPass(b *testing.B, addr string, entries, due int) {
 	}
 	start := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(start)
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: "bench", Clock: clock, DisableEvents: true})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: "bench", Clock: clock, FollowClock: true, DisableEvents: true})
 	if err != nil {
 		b.Fatal(err)
 	}

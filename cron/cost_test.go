@@ -41,7 +41,7 @@ func passCost(t *testing.T, idle int) (outBytes, calls int64) {
 	rdb := redis.NewClient(&redis.Options{Addr: testutil.StartServer(t).Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	clock := clockwork.NewFakeClockAt(base)
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: "cost", Clock: clock, DisableEvents: true})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: "cost", Clock: clock, FollowClock: true, DisableEvents: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	entries := []cron.Entry{{Name: "due", Schedule: "@every 1s", Queue: "q", Kind: "tick"}}

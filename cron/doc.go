@@ -49,5 +49,5 @@
 // reads only the due entries, the Redis keys (keys.go, index.go) and how
 // long a tick is remembered; under "Timing" ("One clock"), what a
 // failover to a Redis master with another clock does, and how a
-// clockwork.FakeClock moves time in tests.
+// fake clock moves time in tests (queue.Config.FollowClock).
 package cron

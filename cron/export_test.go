@@ -8,4 +8,4 @@ func DueKey(ns string) string { return dueKey(ns) }
 
 // RedisClockOffset is a scheduler's estimate of how far Redis's clock is
 // ahead of its own: what it sleeps by.
-func RedisClockOffset(s *Scheduler) time.Duration { return s.store.rc.offset() }
+func RedisClockOffset(s *Scheduler) time.Duration { return s.store.rc.c.Offset() }

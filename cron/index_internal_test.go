@@ -31,7 +31,7 @@ func TestAdvanceFencedByVersion(t *testing.T) {
 	t.Parallel()
 	ctx, rdb, ns := t.Context(), testutil.Redis(t), testutil.Namespace(t)
 	base := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clockwork.NewFakeClockAt(base), DisableEvents: true})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clockwork.NewFakeClockAt(base), FollowClock: true, DisableEvents: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	s := NewStore(c)

@@ -35,11 +35,11 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{ctx: t.Context(), rdb: testutil.Redis(t), ns: testutil.Namespace(t)}
 }
 
-// client is a queue client of the bundle's namespace on clock: an
-// instance of the service.
+// client is a queue client of the bundle's namespace on clock, a fake
+// one that Redis's clock follows: an instance of the service.
 func (b *testBundle) client(t *testing.T, clock clockwork.Clock) *queue.Client {
 	t.Helper()
-	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: clock, DisableEvents: true})
+	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: clock, FollowClock: true, DisableEvents: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c

@@ -90,7 +90,7 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	if cfg.Grace < 0 || cfg.Grace > MaxGrace {
 		return nil, fmt.Errorf("cron: Config.Grace must be in (0, %s]", MaxGrace)
 	}
-	return &Scheduler{cfg: cfg, store: newStore(cfg.Client, cfg.Clock), clock: cfg.Clock, log: cfg.Logger}, nil
+	return &Scheduler{cfg: cfg, store: NewStore(cfg.Client), clock: cfg.Clock, log: cfg.Logger}, nil
 }
 
 // Run runs the tick loop until ctx ends, then answers nil; a second Run

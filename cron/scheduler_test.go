@@ -539,7 +539,7 @@ func TestSchedulerOnRedisCluster(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(base)
 	var clients []*queue.Client
 	for range 2 {
-		c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clock, DisableEvents: true})
+		c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clock, FollowClock: true, DisableEvents: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		clients = append(clients, c)

@@ -42,7 +42,10 @@ func skewedTicks(t *testing.T, skews []time.Duration) {
 	b := setup(t)
 	var clients []*queue.Client
 	for _, s := range skews {
-		clients = append(clients, b.client(t, testutil.SkewedClock(s)))
+		c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: testutil.SkewedClock(s), DisableEvents: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
 	}
 	entries := []cron.Entry{
 		{Name: "secs", Schedule: "* * * * * *", Queue: "secs", Kind: "tick"},
@@ -111,4 +114,31 @@ func skewedTicks(t *testing.T, skews []time.Duration) {
 		require.EqualValues(t, len(jobs), st.EnqueuedTotal, fmt.Sprintf("%s: one job a tick", e.Name))
 	}
 	t.Logf("latest enqueue after its tick, by Redis's clock: %s (to the ms)", latest)
+}
+
+// TestOneRedisClock: cron reads Redis's clock through its queue client's
+// one estimate. Cron's read of TIME feeds the client's estimate, and the
+// scheduler's offset, the client's (what the gauge reads) and the engine's
+// are one reading.
+func TestOneRedisClock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: testutil.SkewedClock(time.Minute), DisableEvents: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.True(t, c.RedisClock().At.IsZero(), "nothing measured yet")
+
+	require.NoError(t, cron.NewStore(c).Register(b.ctx, cron.Entry{Name: "secs", Schedule: "* * * * * *", Queue: "secs", Kind: "tick"}))
+	est := c.RedisClock()
+	require.False(t, est.At.IsZero(), "cron's TIME fed the client's estimate")
+	require.InDelta(t, -time.Minute.Seconds(), est.Offset.Seconds(), 0.5, "this instance's clock is a minute ahead")
+
+	s, err := cron.NewScheduler(cron.Config{Client: c})
+	require.NoError(t, err)
+	require.Equal(t, est.Offset, cron.RedisClockOffset(s))
+	require.Equal(t, est.Offset, c.RedisClockOffset())
+	require.Equal(t, est, c.Engine().Clock().Estimate())
+	_, err = c.MeasureRedisClock(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, c.RedisClockOffset(), cron.RedisClockOffset(s), "a new measure is the scheduler's too")
 }

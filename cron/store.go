@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/internal/store"
@@ -51,11 +50,7 @@ type Store struct {
 // that clock, by the client's. It holds at most DefaultMaxEntries entries
 // unless an option says otherwise.
 func NewStore(client *queue.Client, opts ...StoreOption) *Store {
-	return newStore(client, client.Clock(), opts...)
-}
-
-func newStore(client *queue.Client, clock clockwork.Clock, opts ...StoreOption) *Store {
-	s := &Store{client: client, rdb: client.Redis(), eng: client.Engine(), rc: newRedisClock(clock, client), ns: client.Namespace(),
+	s := &Store{client: client, rdb: client.Redis(), eng: client.Engine(), rc: newRedisClock(client), ns: client.Namespace(),
 		maxEntries: DefaultMaxEntries}
 	for _, o := range opts {
 		o(s)

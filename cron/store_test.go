@@ -164,7 +164,7 @@ func TestStoreTrigger(t *testing.T) {
 func TestStorePayloadOverCap(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: clockwork.NewFakeClockAt(base),
+	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: clockwork.NewFakeClockAt(base), FollowClock: true,
 		DisableEvents: true, MaxPayloadBytes: 64})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })

@@ -26,7 +26,7 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	clock := testutil.FakeClock()
-	client, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock})
+	client, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	pool, err := demo.New(demo.Config{Client: client, ClaimWait: 100 * time.Millisecond, Seed: 1, Logger: slog.New(slog.DiscardHandler)})
@@ -203,7 +203,7 @@ func TestSettingsValidate(t *testing.T) {
 func TestPoolNotRunning(t *testing.T) {
 	t.Parallel()
 	clock := testutil.FakeClock()
-	client, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock})
+	client, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	_, err = demo.New(demo.Config{})

@@ -24,7 +24,7 @@ import (
 func TestPoolRegistry(t *testing.T) {
 	t.Parallel()
 	clock := testutil.FakeClock()
-	client, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock})
+	client, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	const ttl = 9 * time.Second

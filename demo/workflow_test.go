@@ -26,7 +26,7 @@ import (
 // works it to its end.
 func TestSampleWorkflow(t *testing.T) {
 	t.Parallel()
-	client, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: testutil.FakeClock()})
+	client, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: testutil.FakeClock(), FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	wf, err := workflow.New(workflow.Config{Queue: client})

@@ -125,7 +125,7 @@ func newBundle(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient, op
 	t.Helper()
 	rdb := newRDB(t)
 	clock := testutil.FakeClock()
-	cfg := queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock}
+	cfg := queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -184,7 +184,7 @@ func (c *Client) claimNow(ctx context.Context, queue string, k store.Keys, o Cla
 	if err != nil {
 		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
 	}
-	c.observeRedisTime(res.NowUs, t0, t1)
+	c.eng.Clock().Observe(res.NowUs, t0, t1)
 	cl := claimed{jobs: make([]*Job, 0, len(res.Jobs)), paused: paused, limited: limited, limitAt: limitAt,
 		next: c.localOf(next)}
 	for i := range res.Jobs {

@@ -78,13 +78,16 @@ type Config struct {
 	// Defaults to the real clock, on which the promoter's and the
 	// workers' waits for a due time end to a fraction of a millisecond
 	// (a clock given, clockwork.NewRealClock() too, is used as it is,
-	// with Go timers, up to a millisecond late). A *clockwork.FakeClock
-	// is for tests: the
-	// scripts then still read Redis's clock, shifted so that it reads as
-	// the fake clock plus the real time gone by since that fake clock was
-	// first used by a client, and advancing the fake clock moves the time
-	// the scripts see.
+	// with Go timers, up to a millisecond late).
 	Clock clockwork.Clock
+	// FollowClock is for tests with a fake Clock: Redis's clock then
+	// follows it. The scripts still read Redis's clock, shifted so that
+	// it reads as the fake clock plus the real time gone by since that
+	// fake clock was first used by a client (cron and the registry: as
+	// the fake clock exactly), and advancing the fake clock moves the
+	// time the scripts see; the client's estimate of the distance to
+	// Redis's clock is 0. Never set it in production. Defaults to false.
+	FollowClock bool
 	// MaxPayloadBytes caps a job's payload and its result. Defaults to 1 MiB.
 	MaxPayloadBytes int
 	// MaxQueues caps the number of queues. Defaults to 1000.
@@ -147,9 +150,6 @@ type Client struct {
 
 	known sync.Map // queue name -> struct{}: registered in the queues set
 
-	redisAhead   atomic.Int64 // ns Redis's clock is ahead of this client's (see observeRedisTime)
-	redisBound   atomic.Int64 // ns: the estimate's error bound, half its round trip
-	redisAt      atomic.Int64 // Unix ns on this client's clock when it was made; 0: not yet
 	markFailures atomic.Int64 // see MarkFailures
 
 	remarkMu    sync.Mutex
@@ -192,8 +192,9 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, DefaultRetryWindow)
 	cfg.IdleQueueTTL = cmp.Or(cfg.IdleQueueTTL, DefaultIdleQueueTTL)
-	c := &Client{cfg: cfg, rdb: cfg.Redis, eng: store.New(cfg.Redis), ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
-		clock: cmp.Or(cfg.Clock, alarm.Real()), listeners: map[chan delayed.Nudge]struct{}{}, closing: make(chan struct{}), wakeChunk: wakeChunk}
+	clock := cmp.Or(cfg.Clock, alarm.Real())
+	c := &Client{cfg: cfg, rdb: cfg.Redis, eng: store.New(cfg.Redis, store.NewClock(clock, cfg.FollowClock)), ns: cfg.Namespace, backoff: DefaultBackoff, instance: newToken()[:12],
+		clock: clock, listeners: map[chan delayed.Nudge]struct{}{}, closing: make(chan struct{}), wakeChunk: wakeChunk}
 	if cfg.DefaultBackoff != nil {
 		if err := cfg.DefaultBackoff.Validate(); err != nil {
 			return nil, fmt.Errorf("queue: Config.DefaultBackoff: %w", err)
@@ -318,105 +319,43 @@ func (c *Client) Queues(ctx context.Context) ([]string, error) {
 }
 
 // timeOffset is what the scripts add to Redis's TIME, in µs: 0, except
-// under a fake clock (see Config.Clock). Then Redis's clock reads as the
-// fake clock plus the real time gone by since that fake clock was first
-// used here: time moves when a test advances it, and otherwise runs on as
-// Redis's does, never backwards, and the same for every client that
-// shares the fake clock.
-func (c *Client) timeOffset() int64 {
-	fc, ok := c.clock.(*clockwork.FakeClock)
-	if !ok {
-		return 0
-	}
-	anchor, _ := fakeAnchors.LoadOrStore(fc, time.Now())
-	return fc.Now().Sub(anchor.(time.Time)).Microseconds()
-}
+// when Redis's clock follows a test's clock (see Config.FollowClock).
+func (c *Client) timeOffset() int64 { return c.eng.Clock().OffsetUs(store.Running) }
 
-// fakeAnchors holds, for each fake clock a client was given, the real time
-// it was first used (see timeOffset).
-var fakeAnchors sync.Map
-
-// observeRedisTime takes Redis's now (Unix µs, as a script answered it)
-// seen between t0 and t1 on this client's clock, and keeps the estimate of
-// the distance between the two clocks: Redis's time less the middle of
-// the round trip, within half the round trip. A sample from a round trip
-// more than twice as long as the estimate's is passed over while the
-// estimate is under redisClockFresh old: a slow reply (a pause, a busy
-// server) would blur it.
-func (c *Client) observeRedisTime(redisUs int64, t0, t1 time.Time) {
-	if redisUs <= 0 {
-		return
-	}
-	bound := t1.Sub(t0) / 2
-	if at := c.redisAt.Load(); at != 0 && t1.Sub(time.Unix(0, at)) < redisClockFresh &&
-		bound > 2*time.Duration(c.redisBound.Load()) {
-		return
-	}
-	mid := t0.Add(bound)
-	c.redisAhead.Store(int64(time.UnixMicro(redisUs).Sub(mid)))
-	c.redisBound.Store(int64(bound))
-	c.redisAt.Store(t1.UnixNano())
-}
-
-// redisClockFresh is how long a clock estimate holds against samples from
-// slower round trips.
-const redisClockFresh = 10 * time.Second
-
-// ClockEstimate is a client's estimate of Redis's clock against its own.
-type ClockEstimate struct {
-	// Offset is how far Redis's clock is ahead of the client's
-	// (negative: behind).
-	Offset time.Duration
-	// Bound is the estimate's error: the truth is within Offset ± Bound
-	// (half the round trip it was measured over).
-	Bound time.Duration
-	// At is when it was measured, on the client's clock; zero before the
-	// first measurement (then Offset is 0).
-	At time.Time
-}
+// ClockEstimate is a client's estimate of Redis's clock against its own:
+// Offset, how far Redis's clock is ahead (negative: behind); Bound, the
+// estimate's error (the truth is within Offset ± Bound, half the round
+// trip it was measured over); At, when it was measured on the client's
+// clock, zero before the first measurement (then Offset is 0).
+type ClockEstimate = store.Estimate
 
 // RedisClock is this client's estimate of Redis's clock, from the last
-// script that answered Redis's time (claims, promoter passes) or
-// MeasureRedisClock. Every decision about time is Redis's; this client
-// only sleeps by its own clock, until Redis-time instants less the
-// offset. Under a fake clock the two clocks are one (see Config.Clock):
-// the offset is 0.
-func (c *Client) RedisClock() ClockEstimate {
-	if _, ok := c.clock.(*clockwork.FakeClock); ok {
-		return ClockEstimate{At: c.clock.Now()}
-	}
-	at := c.redisAt.Load()
-	if at == 0 {
-		return ClockEstimate{}
-	}
-	return ClockEstimate{Offset: time.Duration(c.redisAhead.Load()), Bound: time.Duration(c.redisBound.Load()), At: time.Unix(0, at)}
-}
+// script that answered Redis's time (claims, promoter passes, cron's due
+// reads) or MeasureRedisClock: the one estimate queue, cron, the registry
+// and dispatch share (see internal/store.Clock). Every decision about
+// time is Redis's; this client only sleeps by its own clock, until
+// Redis-time instants less the offset. When Redis's clock follows a
+// test's clock (Config.FollowClock) the two clocks are one: the offset
+// is 0.
+func (c *Client) RedisClock() ClockEstimate { return c.eng.Clock().Estimate() }
 
-// RedisClockOffset is RedisClock().Offset.
-func (c *Client) RedisClockOffset() time.Duration { return c.RedisClock().Offset }
+// RedisClockOffset is RedisClock().Offset: what the offset gauge reads.
+func (c *Client) RedisClockOffset() time.Duration { return c.eng.Clock().Offset() }
 
 // MeasureRedisClock measures the distance to Redis's clock now, with one
 // TIME, and answers the estimate (see RedisClock). On a cluster it is one
 // node's clock; a queue's time is its master's.
 func (c *Client) MeasureRedisClock(ctx context.Context) (ClockEstimate, error) {
-	t0 := c.clock.Now()
-	tm, err := c.rdb.Time(ctx).Result()
-	t1 := c.clock.Now()
+	est, err := c.eng.Clock().Measure(ctx, c.rdb)
 	if err != nil {
-		return c.RedisClock(), wrapRedis(err)
+		return est, wrapRedis(err)
 	}
-	c.observeRedisTime(tm.UnixMicro(), t0, t1)
-	return c.RedisClock(), nil
+	return est, nil
 }
 
 // localOf is t, an instant of Redis's clock, on this client's clock: when
-// to wake for it. (Under a fake clock the two are one, see timeOffset.)
-func (c *Client) localOf(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return t.Add(-c.RedisClockOffset())
-}
+// to wake for it.
+func (c *Client) localOf(t time.Time) time.Time { return c.eng.Clock().LocalOf(t) }
 
 // tombMs is Config.RetryWindow in ms, as the scripts take it.
 func (c *Client) tombMs() int64 { return c.cfg.RetryWindow.Milliseconds() }

@@ -250,7 +250,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		t.Parallel()
 		b := setup(t)
 		require.Empty(t, claimAs(t, b, 10, "gpu")) // this client knows the queue has no sets
-		other, err := queue.NewClient(queue.Config{Redis: b.newRDB(t), Namespace: b.ns, Clock: b.clock})
+		other, err := queue.NewClient(queue.Config{Redis: b.newRDB(t), Namespace: b.ns, Clock: b.clock, FollowClock: true})
 		require.NoError(t, err)
 		defer func() { _ = other.Close() }()
 		e, err := other.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "k", Labels: []string{"gpu"}})

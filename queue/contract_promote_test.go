@@ -68,7 +68,7 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		promoting := lifecycle.Start(b.ctx, p)
 		t.Cleanup(func() { require.NoError(t, promoting.Stop(context.Background())) })
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1)) // asleep for an hour
-		other, err := queue.NewClient(queue.Config{Redis: b.newRDB(t), Namespace: b.ns, Clock: b.clock})
+		other, err := queue.NewClient(queue.Config{Redis: b.newRDB(t), Namespace: b.ns, Clock: b.clock, FollowClock: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = other.Close() })
 		_, err = other.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "k", Delay: 5 * time.Second})
@@ -157,7 +157,7 @@ func contractPromote(t *testing.T, setup setupFunc) {
 			}
 		}
 		b.clock.Advance(time.Second)
-		second, err := queue.NewClient(queue.Config{Redis: b.newRDB(t), Namespace: b.ns, Clock: b.clock, DisableEvents: true})
+		second, err := queue.NewClient(queue.Config{Redis: b.newRDB(t), Namespace: b.ns, Clock: b.clock, FollowClock: true, DisableEvents: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = second.Close() })
 		var wg sync.WaitGroup

@@ -50,7 +50,7 @@ type eventsBundle struct {
 func setupEvents(t *testing.T, rdb redis.UniversalClient) *eventsBundle {
 	t.Helper()
 	clock := testutil.FakeClock()
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return &eventsBundle{ctx: t.Context(), client: c, clock: clock}

@@ -16,7 +16,7 @@ func limitedClient(t *testing.T, clock clockwork.Clock) *queue.Client {
 	t.Helper()
 	cfg := queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), DisableEvents: true}
 	if clock != nil {
-		cfg.Clock = clock
+		cfg.Clock, cfg.FollowClock = clock, true
 	}
 	c, err := queue.NewClient(cfg)
 	require.NoError(t, err)

@@ -667,7 +667,7 @@ func TestDeadSweepsAreBounded(t *testing.T) {
 	t.Cleanup(cancel)
 	clock := testutil.FakeClock()
 	ns := testutil.Namespace(t)
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clock, DeadMaxJobs: 100_000})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clock, FollowClock: true, DeadMaxJobs: 100_000})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	const n, q = 50_000, "big"

@@ -342,7 +342,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		for i := range 20 {
 			wg.Go(func() {
 				// A client each: no process-local cache of known queues helps.
-				other, err := queue.NewClient(queue.Config{Redis: newRDB(t), Namespace: b.ns, Clock: b.clock, MaxQueues: 5})
+				other, err := queue.NewClient(queue.Config{Redis: newRDB(t), Namespace: b.ns, Clock: b.clock, FollowClock: true, MaxQueues: 5})
 				if err != nil {
 					t.Error(err)
 					return

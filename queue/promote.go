@@ -38,7 +38,7 @@ func (c *Client) PromoteWithin(ctx context.Context, queue string, horizon time.D
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("queue: promote %s: %w", queue, err)
 	}
-	c.observeRedisTime(nowUs, t0, t1)
+	c.eng.Clock().Observe(nowUs, t0, t1)
 	if next.IsZero() || next.Sub(time.UnixMicro(nowUs)) > horizon {
 		a := store.AttentionKeys(c.ns)
 		var at int64

@@ -21,7 +21,7 @@ func TestEveryEndOfANodeLeavesAnOutboxEntry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := testutil.FakeClock()
-	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock})
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	defer c.Close()
 	const q = "ends"

@@ -32,9 +32,10 @@
 // decision about time is made by Redis's clock inside the scripts: the
 // last sighting, the start time, and expiry (an entry is live while
 // Redis's now is before its last sighting plus its TTL). The instance's
-// clock only paces refreshes. Under a *clockwork.FakeClock (tests) the
-// scripts add the fake clock's distance from the real time to Redis's, as
-// package cron does, so advancing the fake clock expires workers.
+// clock only paces refreshes. When the queue client's Redis clock follows
+// a test's fake clock (queue.Config.FollowClock) the scripts add the fake
+// clock's distance from the real time to Redis's, as package cron does,
+// so advancing the fake clock expires workers.
 //
 // Expired entries are deleted by the scripts themselves, a bounded batch
 // at each call (sweepBatch); until then they are neither listed nor

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -60,11 +58,10 @@ type Config struct {
 // Registry reads and writes the worker registry of a queue client's
 // namespace. It is safe for concurrent use.
 type Registry struct {
-	cfg   Config
-	eng   *store.Store // runs the registry's scripts (store.Registry*)
-	clock clockwork.Clock
-	ns    string
-	k     keys
+	cfg Config
+	eng *store.Store // runs the registry's scripts (store.Registry*) on the client's Redis clock
+	ns  string
+	k   keys
 }
 
 // New is the registry of client's namespace, on client's Redis and clock.
@@ -80,7 +77,7 @@ func New(client *queue.Client, cfg Config) (*Registry, error) {
 	if cfg.MaxWorkers < 1 {
 		return nil, fmt.Errorf("registry: Config.MaxWorkers must be positive, got %d", cfg.MaxWorkers)
 	}
-	return &Registry{cfg: cfg, eng: client.Engine(), clock: client.Clock(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
+	return &Registry{cfg: cfg, eng: client.Engine(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
 }
 
 // Namespace is the namespace of the registry's keys.
@@ -425,17 +422,11 @@ func (r *Registry) touch(ctx context.Context, id string, ttl time.Duration, info
 	return time.UnixMilli(res.Now).UTC(), time.UnixMilli(res.Started).UTC(), time.Duration(res.TTLMs) * time.Millisecond, nil
 }
 
-// offsetArg is what a script adds to Redis's TIME, in µs: 0, except under
-// a *clockwork.FakeClock, where Redis's clock then reads as the fake
-// clock (plus the microseconds the command takes to reach Redis), as in
-// package cron: a test expires workers by advancing its clock.
-func (r *Registry) offsetArg() int64 {
-	fc, ok := r.clock.(*clockwork.FakeClock)
-	if !ok {
-		return 0
-	}
-	return fc.Now().UnixMicro() - time.Now().UnixMicro()
-}
+// offsetArg is what a script adds to Redis's TIME, in µs: 0, except
+// when Redis's clock follows a test's fake clock (queue.Config.FollowClock),
+// read in store.Exact mode as in package cron: Redis's clock then reads
+// as the fake clock, and a test expires workers by advancing it.
+func (r *Registry) offsetArg() int64 { return r.eng.Clock().OffsetUs(store.Exact) }
 
 // ttlOf checks a TTL given (0: the worker's own).
 func (r *Registry) ttlOf(ttl time.Duration) (time.Duration, error) {

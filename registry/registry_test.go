@@ -26,7 +26,7 @@ type bundle struct {
 func setupOn(t *testing.T, rdb redis.UniversalClient, cfg registry.Config) *bundle {
 	t.Helper()
 	clock := testutil.FakeClock()
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	reg, err := registry.New(c, cfg)
@@ -372,4 +372,21 @@ func TestKeysStay(t *testing.T) {
 	}
 	require.EqualValues(t, 1, rdb.ZCard(b.ctx, keys[4]).Val())
 	require.EqualValues(t, 1, rdb.ZCard(b.ctx, keys[5]).Val())
+}
+
+// TestRegistrySharesTheClientsClock: the registry reads Redis's clock
+// through its queue client's one estimate, not one of its own.
+func TestRegistrySharesTheClientsClock(t *testing.T) {
+	t.Parallel()
+	rdb := testutil.Redis(t)
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: testutil.SkewedClock(-time.Minute)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	reg, err := registry.New(c, registry.Config{})
+	require.NoError(t, err)
+	require.Same(t, c.Engine().Clock(), registry.ClockOf(reg))
+	_, err = c.MeasureRedisClock(t.Context())
+	require.NoError(t, err)
+	require.InDelta(t, time.Minute.Seconds(), registry.ClockOf(reg).Offset().Seconds(), 0.5, "this instance's clock is a minute behind")
+	require.Equal(t, c.RedisClockOffset(), registry.ClockOf(reg).Offset())
 }

@@ -248,6 +248,8 @@ var fakeInstant = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // FakeClock returns a new clockwork fake clock set to
 // 2030-01-02T03:04:05Z (a fixed instant, so that tests are reproducible).
+// A queue client given it as Config.Clock moves Redis's clock with it
+// only with Config.FollowClock set.
 func FakeClock() *clockwork.FakeClock {
 	return clockwork.NewFakeClockAt(fakeInstant)
 }

@@ -19,7 +19,7 @@ import (
 func idleWorker(t *testing.T) (*Worker, *queueState, *clockwork.FakeClock, context.Context) {
 	t.Helper()
 	clock := testutil.FakeClock()
-	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock})
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	w, err := New(Config{Client: c, Queues: []QueueConfig{{Name: "q1"}},

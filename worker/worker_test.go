@@ -36,7 +36,7 @@ func setupOn(t *testing.T, rdb redis.UniversalClient) *testBundle {
 	t.Helper()
 	clock := testutil.FakeClock()
 	ns := testutil.Namespace(t)
-	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clock})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -230,7 +230,7 @@ func TestHandlerOutlivingItsLease(t *testing.T) {
 	// fake clock's first use, so the lease ends 3 s after the claim plus
 	// however long this machine took to get there from the setup.
 	later := clockwork.NewFakeClockAt(b.clock.Now().Add(3*time.Second + time.Minute))
-	other, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: later})
+	other, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: later, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = other.Close() })
 	ids, err := other.Reclaim(b.ctx, "q1")

@@ -232,7 +232,7 @@ func dyingReleasers(t *testing.T, e *env, rdb redis.UniversalClient, seed uint64
 	t.Helper()
 	var rels []*Releaser
 	for i := range 3 {
-		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock()})
+		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock(), FollowClock: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = q.Close() })
 		c, err := New(Config{Queue: q, OnApplied: e.onApplied})

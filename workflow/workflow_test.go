@@ -49,7 +49,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, rdb redis.UniversalClient) *env {
-	q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: testutil.FakeClock()})
+	q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: testutil.FakeClock(), FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Close() })
 	e := &env{t: t, q: q, applied: map[string]map[string]int{}}
@@ -260,7 +260,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		e := newEnv(t, rdb)
 		_, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "qd")}})
 		require.NoError(t, err)
-		other, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock()})
+		other, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock(), FollowClock: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = other.Close() })
 		require.NoError(t, other.DeleteQueue(ctx, "qd", true))

@@ -326,8 +326,9 @@ func runServeAs(ctx context.Context, name string, args []string, env func(string
 
 // serveHooks let tests drive serve.
 type serveHooks struct {
-	clock    clockwork.Clock   // defaults to alarm.Real()
-	onListen func(addr string) // called once the listener is open
+	clock       clockwork.Clock   // defaults to alarm.Real()
+	followClock bool              // Redis's clock follows clock, a test's fake (queue.Config.FollowClock)
+	onListen    func(addr string) // called once the listener is open
 }
 
 // connect opens the Redis connection serve uses, starting a local Redis
@@ -452,7 +453,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, hooks serveHook
 		return err
 	}
 	defer closeRedis()
-	p, err := newServeParts(c, rdb, clock, log)
+	p, err := newServeParts(c, rdb, clock, hooks.followClock, log)
 	if err != nil {
 		return err
 	}
@@ -485,8 +486,10 @@ type serveParts struct {
 }
 
 // newServeParts makes the parts serve runs from its config.
-func newServeParts(c serveConfig, rdb redis.UniversalClient, clock clockwork.Clock, log *slog.Logger) (*serveParts, error) {
-	client, err := queue.NewClient(storeConfig(c, rdb, clock))
+func newServeParts(c serveConfig, rdb redis.UniversalClient, clock clockwork.Clock, followClock bool, log *slog.Logger) (*serveParts, error) {
+	qc := storeConfig(c, rdb, clock)
+	qc.FollowClock = followClock
+	client, err := queue.NewClient(qc)
 	if err != nil {
 		return nil, err
 	}

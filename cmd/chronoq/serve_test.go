@@ -217,8 +217,9 @@ func startServeAs(t *testing.T, name string, args []string, clock clockwork.Cloc
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
+	_, follow := clock.(*clockwork.FakeClock) // Redis's clock follows a fake one
 	go func() {
-		done <- serve(ctx, c, newLogger(c, logs), serveHooks{clock: clock, onListen: func(a string) { addr <- a }})
+		done <- serve(ctx, c, newLogger(c, logs), serveHooks{clock: clock, followClock: follow, onListen: func(a string) { addr <- a }})
 	}()
 	s := &served{token: c.token, logs: logs}
 	select {

@@ -85,6 +85,6 @@ func TestServeWorkerTTL(t *testing.T) {
 
 	c, err := parseServeFlags("serve", []string{"--listen", "127.0.0.1:0", "--local-redis", "memory", "--worker-ttl", "10ms"}, env(), io.Discard)
 	require.NoError(t, err)
-	err = serve(t.Context(), c, newLogger(c, io.Discard), serveHooks{clock: clock})
+	err = serve(t.Context(), c, newLogger(c, io.Discard), serveHooks{clock: clock, followClock: true})
 	require.ErrorContains(t, err, "--worker-ttl")
 }

@@ -372,7 +372,7 @@ type scriptSpec struct {
 
 // commonArgs come first in every script's ARGV.
 var commonArgs = []string{
-	"offset_us", // added to Redis's TIME: 0, except under a test's fake clock (see Client.timeOffset)
+	"offset_us", // added to Redis's TIME: 0, except under a test's fake clock (see Clock.OffsetUs)
 	"pubcmd",    // "PUBLISH", "SPUBLISH" or "" (events off)
 	"channel",   // the queue's events channel
 	"lsets",     // the label sets whose keys follow the declared ones (see setKeyScripts); "" none

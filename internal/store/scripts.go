@@ -163,11 +163,17 @@ func Migrating(err error) bool {
 // Store runs the declared scripts on one Redis client: the one place that
 // sends a script (see Run).
 type Store struct {
-	rdb redis.UniversalClient
+	rdb   redis.UniversalClient
+	clock *Clock
 }
 
-// New answers a Store that runs scripts on rdb.
-func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
+// New answers a Store that runs scripts on rdb, whose clock is clock
+// (see Clock).
+func New(rdb redis.UniversalClient, clock *Clock) *Store { return &Store{rdb: rdb, clock: clock} }
+
+// Clock answers Redis's clock as this store's client sees it: the one
+// estimate everything built on the client shares.
+func (s *Store) Clock() *Clock { return s.clock }
 
 // Redis answers the client the store runs its scripts on.
 func (s *Store) Redis() redis.UniversalClient { return s.rdb }
