@@ -50,13 +50,13 @@ func (c *Clock) Follows() bool { return c.follow }
 type TimeMode int
 
 const (
-	// Running: Redis's clock reads as the test's clock plus the real time
+	// Running means Redis's clock reads as the test's clock plus the real time
 	// gone by since that clock was first used by a client. Time moves
 	// when the test advances it, and otherwise runs on as Redis's does,
 	// never backwards, the same for every client that shares the clock.
 	// Queues use it: a job due now is due by the time it is claimed.
 	Running TimeMode = iota
-	// Exact: Redis's clock reads as the test's clock (plus the
+	// Exact means Redis's clock reads as the test's clock (plus the
 	// microseconds a command takes to reach Redis, on one host). Time
 	// moves only when the test advances it, so a test can say which cron
 	// ticks have come, or which workers have lapsed, to the instant.
