@@ -23,8 +23,8 @@ import (
 	"github.com/chronoq/chronoq/testutil"
 )
 
-// Issue 14 ("Bounded, and no long commands") and issue 19 in figures: the
-// longest Redis command while a queue holds 2,000,000 pending jobs, and
+// Bounded, in figures: the longest Redis command while a queue holds
+// 2,000,000 pending jobs, and
 // Redis memory per pending job, per claim in flight and per scheduled job.
 // Each benchmark runs on a redis-server of its own. Run them with
 // `make bench-bounded` (about half a minute on a two-core machine).
@@ -659,8 +659,7 @@ func BenchmarkBoundedClaimMarkers(b *testing.B) {
 
 // BenchmarkBoundedScheduledMemory measures Redis's used_memory per
 // scheduled job: 100,000 jobs due in an hour with the payload {"n":1},
-// enqueued in batches of 1000 (issue 19 asks for at most 300 bytes; 438
-// before compact records), and where it goes: MEMORY USAGE of each key
+// enqueued in batches of 1000 (the goal: at most 300 bytes), and where it goes: MEMORY USAGE of each key
 // that grows with the jobs, per job (<key>-B/job). The keys' sum is less
 // than used_memory: MEMORY USAGE counts a hash table entry as the 24 bytes
 // of its struct, which the allocator rounds up to 32.

@@ -97,7 +97,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.Equal(t, first.ID, jobs[0].ID)
 		require.True(t, next().IsZero(), "the claim that took the job was handed the next due time")
 		// If that claimer never comes back, the promoter moves the job, and
-		// the due time after it is handed out as before.
+		// the due time after it is handed out.
 		b.clock.Advance(time.Second)
 		moved, _, err := b.client.Promote(b.ctx, b.queue)
 		require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// How a job's record is stored (issue 19; see the record's doc in
+// How a job's record is stored (see the record's doc in
 // internal/store/layout.go): trailing empty fields left out, a small payload in the
 // record, the default spec and the status as codes; and records of the
 // earlier form, in full with the payload in the data hash, still read and
@@ -179,7 +179,7 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		require.NoError(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, nil))
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e80"
 		at := b.clock.Now().UnixMilli()
-		f := make([]string, 23) // the record before issue 19: 23 fields
+		f := make([]string, 23) // the record before compact records: 23 fields
 		f[0], f[1], f[2] = "scheduled", "old", "3|30000|1000:2:3600000:0.2"
 		f[3], f[4], f[5], f[6] = itoa(at), itoa(at+1000), "0", "0"
 		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyJobs), id, strings.Join(f, "\x00")).Err())

@@ -31,7 +31,7 @@ func TestContractCluster(t *testing.T) {
 
 // runContract runs the contract on the Redis newRDB connects to. Each topic
 // is a file of its own (contract_<topic>_test.go); every check is a subtest
-// of TestContractSingle or TestContractCluster, named as before the split.
+// of TestContractSingle or TestContractCluster.
 func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 	t.Run("NewClientOnAConnectionInUse", func(t *testing.T) {
 		t.Parallel()

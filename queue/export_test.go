@@ -164,7 +164,7 @@ const NRecFirst = store.RAck + 1
 // NRec is the length of this version's record.
 const NRec = store.NRec
 
-// Compact records (issue 19), for the tests of the stored form.
+// Compact records, for the tests of the stored form.
 const (
 	RecInline        = store.RecInline
 	InlinePayloadMax = store.InlinePayloadMax

@@ -259,7 +259,7 @@ func LogLineField(id string, seq int64) string { return id + ".l." + strconv.For
 // short record with empty fields); a payload of at most inlinePayloadMax
 // bytes is kept in front of the fields, after the byte recInline and
 // before a NUL ("\x02{"n":1}\x00s\x00..."), and a larger one in
-// the data hash (field: the job's id), as every payload was before. A
+// the data hash (field: the job's id). A
 // record with no recInline byte in front has its payload in the data hash.
 // Common values have short forms, spelled out again by every reader: the
 // status is a one-byte code (statusCodes), the default spec
@@ -297,8 +297,8 @@ var RecFields = []string{
 	"watchers", // the refs ("<workflow id>|<node>|<gen>") of the implicit workflows watching the job's end, joined by ","; "" none; at most MaxWatchers
 }
 
-// Compact records (issue 19: Redis memory per job; see the record's doc
-// above).
+// Compact records: the short forms that keep Redis's memory per job low
+// (see the record's doc above).
 const (
 	// recInline is the first byte of a record that holds its payload: no
 	// status, nor a tombstone's "-", begins with it.

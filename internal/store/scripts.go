@@ -139,7 +139,7 @@ func scriptSource(spec scriptSpec) string {
 // run tries again, backing off from 1 ms to at most 100 ms a wait, for as
 // long as ctx allows and at most ClusterRetryFor: a caller sees latency
 // during a migration, not an error. (CLUSTERDOWN is an outage, not a
-// migration: it is answered as ErrUnavailable, as before.)
+// migration: it is answered as ErrUnavailable.)
 const (
 	ClusterRetryFor      = 2 * time.Minute
 	clusterRetryMaxSleep = 100 * time.Millisecond
