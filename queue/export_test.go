@@ -171,8 +171,8 @@ const (
 	SpecDefaultCode  = store.SpecDefaultCode
 )
 
-// SpelledRecord answers a stored record's fields as the form before
-// issue 19 stored them (nRec fields, every one spelled out, the default
+// SpelledRecord answers a stored record's fields in the long form
+// (nRec fields, every one spelled out, the default
 // spec too), and its inline payload ("" when it has none), for tests that
 // write records of that form.
 func SpelledRecord(rec string) (fields []string, payload string) {

@@ -26,7 +26,7 @@ func TestArtifactCapsMatchGo(t *testing.T) {
 	require.Contains(t, string(body), fmt.Sprintf("local ART_MAX_COUNT, ART_MAX_BYTES = %d, %d\n", MaxArtifacts, MaxArtifactsBytes))
 }
 
-// The short forms of a stored record (issue 19) stand for what they
+// The short forms of a stored record stand for what they
 // say: the default spec's code for the package's defaults, and the status
 // codes one byte each, one a status, none the first byte of an inline
 // payload's record or of a tombstone, none a status's name.

@@ -13,7 +13,7 @@ import (
 
 // A record written before the workflow field existed (two fields shorter:
 // workflow and watchers)
-// reads with no workflow, and claims, completes and fails as before,
+// reads with no workflow, and claims, completes and fails as any job,
 // leaving nothing in the outbox.
 func TestRecordWithoutWorkflowField(t *testing.T) {
 	t.Parallel()
