@@ -9,8 +9,8 @@
 // exits, not the process), so the kernel kills it when this process dies
 // however it dies; and in a process group of its own, so that a Ctrl-C of
 // the terminal reaches only the parent, which stops its children in order.
-// (The test machinery's testutil/redisproc does the same for the tests'
-// servers; runtime code does not import test machinery.)
+// The test machinery's testutil/redisproc starts the tests' servers
+// through Spawn too.
 package childproc
 
 import (
@@ -42,7 +42,7 @@ func Start(bin string, args []string, dir, logPath string) (*Child, error) {
 	cmd := exec.Command(bin, args...) //nolint:gosec,noctx // G204: running the caller's binary is the point
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := spawn(cmd); err != nil {
+	if err := Spawn(cmd); err != nil {
 		return nil, fmt.Errorf("childproc: start %s: %w", bin, err)
 	}
 	c := &Child{cmd: cmd, done: make(chan struct{})}

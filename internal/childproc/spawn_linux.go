@@ -9,7 +9,7 @@ import (
 
 // SpawnerFunc names, as goroutine leak checks (go.uber.org/goleak) see it,
 // the one goroutine of this package that lives as long as the process:
-// the spawner (see spawn).
+// the spawner (see Spawn).
 const SpawnerFunc = "github.com/chronoq/chronoq/internal/childproc.(*spawner).run"
 
 // spawner starts every child from one OS thread that never exits, which
@@ -35,9 +35,9 @@ func (s *spawner) run() {
 	}
 }
 
-// spawn starts cmd on the spawner's thread, so that it dies with this
+// Spawn starts cmd on the spawner's thread, so that it dies with this
 // process, in a process group of its own.
-func spawn(cmd *exec.Cmd) error {
+func Spawn(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	done := make(chan error, 1)
 	theSpawner().reqs <- spawnReq{cmd: cmd, done: done}

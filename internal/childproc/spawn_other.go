@@ -10,9 +10,9 @@ import (
 // SpawnerFunc is empty off Linux: there is no spawner goroutine.
 const SpawnerFunc = ""
 
-// spawn starts cmd in a process group of its own. Off Linux there is no
+// Spawn starts cmd in a process group of its own. Off Linux there is no
 // Pdeathsig: a child outlives a parent that is killed without stopping it.
-func spawn(cmd *exec.Cmd) error {
+func Spawn(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd.Start()
 }

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/childproc"
 )
 
 // Bounds of the waits on child processes.
@@ -18,16 +20,16 @@ const (
 )
 
 // SpawnerFunc names, as goroutine leak checks (go.uber.org/goleak) see it,
-// the one goroutine of this package that lives as long as the process: on
-// Linux, the spawner that starts every child from a thread of its own
-// (see spawn). Elsewhere there is no such goroutine.
-const SpawnerFunc = "github.com/chronoq/chronoq/testutil/redisproc.(*spawner).run"
+// the one goroutine that lives as long as the process: on Linux, the
+// spawner that starts every child from a thread of its own
+// (childproc.Spawn). Elsewhere there is no such goroutine.
+const SpawnerFunc = childproc.SpawnerFunc
 
 // Child is one child process. Every child runs in a process group of its
 // own (Setpgid), so that a signal reaches its own children too
 // (redis-server forks for AOF rewrites) and a Ctrl-C of the terminal
 // reaches only the parent, which stops them in order; on Linux it also
-// dies with this process (Pdeathsig SIGKILL, see spawn).
+// dies with this process (Pdeathsig SIGKILL, see childproc.Spawn).
 type Child struct {
 	Name    string
 	LogPath string
@@ -56,7 +58,7 @@ func StartChildEnv(name, bin string, args, env []string, dir, logPath string) (*
 		cmd.Env = append(os.Environ(), env...)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := spawn(cmd); err != nil {
+	if err := childproc.Spawn(cmd); err != nil {
 		return nil, fmt.Errorf("redisproc: start %s: %w", name, err)
 	}
 	p := &Child{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/childproc"
 )
 
 // ClusterArgs are the redis-server arguments of a cluster node; nodeTimeout
@@ -77,7 +79,7 @@ func CreateCluster(ctx context.Context, cli string, addrs []string, replicas int
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = time.Second // bound the wait for output copying after a kill
-	err := spawn(cmd)
+	err := childproc.Spawn(cmd)
 	if err == nil {
 		err = cmd.Wait()
 	}
