@@ -135,7 +135,7 @@ func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o C
 			c.sleepLimited(ctx, cl.limitAt, left)
 			again = ctx.Err() == nil
 		} else {
-			again, err = c.awaitWake(ctx, queue, k, o.Labels, cl.limited, left)
+			again, err = c.awaitWake(ctx, "claim from", queue, k, o.Labels, cl.limited, left)
 		}
 		if err != nil || !again {
 			return nil, err
@@ -152,9 +152,10 @@ func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o C
 // answers whether to claim again. Woken, claim again (the wake hub also
 // wakes a waiter when a read of its streams ends with no entry, see
 // wakehub.go). Not woken, the wait is over: a job that became pending
-// meanwhile woke another waiter. limited: the claim was held back at
-// MaxInFlight, and the wait is for a lease to end.
-func (c *Client) awaitWake(ctx context.Context, queue string, k store.Keys, labels []string, limited bool, left time.Duration) (bool, error) {
+// meanwhile woke another waiter. limited: the caller was held back at
+// MaxInFlight, and the wait is for a lease to end. what names the
+// caller's operation in an error ("claim from", "wait for").
+func (c *Client) awaitWake(ctx context.Context, what, queue string, k store.Keys, labels []string, limited bool, left time.Duration) (bool, error) {
 	t0 := time.Now()
 	woken, err := c.waitWake(ctx, k, labels, left)
 	if limited {
@@ -164,7 +165,7 @@ func (c *Client) awaitWake(ctx context.Context, queue string, k store.Keys, labe
 		if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
 			return false, nil
 		}
-		return false, fmt.Errorf("queue: claim from %s: %w", queue, err)
+		return false, fmt.Errorf("queue: %s %s: %w", what, queue, err)
 	}
 	return woken, nil
 }
