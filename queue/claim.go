@@ -66,81 +66,108 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	if o.Max == 0 {
-		o.Max = 1
-	}
-	switch {
-	case o.Max < 1 || o.Max > MaxBatch:
-		return nil, time.Time{}, invalid("max", "must be in [1, %d], got %d", MaxBatch, o.Max)
-	case o.Wait < 0 || o.Wait > MaxClaimWait:
-		return nil, time.Time{}, invalid("wait", "must be in [0, %s], got %s", MaxClaimWait, o.Wait)
-	case o.Visibility != 0 && (o.Visibility < MinVisibility || o.Visibility > MaxVisibility):
-		return nil, time.Time{}, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
-	}
-	if o.Labels, err = CanonicalLabels(o.Labels, MaxClaimLabels); err != nil {
-		return nil, time.Time{}, &FieldError{Index: -1, Field: "labels", Err: err}
+	if o, err = checkClaimOptions(o); err != nil {
+		return nil, time.Time{}, err
 	}
 	deadline := time.Now().Add(o.Wait) // Redis waits in real time
 	cl, err := c.claimNow(ctx, queue, k, o, wantNext, o.Wait)
 	if err != nil || len(cl.jobs) > 0 || o.Wait == 0 {
 		return cl.jobs, cl.next, err
 	}
-	next := cl.next
 	if cl.paused {
 		// A paused queue hands out nothing: wait out the poll, then answer
 		// empty-handed.
-		t := c.clock.NewTimer(o.Wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.Chan():
-		}
+		c.sleepCtx(ctx, o.Wait)
 		return nil, time.Time{}, nil
 	}
+	// The time to wake at is the one the first claim saw, before any wait.
+	jobs, err := c.claimUntil(ctx, queue, k, o, cl, deadline)
+	return jobs, cl.next, err
+}
+
+// checkClaimOptions answers o with its defaults filled in and its labels
+// canonical, or the error naming the option out of range.
+func checkClaimOptions(o ClaimOptions) (ClaimOptions, error) {
+	if o.Max == 0 {
+		o.Max = 1
+	}
+	switch {
+	case o.Max < 1 || o.Max > MaxBatch:
+		return o, invalid("max", "must be in [1, %d], got %d", MaxBatch, o.Max)
+	case o.Wait < 0 || o.Wait > MaxClaimWait:
+		return o, invalid("wait", "must be in [0, %s], got %s", MaxClaimWait, o.Wait)
+	case o.Visibility != 0 && (o.Visibility < MinVisibility || o.Visibility > MaxVisibility):
+		return o, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
+	}
+	var err error
+	if o.Labels, err = CanonicalLabels(o.Labels, MaxClaimLabels); err != nil {
+		return o, &FieldError{Index: -1, Field: "labels", Err: err}
+	}
+	return o, nil
+}
+
+// sleepCtx waits d on the client's clock, or until ctx ends.
+func (c *Client) sleepCtx(ctx context.Context, d time.Duration) {
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.Chan():
+	}
+}
+
+// claimUntil waits, until deadline, for jobs that cl (a claim that found
+// none) could not take, claiming again each time one may have become
+// claimable. It answers no job, and no error, when the wait ends without
+// one.
+func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o ClaimOptions, cl claimed, deadline time.Time) ([]*Job, error) {
 	for {
 		left := time.Until(deadline)
 		if left <= 0 || ctx.Err() != nil {
-			return nil, next, nil
+			return nil, nil
 		}
+		var again bool
+		var err error
 		if cl.limited && !cl.limitAt.IsZero() {
 			// Jobs are pending but the bucket holds them back: wait for
 			// its next token, not on the wake stream. (At MaxInFlight the
 			// wait is on the wake stream, below: an ended lease writes it.)
 			c.sleepLimited(ctx, cl.limitAt, left)
-			if ctx.Err() != nil {
-				return nil, next, nil
-			}
-			left = max(time.Until(deadline), 0)
-			cl, err = c.claimNow(ctx, queue, k, o, false, left)
-			if err != nil || len(cl.jobs) > 0 || cl.paused {
-				return cl.jobs, next, err
-			}
-			continue
+			again = ctx.Err() == nil
+		} else {
+			again, err = c.awaitWake(ctx, "claim from", queue, k, o.Labels, cl.limited, left)
 		}
-		// Woken, claim again (the wake hub also wakes a waiter when a
-		// read of its streams ends with no entry, see wakehub.go). Not
-		// woken, the wait is over: a job that became pending meanwhile
-		// woke another waiter.
-		t0 := time.Now()
-		woken, err := c.waitWake(ctx, k, o.Labels, left)
-		if cl.limited {
-			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
-		}
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
-				return nil, next, nil
-			}
-			return nil, next, fmt.Errorf("queue: claim from %s: %w", queue, err)
-		}
-		if !woken {
-			return nil, next, nil
+		if err != nil || !again {
+			return nil, err
 		}
 		left = max(time.Until(deadline), 0)
 		cl, err = c.claimNow(ctx, queue, k, o, false, left)
 		if err != nil || len(cl.jobs) > 0 || cl.paused {
-			return cl.jobs, next, err
+			return cl.jobs, err
 		}
 	}
+}
+
+// awaitWake waits up to left on the wake hub for the queue and labels and
+// answers whether to claim again. Woken, claim again (the wake hub also
+// wakes a waiter when a read of its streams ends with no entry, see
+// wakehub.go). Not woken, the wait is over: a job that became pending
+// meanwhile woke another waiter. limited: the caller was held back at
+// MaxInFlight, and the wait is for a lease to end. what names the
+// caller's operation in an error ("claim from", "wait for").
+func (c *Client) awaitWake(ctx context.Context, what, queue string, k store.Keys, labels []string, limited bool, left time.Duration) (bool, error) {
+	t0 := time.Now()
+	woken, err := c.waitWake(ctx, k, labels, left)
+	if limited {
+		c.limitWaited(time.Since(t0))
+	}
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
+			return false, nil
+		}
+		return false, fmt.Errorf("queue: %s %s: %w", what, queue, err)
+	}
+	return woken, nil
 }
 
 // wakeChunk is the longest single read of a wake hub (wakehub.go): one of

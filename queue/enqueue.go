@@ -104,65 +104,20 @@ type prepared struct {
 
 // prepare validates nj (index i of a batch) against the clock's now.
 func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
-	fail := func(fe *FieldError) (prepared, error) {
-		fe.Index = i
-		return prepared{}, fe
+	if fe := c.checkContent(&nj); fe != nil {
+		return failAt(i, fe)
 	}
-	nj.Queue = cmp.Or(nj.Queue, DefaultQueue)
-	if err := ValidateQueue(nj.Queue); err != nil {
-		return fail(&FieldError{Field: "queue", Err: err})
+	when, fe := whenOf(&nj, now)
+	if fe != nil {
+		return failAt(i, fe)
 	}
-	if err := ValidateKind(nj.Kind); err != nil {
-		return fail(&FieldError{Field: "kind", Err: err})
+	maxAttempts, bo, vis, fe := c.deliveryOf(&nj)
+	if fe != nil {
+		return failAt(i, fe)
 	}
-	if len(nj.Payload) == 0 {
-		nj.Payload = json.RawMessage("{}")
-	}
-	if len(nj.Payload) > c.cfg.MaxPayloadBytes {
-		return fail(&FieldError{Field: "payload", Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrPayloadTooLarge, len(nj.Payload), c.cfg.MaxPayloadBytes)})
-	}
-	if !json.Valid(nj.Payload) {
-		return fail(invalid("payload", "not valid JSON"))
-	}
-	if !nj.RunAt.IsZero() && nj.Delay != 0 {
-		return fail(invalid("delay", "give run_at or delay, not both"))
-	}
-	if nj.Delay < 0 || nj.Delay > MaxDelay {
-		return fail(invalid("delay", "must be in [0, %s], got %s", MaxDelay, nj.Delay))
-	}
-	// A delay counts from Redis's now, an absolute time stays absolute:
-	// the script decides which is due (see enqueue.lua's "when").
-	when := "d" + strconv.FormatInt(nj.Delay.Microseconds(), 10)
-	if !nj.RunAt.IsZero() {
-		if nj.RunAt.After(now.Add(MaxDelay)) {
-			return fail(invalid("run_at", "more than %s ahead", MaxDelay))
-		}
-		when = "a" + scoreOf(nj.RunAt)
-	}
-	maxAttempts := cmp.Or(nj.MaxAttempts, c.cfg.DefaultMaxAttempts)
-	if maxAttempts < 1 || maxAttempts > MaxAttemptsLimit {
-		return fail(invalid("max_attempts", "must be in [1, %d], got %d", MaxAttemptsLimit, nj.MaxAttempts))
-	}
-	bo := c.backoff
-	if nj.Backoff != nil {
-		if err := nj.Backoff.Validate(); err != nil {
-			return fail(&FieldError{Field: "backoff", Err: fmt.Errorf("%w: %w", ErrInvalid, err)})
-		}
-		bo = *nj.Backoff
-	}
-	vis := cmp.Or(nj.Visibility, c.cfg.DefaultVisibility)
-	if vis < MinVisibility || vis > MaxVisibility {
-		return fail(invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, nj.Visibility))
-	}
-	if nj.ResultTTL < 0 || nj.ResultTTL > MaxResultTTL {
-		return fail(invalid("result_ttl", "must be in [0, %s], got %s", MaxResultTTL, nj.ResultTTL))
-	}
-	if len(nj.IdempotencyKey) > MaxIdempotencyKey || slices.ContainsFunc([]rune(nj.IdempotencyKey), unicode.IsControl) {
-		return fail(invalid("idempotency_key", "at most %d bytes without control characters", MaxIdempotencyKey))
-	}
-	labels, err := CanonicalLabels(nj.Labels, MaxJobLabels)
-	if err != nil {
-		return fail(&FieldError{Field: "labels", Err: err})
+	labels, fe := checkExtras(&nj)
+	if fe != nil {
+		return failAt(i, fe)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -171,18 +126,109 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
 		IdempotencyKey: nj.IdempotencyKey, Labels: labels}
+	lab := joinLabels(labels)
+	item := c.enqueueItem(j, nj.Backoff != nil, when, lab)
+	return prepared{job: j, item: item, labels: lab, index: i}, nil
+}
+
+// failAt answers fe as the error of the job at index i of its batch.
+func failAt(i int, fe *FieldError) (prepared, error) {
+	fe.Index = i
+	return prepared{}, fe
+}
+
+// checkContent checks nj's queue, kind and payload, and fills in the
+// default queue and the empty payload ({}).
+func (c *Client) checkContent(nj *NewJob) *FieldError {
+	nj.Queue = cmp.Or(nj.Queue, DefaultQueue)
+	if err := ValidateQueue(nj.Queue); err != nil {
+		return &FieldError{Field: "queue", Err: err}
+	}
+	if err := ValidateKind(nj.Kind); err != nil {
+		return &FieldError{Field: "kind", Err: err}
+	}
+	if len(nj.Payload) == 0 {
+		nj.Payload = json.RawMessage("{}")
+	}
+	if len(nj.Payload) > c.cfg.MaxPayloadBytes {
+		return &FieldError{Field: "payload", Err: fmt.Errorf("%w: %d bytes, the cap is %d", ErrPayloadTooLarge, len(nj.Payload), c.cfg.MaxPayloadBytes)}
+	}
+	if !json.Valid(nj.Payload) {
+		return invalid("payload", "not valid JSON")
+	}
+	return nil
+}
+
+// whenOf checks nj's run_at and delay and answers enqueue.lua's "when":
+// "d<µs>", a delay counted from Redis's now, or "a<score>", an absolute
+// time that stays absolute (the script decides which is due).
+func whenOf(nj *NewJob, now time.Time) (string, *FieldError) {
+	if !nj.RunAt.IsZero() && nj.Delay != 0 {
+		return "", invalid("delay", "give run_at or delay, not both")
+	}
+	if nj.Delay < 0 || nj.Delay > MaxDelay {
+		return "", invalid("delay", "must be in [0, %s], got %s", MaxDelay, nj.Delay)
+	}
+	if nj.RunAt.IsZero() {
+		return "d" + strconv.FormatInt(nj.Delay.Microseconds(), 10), nil
+	}
+	if nj.RunAt.After(now.Add(MaxDelay)) {
+		return "", invalid("run_at", "more than %s ahead", MaxDelay)
+	}
+	return "a" + scoreOf(nj.RunAt), nil
+}
+
+// deliveryOf checks nj's max_attempts, backoff and visibility and answers
+// them with the client's defaults filled in.
+func (c *Client) deliveryOf(nj *NewJob) (int, Backoff, time.Duration, *FieldError) {
+	maxAttempts := cmp.Or(nj.MaxAttempts, c.cfg.DefaultMaxAttempts)
+	if maxAttempts < 1 || maxAttempts > MaxAttemptsLimit {
+		return 0, Backoff{}, 0, invalid("max_attempts", "must be in [1, %d], got %d", MaxAttemptsLimit, nj.MaxAttempts)
+	}
+	bo := c.backoff
+	if nj.Backoff != nil {
+		if err := nj.Backoff.Validate(); err != nil {
+			return 0, Backoff{}, 0, &FieldError{Field: "backoff", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+		bo = *nj.Backoff
+	}
+	vis := cmp.Or(nj.Visibility, c.cfg.DefaultVisibility)
+	if vis < MinVisibility || vis > MaxVisibility {
+		return 0, Backoff{}, 0, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, nj.Visibility)
+	}
+	return maxAttempts, bo, vis, nil
+}
+
+// checkExtras checks nj's result_ttl, idempotency key and labels and
+// answers the labels canonical.
+func checkExtras(nj *NewJob) ([]string, *FieldError) {
+	if nj.ResultTTL < 0 || nj.ResultTTL > MaxResultTTL {
+		return nil, invalid("result_ttl", "must be in [0, %s], got %s", MaxResultTTL, nj.ResultTTL)
+	}
+	if len(nj.IdempotencyKey) > MaxIdempotencyKey || slices.ContainsFunc([]rune(nj.IdempotencyKey), unicode.IsControl) {
+		return nil, invalid("idempotency_key", "at most %d bytes without control characters", MaxIdempotencyKey)
+	}
+	labels, err := CanonicalLabels(nj.Labels, MaxJobLabels)
+	if err != nil {
+		return nil, &FieldError{Field: "labels", Err: err}
+	}
+	return labels, nil
+}
+
+// enqueueItem is enqueue.lua's item for j: ownBackoff, the job has a
+// backoff of its own (the client's default is encoded once); lab, its
+// labels joined.
+func (c *Client) enqueueItem(j *Job, ownBackoff bool, when, lab string) store.EnqueueItem {
 	rttl := ""
-	if nj.ResultTTL > 0 {
-		rttl = strconv.FormatInt(nj.ResultTTL.Milliseconds(), 10)
+	if j.ResultTTL > 0 {
+		rttl = strconv.FormatInt(j.ResultTTL.Milliseconds(), 10)
 	}
 	boEnc := c.backoffEnc
-	if nj.Backoff != nil {
-		boEnc = bo.Encode()
+	if ownBackoff {
+		boEnc = j.Backoff.Encode()
 	}
-	lab := joinLabels(labels)
-	item := store.EnqueueItem{ID: j.ID, Kind: j.Kind, Payload: string(j.Payload), Spec: encodeSpec(maxAttempts, vis, boEnc),
-		When: when, Idem: nj.IdempotencyKey, ResultTTLMs: rttl, Labels: lab}
-	return prepared{job: j, item: item, labels: lab, index: i}, nil
+	return store.EnqueueItem{ID: j.ID, Kind: j.Kind, Payload: string(j.Payload), Spec: encodeSpec(j.MaxAttempts, j.Visibility, boEnc),
+		When: when, Idem: j.IdempotencyKey, ResultTTLMs: rttl, Labels: lab}
 }
 
 // Validate reports whether c would enqueue nj, with c's own limits

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"github.com/chronoq/chronoq/internal/store"
 	"math"
@@ -374,23 +373,27 @@ func (c *Client) WaitClaimable(ctx context.Context, queue string, wait time.Dura
 	if wait < time.Millisecond || wait > MaxClaimWait {
 		return false, invalid("wait", "must be in [1ms, %s], got %s", MaxClaimWait, wait)
 	}
+	return c.waitClaimable(ctx, queue, k, wait, labels)
+}
+
+// waitClaimable is WaitClaimable once its arguments are checked: it asks
+// wait.lua whether a job is claimable, and until one is, or the wait ends,
+// waits for the bucket's next token or on the wake hub and asks again.
+func (c *Client) waitClaimable(ctx context.Context, queue string, k store.Keys, wait time.Duration, labels []string) (bool, error) {
 	deadline := time.Now().Add(wait) // Redis waits in real time
 	for {
-		ms := wait.Milliseconds()
-		p := store.WaitArgs{WaitMs: ms}
+		p := store.WaitArgs{WaitMs: wait.Milliseconds()}
 		res, err := callSets(ctx, c, store.Wait, k, &p, labels, &p.Eligible)
 		if err != nil {
 			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
 		}
-		paused, pending := res.Paused, res.Pending
-		if pending > 0 {
+		if res.Pending > 0 {
 			return true, nil
 		}
 		left := time.Until(deadline)
-		limited := res.At != nil // held back by the limits
-		at, ok := res.At.(string)
-		if limited && !ok {
-			return false, fmt.Errorf("queue: wait for %s: %w", queue, &store.ReplyError{Script: "wait", Field: "at", Reply: res.At, Want: "a string"})
+		at, err := waitLimitAt(queue, res.At)
+		if err != nil {
+			return false, err
 		}
 		if at != "" {
 			// Pending, but the bucket lets no claim take a job now: wait
@@ -402,32 +405,29 @@ func (c *Client) WaitClaimable(ctx context.Context, queue string, wait time.Dura
 			c.sleepLimited(ctx, c.parseLimitAt(at), left)
 			continue
 		}
-		if paused == 1 {
-			t := c.clock.NewTimer(max(left, 0))
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-			case <-t.Chan():
-			}
+		if res.Paused == 1 {
+			c.sleepCtx(ctx, max(left, 0))
 			return false, nil
 		}
 		if left <= 0 || ctx.Err() != nil {
 			return false, nil
 		}
-		t0 := time.Now()
-		woken, err := c.waitWake(ctx, k, labels, left)
-		if limited {
-			c.limitWaited(time.Since(t0)) // at MaxInFlight, for a lease to end
-		}
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
-				return false, nil
-			}
-			return false, fmt.Errorf("queue: wait for %s: %w", queue, err)
-		}
-		if !woken {
-			return false, nil // the wait ran out (see Claim's)
+		// Not woken, the wait ran out (see Claim's).
+		woken, err := c.awaitWake(ctx, "wait for", queue, k, labels, res.At != nil, left)
+		if err != nil || !woken {
+			return false, err
 		}
 		wait = max(time.Until(deadline), time.Millisecond)
 	}
+}
+
+// waitLimitAt reads wait.lua's "at": nil, the limits hold nothing back;
+// "", held back at MaxInFlight (until a lease ends); otherwise the time of
+// the bucket's next token.
+func waitLimitAt(queue string, at any) (string, error) {
+	s, ok := at.(string)
+	if at != nil && !ok {
+		return "", fmt.Errorf("queue: wait for %s: %w", queue, &store.ReplyError{Script: "wait", Field: "at", Reply: at, Want: "a string"})
+	}
+	return s, nil
 }

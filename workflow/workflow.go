@@ -504,6 +504,50 @@ const jobNode = "job"
 // workflow of its own; it may have ended already. An unknown one is
 // queue.ErrNotFound.
 func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []queue.JobRef, policy Policy) (*queue.Job, error) {
+	names, err := checkDependsOn(parents, policy)
+	if err != nil {
+		return nil, err
+	}
+	u, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("workflow: new id: %w", err)
+	}
+	id := strings.ReplaceAll(u.String(), "-", "")
+	prep, err := c.q.PrepareNode(nj, id, jobNode)
+	if err != nil {
+		return nil, err
+	}
+	// The parents are looked at first, so that a wrong one is refused
+	// before anything is written (a race with its deletion, or with
+	// other dependents' adoptions up to the cap, is caught by the
+	// adoption below).
+	jobs, err := c.q.Jobs(ctx, parents)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkParents(parents, jobs); err != nil {
+		return nil, err
+	}
+	specs := afterSpecs(parents, names, prep)
+	mark, err := c.q.MarkWorkflowDirty(ctx, id, "create")
+	if err != nil {
+		return nil, fmt.Errorf("workflow: enqueue: %w", err)
+	}
+	if err := c.createAfter(ctx, id, policy, specs, prep); err != nil {
+		return nil, fmt.Errorf("workflow %s: enqueue: %w", id, err)
+	}
+	if err := c.adoptParents(ctx, id, parents); err != nil {
+		return nil, err
+	}
+	if err := c.start(ctx, id, mark); err != nil {
+		return nil, fmt.Errorf("workflow %s: enqueue: %w", id, err)
+	}
+	return c.q.Get(ctx, prep.Queue, prep.ID)
+}
+
+// checkDependsOn checks EnqueueAfter's parents and policy and answers the
+// parents' names (their job ids).
+func checkDependsOn(parents []queue.JobRef, policy Policy) ([]string, error) {
 	if len(parents) == 0 || len(parents) > MaxDependsOn {
 		return nil, invalid("depends_on", "a job depends on 1 to %d jobs, got %d", MaxDependsOn, len(parents))
 	}
@@ -526,63 +570,55 @@ func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []qu
 		seen[p.ID] = true
 		names[i] = p.ID
 	}
-	u, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("workflow: new id: %w", err)
-	}
-	id := strings.ReplaceAll(u.String(), "-", "")
-	prep, err := c.q.PrepareNode(nj, id, jobNode)
-	if err != nil {
-		return nil, err
-	}
-	// The parents are looked at first, so that a wrong one is refused
-	// before anything is written (a race with its deletion, or with
-	// other dependents' adoptions up to the cap, is caught by the
-	// adoption below).
-	jobs, err := c.q.Jobs(ctx, parents)
-	if err != nil {
-		return nil, err
-	}
+	return names, nil
+}
+
+// checkParents refuses parents of which a job (jobs[i], nil: not found) is
+// missing or has queue.MaxWatchers dependents already.
+func checkParents(parents []queue.JobRef, jobs []*queue.Job) error {
 	for i, j := range jobs {
 		switch {
 		case j == nil:
-			return nil, fmt.Errorf("%w: depends_on[%d]: %s/%s", queue.ErrNotFound, i, parents[i].Queue, parents[i].ID)
+			return fmt.Errorf("%w: depends_on[%d]: %s/%s", queue.ErrNotFound, i, parents[i].Queue, parents[i].ID)
 		case len(j.Watchers) >= queue.MaxWatchers:
-			return nil, fmt.Errorf("%w: depends_on[%d]: job %s/%s has %d dependents already, the cap (queue.MaxWatchers)",
+			return fmt.Errorf("%w: depends_on[%d]: job %s/%s has %d dependents already, the cap (queue.MaxWatchers)",
 				queue.ErrTooManyWatchers, i, parents[i].Queue, parents[i].ID, queue.MaxWatchers)
 		}
 	}
+	return nil
+}
+
+// afterSpecs are the nodes of EnqueueAfter's implicit workflow: each
+// parent, external, then the job, a child of them all.
+func afterSpecs(parents []queue.JobRef, names []string, prep queue.PreparedNode) []queue.NodeSpec {
 	specs := make([]queue.NodeSpec, 0, len(parents)+1)
 	for _, p := range parents {
 		specs = append(specs, queue.NodeSpec{Name: p.ID, Queue: p.Queue, JobID: p.ID, Children: []string{jobNode}, External: true})
 	}
-	specs = append(specs, queue.NodeSpec{Name: jobNode, Queue: prep.Queue, JobID: prep.ID, Parents: names})
-	mark, err := c.q.MarkWorkflowDirty(ctx, id, "create")
-	if err != nil {
-		return nil, fmt.Errorf("workflow: enqueue: %w", err)
-	}
-	fail := func(err error) (*queue.Job, error) {
-		return nil, fmt.Errorf("workflow %s: enqueue: %w", id, err)
-	}
+	return append(specs, queue.NodeSpec{Name: jobNode, Queue: prep.Queue, JobID: prep.ID, Parents: names})
+}
+
+// createAfter writes EnqueueAfter's workflow hash and its job.
+func (c *Client) createAfter(ctx context.Context, id string, policy Policy, specs []queue.NodeSpec, prep queue.PreparedNode) error {
 	if err := c.q.CreateWorkflow(ctx, id, string(cmp.Or(policy, PolicyCancel)), specs); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := c.q.AddNodeJobs(ctx, []queue.PreparedNode{prep}); err != nil {
-		return fail(err)
-	}
+	return c.q.AddNodeJobs(ctx, []queue.PreparedNode{prep})
+}
+
+// adoptParents makes workflow id a watcher of each parent. One lost to a
+// race cancels the workflow's job (its parents are left alone) and
+// answers the adoption's error.
+func (c *Client) adoptParents(ctx context.Context, id string, parents []queue.JobRef) error {
 	for _, p := range parents {
 		if err := c.q.AdoptJob(ctx, p.Queue, p.ID, id, p.ID); err != nil {
-			// Lost a race: the job is canceled (its parents are left alone).
 			if st, cerr := c.q.CancelWorkflow(ctx, id, c.ret); cerr == nil {
 				_ = c.apply(ctx, st.Actions)
 			}
-			return nil, err
+			return err
 		}
 	}
-	if err := c.start(ctx, id, mark); err != nil {
-		return fail(err)
-	}
-	return c.q.Get(ctx, prep.Queue, prep.ID)
+	return nil
 }
 
 // start ends a creation whose workflow hash and node jobs are written:
