@@ -124,7 +124,7 @@ func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o C
 	for {
 		left := time.Until(deadline)
 		if left <= 0 || ctx.Err() != nil {
-			return nil, nil
+			return nil, nil //nolint:nilerr // a wait that ended (its time or ctx) answers empty-handed
 		}
 		var again bool
 		var err error
@@ -163,7 +163,7 @@ func (c *Client) awaitWake(ctx context.Context, what, queue string, k store.Keys
 	}
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
-			return false, nil
+			return false, nil //nolint:nilerr // the wait ended: not woken, and no error
 		}
 		return false, fmt.Errorf("queue: %s %s: %w", what, queue, err)
 	}

@@ -400,7 +400,7 @@ func (c *Client) waitClaimable(ctx context.Context, queue string, k store.Keys, 
 			// for its next token and look again. (At MaxInFlight, at is
 			// "" and the wait is on the wake stream, below.)
 			if left <= 0 || ctx.Err() != nil {
-				return false, nil
+				return false, nil //nolint:nilerr // a wait that ended answers false, not an error
 			}
 			c.sleepLimited(ctx, c.parseLimitAt(at), left)
 			continue
@@ -410,7 +410,7 @@ func (c *Client) waitClaimable(ctx context.Context, queue string, k store.Keys, 
 			return false, nil
 		}
 		if left <= 0 || ctx.Err() != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a wait that ended answers false, not an error
 		}
 		// Not woken, the wait ran out (see Claim's).
 		woken, err := c.awaitWake(ctx, "wait for", queue, k, labels, res.At != nil, left)
