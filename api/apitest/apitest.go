@@ -181,10 +181,15 @@ func (c *Contract) Check(ctx context.Context, x Exchange) error {
 func (c *Contract) checkRequest(ctx context.Context, x Exchange) (*routers.Route, *openapi3filter.RequestValidationInput, error) {
 	req := x.Request.Clone(ctx)
 	if len(bytes.TrimSpace(x.RequestBody)) == 0 {
-		// White space is no body, for the server as for a JSON parser.
+		// White space is no body, for the server as for a JSON parser,
+		// whatever Content-Type came with it.
 		x.RequestBody = nil
+		req.Header.Del("Content-Type")
 	}
-	req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(x.RequestBody)), int64(len(x.RequestBody))
+	if x.RequestBody == nil {
+		req.Body = http.NoBody
+	}
 	route, params, err := c.findRoute(req)
 	if err != nil {
 		return nil, nil, c.checkNoRoute(x, err)
