@@ -1218,3 +1218,41 @@ local function add_sets(labels_of, max_sets, current)
   end
   return nil
 end
+
+-- member_lt reports whether member a sorts before b in byte order, as
+-- Redis orders the members of equal score.
+local function member_lt(a, b)
+  local m = math.min(#a, #b)
+  for i = 1, m do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return #a < #b
+end
+
+-- rank_after answers the rank in sorted set key of the first member
+-- ordered after (score, id) (strict) or not before it (not strict),
+-- whether or not id is a member: a page's cursor, found by binary search
+-- among the members of that score.
+local function rank_after(key, score, id, strict)
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
+  local hi = redis.call('ZCOUNT', key, '-inf', score)
+  while lo < hi do -- ranks [lo, hi) hold the members of this score, by bytes
+    local mid = math.floor((lo + hi) / 2)
+    local m = redis.call('ZRANGE', key, mid, mid)[1]
+    local after
+    if strict then
+      after = member_lt(id, m)
+    else
+      after = not member_lt(m, id)
+    end
+    if after then
+      hi = mid
+    else
+      lo = mid + 1
+    end
+  end
+  return lo
+end

@@ -29,34 +29,12 @@ local function kind_of(id, f)
   return f[R_kind]
 end
 
-local function lt(a, b) -- byte order, as Redis orders members of equal score
-  local m = math.min(#a, #b)
-  for i = 1, m do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then
-      return x < y
-    end
-  end
-  return #a < #b
-end
-
 if not sets_current() then
   return redis.error_reply(STALE_SETS)
 end
 local start = 0
 if cid ~= '' then
-  -- the first rank after (cscore, cid), found by binary search
-  local lo = redis.call('ZCOUNT', K_dead, '-inf', '(' .. cscore)
-  local hi = redis.call('ZCOUNT', K_dead, '-inf', cscore)
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if lt(cid, redis.call('ZRANGE', K_dead, mid, mid)[1]) then
-      hi = mid
-    else
-      lo = mid + 1
-    end
-  end
-  start = lo
+  start = rank_after(K_dead, cscore, cid, true)
 end
 local r = redis.call('ZRANGE', K_dead, start, start + batch - 1, 'WITHSCORES')
 local done = 0

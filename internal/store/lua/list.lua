@@ -34,40 +34,6 @@ elseif not sets[st] then
   return redis.error_reply('ERR chronoq list: no such status')
 end
 
-local function lt(a, b)
-  local m = math.min(#a, #b)
-  for i = 1, m do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then
-      return x < y
-    end
-  end
-  return #a < #b
-end
-
--- rank_after answers the rank of the first member ordered after (score, id)
--- (strict) or not before it (not strict), whether or not id is a member.
-local function rank_after(score, id, strict)
-  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
-  local hi = redis.call('ZCOUNT', key, '-inf', score)
-  while lo < hi do -- ranks [lo, hi) hold the members of this score, by bytes
-    local mid = math.floor((lo + hi) / 2)
-    local m = redis.call('ZRANGE', key, mid, mid)[1]
-    local after
-    if strict then
-      after = lt(id, m)
-    else
-      after = not lt(m, id)
-    end
-    if after then
-      hi = mid
-    else
-      lo = mid + 1
-    end
-  end
-  return lo
-end
-
 local out = { 0, '', '' }
 local function add(id, num)
   out[2], out[3] = tostring(num), id
@@ -81,7 +47,7 @@ if mode == 'zasc' then
   local total = redis.call('ZCARD', key) - 1 -- less the sentinel, ranked last
   local start = 0
   if cid ~= '' then
-    start = rank_after(cnum, cid, true)
+    start = rank_after(key, cnum, cid, true)
   end
   local stop = math.min(start + n, total) - 1
   if stop >= start then
@@ -96,7 +62,7 @@ if mode == 'zasc' then
 elseif mode == 'zdesc' then
   local stop = redis.call('ZCARD', key) - 1 -- exclusive: the sentinel ranks last
   if cid ~= '' then
-    stop = math.min(rank_after(cnum, cid, false), stop)
+    stop = math.min(rank_after(key, cnum, cid, false), stop)
   end
   if stop > 0 then
     local from = math.max(stop - n, 0)
