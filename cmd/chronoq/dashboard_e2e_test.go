@@ -163,22 +163,35 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.Empty(t, b.eval(`document.cookie`)) // HttpOnly
 	b.waitFor("the demo panel", `!document.getElementById("demo-panel").hidden`, 5*time.Second)
 
-	// A batch due in 2 s: scheduled, soonest first.
-	b.do(b.set("demo-count", "4"), b.set("demo-when", "delay"), b.set("demo-delay", "2s"), b.click("#demo-batch"))
+	// A batch due in an hour: scheduled, soonest first. (An hour, so that
+	// no row leaves the scheduled tab while the test opens it, however slow
+	// the machine.)
+	b.do(b.set("demo-count", "4"), b.set("demo-when", "delay"), b.set("demo-delay", "1h"), b.click("#demo-batch"))
 	b.waitFor("4 scheduled jobs", rows("scheduled", "===", 4), 10*time.Second)
 	require.Equal(t, "demo", b.eval(`document.getElementById("queue-select").value`))
-	// Open one: its page shows its payload; back to the list.
+	// Open one: its page shows its payload; run it now from there; back to
+	// the list.
 	b.do(b.click("#jobs tr.job"))
 	b.waitFor("the job's page", `!document.querySelector("[data-view=job]").hidden && document.getElementById("detail-payload").textContent.includes("user")`, 5*time.Second)
 	require.Contains(t, b.eval(`location.hash`), "#/queues/demo/jobs/")
+	b.waitFor("the scheduled job's status", `document.getElementById("job-status").dataset.status === "scheduled"`, 5*time.Second)
+	b.do(b.click(`#detail-actions button[data-act="run now"]`))
+	b.waitFor("the job run now", `document.getElementById("job-status").dataset.status === "pending"`, 5*time.Second)
 	b.do(b.click("#job-back"))
-	b.waitFor("the jobs again", `!document.querySelector("[data-view=queues]").hidden && `+rows("scheduled", "===", 4), 5*time.Second)
+	b.waitFor("the other jobs again", `!document.querySelector("[data-view=queues]").hidden && `+rows("scheduled", "===", 3), 5*time.Second)
+	// The other three, run now from their rows.
+	for left := 2; left >= 0; left-- {
+		b.do(b.click(`#jobs tr.job[data-status=scheduled] button[data-act="run now"]`))
+		b.waitFor("a scheduled job run now", rows("scheduled", "===", left), 5*time.Second)
+	}
+	// And two due in a second, which the promoter moves when due.
+	b.do(b.set("demo-count", "2"), b.set("demo-delay", "1s"), b.click("#demo-batch"))
 
-	// Workers: the jobs are promoted when due and completed.
+	// Workers: the jobs are completed.
 	b.do(b.set("demo-size", "2"), b.set("demo-latency", "50ms"), b.set("demo-fail", "0"), b.set("demo-hang", "0"), b.click("#demo-apply"))
 	b.waitFor("2 workers", text("demo-running", "2"), 5*time.Second)
 	b.do(b.click(`#tabs button[data-tab=completed]`))
-	b.waitFor("4 completed jobs", rows("completed", "===", 4), 20*time.Second)
+	b.waitFor("6 completed jobs", rows("completed", "===", 6), 20*time.Second)
 	b.waitFor("the throughput chart", `!!document.querySelector("#chart-throughput path.series[data-queue=demo]") && !!document.querySelector("#chart-lateness path.series[data-queue=demo]")`, 5*time.Second)
 
 	// Hung workers: each claims a job and crashes holding it.
