@@ -169,6 +169,7 @@ type Client struct {
 	labelSets sync.Map // queue name -> *setView: its label sets as last read (labels.go)
 
 	hubs wakeHubs // the wake hubs of the waits (wakehub.go)
+	ends endHub   // the waits for job ends (endwait.go)
 }
 
 // NewClient checks cfg, fills its defaults and opens the blocking pool.
@@ -253,8 +254,9 @@ func (c *Client) checkDefaults() error {
 	return nil
 }
 
-// Close closes the blocking pool. The Redis client given in Config is the
-// caller's to close.
+// Close closes the blocking pool and the subscriptions of the waits for
+// job ends (WaitEnded, which then answers an error). The Redis client
+// given in Config is the caller's to close.
 func (c *Client) Close() error {
 	c.remarkMu.Lock()
 	if !c.closed {
@@ -262,6 +264,7 @@ func (c *Client) Close() error {
 		close(c.closing)
 	}
 	c.remarkMu.Unlock()
+	c.ends.close()
 	return c.blocking.Close()
 }
 
