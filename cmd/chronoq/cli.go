@@ -348,7 +348,7 @@ func jobCommand(ctx context.Context, name string, args []string, env func(string
 		return c.usageErr("usage: chronoq %s --queue Q ID", name)
 	}
 	if name == "inspect" {
-		res, err := c.api.GetJobWithResponse(ctx, q, pos[0])
+		res, err := c.api.GetJobWithResponse(ctx, q, pos[0], nil)
 		return show(c, res, err, nil) // the whole job, as JSON
 	}
 	res, err := c.api.CancelJobWithResponse(ctx, q, pos[0])

@@ -1,0 +1,79 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
+)
+
+// 10,000 calls wait for the ends of 10,000 jobs on one client: they hold
+// no connection each (the channel has one subscriber, the client's pool
+// no more connections than its size), and each answers its job completed
+// once the jobs are completed.
+func TestWaitEndedHoldsTenThousandWaiters(t *testing.T) {
+	t.Parallel()
+	const n = 10_000
+	b := newBundle(t, func(t *testing.T) redis.UniversalClient { return testutil.Redis(t) })
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+
+	njs := make([]queue.NewJob, queue.MaxBatch)
+	for i := range njs {
+		njs[i] = queue.NewJob{Queue: b.queue, Kind: "k"}
+	}
+	for range n / queue.MaxBatch {
+		_, err := b.client.EnqueueBatch(ctx, njs)
+		require.NoError(t, err)
+	}
+	var jobs []*queue.Job
+	for len(jobs) < n {
+		js, err := b.client.Claim(ctx, b.queue, queue.ClaimOptions{Max: queue.MaxBatch})
+		require.NoError(t, err)
+		require.NotEmpty(t, js)
+		jobs = append(jobs, js...)
+	}
+
+	got := make(chan waitResult, n)
+	for _, j := range jobs {
+		go func() {
+			w, err := b.client.WaitEnded(ctx, b.queue, j.ID, time.Hour) // the fake clock: no end by time
+			got <- waitResult{w, err}
+		}()
+	}
+	require.Eventually(t, func() bool { return b.client.JobWaiters() == n }, 30*time.Second, 5*time.Millisecond,
+		"every call waits")
+	subs, err := b.rdb.PubSubNumSub(ctx, b.events()).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), subs[b.events()], "one subscription for all the waits")
+	pool := b.rdb.(*redis.Client)
+	require.LessOrEqual(t, int(pool.PoolStats().TotalConns), pool.Options().PoolSize,
+		"the waits hold no connection of the pool")
+
+	for i := 0; i < n; i += queue.MaxBatch {
+		acks := make([]queue.Ack, 0, queue.MaxBatch)
+		for _, j := range jobs[i : i+queue.MaxBatch] {
+			acks = append(acks, queue.Ack{ID: j.ID, Token: j.Token})
+		}
+		errs, err := b.client.CompleteMany(ctx, b.queue, acks)
+		require.NoError(t, err)
+		for _, e := range errs {
+			require.NoError(t, e)
+		}
+	}
+	for range n {
+		select {
+		case r := <-got:
+			require.NoError(t, r.err)
+			require.Equal(t, queue.StatusCompleted, r.job.Status)
+		case <-ctx.Done():
+			t.Fatalf("%d waits still waiting", b.client.JobWaiters())
+		}
+	}
+	require.Zero(t, b.client.JobWaiters())
+}
