@@ -43,10 +43,12 @@ const endLinger = 30 * time.Second
 // endHub is a client's waits for job ends.
 type endHub struct {
 	mu     sync.Mutex
+	c      *Client
 	ps     *redis.PubSub        // one server: the one subscription; nil when none
 	queues map[string]*endQueue // by queue name
 	chans  map[string]*endQueue // by events channel
 	count  int                  // waiters, all queues together
+	closed bool                 // by Client.Close: no more subscriptions
 }
 
 // endQueue is the hub's subscription to one queue's events and its
@@ -57,6 +59,7 @@ type endQueue struct {
 	// ready is closed when Redis confirmed the subscription.
 	ready    chan struct{}
 	hasReady bool
+	live     bool                               // a cluster: Redis confirmed ps's subscription
 	waiters  map[string]map[*endWaiter]struct{} // by job id
 	n        int
 	linger   clockwork.Timer // runs while the queue has no waiter
@@ -117,7 +120,10 @@ func (c *Client) WaitEnded(ctx context.Context, queue, id string, wait time.Dura
 	t := c.clock.NewTimer(wait)
 	defer t.Stop()
 	q, w := c.ends.join(c, queue, id)
-	defer c.ends.leave(c, queue, id, q, w)
+	if q == nil {
+		return nil, errClosed
+	}
+	defer c.ends.leave(queue, id, q, w)
 	select {
 	case <-q.ready:
 	case <-t.Chan():
@@ -153,19 +159,22 @@ func (c *Client) JobWaiters() int {
 }
 
 // join adds a waiter for the job, subscribing to its queue's events when
-// the hub is not subscribed to them.
+// the hub is not subscribed to them; nil when the client is closed.
 func (h *endHub) join(c *Client, queue, id string) (*endQueue, *endWaiter) {
 	w := &endWaiter{ch: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return nil, nil
+	}
 	if h.queues == nil {
-		h.queues, h.chans = map[string]*endQueue{}, map[string]*endQueue{}
+		h.c, h.queues, h.chans = c, map[string]*endQueue{}, map[string]*endQueue{}
 	}
 	q := h.queues[queue]
 	if q == nil {
 		q = &endQueue{channel: store.QueueKeys(c.ns, queue).Events, ready: make(chan struct{}), waiters: map[string]map[*endWaiter]struct{}{}}
 		h.queues[queue], h.chans[q.channel] = q, q
-		h.subscribe(c, q)
+		h.subscribe(q)
 	}
 	if q.linger != nil {
 		q.linger.Stop()
@@ -185,11 +194,10 @@ func (h *endHub) join(c *Client, queue, id string) (*endQueue, *endWaiter) {
 // subscribe subscribes to q's channel (under h.mu). go-redis sends the
 // command now or, when it cannot, with its next connection: the
 // confirmation, read by the reader, closes q.ready.
-func (h *endHub) subscribe(c *Client, q *endQueue) {
-	ctx := context.Background()
+func (h *endHub) subscribe(q *endQueue) {
+	ctx, c := context.Background(), h.c
 	if c.cluster {
-		q.ps = c.rdb.SSubscribe(ctx, q.channel)
-		go h.read(q.ps)
+		h.shard(q)
 		return
 	}
 	if h.ps == nil {
@@ -202,7 +210,7 @@ func (h *endHub) subscribe(c *Client, q *endQueue) {
 
 // leave takes the waiter off; the queue's subscription lingers for
 // endLinger once it has no waiter.
-func (h *endHub) leave(c *Client, queue, id string, q *endQueue, w *endWaiter) {
+func (h *endHub) leave(queue, id string, q *endQueue, w *endWaiter) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ws := q.waiters[id]
@@ -212,11 +220,11 @@ func (h *endHub) leave(c *Client, queue, id string, q *endQueue, w *endWaiter) {
 	}
 	q.n--
 	h.count--
-	if q.n > 0 {
+	if q.n > 0 || h.closed {
 		return
 	}
 	var lt clockwork.Timer
-	lt = c.clock.AfterFunc(endLinger, func() { h.drop(queue, q, lt) })
+	lt = h.c.clock.AfterFunc(endLinger, func() { h.drop(queue, q, lt) })
 	q.linger = lt
 }
 
@@ -246,6 +254,7 @@ func (h *endHub) drop(queue string, q *endQueue, lt clockwork.Timer) {
 func (h *endHub) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closed = true
 	if h.ps != nil {
 		_ = h.ps.Close()
 		h.ps = nil
@@ -267,8 +276,11 @@ func (h *endHub) read(ps *redis.PubSub) {
 	for m := range ps.ChannelWithSubscriptions(redis.WithChannelSize(eventBuffer)) {
 		switch m := m.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
-				h.confirmed(m.Channel)
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
+				h.confirmed(m.Channel, ps)
+			case "sunsubscribe":
+				h.moved(m.Channel, ps)
 			}
 		case *redis.Message:
 			h.message(m.Channel, m.Payload)
@@ -276,16 +288,18 @@ func (h *endHub) read(ps *redis.PubSub) {
 	}
 }
 
-// confirmed handles a subscription Redis confirmed: the first opens the
-// queue's waits; a later one (go-redis subscribed again on a new
-// connection) makes every waiter read its job again.
-func (h *endHub) confirmed(channel string) {
+// confirmed handles a subscription Redis confirmed on ps: the first opens
+// the queue's waits; a later one (go-redis subscribed again on a new
+// connection, or the hub on a slot's new master) makes every waiter read
+// its job again.
+func (h *endHub) confirmed(channel string, ps *redis.PubSub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.chans[channel]
-	if q == nil {
-		return
+	if q == nil || (q.ps != nil && q.ps != ps) {
+		return // dropped, or a sharded subscription since replaced
 	}
+	q.live = true
 	if !q.hasReady {
 		q.hasReady = true
 		close(q.ready)
@@ -296,6 +310,67 @@ func (h *endHub) confirmed(channel string) {
 			w.poke()
 		}
 	}
+}
+
+// shard subscribes to q's channel on a cluster (under h.mu): a sharded
+// subscription of its own, on the node of the channel's slot as the
+// cluster client knows it, and a goroutine that subscribes again until
+// Redis confirms one (a client whose slot map is behind sends it to a node
+// that answers MOVED, and go-redis does not follow that for a
+// subscription).
+func (h *endHub) shard(q *endQueue) {
+	q.live = false
+	q.ps = h.c.rdb.SSubscribe(context.Background(), q.channel)
+	go h.read(q.ps)
+	go h.confirm(q, q.ps)
+}
+
+// confirm waits for Redis to confirm ps, q's sharded subscription, and
+// while it has not, has the cluster client read its slot map again and
+// subscribes anew, each time after a longer pause (from 10 ms to 1 s, in
+// real time: the slot map reloads in real time). It stops when q is
+// dropped, the client closed, or another subscription replaced ps.
+func (h *endHub) confirm(q *endQueue, ps *redis.PubSub) {
+	cc, _ := h.c.rdb.(*redis.ClusterClient)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-h.c.closing:
+			t.Stop()
+			return
+		}
+		h.mu.Lock()
+		if h.closed || h.chans[q.channel] != q || q.ps != ps || q.live {
+			h.mu.Unlock()
+			return
+		}
+		if cc != nil {
+			cc.ReloadState(context.Background())
+		}
+		_ = ps.Close()
+		ps = h.c.rdb.SSubscribe(context.Background(), q.channel)
+		q.ps = ps
+		go h.read(ps)
+		h.mu.Unlock()
+	}
+}
+
+// moved handles a sharded subscription Redis ended by itself (the slot
+// of the channel moved to another node): when the hub still wants the
+// channel, it subscribes again, on the slot's new node.
+func (h *endHub) moved(channel string, ps *redis.PubSub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.chans[channel]
+	if q == nil || q.ps != ps || h.closed {
+		return // dropped by the hub, or already subscribed again
+	}
+	_ = ps.Close()
+	if cc, ok := h.c.rdb.(*redis.ClusterClient); ok {
+		cc.ReloadState(context.Background())
+	}
+	h.shard(q)
 }
 
 // message wakes the waiters of each job the message's events say ended or

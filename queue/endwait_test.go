@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -76,4 +77,45 @@ func TestWaitEndedHoldsTenThousandWaiters(t *testing.T) {
 		}
 	}
 	require.Zero(t, b.client.JobWaiters())
+}
+
+// A wait follows its queue's slot to another master: Redis ends the
+// sharded subscription there (SUNSUBSCRIBE), the hub subscribes again on
+// the new master, and the job's end, published there, answers the wait.
+func TestWaitEndedFollowsAMovedSlot(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("cluster suite skipped in -short mode")
+	}
+	testutil.NeedRedisServer(t, "a Redis Cluster")
+	pc := testutil.StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := queue.NewClient(queue.Config{Redis: pc.Client(), Namespace: testutil.Namespace(t), Clock: testutil.FakeClock(), FollowClock: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	const q = "moving"
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: q, Kind: "k"})
+	require.NoError(t, err)
+	js, err := c.Claim(ctx, q, queue.ClaimOptions{})
+	require.NoError(t, err)
+	require.Len(t, js, 1)
+	j := js[0]
+
+	got := make(chan waitResult, 1)
+	go func() {
+		w, err := c.WaitEnded(ctx, q, j.ID, time.Hour) // the fake clock: no end by time
+		got <- waitResult{w, err}
+	}()
+	require.Eventually(t, func() bool { return c.JobWaiters() == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, pc.MigrateSlot(ctx, testutil.MigrateOptions{Slot: testutil.KeySlot("{" + q + "}"), KeysPerStep: 100}))
+	require.NoError(t, c.Complete(ctx, q, j.ID, j.Token, json.RawMessage(`"moved"`)))
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		require.Equal(t, queue.StatusCompleted, r.job.Status)
+		require.JSONEq(t, `"moved"`, string(r.job.Result))
+	case <-ctx.Done():
+		t.Fatal("the wait missed the end on the slot's new master")
+	}
 }
