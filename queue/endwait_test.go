@@ -119,3 +119,50 @@ func TestWaitEndedFollowsAMovedSlot(t *testing.T) {
 		t.Fatal("the wait missed the end on the slot's new master")
 	}
 }
+
+// A subscription whose connection is killed is made again by go-redis,
+// and its confirmation makes the waiters read their jobs again: an end
+// published while it was down is not missed. On a server of its own, to
+// kill its pub/sub clients.
+func TestWaitEndedSurvivesALostSubscription(t *testing.T) {
+	t.Parallel()
+	testutil.NeedRedisServer(t, "CLIENT KILL")
+	rs := testutil.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: testutil.FakeClock(), FollowClock: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	const q = "lost"
+	for range 2 {
+		_, err = c.Enqueue(ctx, queue.NewJob{Queue: q, Kind: "k"})
+		require.NoError(t, err)
+	}
+	js, err := c.Claim(ctx, q, queue.ClaimOptions{Max: 2})
+	require.NoError(t, err)
+	require.Len(t, js, 2)
+
+	got := make(chan waitResult, 2)
+	for _, j := range js {
+		go func() {
+			w, err := c.WaitEnded(ctx, q, j.ID, time.Hour) // the fake clock: no end by time
+			got <- waitResult{w, err}
+		}()
+	}
+	require.Eventually(t, func() bool { return c.JobWaiters() == 2 }, 10*time.Second, time.Millisecond)
+	// The first job ends while no one is subscribed: its event is lost.
+	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+	require.NoError(t, c.Complete(ctx, q, js[0].ID, js[0].Token, json.RawMessage(`0`)))
+	r := <-got
+	require.NoError(t, r.err)
+	require.Equal(t, js[0].ID, r.job.ID)
+	require.Equal(t, queue.StatusCompleted, r.job.Status)
+	// The subscription is back: the second job's end reaches its waiter.
+	require.NoError(t, c.Complete(ctx, q, js[1].ID, js[1].Token, json.RawMessage(`1`)))
+	r = <-got
+	require.NoError(t, r.err)
+	require.Equal(t, js[1].ID, r.job.ID)
+	require.Equal(t, queue.StatusCompleted, r.job.Status)
+}
