@@ -167,3 +167,46 @@ func TestWaitEndedSurvivesALostSubscription(t *testing.T) {
 	require.Equal(t, js[1].ID, r.job.ID)
 	require.Equal(t, queue.StatusCompleted, r.job.Status)
 }
+
+// A queue's channel stays subscribed for EndLinger after its last waiter
+// left, then is unsubscribed (the last one's closes the connection); a
+// later wait subscribes again.
+func TestWaitEndedUnsubscribesAfterTheLinger(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t, func(t *testing.T) redis.UniversalClient { return testutil.Redis(t) })
+	channel := func(q string) string { return b.ns + ":{" + q + "}:events" }
+	subscribers := func(q string) int64 {
+		n, err := b.rdb.PubSubNumSub(b.ctx, channel(q)).Result()
+		require.NoError(t, err)
+		return n[channel(q)]
+	}
+	// waitOne waits for a job of q while it is completed.
+	waitOne := func(q string) {
+		_, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: q, Kind: "k"})
+		require.NoError(t, err)
+		js, err := b.client.Claim(b.ctx, q, queue.ClaimOptions{})
+		require.NoError(t, err)
+		require.Len(t, js, 1)
+		got := make(chan waitResult, 1)
+		go func() {
+			j, err := b.client.WaitEnded(b.ctx, q, js[0].ID, time.Hour)
+			got <- waitResult{j, err}
+		}()
+		require.Eventually(t, func() bool { return b.client.JobWaiters() == 1 && subscribers(q) == 1 },
+			10*time.Second, time.Millisecond)
+		require.NoError(t, b.client.Complete(b.ctx, q, js[0].ID, js[0].Token, nil))
+		r := <-got
+		require.NoError(t, r.err)
+		require.Equal(t, queue.StatusCompleted, r.job.Status)
+	}
+	waitOne("a")
+	waitOne("b")
+	require.Equal(t, int64(1), subscribers("a"), "lingering")
+	b.clock.Advance(queue.EndLinger - time.Millisecond)
+	require.Equal(t, int64(1), subscribers("a"), "lingering still")
+	require.Equal(t, int64(1), subscribers("b"))
+	b.clock.Advance(time.Millisecond)
+	require.Eventually(t, func() bool { return subscribers("a") == 0 && subscribers("b") == 0 }, 10*time.Second, time.Millisecond,
+		"unsubscribed after the linger")
+	waitOne("a") // subscribed again
+}
