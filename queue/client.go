@@ -168,8 +168,9 @@ type Client struct {
 
 	labelSets sync.Map // queue name -> *setView: its label sets as last read (labels.go)
 
-	hubs wakeHubs // the wake hubs of the waits (wakehub.go)
-	ends endHub   // the waits for job ends (endwait.go)
+	hubs     wakeHubs                     // the wake hubs of the waits (wakehub.go)
+	ends     endHub                       // the waits for job ends (endwait.go)
+	endReads *batch.Batcher[string, *Job] // their reads of their jobs, by queue
 }
 
 // NewClient checks cfg, fills its defaults and opens the blocking pool.
@@ -204,6 +205,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c.backoffEnc = c.backoff.Encode()
 	c.enqueues = c.newEnqueues()
+	c.endReads = c.newEndReads()
 	if err := c.checkDefaults(); err != nil {
 		return nil, err
 	}

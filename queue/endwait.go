@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chronoq/chronoq/internal/batch"
 	"github.com/chronoq/chronoq/internal/store"
 )
 
@@ -78,6 +79,39 @@ func (w *endWaiter) poke() {
 	}
 }
 
+// maxEndReads is the most jobs one read of waiting jobs takes (a job's
+// payload and result may each be a MiB: a read of many must stay small).
+const maxEndReads = 100
+
+// newEndReads answers the batcher of the reads of waiting jobs, by queue:
+// the waits that read their jobs at once (10,000 joining, or woken by one
+// batch's ends, or by a subscription made again) read them in pipelines
+// of up to maxEndReads jobs, not each on a connection of the pool.
+func (c *Client) newEndReads() *batch.Batcher[string, *Job] {
+	return batch.New(c.sendEndReads, batch.Config[string]{Items: func(string) int { return batch.MaxItems / maxEndReads }})
+}
+
+// sendEndReads reads jobs ids of queue q in one pipeline, as Get does.
+func (c *Client) sendEndReads(ctx context.Context, q string, ids []string) ([]*Job, []error, error) {
+	k, err := c.keysFor(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	pipe := c.rdb.Pipeline()
+	reads := make([]func() (*Job, error), len(ids))
+	for i, id := range ids {
+		reads[i] = getJob(ctx, pipe, k, q, id)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, wrapRedis(err)
+	}
+	jobs, errs := make([]*Job, len(ids)), make([]error, len(ids))
+	for i, read := range reads {
+		jobs[i], errs[i] = read()
+	}
+	return jobs, errs, nil
+}
+
 // errEventsOff is the wait of a client whose scripts publish no events.
 var errEventsOff = errors.New("queue: waiting for a job's end needs job events, which Config.DisableEvents turns off")
 
@@ -124,24 +158,25 @@ func (c *Client) WaitEnded(ctx context.Context, queue, id string, wait time.Dura
 		return nil, errClosed
 	}
 	defer c.ends.leave(queue, id, q, w)
+	read := func() (*Job, error) { return c.endReads.Do(ctx, queue, id) }
 	select {
 	case <-q.ready:
 	case <-t.Chan():
-		return c.Get(ctx, queue, id) // the subscription was not confirmed in time
+		return read() // the subscription was not confirmed in time
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-c.closing:
 		return nil, errClosed
 	}
 	for {
-		j, err := c.Get(ctx, queue, id)
+		j, err := read()
 		if err != nil || ended(j.Status) {
 			return j, err
 		}
 		select {
 		case <-w.ch:
 		case <-t.Chan():
-			return c.Get(ctx, queue, id)
+			return read()
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-c.closing:
