@@ -114,7 +114,7 @@ func TestGeneratedClient(t *testing.T) {
 		t.Fatal("the worker did not finish")
 	}
 
-	got, err := c.GetJobWithResponse(ctx, q, first.Id)
+	got, err := c.GetJobWithResponse(ctx, q, first.Id, nil)
 	require.NoError(t, err)
 	require.NotNil(t, got.JSON200, "%s", got.Body)
 	require.Equal(t, client.JobStatusCompleted, got.JSON200.Status)
@@ -149,7 +149,7 @@ func TestGeneratedClient(t *testing.T) {
 	require.Equal(t, []client.Queue{*st.JSON200}, all.JSON200.Queues)
 
 	// Errors decode too: the typed error body of a 404 and of a 400.
-	missing, err := c.GetJobWithResponse(ctx, q, "nosuch")
+	missing, err := c.GetJobWithResponse(ctx, q, "nosuch", nil)
 	require.NoError(t, err)
 	require.Equal(t, client.ErrorErrorCodeNotFound, missing.JSON404.Error.Code)
 	bad, err := c.EnqueueWithResponse(ctx, nil, client.NewJob{Queue: ptr(""), Kind: "k"})

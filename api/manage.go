@@ -197,13 +197,24 @@ func (s *Server) reclaimQueue(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, map[string][]string{"reclaimed": append([]string{}, ids...)})
 }
 
-// getJob: GET /v1/queues/{queue}/jobs/{id}.
+// getJob: GET /v1/queues/{queue}/jobs/{id}[?wait=<duration>]. With a
+// wait, it answers once the job has ended, or as it is when the wait runs
+// out (waitJob).
 func (s *Server) getJob(c echo.Context) error {
 	q, id, err := pathJob(c)
 	if err != nil {
 		return err
 	}
-	j, err := s.read.Get(c.Request().Context(), q, id)
+	wait, err := waitParam(c)
+	if err != nil {
+		return err
+	}
+	var j *queue.Job
+	if wait > 0 {
+		j, err = s.waitJob(c, q, id, wait)
+	} else {
+		j, err = s.read.Get(c.Request().Context(), q, id)
+	}
 	if err != nil {
 		return err
 	}

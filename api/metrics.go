@@ -40,7 +40,7 @@ func newMetrics(r Reader) *metrics {
 		}, []string{"route", "method", "code"}),
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "chronoq_http_request_duration_seconds",
-			Help:    "Time to answer an HTTP request, by route template and method (long polls and event streams included).",
+			Help:    "Time to answer an HTTP request, by route template and method (long polls, waits for a job's end and event streams included).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10), // 100 µs to 26 s
 		}, []string{"route", "method"}),
 		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{

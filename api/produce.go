@@ -19,8 +19,14 @@ const (
 
 func jobLocation(j *queue.Job) string { return "/v1/queues/" + j.Queue + "/jobs/" + j.ID }
 
-// enqueueOne: POST /v1/jobs and POST /v1/queues/{queue}/jobs.
+// enqueueOne: POST /v1/jobs and POST /v1/queues/{queue}/jobs. With
+// ?wait=<duration>, it answers the job once it has ended, or as it is when
+// the wait runs out (afterEnqueue).
 func (s *Server) enqueueOne(c echo.Context) error {
+	wait, err := waitParam(c)
+	if err != nil {
+		return err
+	}
 	var req enqueueRequest
 	if err := s.decode(c, &req, false); err != nil {
 		return err
@@ -51,7 +57,7 @@ func (s *Server) enqueueOne(c echo.Context) error {
 		return err
 	}
 	if req.DependsOn != nil || req.OnFailure != nil {
-		return s.enqueueAfter(c, nj, &req)
+		return s.enqueueAfter(c, nj, &req, wait)
 	}
 	e, err := s.enqueue(c.Request().Context(), nj)
 	if err != nil {
@@ -63,7 +69,7 @@ func (s *Server) enqueueOne(c echo.Context) error {
 		c.Response().Header().Set(HeaderIdempotentReplayed, "true")
 		status = http.StatusOK
 	}
-	return writeJob(c, status, e.Job)
+	return writeJob(c, status, s.afterEnqueue(c, e.Job, wait))
 }
 
 // decodeBatch reads {"jobs":[...]} in one pass; when that fails it reads

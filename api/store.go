@@ -81,9 +81,12 @@ type Outputs interface {
 	Logs(ctx context.Context, queue, id string, after int64, limit int) (queue.LogPage, error)
 }
 
-// Subscriber streams job events: GET /v1/events and a job's stream.
+// Subscriber streams job events: GET /v1/events and a job's stream; and
+// waits for a job's end: the ?wait of GET /v1/queues/{q}/jobs/{id} and of
+// the enqueues.
 type Subscriber interface {
 	Subscribe(ctx context.Context, queues ...string) (<-chan queue.Event, error)
+	WaitEnded(ctx context.Context, queue, id string, wait time.Duration) (*queue.Job, error)
 }
 
 // Engine is the engine itself: its clock (the server's, unless

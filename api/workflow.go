@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -106,8 +107,9 @@ func (s *Server) workflowSpec(r *workflowRequest) (workflow.Spec, error) {
 
 // enqueueAfter: POST /v1/jobs with depends_on: a job that runs once the
 // jobs it names have ended (an implicit workflow, see
-// workflow.Client.EnqueueAfter).
-func (s *Server) enqueueAfter(c echo.Context, nj queue.NewJob, req *enqueueRequest) error {
+// workflow.Client.EnqueueAfter); with a wait, answered once it has ended
+// or as it is when the wait runs out.
+func (s *Server) enqueueAfter(c echo.Context, nj queue.NewJob, req *enqueueRequest, wait time.Duration) error {
 	if s.cfg.Workflows == nil {
 		return invalidArg("depends_on", "workflows are not configured on this server")
 	}
@@ -130,7 +132,7 @@ func (s *Server) enqueueAfter(c echo.Context, nj queue.NewJob, req *enqueueReque
 		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, jobLocation(j))
-	return writeJob(c, http.StatusCreated, j)
+	return writeJob(c, http.StatusCreated, s.afterEnqueue(c, j, wait))
 }
 
 // enqueueWorkflow: POST /v1/workflows.

@@ -2114,6 +2114,9 @@ type JobID = string
 // QueueName defines model for QueueName.
 type QueueName = string
 
+// Wait defines model for Wait.
+type Wait = string
+
 // WorkerID defines model for WorkerID.
 type WorkerID = string
 
@@ -2169,6 +2172,9 @@ type EventsParams struct {
 
 // EnqueueParams defines parameters for Enqueue.
 type EnqueueParams struct {
+	// Wait How long to wait for the job to end, a Go duration string ("10s", "250ms") from 0 to 30s (the cap); left out or 0: no wait. The answer comes once the job has ended (completed, with its result; dead; canceled), or, when the wait runs out first, with the job as it is then (the same status code, its status telling which). A job that failed with attempts left is retried, and has not ended: the wait goes on; so it does for a workflow job waiting for its parents and a push job being delivered. The wait is woken by the job's end (the server's one subscription to the queue's events), not by reading the job over and over. A server that shuts down answers its waits with the job as it is. A query parameter, not a body field: it is about the answer, not the job (the body of an enqueue is the job, as in a batch).
+	Wait *Wait `form:"wait,omitempty" json:"wait,omitempty"`
+
 	// IdempotencyKey The same as the body's idempotency_key (if both are given they must be equal).
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
@@ -2198,8 +2204,17 @@ type ListJobsParamsStatus string
 
 // EnqueueIntoParams defines parameters for EnqueueInto.
 type EnqueueIntoParams struct {
+	// Wait How long to wait for the job to end, a Go duration string ("10s", "250ms") from 0 to 30s (the cap); left out or 0: no wait. The answer comes once the job has ended (completed, with its result; dead; canceled), or, when the wait runs out first, with the job as it is then (the same status code, its status telling which). A job that failed with attempts left is retried, and has not ended: the wait goes on; so it does for a workflow job waiting for its parents and a push job being delivered. The wait is woken by the job's end (the server's one subscription to the queue's events), not by reading the job over and over. A server that shuts down answers its waits with the job as it is. A query parameter, not a body field: it is about the answer, not the job (the body of an enqueue is the job, as in a batch).
+	Wait *Wait `form:"wait,omitempty" json:"wait,omitempty"`
+
 	// IdempotencyKey The same as the body's idempotency_key (if both are given they must be equal).
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// GetJobParams defines parameters for GetJob.
+type GetJobParams struct {
+	// Wait How long to wait for the job to end, a Go duration string ("10s", "250ms") from 0 to 30s (the cap); left out or 0: no wait. The answer comes once the job has ended (completed, with its result; dead; canceled), or, when the wait runs out first, with the job as it is then (the same status code, its status telling which). A job that failed with attempts left is retried, and has not ended: the wait goes on; so it does for a workflow job waiting for its parents and a push job being delivered. The wait is woken by the job's end (the server's one subscription to the queue's events), not by reading the job over and over. A server that shuts down answers its waits with the job as it is. A query parameter, not a body field: it is about the answer, not the job (the body of an enqueue is the job, as in a batch).
+	Wait *Wait `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
 // GetLogsParams defines parameters for GetLogs.
@@ -3199,7 +3214,7 @@ type ClientInterface interface {
 
 	// EnqueueWithBody Enqueue a job
 	//
-	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
+	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers). With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3208,7 +3223,7 @@ type ClientInterface interface {
 
 	// Enqueue Enqueue a job
 	//
-	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
+	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers). With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3327,12 +3342,16 @@ type ClientInterface interface {
 
 	// EnqueueIntoWithBody Enqueue a job into the queue of the path
 	//
+	// With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/queues/{queue}/jobs (the `EnqueueInto` operationId).
 	EnqueueIntoWithBody(ctx context.Context, queue QueueName, params *EnqueueIntoParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// EnqueueInto Enqueue a job into the queue of the path
+	//
+	// With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3348,8 +3367,10 @@ type ClientInterface interface {
 
 	// GetJob Read a job
 	//
+	// With wait, it answers once the job has ended, or with the job as it is when the wait runs out (see the wait parameter). 404 for an unknown job, also one deleted during the wait.
+	//
 	// Corresponds with GET /v1/queues/{queue}/jobs/{id} (the `GetJob` operationId).
-	GetJob(ctx context.Context, queue QueueName, id JobID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetJob(ctx context.Context, queue QueueName, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RescheduleJobWithBody Reschedule a scheduled or pending job
 	//
@@ -3875,7 +3896,7 @@ func (c *Client) Events(ctx context.Context, params *EventsParams, reqEditors ..
 
 // EnqueueWithBody Enqueue a job
 //
-// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
+// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers). With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3894,7 +3915,7 @@ func (c *Client) EnqueueWithBody(ctx context.Context, params *EnqueueParams, con
 
 // Enqueue Enqueue a job
 //
-// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
+// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers). With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4183,6 +4204,8 @@ func (c *Client) ListJobs(ctx context.Context, queue QueueName, params *ListJobs
 
 // EnqueueIntoWithBody Enqueue a job into the queue of the path
 //
+// With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/queues/{queue}/jobs (the `EnqueueInto` operationId).
@@ -4199,6 +4222,8 @@ func (c *Client) EnqueueIntoWithBody(ctx context.Context, queue QueueName, param
 }
 
 // EnqueueInto Enqueue a job into the queue of the path
+//
+// With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4234,9 +4259,11 @@ func (c *Client) CancelJob(ctx context.Context, queue QueueName, id JobID, reqEd
 
 // GetJob Read a job
 //
+// With wait, it answers once the job has ended, or with the job as it is when the wait runs out (see the wait parameter). 404 for an unknown job, also one deleted during the wait.
+//
 // Corresponds with GET /v1/queues/{queue}/jobs/{id} (the `GetJob` operationId).
-func (c *Client) GetJob(ctx context.Context, queue QueueName, id JobID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetJobRequest(c.Server, queue, id)
+func (c *Client) GetJob(ctx context.Context, queue QueueName, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobRequest(c.Server, queue, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5449,6 +5476,33 @@ func NewEnqueueRequestWithBody(server string, params *EnqueueParams, contentType
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
@@ -6051,6 +6105,33 @@ func NewEnqueueIntoRequestWithBody(server string, queue QueueName, params *Enque
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
@@ -6118,7 +6199,7 @@ func NewCancelJobRequest(server string, queue QueueName, id JobID) (*http.Reques
 }
 
 // NewGetJobRequest constructs an http.Request for the GetJob method
-func NewGetJobRequest(server string, queue QueueName, id JobID) (*http.Request, error) {
+func NewGetJobRequest(server string, queue QueueName, id JobID, params *GetJobParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6148,6 +6229,33 @@ func NewGetJobRequest(server string, queue QueueName, id JobID) (*http.Request, 
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7625,7 +7733,7 @@ type ClientWithResponsesInterface interface {
 
 	// EnqueueWithBodyWithResponse Enqueue a job
 	//
-	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
+	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers). With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7634,7 +7742,7 @@ type ClientWithResponsesInterface interface {
 
 	// EnqueueWithResponse Enqueue a job
 	//
-	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
+	// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers). With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7769,12 +7877,16 @@ type ClientWithResponsesInterface interface {
 
 	// EnqueueIntoWithBodyWithResponse Enqueue a job into the queue of the path
 	//
+	// With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/queues/{queue}/jobs (the `EnqueueInto` operationId).
 	EnqueueIntoWithBodyWithResponse(ctx context.Context, queue QueueName, params *EnqueueIntoParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnqueueIntoResponse, error)
 
 	// EnqueueIntoWithResponse Enqueue a job into the queue of the path
+	//
+	// With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7792,10 +7904,12 @@ type ClientWithResponsesInterface interface {
 
 	// GetJobWithResponse Read a job
 	//
+	// With wait, it answers once the job has ended, or with the job as it is when the wait runs out (see the wait parameter). 404 for an unknown job, also one deleted during the wait.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/queues/{queue}/jobs/{id} (the `GetJob` operationId).
-	GetJobWithResponse(ctx context.Context, queue QueueName, id JobID, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
+	GetJobWithResponse(ctx context.Context, queue QueueName, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
 
 	// RescheduleJobWithBodyWithResponse Reschedule a scheduled or pending job
 	//
@@ -12908,7 +13022,7 @@ func (c *ClientWithResponses) EventsWithResponse(ctx context.Context, params *Ev
 
 // EnqueueWithBodyWithResponse Enqueue a job
 //
-// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
+// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers). With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12923,7 +13037,7 @@ func (c *ClientWithResponses) EnqueueWithBodyWithResponse(ctx context.Context, p
 
 // EnqueueWithResponse Enqueue a job
 //
-// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers).
+// 409 conflict when a new queue would pass the server's cap on queues, or when a job named in depends_on has 100 dependents already (queue.MaxWatchers). With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13160,6 +13274,8 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, queue Qu
 
 // EnqueueIntoWithBodyWithResponse Enqueue a job into the queue of the path
 //
+// With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/queues/{queue}/jobs (the `EnqueueInto` operationId).
@@ -13172,6 +13288,8 @@ func (c *ClientWithResponses) EnqueueIntoWithBodyWithResponse(ctx context.Contex
 }
 
 // EnqueueIntoWithResponse Enqueue a job into the queue of the path
+//
+// With wait, the answer waits for the job's end (see the wait parameter); the job is enqueued whatever the wait meets: when reading it fails, the answer is the job as the enqueue made it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13201,11 +13319,13 @@ func (c *ClientWithResponses) CancelJobWithResponse(ctx context.Context, queue Q
 
 // GetJobWithResponse Read a job
 //
+// With wait, it answers once the job has ended, or with the job as it is when the wait runs out (see the wait parameter). 404 for an unknown job, also one deleted during the wait.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/queues/{queue}/jobs/{id} (the `GetJob` operationId).
-func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, queue QueueName, id JobID, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
-	rsp, err := c.GetJob(ctx, queue, id, reqEditors...)
+func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, queue QueueName, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
+	rsp, err := c.GetJob(ctx, queue, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -168,7 +168,9 @@ type Client struct {
 
 	labelSets sync.Map // queue name -> *setView: its label sets as last read (labels.go)
 
-	hubs wakeHubs // the wake hubs of the waits (wakehub.go)
+	hubs     wakeHubs                     // the wake hubs of the waits (wakehub.go)
+	ends     endHub                       // the waits for job ends (endwait.go)
+	endReads *batch.Batcher[string, *Job] // their reads of their jobs, by queue
 }
 
 // NewClient checks cfg, fills its defaults and opens the blocking pool.
@@ -203,6 +205,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c.backoffEnc = c.backoff.Encode()
 	c.enqueues = c.newEnqueues()
+	c.endReads = c.newEndReads()
 	if err := c.checkDefaults(); err != nil {
 		return nil, err
 	}
@@ -253,8 +256,9 @@ func (c *Client) checkDefaults() error {
 	return nil
 }
 
-// Close closes the blocking pool. The Redis client given in Config is the
-// caller's to close.
+// Close closes the blocking pool and the subscriptions of the waits for
+// job ends (WaitEnded, which then answers an error). The Redis client
+// given in Config is the caller's to close.
 func (c *Client) Close() error {
 	c.remarkMu.Lock()
 	if !c.closed {
@@ -262,6 +266,7 @@ func (c *Client) Close() error {
 		close(c.closing)
 	}
 	c.remarkMu.Unlock()
+	c.ends.close()
 	return c.blocking.Close()
 }
 

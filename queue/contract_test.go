@@ -61,4 +61,5 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 	contractArtifacts(t, setup)
 	contractLabels(t, setup)
 	contractRecords(t, setup)
+	contractWait(t, setup)
 }

@@ -33,6 +33,13 @@
 // progress, carried by a heartbeat ([Client.HeartbeatWith], shown as
 // [Job].Progress). The caps are named constants: [MaxArtifacts],
 // [MaxLogLines] and their siblings.
+//
+// A caller may wait for a job's end with [Client.WaitEnded]: it answers
+// the job once it has completed (with its result), died or been canceled
+// (a retry is no end), or as it is when the wait runs out. The waits of a
+// client share one subscription to the events the scripts publish (see
+// [Client.Subscribe] and endwait.go), so a wait holds no Redis connection.
+//
 // # Labels
 //
 // A job may require labels ([NewJob].Labels) and a claim may declare its

@@ -440,23 +440,32 @@ func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 		return nil, err
 	}
 	pipe := c.rdb.Pipeline()
-	rec := pipe.HGet(ctx, k.Jobs, id)
-	data := pipe.HMGet(ctx, k.Data, id, store.ResultField(id), store.ArtifactsField(id), store.UpstreamField(id))
+	read := getJob(ctx, pipe, k, queue, id)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapRedis(err)
 	}
-	d := data.Val()
-	str := func(v any) string { s, _ := v.(string); return s }
-	j, err := jobFromRecord(queue, id, rec.Val(), str(d[0]), str(d[1]))
-	if err != nil {
-		return nil, err
+	return read()
+}
+
+// getJob queues on pipe the reads of Get for job id of k's queue, and
+// answers the function that makes the job of their replies once pipe ran.
+func getJob(ctx context.Context, pipe redis.Pipeliner, k store.Keys, queue, id string) func() (*Job, error) {
+	rec := pipe.HGet(ctx, k.Jobs, id)
+	data := pipe.HMGet(ctx, k.Data, id, store.ResultField(id), store.ArtifactsField(id), store.UpstreamField(id))
+	return func() (*Job, error) {
+		d := data.Val() // four values once pipe ran without an error but redis.Nil
+		str := func(v any) string { s, _ := v.(string); return s }
+		j, err := jobFromRecord(queue, id, rec.Val(), str(d[0]), str(d[1]))
+		if err != nil {
+			return nil, err
+		}
+		if a := str(d[2]); a != "" {
+			j.Artifacts = json.RawMessage(a)
+		}
+		if u := str(d[3]); u != "" {
+			j.Upstream = json.RawMessage(u)
+		}
+		j.Token = ""
+		return j, nil
 	}
-	if a := str(d[2]); a != "" {
-		j.Artifacts = json.RawMessage(a)
-	}
-	if u := str(d[3]); u != "" {
-		j.Upstream = json.RawMessage(u)
-	}
-	j.Token = ""
-	return j, nil
 }

@@ -182,3 +182,7 @@ func SpelledRecord(rec string) (fields []string, payload string) {
 	}
 	return f, p
 }
+
+// EndLinger is how long a queue's channel stays subscribed after its last
+// waiter for a job's end left.
+const EndLinger = endLinger

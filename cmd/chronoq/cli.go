@@ -20,7 +20,9 @@ import (
 
 // The operator CLI: small commands over the HTTP API of a running serve.
 
-const cliTimeout = 30 * time.Second
+// cliTimeout bounds a command's request: longer than the longest wait the
+// API takes (inspect --wait, api.MaxWait).
+const cliTimeout = 45 * time.Second
 
 // cli is one CLI invocation: its flags, and the API it talks to.
 type cli struct {
@@ -335,11 +337,15 @@ func runList(ctx context.Context, args []string, env func(string) string, stdout
 	})
 }
 
-// jobCommand is inspect and cancel: --queue Q ID.
+// jobCommand is inspect and cancel: --queue Q ID (inspect also takes
+// --wait D: the job once it has ended, or as it is after D).
 func jobCommand(ctx context.Context, name string, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	c := newCLI(name, env, stdout, stderr)
-	var q string
+	var q, wait string
 	c.fs.StringVar(&q, "queue", "", "queue (required)")
+	if name == "inspect" {
+		c.fs.StringVar(&wait, "wait", "", "wait up to this long (at most 30s) for the job to end: completed, dead or canceled")
+	}
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
@@ -348,7 +354,11 @@ func jobCommand(ctx context.Context, name string, args []string, env func(string
 		return c.usageErr("usage: chronoq %s --queue Q ID", name)
 	}
 	if name == "inspect" {
-		res, err := c.api.GetJobWithResponse(ctx, q, pos[0])
+		var params *client.GetJobParams
+		if wait != "" {
+			params = &client.GetJobParams{Wait: &wait} // the API checks it
+		}
+		res, err := c.api.GetJobWithResponse(ctx, q, pos[0], params)
 		return show(c, res, err, nil) // the whole job, as JSON
 	}
 	res, err := c.api.CancelJobWithResponse(ctx, q, pos[0])

@@ -107,6 +107,13 @@ func TestCLI(t *testing.T) {
 	code, out, errOut = s.cli(t, "cancel", "--queue", "mail", id)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, id+"\tcanceled")
+	code, out, errOut = s.cli(t, "inspect", "--queue", "mail", "--wait", "30s", id) // ended: at once
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"status": "canceled"`)
+	code, _, errOut = s.cli(t, "inspect", "--queue", "mail", "--wait", "soon", id)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "400 invalid_argument")
+	require.Contains(t, errOut, "wait")
 
 	// Two dead jobs: claim and fail them for good.
 	for range 2 {
