@@ -23,4 +23,7 @@ if redis.call('XLEN', K_wake) == 0 then
   redis.call('XADD', K_wake, 'MAXLEN', '1', '*', 'n', 0)
 end
 redis.pcall('XGROUP', 'CREATE', K_wake, WAKE_GROUP, '$') -- an error when it exists: kept as it is
+if redis.call('EXISTS', K_hookout) == 0 then
+  redis.call('XADD', K_hookout, HOOK_SENTINEL, 'n', SENTINEL) -- the hooks outbox's sentinel: its first entry
+end
 return new
