@@ -485,10 +485,8 @@ func deliveryID(key string) string      { return strings.Replace(key, "|", "/", 
 // Sync sets the setting "hooks" (store.SettingHooks) of each queue some
 // subscription may want events of, and clears it elsewhere: a queue named
 // by a subscription gets it (and is created), and every known queue when
-// a subscription names none. A queue created after Sync, under a
-// subscription to every queue, gets it at the next Sync (a dispatcher's
-// refresh, every Config.RefreshInterval): its events before then are not
-// sent. It answers the queues whose setting is on.
+// a subscription names none; while one does, a queue created later starts
+// with it (store.HooksAllKey).
 func (h *Hooks) Sync(ctx context.Context) error {
 	_, err := h.sync(ctx)
 	return err
@@ -499,11 +497,22 @@ func (h *Hooks) sync(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	want := map[string]bool{}
+	everyQueue := slices.ContainsFunc(subs, func(s Subscription) bool { return len(s.Queues) == 0 })
+	// Set before the queues are listed: a queue registered after the
+	// list reads it (queue.Client's register) and starts with the setting.
+	if everyQueue {
+		err = h.rdb.Set(ctx, store.HooksAllKey(h.ns), "1", 0).Err()
+	} else {
+		err = h.rdb.Del(ctx, store.HooksAllKey(h.ns)).Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", store.WrapRedis(err))
+	}
 	qs, err := h.client.Queues(ctx)
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
 	for _, s := range subs {
 		if len(s.Queues) == 0 {
 			for _, q := range qs {

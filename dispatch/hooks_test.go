@@ -266,3 +266,209 @@ func countAll(m map[string][]string) int {
 	}
 	return n
 }
+
+// Each subscription gets the events its filters take: queue, kind and
+// event type, each empty for every one.
+func TestHooksFilters(t *testing.T) {
+	t.Parallel()
+	r := newHookRig(t)
+	mk := func(s dispatch.Subscription) *hookReceiver {
+		rc := newHookReceiver(t, r.clock.Now)
+		s.URL = rc.srv.URL
+		_, err := r.hooks.Create(r.ctx, s)
+		require.NoError(t, err)
+		return rc
+	}
+	all := mk(dispatch.Subscription{})
+	deadOfA := mk(dispatch.Subscription{Queues: []string{"a"}, Events: []string{dispatch.EventJobDead}})
+	kindX := mk(dispatch.Subscription{Kinds: []string{"x"}})
+	aOrBEnds := mk(dispatch.Subscription{Queues: []string{"b", "a"}, Events: []string{dispatch.EventJobCompleted, dispatch.EventJobCanceled}})
+
+	a1 := r.end("a", "x", "retried", "dead")
+	a2 := r.end("a", "y", "completed")
+	b1 := r.end("b", "x", "canceled")
+	c1 := r.end("c", "y", "retried", "completed")
+	for range 3 {
+		r.pass(time.Second)
+	}
+	require.Equal(t, map[string][]string{a1: {"job.retried", "job.dead"}, a2: {"job.completed"}, b1: {"job.canceled"},
+		c1: {"job.retried", "job.completed"}}, all.byJob())
+	require.Equal(t, map[string][]string{a1: {"job.dead"}}, deadOfA.byJob())
+	require.Equal(t, map[string][]string{a1: {"job.retried", "job.dead"}, b1: {"job.canceled"}}, kindX.byJob())
+	require.Equal(t, map[string][]string{a2: {"job.completed"}, b1: {"job.canceled"}}, aOrBEnds.byJob())
+
+	// The event's body says what happened to the job.
+	all.mu.Lock()
+	var dead dispatch.HookEvent
+	for _, e := range all.events {
+		if e.Type == dispatch.EventJobDead {
+			dead = e
+		}
+	}
+	all.mu.Unlock()
+	require.Equal(t, dispatch.HookEventData{Queue: "a", ID: a1, Kind: "x", Status: "dead", Attempts: 2, Error: "fatal"}, dead.Data)
+	require.Equal(t, r.clock.Now().Add(-3*time.Second).Truncate(time.Second), dead.Timestamp.Truncate(time.Second))
+}
+
+// A delivery the receiver never takes is dead after HookMaxAttempts, kept
+// in the subscription's dead list; a redrive sends it again, and the job's
+// next delivery waits for none of it meanwhile.
+func TestHooksDeadListAndRedrive(t *testing.T) {
+	t.Parallel()
+	r := newHookRig(t)
+	rc := newHookReceiver(t, r.clock.Now)
+	var fail atomic.Bool
+	fail.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if fail.Load() {
+			http.Error(w, "no thanks", http.StatusInternalServerError)
+			return
+		}
+		rc.serve(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	var attempts []dispatch.HookAttempt
+	var mu sync.Mutex
+	d, err := dispatch.New(dispatch.Config{Client: r.c, Guard: loopback, OnHookAttempt: func(a dispatch.HookAttempt) {
+		mu.Lock()
+		attempts = append(attempts, a)
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	r.d, r.hooks = d, d.Hooks()
+	sub, err := r.hooks.Create(r.ctx, dispatch.Subscription{URL: srv.URL})
+	require.NoError(t, err)
+
+	id := r.end("q", "k", "completed")
+	for range 2 * 60 * 60 { // bounded: the backoffs add up to about 27 min
+		if _, dead, err := r.hooks.Backlog(r.ctx, sub.ID); err == nil && dead > 0 {
+			break
+		}
+		r.pass(time.Second)
+	}
+	mu.Lock()
+	t.Logf("attempts %+v", attempts)
+	mu.Unlock()
+	dl, err := r.hooks.Dead(r.ctx, sub.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 1)
+	require.Equal(t, dispatch.HookMaxAttempts, dl[0].Attempts)
+	require.Contains(t, dl[0].Error, "HTTP 500")
+	require.Contains(t, dl[0].Error, "no thanks")
+	var ev dispatch.HookEvent
+	require.NoError(t, json.Unmarshal(dl[0].Event, &ev))
+	require.Equal(t, id, ev.Data.ID)
+	mu.Lock()
+	require.Len(t, attempts, dispatch.HookMaxAttempts)
+	for i, a := range attempts {
+		require.Equal(t, i+1, a.Attempt)
+		require.Equal(t, 500, a.Status)
+		require.Equal(t, dl[0].ID, a.ID)
+	}
+	require.Equal(t, "dead", attempts[len(attempts)-1].Outcome)
+	mu.Unlock()
+
+	// The backoff doubled from a second up to its cap: the first death
+	// came after at least the sum of the waits.
+	// A redrive of an id that is not dead moves nothing.
+	n, err := r.hooks.Redrive(r.ctx, sub.ID, []string{"q/1-1"})
+	require.NoError(t, err)
+	require.Zero(t, n)
+	fail.Store(false)
+	n, err = r.hooks.Redrive(r.ctx, sub.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r.pass(time.Second)
+	require.Equal(t, map[string][]string{id: {"job.completed"}}, rc.byJob())
+	pending, dead, err := r.hooks.Backlog(r.ctx, sub.ID)
+	require.NoError(t, err)
+	require.Zero(t, pending)
+	require.Zero(t, dead)
+}
+
+// Rotation: with two secrets every request carries both signatures, each
+// verifying alone; after the old one is dropped, only the new verifies.
+func TestHooksSecretRotation(t *testing.T) {
+	t.Parallel()
+	r := newHookRig(t)
+	oldS, newS := dispatch.NewSecret(), dispatch.NewSecret()
+	rc := newHookReceiver(t, r.clock.Now, oldS)
+	rc.refuse.Store(&[]string{newS})
+	sub, err := r.hooks.Create(r.ctx, dispatch.Subscription{URL: rc.srv.URL, Secrets: []string{oldS}})
+	require.NoError(t, err)
+	r.end("q", "k", "completed")
+	r.pass(time.Second)
+
+	// Both: the receiver can move to the new one with no request failing.
+	up, err := r.hooks.Update(r.ctx, sub.ID, dispatch.Subscription{URL: rc.srv.URL, Secrets: []string{oldS, newS}})
+	require.NoError(t, err)
+	require.Equal(t, []string{oldS, newS}, up.Secrets)
+	require.Equal(t, sub.CreatedAt, up.CreatedAt)
+	rc.secrets.Store(&[]string{oldS, newS})
+	rc.refuse.Store(&[]string{})
+	r.end("q", "k", "completed")
+	r.pass(time.Second)
+
+	// An update that names no secret keeps them.
+	up, err = r.hooks.Update(r.ctx, sub.ID, dispatch.Subscription{URL: rc.srv.URL, Kinds: []string{"k"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{oldS, newS}, up.Secrets)
+
+	// The old one dropped.
+	_, err = r.hooks.Update(r.ctx, sub.ID, dispatch.Subscription{URL: rc.srv.URL, Secrets: []string{newS}})
+	require.NoError(t, err)
+	rc.secrets.Store(&[]string{newS})
+	rc.refuse.Store(&[]string{oldS})
+	r.end("q", "k", "completed")
+	r.pass(time.Second)
+	got, attempts := rc.count()
+	require.Equal(t, 3, got)
+	require.Equal(t, 3, attempts)
+}
+
+// Bad subscriptions are refused naming the field; the caps hold.
+func TestHooksValidationAndCaps(t *testing.T) {
+	t.Parallel()
+	r := newHookRig(t)
+	ok := "http://127.0.0.1:9/x"
+	for _, c := range []struct {
+		s     dispatch.Subscription
+		field string
+	}{
+		{dispatch.Subscription{}, "url"},
+		{dispatch.Subscription{URL: "ftp://example.com/"}, "url"},
+		{dispatch.Subscription{URL: "http://10.0.0.1/"}, "url"},
+		{dispatch.Subscription{URL: ok, Events: []string{"job.done"}}, "events[0]"},
+		{dispatch.Subscription{URL: ok, Queues: []string{"a", "bad queue"}}, "queues[1]"},
+		{dispatch.Subscription{URL: ok, Kinds: []string{""}}, "kinds[0]"},
+		{dispatch.Subscription{URL: ok, Secrets: []string{"whsec_short"}}, "secrets[0]"},
+		{dispatch.Subscription{URL: ok, Secrets: []string{dispatch.NewSecret(), dispatch.NewSecret(), dispatch.NewSecret()}}, "secrets"},
+		{dispatch.Subscription{URL: ok, Timeout: time.Minute}, "timeout"},
+		{dispatch.Subscription{URL: ok, Headers: map[string]string{"webhook-id": "x"}}, "headers"},
+	} {
+		_, err := r.hooks.Create(r.ctx, c.s)
+		var fe *queue.FieldError
+		require.ErrorAs(t, err, &fe, "%+v", c.s)
+		require.Equal(t, c.field, fe.Field, "%v", err)
+		require.ErrorIs(t, err, queue.ErrInvalid)
+	}
+	_, err := r.hooks.Get(r.ctx, "0123456789abcdef")
+	require.ErrorIs(t, err, dispatch.ErrNoSubscription)
+	_, err = r.hooks.Get(r.ctx, "../x")
+	require.ErrorIs(t, err, dispatch.ErrNoSubscription)
+	require.ErrorIs(t, r.hooks.Delete(r.ctx, "0123456789abcdef"), dispatch.ErrNoSubscription)
+
+	for range dispatch.MaxSubscriptions {
+		_, err := r.hooks.Create(r.ctx, dispatch.Subscription{URL: ok, Queues: []string{"q"}})
+		require.NoError(t, err)
+	}
+	_, err = r.hooks.Create(r.ctx, dispatch.Subscription{URL: ok})
+	require.ErrorIs(t, err, dispatch.ErrTooManySubscribers)
+	list, err := r.hooks.List(r.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, dispatch.MaxSubscriptions)
+	// Deleting one makes room, and takes its deliveries with it.
+	require.NoError(t, r.hooks.Delete(r.ctx, list[0].ID))
+	_, err = r.hooks.Create(r.ctx, dispatch.Subscription{URL: ok})
+	require.NoError(t, err)
+}

@@ -720,6 +720,12 @@ func HookKeysOf(ns, id string) HookKeys {
 	return HookKeys{Subs: p + "subs", Seq: p + "seq", Ev: s + "ev", Pend: s + "pend", Dead: s + "dead", DeadEv: s + "deadev", Cur: s + "cur"}
 }
 
+// HooksAllKey is "1" while an event webhook subscription takes every
+// queue's events: a queue made then starts with its hooks setting on
+// (create.lua), so its first events are not missed. Written by package
+// dispatch, read by a client before it creates a queue.
+func HooksAllKey(ns string) string { return ns + ":{" + ns + ":hooks}:all" }
+
 // List is k in the order the scripts declare them.
 func (k HookKeys) List() []string {
 	return []string{k.Subs, k.Seq, k.Ev, k.Pend, k.Dead, k.DeadEv, k.Cur}

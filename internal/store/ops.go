@@ -37,6 +37,12 @@ type None struct{}
 
 // Queues (one queue's slot).
 type (
+	// CreateArgs are the arguments of create.lua.
+	CreateArgs struct {
+		// Hooks sets the queue's hooks setting (SettingHooks): a
+		// subscription to every queue's events exists (HooksAllKey).
+		Hooks bool `arg:"hooks"`
+	}
 	// EnqueueArgs are enqueue.lua's arguments: the jobs, a group each.
 	EnqueueArgs struct {
 		IdemTTLMs int64         `arg:"idem_ttl_ms"`
@@ -274,7 +280,7 @@ type (
 
 // The declarations of the queue scripts.
 var (
-	Create = declare[None, Code]("create",
+	Create = declare[CreateArgs, Code]("create",
 		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)
 	Enqueue = declare[EnqueueArgs, EnqueueReply]("enqueue",
 		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets)
