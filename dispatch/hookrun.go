@@ -211,6 +211,12 @@ func (d *Dispatcher) sendHook(ctx context.Context, s Subscription, key string, a
 		if len(snippet) > 0 {
 			a.Error += ": " + strings.ToValidUTF8(string(snippet), "?")
 		}
+		// As for a push request: another 4xx is the receiver refusing this
+		// delivery, which no retry changes.
+		if a.Status >= 400 && a.Status < 500 && a.Status != http.StatusRequestTimeout && a.Status != http.StatusTooEarly &&
+			a.Status != http.StatusTooManyRequests {
+			final = true
+		}
 		if a.Status == http.StatusTooManyRequests || a.Status == http.StatusServiceUnavailable {
 			if after, ok := retryAfter(resp.Header.Get("Retry-After"), d.clock.Now()); ok {
 				retry = after

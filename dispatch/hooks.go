@@ -145,8 +145,9 @@ type HookEventData struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// DeadDelivery is a delivery that was sent HookMaxAttempts times (or
-// refused by the guard) without a 2xx.
+// DeadDelivery is a delivery that was sent HookMaxAttempts times without
+// a 2xx, or refused at once: by the guard, or by a 4xx answer other than
+// 408, 425 and 429 (as a push request is).
 type DeadDelivery struct {
 	// ID names it for Redrive: "<queue>/<outbox entry id>", also the
 	// requests' webhook-id.
