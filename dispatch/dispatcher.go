@@ -107,6 +107,9 @@ type Dispatcher struct {
 	hooks   *Hooks
 	// hooksOn are the queues the last Sync of the hooks left on.
 	hooksOn atomic.Pointer[[]string]
+	// hookBusy holds the ids of the subscriptions whose deliveries are
+	// being sent (see hookPass).
+	hookBusy sync.Map
 
 	configs atomic.Pointer[map[string]QueueConfig]
 	// deadSeen is, per push queue, the newest death sweepDead has seen

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +31,10 @@ type HookAttempt struct {
 
 // hookLoop runs the event webhook passes, one each Config.HookInterval
 // (a timer set again after each pass, so a pass never overlaps the next),
-// until ctx ends.
+// until ctx ends; then it waits for the deliveries under way.
 func (d *Dispatcher) hookLoop(ctx context.Context) {
+	var sending sync.WaitGroup
+	defer sending.Wait()
 	for {
 		t := d.clock.NewTimer(d.cfg.HookInterval)
 		select {
@@ -40,16 +43,18 @@ func (d *Dispatcher) hookLoop(ctx context.Context) {
 			return
 		case <-t.Chan():
 		}
-		if err := d.hookPass(ctx); err != nil && ctx.Err() == nil {
+		if err := d.hookPass(ctx, &sending); err != nil && ctx.Err() == nil {
 			d.log.Warn("dispatch: event webhooks", "err", err)
 		}
 	}
 }
 
-// hookPass fans out the outboxes' entries, then sends every
-// subscription's due deliveries and records their outcomes. It returns
-// once every request it made has ended.
-func (d *Dispatcher) hookPass(ctx context.Context) error {
+// hookPass fans out the outboxes' entries, then starts sending every
+// subscription's due deliveries, in a goroutine a subscription (added to
+// sending), and records their outcomes. A subscription whose sending of
+// an earlier pass is still under way (a slow receiver) is left to it, so
+// that one slow receiver holds up no other.
+func (d *Dispatcher) hookPass(ctx context.Context, sending *sync.WaitGroup) error {
 	subs, err := d.hooks.List(ctx)
 	if err != nil {
 		return err
@@ -68,18 +73,17 @@ func (d *Dispatcher) hookPass(ctx context.Context) error {
 		}
 		errs = append(errs, err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for _, s := range subs {
-		wg.Go(func() {
-			if err := d.deliver(ctx, s); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+		if _, busy := d.hookBusy.LoadOrStore(s.ID, true); busy {
+			continue
+		}
+		sending.Go(func() {
+			defer d.hookBusy.Delete(s.ID)
+			if err := d.deliver(ctx, s); err != nil && ctx.Err() == nil {
+				d.log.Warn("dispatch: event webhooks", "subscription", s.ID, "err", err)
 			}
 		})
 	}
-	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -93,15 +97,15 @@ func (d *Dispatcher) hookQueues(ctx context.Context, subs []Subscription) []stri
 		}
 	}
 	for _, s := range subs {
-		if len(s.Queues) == 0 {
-			if qs, err := d.client.Queues(ctx); err == nil {
-				for _, q := range qs {
-					set[q] = true
-				}
-			}
-		}
 		for _, q := range s.Queues {
 			set[q] = true
+		}
+	}
+	if slices.ContainsFunc(subs, func(s Subscription) bool { return len(s.Queues) == 0 }) {
+		if qs, err := d.client.Queues(ctx); err == nil {
+			for _, q := range qs {
+				set[q] = true
+			}
 		}
 	}
 	out := make([]string, 0, len(set))

@@ -20,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/dispatch"
+	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -86,7 +88,9 @@ func (r *hookRig) end(q, kind string, steps ...string) string {
 }
 
 // hookReceiver records the events it is sent, verifying each signature with
-// the Standard Webhooks library; while down it answers 503.
+// the Standard Webhooks library (and its timestamp against now, the
+// dispatcher's clock; nil: the library checks it against the real one);
+// while down it answers 503.
 type hookReceiver struct {
 	t       *testing.T
 	srv     *httptest.Server
@@ -125,9 +129,13 @@ func (rc *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	ok := true
 	for _, s := range *rc.secrets.Load() {
 		wh, err := standardwebhooks.NewWebhook(s)
-		if err == nil {
+		switch {
+		case err != nil:
+		case rc.now == nil:
+			err = wh.Verify(body, r.Header)
+		default:
 			// The library checks the timestamp against the real clock;
-			// the dispatcher's is the test's fake one, checked here.
+			// the dispatcher's is the test's fake one, checked below.
 			err = wh.VerifyIgnoringTimestamp(body, r.Header)
 		}
 		if err != nil {
@@ -142,7 +150,8 @@ func (rc *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 			ok = false
 		}
 	}
-	if ts := r.Header.Get("webhook-timestamp"); ts != strconv.FormatInt(rc.now().Unix(), 10) {
+	if rc.now != nil && r.Header.Get("webhook-timestamp") != strconv.FormatInt(rc.now().Unix(), 10) {
+		ts := r.Header.Get("webhook-timestamp")
 		rc.t.Errorf("webhook-timestamp %s, want the dispatcher's clock %d", ts, rc.now().Unix())
 	}
 	var ev dispatch.HookEvent
@@ -471,4 +480,75 @@ func TestHooksValidationAndCaps(t *testing.T) {
 	require.NoError(t, r.hooks.Delete(r.ctx, list[0].ID))
 	_, err = r.hooks.Create(r.ctx, dispatch.Subscription{URL: ok})
 	require.NoError(t, err)
+}
+
+// A running dispatcher (Run, on the real clock) delivers the events of a
+// subscription made while it runs, to every queue: one made after the
+// subscription too, from its first event.
+func TestHooksDispatcherRunDelivers(t *testing.T) {
+	t.Parallel()
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	d, err := dispatch.New(dispatch.Config{Client: c, Guard: loopback, HookInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	dh := lifecycle.Start(t.Context(), d)
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, dh.Stop(sctx))
+	})
+	rc := newHookReceiver(t, nil) // the real clock: the library checks the timestamp
+	_, err = d.Hooks().Create(t.Context(), dispatch.Subscription{URL: rc.srv.URL, Secrets: []string{dispatch.NewSecret()}})
+	require.NoError(t, err)
+	// A queue new since the subscription.
+	e, err := c.Enqueue(t.Context(), queue.NewJob{Queue: "fresh", Kind: "k"})
+	require.NoError(t, err)
+	_, err = c.Cancel(t.Context(), "fresh", e.Job.ID)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { n, _ := rc.count(); return n == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, map[string][]string{e.Job.ID: {"job.canceled"}}, rc.byJob())
+}
+
+// The dead list keeps the newest MaxHookDead: an older one is dropped as a
+// newer one dies (shown with a cap of 2 through the script itself).
+func TestHooksDeadListCap(t *testing.T) {
+	t.Parallel()
+	r := newHookRig(t)
+	sub, err := r.hooks.Create(r.ctx, dispatch.Subscription{URL: "http://127.0.0.1:9/"})
+	require.NoError(t, err)
+	k := store.HookKeysOf(r.c.Namespace(), sub.ID).List()
+	eng := r.c.Engine()
+	_, err = store.CallGlobal(r.ctx, eng, store.HookFanout, k, &store.HookFanoutArgs{ID: sub.ID, Queue: "q", MaxPending: 2,
+		Entries: []store.HookFanoutItem{{SID: "1-0", Job: "q|a", Body: "{}"}, {SID: "2-0", Job: "q|b", Body: "{}"},
+			{SID: "3-0", Job: "q|c", Body: "{}"}}})
+	require.NoError(t, err)
+	pending, _, err := r.hooks.Backlog(r.ctx, sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), pending, "the pending cap: the third dropped")
+	_, err = store.CallGlobal(r.ctx, eng, store.HookFanout, k, &store.HookFanoutArgs{ID: sub.ID, Queue: "q", MaxPending: 10,
+		Entries: []store.HookFanoutItem{{SID: "3-0", Job: "q|c", Body: "{}"}, {SID: "4-0", Job: "q|d", Body: "{}"}}})
+	require.NoError(t, err)
+	pending, _, err = r.hooks.Backlog(r.ctx, sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), pending, "an entry at or before the cursor is not taken again")
+
+	cl, err := store.CallGlobal(r.ctx, eng, store.HookClaim, k, &store.HookClaimArgs{ID: sub.ID, Scan: 10, Max: 10, LeaseMs: 1000})
+	require.NoError(t, err)
+	require.Len(t, cl.Rows, 9)
+	var acks []store.HookAckItem
+	for i := 0; i < len(cl.Rows); i += 3 {
+		key := cl.Rows[i].(string)
+		acks = append(acks, store.HookAckItem{Key: key, Attempts: 1, Outcome: "dead",
+			Dead: `{"id":"` + strings.Replace(key, "|", "/", 1) + `","event":{},"attempts":1,"error":"x","died_at":"2030-01-01T00:00:00Z"}`})
+	}
+	_, err = store.CallGlobal(r.ctx, eng, store.HookAck, k, &store.HookAckArgs{ID: sub.ID, MaxDead: 2, Acks: acks})
+	require.NoError(t, err)
+	dl, err := r.hooks.Dead(r.ctx, sub.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 2)
+	pending, dead, err := r.hooks.Backlog(r.ctx, sub.ID)
+	require.NoError(t, err)
+	require.Zero(t, pending)
+	require.Equal(t, int64(2), dead)
 }
