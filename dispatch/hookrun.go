@@ -68,6 +68,7 @@ func (d *Dispatcher) hookPass(ctx context.Context, sending *sync.WaitGroup) erro
 		}
 		dropped, err := d.hooks.fanOut(ctx, subs, entries)
 		if dropped > 0 {
+			d.metrics.hooksDropped.Add(float64(dropped))
 			d.log.Warn("dispatch: event webhook deliveries dropped: a subscription holds its cap of pending deliveries",
 				"dropped", dropped, "cap", MaxHookPending)
 		}
@@ -241,6 +242,7 @@ func (d *Dispatcher) sendHook(ctx context.Context, s Subscription, key string, a
 		}
 		ack.DelayMs = max(retry.Milliseconds(), 1)
 	}
+	d.metrics.hooks.WithLabelValues(a.Outcome).Inc()
 	if d.cfg.OnHookAttempt != nil {
 		d.cfg.OnHookAttempt(a)
 	}

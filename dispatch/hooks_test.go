@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	testutilprom "github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
@@ -338,7 +340,8 @@ func TestHooksDeadListAndRedrive(t *testing.T) {
 	t.Cleanup(srv.Close)
 	var attempts []dispatch.HookAttempt
 	var mu sync.Mutex
-	d, err := dispatch.New(dispatch.Config{Client: r.c, Guard: loopback, OnHookAttempt: func(a dispatch.HookAttempt) {
+	reg := prometheus.NewRegistry()
+	d, err := dispatch.New(dispatch.Config{Client: r.c, Guard: loopback, Registerer: reg, OnHookAttempt: func(a dispatch.HookAttempt) {
 		mu.Lock()
 		attempts = append(attempts, a)
 		mu.Unlock()
@@ -376,6 +379,12 @@ func TestHooksDeadListAndRedrive(t *testing.T) {
 	}
 	require.Equal(t, "dead", attempts[len(attempts)-1].Outcome)
 	mu.Unlock()
+	require.NoError(t, testutilprom.GatherAndCompare(reg, strings.NewReader(`
+# HELP chronoq_webhook_requests_total Event webhook requests by outcome: delivered (2xx), retry (sent again after a backoff), dead (no more attempts).
+# TYPE chronoq_webhook_requests_total counter
+chronoq_webhook_requests_total{outcome="dead"} 1
+chronoq_webhook_requests_total{outcome="retry"} 11
+`), "chronoq_webhook_requests_total"))
 
 	// The backoff doubled from a second up to its cap: the first death
 	// came after at least the sum of the waits.
