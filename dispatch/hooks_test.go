@@ -18,6 +18,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	testutilprom "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
@@ -40,10 +41,13 @@ type hookRig struct {
 	hooks *dispatch.Hooks
 }
 
-func newHookRig(t *testing.T) *hookRig {
+func newHookRig(t *testing.T) *hookRig { return newHookRigOn(t, testutil.Redis(t)) }
+
+// newHookRigOn is newHookRig on rdb (a Redis Cluster's client).
+func newHookRigOn(t *testing.T, rdb redis.UniversalClient) *hookRig {
 	t.Helper()
 	fc := testutil.FakeClock()
-	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: fc, FollowClock: true})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: fc, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	d, err := dispatch.New(dispatch.Config{Client: c, Guard: loopback})
@@ -186,12 +190,25 @@ func (rc *hookReceiver) count() (events, attempts int) {
 	return len(rc.events), rc.attempts
 }
 
-// A hookReceiver that answers 503 for a simulated minute, and then one that
+// A receiver that answers 503 for a simulated minute, and then one that
 // is closed (connection refused), misses nothing: once it is back it gets
-// every event, each once, in order for each job, signed.
+// every event, each once, in order for each job, signed. On one Redis and
+// on a Redis Cluster, where the queues and the hooks sit in slots of
+// their own.
 func TestHooksReceiverDownForAMinuteMissesNothing(t *testing.T) {
 	t.Parallel()
-	r := newHookRig(t)
+	t.Run("single", func(t *testing.T) {
+		t.Parallel()
+		receiverDownForAMinute(t, testutil.Redis(t))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		receiverDownForAMinute(t, testutil.Cluster(t))
+	})
+}
+
+func receiverDownForAMinute(t *testing.T, rdb redis.UniversalClient) {
+	r := newHookRigOn(t, rdb)
 	secret := dispatch.NewSecret()
 	rc := newHookReceiver(t, r.clock.Now, secret)
 	sub, err := r.hooks.Create(r.ctx, dispatch.Subscription{URL: rc.srv.URL, Queues: []string{"emails"}, Secrets: []string{secret}})
@@ -249,7 +266,8 @@ func TestHooksReceiverDownForAMinuteMissesNothing(t *testing.T) {
 		}
 		r.pass(time.Second)
 	}
-	t.Logf("%d events, %d requests", countAll(want), rc.attempts)
+	_, reqs := rc.count()
+	t.Logf("%d events, %d requests", countAll(want), reqs)
 	require.Equal(t, want, rc.byJob())
 	got, _ = rc.count()
 	require.Equal(t, countAll(want), got, "each event once")
