@@ -579,3 +579,35 @@ func TestHooksDeadListCap(t *testing.T) {
 	require.Zero(t, pending)
 	require.Equal(t, int64(2), dead)
 }
+
+// The other paths that end a job send their events too: a lease that
+// lapsed on the last attempt (the reclaim sweep: dead), and a claimed job
+// canceled, then handed back (canceled).
+func TestHooksEventsOfReclaimAndRelease(t *testing.T) {
+	t.Parallel()
+	r := newHookRig(t)
+	rc := newHookReceiver(t, r.clock.Now)
+	_, err := r.hooks.Create(r.ctx, dispatch.Subscription{URL: rc.srv.URL, Queues: []string{"q"}})
+	require.NoError(t, err)
+
+	lost, err := r.c.Enqueue(r.ctx, queue.NewJob{Queue: "q", Kind: "k", MaxAttempts: 1})
+	require.NoError(t, err)
+	jobs, err := r.c.Claim(r.ctx, "q", queue.ClaimOptions{Visibility: time.Second})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	r.clock.Advance(2 * time.Second)
+	_, err = r.c.Reclaim(r.ctx, "q")
+	require.NoError(t, err)
+
+	held, err := r.c.Enqueue(r.ctx, queue.NewJob{Queue: "q", Kind: "k"})
+	require.NoError(t, err)
+	jobs, err = r.c.Claim(r.ctx, "q", queue.ClaimOptions{})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	_, err = r.c.Cancel(r.ctx, "q", held.Job.ID) // running: a cancel requested
+	require.NoError(t, err)
+	require.NoError(t, r.c.Release(r.ctx, "q", held.Job.ID, jobs[0].Token))
+
+	r.pass(time.Second)
+	require.Equal(t, map[string][]string{lost.Job.ID: {"job.dead"}, held.Job.ID: {"job.canceled"}}, rc.byJob())
+}
