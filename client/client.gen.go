@@ -757,6 +757,7 @@ func (e UpstreamEntryStatus) Valid() bool {
 
 // Defines values for WebhookEvents.
 const (
+	WebhookEventsCronFired    WebhookEvents = "cron.fired"
 	WebhookEventsJobCanceled  WebhookEvents = "job.canceled"
 	WebhookEventsJobCompleted WebhookEvents = "job.completed"
 	WebhookEventsJobDead      WebhookEvents = "job.dead"
@@ -766,6 +767,8 @@ const (
 // Valid indicates whether the value is a known member of the WebhookEvents enum.
 func (e WebhookEvents) Valid() bool {
 	switch e {
+	case WebhookEventsCronFired:
+		return true
 	case WebhookEventsJobCanceled:
 		return true
 	case WebhookEventsJobCompleted:
@@ -781,6 +784,7 @@ func (e WebhookEvents) Valid() bool {
 
 // Defines values for WebhookEventType.
 const (
+	WebhookEventTypeCronFired    WebhookEventType = "cron.fired"
 	WebhookEventTypeJobCanceled  WebhookEventType = "job.canceled"
 	WebhookEventTypeJobCompleted WebhookEventType = "job.completed"
 	WebhookEventTypeJobDead      WebhookEventType = "job.dead"
@@ -790,6 +794,8 @@ const (
 // Valid indicates whether the value is a known member of the WebhookEventType enum.
 func (e WebhookEventType) Valid() bool {
 	switch e {
+	case WebhookEventTypeCronFired:
+		return true
 	case WebhookEventTypeJobCanceled:
 		return true
 	case WebhookEventTypeJobCompleted:
@@ -805,6 +811,7 @@ func (e WebhookEventType) Valid() bool {
 
 // Defines values for WebhookRequestEvents.
 const (
+	WebhookRequestEventsCronFired    WebhookRequestEvents = "cron.fired"
 	WebhookRequestEventsJobCanceled  WebhookRequestEvents = "job.canceled"
 	WebhookRequestEventsJobCompleted WebhookRequestEvents = "job.completed"
 	WebhookRequestEventsJobDead      WebhookRequestEvents = "job.dead"
@@ -814,6 +821,8 @@ const (
 // Valid indicates whether the value is a known member of the WebhookRequestEvents enum.
 func (e WebhookRequestEvents) Valid() bool {
 	switch e {
+	case WebhookRequestEventsCronFired:
+		return true
 	case WebhookRequestEventsJobCanceled:
 		return true
 	case WebhookRequestEventsJobCompleted:
@@ -2091,7 +2100,10 @@ type WebhookEvent struct {
 	Data struct {
 		Attempts int `json:"attempts"`
 
-		// Error the job's last error; left out for a completion
+		// Cron cron.fired: the cron entry whose tick enqueued the job
+		Cron *string `json:"cron,omitempty"`
+
+		// Error the job's last error; left out for a completion and a cron.fired
 		Error *string `json:"error,omitempty"`
 		Id    string  `json:"id"`
 		Kind  string  `json:"kind"`
@@ -3795,7 +3807,7 @@ type ClientInterface interface {
 
 	// CreateWebhookWithBody Subscribe an endpoint to job events
 	//
-	// Job events (job.completed, job.dead, job.canceled, job.retried) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+	// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3804,7 +3816,7 @@ type ClientInterface interface {
 
 	// CreateWebhook Subscribe an endpoint to job events
 	//
-	// Job events (job.completed, job.dead, job.canceled, job.retried) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+	// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5081,7 +5093,7 @@ func (c *Client) ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn
 
 // CreateWebhookWithBody Subscribe an endpoint to job events
 //
-// Job events (job.completed, job.dead, job.canceled, job.retried) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5100,7 +5112,7 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, contentType string, 
 
 // CreateWebhook Subscribe an endpoint to job events
 //
-// Job events (job.completed, job.dead, job.canceled, job.retried) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8805,7 +8817,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookWithBodyWithResponse Subscribe an endpoint to job events
 	//
-	// Job events (job.completed, job.dead, job.canceled, job.retried) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+	// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8814,7 +8826,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookWithResponse Subscribe an endpoint to job events
 	//
-	// Job events (job.completed, job.dead, job.canceled, job.retried) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+	// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15117,7 +15129,7 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, reqE
 
 // CreateWebhookWithBodyWithResponse Subscribe an endpoint to job events
 //
-// Job events (job.completed, job.dead, job.canceled, job.retried) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15132,7 +15144,7 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 
 // CreateWebhookWithResponse Subscribe an endpoint to job events
 //
-// Job events (job.completed, job.dead, job.canceled, job.retried) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -54,10 +54,14 @@ const (
 	EventJobDead      = "job.dead"
 	EventJobCanceled  = "job.canceled"
 	EventJobRetried   = "job.retried"
+	// EventCronFired is a cron entry's tick: its job was enqueued (the
+	// event's job; data.cron names the entry). A trigger of an entry by
+	// hand is not a tick and sends none.
+	EventCronFired = "cron.fired"
 )
 
 // EventTypes are the event types a subscription can ask for.
-var EventTypes = []string{EventJobCompleted, EventJobDead, EventJobCanceled, EventJobRetried}
+var EventTypes = []string{EventJobCompleted, EventJobDead, EventJobCanceled, EventJobRetried, EventCronFired}
 
 // Caps and timing of event webhooks.
 const (
@@ -143,6 +147,8 @@ type HookEventData struct {
 	Status   string `json:"status"`
 	Attempts int    `json:"attempts"`
 	Error    string `json:"error,omitempty"`
+	// Cron is the entry of a cron.fired event.
+	Cron string `json:"cron,omitempty"`
 }
 
 // DeadDelivery is a delivery that was sent HookMaxAttempts times without
@@ -576,9 +582,13 @@ func (h *Hooks) readOutboxes(ctx context.Context, queues []string) (map[string][
 			str := func(f string) string { s, _ := m.Values[f].(string); return s }
 			attempts, _ := strconv.Atoi(str(store.HookAttempts))
 			ms, _ := strconv.ParseInt(str(store.HookAt), 10, 64)
-			e.ev = HookEvent{Type: "job." + str(store.HookType), Timestamp: time.UnixMilli(ms).UTC(),
+			typ := "job." + str(store.HookType)
+			if str(store.HookType) == "cron_fired" {
+				typ = EventCronFired
+			}
+			e.ev = HookEvent{Type: typ, Timestamp: time.UnixMilli(ms).UTC(),
 				Data: HookEventData{Queue: q, ID: str(store.HookID), Kind: str(store.HookKind), Status: str(store.HookStatus),
-					Attempts: attempts, Error: str(store.HookError)}}
+					Attempts: attempts, Error: str(store.HookError), Cron: str(store.HookCron)}}
 			e.job = q + "|" + e.ev.Data.ID
 			b, _ := json.Marshal(e.ev)
 			e.body = string(b)

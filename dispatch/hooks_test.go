@@ -22,6 +22,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/internal/store"
@@ -610,4 +611,44 @@ func TestHooksEventsOfReclaimAndRelease(t *testing.T) {
 
 	r.pass(time.Second)
 	require.Equal(t, map[string][]string{lost.Job.ID: {"job.dead"}, held.Job.ID: {"job.canceled"}}, rc.byJob())
+}
+
+// A cron entry's tick sends cron.fired, naming the entry, with the job it
+// enqueued; a subscription to that type alone gets none of the job's own
+// events. Real processes: a running scheduler and dispatcher.
+func TestHooksCronFired(t *testing.T) {
+	t.Parallel()
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	d, err := dispatch.New(dispatch.Config{Client: c, Guard: loopback, HookInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	rc := newHookReceiver(t, nil)
+	_, err = d.Hooks().Create(t.Context(), dispatch.Subscription{URL: rc.srv.URL, Events: []string{dispatch.EventCronFired}})
+	require.NoError(t, err)
+	_, err = cron.NewStore(c).Put(t.Context(), cron.Entry{Name: "every.second", Schedule: "* * * * * *", Queue: "ticks", Kind: "tick"})
+	require.NoError(t, err)
+	sched, err := cron.NewScheduler(cron.Config{Client: c})
+	require.NoError(t, err)
+	for _, r := range []lifecycle.Runner{d, sched} {
+		h := lifecycle.Start(t.Context(), r)
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, h.Stop(sctx))
+		})
+	}
+	require.Eventually(t, func() bool { n, _ := rc.count(); return n >= 2 }, 10*time.Second, 5*time.Millisecond)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, e := range rc.events[:2] {
+		require.Equal(t, dispatch.EventCronFired, e.Type)
+		require.Equal(t, "every.second", e.Data.Cron)
+		require.Equal(t, "ticks", e.Data.Queue)
+		require.Equal(t, "tick", e.Data.Kind)
+		j, err := c.Get(t.Context(), "ticks", e.Data.ID)
+		require.NoError(t, err, "the event names the tick's job")
+		require.Equal(t, "tick", j.Kind)
+	}
+	require.NotEqual(t, rc.events[0].Data.ID, rc.events[1].Data.ID, "a job a tick")
 }

@@ -256,17 +256,22 @@ var SettingFields = []string{SettingPush, SettingHooks}
 // deletes it (XDEL, which never deletes the key).
 const (
 	HookSentinelID = "0-1"
-	HookType       = "t" // "completed", "dead", "canceled" or "retried"
+	HookType       = "t" // "completed", "dead", "canceled", "retried", or "cron_fired" (a cron tick's job was enqueued)
 	HookID         = "i" // the job's id
 	HookKind       = "k" // the job's kind
 	HookStatus     = "s" // the job's status after the change
 	HookAttempts   = "a" // the job's attempts after the change
 	HookAt         = "m" // Unix ms of the change, Redis's clock
 	HookError      = "e" // the last error ("" for a completion)
+	HookCron       = "c" // cron_fired: the cron entry's name
 	// HookOutboxMax caps a queue's hooks outbox: an event past it is not
 	// written, and counted in the meta field MetaHooksDropped. It is what
 	// a queue can end while no dispatcher runs.
 	HookOutboxMax = 100_000
+	// CronIdemPrefix starts the idempotency key of a cron tick's job
+	// ("cron:<entry>:<tick ms>", package cron): enqueue.lua writes a
+	// cron_fired event for a job it adds with such a key.
+	CronIdemPrefix = "cron:"
 )
 
 // NoteField is the field of a job's attempt notes in the data hash.
@@ -528,7 +533,7 @@ func (s scriptSpec) prelude() string {
 	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", WakeGroup)
 	fmt.Fprintf(&b, "local PUSH_KIND = %q\n", EnvelopeKind)
 	fmt.Fprintf(&b, "local SWEEP_HINT_MS = %d\n", SweepHintFor.Milliseconds())
-	fmt.Fprintf(&b, "local HOOK_MAX, HOOK_SENTINEL = %d, %q\n", HookOutboxMax, HookSentinelID)
+	fmt.Fprintf(&b, "local HOOK_MAX, HOOK_SENTINEL, CRON_IDEM = %d, %q, %q\n", HookOutboxMax, HookSentinelID, CronIdemPrefix)
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
 	if slices.Contains(s.keys, KeyWorkflow) {
 		for _, f := range wfPrelude {

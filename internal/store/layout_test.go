@@ -231,5 +231,5 @@ func TestScriptsThatEndJobsWriteTheHooksOutbox(t *testing.T) {
 		}
 	}
 	slices.Sort(with)
-	require.Equal(t, []string{"cancel", "complete", "fail", "reclaim", "release", "wfnode"}, with)
+	require.Equal(t, []string{"cancel", "complete", "enqueue", "fail", "reclaim", "release", "wfnode"}, with)
 }

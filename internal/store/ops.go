@@ -283,7 +283,7 @@ var (
 	Create = declare[CreateArgs, Code]("create",
 		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)
 	Enqueue = declare[EnqueueArgs, EnqueueReply]("enqueue",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets)
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets, KeyHooks)
 	Promote = declare[PromoteArgs, PromoteReply]("promote",
 		KeyMeta, KeyJobs, KeySched, KeyPending, KeyWake)
 	Claim = declare[ClaimArgs, ClaimReply]("claim",

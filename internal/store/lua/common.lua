@@ -907,12 +907,12 @@ end
 -- hook writes a job's event to the queue's hooks outbox (see KeyHooks in
 -- layout.go) while the queue's meta says a webhook subscription may want
 -- it: in the script that makes the change, so an event is durable as
--- soon as the change is. typ is "completed", "dead", "canceled" or
--- "retried"; status the job's after the change. The fields are
--- store.Hook*'s. A full outbox (HOOK_MAX events, a dispatcher away) takes
+-- soon as the change is. typ is "completed", "dead", "canceled",
+-- "retried" or "cron_fired" (cron, the entry's name, for that one only);
+-- status the job's after the change. The fields are store.Hook*'s. A full outbox (HOOK_MAX events, a dispatcher away) takes
 -- no more: the event is counted in meta's hooks_dropped instead.
 local hooks_on
-local function hook(typ, id, f, status)
+local function hook(typ, id, f, status, cron)
   if hooks_on == nil then
     hooks_on = redis.call('HGET', K_meta, M_hooks) == '1'
   end
@@ -924,7 +924,7 @@ local function hook(typ, id, f, status)
     return
   end
   redis.call('XADD', K_hookout, '*', 't', typ, 'i', id, 'k', f[R_kind], 's', status, 'a', f[R_attempts] ~= '' and f[R_attempts] or '0',
-    'm', now_str, 'e', typ == 'completed' and '' or f[R_last_error])
+    'm', now_str, 'e', typ == 'completed' and '' or f[R_last_error], 'c', cron or '')
 end
 
 -- kill moves a job that is out of every list into the dead set, saving f.
