@@ -307,7 +307,13 @@ func (h *Hooks) Create(ctx context.Context, s Subscription) (Subscription, error
 	if err := h.put(ctx, s, "create"); err != nil {
 		return Subscription{}, err
 	}
-	return s, h.Sync(ctx)
+	if err := h.Sync(ctx); err != nil {
+		// The queues it names could not be set (queue.ErrTooManyQueues,
+		// Redis away): no subscription, rather than one that sends nothing.
+		_ = h.rdb.HDel(context.WithoutCancel(ctx), h.keys(s.ID).Subs, s.ID).Err()
+		return Subscription{}, err
+	}
+	return s, nil
 }
 
 // Update replaces subscription id with s (its ID and creation kept;
@@ -327,7 +333,13 @@ func (h *Hooks) Update(ctx context.Context, id string, s Subscription) (Subscrip
 	if err := h.put(ctx, s, "update"); err != nil {
 		return Subscription{}, err
 	}
-	return s, h.Sync(ctx)
+	if err := h.Sync(ctx); err != nil {
+		// As Create: the subscription as it was, rather than one that
+		// sends nothing.
+		_ = h.put(context.WithoutCancel(ctx), old, "update")
+		return Subscription{}, err
+	}
+	return s, nil
 }
 
 func (h *Hooks) put(ctx context.Context, s Subscription, mode string) error {

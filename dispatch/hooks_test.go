@@ -507,6 +507,8 @@ func TestHooksValidationAndCaps(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, dispatch.MaxSubscriptions)
 	// Deleting one makes room, and takes its deliveries with it.
+	// (Past the cap of queues, a subscription naming a new one is not
+	// made: it would send nothing.)
 	require.NoError(t, r.hooks.Delete(r.ctx, list[0].ID))
 	_, err = r.hooks.Create(r.ctx, dispatch.Subscription{URL: ok})
 	require.NoError(t, err)
@@ -653,4 +655,25 @@ func TestHooksCronFired(t *testing.T) {
 		require.Equal(t, "tick", j.Kind)
 	}
 	require.NotEqual(t, rc.events[0].Data.ID, rc.events[1].Data.ID, "a job a tick")
+}
+
+// A subscription that names a queue past the client's cap of queues is
+// refused, and not kept; an update to one keeps the subscription as it
+// was.
+func TestHooksQueueCap(t *testing.T) {
+	t.Parallel()
+	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), MaxQueues: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	h := dispatch.NewHooks(c, loopback)
+	sub, err := h.Create(t.Context(), dispatch.Subscription{URL: "http://127.0.0.1:9/", Queues: []string{"a", "b"}})
+	require.NoError(t, err)
+	_, err = h.Create(t.Context(), dispatch.Subscription{URL: "http://127.0.0.1:9/", Queues: []string{"c"}})
+	require.ErrorIs(t, err, queue.ErrTooManyQueues)
+	_, err = h.Update(t.Context(), sub.ID, dispatch.Subscription{URL: "http://127.0.0.1:9/", Queues: []string{"a", "d"}})
+	require.ErrorIs(t, err, queue.ErrTooManyQueues)
+	list, err := h.List(t.Context())
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, []string{"a", "b"}, list[0].Queues)
 }
