@@ -56,6 +56,9 @@ type setupConfig struct {
 	// push, when set, serves the push config routes from a dispatch.Store
 	// over the bundle's queue client, with this guard.
 	push *dispatch.Guard
+	// hooks, when set, serves the /v1/webhooks routes from a
+	// dispatch.Hooks over the bundle's queue client, with this guard.
+	hooks *dispatch.Guard
 	// clock, when set, is the queue client's clock instead of the fake
 	// one (b.clock is then not the client's).
 	clock clockwork.Clock
@@ -101,6 +104,9 @@ func setup(t testing.TB, opts ...func(*setupConfig)) *testBundle {
 	}
 	if sc.push != nil {
 		ac.Push = dispatch.NewStore(client, *sc.push)
+	}
+	if sc.hooks != nil {
+		ac.Hooks = dispatch.NewHooks(client, *sc.hooks)
 	}
 	if sc.workers != nil {
 		ac.Workers, err = registry.New(client, *sc.workers)

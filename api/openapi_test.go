@@ -124,6 +124,7 @@ func TestOpenAPIServedFitsTheServer(t *testing.T) {
 	wf, err := workflow.New(workflow.Config{Queue: b.client})
 	require.NoError(t, err)
 	srv, err := api.New(api.Config{Store: b.client, Cron: &memCron{client: b.client}, Push: dispatch.NewStore(b.client, dispatch.Guard{}),
+		Hooks:     dispatch.NewHooks(b.client, dispatch.Guard{}),
 		Workflows: wf, Workers: reg, Token: "t"})
 	require.NoError(t, err)
 	require.Equal(t, api.OpenAPI(), srv.OpenAPI(), "serve --token serves api/openapi.json byte for byte")

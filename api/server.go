@@ -51,6 +51,10 @@ type Config struct {
 	// enqueues give a target and callbacks; a *dispatch.Store. Defaults to
 	// nil (none of this).
 	Push PushStore
+	// Hooks serves the /v1/webhooks routes (event webhook subscriptions
+	// and their dead deliveries); a *dispatch.Hooks. Defaults to nil (no
+	// such routes).
+	Hooks HookStore
 	// Token, when set, is the API token: every /v1 route and the dashboard
 	// need "Authorization: Bearer <token>", or the dashboard's session
 	// cookie (see [Server.ServeHTTP] and docs/DASHBOARD.md). /healthz and
@@ -307,6 +311,9 @@ func (s *Server) routes() {
 			route{http.MethodPut, "/v1/queues/:queue/config", s.putPushConfig, false},
 			route{http.MethodDelete, "/v1/queues/:queue/config", s.deletePushConfig, false},
 		)
+	}
+	if s.cfg.Hooks != nil {
+		rs = append(rs, s.hookRoutes()...)
 	}
 	rs = append(rs, s.workersRoutes()...)
 	if s.cfg.Workflows != nil {

@@ -3,6 +3,8 @@ package cron
 import (
 	"strconv"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/store"
 )
 
 // Every Redis key of the cron package is built in this file. They are
@@ -42,5 +44,5 @@ func ticksKey(ns, name string) string { return ns + ":cron:{" + name + "}:ticks"
 // tickIdempotencyKey is the idempotency key of the job of one tick: the
 // same on every instance, whatever its clock says.
 func tickIdempotencyKey(name string, tick time.Time) string {
-	return "cron:" + name + ":" + strconv.FormatInt(tick.UnixMilli(), 10)
+	return store.CronIdemPrefix + name + ":" + strconv.FormatInt(tick.UnixMilli(), 10)
 }

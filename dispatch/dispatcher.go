@@ -52,6 +52,13 @@ type Config struct {
 	// OnAttempt, when set, is called after each request with what it did
 	// (tests, metrics); keep it quick.
 	OnAttempt func(Attempt)
+	// HookInterval is how often the event webhook outboxes are read and
+	// the due deliveries sent (see Hooks). Defaults to
+	// DefaultHookInterval.
+	HookInterval time.Duration
+	// OnHookAttempt, when set, is called after each event webhook request
+	// with what it did; keep it quick.
+	OnHookAttempt func(HookAttempt)
 }
 
 // Attempt is one request of a job, as its note records it.
@@ -97,6 +104,12 @@ type Dispatcher struct {
 	clock   clockwork.Clock
 	metrics *metrics
 	notes   *notes
+	hooks   *Hooks
+	// hooksOn are the queues the last Sync of the hooks left on.
+	hooksOn atomic.Pointer[[]string]
+	// hookBusy holds the ids of the subscriptions whose deliveries are
+	// being sent (see hookPass).
+	hookBusy sync.Map
 
 	configs atomic.Pointer[map[string]QueueConfig]
 	// deadSeen is, per push queue, the newest death sweepDead has seen
@@ -131,10 +144,12 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: Config.Client is required")
 	}
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, defaultRefresh)
+	cfg.HookInterval = cmp.Or(cfg.HookInterval, DefaultHookInterval)
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, store: NewStore(cfg.Client, cfg.Guard),
 		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Clock(), workers: map[string]*served{}}
 	d.http = newHTTPClient(cfg.Guard)
 	d.notes = newNotes(cfg.Client)
+	d.hooks = NewHooks(cfg.Client, cfg.Guard)
 	empty := map[string]QueueConfig{}
 	d.configs.Store(&empty)
 	var err error
@@ -166,6 +181,9 @@ func newHTTPClient(g Guard) *http.Client {
 // Store is the dispatcher's config store.
 func (d *Dispatcher) Store() *Store { return d.store }
 
+// Hooks is the dispatcher's event webhook subscriptions.
+func (d *Dispatcher) Hooks() *Hooks { return d.hooks }
+
 // Run reads the configs and serves the push queues, reading them again
 // every RefreshInterval, until ctx ends. Then it stops every queue's
 // worker at once: each claims no more, lets the requests under way finish
@@ -187,8 +205,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.log.Warn("dispatch: reading push configs", "err", err)
 		}
 		d.sweepDead(ctx, slices.Collect(maps.Keys(*d.configs.Load())))
+		if err := d.syncHooks(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("dispatch: setting the queues' hooks", "err", err)
+		}
 	}
 	look()
+	var hooks sync.WaitGroup
+	hooks.Go(func() { d.hookLoop(ctx) })
 	t := d.clock.NewTicker(d.cfg.RefreshInterval)
 	for ctx.Err() == nil {
 		select {
@@ -198,6 +221,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}
 	t.Stop()
+	hooks.Wait()
 	d.mu.Lock()
 	ws := d.workers
 	d.workers = map[string]*served{}

@@ -12,6 +12,11 @@ import (
 type metrics struct {
 	duration *prometheus.HistogramVec
 	outcomes *prometheus.CounterVec
+	// hooks counts event webhook requests by outcome: delivered, retry,
+	// dead.
+	hooks *prometheus.CounterVec
+	// hooksDropped counts events a subscription had no room for.
+	hooksDropped prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -25,9 +30,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "chronoq_dispatch_requests_total",
 			Help: "Push requests by queue and by class: 2xx, 3xx, 4xx, 5xx, timeout, refused (SSRF guard), error (no response).",
 		}, []string{"queue", "class"}),
+		hooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chronoq_webhook_requests_total",
+			Help: "Event webhook requests by outcome: delivered (2xx), retry (sent again after a backoff), dead (no more attempts).",
+		}, []string{"outcome"}),
+		hooksDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chronoq_webhook_dropped_total",
+			Help: "Events not delivered because a subscription held its cap of pending deliveries.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.duration, m.outcomes} {
+		for _, c := range []prometheus.Collector{m.duration, m.outcomes, m.hooks, m.hooksDropped} {
 			if err := reg.Register(c); err != nil {
 				var are prometheus.AlreadyRegisteredError
 				if !errors.As(err, &are) {

@@ -35,6 +35,7 @@ const (
 	HeaderAttempt = "chronoq-attempt"
 	HeaderFence   = "chronoq-fence"
 	HeaderKind    = "chronoq-kind"
+	HeaderEvent   = "chronoq-event" // an event webhook's event type
 )
 
 // secretPrefix starts every secret: "whsec_" and the key in base64.

@@ -306,7 +306,15 @@ func (c *Client) register(ctx context.Context, queue string) error {
 	if ok.Code == 0 {
 		return fmt.Errorf("%w: the cap is %d queues (Config.MaxQueues)", ErrTooManyQueues, c.cfg.MaxQueues)
 	}
-	if _, err := call(ctx, c, store.Create, store.QueueKeys(c.ns, queue), &store.None{}); err != nil {
+	// A queue made while an event webhook subscription takes every
+	// queue's events starts with its hooks setting on. Read after the
+	// name is registered: a subscription made after this read finds the
+	// name, and sets the setting itself (package dispatch, Hooks.Sync).
+	all, err := c.rdb.Get(ctx, store.HooksAllKey(c.ns)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("queue: create %s: %w", queue, wrapRedis(err))
+	}
+	if _, err := call(ctx, c, store.Create, store.QueueKeys(c.ns, queue), &store.CreateArgs{Hooks: all == "1"}); err != nil {
 		return fmt.Errorf("queue: create %s: %w", queue, err)
 	}
 	c.known.Store(queue, struct{}{})

@@ -1015,3 +1015,48 @@ func TestDashboardLoadingFirst(t *testing.T) {
 	require.Equal(t, "true", b.eval(`String(document.getElementById("queues-loading").hidden)`))
 	require.Equal(t, "true", b.eval(`String(document.getElementById("no-queues").hidden)`))
 }
+
+// TestDashboardWebhooks: the webhooks page, in a real headless Chromium,
+// lists the subscriptions with their backlog; a subscription's page lists
+// its dead deliveries (here one its receiver refused with a 410, dead at
+// once) and sends them again.
+func TestDashboardWebhooks(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no such hook", http.StatusGone)
+	}))
+	t.Cleanup(gone.Close)
+	s := startServe(t, []string{"--redis-url", "redis://" + testutil.RedisAddr(t) + "/0", "--namespace", testutil.Namespace(t),
+		"--token", "tok3n", "--reclaim-interval", "1h", "--dispatch-allow", "127.0.0.1"}, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.logs)
+		}
+	})
+	sub := s.post(t, "/v1/webhooks", `{"url":"`+gone.URL+`/events","queues":["mail"],"events":["job.canceled"]}`)
+	id := sub["id"].(string)
+	job := s.post(t, "/v1/queues/mail/jobs", `{"kind":"welcome","delay":"1h"}`)
+	jobID := job["id"].(string)
+	status, _ := s.do(t, http.MethodDelete, "/v1/queues/mail/jobs/"+jobID, "")
+	require.Equal(t, http.StatusOK, status)
+
+	b.do(chromedp.Navigate(s.base + "/?token=tok3n"))
+	b.waitFor("the stream live", liveState("live"), 10*time.Second)
+	b.do(b.click(`#nav a[data-nav=webhooks]`))
+	row := `document.querySelector('#webhooks tr.webhook[data-id="` + id + `"]')`
+	b.waitFor("the subscription, its delivery dead", `!!`+row+` && `+row+`.querySelector("td.h-dead").textContent === "1"`, 15*time.Second)
+	require.Equal(t, gone.URL+"/events", b.eval(row+`.querySelector("td.h-url").textContent`))
+	require.Equal(t, "mail", b.eval(row+`.querySelector("td.h-queues").textContent`))
+	require.Equal(t, "*", b.eval(row+`.querySelector("td.h-kinds").textContent`))
+	require.Equal(t, "job.canceled", b.eval(row+`.querySelector("td.h-events").textContent`))
+
+	b.do(b.click(`#webhooks tr.webhook[data-id="` + id + `"] td.h-url`))
+	b.waitFor("its dead delivery", `document.querySelectorAll("#webhook-dead tr.dead-delivery").length === 1`, 10*time.Second)
+	require.Equal(t, s.base+"/#/webhooks/"+id, b.eval(`location.href`))
+	require.Equal(t, "job.canceled", b.eval(`document.querySelector("#webhook-dead td.d-event").textContent`))
+	require.Equal(t, "HTTP 410 Gone: no such hook\n", b.eval(`document.querySelector("#webhook-dead td.d-error").textContent`))
+	b.screenshot("dashboard-webhooks.png")
+	b.do(b.click("#webhook-retry"))
+	b.waitFor("sent again", `document.getElementById("msg").textContent.includes("1 pending again")`, 10*time.Second)
+}

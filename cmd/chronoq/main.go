@@ -3,7 +3,7 @@
 //	chronoq serve     the HTTP API, the dashboard, the promoter, the reclaimer and the push dispatchers
 //	chronoq demo      serve, plus a simulated worker pool driven from the dashboard
 //	chronoq dispatch  push dispatchers only (serve runs them too, unless --no-dispatch)
-//	chronoq enqueue, stats, list, inspect, cancel, dead, cron, workers
+//	chronoq enqueue, stats, list, inspect, cancel, dead, cron, workers, webhooks
 //	                  operator commands over the HTTP API (--url, --token)
 //
 // Run "chronoq <command> -h" for a command's flags. Every flag can also be
@@ -40,6 +40,7 @@ var commands = map[string]command{
 	"dead":     {"dead jobs: dead requeue|purge --queue Q [--kind K]", runDead},
 	"cron":     {"cron entries: cron list", runCron},
 	"workers":  {"the live workers (the registry): workers [ID]", runWorkers},
+	"webhooks": {"event webhook subscriptions: webhooks list|get|create|update|delete|dead|retry", runWebhooks},
 }
 
 func main() {

@@ -534,6 +534,7 @@ func (p *serveParts) buildAPI(c serveConfig, log *slog.Logger) error {
 		return err
 	}
 	p.srv, err = api.New(api.Config{Store: client, Cron: cron.NewStore(client, cron.WithMaxEntries(c.maxCronEntries)), Push: dispatch.NewStore(client, p.guard),
+		Hooks:     dispatch.NewHooks(client, p.guard),
 		Workflows: p.workflows, Token: c.token, AllowedHosts: c.allowedHosts, MetricsAuth: c.metricsAuth, Workers: workers,
 		BodyLimit: c.bodyLimit, Logger: log, Dashboard: dashboard.Handler(), Routes: routes,
 		RoutesOpenAPI: routesDoc})

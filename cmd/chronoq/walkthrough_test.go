@@ -49,6 +49,10 @@ var walkthroughs = []walkthrough{{
 		`"status":"completed".*?"attempts":2.*?"deliveries":\[`,
 	},
 }, {
+	doc: "README.md", first: "curl -s -X POST localhost:8080/v1/webhooks -H 'Content-Type: application/json' \\",
+	want: []string{`"id":"[0-9a-f]{16}","url":"https://hooks.example.com/chronoq"`, `"queues":\["emails"\]`,
+		`"events":\["job.dead"\],"secrets":\["whsec_[^"]+"\]`},
+}, {
 	doc: "README.md", first: "curl -s -X PUT localhost:8080/v1/queues/hooks/limits -d '{\"rate\":200,\"max_in_flight\":10}'",
 	want: []string{`^\{"rate":200,"burst":20,"max_in_flight":10\}`},
 }, {

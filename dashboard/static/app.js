@@ -5,7 +5,7 @@
 // in index.html, an entry in `views` below, a route in `routes`):
 // - routes: hash routes ("#/queues", "#/queues/{queue}",
 //   "#/queues/{queue}/jobs/{id}", "#/workers", "#/workers/after/{cursor}",
-//   "#/workflows", "#/workflows/{id}")
+//   "#/workflows", "#/workflows/{id}", "#/webhooks", "#/webhooks/{id}")
 //   name a view and its parameters; route()
 //   shows that view's <div data-view> and hides the others.
 // - views: {enter(params), leave(), load(), event(type, data)}: enter when
@@ -30,6 +30,8 @@
 //   page every WORKERS_MS while shown, and WORKERS_EVENT_MS after a job
 //   event that may have changed what a worker holds (a claim, or any event
 //   of a job a listed worker holds), at most every WORKERS_SOON_MS.
+// - webhooks: the event webhook subscriptions, and one's dead deliveries
+//   (#/webhooks/{id}), read every WORKERS_MS while shown.
 // - workflows: a workflow's page draws its graph (layered by depth) and
 //   moves each node's box on its job's events; the workflow (or the list
 //   of them) is read again on those events, at most every WF_MS.
@@ -924,6 +926,63 @@
     next.href = r.next_cursor ? "#/workers/after/" + encodeURIComponent(r.next_cursor) : "#/workers";
   }
 
+  // Event webhooks ------------------------------------------------------------
+  //
+  // #/webhooks lists the subscriptions (GET /v1/webhooks); #/webhooks/{id}
+  // also shows that one's dead deliveries, with a button that sends them
+  // again. Read every WORKERS_MS while shown: deliveries have no event
+  // stream.
+
+  const hooks = { id: null, timer: 0 };
+
+  async function loadWebhooks() {
+    const id = hooks.id;
+    if (id === null) return;
+    let r;
+    try { r = await api("GET", "/v1/webhooks"); } catch (e) {
+      if (e.status !== 404) throw e;
+      $("webhooks-off").hidden = false; // a server without them
+      return;
+    }
+    if (hooks.id !== id) return;
+    const all = (l) => (l && l.length ? l.join(", ") : "*");
+    const rows = r.webhooks.map((w) => el("tr", { class: "webhook" + (w.id === id ? " on" : ""), dataset: { id: w.id },
+      onclick: () => { location.hash = "#/webhooks/" + encodeURIComponent(w.id); } },
+      el("td", { class: "h-id" }, el("code", {}, w.id)),
+      el("td", { class: "h-url" }, w.url),
+      el("td", { class: "h-queues" }, all(w.queues)),
+      el("td", { class: "h-kinds" }, all(w.kinds)),
+      el("td", { class: "h-events" }, all(w.events)),
+      Object.assign(timeCell(w.created_at), { className: "h-created" }),
+      el("td", { class: "h-pending" }, String(w.pending)),
+      el("td", { class: "h-dead" }, String(w.dead))));
+    $("webhooks").tBodies[0].replaceChildren(...rows);
+    $("no-webhooks").hidden = rows.length > 0;
+    if (!id) return;
+    const d = await or404(api("GET", "/v1/webhooks/" + encodeURIComponent(id) + "/dead?limit=100"));
+    if (hooks.id !== id) return;
+    const dl = d ? d.deliveries : [];
+    $("webhook-dead").tBodies[0].replaceChildren(...dl.map((x) => el("tr", { class: "dead-delivery", dataset: { id: x.id } },
+      el("td", {}, el("code", {}, x.id)),
+      el("td", { class: "d-event" }, x.event.type),
+      el("td", {}, el("a", { href: jobHash(x.event.data.queue, x.event.data.id) }, el("code", {}, x.event.data.queue + "/" + x.event.data.id.slice(-12)))),
+      el("td", { class: "d-attempts" }, String(x.attempts)),
+      timeCell(x.died_at),
+      el("td", { class: "d-error" }, x.error))));
+    $("no-webhook-dead").hidden = dl.length > 0;
+  }
+  const soonWebhooks = throttle(loadWebhooks, LIST_MS);
+
+  function retryWebhookDead() {
+    const id = hooks.id;
+    if (!id) return;
+    act("send the dead deliveries again", async () => {
+      const r = await api("POST", "/v1/webhooks/" + encodeURIComponent(id) + "/dead/retry", {});
+      soonWebhooks();
+      return r.retried + " pending again";
+    });
+  }
+
   // Workflows ----------------------------------------------------------------
   //
   // #/workflows lists the recent ones (GET /v1/workflows), read again on
@@ -1277,6 +1336,23 @@
         if (type === "claimed" || workers.held.has(d.queue + "/" + d.id)) workersAfterEvent();
       },
     },
+    webhooks: {
+      enter(p) {
+        hooks.id = p.id || "";
+        $("webhooks").tBodies[0].replaceChildren();
+        $("no-webhooks").hidden = true;
+        $("webhooks-off").hidden = true;
+        $("webhook-dead-panel").hidden = !hooks.id;
+        $("webhook-dead-id").textContent = hooks.id;
+        $("webhook-dead").tBodies[0].replaceChildren();
+        $("no-webhook-dead").hidden = true;
+        soonWebhooks();
+        clearInterval(hooks.timer);
+        hooks.timer = setInterval(soonWebhooks, WORKERS_MS);
+      },
+      leave() { hooks.id = null; clearInterval(hooks.timer); hooks.timer = 0; soonWebhooks.cancel(); },
+      load: loadWebhooks,
+    },
     workflows: {
       enter() {
         $("workflows").tBodies[0].replaceChildren();
@@ -1306,6 +1382,8 @@
     ["/queues/:queue/jobs/:id", "job"],
     ["/workers", "workers"],
     ["/workers/after/:cursor", "workers"],
+    ["/webhooks", "webhooks"],
+    ["/webhooks/:id", "webhooks"],
     ["/workflows", "workflows"],
     ["/workflows/:id", "workflow"],
   ].map(([pattern, view]) => {
@@ -1512,6 +1590,7 @@
     $("q-pause").addEventListener("click", () => act("pause " + state.queue, () => api("POST", queuePath("/pause"))));
     $("q-resume").addEventListener("click", () => act("resume " + state.queue, () => api("POST", queuePath("/resume"))));
     $("q-reclaim").addEventListener("click", () => act("reclaim sweep of " + state.queue, () => reclaim(state.queue)));
+    $("webhook-retry").addEventListener("click", retryWebhookDead);
     $("dead-retry").addEventListener("click", () => act("retry dead", async () => (await api("POST", queuePath("/dead/retry"), {})).requeued + " requeued"));
     $("dead-purge").addEventListener("click", () => act("purge dead", async () => (await api("DELETE", queuePath("/dead"))).deleted + " deleted"));
     $("resched-go").addEventListener("click", () => act("reschedule", () => {

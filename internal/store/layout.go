@@ -44,6 +44,7 @@ const (
 	KeyWake    = "wake"    // STREAM: one entry each time jobs become pending while a claimer waits
 	KeyLsets   = "lsets"   // HASH: label set id -> its labels, canonical (see labels.go); the sets' own keys below
 	KeyOutbox  = "wfout"   // HASH: job id -> the outbox entry of a workflow node's job that ended, until a releaser acks it (see workflow.go)
+	KeyHooks   = "hookout" // STREAM: the job events event webhooks send, while the queue's meta "hooks" is set, until a dispatcher fans them out (see HookSentinelID)
 )
 
 // Sentinel is the member, field or element that keeps each key of a queue
@@ -77,6 +78,7 @@ type Keys struct {
 	Name                                                                             string // the queue's name (not a key)
 	Meta, Jobs, Data, Sched, Pending, Leases, Dead, Done, Idem, Expiry, Claims, Wake string
 	Outbox                                                                           string // workflows: see KeyOutbox
+	Hooks                                                                            string // event webhooks: see KeyHooks
 	Events                                                                           string // pub/sub channel of job events (sharded pub/sub in a cluster): a channel, not a key
 	Lsets                                                                            string // the registry of label sets (KeyLsets)
 }
@@ -90,12 +92,13 @@ func QueueKeys(ns, queue string) Keys {
 		Pending: p + KeyPending, Leases: p + KeyLeases, Dead: p + KeyDead, Done: p + KeyDone,
 		Idem: p + KeyIdem, Expiry: p + KeyExpiry, Claims: p + KeyClaims, Wake: p + KeyWake,
 		Events: p + "events", Lsets: p + KeyLsets, Outbox: p + KeyOutbox,
+		Hooks: p + KeyHooks,
 	}
 }
 
 // All lists every key of the queue, in layout order.
 func (k Keys) All() []string {
-	return []string{k.Meta, k.Jobs, k.Data, k.Sched, k.Pending, k.Leases, k.Dead, k.Done, k.Idem, k.Expiry, k.Claims, k.Wake, k.Lsets, k.Outbox}
+	return []string{k.Meta, k.Jobs, k.Data, k.Sched, k.Pending, k.Leases, k.Dead, k.Done, k.Idem, k.Expiry, k.Claims, k.Wake, k.Lsets, k.Outbox, k.Hooks}
 }
 
 // ByName answers the key of the queue called name (one of the key*
@@ -130,6 +133,8 @@ func (k Keys) ByName(name string) string {
 		return k.Lsets
 	case KeyOutbox:
 		return k.Outbox
+	case KeyHooks:
+		return k.Hooks
 	}
 	panic("store: no key " + name) // the script table names only the constants above
 }
@@ -182,6 +187,8 @@ const (
 	MetaTBTokens     = "tb_tokens"      // the rate limit's token bucket: tokens left at tb_ms
 	MetaTBAt         = "tb_ms"          // ms the bucket was last counted at (Redis's clock)
 	MetaSweepHint    = "sweep_hint"     // "<ms>|<set at ms>": the time the last sweep mark put the queue's entry at (queue/attention.go)
+	MetaHooks        = SettingHooks     // "1": the job events are written to the hooks outbox (KeyHooks)
+	MetaHooksDropped = "hooks_dropped"  // events not written because the hooks outbox held HookOutboxMax
 )
 
 // The meta hash's counters: jobs that went through each step, ever.
@@ -203,6 +210,7 @@ const (
 var metaFields = []string{
 	MetaCreated, MetaActive, MetaPaused, MetaStale, MetaWaker, MetaWakerUntil, MetaWaitingUntil,
 	MetaLimitRate, MetaLimitBurst, MetaLimitFlight, MetaTBTokens, MetaTBAt, MetaSweepHint, MetaLsets,
+	MetaHooks, MetaHooksDropped,
 	MetaEnqueued, MetaPromoted, MetaCompleted, MetaFailed, MetaRetried, MetaReclaimed, MetaDead, MetaCanceled, MetaRequeued,
 }
 
@@ -230,10 +238,41 @@ const (
 	// SettingPush is the queue's push target, JSON written and read by
 	// package dispatch.
 	SettingPush = "push"
+	// SettingHooks is "1" while an event webhook subscription may want
+	// the queue's job events (package dispatch sets and clears it): the
+	// scripts that end or retry a job then write its event to the queue's
+	// hooks outbox (KeyHooks), in the same script, so atomically with the
+	// change.
+	SettingHooks = "hooks"
 )
 
 // SettingFields are the meta fields SetSettings may write.
-var SettingFields = []string{SettingPush}
+var SettingFields = []string{SettingPush, SettingHooks}
+
+// The hooks outbox (KeyHooks): a stream whose first entry, id 0-1, is
+// its sentinel (field HookSentinelID), and whose other entries are one
+// job event each, the fields below. The dispatcher reads it from after
+// the sentinel, fans each entry out to the subscriptions that want it and
+// deletes it (XDEL, which never deletes the key).
+const (
+	HookSentinelID = "0-1"
+	HookType       = "t" // "completed", "dead", "canceled", "retried", or "cron_fired" (a cron tick's job was enqueued)
+	HookID         = "i" // the job's id
+	HookKind       = "k" // the job's kind
+	HookStatus     = "s" // the job's status after the change
+	HookAttempts   = "a" // the job's attempts after the change
+	HookAt         = "m" // Unix ms of the change, Redis's clock
+	HookError      = "e" // the last error ("" for a completion)
+	HookCron       = "c" // cron_fired: the cron entry's name
+	// HookOutboxMax caps a queue's hooks outbox: an event past it is not
+	// written, and counted in the meta field MetaHooksDropped. It is what
+	// a queue can end while no dispatcher runs.
+	HookOutboxMax = 100_000
+	// CronIdemPrefix starts the idempotency key of a cron tick's job
+	// ("cron:<entry>:<tick ms>", package cron): enqueue.lua writes a
+	// cron_fired event for a job it adds with such a key.
+	CronIdemPrefix = "cron:"
+)
 
 // NoteField is the field of a job's attempt notes in the data hash.
 func NoteField(id string) string { return id + ".n" }
@@ -494,6 +533,7 @@ func (s scriptSpec) prelude() string {
 	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", WakeGroup)
 	fmt.Fprintf(&b, "local PUSH_KIND = %q\n", EnvelopeKind)
 	fmt.Fprintf(&b, "local SWEEP_HINT_MS = %d\n", SweepHintFor.Milliseconds())
+	fmt.Fprintf(&b, "local HOOK_MAX, HOOK_SENTINEL, CRON_IDEM = %d, %q, %q\n", HookOutboxMax, HookSentinelID, CronIdemPrefix)
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
 	if slices.Contains(s.keys, KeyWorkflow) {
 		for _, f := range wfPrelude {
@@ -667,3 +707,34 @@ func (s scriptSpec) wfKeysOf(k WFKeys) []string {
 // TakesSets reports whether the script called name is given the label
 // sets' keys after its own (see setKeyScripts).
 func TakesSets(name string) bool { return setKeyScripts[name] }
+
+// HookKeys are the keys of one event webhook subscription, in the slot of
+// the namespace's hooks ("<ns>:{<ns>:hooks}:"), in the order the hook
+// scripts declare them (see hookKeys in ops.go; hook_common.lua says what
+// each holds). Subs and Seq are the namespace's, the rest the
+// subscription's own.
+type HookKeys struct {
+	Subs, Seq, Ev, Pend, Dead, DeadEv, Cur string
+}
+
+// HookKeysOf answers the keys of subscription id in namespace ns ("" for
+// the namespace's keys only).
+func HookKeysOf(ns, id string) HookKeys {
+	p := ns + ":{" + ns + ":hooks}:"
+	s := p + "s:" + id + ":"
+	return HookKeys{Subs: p + "subs", Seq: p + "seq", Ev: s + "ev", Pend: s + "pend", Dead: s + "dead", DeadEv: s + "deadev", Cur: s + "cur"}
+}
+
+// HooksAllKey is "1" while an event webhook subscription takes every
+// queue's events: a queue made then starts with its hooks setting on
+// (create.lua), so its first events are not missed. Written by package
+// dispatch, read by a client before it creates a queue.
+func HooksAllKey(ns string) string { return ns + ":{" + ns + ":hooks}:all" }
+
+// List is k in the order the scripts declare them.
+func (k HookKeys) List() []string {
+	return []string{k.Subs, k.Seq, k.Ev, k.Pend, k.Dead, k.DeadEv, k.Cur}
+}
+
+// Own are the keys of the subscription alone, deleted with it.
+func (k HookKeys) Own() []string { return []string{k.Ev, k.Pend, k.Dead, k.DeadEv, k.Cur} }

@@ -217,3 +217,19 @@ func TestNewRecordHasEveryField(t *testing.T) {
 	require.NotNil(t, m, "new_record's constructor")
 	require.Equal(t, len(RecFields), strings.Count(m[1], "''"))
 }
+
+// Every script sent with common.lua's hook (directly, or through kill and
+// cancel_now) declares the hooks outbox it writes, and every script that
+// ends or retries a job is one of them.
+func TestScriptsThatEndJobsWriteTheHooksOutbox(t *testing.T) {
+	t.Parallel()
+	var with []string
+	for _, spec := range allSpecs() {
+		if strings.Contains(scriptSource(spec), "local function hook(") {
+			require.Contains(t, spec.keys, KeyHooks, "%s.lua may write the hooks outbox without declaring it", spec.name)
+			with = append(with, spec.name)
+		}
+	}
+	slices.Sort(with)
+	require.Equal(t, []string{"cancel", "complete", "enqueue", "fail", "reclaim", "release", "wfnode"}, with)
+}

@@ -37,6 +37,12 @@ type None struct{}
 
 // Queues (one queue's slot).
 type (
+	// CreateArgs are the arguments of create.lua.
+	CreateArgs struct {
+		// Hooks sets the queue's hooks setting (SettingHooks): a
+		// subscription to every queue's events exists (HooksAllKey).
+		Hooks bool `arg:"hooks"`
+	}
 	// EnqueueArgs are enqueue.lua's arguments: the jobs, a group each.
 	EnqueueArgs struct {
 		IdemTTLMs int64         `arg:"idem_ttl_ms"`
@@ -274,10 +280,10 @@ type (
 
 // The declarations of the queue scripts.
 var (
-	Create = declare[None, Code]("create",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox)
+	Create = declare[CreateArgs, Code]("create",
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)
 	Enqueue = declare[EnqueueArgs, EnqueueReply]("enqueue",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets)
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets, KeyHooks)
 	Promote = declare[PromoteArgs, PromoteReply]("promote",
 		KeyMeta, KeyJobs, KeySched, KeyPending, KeyWake)
 	Claim = declare[ClaimArgs, ClaimReply]("claim",
@@ -286,17 +292,17 @@ var (
 		KeyMeta, KeyPending, KeyLeases, KeyWake)
 	// Complete answers a code per ack, then with Answer each job packed.
 	Complete = declare[CompleteArgs, Rows]("complete",
-		KeyMeta, KeyJobs, KeyData, KeyLeases, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending)
+		KeyMeta, KeyJobs, KeyData, KeyLeases, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending, KeyHooks)
 	Fail = declare[FailArgs, FailReply]("fail",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox)
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)
 	Heartbeat = declare[HeartbeatArgs, HeartbeatReply]("heartbeat",
 		KeyJobs, KeyLeases)
 	Release = declare[ReleaseArgs, Code]("release",
-		KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox)
+		KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)
 	Reclaim = declare[ReclaimArgs, ReclaimReply]("reclaim",
-		KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox)
+		KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)
 	Cancel = declare[CancelArgs, CodeStatusJob]("cancel",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending)
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending, KeyHooks)
 	Reschedule = declare[RescheduleArgs, CodeStatusJob]("reschedule",
 		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyWake)
 	RunNow = declare[RunNowArgs, CodeStatusJob]("runnow",
@@ -304,7 +310,7 @@ var (
 	Dead = declare[DeadArgs, DeadReply]("dead",
 		KeyMeta, KeyJobs, KeyData, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake)
 	Delete = declare[DeleteArgs, Code]("delete",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox)
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)
 	Settings = declare[SettingsArgs, Code]("settings",
 		KeyMeta)
 	// Note answers a code per note.
@@ -423,7 +429,7 @@ var (
 		KeyMeta, KeyJobs, KeyData, KeyLsets)
 	// WFNode answers a code and a status per node.
 	WFNode = declare[WFNodeArgs, Rows]("wfnode",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake, KeyOutbox)
+		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake, KeyOutbox, KeyHooks)
 	WFRead   = declare[WFReadArgs, WFReadReply]("wfread", KeyOutbox)
 	WFAck    = declare[WFAckArgs, Code]("wfack", KeyOutbox)
 	WFAdopt  = declare[WFAdoptArgs, WFAdoptReply]("wfadopt", KeyMeta, KeyJobs, KeyData, KeyOutbox)
@@ -617,3 +623,102 @@ var (
 	CronPut     = declareGlobal[CronPutArgs, CronPutReply]("cron_put", "entries", "versions", "due", "seq")
 	CronRecord  = declareGlobal[CronRecordArgs, Code]("cron_record", "run", "ticks")
 )
+
+// Event webhooks (package dispatch): the subscriptions and their
+// deliveries sit in one slot of their own, "<ns>:{<ns>:hooks}:*"; each
+// script is given one subscription's keys, in this order (HookKeys), and
+// runs with CallGlobal. The queue's side is its hooks outbox (KeyHooks).
+var hookKeys = []string{"subs", "seq", "ev", "pend", "dead", "deadev", "cur"}
+
+type (
+	// HookFanoutArgs are the arguments of hook_fanout.lua.
+	HookFanoutArgs struct {
+		ID         string           `arg:"id"`
+		Queue      string           `arg:"queue"`
+		MaxPending int              `arg:"max_pending"`
+		Entries    []HookFanoutItem `arg:"n"`
+	}
+	// HookFanoutItem is one outbox entry of HookFanoutArgs.
+	HookFanoutItem struct {
+		SID  string `arg:"sid"`
+		Job  string `arg:"job"`
+		Body string `arg:"body"`
+	}
+	// HookFanoutReply is the reply of hook_fanout.lua.
+	HookFanoutReply struct {
+		Added   int64 `reply:"added"`
+		Dropped int64 `reply:"dropped"`
+	}
+	// HookClaimArgs are the arguments of hook_claim.lua.
+	HookClaimArgs struct {
+		OffsetUs int64  `arg:"offset_us"`
+		ID       string `arg:"id"`
+		Scan     int    `arg:"scan"`
+		Max      int    `arg:"max"`
+		LeaseMs  int64  `arg:"lease_ms"`
+	}
+	// HookClaimReply is the reply of hook_claim.lua: Now -1 when the
+	// subscription is gone; Rows three values a delivery (key, attempts,
+	// body).
+	HookClaimReply struct {
+		Now     int64 `reply:"now"`
+		Pending int64 `reply:"pending,opt"`
+		Next    int64 `reply:"next,opt"`
+		Rows    []any `reply:"rows,rest"`
+	}
+	// HookAckArgs are the arguments of hook_ack.lua.
+	HookAckArgs struct {
+		OffsetUs int64         `arg:"offset_us"`
+		ID       string        `arg:"id"`
+		MaxDead  int           `arg:"max_dead"`
+		Acks     []HookAckItem `arg:"n"`
+	}
+	// HookAckItem is one attempt of HookAckArgs.
+	HookAckItem struct {
+		Key      string `arg:"key"`
+		Attempts int    `arg:"attempts"`
+		Outcome  string `arg:"outcome"` // "ok", "retry" or "dead"
+		DelayMs  int64  `arg:"delay_ms"`
+		Dead     string `arg:"dead"`
+	}
+	// HookRedriveArgs are the arguments of hook_redrive.lua.
+	HookRedriveArgs struct {
+		ID      string            `arg:"id"`
+		Entries []HookRedriveItem `arg:"n"`
+	}
+	// HookRedriveItem is one dead delivery of HookRedriveArgs.
+	HookRedriveItem struct {
+		Key  string `arg:"key"`
+		Job  string `arg:"job"`
+		Body string `arg:"body"`
+	}
+	// HookPutArgs are the arguments of hook_put.lua.
+	HookPutArgs struct {
+		ID    string `arg:"id"`
+		Value string `arg:"value"`
+		Mode  string `arg:"mode"`
+		Max   int    `arg:"max"`
+	}
+	// HookOutAckArgs are the arguments of hookack.lua.
+	HookOutAckArgs struct {
+		Entries []HookOutAckItem `arg:"n"`
+	}
+	// HookOutAckItem is one outbox entry of HookOutAckArgs.
+	HookOutAckItem struct {
+		SID string `arg:"sid"`
+	}
+)
+
+// The declarations of the event webhook scripts.
+var (
+	HookFanout  = declareHook[HookFanoutArgs, HookFanoutReply]("hook_fanout")
+	HookClaim   = declareHook[HookClaimArgs, HookClaimReply]("hook_claim")
+	HookAck     = declareHook[HookAckArgs, Code]("hook_ack")
+	HookRedrive = declareHook[HookRedriveArgs, Code]("hook_redrive")
+	HookPut     = declareHook[HookPutArgs, Code]("hook_put")
+	HookOutAck  = declare[HookOutAckArgs, Code]("hookack", KeyHooks)
+)
+
+func declareHook[P, R any](name string) *Op[P, R] {
+	return declareSpec[P, R](scriptSpec{name: name, keys: hookKeys, global: true, common: "hook_common"})
+}

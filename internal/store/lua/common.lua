@@ -904,6 +904,29 @@ local function wf_rerun()
   end
 end
 
+-- hook writes a job's event to the queue's hooks outbox (see KeyHooks in
+-- layout.go) while the queue's meta says a webhook subscription may want
+-- it: in the script that makes the change, so an event is durable as
+-- soon as the change is. typ is "completed", "dead", "canceled",
+-- "retried" or "cron_fired" (cron, the entry's name, for that one only);
+-- status the job's after the change. The fields are store.Hook*'s. A full outbox (HOOK_MAX events, a dispatcher away) takes
+-- no more: the event is counted in meta's hooks_dropped instead.
+local hooks_on
+local function hook(typ, id, f, status, cron)
+  if hooks_on == nil then
+    hooks_on = redis.call('HGET', K_meta, M_hooks) == '1'
+  end
+  if not hooks_on then
+    return
+  end
+  if redis.call('XLEN', K_hookout) > HOOK_MAX then
+    redis.call('HINCRBY', K_meta, M_hooks_dropped, 1)
+    return
+  end
+  redis.call('XADD', K_hookout, '*', 't', typ, 'i', id, 'k', f[R_kind], 's', status, 'a', f[R_attempts] ~= '' and f[R_attempts] or '0',
+    'm', now_str, 'e', typ == 'completed' and '' or f[R_last_error], 'c', cron or '')
+end
+
 -- kill moves a job that is out of every list into the dead set, saving f.
 local function kill(id, f, err, max_count, max_age_ms)
   f[R_status] = 'dead'
@@ -916,6 +939,7 @@ local function kill(id, f, err, max_count, max_age_ms)
   redis.call('ZADD', K_dead, now, id)
   count(M_dead, 1)
   wf_ended(id, f, 'dead')
+  hook('dead', id, f, 'dead')
   emit('dead', id, f[R_kind], 'dead', f[R_attempts])
   trim_dead(max_count, max_age_ms)
 end
@@ -929,6 +953,7 @@ local function cancel_now(id, f, request, retention_ms)
   f[R_lease_until_ms] = ''
   count(M_canceled, 1)
   wf_ended(id, f, 'canceled')
+  hook('canceled', id, f, 'canceled')
   emit('canceled', id, f[R_kind], 'canceled', f[R_attempts])
   retire(id, f, retention_ms)
 end

@@ -73,6 +73,7 @@ for i = 0, n - 1 do
     emit('completed', id, f[R_kind], 'completed', f[R_attempts])
     -- workflows: a node's job leaves its outbox entry (see wf_ended)
     wf_ended(id, f, 'completed')
+    hook('completed', id, f, 'completed')
     if retire(id, f, A_retention_ms, expiring) then
       if cap > 0 then
         -- by the µs, one apart within a batch: the history keeps its order

@@ -1,6 +1,8 @@
 -- create.lua: makes every key of a queue exist, each with its sentinel
 -- (see internal/store/layout.go), and answers 1 when the queue is new. Safe to run
--- any number of times: a key that exists is left as it is.
+-- any number of times: a key that exists is left as it is. Argument hooks
+-- ("1") sets the queue's hooks setting; "0" leaves it as it is.
+local hooks = A_hooks == '1'
 local new = 0
 if redis.call('HSETNX', K_meta, M_created_ms, now) == 1 then
   new = 1
@@ -23,4 +25,10 @@ if redis.call('XLEN', K_wake) == 0 then
   redis.call('XADD', K_wake, 'MAXLEN', '1', '*', 'n', 0)
 end
 redis.pcall('XGROUP', 'CREATE', K_wake, WAKE_GROUP, '$') -- an error when it exists: kept as it is
+if hooks then
+  redis.call('HSET', K_meta, M_hooks, '1') -- a subscription takes every queue's events (see HooksAllKey)
+end
+if redis.call('EXISTS', K_hookout) == 0 then
+  redis.call('XADD', K_hookout, HOOK_SENTINEL, 'n', SENTINEL) -- the hooks outbox's sentinel: its first entry
+end
 return new

@@ -102,6 +102,12 @@ for _, j in ipairs(jobs) do
       end
       added = added + 1
       emit('enqueued', j.id, j.kind, f[R_status], '0')
+      -- a cron tick's job (its idempotency key "cron:<entry>:<tick ms>"):
+      -- the tick fired, an event for the hooks
+      local cron = string.sub(j.idem, 1, #CRON_IDEM) == CRON_IDEM and string.match(j.idem, '^.-:(.*):%d+$')
+      if cron then
+        hook('cron_fired', j.id, f, f[R_status], cron)
+      end
     end
   end
   out[#out + 1] = answer

@@ -71,6 +71,7 @@ if retry_at == '-1' then
 end
 local status = schedule(A_id, f, score) -- wakes its claimers when pending
 count(M_retried, 1)
+hook('retried', A_id, f, status)
 emit('retried', A_id, f[R_kind], status, f[R_attempts])
 publish_events()
 return reply({ 1, status, tonumber(f[R_run_at_ms]), score })

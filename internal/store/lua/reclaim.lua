@@ -32,6 +32,9 @@ redis.call('HDEL', K_meta, M_sweep_hint)
 -- A queue made by a version before workflows gets its outbox here (every
 -- key a script declares must exist, see create.lua).
 redis.call('HSETNX', K_wfout, SENTINEL, '')
+if redis.call('EXISTS', K_hookout) == 0 then
+  redis.call('XADD', K_hookout, HOOK_SENTINEL, 'n', SENTINEL) -- so does the hooks outbox (see create.lua)
+end
 local out = { 0, 0, now_us, 0 }
 
 local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, limit)
