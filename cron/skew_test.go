@@ -3,6 +3,7 @@ package cron_test
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,7 +138,7 @@ func TestOneRedisClock(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, est.Offset, cron.RedisClockOffset(s))
 	require.Equal(t, est.Offset, c.RedisClockOffset())
-	require.Equal(t, est, c.Engine().Clock().Estimate())
+	require.Equal(t, est, plumbing.Of(c).Engine().Clock().Estimate())
 	_, err = c.MeasureRedisClock(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, c.RedisClockOffset(), cron.RedisClockOffset(s), "a new measure is the scheduler's too")

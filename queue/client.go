@@ -274,12 +274,6 @@ func (c *Client) Clock() clockwork.Clock { return c.clock }
 // Redis is the client's connection.
 func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 
-// Engine answers the engine this client runs its scripts with (see
-// internal/store), for chronoq's own packages that keep state in Redis
-// beside the queues' (the worker registry): one client, one connection,
-// one set of scripts.
-func (c *Client) Engine() *store.Store { return c.eng }
-
 // keysFor validates queue and builds its keys.
 func (c *Client) keysFor(queue string) (store.Keys, error) {
 	if err := ValidateQueue(queue); err != nil {

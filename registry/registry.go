@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
@@ -77,7 +78,7 @@ func New(client *queue.Client, cfg Config) (*Registry, error) {
 	if cfg.MaxWorkers < 1 {
 		return nil, fmt.Errorf("registry: Config.MaxWorkers must be positive, got %d", cfg.MaxWorkers)
 	}
-	return &Registry{cfg: cfg, eng: client.Engine(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
+	return &Registry{cfg: cfg, eng: plumbing.Of(client).Engine(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
 }
 
 // Namespace is the namespace of the registry's keys.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"strings"
 	"testing"
 	"time"
@@ -384,7 +385,7 @@ func TestRegistrySharesTheClientsClock(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	reg, err := registry.New(c, registry.Config{})
 	require.NoError(t, err)
-	require.Same(t, c.Engine().Clock(), registry.ClockOf(reg))
+	require.Same(t, plumbing.Of(c).Engine().Clock(), registry.ClockOf(reg))
 	_, err = c.MeasureRedisClock(t.Context())
 	require.NoError(t, err)
 	require.InDelta(t, time.Minute.Seconds(), registry.ClockOf(reg).Offset().Seconds(), 0.5, "this instance's clock is a minute behind")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"strings"
 	"sync"
 	"testing"
@@ -109,7 +110,7 @@ func (e *env) runAllWith(ctx context.Context, rels []*Releaser, queues ...string
 				e.complete(ctx, j)
 			}
 		}
-		left, err := e.q.OutboxDue(ctx, 1)
+		left, err := plumbing.Of(e.q).OutboxDue(ctx, 1)
 		require.NoError(e.t, err)
 		if !progress && len(left) == 0 {
 			return claimed
@@ -232,7 +233,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		e.requireStatus(ctx, w.ID, StatusCompleted)
 
 		// A rerun of an adoption changes nothing.
-		require.NoError(t, e.q.AdoptJob(ctx, "dw-a", a.ID, d1.Workflow.ID, a.ID))
+		require.NoError(t, plumbing.Of(e.q).AdoptJob(ctx, "dw-a", a.ID, d1.Workflow.ID, a.ID))
 		got, err = e.q.Get(ctx, "dw-a", a.ID)
 		require.NoError(t, err)
 		require.Len(t, got.Watchers, 2)
@@ -261,7 +262,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		require.ErrorIs(t, err, queue.ErrTooManyWatchers)
 		require.ErrorIs(t, err, queue.ErrConflict)
 		require.ErrorContains(t, err, fmt.Sprintf("has %d dependents already, the cap (queue.MaxWatchers)", queue.MaxWatchers))
-		err = e.q.AdoptJob(ctx, "dx-a", p.ID, strings.Repeat("f", 32), p.ID)
+		err = plumbing.Of(e.q).AdoptJob(ctx, "dx-a", p.ID, strings.Repeat("f", 32), p.ID)
 		require.ErrorIs(t, err, queue.ErrTooManyWatchers)
 		require.ErrorContains(t, err, "MaxWatchers")
 		got, err := e.q.Get(ctx, "dx-a", p.ID)
@@ -325,7 +326,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		require.Equal(t, d1.Workflow.ID, got.Workflow.ID)
 		require.Empty(t, got.Watchers)
 
-		require.NoError(t, e.q.AdoptJob(ctx, "do-a", p.ID, d1.Workflow.ID, p.ID)) // a rerun
+		require.NoError(t, plumbing.Of(e.q).AdoptJob(ctx, "do-a", p.ID, d1.Workflow.ID, p.ID)) // a rerun
 		d2 := e.after(ctx, "do-b", p)
 		got, err = e.q.Get(ctx, "do-a", p.ID)
 		require.NoError(t, err)

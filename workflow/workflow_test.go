@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"slices"
 	"strings"
 	"sync"
@@ -60,16 +61,16 @@ func newEnv(t *testing.T, rdb redis.UniversalClient) *env {
 	return e
 }
 
-func (e *env) onApplied(r queue.NodeResult) {
+func (e *env) onApplied(r Step) {
 	if r.Code != 1 {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.applied[r.Action.JobID] == nil {
-		e.applied[r.Action.JobID] = map[string]int{}
+	if e.applied[r.JobID] == nil {
+		e.applied[r.JobID] = map[string]int{}
 	}
-	e.applied[r.Action.JobID][r.Action.Mode]++
+	e.applied[r.JobID][r.Mode]++
 }
 
 func (e *env) count(id, mode string) int {
@@ -112,7 +113,7 @@ func (e *env) drive(ctx context.Context, queues []string, h handler) map[string]
 				}
 			}
 		}
-		left, err := e.q.OutboxDue(ctx, 1) // entries of these ends, or a crashed pass left
+		left, err := plumbing.Of(e.q).OutboxDue(ctx, 1) // entries of these ends, or a crashed pass left
 		require.NoError(e.t, err)
 		if !progress && len(left) == 0 {
 			return claimed

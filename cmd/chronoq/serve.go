@@ -513,9 +513,9 @@ func (p *serveParts) buildAPI(c serveConfig, log *slog.Logger) error {
 	}
 	p.workflowSteps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronoq_workflow_steps_total",
 		Help: "Steps this instance applied to workflow nodes' jobs that took effect: release, cancel, abort, rearm."}, []string{"step"})
-	p.workflows, err = workflow.New(workflow.Config{Queue: client, OnApplied: func(r queue.NodeResult) {
+	p.workflows, err = workflow.New(workflow.Config{Queue: client, OnApplied: func(r workflow.Step) {
 		if r.Code == 1 {
-			p.workflowSteps.WithLabelValues(r.Action.Mode).Inc()
+			p.workflowSteps.WithLabelValues(r.Mode).Inc()
 		}
 	}})
 	if err != nil {
