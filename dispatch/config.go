@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"net/http"
 	"slices"
 	"strings"
@@ -220,7 +221,7 @@ func (s *Store) Guard() Guard { return s.guard }
 
 // Get reads the config of q; ErrNoConfig when it has none.
 func (s *Store) Get(ctx context.Context, q string) (QueueConfig, error) {
-	set, err := s.client.Settings(ctx, q)
+	set, err := plumbing.Of(s.client).Settings(ctx, q)
 	if err != nil {
 		return QueueConfig{}, err
 	}
@@ -251,7 +252,7 @@ func (s *Store) Put(ctx context.Context, q string, c QueueConfig) (QueueConfig, 
 			return QueueConfig{}, err
 		}
 	}
-	if err := s.client.SetSettings(ctx, q, map[string]string{queue.SettingPush: c.encode()}); err != nil {
+	if err := plumbing.Of(s.client).SetSettings(ctx, q, map[string]string{queue.SettingPush: c.encode()}); err != nil {
 		return QueueConfig{}, err
 	}
 	return c, nil
@@ -263,7 +264,7 @@ func (s *Store) Delete(ctx context.Context, q string) error {
 	if _, err := s.Get(ctx, q); err != nil {
 		return err
 	}
-	return s.client.SetSettings(ctx, q, map[string]string{queue.SettingPush: ""})
+	return plumbing.Of(s.client).SetSettings(ctx, q, map[string]string{queue.SettingPush: ""})
 }
 
 // All reads the configs of every queue that has one.
@@ -272,7 +273,7 @@ func (s *Store) All(ctx context.Context) (map[string]QueueConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.client.SettingsOf(ctx, queue.SettingPush, qs)
+	raw, err := plumbing.Of(s.client).SettingsOf(ctx, queue.SettingPush, qs)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"io"
 	"log/slog"
 	"maps"
@@ -317,7 +318,7 @@ func (d *Dispatcher) finish(ctx context.Context, job *queue.Job, env Envelope, a
 		a.Outcome = "retry"
 	}
 	line, _ := json.Marshal(a)
-	if nerr := d.notes.note(context.WithoutCancel(ctx), job.Queue, queue.NoteItem{ID: job.ID, Token: job.Token, Line: string(line)}); nerr != nil {
+	if nerr := d.notes.note(context.WithoutCancel(ctx), job.Queue, plumbing.NoteItem{ID: job.ID, Token: job.Token, Line: string(line)}); nerr != nil {
 		d.log.Debug("dispatch: noting an attempt", "queue", job.Queue, "id", job.ID, "err", nerr)
 	}
 	d.metrics.observe(a)

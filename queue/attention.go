@@ -214,7 +214,7 @@ func (c *Client) remarkLoop() {
 // index after a change (Redis unreachable at that instant): each leaves a
 // queue's promotion or sweep to the next reconcile of the promoters and
 // reclaimers, or to a claim.
-func (c *Client) MarkFailures() int64 { return c.markFailures.Load() }
+func (in *inside) MarkFailures() int64 { return in.markFailures.Load() }
 
 // park sets queue's entry in the index idx (attentionKeys' due or sweep,
 // with seqs its seq hash) to atMs, 0 for none, as found by a script that

@@ -271,7 +271,7 @@ func benchLateness(b *testing.B, skew time.Duration) {
 		b.ReportMetric(float64(calls)/jobs, "TIME-calls/job")
 		b.ReportMetric(float64(calls)/jobs*perTime.Seconds()*1e6, "TIME-µs/job")
 		b.ReportMetric(perTime.Seconds()*1e6, "µs/TIME-call")
-		b.ReportMetric(pc.RedisClockOffset().Seconds(), "promoter-offset-s")
+		b.ReportMetric(pc.RedisClock().Offset.Seconds(), "promoter-offset-s")
 		b.ReportMetric(float64(promoted.Load())/jobs, "promoter-share")
 		if early > 0 || earlyClaims+warmEarlyClaims > 0 {
 			b.Errorf("%d jobs ran early (%d claimed before their run_at by Redis's clock); the earliest by %s",

@@ -339,7 +339,8 @@ func (c *Client) RedisClockOffset() time.Duration { return c.eng.Clock().Offset(
 // MeasureRedisClock measures the distance to Redis's clock now, with one
 // TIME, and answers the estimate (see RedisClock). On a cluster it is one
 // node's clock; a queue's time is its master's.
-func (c *Client) MeasureRedisClock(ctx context.Context) (ClockEstimate, error) {
+func (in *inside) MeasureRedisClock(ctx context.Context) (ClockEstimate, error) {
+	c := (*Client)(in)
 	est, err := c.eng.Clock().Measure(ctx, c.rdb)
 	if err != nil {
 		return est, wrapRedis(err)

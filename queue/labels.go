@@ -198,7 +198,8 @@ func isStaleSets(err error) bool {
 
 // LabelSets answers the distinct sets of labels the jobs of queue have
 // required, in the order the queue first saw them (at most MaxLabelSets).
-func (c *Client) LabelSets(ctx context.Context, queue string) ([][]string, error) {
+func (in *inside) LabelSets(ctx context.Context, queue string) ([][]string, error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, err

@@ -122,7 +122,7 @@ func (c *Client) Limits(ctx context.Context, queue string) (Limits, error) {
 
 // LimitWait is the time this client's claims and waits have spent held
 // back by queues' limits (see Limits), over its life.
-func (c *Client) LimitWait() time.Duration { return time.Duration(c.limitWaitNs.Load()) }
+func (in *inside) LimitWait() time.Duration { return time.Duration(in.limitWaitNs.Load()) }
 
 // limitWaited adds d to LimitWait.
 func (c *Client) limitWaited(d time.Duration) {

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func TestLimitsTokenBucketGrantsPerRefill(t *testing.T) {
 	require.Equal(t, 5, claim(), "never more than the burst")
 
 	// WaitPending does not count jobs the bucket holds back.
-	ok, err := c.WaitPending(ctx, "q", time.Millisecond)
+	ok, err := plumbing.Of(c).WaitPending(ctx, "q", time.Millisecond)
 	require.NoError(t, err)
 	require.False(t, ok, "pending jobs held back by the limits are not claimable")
 
@@ -89,7 +90,7 @@ func TestLimitsTokenBucketGrantsPerRefill(t *testing.T) {
 	case <-time.After(4 * time.Second): // before the claim's own 5 s
 		t.Fatal("the limited claim did not wake at the next token")
 	}
-	require.Positive(t, c.LimitWait())
+	require.Positive(t, plumbing.Of(c).LimitWait())
 
 	// Removing the limits lets the rest through.
 	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{}))
@@ -110,7 +111,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	more, err := c.Claim(ctx, "q", queue.ClaimOptions{Max: 10})
 	require.NoError(t, err)
 	require.Empty(t, more)
-	ok, err := c.WaitPending(ctx, "q", 30*time.Millisecond)
+	ok, err := plumbing.Of(c).WaitPending(ctx, "q", 30*time.Millisecond)
 	require.NoError(t, err)
 	require.False(t, ok, "at MaxInFlight no pending job is claimable")
 
@@ -141,7 +142,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting claim did not take the room an ack made")
 	}
-	ok, err = c.WaitPending(ctx, "q", time.Millisecond)
+	ok, err = plumbing.Of(c).WaitPending(ctx, "q", time.Millisecond)
 	require.NoError(t, err)
 	require.False(t, ok)
 
@@ -151,7 +152,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	require.NoError(t, err)
 	waited := make(chan bool, 1)
 	go func() {
-		ok, _ := c.WaitPending(context.WithoutCancel(ctx), "q", 10*time.Second)
+		ok, _ := plumbing.Of(c).WaitPending(context.WithoutCancel(ctx), "q", 10*time.Second)
 		waited <- ok
 	}()
 	require.Eventually(t, func() bool { // the wait has marked that it waits

@@ -355,14 +355,15 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 //
 // The wait is on the client's wake hub for the queue and labels, as a
 // claim's wait is (see ClaimOptions.Wait).
-func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error) {
-	return c.WaitClaimable(ctx, queue, wait, nil)
+func (in *inside) WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error) {
+	return in.WaitClaimable(ctx, queue, wait, nil)
 }
 
 // WaitClaimable is WaitPending for a claimer with labels (as
 // ClaimOptions.Labels): it counts only the pending jobs such a claimer
 // receives, and waits on the wake streams of their label sets.
-func (c *Client) WaitClaimable(ctx context.Context, queue string, wait time.Duration, labels []string) (bool, error) {
+func (in *inside) WaitClaimable(ctx context.Context, queue string, wait time.Duration, labels []string) (bool, error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return false, err

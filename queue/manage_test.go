@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"slices"
 	"strings"
 	"testing"
@@ -598,7 +599,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		t.Parallel()
 		b := setup(t)
 		start := time.Now()
-		ok, err := b.client.WaitPending(b.ctx, b.queue, 100*time.Millisecond)
+		ok, err := plumbing.Of(b.client).WaitPending(b.ctx, b.queue, 100*time.Millisecond)
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Less(t, time.Since(start), 900*time.Millisecond, "a sub-second wait is not rounded up to 1 s")
@@ -607,7 +608,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 			b.enqueue(t, queue.NewJob{})
 		}
 		before := b.rdb.LRange(b.ctx, b.key(queue.KeyPending), 0, -1).Val()
-		ok, err = b.client.WaitPending(b.ctx, b.queue, time.Second)
+		ok, err = plumbing.Of(b.client).WaitPending(b.ctx, b.queue, time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, before, b.rdb.LRange(b.ctx, b.key(queue.KeyPending), 0, -1).Val(), "the list is left as it was")
@@ -617,7 +618,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		other := "q2"
 		res := make(chan bool, 1)
 		go func() {
-			ok, _ := b.client.WaitPending(b.ctx, other, 10*time.Second)
+			ok, _ := plumbing.Of(b.client).WaitPending(b.ctx, other, 10*time.Second)
 			res <- ok
 		}()
 		node := b.rdb
@@ -636,7 +637,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		// Paused: waits on the clock, and says no.
 		require.NoError(t, b.client.Pause(b.ctx, b.queue))
 		go func() {
-			ok, _ := b.client.WaitPending(b.ctx, b.queue, 5*time.Second)
+			ok, _ := plumbing.Of(b.client).WaitPending(b.ctx, b.queue, 5*time.Second)
 			res <- ok
 		}()
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))

@@ -125,8 +125,8 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			}
 			require.NoError(t, <-beats, "no heartbeat lost its lease")
 			require.NoError(t, behind.Complete(ctx, q, held[0].ID, held[0].Token, nil), "the lease was never taken")
-			require.InDelta(t, skew.Seconds(), behind.RedisClockOffset().Seconds(), 0.5, "the instance behind knows how far")
-			require.InDelta(t, -skew.Seconds(), ahead.RedisClockOffset().Seconds(), 0.5)
+			require.InDelta(t, skew.Seconds(), behind.RedisClock().Offset.Seconds(), 0.5, "the instance behind knows how far")
+			require.InDelta(t, -skew.Seconds(), ahead.RedisClock().Offset.Seconds(), 0.5)
 		})
 	}
 }

@@ -386,8 +386,8 @@ func TestRegistrySharesTheClientsClock(t *testing.T) {
 	reg, err := registry.New(c, registry.Config{})
 	require.NoError(t, err)
 	require.Same(t, plumbing.Of(c).Engine().Clock(), registry.ClockOf(reg))
-	_, err = c.MeasureRedisClock(t.Context())
+	_, err = plumbing.Of(c).MeasureRedisClock(t.Context())
 	require.NoError(t, err)
 	require.InDelta(t, time.Minute.Seconds(), registry.ClockOf(reg).Offset().Seconds(), 0.5, "this instance's clock is a minute behind")
-	require.Equal(t, c.RedisClockOffset(), registry.ClockOf(reg).Offset())
+	require.Equal(t, c.RedisClock().Offset, registry.ClockOf(reg).Offset())
 }

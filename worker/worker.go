@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -670,7 +671,7 @@ func (w *Worker) watch(q *queueState) {
 			return
 		}
 		for q.wanted.Load() && !w.quitting() {
-			ok, err := w.client.WaitClaimable(w.runCtx, q.Name, w.cfg.IdleWait, w.cfg.Labels)
+			ok, err := plumbing.Of(w.client).WaitClaimable(w.runCtx, q.Name, w.cfg.IdleWait, w.cfg.Labels)
 			if err != nil {
 				if w.runCtx.Err() == nil {
 					w.log.Warn("worker: waiting for jobs failed", "queue", q.Name, "err", err)

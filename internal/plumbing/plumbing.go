@@ -25,10 +25,72 @@ import (
 // its public methods.
 type Client interface {
 	Workflows
+	Push
+	Gauges
 
 	// Engine is the client's engine: its Redis, namespace, scripts and
 	// Redis clock.
 	Engine() *store.Store
+	// WaitClaimable waits up to wait for a job of queue that a claimer
+	// with labels could take, without claiming it (a worker's idle
+	// wait), on the client's wake hub as a claim's wait is: true when
+	// there may be one now.
+	WaitClaimable(ctx context.Context, queue string, wait time.Duration, labels []string) (bool, error)
+	// WaitPending is WaitClaimable for a claimer without labels.
+	WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error)
+	// LabelSets answers the distinct sets of labels the jobs of queue
+	// have required, in the order the queue first saw them (at most
+	// queue.MaxLabelSets).
+	LabelSets(ctx context.Context, queue string) ([][]string, error)
+}
+
+// Push is what package dispatch keeps in a queue: its settings (the push
+// target, queue.SettingPush) and a claimed job's notes (its delivery
+// attempts, read with queue.Client.Notes).
+type Push interface {
+	// Settings reads the settings of queue that are set: a field absent
+	// from the map is unset. A queue that does not exist has none.
+	Settings(ctx context.Context, queue string) (map[string]string, error)
+	// SetSettings writes settings of queue, creating the queue when it
+	// does not exist (within queue.Config.MaxQueues); a value "" unsets
+	// its field. One script: the fields change together.
+	SetSettings(ctx context.Context, queue string, set map[string]string) error
+	// SettingsOf reads one setting of many queues in one round trip: the
+	// value of field for each queue of queues that has it set.
+	SettingsOf(ctx context.Context, field string, queues []string) (map[string]string, error)
+	// Note appends a line (no newline in it) to a claimed job's notes,
+	// the last queue.MaxNotes of which are kept with the job. It answers
+	// queue.ErrLeaseLost, and writes nothing, when token is not the
+	// job's current claim.
+	Note(ctx context.Context, queue, id, token, line string) error
+	// NoteMany is Note for up to queue.MaxBatch jobs of one queue in one
+	// script call. err is for the call as a whole; otherwise errs[i] is
+	// the answer for notes[i] (nil, queue.ErrLeaseLost or
+	// queue.ErrNotFound).
+	NoteMany(ctx context.Context, queue string, notes []NoteItem) (errs []error, err error)
+}
+
+// Gauges are what chronoq serve's /metrics reads of a client besides
+// the queues' own figures.
+type Gauges interface {
+	// MeasureRedisClock measures the distance to Redis's clock now, with
+	// one TIME, and answers the estimate (queue.Client.RedisClock).
+	MeasureRedisClock(ctx context.Context) (store.Estimate, error)
+	// LimitWait is the time the client's claims and waits have spent
+	// held back by queues' limits, over its life.
+	LimitWait() time.Duration
+	// MarkFailures is how many times the client could not lower an
+	// attention index after a change (Redis unreachable at that
+	// instant).
+	MarkFailures() int64
+	// Waiters counts the claims (and waits) of the client that wait in
+	// its wake hubs now, all queues together.
+	Waiters() int
+}
+
+// NoteItem is one line for a claimed job's notes (see Push.Note).
+type NoteItem struct {
+	ID, Token, Line string
 }
 
 // Workflows are the single-slot steps of package workflow (see
