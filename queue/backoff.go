@@ -73,24 +73,18 @@ func (b Backoff) Delay(attempt int, r float64) time.Duration {
 	return time.Duration(math.Floor(d)) * time.Millisecond
 }
 
-// Bounds are the least and the greatest delay [Backoff.Delay] can give for
-// attempt.
-func (b Backoff) Bounds(attempt int) (lo, hi time.Duration) {
-	return b.Delay(attempt, 0), b.Delay(attempt, math.Nextafter(1, 0))
-}
-
-// Encode is the compact form stored in a job's hash and read by the Lua
+// encode is the compact form stored in a job's hash and read by the Lua
 // scripts: "initial_ms:factor:max_ms:jitter", the numbers in decimals
 // (never "1e-05": some Lua engines, the embedded Redis's, read exponents
 // as nil).
-func (b Backoff) Encode() string {
+func (b Backoff) encode() string {
 	return strconv.FormatInt(b.Initial.Milliseconds(), 10) + ":" + strconv.FormatFloat(b.Factor, 'f', -1, 64) + ":" +
 		strconv.FormatInt(b.Max.Milliseconds(), 10) + ":" + strconv.FormatFloat(b.Jitter, 'f', -1, 64)
 }
 
-// DecodeBackoff parses the form written by [Backoff.Encode]. (It runs for
+// decodeBackoff parses the form written by [Backoff.encode]. (It runs for
 // every job read, so it splits by hand rather than with fmt.Sscanf.)
-func DecodeBackoff(s string) (Backoff, error) {
+func decodeBackoff(s string) (Backoff, error) {
 	bad := func() (Backoff, error) {
 		return Backoff{}, fmt.Errorf("%w: cannot decode %q: want initial_ms:factor:max_ms:jitter", ErrInvalidBackoff, s)
 	}

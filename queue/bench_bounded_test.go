@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"os"
 	"runtime"
@@ -161,7 +162,7 @@ func (e *boundedEnv) slowlog(b *testing.B) []redis.SlowLog {
 // scriptNames maps the scripts' SHA1 to their names.
 var scriptNames = func() map[string]string {
 	m := map[string]string{}
-	for name, sha := range queue.ScriptHashes() {
+	for name, sha := range store.ScriptHashes() {
 		m[sha] = name + ".lua"
 	}
 	return m

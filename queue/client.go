@@ -144,7 +144,7 @@ type Client struct {
 	pubcmd   string
 	cluster  bool
 	backoff  Backoff
-	// backoffEnc is backoff.Encode(), once: most jobs use the default.
+	// backoffEnc is backoff.encode(), once: most jobs use the default.
 	backoffEnc string
 	instance   string // tells this client's nudges from others' on the nudge channel
 
@@ -201,7 +201,7 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 		c.backoff = *cfg.DefaultBackoff
 	}
-	c.backoffEnc = c.backoff.Encode()
+	c.backoffEnc = c.backoff.encode()
 	c.enqueues = c.newEnqueues()
 	if err := c.checkDefaults(); err != nil {
 		return nil, err

@@ -225,7 +225,7 @@ func (c *Client) enqueueItem(j *Job, ownBackoff bool, when, lab string) store.En
 	}
 	boEnc := c.backoffEnc
 	if ownBackoff {
-		boEnc = j.Backoff.Encode()
+		boEnc = j.Backoff.encode()
 	}
 	return store.EnqueueItem{ID: j.ID, Kind: j.Kind, Payload: string(j.Payload), Spec: encodeSpec(j.MaxAttempts, j.Visibility, boEnc),
 		When: when, Idem: j.IdempotencyKey, ResultTTLMs: rttl, Labels: lab}

@@ -153,7 +153,7 @@ func (c *Client) forward(ctx context.Context, ps *redis.PubSub, early []*redis.M
 		}
 		// A batch script publishes its events in one message, a line each.
 		for line := range strings.SplitSeq(m.Payload, "\n") {
-			ev, ok := ParseEvent(q, line)
+			ev, ok := parseEvent(q, line)
 			if !ok {
 				continue
 			}
@@ -195,9 +195,9 @@ func (c *Client) channelQueue(channel string) (string, bool) {
 	return q, true
 }
 
-// ParseEvent reads one event of queue as the scripts publish it, a line
+// parseEvent reads one event of queue as the scripts publish it, a line
 // "type|id|kind|status|attempts|at_ms" (a message holds one or more lines).
-func ParseEvent(queue, payload string) (Event, bool) {
+func parseEvent(queue, payload string) (Event, bool) {
 	f := strings.Split(payload, "|")
 	if len(f) != 6 || f[0] == "" || f[1] == "" {
 		return Event{}, false

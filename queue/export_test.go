@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"github.com/chronoq/chronoq/internal/store"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -182,3 +183,19 @@ func SpelledRecord(rec string) (fields []string, payload string) {
 	}
 	return f, p
 }
+
+// Bounds are the least and the greatest delay [Backoff.Delay] can give for
+// attempt.
+func (b Backoff) Bounds(attempt int) (lo, hi time.Duration) {
+	return b.Delay(attempt, 0), b.Delay(attempt, math.Nextafter(1, 0))
+}
+
+// Encode is b's stored form.
+func (b Backoff) Encode() string { return b.encode() }
+
+// The decoders of stored forms, for the tests of the queue_test package.
+var (
+	DecodeBackoff = decodeBackoff
+	DecodeRecord  = decodeRecord
+	ParseEvent    = parseEvent
+)

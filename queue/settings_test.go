@@ -3,6 +3,7 @@ package queue_test
 import (
 	"errors"
 	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"testing"
 
@@ -110,8 +111,7 @@ func TestNotesGoWithTheJob(t *testing.T) {
 	require.Len(t, jobs, 1)
 	j := jobs[0]
 	require.NoError(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "attempt 1"))
-	keys, err := queue.Keys(ns, "q")
-	require.NoError(t, err)
+	keys := store.QueueKeys(ns, "q").All()
 	var data string
 	for _, k := range keys {
 		if strings.HasSuffix(k, ":data") {

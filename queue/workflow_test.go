@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"testing"
 
@@ -23,8 +24,7 @@ func TestRecordWithoutWorkflowField(t *testing.T) {
 	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns})
 	require.NoError(t, err)
 	defer c.Close()
-	keys, err := queue.Keys(ns, "old")
-	require.NoError(t, err)
+	keys := store.QueueKeys(ns, "old").All()
 	jobsKey, outboxKey := keys[1], keys[len(keys)-1]
 	require.True(t, strings.HasSuffix(outboxKey, ":wfout"))
 
@@ -79,8 +79,7 @@ func TestReclaimGivesAnOldQueueItsOutbox(t *testing.T) {
 	defer c.Close()
 	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "older", Kind: "k"})
 	require.NoError(t, err)
-	keys, err := queue.Keys(ns, "older")
-	require.NoError(t, err)
+	keys := store.QueueKeys(ns, "older").All()
 	outbox := keys[len(keys)-1]
 	require.NoError(t, rdb.Del(ctx, outbox).Err()) // as an older version made it
 	_, err = c.Reclaim(ctx, "older")

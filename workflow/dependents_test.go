@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"sync"
 	"testing"
@@ -254,8 +255,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		for range queue.MaxWatchers {
 			deps = append(deps, e.after(ctx, "dx-b", p))
 		}
-		keys, err := queue.Keys(e.q.Namespace(), "dx-b")
-		require.NoError(t, err)
+		keys := store.QueueKeys(e.q.Namespace(), "dx-b").All()
 		before, err := rdb.HLen(ctx, keys[1]).Result()
 		require.NoError(t, err)
 		_, err = e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dx-b", Kind: "after"}, []queue.JobRef{{Queue: "dx-a", ID: p.ID}}, "")
@@ -310,8 +310,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		e := newEnv(t, rdb)
 		p := e.parent(ctx, "do-a")
 		d1 := e.after(ctx, "do-b", p)
-		keys, err := queue.Keys(e.q.Namespace(), "do-a")
-		require.NoError(t, err)
+		keys := store.QueueKeys(e.q.Namespace(), "do-a").All()
 		jobsKey := keys[1]
 		require.True(t, strings.HasSuffix(jobsKey, ":jobs"))
 		rec, err := rdb.HGet(ctx, jobsKey, p.ID).Result()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
 	"sync"
@@ -238,8 +239,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		a.Job.Payload, b.Job.Payload = small, large
 		w, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{a, b}})
 		require.NoError(t, err)
-		keys, err := queue.Keys(e.q.Namespace(), "qs")
-		require.NoError(t, err)
+		keys := store.QueueKeys(e.q.Namespace(), "qs").All()
 		data := keys[2]
 		require.True(t, strings.HasSuffix(data, ":data"), data)
 		for _, n := range w.Nodes {
@@ -306,8 +306,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		e := newEnv(t, rdb)
 		_, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("make", "art-a"), node("use", "art-b", "make")}})
 		require.NoError(t, err)
-		keys, err := queue.Keys(e.q.Namespace(), "art-a")
-		require.NoError(t, err)
+		keys := store.QueueKeys(e.q.Namespace(), "art-a").All()
 		claimed := e.drive(ctx, []string{"art-a", "art-b"}, func(j *queue.Job) (string, error) {
 			if j.Workflow.Node == "make" { // as the artifacts API writes them: the data hash's "<id>.a"
 				require.NoError(t, rdb.HSet(ctx, keys[2], j.ID+".a", `{"report":{"rows":3}}`).Err())
