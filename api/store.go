@@ -65,10 +65,9 @@ type Manager interface {
 // lines), and ending as canceled a job whose cancellation was requested.
 type Consumer interface {
 	Claim(ctx context.Context, queue string, o queue.ClaimOptions) ([]*queue.Job, error)
-	CompleteManyJobs(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
+	CompleteMany(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
 	Fail(ctx context.Context, queue, id, token string, o queue.FailOptions) (queue.FailResult, error)
-	Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (queue.Lease, error)
-	HeartbeatWith(ctx context.Context, queue, id, token string, o queue.HeartbeatOptions) (queue.Lease, error)
+	Heartbeat(ctx context.Context, queue, id, token string, o queue.HeartbeatOptions) (queue.Lease, error)
 	CancelClaimed(ctx context.Context, queue, id, token string) error
 }
 

@@ -264,10 +264,10 @@ func (s *Server) heartbeat(c echo.Context) error {
 		if len(req.Progress.Message) > queue.MaxProgressMessageBytes {
 			return invalidArg("progress.message", "at most %d bytes, got %d", queue.MaxProgressMessageBytes, len(req.Progress.Message))
 		}
-		l, err = s.consume.HeartbeatWith(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
+		l, err = s.consume.Heartbeat(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
 			Progress: &queue.Progress{Percent: *req.Progress.Percent, Message: req.Progress.Message}})
 	} else {
-		l, err = s.consume.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
+		l, err = s.consume.Heartbeat(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext})
 	}
 	if err != nil {
 		s.released(c.Request().Context(), wid, q, id, err)

@@ -14,7 +14,7 @@ import (
 
 // Artifacts are named JSON outputs of a job: a running job attaches them
 // with its claim token ([Client.AttachArtifacts]) or with its completion
-// ([Client.CompleteWith], [Ack].Artifacts). They are kept with the job
+// ([CompleteOptions].Artifacts, [Ack].Artifacts). They are kept with the job
 // (deleted with it) in the queue's data hash, field "<id>.a": one JSON
 // object, name -> value. An artifact given again replaces the earlier
 // value; none is ever removed while the job lives (a retried job keeps the
@@ -170,14 +170,4 @@ type CompleteOptions struct {
 	// in the same script as the completion: when they would pass a cap the
 	// job is not completed. Optional.
 	Artifacts map[string]json.RawMessage
-}
-
-// CompleteWith marks a claimed job done as Complete does, storing o's
-// result and artifacts with it.
-func (c *Client) CompleteWith(ctx context.Context, queue, id, token string, o CompleteOptions) error {
-	errs, err := c.CompleteMany(ctx, queue, []Ack{{ID: id, Token: token, Result: o.Result, Artifacts: o.Artifacts}})
-	if err != nil {
-		return err
-	}
-	return errs[0]
 }

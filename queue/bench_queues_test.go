@@ -66,7 +66,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 		require.NoError(b, err)
 		promoted := 0
 		for _, d := range due {
-			n, _, err := c.PromoteWithin(ctx, d.Queue, 2*time.Second)
+			n, _, err := c.Promote(ctx, d.Queue, 2*time.Second)
 			require.NoError(b, err)
 			promoted += n
 		}
@@ -83,7 +83,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 		qs, err := c.Queues(ctx)
 		require.NoError(b, err)
 		for _, q := range qs {
-			_, _, err := c.PromoteWithin(ctx, q, 2*time.Second)
+			_, _, err := c.Promote(ctx, q, 2*time.Second)
 			require.NoError(b, err)
 		}
 		work, _, err := c.SweepPlan(ctx, qs)

@@ -87,7 +87,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 					for _, j := range got {
 						acks = append(acks, queue.Ack{ID: j.ID, Token: j.Token})
 					}
-					if _, err := c.CompleteMany(ctx, q, acks); err != nil {
+					if _, _, err := c.CompleteMany(ctx, q, acks); err != nil {
 						b.Error(err)
 						return
 					}
@@ -219,7 +219,7 @@ func benchLateness(b *testing.B, skew time.Duration) {
 						}
 						if len(acks) > 0 {
 							got.Add(int64(len(acks)))
-							if _, err := c.CompleteMany(ctx, q, acks); err != nil {
+							if _, _, err := c.CompleteMany(ctx, q, acks); err != nil {
 								b.Error(err)
 								return
 							}
@@ -493,7 +493,7 @@ func BenchmarkCallCost(b *testing.B) {
 			claimed[i] = js[0]
 		})
 		phase("complete", func(i int) {
-			require.NoError(b, c.Complete(ctx, "q", claimed[i].ID, claimed[i].Token, nil))
+			require.NoError(b, c.Complete(ctx, "q", claimed[i].ID, claimed[i].Token, queue.CompleteOptions{}))
 		})
 
 		jobs := make([]queue.NewJob, 100)
@@ -515,7 +515,7 @@ func BenchmarkCallCost(b *testing.B) {
 			}
 		})
 		batch("complete50", per, func(i int) {
-			errs, err := c.CompleteMany(ctx, "q", acks[i])
+			_, errs, err := c.CompleteMany(ctx, "q", acks[i])
 			require.NoError(b, err)
 			for _, err := range errs {
 				require.NoError(b, err)

@@ -36,7 +36,7 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		require.Equal(t, 1, got.Attempts)
 		require.NotEmpty(t, got.Token)
 		requireSoonAfter(t, b.clock.Now().Add(queue.DefaultVisibility), got.LeaseUntil)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, got.ID, got.Token, json.RawMessage(`{"ok":true}`)))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, got.ID, got.Token, queue.CompleteOptions{Result: json.RawMessage(`{"ok":true}`)}))
 		done := b.get(t, j.ID)
 		require.Equal(t, queue.StatusCompleted, done.Status)
 		require.JSONEq(t, `{"ok":true}`, string(done.Result))

@@ -186,7 +186,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		_, err = b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", RetryAt: b.clock.Now().Add(time.Minute)})
 		require.NoError(t, err)
 		b.clock.Advance(time.Minute)
-		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
 		c = onlyGPU(t, j.ID, "promote")
@@ -311,7 +311,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		b.enqueue(t, queue.NewJob{}) // the queue exists
 		first := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, queue.CompleteOptions{}))
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
 		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
 		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyJobs), id, queue.FirstRecord("old", spec, b.clock.Now().UnixMilli())).Err())
@@ -323,7 +323,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		got := claimAs(t, b, 10)
 		require.Equal(t, []string{id}, ids(got), "a claimer without labels takes it")
 		require.Nil(t, got[0].Labels)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, id, got[0].Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, id, got[0].Token, queue.CompleteOptions{}))
 	})
 
 	t.Run("DeletingTheQueueDeletesItsLabelSets", func(t *testing.T) {

@@ -142,4 +142,3 @@ func decodeRecord(queue, id, record, payload, result string) (*Job, error) {
 	}
 	return j, nil
 }
-

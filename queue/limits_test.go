@@ -134,7 +134,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 		v, err := rdb.HGet(ctx, queue.QueueKey(c.Namespace(), "q", queue.KeyMeta), "waiting_until").Int64()
 		return err == nil && v > time.Now().Add(5*time.Second).UnixMilli()
 	}, 10*time.Second, time.Millisecond)
-	require.NoError(t, c.Complete(ctx, "q", jobs[0].ID, jobs[0].Token, nil))
+	require.NoError(t, c.Complete(ctx, "q", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
 	require.NotEqual(t, before, lastWake(), "the ack that ended a lease wrote to the wake stream")
 	select {
 	case js := <-done:
@@ -159,7 +159,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 		v, err := rdb.HGet(ctx, meta, "waiting_until").Int64()
 		return err == nil && v > marked
 	}, 10*time.Second, time.Millisecond)
-	require.NoError(t, c.Complete(ctx, "q", jobs[1].ID, jobs[1].Token, nil))
+	require.NoError(t, c.Complete(ctx, "q", jobs[1].ID, jobs[1].Token, queue.CompleteOptions{}))
 	select {
 	case ok := <-waited:
 		require.True(t, ok, "a pending job is claimable again: the ack made room")

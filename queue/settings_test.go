@@ -90,7 +90,7 @@ func TestNotes(t *testing.T) {
 	require.Len(t, notes, queue.MaxNotes)
 	require.Equal(t, "n"+string(rune('a'+queue.MaxNotes+4)), notes[len(notes)-1])
 
-	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, nil))
+	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, queue.CompleteOptions{}))
 	require.ErrorIs(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "after"), queue.ErrLeaseLost, "only a processing job takes notes")
 }
 
@@ -123,7 +123,7 @@ func TestNotesGoWithTheJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, fields, j.ID+".n", "the note is where this test looks")
 
-	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, []byte(`{"ok":true}`)))
+	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, queue.CompleteOptions{Result: []byte(`{"ok":true}`)}))
 	_, err = c.Get(ctx, "q", j.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the job is deleted at completion")
 	fields, err = rdb.HKeys(ctx, data).Result()

@@ -164,7 +164,7 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 	}
 	before := added()
 	scripts := info("commandstats", "cmdstat_evalsha")
-	require.NoError(t, c.Complete(ctx, "q", held[0].ID, held[0].Token, nil))
+	require.NoError(t, c.Complete(ctx, "q", held[0].ID, held[0].Token, queue.CompleteOptions{}))
 	require.Greater(t, added(), before, "the ended lease wrote the gpu set's wake stream")
 	js := <-gpu
 	require.Len(t, js, 1, "the claimer with the labels takes the job")

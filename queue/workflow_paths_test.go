@@ -48,7 +48,7 @@ func TestEveryEndOfANodeLeavesAnOutboxEntry(t *testing.T) {
 
 	id := newNode("complete", 1)
 	j := claim(id)
-	require.NoError(t, c.Complete(ctx, q, id, j.Token, []byte(`{"ok":true}`)))
+	require.NoError(t, c.Complete(ctx, q, id, j.Token, queue.CompleteOptions{Result: []byte(`{"ok":true}`)}))
 	want[id] = queue.StatusCompleted
 
 	id = newNode("dies", 2)

@@ -58,7 +58,7 @@ func TestRecordWithoutWorkflowField(t *testing.T) {
 		require.Nil(t, j.Workflow)
 		require.Empty(t, j.Upstream)
 	}
-	require.NoError(t, c.Complete(ctx, "old", jobs[0].ID, jobs[0].Token, nil))
+	require.NoError(t, c.Complete(ctx, "old", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
 	fr, err := c.Fail(ctx, "old", jobs[1].ID, jobs[1].Token, queue.FailOptions{Error: "x"})
 	require.NoError(t, err)
 	require.Equal(t, queue.StatusDead, fr.Status)

@@ -60,7 +60,7 @@ func (e *env) parent(ctx context.Context, q string) *queue.Job {
 // complete completes job j with the result runAll gives: {"id": <its id>}.
 func (e *env) complete(ctx context.Context, j *queue.Job) {
 	e.t.Helper()
-	require.NoError(e.t, e.q.Complete(ctx, j.Queue, j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
+	require.NoError(e.t, e.q.Complete(ctx, j.Queue, j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))}))
 }
 
 // requireStatus answers workflow id, which must have status want.
