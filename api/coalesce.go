@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -77,7 +78,7 @@ func newCoalescer(p producer, log *slog.Logger) *coalescer {
 // arrive meanwhile.
 func (c *coalescer) Enqueue(ctx context.Context, nj queue.NewJob) (queue.Enqueued, error) {
 	q := cmp.Or(nj.Queue, queue.DefaultQueue)
-	if queue.ValidateQueue(q) != nil {
+	if names.ValidateQueue(q) != nil {
 		return enqueueAlone(c.p)(ctx, nj) // the store names the error
 	}
 	return c.b.do(ctx, q, nj)
@@ -179,7 +180,7 @@ func ackSize(a queue.Ack) int {
 // (nil when it is not kept), as queue.Ack.ReturnJob asks.
 func (c *completer) Complete(ctx context.Context, q string, a queue.Ack) (*queue.Job, error) {
 	a.ReturnJob = true
-	if queue.ValidateQueue(q) != nil {
+	if names.ValidateQueue(q) != nil {
 		return storeComplete(c.s)(ctx, q, a) // the store names the error
 	}
 	return c.b.do(ctx, q, a)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/chronoq/chronoq/internal/names"
 	"net/http"
 	"slices"
 	"strconv"
@@ -26,7 +27,7 @@ const (
 // pathQueue is the {queue} of the path, validated.
 func pathQueue(c echo.Context) (string, error) {
 	q := c.Param("queue")
-	if err := queue.ValidateQueue(q); err != nil {
+	if err := names.ValidateQueue(q); err != nil {
 		return "", invalidArg("queue", "%v", err)
 	}
 	return q, nil
@@ -39,7 +40,7 @@ func pathJob(c echo.Context) (string, string, error) {
 		return "", "", err
 	}
 	id := c.Param("id")
-	if err := queue.ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return "", "", invalidArg("id", "%v", err)
 	}
 	return q, id, nil
@@ -338,7 +339,7 @@ func (s *Server) requeueDead(c echo.Context) error {
 		return err
 	}
 	if req.Kind != "" {
-		if err := queue.ValidateKind(req.Kind); err != nil {
+		if err := names.ValidateKind(req.Kind); err != nil {
 			return invalidArg("kind", "%v", err)
 		}
 	}
@@ -357,7 +358,7 @@ func (s *Server) purgeDead(c echo.Context) error {
 	}
 	kind := c.QueryParam("kind")
 	if kind != "" {
-		if err := queue.ValidateKind(kind); err != nil {
+		if err := names.ValidateKind(kind); err != nil {
 			return invalidArg("kind", "%v", err)
 		}
 	}

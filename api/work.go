@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/chronoq/chronoq/internal/names"
 	"net/http"
 	"time"
 
@@ -63,7 +64,7 @@ func (s *Server) claim(c echo.Context) error {
 // options reads the claim's options: the claimer's labels, how long to
 // wait, how many jobs at most, their visibility.
 func (req *claimRequest) options() (queue.ClaimOptions, error) {
-	labels, err := queue.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
+	labels, err := names.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
 	if err != nil {
 		// Checked before the registry records the worker with them.
 		return queue.ClaimOptions{}, &queue.FieldError{Index: -1, Field: "labels", Err: err}

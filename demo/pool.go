@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -145,7 +146,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, errors.New("demo: Config.Client is required")
 	}
 	cfg.Queue = cmp.Or(cfg.Queue, DefaultQueue)
-	if err := queue.ValidateQueue(cfg.Queue); err != nil {
+	if err := names.ValidateQueue(cfg.Queue); err != nil {
 		return nil, fmt.Errorf("demo: Config.Queue: %w", err)
 	}
 	cfg.ClaimWait = cmp.Or(cfg.ClaimWait, DefaultClaimWait)

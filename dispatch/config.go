@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/plumbing"
 	"net/http"
 	"slices"
@@ -149,7 +150,7 @@ func (c *QueueConfig) Validate(g Guard) error {
 	if c.Concurrency < 1 || c.Concurrency > maxConcurrency {
 		return invalid("concurrency", "must be in [1, %d], got %d", maxConcurrency, c.Concurrency)
 	}
-	labels, err := queue.CanonicalLabels(c.Labels, queue.MaxClaimLabels)
+	labels, err := names.CanonicalLabels(c.Labels, queue.MaxClaimLabels)
 	if err != nil {
 		return &queue.FieldError{Index: -1, Field: "labels", Err: err}
 	}
@@ -235,7 +236,7 @@ func (s *Store) Get(ctx context.Context, q string) (QueueConfig, error) {
 // Put validates c and makes it q's config (creating the queue), answering
 // it as stored. Secrets left out keep the queue's, or get a new one.
 func (s *Store) Put(ctx context.Context, q string, c QueueConfig) (QueueConfig, error) {
-	if err := queue.ValidateQueue(q); err != nil {
+	if err := names.ValidateQueue(q); err != nil {
 		return QueueConfig{}, err
 	}
 	if err := c.Validate(s.guard); err != nil {

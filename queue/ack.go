@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"math/rand/v2"
 	"strings"
@@ -172,7 +173,7 @@ func readCompleted(queue string, res []any, acks []Ack, sent []int, errs []error
 // checkAck checks what an ack carries before it is sent, and answers its
 // artifacts encoded for complete.lua.
 func (c *Client) checkAck(a Ack) (arts string, err error) {
-	if err := ValidateID(a.ID); err != nil {
+	if err := names.ValidateID(a.ID); err != nil {
 		return "", err
 	}
 	if len(a.Result) > c.cfg.MaxPayloadBytes {
@@ -215,7 +216,7 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if err != nil {
 		return FailResult{}, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return FailResult{}, err
 	}
 	msg := strings.ToValidUTF8(strings.ReplaceAll(o.Error, "\x00", "\uFFFD"), "\uFFFD")
@@ -272,7 +273,7 @@ func (c *Client) Heartbeat(ctx context.Context, queue, id, token string, o Heart
 	if err != nil {
 		return Lease{}, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return Lease{}, err
 	}
 	extend := o.Extend
@@ -301,7 +302,7 @@ func (c *Client) Release(ctx context.Context, queue, id, token string) error {
 	if err != nil {
 		return err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return err
 	}
 	res, err := call(ctx, c, store.Release, k, &store.ReleaseArgs{ID: id, Token: token, RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs()})

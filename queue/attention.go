@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"maps"
 	"strconv"
@@ -262,7 +263,7 @@ func (c *Client) attention(ctx context.Context, idx string, within time.Duration
 	out := make([]delayed.Nudge, 0, len(zs))
 	for _, z := range zs {
 		q, _ := z.Member.(string)
-		if ValidateQueue(q) != nil {
+		if names.ValidateQueue(q) != nil {
 			continue
 		}
 		out = append(out, delayed.Nudge{Queue: q, At: c.localOf(time.UnixMilli(int64(z.Score)).UTC())})

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
@@ -177,7 +178,7 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, errors.New("queue: Config.Redis is required")
 	}
 	cfg.Namespace = cmp.Or(cfg.Namespace, DefaultNamespace)
-	if err := validateNamespace(cfg.Namespace); err != nil {
+	if err := names.ValidateNamespace(cfg.Namespace); err != nil {
 		return nil, err
 	}
 	cfg.BlockingPoolSize = cmp.Or(cfg.BlockingPoolSize, DefaultBlockingPoolSize)
@@ -276,7 +277,7 @@ func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 
 // keysFor validates queue and builds its keys.
 func (c *Client) keysFor(queue string) (store.Keys, error) {
-	if err := ValidateQueue(queue); err != nil {
+	if err := names.ValidateQueue(queue); err != nil {
 		return store.Keys{}, err
 	}
 	return store.QueueKeys(c.ns, queue), nil
@@ -410,7 +411,7 @@ func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
 // parseNudge reads "<queue>|<due ms>|<instance>".
 func parseNudge(s string) (n delayed.Nudge, from string, ok bool) {
 	parts := strings.SplitN(s, "|", 3)
-	if len(parts) != 3 || ValidateQueue(parts[0]) != nil {
+	if len(parts) != 3 || names.ValidateQueue(parts[0]) != nil {
 		return delayed.Nudge{}, "", false
 	}
 	at, err := strconv.ParseInt(parts[1], 10, 64)

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
@@ -189,7 +190,7 @@ func (c *Client) channelQueue(channel string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if q, ok = strings.CutSuffix(q, "}:events"); !ok || ValidateQueue(q) != nil {
+	if q, ok = strings.CutSuffix(q, "}:events"); !ok || names.ValidateQueue(q) != nil {
 		return "", false
 	}
 	return q, true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
@@ -155,7 +156,7 @@ func (in *inside) NoteMany(ctx context.Context, queue string, notes []plumbing.N
 	}
 	p := store.NoteArgs{Keep: MaxNotes, Notes: make([]store.NoteItem, 0, len(notes))}
 	for _, n := range notes {
-		if err := ValidateID(n.ID); err != nil {
+		if err := names.ValidateID(n.ID); err != nil {
 			return nil, err
 		}
 		if n.Line == "" || strings.ContainsAny(n.Line, "\n\x00") || len(n.Line) > MaxErrorBytes {
@@ -187,7 +188,7 @@ func (c *Client) Notes(ctx context.Context, queue, id string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return nil, err
 	}
 	v, err := c.rdb.HGet(ctx, k.Data, store.NoteField(id)).Result()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
@@ -132,7 +133,7 @@ func (in *inside) AdoptJob(ctx context.Context, queue, id, workflow, node string
 	if err != nil {
 		return err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return err
 	}
 	res, err := call(ctx, c, store.WFAdopt, k, &store.WFAdoptArgs{ID: id, Workflow: workflow + "|" + node + "|0", MaxWatchers: MaxWatchers})
@@ -285,10 +286,10 @@ func (in *inside) ApplyNodeActions(ctx context.Context, acts []plumbing.NodeActi
 	c := (*Client)(in)
 	out := make([]plumbing.NodeResult, len(acts))
 	for i, a := range acts {
-		if err := ValidateQueue(a.Queue); err != nil {
+		if err := names.ValidateQueue(a.Queue); err != nil {
 			return nil, err
 		}
-		if err := ValidateID(a.JobID); err != nil {
+		if err := names.ValidateID(a.JobID); err != nil {
 			return nil, err
 		}
 		out[i].Action = a
@@ -425,7 +426,7 @@ func (in *inside) OutboxDue(ctx context.Context, limit int) ([]string, error) {
 	}
 	out := qs[:0]
 	for _, q := range qs {
-		if ValidateQueue(q) == nil {
+		if names.ValidateQueue(q) == nil {
 			out = append(out, q)
 		}
 	}
@@ -547,7 +548,7 @@ func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := ValidateID(r.ID); err != nil {
+		if err := names.ValidateID(r.ID); err != nil {
 			return nil, err
 		}
 		recs[i] = pipe.HGet(ctx, k.Jobs, r.ID)

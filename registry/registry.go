@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
@@ -200,7 +201,7 @@ func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
 		return err
 	}
 	if t.Queue != "" {
-		if err := queue.ValidateQueue(t.Queue); err != nil {
+		if err := names.ValidateQueue(t.Queue); err != nil {
 			return fieldErr("queue", err)
 		}
 	}

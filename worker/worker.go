@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/plumbing"
 	"log/slog"
 	"math/rand/v2"
@@ -253,7 +254,7 @@ func checkConfig(cfg *Config) error {
 			return fmt.Errorf("worker: Config.KindTimeouts[%q] must not be negative", kind)
 		}
 	}
-	labels, err := queue.CanonicalLabels(cfg.Labels, queue.MaxClaimLabels)
+	labels, err := names.CanonicalLabels(cfg.Labels, queue.MaxClaimLabels)
 	if err != nil {
 		return fmt.Errorf("worker: Config.Labels: %w", err)
 	}
@@ -267,7 +268,7 @@ func queueStates(cfg Config) ([]*queueState, error) {
 	seen := map[string]bool{}
 	states := make([]*queueState, 0, len(cfg.Queues))
 	for i, qc := range cfg.Queues {
-		if err := queue.ValidateQueue(qc.Name); err != nil {
+		if err := names.ValidateQueue(qc.Name); err != nil {
 			return nil, fmt.Errorf("worker: Config.Queues[%d]: %w", i, err)
 		}
 		if seen[qc.Name] {

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"slices"
 	"strings"
 	"time"
@@ -338,7 +339,7 @@ func (c *Client) Enqueue(ctx context.Context, s Spec) (*Workflow, error) {
 // validID checks a workflow id (as ids of jobs are: 1 to 64 of
 // [A-Za-z0-9_-]).
 func validID(id string) error {
-	if err := queue.ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return fmt.Errorf("%w: workflow id %q", queue.ErrInvalid, id)
 	}
 	return nil
@@ -571,22 +572,22 @@ func checkDependsOn(parents []queue.JobRef, policy Policy) ([]string, error) {
 		return nil, invalid("on_failure", "must be %q or %q, got %q", PolicyCancel, PolicyContinue, policy)
 	}
 	seen := map[string]bool{}
-	names := make([]string, len(parents))
+	ids := make([]string, len(parents))
 	for i, p := range parents {
 		field := fmt.Sprintf("depends_on[%d]", i)
-		if err := queue.ValidateQueue(p.Queue); err != nil {
+		if err := names.ValidateQueue(p.Queue); err != nil {
 			return nil, &queue.FieldError{Index: -1, Field: field + ".queue", Err: err}
 		}
-		if err := queue.ValidateID(p.ID); err != nil || p.ID == jobNode {
+		if err := names.ValidateID(p.ID); err != nil || p.ID == jobNode {
 			return nil, invalid(field+".id", "not a job id: %q", p.ID)
 		}
 		if seen[p.ID] {
 			return nil, invalid(field+".id", "job %s is named twice", p.ID)
 		}
 		seen[p.ID] = true
-		names[i] = p.ID
+		ids[i] = p.ID
 	}
-	return names, nil
+	return ids, nil
 }
 
 // checkParents refuses parents of which a job (jobs[i], nil: not found) is
