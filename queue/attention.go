@@ -273,5 +273,5 @@ func (c *Client) attention(ctx context.Context, idx string, within time.Duration
 
 // redisNow is this client's estimate of Redis's clock now.
 func (c *Client) redisNow() time.Time {
-	return c.clock.Now().Add(c.RedisClockOffset())
+	return c.clock.Now().Add(c.eng.Clock().Offset())
 }

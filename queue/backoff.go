@@ -14,11 +14,10 @@ import (
 // (and capped at Max again). With Jitter 0.2 a 10 s delay becomes a delay in
 // [8 s, 12 s].
 //
-// The policy is stored with every job (in its spec field, as
-// [Backoff.Encode] writes it), and the fail script computes the same
-// formula inside Redis from it, so a retry is one atomic step;
-// [Backoff.Delay] is the reference that the script is tested against
-// (the contract test BackoffMatchesPolicyWithinBounds).
+// The policy is stored with every job (in its spec field), and the fail
+// script computes the formula inside Redis from it, so a retry is one
+// atomic step; the tests hold the script to a Go reference of the
+// formula (the contract test BackoffMatchesPolicyWithinBounds).
 type Backoff struct {
 	// Initial is the delay after the first failed attempt. Defaults to 1 s.
 	Initial time.Duration
@@ -58,19 +57,6 @@ func (b Backoff) Validate() error {
 		return fmt.Errorf("%w: jitter must be in [0, 1], got %v", ErrInvalidBackoff, b.Jitter)
 	}
 	return nil
-}
-
-// Delay is the wait after failed attempt number attempt (1 for the first),
-// for a uniform random r in [0, 1). It is truncated to whole milliseconds,
-// the resolution of scheduled times.
-func (b Backoff) Delay(attempt int, r float64) time.Duration {
-	if attempt < 1 {
-		attempt = 1
-	}
-	initial, maxMs := float64(b.Initial.Milliseconds()), float64(b.Max.Milliseconds())
-	d := math.Min(initial*math.Pow(b.Factor, float64(attempt-1)), maxMs)
-	d = math.Min(d*(1+b.Jitter*(2*r-1)), maxMs)
-	return time.Duration(math.Floor(d)) * time.Millisecond
 }
 
 // encode is the compact form stored in a job's hash and read by the Lua

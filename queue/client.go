@@ -334,9 +334,6 @@ type ClockEstimate = store.Estimate
 // is 0.
 func (c *Client) RedisClock() ClockEstimate { return c.eng.Clock().Estimate() }
 
-// RedisClockOffset is RedisClock().Offset: what the offset gauge reads.
-func (c *Client) RedisClockOffset() time.Duration { return c.eng.Clock().Offset() }
-
 // MeasureRedisClock measures the distance to Redis's clock now, with one
 // TIME, and answers the estimate (see RedisClock). On a cluster it is one
 // node's clock; a queue's time is its master's.

@@ -184,7 +184,7 @@ func SpelledRecord(rec string) (fields []string, payload string) {
 	return f, p
 }
 
-// Bounds are the least and the greatest delay [Backoff.Delay] can give for
+// Bounds are the least and the greatest delay Delay can give for
 // attempt.
 func (b Backoff) Bounds(attempt int) (lo, hi time.Duration) {
 	return b.Delay(attempt, 0), b.Delay(attempt, math.Nextafter(1, 0))
@@ -199,3 +199,17 @@ var (
 	DecodeRecord  = decodeRecord
 	ParseEvent    = parseEvent
 )
+
+// Delay, the reference of the fail script's backoff, is the wait after
+// failed attempt number attempt (1 for the first),
+// for a uniform random r in [0, 1). It is truncated to whole milliseconds,
+// the resolution of scheduled times.
+func (b Backoff) Delay(attempt int, r float64) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	initial, maxMs := float64(b.Initial.Milliseconds()), float64(b.Max.Milliseconds())
+	d := math.Min(initial*math.Pow(b.Factor, float64(attempt-1)), maxMs)
+	d = math.Min(d*(1+b.Jitter*(2*r-1)), maxMs)
+	return time.Duration(math.Floor(d)) * time.Millisecond
+}

@@ -26,8 +26,8 @@ const (
 	StatusWaiting Status = "waiting"
 )
 
-// Valid reports whether s is one of the statuses.
-func (s Status) Valid() bool {
+// valid reports whether s is one of the statuses.
+func (s Status) valid() bool {
 	switch s {
 	case StatusScheduled, StatusPending, StatusProcessing, StatusCompleted, StatusDead, StatusCanceled, StatusWaiting:
 		return true
