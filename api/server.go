@@ -161,10 +161,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Dashboard = dashboard.Placeholder()
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = cfg.Store.Clock()
+		cfg.Clock = cfg.Store.Config().Clock
 	}
 	if cfg.Ready == nil {
-		rdb := cfg.Store.Redis()
+		rdb := cfg.Store.Config().Redis
 		cfg.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 	}
 	st := cfg.Store

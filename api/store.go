@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/queue"
 )
@@ -85,14 +82,14 @@ type Subscriber interface {
 	Subscribe(ctx context.Context, queues ...string) (<-chan queue.Event, error)
 }
 
-// Engine is the engine itself: its clock (the server's, unless
-// [Config.Clock] says otherwise), its estimate of Redis's clock against
-// this instance's (GET /v1/status), and its Redis connection, which
-// /readyz pings unless [Config.Ready] says otherwise.
+// Engine is the engine itself: its configuration, whose Clock is the
+// server's (unless [Config.Clock] says otherwise) and whose Redis
+// connection /readyz pings (unless [Config.Ready] says otherwise), and
+// its estimate of Redis's clock against this instance's (GET
+// /v1/status).
 type Engine interface {
-	Clock() clockwork.Clock
+	Config() queue.Config
 	RedisClock() queue.ClockEstimate
-	Redis() redis.UniversalClient
 }
 
 // Store is the job engine as the API uses it: every role at once.

@@ -154,7 +154,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, fmt.Errorf("demo: Config.ClaimWait must be in [100ms, %s]", queue.MaxClaimWait)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = cfg.Client.Clock()
+		cfg.Clock = cfg.Client.Config().Clock
 	}
 	seed := cfg.Seed
 	if seed == 0 {

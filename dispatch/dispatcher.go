@@ -133,7 +133,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, defaultRefresh)
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, store: NewStore(cfg.Client, cfg.Guard),
-		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Clock(), workers: map[string]*served{}}
+		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Config().Clock, workers: map[string]*served{}}
 	d.http = newHTTPClient(cfg.Guard)
 	d.notes = newNotes(cfg.Client)
 	empty := map[string]QueueConfig{}

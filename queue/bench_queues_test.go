@@ -26,7 +26,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 	const idle = 1000
 	base, ctx := benchClient(b)
 	client := func(ns string) *queue.Client {
-		c, err := queue.NewClient(queue.Config{Redis: base.Redis(), Namespace: base.Namespace() + ns, MaxQueues: 2 * idle})
+		c, err := queue.NewClient(queue.Config{Redis: base.Config().Redis, Namespace: base.Config().Namespace + ns, MaxQueues: 2 * idle})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = c.Close() })
 		return c
@@ -94,7 +94,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 		}
 	}
 	commands := func() int64 {
-		n, err := strconv.ParseInt(infoField(b, base.Redis(), "stats", "total_commands_processed"), 10, 64)
+		n, err := strconv.ParseInt(infoField(b, base.Config().Redis, "stats", "total_commands_processed"), 10, 64)
 		require.NoError(b, err)
 		return n
 	}

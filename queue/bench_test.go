@@ -105,7 +105,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		// that noisy neighbours on this machine do not move.
 		b.ReportMetric(float64((redisCPU(b, c)-cpu0).Microseconds())/jobs, "redis-µs/job")
 		if testing.Verbose() {
-			info, _ := c.Redis().Info(ctx, "commandstats", "cpu").Result()
+			info, _ := c.Config().Redis.Info(ctx, "commandstats", "cpu").Result()
 			b.Log(info)
 		}
 	}
@@ -116,7 +116,7 @@ func redisCPU(b *testing.B, c *queue.Client) time.Duration {
 	b.Helper()
 	var total float64
 	for _, f := range []string{"used_cpu_sys", "used_cpu_user"} {
-		v, err := strconv.ParseFloat(infoField(b, c.Redis(), "cpu", f), 64)
+		v, err := strconv.ParseFloat(infoField(b, c.Config().Redis, "cpu", f), 64)
 		require.NoError(b, err)
 		total += v
 	}
@@ -168,13 +168,13 @@ func benchLateness(b *testing.B, skew time.Duration) {
 	for range b.N {
 		c, ctx := benchClient(b)
 		q := "late"
-		pc, err := queue.NewClient(queue.Config{Redis: c.Redis(), Namespace: c.Namespace(), Clock: testutil.SkewedClock(skew)})
+		pc, err := queue.NewClient(queue.Config{Redis: c.Config().Redis, Namespace: c.Config().Namespace, Clock: testutil.SkewedClock(skew)})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = pc.Close() })
-		perTime := timeCallCost(b, c.Redis())
-		off := redisAhead(b, c.Redis())
+		perTime := timeCallCost(b, c.Config().Redis)
+		off := redisAhead(b, c.Config().Redis)
 		var promoted atomic.Int64 // by the promoter; the claimers' claims promote the rest
-		p, err := delayed.NewPromoter(delayed.Config{Source: pc, Clock: pc.Clock(), Queues: []string{q},
+		p, err := delayed.NewPromoter(delayed.Config{Source: pc, Clock: pc.Config().Clock, Queues: []string{q},
 			OnPromote: func(_ string, n int) { promoted.Add(int64(n)) }})
 		require.NoError(b, err)
 		promoting := lifecycle.Start(ctx, p)
@@ -250,10 +250,10 @@ func benchLateness(b *testing.B, skew time.Duration) {
 		// be early either.
 		warm, warmEarlyClaims := round(jobs/5, spread/5)
 		promoted.Store(0)
-		cpu0, time0 := redisCPU(b, c), timeCalls(b, c.Redis())
+		cpu0, time0 := redisCPU(b, c), timeCalls(b, c.Config().Redis)
 		all, earlyClaims := round(jobs, spread)
 		require.NoError(b, promoting.Stop(ctx))
-		cpu, calls := redisCPU(b, c)-cpu0, timeCalls(b, c.Redis())-time0
+		cpu, calls := redisCPU(b, c)-cpu0, timeCalls(b, c.Config().Redis)-time0
 		early := 0
 		for _, d := range append(warm, all...) {
 			if d < 0 {
@@ -368,7 +368,7 @@ func BenchmarkClaimLabels(b *testing.B) {
 		clients := [2]*queue.Client{plain, labeled}
 		opts := [2]queue.ClaimOptions{{}, {Labels: claimer}}
 		for side, c := range clients {
-			require.NoError(b, c.Redis().ConfigResetStat(ctx).Err())
+			require.NoError(b, c.Config().Redis.ConfigResetStat(ctx).Err())
 			cpu[side] = -redisCPU(b, c)
 		}
 		for range jobs {
@@ -428,7 +428,7 @@ func BenchmarkCallCost(b *testing.B) {
 	const n = 5000
 	for range b.N {
 		c, ctx := benchClient(b)
-		rdb := c.Redis()
+		rdb := c.Config().Redis
 		// usec answers the usec INFO commandstats counts to script calls
 		// and to the other commands (INFO and CONFIG aside).
 		usec := func() (scripts, calls float64) {

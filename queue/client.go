@@ -7,14 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/names"
-	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
@@ -266,14 +267,15 @@ func (c *Client) Close() error {
 	return c.blocking.Close()
 }
 
-// Namespace is the prefix of every key.
-func (c *Client) Namespace() string { return c.ns }
-
-// Clock is the client's clock.
-func (c *Client) Clock() clockwork.Clock { return c.clock }
-
-// Redis is the client's connection.
-func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+// Config answers the configuration the client runs with, its defaults
+// filled in: its Redis connection, its Namespace (the prefix of every
+// key), its Clock, and its limits, for code built on the client (a
+// worker, a cron scheduler) to share them.
+func (c *Client) Config() Config {
+	cfg := c.cfg
+	cfg.Clock = c.clock
+	return cfg
+}
 
 // keysFor validates queue and builds its keys.
 func (c *Client) keysFor(queue string) (store.Keys, error) {

@@ -117,7 +117,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 
 	// A claim that waits takes the room an ack makes: it waits on the wake
 	// stream, which the ack writes (no polling).
-	rdb, wake := c.Redis(), queue.QueueKey(c.Namespace(), "q", queue.KeyWake)
+	rdb, wake := c.Config().Redis, queue.QueueKey(c.Config().Namespace, "q", queue.KeyWake)
 	lastWake := func() string {
 		e, err := rdb.XRevRangeN(ctx, wake, "+", "-", 1).Result()
 		require.NoError(t, err)
@@ -131,7 +131,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 		done <- js
 	}()
 	require.Eventually(t, func() bool { // the claim is waiting: its 10 s mark, not the earlier 30 ms one
-		v, err := rdb.HGet(ctx, queue.QueueKey(c.Namespace(), "q", queue.KeyMeta), "waiting_until").Int64()
+		v, err := rdb.HGet(ctx, queue.QueueKey(c.Config().Namespace, "q", queue.KeyMeta), "waiting_until").Int64()
 		return err == nil && v > time.Now().Add(5*time.Second).UnixMilli()
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Complete(ctx, "q", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
@@ -147,7 +147,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	require.False(t, ok)
 
 	// A worker's idle wait at MaxInFlight ends when a lease does.
-	meta := queue.QueueKey(c.Namespace(), "q", queue.KeyMeta)
+	meta := queue.QueueKey(c.Config().Namespace, "q", queue.KeyMeta)
 	marked, err := rdb.HGet(ctx, meta, "waiting_until").Int64()
 	require.NoError(t, err)
 	waited := make(chan bool, 1)

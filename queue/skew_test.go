@@ -66,7 +66,7 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			// until a due time it would wake half a minute late. (One ahead
 			// would wake early, find nothing due by Redis's clock, and go
 			// round again: never early either way.)
-			p, err := delayed.NewPromoter(delayed.Config{Source: behind, Clock: behind.Clock(), Queues: []string{q},
+			p, err := delayed.NewPromoter(delayed.Config{Source: behind, Clock: behind.Config().Clock, Queues: []string{q},
 				MaxSleep: time.Hour})
 			require.NoError(t, err)
 			promoting := lifecycle.Start(ctx, p)

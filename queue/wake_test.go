@@ -141,7 +141,7 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, info := wakeRig(t, ctx)
-	rdb := c.Redis()
+	rdb := c.Config().Redis
 	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{MaxInFlight: 1}))
 	// The one lease the limit allows, held; then a gpu job waits behind it.
 	_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
@@ -151,7 +151,7 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 	require.Len(t, held, 1)
 	e, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
 	require.NoError(t, err)
-	_, setWake := queue.LabelSetKeys(c.Namespace(), "q", "gpu")
+	_, setWake := queue.LabelSetKeys(c.Config().Namespace, "q", "gpu")
 
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()

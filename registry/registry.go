@@ -79,7 +79,7 @@ func New(client *queue.Client, cfg Config) (*Registry, error) {
 	if cfg.MaxWorkers < 1 {
 		return nil, fmt.Errorf("registry: Config.MaxWorkers must be positive, got %d", cfg.MaxWorkers)
 	}
-	return &Registry{cfg: cfg, eng: plumbing.Of(client).Engine(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
+	return &Registry{cfg: cfg, eng: plumbing.Of(client).Engine(), ns: client.Config().Namespace, k: keysOf(client.Config().Namespace)}, nil
 }
 
 // Namespace is the namespace of the registry's keys.

@@ -207,7 +207,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, client: cfg.Client, completes: newCompletes(cfg.Client), free: cfg.Concurrency, running: map[*run]struct{}{},
-		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
+		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Config().Clock), log: cmp.Or(cfg.Logger, slog.Default()),
 		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
 		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
 	var err error
@@ -565,7 +565,7 @@ func (w *Worker) claimStarting(q *queueState) {
 // then finds nothing.
 func (w *Worker) claimAnswered(q *queueState, next time.Time) {
 	w.mu.Lock()
-	if next.IsZero() && q.next.After(w.client.Clock().Now()) {
+	if next.IsZero() && q.next.After(w.client.Config().Clock.Now()) {
 		next = q.next
 	}
 	q.next = earliest(next, q.sinceClaim)
@@ -656,7 +656,7 @@ func (w *Worker) setAlarm(due time.Time) {
 		return
 	}
 	// The client's clock: the due times and the claim's cutoff are its.
-	w.alarm = alarm.New(w.client.Clock(), due, func() {
+	w.alarm = alarm.New(w.client.Config().Clock, due, func() {
 		signal(w.wake)
 	})
 }

@@ -255,7 +255,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		for range queue.MaxWatchers {
 			deps = append(deps, e.after(ctx, "dx-b", p))
 		}
-		keys := store.QueueKeys(e.q.Namespace(), "dx-b").All()
+		keys := store.QueueKeys(e.q.Config().Namespace, "dx-b").All()
 		before, err := rdb.HLen(ctx, keys[1]).Result()
 		require.NoError(t, err)
 		_, err = e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dx-b", Kind: "after"}, []queue.JobRef{{Queue: "dx-a", ID: p.ID}}, "")
@@ -283,7 +283,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 	t.Run("ParentExpiresBeforeTheRelease", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
-		clock := e.q.Clock().(*clockwork.FakeClock)
+		clock := e.q.Config().Clock.(*clockwork.FakeClock)
 		en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "dr-a", Kind: "k", MaxAttempts: 1, ResultTTL: time.Second})
 		require.NoError(t, err)
 		p := en.Job
@@ -310,7 +310,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		e := newEnv(t, rdb)
 		p := e.parent(ctx, "do-a")
 		d1 := e.after(ctx, "do-b", p)
-		keys := store.QueueKeys(e.q.Namespace(), "do-a").All()
+		keys := store.QueueKeys(e.q.Config().Namespace, "do-a").All()
 		jobsKey := keys[1]
 		require.True(t, strings.HasSuffix(jobsKey, ":jobs"))
 		rec, err := rdb.HGet(ctx, jobsKey, p.ID).Result()
