@@ -237,7 +237,8 @@ func (c *Client) unmark(ctx context.Context, queue string) error {
 	return err
 }
 
-// Due implements delayed.Source: it answers, earliest first, limit of them
+// Due is for a promoter (pass the client as delayed.Config.Source; it
+// implements delayed.Source): it answers, earliest first, limit of them
 // from the offset-th, the queues whose earliest scheduled job is due within the
 // next `within` by the due index, with that time on this client's clock.
 // The index may name a queue that has nothing due (a pass finds out and

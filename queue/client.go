@@ -326,9 +326,12 @@ func (c *Client) timeOffset() int64 { return c.eng.Clock().OffsetUs(store.Runnin
 // clock, zero before the first measurement (then Offset is 0).
 type ClockEstimate = store.Estimate
 
-// RedisClock is this client's estimate of Redis's clock, from the last
+// RedisClock is this client's estimate of Redis's clock, for an operator
+// to see how far the instance's clock is off (Offset; GET /v1/status and
+// the gauge chronoq_redis_clock_offset_seconds show it): from the last
 // script that answered Redis's time (claims, promoter passes, cron's due
-// reads) or MeasureRedisClock: the one estimate queue, cron, the registry
+// reads) or a TIME (chronoq serve reads one at start and each minute):
+// the one estimate queue, cron, the registry
 // and dispatch share (see internal/store.Clock). Every decision about
 // time is Redis's; this client only sleeps by its own clock, until
 // Redis-time instants less the offset. When Redis's clock follows a
@@ -362,7 +365,7 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Nudges implements delayed.Source: it delivers a nudge when a job of any
+// Nudges is for a promoter (delayed.Source, as Due): it delivers a nudge when a job of any
 // queue is scheduled ahead of that queue's earliest one, from this process
 // directly and from other processes through Redis pub/sub.
 func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {

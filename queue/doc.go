@@ -64,7 +64,11 @@
 // Workflows (package workflow) are built on single-slot steps of this
 // package (workflow.go): a node's job is created waiting, whatever ends
 // it leaves an entry in its queue's outbox in the same script, and the
-// workflow's own hash is written only by the wf_*.lua scripts.
+// workflow's own hash is written only by the wf_*.lua scripts. Those
+// steps, and what else only chronoq's own packages call (a push queue's
+// settings, a worker's idle wait, the gauges of /metrics), are not
+// Client's methods: they are internal/plumbing's, reached with
+// plumbing.Of(client).
 //
 // Time is Redis's: the scripts read TIME, so an instance whose clock is
 // wrong is never early and never takes a live lease. The Config's

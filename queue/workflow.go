@@ -532,7 +532,8 @@ func (in *inside) ReadWorkflow(ctx context.Context, id string) (*plumbing.Workfl
 	return w, nil
 }
 
-// JobRef names a job.
+// JobRef names a job: for Jobs, and for the parents a job depends on
+// (workflow.Client.EnqueueAfter).
 type JobRef struct{ Queue, ID string }
 
 // Jobs reads jobs' records in one pipeline (nil for a job that is gone):

@@ -236,7 +236,7 @@ func metaPrelude(src string) string {
 }
 
 // Settings: a queue's own configuration, fields of its meta hash written by
-// settings.lua (see Client.SetSettings) and read from Go. Only these names
+// settings.lua (see plumbing.Push.SetSettings) and read from Go. Only these names
 // can be set.
 const (
 	// SettingPush is the queue's push target, JSON written and read by
