@@ -12,7 +12,15 @@ import (
 type inside Client
 
 func init() {
-	plumbing.Register(func(c any) plumbing.Client { return (*inside)(c.(*Client)) })
+	plumbing.Register(func(c any) plumbing.Client {
+		qc, ok := c.(*Client)
+		if !ok {
+			// A programming error of chronoq's own packages, never a
+			// user's input: plumbing.Of is internal.
+			panic(fmt.Sprintf("plumbing.Of: want a *queue.Client, got %T", c))
+		}
+		return (*inside)(qc)
+	})
 }
 
 // Engine answers the client's engine.

@@ -194,7 +194,8 @@ var of func(any) Client
 // function that answers a *queue.Client's plumbing.
 func Register(f func(any) Client) { of = f }
 
-// Of answers the plumbing of c, a *queue.Client.
+// Of answers the plumbing of c, a *queue.Client (anything else is a
+// programming error, and panics).
 func Of(c any) Client { return of(c) }
 
 // NodeAction is one step of a workflow node's job, decided in the
