@@ -124,7 +124,7 @@ func (s *Server) answerQueue(c echo.Context, q string) error {
 	if err != nil {
 		return err
 	}
-	if !l.IsZero() {
+	if l != (queue.Limits{}) { // a queue without limits reads the zero Limits
 		lj := toLimitsJSON(l)
 		out.Limits = &lj
 	}

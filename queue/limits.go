@@ -41,8 +41,6 @@ const (
 	MaxLimitFlight = 1_000_000
 )
 
-// IsZero reports whether l limits nothing.
-func (l Limits) IsZero() bool { return l.Rate == 0 && l.MaxInFlight == 0 }
 
 // Validate checks l and fills its defaults.
 func (l *Limits) Validate() error {
