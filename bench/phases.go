@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
 )
 
 // Phases: where Redis spends its CPU per job, split by the step of a

@@ -41,7 +41,6 @@ const (
 	MaxLimitFlight = 1_000_000
 )
 
-
 // Validate checks l and fills its defaults.
 func (l *Limits) Validate() error {
 	switch {

@@ -48,7 +48,7 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 			require.NoError(t, err)
 			require.Len(t, jobs, 2)
 			for _, j := range jobs {
-				require.NoError(t, e.q.Complete(ctx, "br-p", j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(`{"node":"`+j.Workflow.Node+`"}`)}))
+				require.NoError(t, e.q.Complete(ctx, "br-p", j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(`{"node":"` + j.Workflow.Node + `"}`)}))
 			}
 
 			// The script itself: both ends in one call answer one release

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
 )
 
 // replyWait bounds how long a proxy waits for the reply it is to drop; a
