@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"github.com/chronoq/chronoq/internal/names"
 	"net/http"
 	"strconv"
 
@@ -34,7 +35,7 @@ func (s *Server) putArtifact(c echo.Context) error {
 		return err
 	}
 	name := c.Param("name")
-	if err := queue.ValidateArtifactName(name); err != nil {
+	if !names.ArtifactNameOK(name) {
 		return invalidArg("name", "artifact names are 1 to %d of [A-Za-z0-9._-], got %q", queue.MaxArtifactNameBytes, name)
 	}
 	var req artifactRequest

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -77,7 +78,7 @@ func newCoalescer(p producer, log *slog.Logger) *coalescer {
 // arrive meanwhile.
 func (c *coalescer) Enqueue(ctx context.Context, nj queue.NewJob) (queue.Enqueued, error) {
 	q := cmp.Or(nj.Queue, queue.DefaultQueue)
-	if queue.ValidateQueue(q) != nil {
+	if names.ValidateQueue(q) != nil {
 		return enqueueAlone(c.p)(ctx, nj) // the store names the error
 	}
 	return c.b.do(ctx, q, nj)
@@ -142,7 +143,7 @@ func enqueueAlone(p producer) func(context.Context, queue.NewJob) (queue.Enqueue
 }
 
 // completer batches the completes (POST .../complete) of each queue into
-// one CompleteManyJobs, which also answers each job as its completion
+// one CompleteMany, which also answers each job as its completion
 // left it (the answer of the request). On the path of an HTTP worker, one
 // job a call, that is one script call for several jobs' completes, and no
 // read after it (see docs/ARCHITECTURE.md, "Batching", for the figures).
@@ -158,11 +159,11 @@ type completer struct {
 
 // acker is what the completer needs of the engine ([Store]).
 type acker interface {
-	CompleteManyJobs(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
+	CompleteMany(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
 }
 
 func newCompleter(s acker, log *slog.Logger) *completer {
-	return &completer{s: s, b: newBatcher(log, "CompleteManyJobs", s.CompleteManyJobs, batch.Config[queue.Ack]{Size: ackSize})}
+	return &completer{s: s, b: newBatcher(log, "CompleteMany", s.CompleteMany, batch.Config[queue.Ack]{Size: ackSize})}
 }
 
 // ackSize is the bytes of an ack's result and artifacts.
@@ -176,9 +177,10 @@ func ackSize(a queue.Ack) int {
 
 // Complete completes a.ID of queue q, in a batch with the completes of q
 // that arrive meanwhile, and answers the job as the completion left it
-// (nil when it is not kept), as queue.Client.CompleteJob does.
+// (nil when it is not kept), as queue.Ack.ReturnJob asks.
 func (c *completer) Complete(ctx context.Context, q string, a queue.Ack) (*queue.Job, error) {
-	if queue.ValidateQueue(q) != nil {
+	a.ReturnJob = true
+	if names.ValidateQueue(q) != nil {
 		return storeComplete(c.s)(ctx, q, a) // the store names the error
 	}
 	return c.b.do(ctx, q, a)

@@ -22,7 +22,7 @@ type gatedAcker struct {
 	fail    func() error
 }
 
-func (g *gatedAcker) CompleteManyJobs(_ context.Context, q string, acks []queue.Ack) ([]*queue.Job, []error, error) {
+func (g *gatedAcker) CompleteMany(_ context.Context, q string, acks []queue.Ack) ([]*queue.Job, []error, error) {
 	ids := make([]string, len(acks))
 	for i, a := range acks {
 		ids[i] = a.ID

@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"encoding/json"
+	"github.com/chronoq/chronoq/internal/names"
 	"net/http"
 	"strconv"
 	"time"
@@ -73,7 +74,7 @@ func toCronJSON(e CronEntry) cronJSON {
 // pattern.
 func pathCronName(c echo.Context) (string, error) {
 	name := c.Param("name")
-	if err := queue.ValidateQueue(name); err != nil {
+	if err := names.ValidateQueue(name); err != nil {
 		return "", invalidArg("name", "cron entry names match ^[a-z0-9][a-z0-9._-]{0,63}$, got %q", name)
 	}
 	return name, nil
@@ -101,12 +102,12 @@ func (r *cronRequest) entry(name string) (CronEntry, error) {
 	switch {
 	case e.Schedule == "":
 		return e, invalidArg("schedule", "schedule is required")
-	case queue.ValidateQueue(e.Queue) != nil:
-		return e, invalidArg("queue", "%v", queue.ValidateQueue(e.Queue))
+	case names.ValidateQueue(e.Queue) != nil:
+		return e, invalidArg("queue", "%v", names.ValidateQueue(e.Queue))
 	case e.Kind == "":
 		return e, invalidArg("kind", "kind is required")
-	case queue.ValidateKind(e.Kind) != nil:
-		return e, invalidArg("kind", "%v", queue.ValidateKind(e.Kind))
+	case names.ValidateKind(e.Kind) != nil:
+		return e, invalidArg("kind", "%v", names.ValidateKind(e.Kind))
 	case e.Missed != "skip" && e.Missed != "once":
 		return e, invalidArg("missed", `must be "skip" or "once", got %q`, e.Missed)
 	case e.Overlap != "allow" && e.Overlap != "skip":

@@ -33,7 +33,7 @@ func (c *memCron) Put(_ context.Context, e api.CronEntry) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, had := c.m[e.Name]
-	e.NextRunAt = c.client.Clock().Now().Add(time.Minute).Truncate(time.Minute)
+	e.NextRunAt = c.client.Config().Clock.Now().Add(time.Minute).Truncate(time.Minute)
 	c.m[e.Name] = e
 	return !had, nil
 }

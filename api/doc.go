@@ -56,7 +56,7 @@
 //
 // GET /v1/status answers the instance that serves it: its version, its
 // uptime, and how far its clock is from Redis's as the engine estimates
-// it (queue.Client.RedisClockOffset), flagged past [ClockOffsetWarning].
+// it (queue.Client.RedisClock), flagged past [ClockOffsetWarning].
 // It reads nothing from Redis.
 //
 // # Metrics

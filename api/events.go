@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"net/http"
 	"strings"
 
@@ -39,7 +40,7 @@ func (s *Server) events(c echo.Context) error {
 			if q = strings.TrimSpace(q); q == "" {
 				continue
 			}
-			if err := queue.ValidateQueue(q); err != nil {
+			if err := names.ValidateQueue(q); err != nil {
 				return invalidArg("queue", "%v", err)
 			}
 			queues = append(queues, q)

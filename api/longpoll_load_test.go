@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -105,7 +106,7 @@ func TestLongPollLoad(t *testing.T) {
 		}()
 	}
 	started := time.Now()
-	require.Eventually(t, func() bool { return b.client.Waiters() == polls || ended.Load() > 0 }, wait-2*time.Second,
+	require.Eventually(t, func() bool { return plumbing.Of(b.client).Waiters() == polls || ended.Load() > 0 }, wait-2*time.Second,
 		10*time.Millisecond, "every poll waits")
 	require.Zero(t, ended.Load(), "no poll ended before all waited")
 	t.Logf("every poll waits after %s", time.Since(started))

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/chronoq/chronoq/internal/names"
 	"net/http"
 	"slices"
 	"strconv"
@@ -26,7 +27,7 @@ const (
 // pathQueue is the {queue} of the path, validated.
 func pathQueue(c echo.Context) (string, error) {
 	q := c.Param("queue")
-	if err := queue.ValidateQueue(q); err != nil {
+	if err := names.ValidateQueue(q); err != nil {
 		return "", invalidArg("queue", "%v", err)
 	}
 	return q, nil
@@ -39,7 +40,7 @@ func pathJob(c echo.Context) (string, string, error) {
 		return "", "", err
 	}
 	id := c.Param("id")
-	if err := queue.ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return "", "", invalidArg("id", "%v", err)
 	}
 	return q, id, nil
@@ -123,7 +124,7 @@ func (s *Server) answerQueue(c echo.Context, q string) error {
 	if err != nil {
 		return err
 	}
-	if !l.IsZero() {
+	if l != (queue.Limits{}) { // a queue without limits reads the zero Limits
 		lj := toLimitsJSON(l)
 		out.Limits = &lj
 	}
@@ -349,7 +350,7 @@ func (s *Server) requeueDead(c echo.Context) error {
 		return err
 	}
 	if req.Kind != "" {
-		if err := queue.ValidateKind(req.Kind); err != nil {
+		if err := names.ValidateKind(req.Kind); err != nil {
 			return invalidArg("kind", "%v", err)
 		}
 	}
@@ -368,7 +369,7 @@ func (s *Server) purgeDead(c echo.Context) error {
 	}
 	kind := c.QueryParam("kind")
 	if kind != "" {
-		if err := queue.ValidateKind(kind); err != nil {
+		if err := names.ValidateKind(kind); err != nil {
 			return invalidArg("kind", "%v", err)
 		}
 	}

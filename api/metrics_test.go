@@ -35,7 +35,7 @@ func TestMetrics(t *testing.T) {
 	j := b.enqueue(t, map[string]any{"queue": "m", "delay": "2s"})
 	b.enqueue(t, map[string]any{"queue": "m", "delay": "1h"})
 	b.clock.Advance(2500 * time.Millisecond)
-	_, _, err := b.client.Promote(b.ctx, "m")
+	_, _, err := b.client.Promote(b.ctx, "m", 0)
 	require.NoError(t, err)
 	b.srv.ObservePromote("m", 1)
 	tok := b.claim(t, "m", 1)[0].Token // 500 ms late
@@ -87,7 +87,7 @@ func TestMetricsWithRedisDown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.enqueue(t, map[string]any{"queue": "m"})
-	require.NoError(t, b.client.Redis().Close()) // every later command fails
+	require.NoError(t, b.client.Config().Redis.Close()) // every later command fails
 	m := b.scrape(t)
 	require.Equal(t, 0.0, m["chronoq_store_up"])
 	require.NotContains(t, m, `chronoq_queue_paused{queue="m"}`)

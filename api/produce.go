@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -32,7 +33,7 @@ func (s *Server) enqueueOne(c echo.Context) error {
 		return err
 	}
 	if q := c.Param("queue"); q != "" {
-		if err := queue.ValidateQueue(q); err != nil {
+		if err := names.ValidateQueue(q); err != nil {
 			return invalidArg("queue", "%v", err)
 		}
 		if req.Queue != nil && *req.Queue != q {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"net/http"
 	"strconv"
 	"strings"
@@ -177,7 +178,7 @@ func TestJobDeliveries(t *testing.T) {
 	jobs, err := b.client.Claim(b.ctx, "hooks", queue.ClaimOptions{})
 	require.NoError(t, err)
 	line := `{"attempt":1,"fence":1,"at":"2030-01-02T03:04:05Z","url":"https://example.com/","status":503,"duration_ms":12.5,"error":"HTTP 503","outcome":"retry"}`
-	require.NoError(t, b.client.Note(b.ctx, "hooks", e.Job.ID, jobs[0].Token, line))
+	require.NoError(t, plumbing.Of(b.client).Note(b.ctx, "hooks", e.Job.ID, jobs[0].Token, line))
 	r := b.do(t, http.MethodGet, "/v1/queues/hooks/jobs/"+e.Job.ID, nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	ds := r.object(t)["deliveries"].([]any)

@@ -165,10 +165,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Dashboard = dashboard.Placeholder()
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = cfg.Store.Clock()
+		cfg.Clock = cfg.Store.Config().Clock
 	}
 	if cfg.Ready == nil {
-		rdb := cfg.Store.Redis()
+		rdb := cfg.Store.Config().Redis
 		cfg.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 	}
 	st := cfg.Store
@@ -572,7 +572,8 @@ func (s *Server) signIn(c echo.Context, wrong bool) error {
 // storeComplete completes one job at a time, in a call of its own.
 func storeComplete(st acker) func(context.Context, string, queue.Ack) (*queue.Job, error) {
 	return func(ctx context.Context, q string, a queue.Ack) (*queue.Job, error) {
-		jobs, errs, err := st.CompleteManyJobs(ctx, q, []queue.Ack{a})
+		a.ReturnJob = true
+		jobs, errs, err := st.CompleteMany(ctx, q, []queue.Ack{a})
 		if err != nil {
 			return nil, err
 		}

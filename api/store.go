@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/queue"
 )
@@ -65,10 +62,9 @@ type Manager interface {
 // lines), and ending as canceled a job whose cancellation was requested.
 type Consumer interface {
 	Claim(ctx context.Context, queue string, o queue.ClaimOptions) ([]*queue.Job, error)
-	CompleteManyJobs(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
+	CompleteMany(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
 	Fail(ctx context.Context, queue, id, token string, o queue.FailOptions) (queue.FailResult, error)
-	Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (queue.Lease, error)
-	HeartbeatWith(ctx context.Context, queue, id, token string, o queue.HeartbeatOptions) (queue.Lease, error)
+	Heartbeat(ctx context.Context, queue, id, token string, o queue.HeartbeatOptions) (queue.Lease, error)
 	CancelClaimed(ctx context.Context, queue, id, token string) error
 }
 
@@ -89,14 +85,14 @@ type Subscriber interface {
 	WaitEnded(ctx context.Context, queue, id string, wait time.Duration) (*queue.Job, error)
 }
 
-// Engine is the engine itself: its clock (the server's, unless
-// [Config.Clock] says otherwise), its estimate of Redis's clock against
-// this instance's (GET /v1/status), and its Redis connection, which
-// /readyz pings unless [Config.Ready] says otherwise.
+// Engine is the engine itself: its configuration, whose Clock is the
+// server's (unless [Config.Clock] says otherwise) and whose Redis
+// connection /readyz pings (unless [Config.Ready] says otherwise), and
+// its estimate of Redis's clock against this instance's (GET
+// /v1/status).
 type Engine interface {
-	Clock() clockwork.Clock
+	Config() queue.Config
 	RedisClock() queue.ClockEstimate
-	Redis() redis.UniversalClient
 }
 
 // Store is the job engine as the API uses it: every role at once.

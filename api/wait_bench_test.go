@@ -81,7 +81,7 @@ func BenchmarkHTTPWaitLatency(b *testing.B) {
 	}
 	complete := func(b *testing.B, j *queue.Job) time.Time {
 		start := time.Now()
-		if err := client.Complete(ctx, q, j.ID, j.Token, json.RawMessage(`1`)); err != nil {
+		if err := client.Complete(ctx, q, j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(`1`)}); err != nil {
 			b.Fatal(err)
 		}
 		return start

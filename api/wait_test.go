@@ -40,7 +40,7 @@ func TestGetJobWaitsForItsEnd(t *testing.T) {
 		j := b.enqueue(t, map[string]any{"queue": "w1"})
 		got := b.waitFor(t, http.MethodGet, "/v1/queues/w1/jobs/"+j.ID+"?wait=30s", nil)
 		c := b.claimJob(t, "w1")
-		require.NoError(t, b.client.Complete(b.ctx, "w1", c.ID, c.Token, json.RawMessage(`{"sum":3}`)))
+		require.NoError(t, b.client.Complete(b.ctx, "w1", c.ID, c.Token, queue.CompleteOptions{Result: json.RawMessage(`{"sum":3}`)}))
 		r := <-got
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 		v := decodeAs[jobView](t, r)
@@ -85,7 +85,7 @@ func TestGetJobWaitsForItsEnd(t *testing.T) {
 	t.Run("AnEndedJobAtOnce", func(t *testing.T) {
 		j := b.enqueue(t, map[string]any{"queue": "w5"})
 		c := b.claimJob(t, "w5")
-		require.NoError(t, b.client.Complete(b.ctx, "w5", c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, "w5", c.ID, c.Token, queue.CompleteOptions{}))
 		r := b.do(t, http.MethodGet, "/v1/queues/w5/jobs/"+j.ID+"?wait=30s", nil)
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 		require.Equal(t, "completed", decodeAs[jobView](t, r).Status)
@@ -112,7 +112,7 @@ func TestEnqueueWaitsForTheJobsEnd(t *testing.T) {
 	t.Run("Completed", func(t *testing.T) {
 		got := b.waitFor(t, http.MethodPost, "/v1/jobs?wait=30s", map[string]any{"queue": "e1", "kind": "add"})
 		c := b.claimJob(t, "e1")
-		require.NoError(t, b.client.Complete(b.ctx, "e1", c.ID, c.Token, json.RawMessage(`[1,2]`)))
+		require.NoError(t, b.client.Complete(b.ctx, "e1", c.ID, c.Token, queue.CompleteOptions{Result: json.RawMessage(`[1,2]`)}))
 		r := <-got
 		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 		require.Equal(t, "/v1/queues/e1/jobs/"+c.ID, r.header.Get("Location"))
@@ -148,7 +148,7 @@ func TestEnqueueAfterWaitsForTheJobsEnd(t *testing.T) {
 	got := b.waitFor(t, http.MethodPost, "/v1/jobs?wait=30s", map[string]any{"queue": "c", "kind": "child",
 		"depends_on": []map[string]string{{"queue": "p", "id": parent.ID}}})
 	pc := b.claimJob(t, "p")
-	require.NoError(t, b.client.Complete(b.ctx, "p", pc.ID, pc.Token, nil))
+	require.NoError(t, b.client.Complete(b.ctx, "p", pc.ID, pc.Token, queue.CompleteOptions{}))
 	var cc *queue.Job
 	require.Eventually(t, func() bool {
 		b.releaser.Pass(b.ctx)
@@ -159,7 +159,7 @@ func TestEnqueueAfterWaitsForTheJobsEnd(t *testing.T) {
 		}
 		return cc != nil
 	}, 10*time.Second, 5*time.Millisecond, "the child is released")
-	require.NoError(t, b.client.Complete(b.ctx, "c", cc.ID, cc.Token, json.RawMessage(`"done"`)))
+	require.NoError(t, b.client.Complete(b.ctx, "c", cc.ID, cc.Token, queue.CompleteOptions{Result: json.RawMessage(`"done"`)}))
 	r := <-got
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	v := decodeAs[jobView](t, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/chronoq/chronoq/internal/names"
 	"net/http"
 	"time"
 
@@ -63,7 +64,7 @@ func (s *Server) claim(c echo.Context) error {
 // options reads the claim's options: the claimer's labels, how long to
 // wait, how many jobs at most, their visibility.
 func (req *claimRequest) options() (queue.ClaimOptions, error) {
-	labels, err := queue.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
+	labels, err := names.CanonicalLabels(req.Labels, queue.MaxClaimLabels)
 	if err != nil {
 		// Checked before the registry records the worker with them.
 		return queue.ClaimOptions{}, &queue.FieldError{Index: -1, Field: "labels", Err: err}
@@ -264,10 +265,10 @@ func (s *Server) heartbeat(c echo.Context) error {
 		if len(req.Progress.Message) > queue.MaxProgressMessageBytes {
 			return invalidArg("progress.message", "at most %d bytes, got %d", queue.MaxProgressMessageBytes, len(req.Progress.Message))
 		}
-		l, err = s.consume.HeartbeatWith(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
+		l, err = s.consume.Heartbeat(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext,
 			Progress: &queue.Progress{Percent: *req.Progress.Percent, Message: req.Progress.Message}})
 	} else {
-		l, err = s.consume.Heartbeat(c.Request().Context(), q, id, req.Token, ext)
+		l, err = s.consume.Heartbeat(c.Request().Context(), q, id, req.Token, queue.HeartbeatOptions{Extend: ext})
 	}
 	if err != nil {
 		s.released(c.Request().Context(), wid, q, id, err)

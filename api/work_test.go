@@ -104,7 +104,7 @@ func TestFail(t *testing.T) {
 
 	// retry_after instead of the backoff.
 	b.clock.Advance(10 * time.Second)
-	_, _, err := b.client.Promote(b.ctx, "f")
+	_, _, err := b.client.Promote(b.ctx, "f", 0)
 	require.NoError(t, err)
 	tok = b.claim(t, "f", 1)[0].Token
 	r = b.do(t, http.MethodPost, "/v1/queues/f/jobs/"+j.ID+"/fail", map[string]any{"token": tok, "error": "later", "retry_after": "1m"})
@@ -113,7 +113,7 @@ func TestFail(t *testing.T) {
 
 	// dead: true ends it whatever attempts are left.
 	b.clock.Advance(time.Minute)
-	_, _, err = b.client.Promote(b.ctx, "f")
+	_, _, err = b.client.Promote(b.ctx, "f", 0)
 	require.NoError(t, err)
 	tok = b.claim(t, "f", 1)[0].Token
 	r = b.do(t, http.MethodPost, "/v1/queues/f/jobs/"+j.ID+"/fail", map[string]any{"token": tok, "error": "fatal", "dead": true})

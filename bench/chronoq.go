@@ -156,7 +156,7 @@ func (s *chronoqSide) consumeLoop(ctx context.Context, jobs int, h handler, comp
 				if len(acks) == 0 {
 					continue
 				}
-				errs, err := s.c.CompleteMany(ctx, chronoqQueue, acks)
+				_, errs, err := s.c.CompleteMany(ctx, chronoqQueue, acks)
 				if err != nil {
 					if ctx.Err() == nil {
 						logf("chronoq: complete: %v", err)

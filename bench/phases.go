@@ -3,19 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/chronoq/chronoq/queue"
 )
 
 // Phases: where Redis spends its CPU per job, split by the step of a
 // job's life a command belongs to. INFO cpu cannot tell the scripts apart
 // (they are all EVALSHA), so a second, separate pass of the same flow logs
 // every command in the slow log (slowlog-log-slower-than 0): the script's
-// SHA names chronoq's scripts (queue.ScriptHashes), the keys asynq's.
+// SHA names chronoq's scripts (store.ScriptHashes), the keys asynq's.
 // The log has each command's execution time but not the CPU of reading it
 // and writing its reply, nor the event loop's: that remainder (the pass's
 // CPU less the execution times) is shared out by number of commands, and
@@ -145,7 +144,7 @@ func clientAddr(rdb *redis.Client) string {
 // chronoqPhase tells chronoq's scripts by SHA.
 func chronoqPhase() func(args []string) phase {
 	byHash := map[string]phase{}
-	for name, sha := range queue.ScriptHashes() {
+	for name, sha := range store.ScriptHashes() {
 		switch name {
 		case "enqueue":
 			byHash[sha] = phaseEnqueue

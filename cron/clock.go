@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -34,7 +35,7 @@ type redisClock struct {
 }
 
 func newRedisClock(client *queue.Client) *redisClock {
-	c := client.Engine().Clock()
+	c := plumbing.Of(client).Engine().Clock()
 	return &redisClock{c: c, clock: c.Local()}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"github.com/chronoq/chronoq/internal/names"
 	"time"
 
 	"github.com/chronoq/chronoq/queue"
@@ -98,10 +99,10 @@ func normalize(e Entry) (Entry, *Schedule, error) {
 		return Entry{}, nil, err
 	}
 	e.Queue = cmp.Or(e.Queue, queue.DefaultQueue)
-	if err := queue.ValidateQueue(e.Queue); err != nil {
+	if err := names.ValidateQueue(e.Queue); err != nil {
 		return Entry{}, nil, &FieldError{Index: -1, Field: "queue", Err: err}
 	}
-	if err := queue.ValidateKind(e.Kind); err != nil {
+	if err := names.ValidateKind(e.Kind); err != nil {
 		return Entry{}, nil, &FieldError{Index: -1, Field: "kind", Err: err}
 	}
 	if len(e.Payload) > 0 {
@@ -129,7 +130,7 @@ func normalize(e Entry) (Entry, *Schedule, error) {
 }
 
 func validateName(name string) error {
-	if queue.ValidateQueue(name) != nil {
+	if names.ValidateQueue(name) != nil {
 		return invalid("name", "%q: want ^[a-z0-9][a-z0-9._-]{0,63}$", name)
 	}
 	return nil

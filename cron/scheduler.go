@@ -80,7 +80,7 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("cron: Config.Client is required")
 	}
-	cfg.Clock = cmp.Or(cfg.Clock, cfg.Client.Clock())
+	cfg.Clock = cmp.Or(cfg.Clock, cfg.Client.Config().Clock)
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, DefaultRefreshInterval)
 	cfg.Grace = cmp.Or(cfg.Grace, DefaultGrace)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())

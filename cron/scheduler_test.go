@@ -187,7 +187,7 @@ func TestSchedulerOverlapSkip(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, st.EnqueuedTotal)
 
-	require.NoError(t, c.Complete(b.ctx, "busy", jobs[0].ID, jobs[0].Token, nil))
+	require.NoError(t, c.Complete(b.ctx, "busy", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
 	step(t, clock, 1, time.Second) // tick 6: finished, so it runs
 	parked(t, clock, 1)
 	require.Equal(t, ticks(sec(6)), b.jobTicks(t, c, "busy", "busy"))

@@ -3,6 +3,7 @@ package cron_test
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,9 +137,9 @@ func TestOneRedisClock(t *testing.T) {
 	s, err := cron.NewScheduler(cron.Config{Client: c})
 	require.NoError(t, err)
 	require.Equal(t, est.Offset, cron.RedisClockOffset(s))
-	require.Equal(t, est.Offset, c.RedisClockOffset())
-	require.Equal(t, est, c.Engine().Clock().Estimate())
-	_, err = c.MeasureRedisClock(b.ctx)
+	require.Equal(t, est.Offset, c.RedisClock().Offset)
+	require.Equal(t, est, plumbing.Of(c).Engine().Clock().Estimate())
+	_, err = plumbing.Of(c).MeasureRedisClock(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, c.RedisClockOffset(), cron.RedisClockOffset(s), "a new measure is the scheduler's too")
+	require.Equal(t, c.RedisClock().Offset, cron.RedisClockOffset(s), "a new measure is the scheduler's too")
 }

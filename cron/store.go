@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"math"
 	"slices"
 	"strconv"
@@ -50,7 +51,7 @@ type Store struct {
 // that clock, by the client's. It holds at most DefaultMaxEntries entries
 // unless an option says otherwise.
 func NewStore(client *queue.Client, opts ...StoreOption) *Store {
-	s := &Store{client: client, rdb: client.Redis(), eng: client.Engine(), rc: newRedisClock(client), ns: client.Namespace(),
+	s := &Store{client: client, rdb: client.Config().Redis, eng: plumbing.Of(client).Engine(), rc: newRedisClock(client), ns: client.Config().Namespace,
 		maxEntries: DefaultMaxEntries}
 	for _, o := range opts {
 		o(s)

@@ -15,14 +15,14 @@ import (
 
 // Source is what a [Promoter] drives. The queue package's Client is one.
 type Source interface {
-	// PromoteWithin moves the jobs of queue that are due into its pending list,
+	// Promote moves the jobs of queue that are due into its pending list,
 	// one bounded batch, and answers how many moved and the due time of
 	// the earliest job still scheduled (the zero time when none is). What
 	// is due is the source's to decide (the queue package decides by
 	// Redis's clock); next is on the Promoter's clock, for it to sleep
 	// until. When nothing is due within horizon, the source parks the
 	// queue in its index, for Due to name it again when it nears.
-	PromoteWithin(ctx context.Context, queue string, horizon time.Duration) (moved int, next time.Time, err error)
+	Promote(ctx context.Context, queue string, horizon time.Duration) (moved int, next time.Time, err error)
 	// Due answers, earliest first, the queues whose earliest scheduled
 	// job is due within the next `within` by the source's index, with when
 	// (on the Promoter's clock): limit of them from the offset-th. It may
@@ -255,7 +255,7 @@ func (p *Promoter) reconcile(ctx context.Context) bool {
 		if p.running(q) || p.only != nil && !p.only[q] {
 			continue
 		}
-		moved, next, err := p.cfg.Source.PromoteWithin(ctx, q, p.horizon)
+		moved, next, err := p.cfg.Source.Promote(ctx, q, p.horizon)
 		if moved > 0 && p.cfg.OnPromote != nil {
 			p.cfg.OnPromote(q, moved)
 		}
@@ -284,7 +284,7 @@ func (p *Promoter) running(queue string) bool {
 func (p *Promoter) loop(ctx context.Context, queue string, wake chan struct{}) {
 	defer p.wg.Done()
 	for ctx.Err() == nil {
-		moved, next, err := p.cfg.Source.PromoteWithin(ctx, queue, p.horizon)
+		moved, next, err := p.cfg.Source.Promote(ctx, queue, p.horizon)
 		if moved > 0 && p.cfg.OnPromote != nil {
 			p.cfg.OnPromote(queue, moved)
 		}

@@ -55,7 +55,7 @@ func (s *fakeSource) addUnindexed(q string, t time.Time) {
 	slices.SortFunc(s.due[q], time.Time.Compare)
 }
 
-func (s *fakeSource) PromoteWithin(_ context.Context, q string, horizon time.Duration) (int, time.Time, error) {
+func (s *fakeSource) Promote(_ context.Context, q string, horizon time.Duration) (int, time.Time, error) {
 	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -5,8 +5,8 @@
 // jobs promoted, failures retried into the dead set and hung jobs
 // reclaimed.
 //
-// The workers use a [queue.Client] directly (Claim, HeartbeatWith,
-// CompleteWith, Fail, Release, AppendLog) rather than the worker package, so that a hang can be
+// The workers use a [queue.Client] directly (Claim, Heartbeat,
+// Complete, Fail, Release, AppendLog) rather than the worker package, so that a hang can be
 // simulated faithfully: a hung worker has crashed holding its job, which
 // it never completes nor heartbeats, so the job's lease lapses and a
 // reclaim sweep returns it to pending. All waiting is on the pool's

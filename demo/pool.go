@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -145,7 +146,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, errors.New("demo: Config.Client is required")
 	}
 	cfg.Queue = cmp.Or(cfg.Queue, DefaultQueue)
-	if err := queue.ValidateQueue(cfg.Queue); err != nil {
+	if err := names.ValidateQueue(cfg.Queue); err != nil {
 		return nil, fmt.Errorf("demo: Config.Queue: %w", err)
 	}
 	cfg.ClaimWait = cmp.Or(cfg.ClaimWait, DefaultClaimWait)
@@ -153,7 +154,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, fmt.Errorf("demo: Config.ClaimWait must be in [100ms, %s]", queue.MaxClaimWait)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = cfg.Client.Clock()
+		cfg.Clock = cfg.Client.Config().Clock
 	}
 	seed := cfg.Seed
 	if seed == 0 {
@@ -344,7 +345,7 @@ func (p *Pool) run(ctx context.Context, me *self, j *queue.Job) {
 	}
 	res, _ := json.Marshal(map[string]any{"worker": me.id, "took": pl.took.String(), "kind": j.Kind})
 	p.logLine(ctx, j, fmt.Sprintf("done in %s", pl.took.Round(time.Millisecond)))
-	if err := p.cfg.Client.CompleteWith(ctx, j.Queue, j.ID, j.Token, queue.CompleteOptions{Result: res,
+	if err := p.cfg.Client.Complete(ctx, j.Queue, j.ID, j.Token, queue.CompleteOptions{Result: res,
 		Artifacts: map[string]json.RawMessage{ArtifactName: summary(j.Kind, j.Payload, me.id, j.Attempts, nsteps, pl.took)}}); err != nil {
 		p.log.Warn("demo: complete failed", "job", j.ID, "err", err)
 		return
@@ -390,7 +391,7 @@ func (p *Pool) logLine(ctx context.Context, j *queue.Job, line string) {
 
 // heartbeat extends j's lease, with its progress when pr is not nil.
 func (p *Pool) heartbeat(ctx context.Context, j *queue.Job, pr *queue.Progress) {
-	if _, err := p.cfg.Client.HeartbeatWith(ctx, j.Queue, j.ID, j.Token, queue.HeartbeatOptions{Progress: pr}); err != nil && ctx.Err() == nil {
+	if _, err := p.cfg.Client.Heartbeat(ctx, j.Queue, j.ID, j.Token, queue.HeartbeatOptions{Progress: pr}); err != nil && ctx.Err() == nil {
 		p.log.Warn("demo: heartbeat failed", "job", j.ID, "err", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"net/http"
 	"slices"
 	"strings"
@@ -148,7 +150,7 @@ func (c *QueueConfig) Validate(g Guard) error {
 	if c.Concurrency < 1 || c.Concurrency > maxConcurrency {
 		return invalid("concurrency", "must be in [1, %d], got %d", maxConcurrency, c.Concurrency)
 	}
-	labels, err := queue.CanonicalLabels(c.Labels, queue.MaxClaimLabels)
+	labels, err := names.CanonicalLabels(c.Labels, queue.MaxClaimLabels)
 	if err != nil {
 		return &queue.FieldError{Index: -1, Field: "labels", Err: err}
 	}
@@ -220,7 +222,7 @@ func (s *Store) Guard() Guard { return s.guard }
 
 // Get reads the config of q; ErrNoConfig when it has none.
 func (s *Store) Get(ctx context.Context, q string) (QueueConfig, error) {
-	set, err := s.client.Settings(ctx, q)
+	set, err := plumbing.Of(s.client).Settings(ctx, q)
 	if err != nil {
 		return QueueConfig{}, err
 	}
@@ -234,7 +236,7 @@ func (s *Store) Get(ctx context.Context, q string) (QueueConfig, error) {
 // Put validates c and makes it q's config (creating the queue), answering
 // it as stored. Secrets left out keep the queue's, or get a new one.
 func (s *Store) Put(ctx context.Context, q string, c QueueConfig) (QueueConfig, error) {
-	if err := queue.ValidateQueue(q); err != nil {
+	if err := names.ValidateQueue(q); err != nil {
 		return QueueConfig{}, err
 	}
 	if err := c.Validate(s.guard); err != nil {
@@ -251,7 +253,7 @@ func (s *Store) Put(ctx context.Context, q string, c QueueConfig) (QueueConfig, 
 			return QueueConfig{}, err
 		}
 	}
-	if err := s.client.SetSettings(ctx, q, map[string]string{queue.SettingPush: c.encode()}); err != nil {
+	if err := plumbing.Of(s.client).SetSettings(ctx, q, map[string]string{queue.SettingPush: c.encode()}); err != nil {
 		return QueueConfig{}, err
 	}
 	return c, nil
@@ -263,7 +265,7 @@ func (s *Store) Delete(ctx context.Context, q string) error {
 	if _, err := s.Get(ctx, q); err != nil {
 		return err
 	}
-	return s.client.SetSettings(ctx, q, map[string]string{queue.SettingPush: ""})
+	return plumbing.Of(s.client).SetSettings(ctx, q, map[string]string{queue.SettingPush: ""})
 }
 
 // All reads the configs of every queue that has one.
@@ -272,7 +274,7 @@ func (s *Store) All(ctx context.Context) (map[string]QueueConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.client.SettingsOf(ctx, queue.SettingPush, qs)
+	raw, err := plumbing.Of(s.client).SettingsOf(ctx, queue.SettingPush, qs)
 	if err != nil {
 		return nil, err
 	}

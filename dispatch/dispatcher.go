@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"io"
 	"log/slog"
 	"maps"
@@ -146,7 +147,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, defaultRefresh)
 	cfg.HookInterval = cmp.Or(cfg.HookInterval, DefaultHookInterval)
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, store: NewStore(cfg.Client, cfg.Guard),
-		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Clock(), workers: map[string]*served{}}
+		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Config().Clock, workers: map[string]*served{}}
 	d.http = newHTTPClient(cfg.Guard)
 	d.notes = newNotes(cfg.Client)
 	d.hooks = NewHooks(cfg.Client, cfg.Guard)
@@ -341,7 +342,7 @@ func (d *Dispatcher) finish(ctx context.Context, job *queue.Job, env Envelope, a
 		a.Outcome = "retry"
 	}
 	line, _ := json.Marshal(a)
-	if nerr := d.notes.note(context.WithoutCancel(ctx), job.Queue, queue.NoteItem{ID: job.ID, Token: job.Token, Line: string(line)}); nerr != nil {
+	if nerr := d.notes.note(context.WithoutCancel(ctx), job.Queue, plumbing.NoteItem{ID: job.ID, Token: job.Token, Line: string(line)}); nerr != nil {
 		d.log.Debug("dispatch: noting an attempt", "queue", job.Queue, "id", job.ID, "err", nerr)
 	}
 	d.metrics.observe(a)

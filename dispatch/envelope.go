@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"io"
 	"time"
 
@@ -143,7 +144,7 @@ func checkEnvelope(g Guard, payload []byte) (Envelope, *Target, error) {
 		return env, nil, invalid("payload.body", "the request body is required")
 	}
 	if env.Kind != "" {
-		if err := queue.ValidateKind(env.Kind); err != nil {
+		if err := names.ValidateKind(env.Kind); err != nil {
 			return env, nil, invalid("payload.kind", "%v", err)
 		}
 	}
@@ -172,7 +173,7 @@ func checkEnvelope(g Guard, payload []byte) (Envelope, *Target, error) {
 		}
 	}
 	if env.CallbackOf != "" {
-		if err := queue.ValidateID(env.CallbackOf); err != nil {
+		if err := names.ValidateID(env.CallbackOf); err != nil {
 			return env, nil, invalid("payload.callback_of", "%v", err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 )
 
@@ -129,7 +130,7 @@ func (d *Dispatcher) syncHooks(ctx context.Context) error {
 // deliver sends s's due deliveries, each job's one at a time.
 func (d *Dispatcher) deliver(ctx context.Context, s Subscription) error {
 	k := d.hooks.keys(s.ID).List()
-	offset := d.client.Engine().Clock().OffsetUs(store.Exact)
+	offset := plumbing.Of(d.client).Engine().Clock().OffsetUs(store.Exact)
 	r, err := store.CallGlobal(ctx, d.hooks.eng, store.HookClaim, k, &store.HookClaimArgs{OffsetUs: offset, ID: s.ID,
 		Scan: hookScan, Max: hookClaim, LeaseMs: (s.Timeout + hookLeaseExtra).Milliseconds()})
 	if err != nil {
@@ -149,7 +150,7 @@ func (d *Dispatcher) deliver(ctx context.Context, s Subscription) error {
 	}
 	wg.Wait()
 	_, err = store.CallGlobal(context.WithoutCancel(ctx), d.hooks.eng, store.HookAck, k, &store.HookAckArgs{
-		OffsetUs: d.client.Engine().Clock().OffsetUs(store.Exact), ID: s.ID, MaxDead: MaxHookDead, Acks: acks})
+		OffsetUs: plumbing.Of(d.client).Engine().Clock().OffsetUs(store.Exact), ID: s.ID, MaxDead: MaxHookDead, Acks: acks})
 	if err != nil {
 		return fmt.Errorf("dispatch: recording deliveries of subscription %s: %w", s.ID, err)
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/queue"
 )
@@ -224,10 +226,10 @@ func (s *Subscription) Validate(g Guard) error {
 		return slices.Compact(out), nil
 	}
 	var err error
-	if s.Queues, err = check("queues", s.Queues, queue.ValidateQueue); err != nil {
+	if s.Queues, err = check("queues", s.Queues, names.ValidateQueue); err != nil {
 		return err
 	}
-	if s.Kinds, err = check("kinds", s.Kinds, queue.ValidateKind); err != nil {
+	if s.Kinds, err = check("kinds", s.Kinds, names.ValidateKind); err != nil {
 		return err
 	}
 	if s.Events, err = check("events", s.Events, func(e string) error {
@@ -273,7 +275,7 @@ type Hooks struct {
 // NewHooks is the subscriptions of client's namespace, whose URLs g
 // checks.
 func NewHooks(client *queue.Client, g Guard) *Hooks {
-	return &Hooks{client: client, eng: client.Engine(), rdb: client.Redis(), ns: client.Namespace(), guard: g}
+	return &Hooks{client: client, eng: plumbing.Of(client).Engine(), rdb: client.Config().Redis, ns: client.Config().Namespace, guard: g}
 }
 
 func (h *Hooks) keys(id string) store.HookKeys { return store.HookKeysOf(h.ns, id) }
@@ -303,7 +305,7 @@ func (h *Hooks) Create(ctx context.Context, s Subscription) (Subscription, error
 	if len(s.Secrets) == 0 {
 		s.Secrets = []string{NewSecret()}
 	}
-	s.ID, s.CreatedAt = newSubID(), h.client.Clock().Now().UTC().Truncate(time.Millisecond)
+	s.ID, s.CreatedAt = newSubID(), h.client.Config().Clock.Now().UTC().Truncate(time.Millisecond)
 	if err := h.put(ctx, s, "create"); err != nil {
 		return Subscription{}, err
 	}
@@ -542,7 +544,7 @@ func (h *Hooks) sync(ctx context.Context) ([]string, error) {
 			want[q] = true
 		}
 	}
-	cur, err := h.client.SettingsOf(ctx, store.SettingHooks, qs)
+	cur, err := plumbing.Of(h.client).SettingsOf(ctx, store.SettingHooks, qs)
 	if err != nil {
 		return nil, err
 	}
@@ -550,14 +552,14 @@ func (h *Hooks) sync(ctx context.Context) ([]string, error) {
 	for q := range want {
 		on = append(on, q)
 		if cur[q] != "1" {
-			if err := h.client.SetSettings(ctx, q, map[string]string{store.SettingHooks: "1"}); err != nil {
+			if err := plumbing.Of(h.client).SetSettings(ctx, q, map[string]string{store.SettingHooks: "1"}); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for q, v := range cur {
 		if v != "" && !want[q] {
-			if err := h.client.SetSettings(ctx, q, map[string]string{store.SettingHooks: ""}); err != nil {
+			if err := plumbing.Of(h.client).SetSettings(ctx, q, map[string]string{store.SettingHooks: ""}); err != nil {
 				return nil, err
 			}
 			on = append(on, q) // its outbox may still hold entries: read until empty

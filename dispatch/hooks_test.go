@@ -25,6 +25,7 @@ import (
 	"github.com/chronoq/chronoq/cron"
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
@@ -87,7 +88,7 @@ func (r *hookRig) end(q, kind string, steps ...string) string {
 		case "dead":
 			_, err = r.c.Fail(r.ctx, q, id, jobs[0].Token, queue.FailOptions{Error: "fatal", Dead: true})
 		case "completed":
-			err = r.c.Complete(r.ctx, q, id, jobs[0].Token, nil)
+			err = r.c.Complete(r.ctx, q, id, jobs[0].Token, queue.CompleteOptions{})
 		}
 		require.NoError(r.t, err)
 	}
@@ -549,8 +550,8 @@ func TestHooksDeadListCap(t *testing.T) {
 	r := newHookRig(t)
 	sub, err := r.hooks.Create(r.ctx, dispatch.Subscription{URL: "http://127.0.0.1:9/"})
 	require.NoError(t, err)
-	k := store.HookKeysOf(r.c.Namespace(), sub.ID).List()
-	eng := r.c.Engine()
+	k := store.HookKeysOf(r.c.Config().Namespace, sub.ID).List()
+	eng := plumbing.Of(r.c).Engine()
 	_, err = store.CallGlobal(r.ctx, eng, store.HookFanout, k, &store.HookFanoutArgs{ID: sub.ID, Queue: "q", MaxPending: 2,
 		Entries: []store.HookFanoutItem{{SID: "1-0", Job: "q|a", Body: "{}"}, {SID: "2-0", Job: "q|b", Body: "{}"},
 			{SID: "3-0", Job: "q|c", Body: "{}"}}})

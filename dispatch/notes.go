@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/chronoq/chronoq/internal/batch"
 	"github.com/chronoq/chronoq/queue"
@@ -13,21 +14,21 @@ import (
 // was a fifth of the dispatcher's CPU and a Redis round trip per job). A
 // note alone goes at once: no timer, no added latency.
 type notes struct {
-	b *batch.Batcher[queue.NoteItem, struct{}]
+	b *batch.Batcher[plumbing.NoteItem, struct{}]
 }
 
 func newNotes(c *queue.Client) *notes {
-	send := func(ctx context.Context, q string, items []queue.NoteItem) ([]struct{}, []error, error) {
-		errs, err := c.NoteMany(ctx, q, items)
+	send := func(ctx context.Context, q string, items []plumbing.NoteItem) ([]struct{}, []error, error) {
+		errs, err := plumbing.Of(c).NoteMany(ctx, q, items)
 		return nil, errs, err
 	}
-	return &notes{b: batch.New(send, batch.Config[queue.NoteItem]{Size: func(n queue.NoteItem) int { return len(n.Line) }})}
+	return &notes{b: batch.New(send, batch.Config[plumbing.NoteItem]{Size: func(n plumbing.NoteItem) int { return len(n.Line) }})}
 }
 
 // note writes one line on a claimed job's notes and answers how it went
 // (nil, queue.ErrLeaseLost, queue.ErrNotFound, the call's error, or
 // ctx's when it ends first).
-func (n *notes) note(ctx context.Context, q string, item queue.NoteItem) error {
+func (n *notes) note(ctx context.Context, q string, item plumbing.NoteItem) error {
 	_, err := n.b.Do(ctx, q, item)
 	return err
 }

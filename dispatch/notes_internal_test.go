@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"slices"
 	"sync"
 	"testing"
@@ -63,12 +64,14 @@ func TestNoteCallerGivingUpDoesNotFailOthers(t *testing.T) {
 
 	leadCtx, giveUp := context.WithCancel(ctx)
 	lead := make(chan error, 1)
-	go func() { lead <- n.note(leadCtx, q, queue.NoteItem{ID: jobs[0].ID, Token: jobs[0].Token, Line: "lead"}) }()
+	go func() {
+		lead <- n.note(leadCtx, q, plumbing.NoteItem{ID: jobs[0].ID, Token: jobs[0].Token, Line: "lead"})
+	}()
 	<-h.entered
 	others := make(chan error, 2)
 	for i, line := range []string{"b", "c"} {
 		j := jobs[i+1]
-		go func() { others <- n.note(ctx, q, queue.NoteItem{ID: j.ID, Token: j.Token, Line: line}) }()
+		go func() { others <- n.note(ctx, q, plumbing.NoteItem{ID: j.ID, Token: j.Token, Line: line}) }()
 	}
 	require.Eventually(t, func() bool { return n.b.Waiting(q) == 2 }, 10*time.Second, time.Millisecond)
 	// The lead's note is in flight (held at the gate): giving up answers

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"math/rand/v2"
 	"strings"
@@ -30,7 +31,7 @@ func codeErr(code int64, queue, id string) error {
 	return fmt.Errorf("queue: job %s/%s: unexpected script answer %d", queue, id, code)
 }
 
-// Ack completes one claimed job.
+// Ack completes one claimed job (see CompleteMany).
 type Ack struct {
 	ID, Token string
 	// Result is stored with the job (any JSON, at most
@@ -39,13 +40,19 @@ type Ack struct {
 	// Artifacts are set over the job's artifacts with the completion (see
 	// CompleteOptions.Artifacts). Optional.
 	Artifacts map[string]json.RawMessage
+	// ReturnJob asks for the job as the completion left it, read in the
+	// same script call: what Get would answer right after (its result,
+	// artifacts and upstream included, its token not), without a second
+	// round trip. It is nil when the job is no longer kept (a Client
+	// whose Retention is negative deletes a completed job at once).
+	ReturnJob bool
 }
 
-// Complete marks a claimed job done, storing result (optional JSON). It
-// answers ErrLeaseLost, and changes nothing, when token is not the job's
-// current claim.
-func (c *Client) Complete(ctx context.Context, queue, id, token string, result json.RawMessage) error {
-	errs, err := c.CompleteMany(ctx, queue, []Ack{{ID: id, Token: token, Result: result}})
+// Complete marks a claimed job done, storing o's result and artifacts
+// with it. It answers ErrLeaseLost, and changes nothing, when token is
+// not the job's current claim.
+func (c *Client) Complete(ctx context.Context, queue, id, token string, o CompleteOptions) error {
+	_, errs, err := c.CompleteMany(ctx, queue, []Ack{{ID: id, Token: token, Result: o.Result, Artifacts: o.Artifacts}})
 	if err != nil {
 		return err
 	}
@@ -60,34 +67,24 @@ func (c *Client) Complete(ctx context.Context, queue, id, token string, result j
 // are not valid JSON, a result over Config.MaxPayloadBytes or artifacts
 // over a cap: ErrInvalid or ErrPayloadTooLarge). A refused ack leaves its
 // job processing and does not hold the others back: they are sent without
-// it.
-func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (errs []error, err error) {
-	_, errs, err = c.completeMany(ctx, queue, acks, false)
-	return errs, err
-}
-
-// CompleteJob completes one claimed job as CompleteWith does, and answers
-// the job as the completion left it, read in the same script call: what
-// Get would answer right after (its result, artifacts and upstream
-// included, its token not), without a second round trip. It answers a nil
-// job, and no error, when the job is no longer kept: a Client whose
-// Retention is negative deletes a completed job at once.
-func (c *Client) CompleteJob(ctx context.Context, queue, id, token string, o CompleteOptions) (*Job, error) {
-	jobs, errs, err := c.completeMany(ctx, queue, []Ack{{ID: id, Token: token, Result: o.Result, Artifacts: o.Artifacts}}, true)
-	if err != nil {
-		return nil, err
+// it. jobs is nil unless an ack asks for its job (Ack.ReturnJob): then
+// jobs[i] is the job of acks[i] when it asked, nil when errs[i] is not nil
+// or the job is not kept.
+func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (jobs []*Job, errs []error, err error) {
+	answer := false
+	for _, a := range acks {
+		answer = answer || a.ReturnJob
 	}
-	return jobs[0], errs[0]
+	jobs, errs, err = c.completeMany(ctx, queue, acks, answer)
+	for i := range jobs {
+		if !acks[i].ReturnJob {
+			jobs[i] = nil
+		}
+	}
+	return jobs, errs, err
 }
 
-// CompleteManyJobs is CompleteMany, and also answers each job as its
-// completion left it, as CompleteJob does: jobs[i] for acks[i], nil when
-// errs[i] is not nil or the job is not kept.
-func (c *Client) CompleteManyJobs(ctx context.Context, queue string, acks []Ack) (jobs []*Job, errs []error, err error) {
-	return c.completeMany(ctx, queue, acks, true)
-}
-
-// completeMany is CompleteMany, and with answer CompleteManyJobs.
+// completeMany is CompleteMany, answering the jobs when answer is set.
 func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, answer bool) (jobs []*Job, errs []error, err error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
@@ -176,7 +173,7 @@ func readCompleted(queue string, res []any, acks []Ack, sent []int, errs []error
 // checkAck checks what an ack carries before it is sent, and answers its
 // artifacts encoded for complete.lua.
 func (c *Client) checkAck(a Ack) (arts string, err error) {
-	if err := ValidateID(a.ID); err != nil {
+	if err := names.ValidateID(a.ID); err != nil {
 		return "", err
 	}
 	if len(a.Result) > c.cfg.MaxPayloadBytes {
@@ -219,7 +216,7 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 	if err != nil {
 		return FailResult{}, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return FailResult{}, err
 	}
 	msg := strings.ToValidUTF8(strings.ReplaceAll(o.Error, "\x00", "\uFFFD"), "\uFFFD")
@@ -256,13 +253,6 @@ type Lease struct {
 	CancelRequested bool
 }
 
-// Heartbeat extends the lease of a claimed job to now + extend (the job's
-// visibility when extend is 0); a lease is never shortened. It answers
-// ErrLeaseLost when token is not the job's current claim.
-func (c *Client) Heartbeat(ctx context.Context, queue, id, token string, extend time.Duration) (Lease, error) {
-	return c.HeartbeatWith(ctx, queue, id, token, HeartbeatOptions{Extend: extend})
-}
-
 // HeartbeatOptions are what a heartbeat carries.
 type HeartbeatOptions struct {
 	// Extend is the lease's new length from now; 0 for the job's
@@ -274,13 +264,16 @@ type HeartbeatOptions struct {
 	Progress *Progress
 }
 
-// HeartbeatWith is Heartbeat with progress (see HeartbeatOptions).
-func (c *Client) HeartbeatWith(ctx context.Context, queue, id, token string, o HeartbeatOptions) (Lease, error) {
+// Heartbeat extends the lease of a claimed job to now + o.Extend (the
+// job's visibility when it is 0), and records o.Progress when set; a
+// lease is never shortened. It answers ErrLeaseLost when token is not
+// the job's current claim.
+func (c *Client) Heartbeat(ctx context.Context, queue, id, token string, o HeartbeatOptions) (Lease, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return Lease{}, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return Lease{}, err
 	}
 	extend := o.Extend
@@ -309,7 +302,7 @@ func (c *Client) Release(ctx context.Context, queue, id, token string) error {
 	if err != nil {
 		return err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return err
 	}
 	res, err := call(ctx, c, store.Release, k, &store.ReleaseArgs{ID: id, Token: token, RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs()})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 
@@ -14,7 +15,7 @@ import (
 
 // Artifacts are named JSON outputs of a job: a running job attaches them
 // with its claim token ([Client.AttachArtifacts]) or with its completion
-// ([Client.CompleteWith], [Ack].Artifacts). They are kept with the job
+// ([CompleteOptions].Artifacts, [Ack].Artifacts). They are kept with the job
 // (deleted with it) in the queue's data hash, field "<id>.a": one JSON
 // object, name -> value. An artifact given again replaces the earlier
 // value; none is ever removed while the job lives (a retried job keeps the
@@ -24,7 +25,7 @@ const (
 	MaxArtifacts = 32
 	// MaxArtifactNameBytes caps an artifact's name, 1 to this many of
 	// [A-Za-z0-9._-].
-	MaxArtifactNameBytes = 128
+	MaxArtifactNameBytes = names.MaxArtifactNameBytes
 	// MaxArtifactBytes caps one artifact's value (compact JSON).
 	MaxArtifactBytes = 256 << 10
 	// MaxArtifactsBytes caps all of a job's artifacts together: the JSON
@@ -38,17 +39,14 @@ const (
 	codeArtifactsBytes = -3 // more than MaxArtifactsBytes
 )
 
-// ValidateArtifactName reports whether name can name an artifact: 1 to
+// validateArtifactName reports whether name can name an artifact: 1 to
 // MaxArtifactNameBytes of [A-Za-z0-9._-].
-func ValidateArtifactName(name string) error {
+func validateArtifactName(name string) error {
 	if name == "" || len(name) > MaxArtifactNameBytes {
 		return invalid("artifacts", "an artifact's name is 1 to %d bytes, got %d", MaxArtifactNameBytes, len(name))
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return invalid("artifacts", "artifact name %q: only [A-Za-z0-9._-]", name)
-		}
+	if !names.ArtifactNameOK(name) {
+		return invalid("artifacts", "artifact name %q: only [A-Za-z0-9._-]", name)
 	}
 	return nil
 }
@@ -64,7 +62,7 @@ func encodeArtifacts(arts map[string]json.RawMessage) (string, error) {
 	}
 	names := make([]string, 0, len(arts))
 	for n := range arts {
-		if err := ValidateArtifactName(n); err != nil {
+		if err := validateArtifactName(n); err != nil {
 			return "", err
 		}
 		names = append(names, n)
@@ -115,7 +113,7 @@ func (c *Client) AttachArtifacts(ctx context.Context, queue, id, token string, a
 	if err != nil {
 		return err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return err
 	}
 	if len(arts) == 0 {
@@ -143,7 +141,7 @@ func (c *Client) Artifacts(ctx context.Context, queue, id string) (json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return nil, err
 	}
 	pipe := c.rdb.Pipeline()
@@ -170,14 +168,4 @@ type CompleteOptions struct {
 	// in the same script as the completion: when they would pass a cap the
 	// job is not completed. Optional.
 	Artifacts map[string]json.RawMessage
-}
-
-// CompleteWith marks a claimed job done as Complete does, storing o's
-// result and artifacts with it.
-func (c *Client) CompleteWith(ctx context.Context, queue, id, token string, o CompleteOptions) error {
-	errs, err := c.CompleteMany(ctx, queue, []Ack{{ID: id, Token: token, Result: o.Result, Artifacts: o.Artifacts}})
-	if err != nil {
-		return err
-	}
-	return errs[0]
 }

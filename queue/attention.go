@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"maps"
 	"strconv"
@@ -214,7 +215,7 @@ func (c *Client) remarkLoop() {
 // index after a change (Redis unreachable at that instant): each leaves a
 // queue's promotion or sweep to the next reconcile of the promoters and
 // reclaimers, or to a claim.
-func (c *Client) MarkFailures() int64 { return c.markFailures.Load() }
+func (in *inside) MarkFailures() int64 { return in.markFailures.Load() }
 
 // park sets queue's entry in the index idx (attentionKeys' due or sweep,
 // with seqs its seq hash) to atMs, 0 for none, as found by a script that
@@ -236,7 +237,8 @@ func (c *Client) unmark(ctx context.Context, queue string) error {
 	return err
 }
 
-// Due implements delayed.Source: it answers, earliest first, limit of them
+// Due is for a promoter (pass the client as delayed.Config.Source; it
+// implements delayed.Source): it answers, earliest first, limit of them
 // from the offset-th, the queues whose earliest scheduled job is due within the
 // next `within` by the due index, with that time on this client's clock.
 // The index may name a queue that has nothing due (a pass finds out and
@@ -262,7 +264,7 @@ func (c *Client) attention(ctx context.Context, idx string, within time.Duration
 	out := make([]delayed.Nudge, 0, len(zs))
 	for _, z := range zs {
 		q, _ := z.Member.(string)
-		if ValidateQueue(q) != nil {
+		if names.ValidateQueue(q) != nil {
 			continue
 		}
 		out = append(out, delayed.Nudge{Queue: q, At: c.localOf(time.UnixMilli(int64(z.Score)).UTC())})
@@ -272,5 +274,5 @@ func (c *Client) attention(ctx context.Context, idx string, within time.Duration
 
 // redisNow is this client's estimate of Redis's clock now.
 func (c *Client) redisNow() time.Time {
-	return c.clock.Now().Add(c.RedisClockOffset())
+	return c.clock.Now().Add(c.eng.Clock().Offset())
 }

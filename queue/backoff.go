@@ -14,11 +14,10 @@ import (
 // (and capped at Max again). With Jitter 0.2 a 10 s delay becomes a delay in
 // [8 s, 12 s].
 //
-// The policy is stored with every job (in its spec field, as
-// [Backoff.Encode] writes it), and the fail script computes the same
-// formula inside Redis from it, so a retry is one atomic step;
-// [Backoff.Delay] is the reference that the script is tested against
-// (the contract test BackoffMatchesPolicyWithinBounds).
+// The policy is stored with every job (in its spec field), and the fail
+// script computes the formula inside Redis from it, so a retry is one
+// atomic step; the tests hold the script to a Go reference of the
+// formula (the contract test BackoffMatchesPolicyWithinBounds).
 type Backoff struct {
 	// Initial is the delay after the first failed attempt. Defaults to 1 s.
 	Initial time.Duration
@@ -60,37 +59,18 @@ func (b Backoff) Validate() error {
 	return nil
 }
 
-// Delay is the wait after failed attempt number attempt (1 for the first),
-// for a uniform random r in [0, 1). It is truncated to whole milliseconds,
-// the resolution of scheduled times.
-func (b Backoff) Delay(attempt int, r float64) time.Duration {
-	if attempt < 1 {
-		attempt = 1
-	}
-	initial, maxMs := float64(b.Initial.Milliseconds()), float64(b.Max.Milliseconds())
-	d := math.Min(initial*math.Pow(b.Factor, float64(attempt-1)), maxMs)
-	d = math.Min(d*(1+b.Jitter*(2*r-1)), maxMs)
-	return time.Duration(math.Floor(d)) * time.Millisecond
-}
-
-// Bounds are the least and the greatest delay [Backoff.Delay] can give for
-// attempt.
-func (b Backoff) Bounds(attempt int) (lo, hi time.Duration) {
-	return b.Delay(attempt, 0), b.Delay(attempt, math.Nextafter(1, 0))
-}
-
-// Encode is the compact form stored in a job's hash and read by the Lua
+// encode is the compact form stored in a job's hash and read by the Lua
 // scripts: "initial_ms:factor:max_ms:jitter", the numbers in decimals
 // (never "1e-05": some Lua engines, the embedded Redis's, read exponents
 // as nil).
-func (b Backoff) Encode() string {
+func (b Backoff) encode() string {
 	return strconv.FormatInt(b.Initial.Milliseconds(), 10) + ":" + strconv.FormatFloat(b.Factor, 'f', -1, 64) + ":" +
 		strconv.FormatInt(b.Max.Milliseconds(), 10) + ":" + strconv.FormatFloat(b.Jitter, 'f', -1, 64)
 }
 
-// DecodeBackoff parses the form written by [Backoff.Encode]. (It runs for
+// decodeBackoff parses the form written by [Backoff.encode]. (It runs for
 // every job read, so it splits by hand rather than with fmt.Sscanf.)
-func DecodeBackoff(s string) (Backoff, error) {
+func decodeBackoff(s string) (Backoff, error) {
 	bad := func() (Backoff, error) {
 		return Backoff{}, fmt.Errorf("%w: cannot decode %q: want initial_ms:factor:max_ms:jitter", ErrInvalidBackoff, s)
 	}

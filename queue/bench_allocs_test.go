@@ -20,8 +20,8 @@ func BenchmarkCallAllocs(b *testing.B) {
 		js, err := c.Claim(ctx, "q", queue.ClaimOptions{})
 		require.NoError(b, err)
 		require.Len(b, js, 1)
-		_, err = c.Heartbeat(ctx, "q", js[0].ID, js[0].Token, 0)
+		_, err = c.Heartbeat(ctx, "q", js[0].ID, js[0].Token, queue.HeartbeatOptions{})
 		require.NoError(b, err)
-		require.NoError(b, c.Complete(ctx, "q", js[0].ID, js[0].Token, nil))
+		require.NoError(b, c.Complete(ctx, "q", js[0].ID, js[0].Token, queue.CompleteOptions{}))
 	}
 }

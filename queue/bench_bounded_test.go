@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"os"
 	"runtime"
@@ -161,7 +162,7 @@ func (e *boundedEnv) slowlog(b *testing.B) []redis.SlowLog {
 // scriptNames maps the scripts' SHA1 to their names.
 var scriptNames = func() map[string]string {
 	m := map[string]string{}
-	for name, sha := range queue.ScriptHashes() {
+	for name, sha := range store.ScriptHashes() {
 		m[sha] = name + ".lua"
 	}
 	return m
@@ -407,7 +408,7 @@ func boundedWarm(b *testing.B, e *boundedEnv) {
 	got, err := c.Claim(ctx, q, queue.ClaimOptions{Max: 4})
 	require.NoError(b, err)
 	require.Len(b, got, 2)
-	_, err = c.CompleteMany(ctx, q, []queue.Ack{{ID: got[0].ID, Token: got[0].Token}, {ID: got[1].ID, Token: got[1].Token}})
+	_, _, err = c.CompleteMany(ctx, q, []queue.Ack{{ID: got[0].ID, Token: got[0].Token}, {ID: got[1].ID, Token: got[1].Token}})
 	require.NoError(b, err)
 	_, _, err = c.List(ctx, q, queue.ListOptions{Status: queue.StatusScheduled})
 	require.NoError(b, err)
@@ -462,7 +463,7 @@ func boundedOps(b *testing.B, e *boundedEnv, q string, near, far []string, r *bo
 			acks[i] = queue.Ack{ID: j.ID, Token: j.Token}
 		}
 		r.calls++
-		errs, err := c.CompleteMany(ctx, q, acks)
+		_, errs, err := c.CompleteMany(ctx, q, acks)
 		require.NoError(b, err)
 		for _, err := range errs {
 			require.NoError(b, err)
@@ -525,7 +526,7 @@ func boundedBatches(b *testing.B, e *boundedEnv, q string) map[string]time.Durat
 		acks[i] = queue.Ack{ID: j.ID, Token: j.Token}
 	}
 	e.resetSlowlog(b, boundedSlowlog)
-	_, err = c.CompleteMany(ctx, q, acks)
+	_, _, err = c.CompleteMany(ctx, q, acks)
 	require.NoError(b, err)
 	out[fmt.Sprintf("complete%d", queue.MaxBatch)] = took("complete.lua")
 	e.resetSlowlog(b, boundedSlowlog)
@@ -588,7 +589,7 @@ func BenchmarkBoundedClaimMarkers(b *testing.B) {
 				js, err := e.c.Claim(e.ctx, q, queue.ClaimOptions{Max: 1})
 				require.NoError(b, err)
 				require.Len(b, js, 1)
-				require.NoError(b, e.c.Complete(e.ctx, q, js[0].ID, js[0].Token, nil))
+				require.NoError(b, e.c.Complete(e.ctx, q, js[0].ID, js[0].Token, queue.CompleteOptions{}))
 				ck := queue.QueueKey(e.ns, q, queue.KeyClaims)
 				hash0, used0 := e.keyMemory(b, q, queue.KeyClaims), e.usedMemory(b)
 
@@ -633,7 +634,7 @@ func BenchmarkBoundedClaimMarkers(b *testing.B) {
 				require.NoError(b, err)
 
 				for a := range slices.Chunk(acks, queue.MaxBatch) {
-					errs, err := e.c.CompleteMany(e.ctx, q, a)
+					_, errs, err := e.c.CompleteMany(e.ctx, q, a)
 					require.NoError(b, err)
 					for _, err := range errs {
 						require.NoError(b, err)

@@ -26,7 +26,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 	const idle = 1000
 	base, ctx := benchClient(b)
 	client := func(ns string) *queue.Client {
-		c, err := queue.NewClient(queue.Config{Redis: base.Redis(), Namespace: base.Namespace() + ns, MaxQueues: 2 * idle})
+		c, err := queue.NewClient(queue.Config{Redis: base.Config().Redis, Namespace: base.Config().Namespace + ns, MaxQueues: 2 * idle})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = c.Close() })
 		return c
@@ -66,7 +66,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 		require.NoError(b, err)
 		promoted := 0
 		for _, d := range due {
-			n, _, err := c.PromoteWithin(ctx, d.Queue, 2*time.Second)
+			n, _, err := c.Promote(ctx, d.Queue, 2*time.Second)
 			require.NoError(b, err)
 			promoted += n
 		}
@@ -83,7 +83,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 		qs, err := c.Queues(ctx)
 		require.NoError(b, err)
 		for _, q := range qs {
-			_, _, err := c.PromoteWithin(ctx, q, 2*time.Second)
+			_, _, err := c.Promote(ctx, q, 2*time.Second)
 			require.NoError(b, err)
 		}
 		work, _, err := c.SweepPlan(ctx, qs)
@@ -94,7 +94,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 		}
 	}
 	commands := func() int64 {
-		n, err := strconv.ParseInt(infoField(b, base.Redis(), "stats", "total_commands_processed"), 10, 64)
+		n, err := strconv.ParseInt(infoField(b, base.Config().Redis, "stats", "total_commands_processed"), 10, 64)
 		require.NoError(b, err)
 		return n
 	}

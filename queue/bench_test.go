@@ -87,7 +87,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 					for _, j := range got {
 						acks = append(acks, queue.Ack{ID: j.ID, Token: j.Token})
 					}
-					if _, err := c.CompleteMany(ctx, q, acks); err != nil {
+					if _, _, err := c.CompleteMany(ctx, q, acks); err != nil {
 						b.Error(err)
 						return
 					}
@@ -105,7 +105,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		// that noisy neighbours on this machine do not move.
 		b.ReportMetric(float64((redisCPU(b, c)-cpu0).Microseconds())/jobs, "redis-µs/job")
 		if testing.Verbose() {
-			info, _ := c.Redis().Info(ctx, "commandstats", "cpu").Result()
+			info, _ := c.Config().Redis.Info(ctx, "commandstats", "cpu").Result()
 			b.Log(info)
 		}
 	}
@@ -116,7 +116,7 @@ func redisCPU(b *testing.B, c *queue.Client) time.Duration {
 	b.Helper()
 	var total float64
 	for _, f := range []string{"used_cpu_sys", "used_cpu_user"} {
-		v, err := strconv.ParseFloat(infoField(b, c.Redis(), "cpu", f), 64)
+		v, err := strconv.ParseFloat(infoField(b, c.Config().Redis, "cpu", f), 64)
 		require.NoError(b, err)
 		total += v
 	}
@@ -168,13 +168,13 @@ func benchLateness(b *testing.B, skew time.Duration) {
 	for range b.N {
 		c, ctx := benchClient(b)
 		q := "late"
-		pc, err := queue.NewClient(queue.Config{Redis: c.Redis(), Namespace: c.Namespace(), Clock: testutil.SkewedClock(skew)})
+		pc, err := queue.NewClient(queue.Config{Redis: c.Config().Redis, Namespace: c.Config().Namespace, Clock: testutil.SkewedClock(skew)})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = pc.Close() })
-		perTime := timeCallCost(b, c.Redis())
-		off := redisAhead(b, c.Redis())
+		perTime := timeCallCost(b, c.Config().Redis)
+		off := redisAhead(b, c.Config().Redis)
 		var promoted atomic.Int64 // by the promoter; the claimers' claims promote the rest
-		p, err := delayed.NewPromoter(delayed.Config{Source: pc, Clock: pc.Clock(), Queues: []string{q},
+		p, err := delayed.NewPromoter(delayed.Config{Source: pc, Clock: pc.Config().Clock, Queues: []string{q},
 			OnPromote: func(_ string, n int) { promoted.Add(int64(n)) }})
 		require.NoError(b, err)
 		promoting := lifecycle.Start(ctx, p)
@@ -219,7 +219,7 @@ func benchLateness(b *testing.B, skew time.Duration) {
 						}
 						if len(acks) > 0 {
 							got.Add(int64(len(acks)))
-							if _, err := c.CompleteMany(ctx, q, acks); err != nil {
+							if _, _, err := c.CompleteMany(ctx, q, acks); err != nil {
 								b.Error(err)
 								return
 							}
@@ -250,10 +250,10 @@ func benchLateness(b *testing.B, skew time.Duration) {
 		// be early either.
 		warm, warmEarlyClaims := round(jobs/5, spread/5)
 		promoted.Store(0)
-		cpu0, time0 := redisCPU(b, c), timeCalls(b, c.Redis())
+		cpu0, time0 := redisCPU(b, c), timeCalls(b, c.Config().Redis)
 		all, earlyClaims := round(jobs, spread)
 		require.NoError(b, promoting.Stop(ctx))
-		cpu, calls := redisCPU(b, c)-cpu0, timeCalls(b, c.Redis())-time0
+		cpu, calls := redisCPU(b, c)-cpu0, timeCalls(b, c.Config().Redis)-time0
 		early := 0
 		for _, d := range append(warm, all...) {
 			if d < 0 {
@@ -271,7 +271,7 @@ func benchLateness(b *testing.B, skew time.Duration) {
 		b.ReportMetric(float64(calls)/jobs, "TIME-calls/job")
 		b.ReportMetric(float64(calls)/jobs*perTime.Seconds()*1e6, "TIME-µs/job")
 		b.ReportMetric(perTime.Seconds()*1e6, "µs/TIME-call")
-		b.ReportMetric(pc.RedisClockOffset().Seconds(), "promoter-offset-s")
+		b.ReportMetric(pc.RedisClock().Offset.Seconds(), "promoter-offset-s")
 		b.ReportMetric(float64(promoted.Load())/jobs, "promoter-share")
 		if early > 0 || earlyClaims+warmEarlyClaims > 0 {
 			b.Errorf("%d jobs ran early (%d claimed before their run_at by Redis's clock); the earliest by %s",
@@ -368,7 +368,7 @@ func BenchmarkClaimLabels(b *testing.B) {
 		clients := [2]*queue.Client{plain, labeled}
 		opts := [2]queue.ClaimOptions{{}, {Labels: claimer}}
 		for side, c := range clients {
-			require.NoError(b, c.Redis().ConfigResetStat(ctx).Err())
+			require.NoError(b, c.Config().Redis.ConfigResetStat(ctx).Err())
 			cpu[side] = -redisCPU(b, c)
 		}
 		for range jobs {
@@ -428,7 +428,7 @@ func BenchmarkCallCost(b *testing.B) {
 	const n = 5000
 	for range b.N {
 		c, ctx := benchClient(b)
-		rdb := c.Redis()
+		rdb := c.Config().Redis
 		// usec answers the usec INFO commandstats counts to script calls
 		// and to the other commands (INFO and CONFIG aside).
 		usec := func() (scripts, calls float64) {
@@ -493,7 +493,7 @@ func BenchmarkCallCost(b *testing.B) {
 			claimed[i] = js[0]
 		})
 		phase("complete", func(i int) {
-			require.NoError(b, c.Complete(ctx, "q", claimed[i].ID, claimed[i].Token, nil))
+			require.NoError(b, c.Complete(ctx, "q", claimed[i].ID, claimed[i].Token, queue.CompleteOptions{}))
 		})
 
 		jobs := make([]queue.NewJob, 100)
@@ -515,7 +515,7 @@ func BenchmarkCallCost(b *testing.B) {
 			}
 		})
 		batch("complete50", per, func(i int) {
-			errs, err := c.CompleteMany(ctx, "q", acks[i])
+			_, errs, err := c.CompleteMany(ctx, "q", acks[i])
 			require.NoError(b, err)
 			for _, err := range errs {
 				require.NoError(b, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"time"
@@ -100,7 +101,7 @@ func checkClaimOptions(o ClaimOptions) (ClaimOptions, error) {
 		return o, invalid("visibility", "must be in [%s, %s], got %s", MinVisibility, MaxVisibility, o.Visibility)
 	}
 	var err error
-	if o.Labels, err = CanonicalLabels(o.Labels, MaxClaimLabels); err != nil {
+	if o.Labels, err = names.CanonicalLabels(o.Labels, MaxClaimLabels); err != nil {
 		return o, &FieldError{Index: -1, Field: "labels", Err: err}
 	}
 	return o, nil

@@ -7,13 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
@@ -144,7 +146,7 @@ type Client struct {
 	pubcmd   string
 	cluster  bool
 	backoff  Backoff
-	// backoffEnc is backoff.Encode(), once: most jobs use the default.
+	// backoffEnc is backoff.encode(), once: most jobs use the default.
 	backoffEnc string
 	instance   string // tells this client's nudges from others' on the nudge channel
 
@@ -179,7 +181,7 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, errors.New("queue: Config.Redis is required")
 	}
 	cfg.Namespace = cmp.Or(cfg.Namespace, DefaultNamespace)
-	if err := validateNamespace(cfg.Namespace); err != nil {
+	if err := names.ValidateNamespace(cfg.Namespace); err != nil {
 		return nil, err
 	}
 	cfg.BlockingPoolSize = cmp.Or(cfg.BlockingPoolSize, DefaultBlockingPoolSize)
@@ -203,7 +205,7 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 		c.backoff = *cfg.DefaultBackoff
 	}
-	c.backoffEnc = c.backoff.Encode()
+	c.backoffEnc = c.backoff.encode()
 	c.enqueues = c.newEnqueues()
 	c.endReads = c.newEndReads()
 	if err := c.checkDefaults(); err != nil {
@@ -270,24 +272,19 @@ func (c *Client) Close() error {
 	return c.blocking.Close()
 }
 
-// Namespace is the prefix of every key.
-func (c *Client) Namespace() string { return c.ns }
-
-// Clock is the client's clock.
-func (c *Client) Clock() clockwork.Clock { return c.clock }
-
-// Redis is the client's connection.
-func (c *Client) Redis() redis.UniversalClient { return c.rdb }
-
-// Engine answers the engine this client runs its scripts with (see
-// internal/store), for chronoq's own packages that keep state in Redis
-// beside the queues' (the worker registry): one client, one connection,
-// one set of scripts.
-func (c *Client) Engine() *store.Store { return c.eng }
+// Config answers the configuration the client runs with, its defaults
+// filled in: its Redis connection, its Namespace (the prefix of every
+// key), its Clock, and its limits, for code built on the client (a
+// worker, a cron scheduler) to share them.
+func (c *Client) Config() Config {
+	cfg := c.cfg
+	cfg.Clock = c.clock
+	return cfg
+}
 
 // keysFor validates queue and builds its keys.
 func (c *Client) keysFor(queue string) (store.Keys, error) {
-	if err := ValidateQueue(queue); err != nil {
+	if err := names.ValidateQueue(queue); err != nil {
 		return store.Keys{}, err
 	}
 	return store.QueueKeys(c.ns, queue), nil
@@ -342,9 +339,12 @@ func (c *Client) timeOffset() int64 { return c.eng.Clock().OffsetUs(store.Runnin
 // clock, zero before the first measurement (then Offset is 0).
 type ClockEstimate = store.Estimate
 
-// RedisClock is this client's estimate of Redis's clock, from the last
+// RedisClock is this client's estimate of Redis's clock, for an operator
+// to see how far the instance's clock is off (Offset; GET /v1/status and
+// the gauge chronoq_redis_clock_offset_seconds show it): from the last
 // script that answered Redis's time (claims, promoter passes, cron's due
-// reads) or MeasureRedisClock: the one estimate queue, cron, the registry
+// reads) or a TIME (chronoq serve reads one at start and each minute):
+// the one estimate queue, cron, the registry
 // and dispatch share (see internal/store.Clock). Every decision about
 // time is Redis's; this client only sleeps by its own clock, until
 // Redis-time instants less the offset. When Redis's clock follows a
@@ -352,13 +352,11 @@ type ClockEstimate = store.Estimate
 // is 0.
 func (c *Client) RedisClock() ClockEstimate { return c.eng.Clock().Estimate() }
 
-// RedisClockOffset is RedisClock().Offset: what the offset gauge reads.
-func (c *Client) RedisClockOffset() time.Duration { return c.eng.Clock().Offset() }
-
 // MeasureRedisClock measures the distance to Redis's clock now, with one
 // TIME, and answers the estimate (see RedisClock). On a cluster it is one
 // node's clock; a queue's time is its master's.
-func (c *Client) MeasureRedisClock(ctx context.Context) (ClockEstimate, error) {
+func (in *inside) MeasureRedisClock(ctx context.Context) (ClockEstimate, error) {
+	c := (*Client)(in)
 	est, err := c.eng.Clock().Measure(ctx, c.rdb)
 	if err != nil {
 		return est, wrapRedis(err)
@@ -380,7 +378,7 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Nudges implements delayed.Source: it delivers a nudge when a job of any
+// Nudges is for a promoter (delayed.Source, as Due): it delivers a nudge when a job of any
 // queue is scheduled ahead of that queue's earliest one, from this process
 // directly and from other processes through Redis pub/sub.
 func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
@@ -428,7 +426,7 @@ func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
 // parseNudge reads "<queue>|<due ms>|<instance>".
 func parseNudge(s string) (n delayed.Nudge, from string, ok bool) {
 	parts := strings.SplitN(s, "|", 3)
-	if len(parts) != 3 || ValidateQueue(parts[0]) != nil {
+	if len(parts) != 3 || names.ValidateQueue(parts[0]) != nil {
 		return delayed.Nudge{}, "", false
 	}
 	at, err := strconv.ParseInt(parts[1], 10, 64)

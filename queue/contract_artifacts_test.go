@@ -35,7 +35,7 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		// A name given again replaces its value; the others stay.
 		require.NoError(t, b.client.AttachArtifacts(b.ctx, b.queue, c.ID, c.Token,
 			map[string]json.RawMessage{"a": raw(`"two"`), "b": raw(`[true,false]`)}))
-		require.NoError(t, b.client.CompleteWith(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{
 			Result: raw(`{"ok":true}`), Artifacts: map[string]json.RawMessage{"c": raw(`-1.5e3`), "b": raw(`"b2"`)}}))
 		want := `{"a":"two","b":"b2","c":-1.5e3,"report.v1":{"s":"x\"}]","n":[1,{"k":null}]}}`
 		arts, err = b.client.Artifacts(b.ctx, b.queue, c.ID)
@@ -48,7 +48,7 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		// Completed: no more artifacts; a repeated complete changes nothing.
 		require.ErrorIs(t, b.client.AttachArtifacts(b.ctx, b.queue, c.ID, c.Token,
 			map[string]json.RawMessage{"d": raw("1")}), queue.ErrLeaseLost)
-		require.NoError(t, b.client.CompleteWith(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{
 			Artifacts: map[string]json.RawMessage{"e": raw("1")}}))
 		arts, err = b.client.Artifacts(b.ctx, b.queue, c.ID)
 		require.NoError(t, err)
@@ -127,7 +127,7 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		for i := range 4 {
 			require.NoError(t, b.client.AttachArtifacts(b.ctx, b.queue, c2.ID, c2.Token, map[string]json.RawMessage{fmt.Sprintf("v%d", i): value}))
 		}
-		err = b.client.CompleteWith(b.ctx, b.queue, c2.ID, c2.Token, queue.CompleteOptions{Artifacts: map[string]json.RawMessage{"v4": value}})
+		err = b.client.Complete(b.ctx, b.queue, c2.ID, c2.Token, queue.CompleteOptions{Artifacts: map[string]json.RawMessage{"v4": value}})
 		require.ErrorIs(t, err, queue.ErrPayloadTooLarge)
 		require.Equal(t, queue.StatusProcessing, b.get(t, c2.ID).Status)
 		arts, err := b.client.Artifacts(b.ctx, b.queue, c2.ID)
@@ -135,7 +135,7 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		var m map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(arts, &m))
 		require.Len(t, m, 4)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c2.ID, c2.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c2.ID, c2.Token, queue.CompleteOptions{}))
 	})
 
 	t.Run("LogAppendFencedCappedAndRead", func(t *testing.T) {
@@ -247,11 +247,10 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		require.Nil(t, j.Progress)
 		c := b.claimOne(t)
 		for _, bad := range []float64{-1, 100.5} {
-			_, err := b.client.HeartbeatWith(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: bad}})
+			_, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: bad}})
 			require.ErrorIs(t, err, queue.ErrInvalid)
 		}
-		_, err := b.client.HeartbeatWith(b.ctx, b.queue, c.ID, c.Token,
-			queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 42.5, Message: "half | way\x00" + strings.Repeat("m", 2000)}})
+		_, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 42.5, Message: "half | way\x00" + strings.Repeat("m", 2000)}})
 		require.NoError(t, err)
 		got := b.get(t, c.ID).Progress
 		require.NotNil(t, got)
@@ -261,15 +260,15 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		requireStamped(t, b.clock.Now(), got.UpdatedAt)
 		// A stale token changes nothing; a heartbeat without progress
 		// keeps it.
-		_, err = b.client.HeartbeatWith(b.ctx, b.queue, c.ID, "stale", queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 1}})
+		_, err = b.client.Heartbeat(b.ctx, b.queue, c.ID, "stale", queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 1}})
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
 		b.clock.Advance(time.Second)
-		_, err = b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, 0)
+		_, err = b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 42.5, b.get(t, c.ID).Progress.Percent)
-		_, err = b.client.HeartbeatWith(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 100}})
+		_, err = b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 100}})
 		require.NoError(t, err)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		got = b.get(t, c.ID).Progress
 		require.Equal(t, &queue.Progress{Percent: 100, UpdatedAt: got.UpdatedAt}, got, "kept once the job ended")
 	})
@@ -283,7 +282,7 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		_, err = b.client.AppendLog(b.ctx, b.queue, c.ID, c.Token, []string{"a"})
 		require.NoError(t, err)
-		_, err = b.client.HeartbeatWith(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 5}})
+		_, err = b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 5}})
 		require.NoError(t, err)
 		for _, want := range []string{"log", "progress"} {
 			ev := <-evs
@@ -323,7 +322,7 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		}
 		// Kept for its retention, then swept.
 		kept := run(t, queue.NewJob{ResultTTL: time.Minute})
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, kept.ID, kept.Token, raw("1")))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, kept.ID, kept.Token, queue.CompleteOptions{Result: raw("1")}))
 		require.ElementsMatch(t, []string{kept.ID, kept.ID + ".r", kept.ID + ".a", kept.ID + ".l.1", kept.ID + ".l.2", kept.ID + ".l.3"}, fieldsOf(kept.ID))
 		// Dead, then purged.
 		dead := run(t, queue.NewJob{})
@@ -355,7 +354,7 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		_, err := b.client.AppendLog(b.ctx, b.queue, c.ID, c.Token, []string{"l1", "l2"})
 		require.NoError(t, err)
 		b.clock.Advance(time.Second) // past the retry window: no tombstone
-		require.NoError(t, b.client.CompleteWith(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{
 			Artifacts: map[string]json.RawMessage{"a": raw("1")}}))
 		n, err := b.rdb.HLen(b.ctx, b.key(queue.KeyData)).Result()
 		require.NoError(t, err)
@@ -386,7 +385,7 @@ func contractArtifacts(t *testing.T, setup setupFunc) {
 		a, err := b.client.AppendLog(b.ctx, b.queue, c.ID, c.Token, []string{"hi"})
 		require.NoError(t, err)
 		require.Equal(t, int64(1), a.Last)
-		_, err = b.client.HeartbeatWith(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 7, Message: "m"}})
+		_, err = b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 7, Message: "m"}})
 		require.NoError(t, err)
 		require.Equal(t, "m", b.get(t, c.ID).Progress.Message)
 	})

@@ -99,7 +99,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		// If that claimer never comes back, the promoter moves the job, and
 		// the due time after it is handed out.
 		b.clock.Advance(time.Second)
-		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
 		require.Equal(t, second.ID, b.claimOne(t).ID)
@@ -123,10 +123,10 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.NotEqual(t, first.Token, second.Token)
 
 		before := b.get(t, first.ID)
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, nil), queue.ErrLeaseLost)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, queue.CompleteOptions{}), queue.ErrLeaseLost)
 		_, err = b.client.Fail(b.ctx, b.queue, first.ID, first.Token, queue.FailOptions{Error: "late"})
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
-		_, err = b.client.Heartbeat(b.ctx, b.queue, first.ID, first.Token, time.Minute)
+		_, err = b.client.Heartbeat(b.ctx, b.queue, first.ID, first.Token, queue.HeartbeatOptions{Extend: time.Minute})
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
 		require.ErrorIs(t, b.client.Release(b.ctx, b.queue, first.ID, first.Token), queue.ErrLeaseLost)
 		require.Equal(t, before, b.get(t, first.ID), "a stale token changed the job")
@@ -135,7 +135,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.Zero(t, s.CompletedTotal+s.FailedTotal)
 
 		// The current holder still can.
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, second.ID, second.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, second.ID, second.Token, queue.CompleteOptions{}))
 	})
 
 	t.Run("BlockingClaimWaitsForAJob", func(t *testing.T) {
@@ -201,7 +201,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		b.enqueue(t, queue.NewJob{Visibility: 10 * time.Second})
 		c := b.claimOne(t)
 		b.clock.Advance(8 * time.Second)
-		l, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, 0)
+		l, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{})
 		require.NoError(t, err)
 		requireSoonAfter(t, b.clock.Now().Add(10*time.Second), l.Until)
 		require.False(t, l.CancelRequested)
@@ -210,12 +210,12 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Empty(t, ids)
 		// A shorter extension never shortens the lease.
-		l2, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, time.Second)
+		l2, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Extend: time.Second})
 		require.NoError(t, err)
 		require.Equal(t, l.Until, l2.Until)
 		_, err = b.client.Cancel(b.ctx, b.queue, c.ID)
 		require.NoError(t, err)
-		l3, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, 0)
+		l3, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{})
 		require.NoError(t, err)
 		require.True(t, l3.CancelRequested)
 	})
@@ -227,7 +227,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		c := b.claimOne(t)
 		require.NoError(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token))
 		require.NoError(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token), "a retried release answers what the first did")
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil), queue.ErrLeaseLost)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}), queue.ErrLeaseLost)
 		again := b.claimOne(t)
 		require.ErrorIs(t, b.client.Release(b.ctx, b.queue, c.ID, c.Token), queue.ErrLeaseLost, "not once the job is claimed again")
 		require.Equal(t, j.ID, again.ID)
@@ -241,7 +241,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		b.enqueue(t, queue.NewJob{})
 		b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
 		b.clock.Advance(time.Second)
-		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
 		b.claimNone(t)

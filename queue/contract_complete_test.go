@@ -19,14 +19,14 @@ func contractComplete(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		b.enqueue(t, queue.NewJob{})
 		c := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		require.Equal(t, int64(1), b.stats(t).CompletedTotal)
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, "other", nil), queue.ErrLeaseLost)
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, "nosuchjob", "t", nil), queue.ErrNotFound)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, "other", queue.CompleteOptions{}), queue.ErrLeaseLost)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, "nosuchjob", "t", queue.CompleteOptions{}), queue.ErrNotFound)
 	})
 
-	t.Run("CompleteJobAnswersTheJobAsGetReadsIt", func(t *testing.T) {
+	t.Run("CompleteManyAnswersTheJobAsGetReadsIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		// one payload kept in the record, one in the data hash
@@ -38,7 +38,7 @@ func contractComplete(t *testing.T, setup setupFunc) {
 			c := b.claimOne(t)
 			o := queue.CompleteOptions{Result: json.RawMessage(`{"ok":true}`),
 				Artifacts: map[string]json.RawMessage{"report": json.RawMessage(`"r.txt"`)}}
-			j, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, c.Token, o)
+			j, err := completeJob(b, c.ID, c.Token, o)
 			require.NoError(t, err)
 			require.NotNil(t, j)
 			require.Equal(t, b.get(t, c.ID), j)
@@ -48,26 +48,26 @@ func contractComplete(t *testing.T, setup setupFunc) {
 			require.JSONEq(t, `{"report":"r.txt"}`, string(j.Artifacts))
 			require.Empty(t, j.Token)
 			// a repeated call answers the same job; another token, nothing
-			again, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{})
+			again, err := completeJob(b, c.ID, c.Token, queue.CompleteOptions{})
 			require.NoError(t, err)
 			require.Equal(t, j, again)
-			lost, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, "other", queue.CompleteOptions{})
+			lost, err := completeJob(b, c.ID, "other", queue.CompleteOptions{})
 			require.ErrorIs(t, err, queue.ErrLeaseLost)
 			require.Nil(t, lost)
 		}
-		gone, err := b.client.CompleteJob(b.ctx, b.queue, "nosuchjob", "t", queue.CompleteOptions{})
+		gone, err := completeJob(b, "nosuchjob", "t", queue.CompleteOptions{})
 		require.ErrorIs(t, err, queue.ErrNotFound)
 		require.Nil(t, gone)
 		require.Equal(t, int64(2), b.stats(t).CompletedTotal)
 	})
 
-	t.Run("CompleteJobAnswersNoJobWhenNoneIsKept", func(t *testing.T) {
+	t.Run("CompleteManyAnswersNoJobWhenNoneIsKept", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, func(c *queue.Config) { c.Retention = -1 })
 		b.enqueue(t, queue.NewJob{})
 		c := b.claimOne(t)
 		for range 2 { // and the repeated call, answered from the tombstone
-			j, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{})
+			j, err := completeJob(b, c.ID, c.Token, queue.CompleteOptions{})
 			require.NoError(t, err)
 			require.Nil(t, j)
 		}
@@ -83,7 +83,7 @@ func contractComplete(t *testing.T, setup setupFunc) {
 		j2 := b.enqueue(t, queue.NewJob{ResultTTL: 90 * time.Second})
 		for range 2 {
 			c := b.claimOne(t)
-			require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+			require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		}
 		ttl1 := b.expiresIn(t, j1.ID)
 		ttl2 := b.expiresIn(t, j2.ID)
@@ -102,7 +102,10 @@ func contractComplete(t *testing.T, setup setupFunc) {
 			{ID: jobs[3].ID, Token: jobs[3].Token, Artifacts: map[string]json.RawMessage{"a": json.RawMessage(`{`)}},
 			{ID: jobs[4].ID, Token: jobs[4].Token, Result: json.RawMessage(`{"ok":4}`)},
 		}
-		got, errs, err := b.client.CompleteManyJobs(b.ctx, b.queue, acks)
+		for i := range acks {
+			acks[i].ReturnJob = true
+		}
+		got, errs, err := b.client.CompleteMany(b.ctx, b.queue, acks)
 		require.NoError(t, err)
 		require.Len(t, errs, 5)
 		require.Len(t, got, 5)
@@ -126,18 +129,18 @@ func contractComplete(t *testing.T, setup setupFunc) {
 
 		// Every ack refused: nothing is sent, and the jobs can still be
 		// completed with acks that are valid.
-		errs, err = b.client.CompleteMany(b.ctx, b.queue, acks[1:4])
+		_, errs, err = b.client.CompleteMany(b.ctx, b.queue, acks[1:4])
 		require.NoError(t, err)
 		for _, e := range errs {
 			require.Error(t, e)
 		}
 		require.Equal(t, int64(2), b.stats(t).CompletedTotal)
 		for _, j := range jobs[1:4] {
-			require.NoError(t, b.client.Complete(b.ctx, b.queue, j.ID, j.Token, nil))
+			require.NoError(t, b.client.Complete(b.ctx, b.queue, j.ID, j.Token, queue.CompleteOptions{}))
 		}
 		require.Equal(t, int64(5), b.stats(t).CompletedTotal)
 		// What is wrong with the call itself is still its error.
-		_, err = b.client.CompleteMany(b.ctx, b.queue, nil)
+		_, _, err = b.client.CompleteMany(b.ctx, b.queue, nil)
 		require.ErrorIs(t, err, queue.ErrInvalid)
 	})
 
@@ -149,7 +152,7 @@ func contractComplete(t *testing.T, setup setupFunc) {
 		for i, j := range jobs {
 			acks[i] = queue.Ack{ID: j.ID, Token: j.Token}
 		}
-		errs, err := b.client.CompleteMany(b.ctx, b.queue, acks)
+		_, errs, err := b.client.CompleteMany(b.ctx, b.queue, acks)
 		require.NoError(t, err)
 		for _, e := range errs {
 			require.NoError(t, e)
@@ -158,4 +161,14 @@ func contractComplete(t *testing.T, setup setupFunc) {
 		require.Equal(t, int64(3), s.CompletedHistory)
 		require.Equal(t, int64(5), s.CompletedTotal)
 	})
+}
+
+// completeJob completes one claimed job of b's queue and answers the job
+// as the completion left it (Ack.ReturnJob).
+func completeJob(b *testBundle, id, token string, o queue.CompleteOptions) (*queue.Job, error) {
+	jobs, errs, err := b.client.CompleteMany(b.ctx, b.queue, []queue.Ack{{ID: id, Token: token, Result: o.Result, Artifacts: o.Artifacts, ReturnJob: true}})
+	if err != nil {
+		return nil, err
+	}
+	return jobs[0], errs[0]
 }

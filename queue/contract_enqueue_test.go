@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		require.Equal(t, 1, got.Attempts)
 		require.NotEmpty(t, got.Token)
 		requireSoonAfter(t, b.clock.Now().Add(queue.DefaultVisibility), got.LeaseUntil)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, got.ID, got.Token, json.RawMessage(`{"ok":true}`)))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, got.ID, got.Token, queue.CompleteOptions{Result: json.RawMessage(`{"ok":true}`)}))
 		done := b.get(t, j.ID)
 		require.Equal(t, queue.StatusCompleted, done.Status)
 		require.JSONEq(t, `{"ok":true}`, string(done.Result))
@@ -53,7 +54,7 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		// The next enqueue script call waits at the gate, in flight; the
 		// calls that arrive meanwhile wait for it, and then go together.
 		gate, entered := make(chan struct{}), make(chan struct{}, 1)
-		h := &enqueueHook{sha: queue.ScriptHashes()["enqueue"], gate: gate, entered: entered}
+		h := &enqueueHook{sha: store.ScriptHashes()["enqueue"], gate: gate, entered: entered}
 		b.rdb.AddHook(h)
 		first := make(chan error, 1)
 		go func() {
@@ -111,7 +112,7 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		b.enqueue(t, queue.NewJob{Kind: "warm-up"})
 		gate, entered := make(chan struct{}), make(chan struct{}, 1)
-		h := &enqueueHook{sha: queue.ScriptHashes()["enqueue"], gate: gate, entered: entered}
+		h := &enqueueHook{sha: store.ScriptHashes()["enqueue"], gate: gate, entered: entered}
 		b.rdb.AddHook(h)
 		go func() { _, _ = b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "first"}) }()
 		<-entered

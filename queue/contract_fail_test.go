@@ -38,7 +38,7 @@ func contractFail(t *testing.T, setup setupFunc) {
 			prev = d
 			require.Equal(t, res.RunAt, b.get(t, j.ID).RunAt)
 			b.clock.Advance(res.Due.Sub(b.clock.Now()))
-			moved, _, err := b.client.Promote(b.ctx, b.queue)
+			moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
 			require.NoError(t, err)
 			require.Equal(t, 1, moved)
 		}
@@ -59,7 +59,7 @@ func contractFail(t *testing.T, setup setupFunc) {
 			}
 			require.Less(t, attempt, 4)
 			b.clock.Advance(time.Minute)
-			_, _, err = b.client.Promote(b.ctx, b.queue)
+			_, _, err = b.client.Promote(b.ctx, b.queue, 0)
 			require.NoError(t, err)
 		}
 		dead := b.get(t, j.ID)
@@ -90,7 +90,7 @@ func contractFail(t *testing.T, setup setupFunc) {
 		require.Equal(t, res, res2)
 		require.Equal(t, int64(1), b.stats(t).FailedTotal)
 		b.clock.Advance(1500 * time.Millisecond)
-		_, _, err = b.client.Promote(b.ctx, b.queue)
+		_, _, err = b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		c = b.claimOne(t)
 		res, err = b.client.Fail(b.ctx, b.queue, j.ID, c.Token, queue.FailOptions{Error: "bad input", Dead: true})

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		got := claimAs(t, b, 10, "x86", "linux", "gpu")
 		require.Equal(t, []string{both.ID}, ids(got), "a superset takes it")
 		require.Equal(t, []string{"gpu", "linux"}, got[0].Labels)
-		sets, err := b.client.LabelSets(b.ctx, b.queue)
+		sets, err := plumbing.Of(b.client).LabelSets(b.ctx, b.queue)
 		require.NoError(t, err)
 		require.Equal(t, [][]string{{"gpu"}, {"gpu", "linux"}}, sets)
 	})
@@ -60,10 +61,10 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		arm := b.enqueue(t, queue.NewJob{Labels: []string{"arch=arm64"}})
 		require.Empty(t, claimAs(t, b, 10))
 		require.Empty(t, claimAs(t, b, 10, "arch=amd64", "gpu"))
-		ok, err := b.client.WaitClaimable(b.ctx, b.queue, time.Millisecond, []string{"gpu"})
+		ok, err := plumbing.Of(b.client).WaitClaimable(b.ctx, b.queue, time.Millisecond, []string{"gpu"})
 		require.NoError(t, err)
 		require.False(t, ok, "nothing a gpu claimer may take")
-		ok, err = b.client.WaitClaimable(b.ctx, b.queue, time.Millisecond, []string{"arch=arm64"})
+		ok, err = plumbing.Of(b.client).WaitClaimable(b.ctx, b.queue, time.Millisecond, []string{"arch=arm64"})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, int64(1), b.stats(t).Pending, "pending counts every label set's list")
@@ -185,7 +186,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		_, err = b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", RetryAt: b.clock.Now().Add(time.Minute)})
 		require.NoError(t, err)
 		b.clock.Advance(time.Minute)
-		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
 		c = onlyGPU(t, j.ID, "promote")
@@ -229,7 +230,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		}
 		waited := make(chan bool, 1)
 		go func() {
-			ok, err := b.client.WaitClaimable(b.ctx, b.queue, 20*time.Second, []string{"gpu"})
+			ok, err := plumbing.Of(b.client).WaitClaimable(b.ctx, b.queue, 20*time.Second, []string{"gpu"})
 			assert.NoError(t, err)
 			waited <- ok
 		}()
@@ -310,7 +311,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		b.enqueue(t, queue.NewJob{}) // the queue exists
 		first := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, queue.CompleteOptions{}))
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
 		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
 		require.NoError(t, b.rdb.HSet(b.ctx, b.key(queue.KeyJobs), id, queue.FirstRecord("old", spec, b.clock.Now().UnixMilli())).Err())
@@ -322,7 +323,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		got := claimAs(t, b, 10)
 		require.Equal(t, []string{id}, ids(got), "a claimer without labels takes it")
 		require.Nil(t, got[0].Labels)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, id, got[0].Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, id, got[0].Token, queue.CompleteOptions{}))
 	})
 
 	t.Run("DeletingTheQueueDeletesItsLabelSets", func(t *testing.T) {
@@ -335,7 +336,7 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		require.Zero(t, b.rdb.Exists(b.ctx, list).Val()+b.rdb.Exists(b.ctx, wake).Val()+b.rdb.Exists(b.ctx, b.key(queue.KeyLsets)).Val())
 		// Made anew, with no label set until a job requires one.
 		plain := b.enqueue(t, queue.NewJob{})
-		sets, err := b.client.LabelSets(b.ctx, b.queue)
+		sets, err := plumbing.Of(b.client).LabelSets(b.ctx, b.queue)
 		require.NoError(t, err)
 		require.Empty(t, sets)
 		j := b.enqueue(t, queue.NewJob{Labels: []string{"gpu"}})

@@ -41,7 +41,7 @@ func contractObserve(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		j := b.enqueue(t, queue.NewJob{Kind: "email"})
 		c := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		for _, want := range []string{"enqueued|%s|email|pending|0|", "claimed|%s|email|processing|1|", "completed|%s|email|completed|1|"} {
 			m, err := sub.ReceiveMessage(b.ctx)
 			require.NoError(t, err)

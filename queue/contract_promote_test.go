@@ -28,13 +28,13 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		// A second short of due (Redis's now runs a little ahead of the fake
 		// clock: the time a script takes to arrive), promotion moves nothing.
 		b.clock.Advance(9 * time.Second)
-		moved, next, err := b.client.Promote(b.ctx, b.queue)
+		moved, next, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Zero(t, moved)
 		require.Equal(t, j.RunAt, next.Truncate(time.Millisecond))
 		b.claimNone(t)
 		b.clock.Advance(2 * time.Second) // and past the distance to Redis's clock at enqueue
-		moved, next, err = b.client.Promote(b.ctx, b.queue)
+		moved, next, err = b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
 		require.True(t, next.IsZero())
@@ -90,13 +90,13 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		j := b.enqueue(t, queue.NewJob{RunAt: at})
 		require.Equal(t, b.clock.Now().Add(5*time.Second), j.RunAt, "run_at is the millisecond it falls in")
 		due := at.Truncate(time.Microsecond).Add(time.Microsecond) // the schedule rounds up to the µs
-		moved, next, err := b.client.Promote(b.ctx, b.queue)
+		moved, next, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Zero(t, moved, "never before it asked")
 		require.Equal(t, due, next, "the next due time keeps its microseconds")
 		require.Equal(t, due, b.stats(t).NextRunAt)
 		b.clock.Advance(due.Sub(b.clock.Now()))
-		moved, _, err = b.client.Promote(b.ctx, b.queue)
+		moved, _, err = b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved, "due at its microsecond, not at the next millisecond")
 
@@ -108,11 +108,11 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		require.Equal(t, retry, res.Due, "the due time as the schedule keeps it: rounded up to the microsecond")
 		require.Equal(t, retry.Truncate(time.Millisecond), res.RunAt)
 		require.Equal(t, res.RunAt, b.get(t, j.ID).RunAt)
-		moved, _, err = b.client.Promote(b.ctx, b.queue)
+		moved, _, err = b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Zero(t, moved)
 		b.clock.Advance(retry.Sub(b.clock.Now()))
-		moved, _, err = b.client.Promote(b.ctx, b.queue)
+		moved, _, err = b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
 	})
@@ -131,7 +131,7 @@ func contractPromote(t *testing.T, setup setupFunc) {
 			want = append([]string{out[i].Job.ID}, want...)
 		}
 		b.clock.Advance(time.Minute)
-		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 20, moved)
 		claimed, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 100})
@@ -165,7 +165,7 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		for i, c := range []*queue.Client{b.client, second} {
 			wg.Go(func() {
 				for range 100 {
-					moved, next, err := c.Promote(b.ctx, b.queue)
+					moved, next, err := c.Promote(b.ctx, b.queue, 0)
 					if err != nil {
 						t.Error(err)
 						return

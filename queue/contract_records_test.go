@@ -49,7 +49,7 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		c = b.claimOne(t)
 		require.JSONEq(t, string(payload), string(c.Payload))
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, json.RawMessage(`"ok"`)))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{Result: json.RawMessage(`"ok"`)}))
 		got := b.get(t, j.ID)
 		require.Equal(t, queue.StatusCompleted, got.Status)
 		require.JSONEq(t, string(payload), string(got.Payload))
@@ -176,7 +176,7 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		b.enqueue(t, queue.NewJob{}) // the queue exists
 		first := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, first.ID, first.Token, queue.CompleteOptions{}))
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e80"
 		at := b.clock.Now().UnixMilli()
 		f := make([]string, 23) // the record before compact records: 23 fields
@@ -198,7 +198,7 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		rec, inData := raw(t, b, id)
 		require.True(t, inData, "its payload stays where it was")
 		require.True(t, strings.HasPrefix(rec, "r\x00old\x00"), "rewritten in the new form: %q", rec)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, id, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, id, c.Token, queue.CompleteOptions{}))
 		got := b.get(t, id)
 		require.Equal(t, queue.StatusCompleted, got.Status)
 		require.JSONEq(t, `{"old":true}`, string(got.Payload))
@@ -223,7 +223,7 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		_, err = b.client.RunNow(b.ctx, b.queue, j.ID)
 		require.NoError(t, err)
 		c := b.claimOne(t)
-		_, err = b.client.HeartbeatWith(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 5, Message: "m"}})
+		_, err = b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 5, Message: "m"}})
 		require.NoError(t, err)
 		require.Equal(t, "m", b.get(t, c.ID).Progress.Message)
 		_, err = queue.DecodeRecord(b.queue, j.ID, "s\x00k", "", "")

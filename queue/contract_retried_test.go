@@ -42,7 +42,7 @@ func contractRetried(t *testing.T, setup setupFunc) {
 		b := setup(t, func(c *queue.Config) { c.Retention = time.Second; c.IdempotencyTTL = time.Hour })
 		j := b.enqueue(t, queue.NewJob{IdempotencyKey: "once"})
 		c := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		ttl := b.expiresIn(t, j.ID)
 		require.Greater(t, ttl, 59*time.Minute, "the job is kept as long as its idempotency record")
 	})

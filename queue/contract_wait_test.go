@@ -41,8 +41,7 @@ func contractWait(t *testing.T, setup setupFunc) {
 		b.enqueue(t, queue.NewJob{})
 		c := b.claimOne(t)
 		got := b.waitEnded(t, c.ID, time.Hour) // the fake clock: it never runs out by itself
-		_, err := b.client.CompleteJob(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{Result: json.RawMessage(`{"n":42}`)})
-		require.NoError(t, err)
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{Result: json.RawMessage(`{"n":42}`)}))
 		r := <-got
 		require.NoError(t, r.err)
 		require.Equal(t, queue.StatusCompleted, r.job.Status)
@@ -112,7 +111,7 @@ func contractWait(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		b.enqueue(t, queue.NewJob{})
 		c := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, json.RawMessage(`1`)))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{Result: json.RawMessage(`1`)}))
 		j, err := b.client.WaitEnded(b.ctx, b.queue, c.ID, time.Hour)
 		require.NoError(t, err)
 		require.Equal(t, queue.StatusCompleted, j.Status)

@@ -5,7 +5,7 @@
 //	e, err := c.Enqueue(ctx, queue.NewJob{Queue: "emails", Kind: "welcome",
 //		Payload: json.RawMessage(`{"to":"a@example.com"}`), Delay: time.Hour})
 //	jobs, err := c.Claim(ctx, "emails", queue.ClaimOptions{Max: 10})
-//	err = c.Complete(ctx, "emails", jobs[0].ID, jobs[0].Token, nil)
+//	err = c.Complete(ctx, "emails", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{})
 //
 // Most programs do not claim by hand: package worker runs handlers, the
 // promoter (package delayed) and the [Reclaimer] keep time, and package
@@ -27,10 +27,10 @@
 //
 // While it runs, a job may leave more than its result, each fenced by its
 // token like a complete and deleted with the job: named JSON artifacts
-// ([Client.AttachArtifacts], or with the completion, [Client.CompleteWith];
+// ([Client.AttachArtifacts], or with the completion, [Client.Complete];
 // read with [Client.Artifacts] and [Client.Get]), lines of a capped,
 // append-only log ([Client.AppendLog], read with [Client.Logs]) and its
-// progress, carried by a heartbeat ([Client.HeartbeatWith], shown as
+// progress, carried by a heartbeat ([Client.Heartbeat], shown as
 // [Job].Progress). The caps are named constants: [MaxArtifacts],
 // [MaxLogLines] and their siblings.
 //
@@ -71,7 +71,11 @@
 // Workflows (package workflow) are built on single-slot steps of this
 // package (workflow.go): a node's job is created waiting, whatever ends
 // it leaves an entry in its queue's outbox in the same script, and the
-// workflow's own hash is written only by the wf_*.lua scripts.
+// workflow's own hash is written only by the wf_*.lua scripts. Those
+// steps, and what else only chronoq's own packages call (a push queue's
+// settings, a worker's idle wait, the gauges of /metrics), are not
+// Client's methods: they are internal/plumbing's, reached with
+// plumbing.Of(client).
 //
 // Time is Redis's: the scripts read TIME, so an instance whose clock is
 // wrong is never early and never takes a live lease. The Config's

@@ -170,7 +170,7 @@ func TestBatchesAtTheCapOnBoth(t *testing.T) {
 		for i, j := range jobs {
 			acks[i] = queue.Ack{ID: j.ID, Token: j.Token}
 		}
-		errs, err := b.client.CompleteMany(b.ctx, b.queue, acks)
+		_, errs, err := b.client.CompleteMany(b.ctx, b.queue, acks)
 		require.NoError(t, err)
 		for _, e := range errs {
 			require.NoError(t, e)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/internal/batch"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 )
 
@@ -139,7 +140,7 @@ func (c *Client) WaitEnded(ctx context.Context, queue, id string, wait time.Dura
 	if _, err := c.keysFor(queue); err != nil {
 		return nil, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return nil, err
 	}
 	if wait < 0 {

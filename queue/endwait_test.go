@@ -62,7 +62,7 @@ func TestWaitEndedHoldsTenThousandWaiters(t *testing.T) {
 		for _, j := range jobs[i:min(i+queue.MaxBatch, n)] {
 			acks = append(acks, queue.Ack{ID: j.ID, Token: j.Token})
 		}
-		errs, err := b.client.CompleteMany(ctx, b.queue, acks)
+		_, errs, err := b.client.CompleteMany(ctx, b.queue, acks)
 		require.NoError(t, err)
 		for _, e := range errs {
 			require.NoError(t, e)
@@ -110,7 +110,7 @@ func TestWaitEndedFollowsAMovedSlot(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return c.JobWaiters() == 1 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, pc.MigrateSlot(ctx, testutil.MigrateOptions{Slot: testutil.KeySlot("{" + q + "}"), KeysPerStep: 100}))
-	require.NoError(t, c.Complete(ctx, q, j.ID, j.Token, json.RawMessage(`"moved"`)))
+	require.NoError(t, c.Complete(ctx, q, j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(`"moved"`)}))
 	select {
 	case r := <-got:
 		require.NoError(t, r.err)
@@ -155,13 +155,13 @@ func TestWaitEndedSurvivesALostSubscription(t *testing.T) {
 	require.Eventually(t, func() bool { return c.JobWaiters() == 2 }, 10*time.Second, time.Millisecond)
 	// The first job ends while no one is subscribed: its event is lost.
 	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
-	require.NoError(t, c.Complete(ctx, q, js[0].ID, js[0].Token, json.RawMessage(`0`)))
+	require.NoError(t, c.Complete(ctx, q, js[0].ID, js[0].Token, queue.CompleteOptions{Result: json.RawMessage(`0`)}))
 	r := <-got
 	require.NoError(t, r.err)
 	require.Equal(t, js[0].ID, r.job.ID)
 	require.Equal(t, queue.StatusCompleted, r.job.Status)
 	// The subscription is back: the second job's end reaches its waiter.
-	require.NoError(t, c.Complete(ctx, q, js[1].ID, js[1].Token, json.RawMessage(`1`)))
+	require.NoError(t, c.Complete(ctx, q, js[1].ID, js[1].Token, queue.CompleteOptions{Result: json.RawMessage(`1`)}))
 	r = <-got
 	require.NoError(t, r.err)
 	require.Equal(t, js[1].ID, r.job.ID)
@@ -194,7 +194,7 @@ func TestWaitEndedUnsubscribesAfterTheLinger(t *testing.T) {
 		}()
 		require.Eventually(t, func() bool { return b.client.JobWaiters() == 1 && subscribers(q) == 1 },
 			10*time.Second, time.Millisecond)
-		require.NoError(t, b.client.Complete(b.ctx, q, js[0].ID, js[0].Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, q, js[0].ID, js[0].Token, queue.CompleteOptions{}))
 		r := <-got
 		require.NoError(t, r.err)
 		require.Equal(t, queue.StatusCompleted, r.job.Status)

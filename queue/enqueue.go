@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
@@ -141,10 +142,10 @@ func failAt(i int, fe *FieldError) (prepared, error) {
 // default queue and the empty payload ({}).
 func (c *Client) checkContent(nj *NewJob) *FieldError {
 	nj.Queue = cmp.Or(nj.Queue, DefaultQueue)
-	if err := ValidateQueue(nj.Queue); err != nil {
+	if err := names.ValidateQueue(nj.Queue); err != nil {
 		return &FieldError{Field: "queue", Err: err}
 	}
-	if err := ValidateKind(nj.Kind); err != nil {
+	if err := names.ValidateKind(nj.Kind); err != nil {
 		return &FieldError{Field: "kind", Err: err}
 	}
 	if len(nj.Payload) == 0 {
@@ -208,7 +209,7 @@ func checkExtras(nj *NewJob) ([]string, *FieldError) {
 	if len(nj.IdempotencyKey) > MaxIdempotencyKey || slices.ContainsFunc([]rune(nj.IdempotencyKey), unicode.IsControl) {
 		return nil, invalid("idempotency_key", "at most %d bytes without control characters", MaxIdempotencyKey)
 	}
-	labels, err := CanonicalLabels(nj.Labels, MaxJobLabels)
+	labels, err := names.CanonicalLabels(nj.Labels, MaxJobLabels)
 	if err != nil {
 		return nil, &FieldError{Field: "labels", Err: err}
 	}
@@ -225,7 +226,7 @@ func (c *Client) enqueueItem(j *Job, ownBackoff bool, when, lab string) store.En
 	}
 	boEnc := c.backoffEnc
 	if ownBackoff {
-		boEnc = j.Backoff.Encode()
+		boEnc = j.Backoff.encode()
 	}
 	return store.EnqueueItem{ID: j.ID, Kind: j.Kind, Payload: string(j.Payload), Spec: encodeSpec(j.MaxAttempts, j.Visibility, boEnc),
 		When: when, Idem: j.IdempotencyKey, ResultTTLMs: rttl, Labels: lab}
@@ -436,7 +437,7 @@ func (c *Client) Get(ctx context.Context, queue, id string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return nil, err
 	}
 	pipe := c.rdb.Pipeline()

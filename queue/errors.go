@@ -1,13 +1,17 @@
 package queue
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/chronoq/chronoq/internal/names"
+)
 
 // Sentinel errors. Match them with errors.Is; the errors returned carry
 // more detail (which queue, which field).
 var (
 	// ErrInvalid is wrapped by every error about bad input: a bad queue
 	// name, kind, payload, option or time.
-	ErrInvalid = errors.New("invalid")
+	ErrInvalid = names.ErrInvalid
 	// ErrNotFound: no such job (or it has expired).
 	ErrNotFound = errors.New("job not found")
 	// ErrLeaseLost: the claim token is not the job's current one — the job

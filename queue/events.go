@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
@@ -153,7 +154,7 @@ func (c *Client) forward(ctx context.Context, ps *redis.PubSub, early []*redis.M
 		}
 		// A batch script publishes its events in one message, a line each.
 		for line := range strings.SplitSeq(m.Payload, "\n") {
-			ev, ok := ParseEvent(q, line)
+			ev, ok := parseEvent(q, line)
 			if !ok {
 				continue
 			}
@@ -189,15 +190,15 @@ func (c *Client) channelQueue(channel string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if q, ok = strings.CutSuffix(q, "}:events"); !ok || ValidateQueue(q) != nil {
+	if q, ok = strings.CutSuffix(q, "}:events"); !ok || names.ValidateQueue(q) != nil {
 		return "", false
 	}
 	return q, true
 }
 
-// ParseEvent reads one event of queue as the scripts publish it, a line
+// parseEvent reads one event of queue as the scripts publish it, a line
 // "type|id|kind|status|attempts|at_ms" (a message holds one or more lines).
-func ParseEvent(queue, payload string) (Event, bool) {
+func parseEvent(queue, payload string) (Event, bool) {
 	f := strings.Split(payload, "|")
 	if len(f) != 6 || f[0] == "" || f[1] == "" {
 		return Event{}, false

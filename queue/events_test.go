@@ -97,7 +97,7 @@ func TestSubscribe(t *testing.T) {
 				require.Equal(t, 1, ev.Attempts)
 
 				b.clock.Advance(time.Hour)
-				n, _, err := b.client.Promote(b.ctx, "mail")
+				n, _, err := b.client.Promote(b.ctx, "mail", 0)
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
 				ev = nextEvent(t, events)
@@ -107,7 +107,7 @@ func TestSubscribe(t *testing.T) {
 				jobs, err = b.client.Claim(b.ctx, "mail", queue.ClaimOptions{})
 				require.NoError(t, err)
 				require.Equal(t, "claimed", nextEvent(t, events).Type)
-				require.NoError(t, b.client.Complete(b.ctx, "mail", id, jobs[0].Token, nil))
+				require.NoError(t, b.client.Complete(b.ctx, "mail", id, jobs[0].Token, queue.CompleteOptions{}))
 				ev = nextEvent(t, events)
 				require.Equal(t, "completed", ev.Type)
 				require.Equal(t, queue.StatusCompleted, ev.Status)

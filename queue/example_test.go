@@ -46,7 +46,7 @@ func Example() {
 	fmt.Println("claimed:", job.Kind, string(job.Payload), job.Status, "attempt", job.Attempts)
 
 	// ... send the email ...
-	if err := client.Complete(ctx, "emails", job.ID, job.Token, json.RawMessage(`{"sent":true}`)); err != nil {
+	if err := client.Complete(ctx, "emails", job.ID, job.Token, queue.CompleteOptions{Result: json.RawMessage(`{"sent":true}`)}); err != nil {
 		log.Fatal(err)
 	}
 	done, err := client.Get(ctx, "emails", job.ID)
@@ -56,7 +56,7 @@ func Example() {
 	fmt.Println("now:", done.Status, string(done.Result))
 
 	// A stale token (a worker whose lease lapsed) changes nothing.
-	err = client.Complete(ctx, "emails", job.ID, "stale", nil)
+	err = client.Complete(ctx, "emails", job.ID, "stale", queue.CompleteOptions{})
 	fmt.Println("stale token:", errors.Is(err, queue.ErrLeaseLost))
 	// Output:
 	// enqueued: pending

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
@@ -9,7 +10,7 @@ import (
 // LabelSetKeys are the pending list and wake stream of the label set of
 // labels in queue (see layout.go), for tests that look at Redis directly.
 func LabelSetKeys(ns, queue string, labels ...string) (list, wake string) {
-	l, _ := CanonicalLabels(labels, MaxClaimLabels)
+	l, _ := names.CanonicalLabels(labels, MaxClaimLabels)
 	k := store.QueueKeys(ns, queue)
 	id := labelSetID(joinLabels(l))
 	return k.SetListKey(id), k.SetWakeKey(id)

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"github.com/chronoq/chronoq/internal/store"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -186,3 +187,33 @@ func SpelledRecord(rec string) (fields []string, payload string) {
 // EndLinger is how long a queue's channel stays subscribed after its last
 // waiter for a job's end left.
 const EndLinger = endLinger
+
+// Bounds are the least and the greatest delay Delay can give for
+// attempt.
+func (b Backoff) Bounds(attempt int) (lo, hi time.Duration) {
+	return b.Delay(attempt, 0), b.Delay(attempt, math.Nextafter(1, 0))
+}
+
+// Encode is b's stored form.
+func (b Backoff) Encode() string { return b.encode() }
+
+// The decoders of stored forms, for the tests of the queue_test package.
+var (
+	DecodeBackoff = decodeBackoff
+	DecodeRecord  = decodeRecord
+	ParseEvent    = parseEvent
+)
+
+// Delay, the reference of the fail script's backoff, is the wait after
+// failed attempt number attempt (1 for the first),
+// for a uniform random r in [0, 1). It is truncated to whole milliseconds,
+// the resolution of scheduled times.
+func (b Backoff) Delay(attempt int, r float64) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	initial, maxMs := float64(b.Initial.Milliseconds()), float64(b.Max.Milliseconds())
+	d := math.Min(initial*math.Pow(b.Factor, float64(attempt-1)), maxMs)
+	d = math.Min(d*(1+b.Jitter*(2*r-1)), maxMs)
+	return time.Duration(math.Floor(d)) * time.Millisecond
+}

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"net"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ import (
 func TestWaitPendingSurvivesDemotion(t *testing.T) {
 	t.Parallel()
 	err := demoteWhileBlocked(t, func(ctx context.Context, c *queue.Client) error {
-		ok, err := c.WaitPending(ctx, "q", 10*time.Second)
+		ok, err := plumbing.Of(c).WaitPending(ctx, "q", 10*time.Second)
 		if ok {
 			t.Error("WaitPending reported a pending job on an empty queue")
 		}

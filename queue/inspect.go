@@ -129,45 +129,16 @@ func (c *Client) hashAll(ctx context.Context, key string) (map[string]string, er
 	return out, nil
 }
 
-// Keys lists the Redis keys every queue has, for queue in namespace ns,
-// for tools that look at Redis directly (every other key of ns is one of
-// NamespaceKeys, belongs to cron, or is a key of a label set: each set a
-// queue's jobs have required, see Client.LabelSets, has a pending list and
-// a wake stream named after the queue's own with ":<set id>" appended).
-func Keys(ns, queue string) ([]string, error) {
-	if err := ValidateQueue(queue); err != nil {
-		return nil, err
-	}
-	if err := validateNamespace(ns); err != nil {
-		return nil, err
-	}
-	return store.QueueKeys(ns, queue).All(), nil
-}
-
-// NamespaceKeys lists the keys of namespace ns that belong to no queue:
-// the set of queue names, the attention indexes (see attention.go), and
-// the list and indexes of workflows (see workflow.go; each workflow's own
-// hash is "<ns>:{wf:<id>}:wf").
-func NamespaceKeys(ns string) []string {
-	a, w := store.AttentionKeys(ns), store.WorkflowAttentionKeys(ns)
-	return []string{store.QueuesKey(ns), a.Due, a.DueSeq, a.Sweep, a.SweepSeq, store.WorkflowsKey(ns), w.Outbox, w.OutboxSeq, w.Dirty}
-}
-
-// DecodeRecord decodes a job's record, the value of its field in the
+// decodeRecord decodes a job's record, the value of its field in the
 // queue's jobs hash (see internal/store/layout.go), with its payload and result from the
 // data hash, for tools that read Redis directly (the chaos battery's
 // checker does). The layout is this version's and may change with the
 // next: this is the one place that reads it. A tombstone or an empty record
 // is ErrNotFound. Unlike Get, it sets Token: the job's last claim token.
-func DecodeRecord(queue, id, record, payload, result string) (*Job, error) {
+func decodeRecord(queue, id, record, payload, result string) (*Job, error) {
 	j, err := jobFromRecord(queue, id, record, payload, result)
 	if err != nil {
 		return nil, err
 	}
 	return j, nil
 }
-
-// ScriptHashes answers each of the package's scripts by name with its SHA1
-// (the EVALSHA argument), for tools that watch the traffic to Redis (the
-// chaos battery names the requests its proxy drops).
-func ScriptHashes() map[string]string { return store.ScriptHashes() }

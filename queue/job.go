@@ -26,8 +26,8 @@ const (
 	StatusWaiting Status = "waiting"
 )
 
-// Valid reports whether s is one of the statuses.
-func (s Status) Valid() bool {
+// valid reports whether s is one of the statuses.
+func (s Status) valid() bool {
 	switch s {
 	case StatusScheduled, StatusPending, StatusProcessing, StatusCompleted, StatusDead, StatusCanceled, StatusWaiting:
 		return true
@@ -69,7 +69,7 @@ type Job struct {
 	// asked for; its worker sees it on its next heartbeat.
 	CancelRequested bool
 	// Token is the claim token; set only on jobs returned by a claim (and
-	// by DecodeRecord).
+	// by decodeRecord).
 	Token string
 	// Progress is the last progress its heartbeats carried (nil: none).
 	Progress *Progress
@@ -276,7 +276,7 @@ func parseSpec(spec string, j *Job) error {
 	if !ok1 || !ok2 {
 		return fmt.Errorf("malformed spec %q: want max_attempts|visibility_ms|backoff", spec)
 	}
-	backoff, err := DecodeBackoff(bo)
+	backoff, err := decodeBackoff(bo)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"math/rand/v2"
 	"reflect"
@@ -39,10 +40,10 @@ func TestQueueKeysCarryHashTag(t *testing.T) {
 func TestValidateQueue(t *testing.T) {
 	t.Parallel()
 	for _, q := range []string{"default", "a", "0-9._x", strings.Repeat("a", 64)} {
-		require.NoError(t, ValidateQueue(q), q)
+		require.NoError(t, names.ValidateQueue(q), q)
 	}
 	for _, q := range []string{"", "A", "-a", ".a", "a{b}", "a}", "a b", "a:b", strings.Repeat("a", 65), "é"} {
-		err := ValidateQueue(q)
+		err := names.ValidateQueue(q)
 		require.ErrorIs(t, err, ErrInvalid, q)
 		require.ErrorIs(t, err, ErrInvalidQueue, q)
 	}
@@ -50,20 +51,20 @@ func TestValidateQueue(t *testing.T) {
 
 func TestValidateKindAndID(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, ValidateKind("email:send.v2"))
-	require.ErrorIs(t, ValidateKind(""), ErrInvalidKind)
-	require.ErrorIs(t, ValidateKind("a|b"), ErrInvalidKind) // '|' separates event fields
-	require.ErrorIs(t, ValidateKind(strings.Repeat("k", 129)), ErrInvalidKind)
-	require.NoError(t, ValidateID("0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"))
-	require.ErrorIs(t, ValidateID("a:b"), ErrInvalidID)
-	require.ErrorIs(t, ValidateID(""), ErrInvalidID)
+	require.NoError(t, names.ValidateKind("email:send.v2"))
+	require.ErrorIs(t, names.ValidateKind(""), ErrInvalidKind)
+	require.ErrorIs(t, names.ValidateKind("a|b"), ErrInvalidKind) // '|' separates event fields
+	require.ErrorIs(t, names.ValidateKind(strings.Repeat("k", 129)), ErrInvalidKind)
+	require.NoError(t, names.ValidateID("0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"))
+	require.ErrorIs(t, names.ValidateID("a:b"), ErrInvalidID)
+	require.ErrorIs(t, names.ValidateID(""), ErrInvalidID)
 }
 
 func TestNamespaceRejectsBraces(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, validateNamespace("chronoq"))
-	require.Error(t, validateNamespace("a{b}"))
-	require.Error(t, validateNamespace(""))
+	require.NoError(t, names.ValidateNamespace("chronoq"))
+	require.Error(t, names.ValidateNamespace("a{b}"))
+	require.Error(t, names.ValidateNamespace(""))
 }
 
 // The byte-loop validators accept exactly what the documented patterns do.
@@ -73,10 +74,10 @@ func TestValidatorsMatchTheirPatterns(t *testing.T) {
 		re    *regexp.Regexp
 		valid func(string) bool
 	}{
-		{regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`), func(s string) bool { return ValidateQueue(s) == nil }},
-		{regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`), func(s string) bool { return ValidateKind(s) == nil }},
-		{regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`), func(s string) bool { return ValidateID(s) == nil }},
-		{regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:_-]{0,63}$`), func(s string) bool { return validateNamespace(s) == nil }},
+		{regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`), func(s string) bool { return names.ValidateQueue(s) == nil }},
+		{regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`), func(s string) bool { return names.ValidateKind(s) == nil }},
+		{regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`), func(s string) bool { return names.ValidateID(s) == nil }},
+		{regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:_-]{0,63}$`), func(s string) bool { return names.ValidateNamespace(s) == nil }},
 	}
 	const alphabet = "aZ09._:-{} /é\x00"
 	rng := rand.New(rand.NewPCG(7, 8))

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
@@ -33,54 +34,18 @@ const (
 	// MaxClaimLabels is the most labels a claimer may declare.
 	MaxClaimLabels = 64
 	// MaxLabelBytes is the longest label.
-	MaxLabelBytes = 64
+	MaxLabelBytes = names.MaxLabelBytes
 )
 
 var (
 	// ErrInvalidLabels is wrapped by the errors about bad labels: one that
 	// is empty, too long or holds a byte outside [A-Za-z0-9._:/=+@-], or
 	// too many of them.
-	ErrInvalidLabels = fmt.Errorf("%w labels", ErrInvalid)
+	ErrInvalidLabels = names.ErrInvalidLabels
 	// ErrTooManyLabelSets is answered when a job requires a set of labels
 	// its queue has not seen and the queue has MaxLabelSets already.
 	ErrTooManyLabelSets = errors.New("too many label sets")
 )
-
-func labelByte(c byte) bool {
-	return alnum(c) || c == '.' || c == '_' || c == ':' || c == '/' || c == '=' || c == '+' || c == '@' || c == '-'
-}
-
-// CanonicalLabels checks labels (at most maxN, each 1 to MaxLabelBytes of
-// [A-Za-z0-9._:/=+@-]) and answers them sorted, without duplicates.
-func CanonicalLabels(labels []string, maxN int) ([]string, error) {
-	if len(labels) > maxN {
-		return nil, fmt.Errorf("%w: %d labels, the cap is %d", ErrInvalidLabels, len(labels), maxN)
-	}
-	for i, l := range labels {
-		if !nameOK(l, MaxLabelBytes, labelByte, labelByte) {
-			return nil, fmt.Errorf("%w: label %d (%q): want 1 to %d of [A-Za-z0-9._:/=+@-]", ErrInvalidLabels, i, l, MaxLabelBytes)
-		}
-	}
-	if len(labels) == 0 {
-		return nil, nil
-	}
-	if canonical(labels) {
-		return labels, nil // a worker's, on every claim
-	}
-	out := slices.Clone(labels)
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
-// canonical reports whether labels are sorted, without duplicates.
-func canonical(labels []string) bool {
-	for i := 1; i < len(labels); i++ {
-		if labels[i-1] >= labels[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // joinLabels is canonical labels as a record holds them.
 func joinLabels(labels []string) string { return strings.Join(labels, ",") }
@@ -198,7 +163,8 @@ func isStaleSets(err error) bool {
 
 // LabelSets answers the distinct sets of labels the jobs of queue have
 // required, in the order the queue first saw them (at most MaxLabelSets).
-func (c *Client) LabelSets(ctx context.Context, queue string) ([][]string, error) {
+func (in *inside) LabelSets(ctx context.Context, queue string) ([][]string, error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, err

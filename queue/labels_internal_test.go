@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"github.com/chronoq/chronoq/internal/names"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,7 @@ func TestCanonicalLabels(t *testing.T) {
 		{[]string{"a", "b", "b"}, []string{"a", "b"}},
 		{[]string{"c", "a", "b", "a"}, []string{"a", "b", "c"}},
 	} {
-		got, err := CanonicalLabels(tc.in, MaxJobLabels)
+		got, err := names.CanonicalLabels(tc.in, MaxJobLabels)
 		require.NoError(t, err)
 		require.Equal(t, tc.want, got, "%q", tc.in)
 	}

@@ -41,9 +41,6 @@ const (
 	MaxLimitFlight = 1_000_000
 )
 
-// IsZero reports whether l limits nothing.
-func (l Limits) IsZero() bool { return l.Rate == 0 && l.MaxInFlight == 0 }
-
 // Validate checks l and fills its defaults.
 func (l *Limits) Validate() error {
 	switch {
@@ -122,7 +119,7 @@ func (c *Client) Limits(ctx context.Context, queue string) (Limits, error) {
 
 // LimitWait is the time this client's claims and waits have spent held
 // back by queues' limits (see Limits), over its life.
-func (c *Client) LimitWait() time.Duration { return time.Duration(c.limitWaitNs.Load()) }
+func (in *inside) LimitWait() time.Duration { return time.Duration(in.limitWaitNs.Load()) }
 
 // limitWaited adds d to LimitWait.
 func (c *Client) limitWaited(d time.Duration) {

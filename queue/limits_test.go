@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func TestLimitsTokenBucketGrantsPerRefill(t *testing.T) {
 	require.Equal(t, 5, claim(), "never more than the burst")
 
 	// WaitPending does not count jobs the bucket holds back.
-	ok, err := c.WaitPending(ctx, "q", time.Millisecond)
+	ok, err := plumbing.Of(c).WaitPending(ctx, "q", time.Millisecond)
 	require.NoError(t, err)
 	require.False(t, ok, "pending jobs held back by the limits are not claimable")
 
@@ -89,7 +90,7 @@ func TestLimitsTokenBucketGrantsPerRefill(t *testing.T) {
 	case <-time.After(4 * time.Second): // before the claim's own 5 s
 		t.Fatal("the limited claim did not wake at the next token")
 	}
-	require.Positive(t, c.LimitWait())
+	require.Positive(t, plumbing.Of(c).LimitWait())
 
 	// Removing the limits lets the rest through.
 	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{}))
@@ -110,13 +111,13 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	more, err := c.Claim(ctx, "q", queue.ClaimOptions{Max: 10})
 	require.NoError(t, err)
 	require.Empty(t, more)
-	ok, err := c.WaitPending(ctx, "q", 30*time.Millisecond)
+	ok, err := plumbing.Of(c).WaitPending(ctx, "q", 30*time.Millisecond)
 	require.NoError(t, err)
 	require.False(t, ok, "at MaxInFlight no pending job is claimable")
 
 	// A claim that waits takes the room an ack makes: it waits on the wake
 	// stream, which the ack writes (no polling).
-	rdb, wake := c.Redis(), queue.QueueKey(c.Namespace(), "q", queue.KeyWake)
+	rdb, wake := c.Config().Redis, queue.QueueKey(c.Config().Namespace, "q", queue.KeyWake)
 	lastWake := func() string {
 		e, err := rdb.XRevRangeN(ctx, wake, "+", "-", 1).Result()
 		require.NoError(t, err)
@@ -130,10 +131,10 @@ func TestLimitsMaxInFlight(t *testing.T) {
 		done <- js
 	}()
 	require.Eventually(t, func() bool { // the claim is waiting: its 10 s mark, not the earlier 30 ms one
-		v, err := rdb.HGet(ctx, queue.QueueKey(c.Namespace(), "q", queue.KeyMeta), "waiting_until").Int64()
+		v, err := rdb.HGet(ctx, queue.QueueKey(c.Config().Namespace, "q", queue.KeyMeta), "waiting_until").Int64()
 		return err == nil && v > time.Now().Add(5*time.Second).UnixMilli()
 	}, 10*time.Second, time.Millisecond)
-	require.NoError(t, c.Complete(ctx, "q", jobs[0].ID, jobs[0].Token, nil))
+	require.NoError(t, c.Complete(ctx, "q", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
 	require.NotEqual(t, before, lastWake(), "the ack that ended a lease wrote to the wake stream")
 	select {
 	case js := <-done:
@@ -141,24 +142,24 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting claim did not take the room an ack made")
 	}
-	ok, err = c.WaitPending(ctx, "q", time.Millisecond)
+	ok, err = plumbing.Of(c).WaitPending(ctx, "q", time.Millisecond)
 	require.NoError(t, err)
 	require.False(t, ok)
 
 	// A worker's idle wait at MaxInFlight ends when a lease does.
-	meta := queue.QueueKey(c.Namespace(), "q", queue.KeyMeta)
+	meta := queue.QueueKey(c.Config().Namespace, "q", queue.KeyMeta)
 	marked, err := rdb.HGet(ctx, meta, "waiting_until").Int64()
 	require.NoError(t, err)
 	waited := make(chan bool, 1)
 	go func() {
-		ok, _ := c.WaitPending(context.WithoutCancel(ctx), "q", 10*time.Second)
+		ok, _ := plumbing.Of(c).WaitPending(context.WithoutCancel(ctx), "q", 10*time.Second)
 		waited <- ok
 	}()
 	require.Eventually(t, func() bool { // the wait has marked that it waits
 		v, err := rdb.HGet(ctx, meta, "waiting_until").Int64()
 		return err == nil && v > marked
 	}, 10*time.Second, time.Millisecond)
-	require.NoError(t, c.Complete(ctx, "q", jobs[1].ID, jobs[1].Token, nil))
+	require.NoError(t, c.Complete(ctx, "q", jobs[1].ID, jobs[1].Token, queue.CompleteOptions{}))
 	select {
 	case ok := <-waited:
 		require.True(t, ok, "a pending job is claimable again: the ack made room")

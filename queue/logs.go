@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"strconv"
@@ -103,7 +104,7 @@ func (c *Client) AppendLog(ctx context.Context, queue, id, token string, lines [
 	if err != nil {
 		return LogAppend{}, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return LogAppend{}, err
 	}
 	if len(lines) == 0 || len(lines) > MaxLogBatch {
@@ -145,7 +146,7 @@ func (c *Client) Logs(ctx context.Context, queue, id string, after int64, limit 
 	if err != nil {
 		return LogPage{}, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return LogPage{}, err
 	}
 	if after < 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"strconv"
@@ -131,7 +132,7 @@ func decodeCursor(s Status, cursor string) (num, id string, err error) {
 		return "", "", bad
 	}
 	parts := strings.Split(string(b), ":")
-	if len(parts) != 3 || parts[0] != string(s) || ValidateID(parts[2]) != nil {
+	if len(parts) != 3 || parts[0] != string(s) || names.ValidateID(parts[2]) != nil {
 		return "", "", bad
 	}
 	switch s {
@@ -193,7 +194,7 @@ func (c *Client) cancel(ctx context.Context, queue, id, claim string) (*Job, int
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return nil, 0, err
 	}
 	req := claim
@@ -238,7 +239,7 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return nil, err
 	}
 	now := c.clock.Now()
@@ -272,7 +273,7 @@ func (c *Client) RunNow(ctx context.Context, queue, id string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return nil, err
 	}
 	res, err := call(ctx, c, store.RunNow, k, &store.RunNowArgs{ID: id})
@@ -321,7 +322,7 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 		return 0, err
 	}
 	if kind != "" {
-		if err := ValidateKind(kind); err != nil {
+		if err := names.ValidateKind(kind); err != nil {
 			return 0, err
 		}
 	}
@@ -355,19 +356,20 @@ func (c *Client) sweepDead(ctx context.Context, queue, kind, mode string) (int, 
 //
 // The wait is on the client's wake hub for the queue and labels, as a
 // claim's wait is (see ClaimOptions.Wait).
-func (c *Client) WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error) {
-	return c.WaitClaimable(ctx, queue, wait, nil)
+func (in *inside) WaitPending(ctx context.Context, queue string, wait time.Duration) (bool, error) {
+	return in.WaitClaimable(ctx, queue, wait, nil)
 }
 
 // WaitClaimable is WaitPending for a claimer with labels (as
 // ClaimOptions.Labels): it counts only the pending jobs such a claimer
 // receives, and waits on the wake streams of their label sets.
-func (c *Client) WaitClaimable(ctx context.Context, queue string, wait time.Duration, labels []string) (bool, error) {
+func (in *inside) WaitClaimable(ctx context.Context, queue string, wait time.Duration, labels []string) (bool, error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return false, err
 	}
-	if labels, err = CanonicalLabels(labels, MaxClaimLabels); err != nil {
+	if labels, err = names.CanonicalLabels(labels, MaxClaimLabels); err != nil {
 		return false, &FieldError{Index: -1, Field: "labels", Err: err}
 	}
 	if wait < time.Millisecond || wait > MaxClaimWait {

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"slices"
 	"strings"
 	"testing"
@@ -279,7 +280,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		ids := b.pageAll(t, queue.StatusProcessing, 2, nil)
 		require.Equal(t, []string{claims[0].ID, claims[1].ID, claims[2].ID, claims[3].ID, claims[4].ID}, ids, "longest claimed first")
 		for _, c := range claims[:3] {
-			require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+			require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		}
 		ids = b.pageAll(t, queue.StatusCompleted, 2, nil)
 		require.Equal(t, []string{claims[2].ID, claims[1].ID, claims[0].ID}, ids, "newest first")
@@ -335,7 +336,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		st := b.stats(t)
 		require.Zero(t, st.Scheduled+st.Pending)
 		b.clock.Advance(time.Hour)
-		moved, _, err := b.client.Promote(b.ctx, b.queue)
+		moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Zero(t, moved)
 		b.claimNone(t)
@@ -352,7 +353,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		require.NoError(t, err)
 		require.Equal(t, queue.StatusProcessing, got.Status)
 		require.True(t, got.CancelRequested)
-		l, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, 0)
+		l, err := b.client.Heartbeat(b.ctx, b.queue, c.ID, c.Token, queue.HeartbeatOptions{})
 		require.NoError(t, err)
 		require.True(t, l.CancelRequested)
 		require.ErrorIs(t, b.client.CancelClaimed(b.ctx, b.queue, c.ID, "stale"), queue.ErrLeaseLost)
@@ -365,7 +366,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		ids, err := b.client.Reclaim(b.ctx, b.queue)
 		require.NoError(t, err)
 		require.Empty(t, ids)
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil), queue.ErrLeaseLost)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}), queue.ErrLeaseLost)
 	})
 
 	t.Run("CancelFinishedDeletesIt", func(t *testing.T) {
@@ -373,7 +374,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		b := setup(t)
 		done := b.enqueue(t, queue.NewJob{IdempotencyKey: "once"})
 		c := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		dead := b.enqueue(t, queue.NewJob{})
 		c = b.claimOne(t)
 		_, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", Dead: true})
@@ -598,7 +599,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		t.Parallel()
 		b := setup(t)
 		start := time.Now()
-		ok, err := b.client.WaitPending(b.ctx, b.queue, 100*time.Millisecond)
+		ok, err := plumbing.Of(b.client).WaitPending(b.ctx, b.queue, 100*time.Millisecond)
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Less(t, time.Since(start), 900*time.Millisecond, "a sub-second wait is not rounded up to 1 s")
@@ -607,7 +608,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 			b.enqueue(t, queue.NewJob{})
 		}
 		before := b.rdb.LRange(b.ctx, b.key(queue.KeyPending), 0, -1).Val()
-		ok, err = b.client.WaitPending(b.ctx, b.queue, time.Second)
+		ok, err = plumbing.Of(b.client).WaitPending(b.ctx, b.queue, time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, before, b.rdb.LRange(b.ctx, b.key(queue.KeyPending), 0, -1).Val(), "the list is left as it was")
@@ -617,7 +618,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		other := "q2"
 		res := make(chan bool, 1)
 		go func() {
-			ok, _ := b.client.WaitPending(b.ctx, other, 10*time.Second)
+			ok, _ := plumbing.Of(b.client).WaitPending(b.ctx, other, 10*time.Second)
 			res <- ok
 		}()
 		node := b.rdb
@@ -636,7 +637,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		// Paused: waits on the clock, and says no.
 		require.NoError(t, b.client.Pause(b.ctx, b.queue))
 		go func() {
-			ok, _ := b.client.WaitPending(b.ctx, b.queue, 5*time.Second)
+			ok, _ := plumbing.Of(b.client).WaitPending(b.ctx, b.queue, 5*time.Second)
 			res <- ok
 		}()
 		require.NoError(t, b.clock.BlockUntilContext(b.ctx, 1))

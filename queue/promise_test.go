@@ -52,7 +52,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		t.Helper()
 		require.Equal(t, queue.StatusCanceled, b.get(t, id).Status)
 		b.clock.Advance(time.Hour)
-		_, _, err := b.client.Promote(b.ctx, b.queue)
+		_, _, err := b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		_, err = b.client.Reclaim(b.ctx, b.queue)
 		require.NoError(t, err)
@@ -80,7 +80,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		ids, err := b.client.Reclaim(b.ctx, b.queue)
 		require.NoError(t, err)
 		require.Equal(t, []string{c.ID}, ids)
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil), queue.ErrLeaseLost,
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}), queue.ErrLeaseLost,
 			"the lost worker's late complete changes nothing")
 		requireCanceled(t, b, c.ID)
 	})
@@ -97,7 +97,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		t.Parallel()
 		b := setup(t)
 		c := cancelRequested(t, b, queue.NewJob{})
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, json.RawMessage(`{"done":1}`)))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{Result: json.RawMessage(`{"done":1}`)}))
 		j := b.get(t, c.ID)
 		require.Equal(t, queue.StatusCompleted, j.Status, "the work was done")
 		require.False(t, j.CancelRequested)
@@ -136,7 +136,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		require.NoError(t, err)
 		c := b.claimOne(t)
 		require.Equal(t, id, c.ID)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		_, err = b.client.Get(b.ctx, b.queue, id)
 		require.ErrorIs(t, err, queue.ErrNotFound, "deleted at completion")
 		// The reply of the first enqueue was lost; the client sends it again.
@@ -147,13 +147,13 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		b.claimNone(t)
 		require.Equal(t, int64(1), b.stats(t).EnqueuedTotal)
 		// A retried complete answers success though the job is gone.
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, "other", nil), queue.ErrLeaseLost)
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, "other", queue.CompleteOptions{}), queue.ErrLeaseLost)
 		// Past the retry window the tombstone goes too.
 		b.clock.Advance(queue.DefaultRetryWindow + time.Second)
 		_, err = b.client.Reclaim(b.ctx, b.queue)
 		require.NoError(t, err)
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil), queue.ErrNotFound)
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}), queue.ErrNotFound)
 	})
 
 	t.Run("RetriedReleaseSucceeds", func(t *testing.T) {
@@ -273,7 +273,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		sched := b.enqueue(t, queue.NewJob{Delay: time.Hour})
 		done := b.enqueue(t, queue.NewJob{})
 		c := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		dead := b.enqueue(t, queue.NewJob{})
 		c = b.claimOne(t)
 		_, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Dead: true})
@@ -293,7 +293,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		require.NoError(t, err)
 		require.NotContains(t, qs, b.queue)
 		require.Equal(t, queue.Stats{Queue: b.queue}, b.stats(t))
-		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, held.ID, held.Token, nil), queue.ErrNotFound,
+		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, held.ID, held.Token, queue.CompleteOptions{}), queue.ErrNotFound,
 			"the worker of a deleted job changes nothing")
 		b.claimNone(t)
 		require.ErrorIs(t, b.client.DeleteQueue(b.ctx, b.queue, false), queue.ErrNoQueue)
@@ -315,7 +315,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		b.enqueue(t, queue.NewJob{})
 		busy := b.enqueue(t, queue.NewJob{Queue: "busy", RunAt: b.clock.Now().Add(10 * time.Hour)})
 		c := b.claimOne(t)
-		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, nil))
+		require.NoError(t, b.client.Complete(b.ctx, b.queue, c.ID, c.Token, queue.CompleteOptions{}))
 		gone, err := b.client.ForgetIdle(b.ctx, b.queue)
 		require.NoError(t, err)
 		require.False(t, gone, "used within the hour")

@@ -13,16 +13,11 @@ import (
 // client's clock (see Client.localOf). A job is due when Redis's clock has
 // reached its due time, to the microsecond, never before. Unless more is
 // due already, it parks the queue in the due index at its next job's time
-// (see attention.go).
-func (c *Client) Promote(ctx context.Context, queue string) (int, time.Time, error) {
-	return c.PromoteWithin(ctx, queue, 0)
-}
-
-// PromoteWithin implements delayed.Source: it is Promote, parking the
-// queue in the due index only when its next job is not due within horizon
+// (see attention.go), but only when that job is not due within horizon
 // (or nothing is scheduled): a promoter that sleeps until a job due sooner
-// makes no index write for it.
-func (c *Client) PromoteWithin(ctx context.Context, queue string, horizon time.Duration) (int, time.Time, error) {
+// makes no index write for it (horizon 0: always). It is delayed.Source's
+// Promote.
+func (c *Client) Promote(ctx context.Context, queue string, horizon time.Duration) (int, time.Time, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return 0, time.Time{}, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"log/slog"
 	"math"
@@ -112,7 +113,7 @@ func NewReclaimer(cfg ReclaimerConfig) (*Reclaimer, error) {
 	}
 	var only map[string]bool
 	for _, q := range cfg.Queues {
-		if err := ValidateQueue(q); err != nil {
+		if err := names.ValidateQueue(q); err != nil {
 			return nil, err
 		}
 		if only == nil {

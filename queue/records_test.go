@@ -42,7 +42,7 @@ func TestRecordShortForms(t *testing.T) {
 	require.Equal(t, DefaultBackoff, j.Backoff)
 	seen, coded := map[string]bool{}, map[Status]bool{}
 	for _, c := range store.StatusCodes {
-		require.True(t, Status(c.Status).Valid(), c.Status)
+		require.True(t, Status(c.Status).valid(), c.Status)
 		require.Len(t, c.Code, 1, c.Status)
 		require.NotContains(t, []string{store.RecInline, "-", store.Sentinel}, c.Code)
 		require.False(t, seen[c.Code], "code %q twice", c.Code)

@@ -113,9 +113,9 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 						fail("fail", err)
 						continue
 					}
-					_, err := worker.Heartbeat(ctx, q, j.ID, j.Token, 0)
+					_, err := worker.Heartbeat(ctx, q, j.ID, j.Token, queue.HeartbeatOptions{})
 					fail("heartbeat", err)
-					fail("complete", worker.Complete(ctx, q, j.ID, j.Token, nil))
+					fail("complete", worker.Complete(ctx, q, j.ID, j.Token, queue.CompleteOptions{}))
 					if _, dup := completed.LoadOrStore(j.ID, true); dup {
 						doubles.Add(1)
 					}

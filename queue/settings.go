@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
@@ -19,7 +21,8 @@ import (
 
 // Settings reads the settings of queue that are set: a field absent from
 // the map is unset. A queue that does not exist has none.
-func (c *Client) Settings(ctx context.Context, queue string) (map[string]string, error) {
+func (in *inside) Settings(ctx context.Context, queue string) (map[string]string, error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, err
@@ -39,7 +42,8 @@ func (c *Client) Settings(ctx context.Context, queue string) (map[string]string,
 
 // SettingsOf reads one setting of many queues in one round trip: the
 // value of field for each queue of queues that has it set.
-func (c *Client) SettingsOf(ctx context.Context, field string, queues []string) (map[string]string, error) {
+func (in *inside) SettingsOf(ctx context.Context, field string, queues []string) (map[string]string, error) {
+	c := (*Client)(in)
 	if !slices.Contains(store.SettingFields, field) {
 		return nil, invalid("setting", "no setting %q", field)
 	}
@@ -70,7 +74,8 @@ func (c *Client) SettingsOf(ctx context.Context, field string, queues []string) 
 // not exist (within Config.MaxQueues); a value "" unsets its field. The
 // names must be settings (SettingPush, ...). One script: the fields
 // change together.
-func (c *Client) SetSettings(ctx context.Context, queue string, set map[string]string) error {
+func (in *inside) SetSettings(ctx context.Context, queue string, set map[string]string) error {
+	c := (*Client)(in)
 	if _, err := c.keysFor(queue); err != nil {
 		return err
 	}
@@ -129,23 +134,19 @@ const MaxNotes = 20
 // each attempt there (its status code, duration and error). It answers
 // ErrLeaseLost, and writes nothing, when token is not the job's current
 // claim.
-func (c *Client) Note(ctx context.Context, queue, id, token, line string) error {
-	errs, err := c.NoteMany(ctx, queue, []NoteItem{{ID: id, Token: token, Line: line}})
+func (in *inside) Note(ctx context.Context, queue, id, token, line string) error {
+	errs, err := in.NoteMany(ctx, queue, []plumbing.NoteItem{{ID: id, Token: token, Line: line}})
 	if err != nil {
 		return err
 	}
 	return errs[0]
 }
 
-// NoteItem is one line for a claimed job's notes (see Note).
-type NoteItem struct {
-	ID, Token, Line string
-}
-
 // NoteMany is Note for up to MaxBatch jobs of one queue in one script
 // call. The first error is for the call as a whole; otherwise errs[i] is
 // the answer for notes[i] (nil, ErrLeaseLost or ErrNotFound).
-func (c *Client) NoteMany(ctx context.Context, queue string, notes []NoteItem) (errs []error, err error) {
+func (in *inside) NoteMany(ctx context.Context, queue string, notes []plumbing.NoteItem) (errs []error, err error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, err
@@ -155,7 +156,7 @@ func (c *Client) NoteMany(ctx context.Context, queue string, notes []NoteItem) (
 	}
 	p := store.NoteArgs{Keep: MaxNotes, Notes: make([]store.NoteItem, 0, len(notes))}
 	for _, n := range notes {
-		if err := ValidateID(n.ID); err != nil {
+		if err := names.ValidateID(n.ID); err != nil {
 			return nil, err
 		}
 		if n.Line == "" || strings.ContainsAny(n.Line, "\n\x00") || len(n.Line) > MaxErrorBytes {
@@ -187,7 +188,7 @@ func (c *Client) Notes(ctx context.Context, queue, id string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return nil, err
 	}
 	v, err := c.rdb.HGet(ctx, k.Data, store.NoteField(id)).Result()

@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"errors"
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"testing"
 
@@ -19,36 +21,36 @@ func TestSettings(t *testing.T) {
 	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t)})
 	require.NoError(t, err)
 
-	got, err := c.Settings(ctx, "q")
+	got, err := plumbing.Of(c).Settings(ctx, "q")
 	require.NoError(t, err)
 	require.Empty(t, got)
-	require.NoError(t, c.SetSettings(ctx, "q", map[string]string{queue.SettingPush: `{"url":"https://x"}`}))
-	got, err = c.Settings(ctx, "q")
+	require.NoError(t, plumbing.Of(c).SetSettings(ctx, "q", map[string]string{queue.SettingPush: `{"url":"https://x"}`}))
+	got, err = plumbing.Of(c).Settings(ctx, "q")
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{queue.SettingPush: `{"url":"https://x"}`}, got)
 	qs, err := c.Queues(ctx)
 	require.NoError(t, err)
 	require.Contains(t, qs, "q", "setting a queue creates it")
-	of, err := c.SettingsOf(ctx, queue.SettingPush, []string{"q", "other"})
+	of, err := plumbing.Of(c).SettingsOf(ctx, queue.SettingPush, []string{"q", "other"})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"q": `{"url":"https://x"}`}, of)
 
-	err = c.SetSettings(ctx, "q", map[string]string{"paused": "1"})
+	err = plumbing.Of(c).SetSettings(ctx, "q", map[string]string{"paused": "1"})
 	require.ErrorIs(t, err, queue.ErrInvalid)
 
-	require.NoError(t, c.SetSettings(ctx, "q", map[string]string{queue.SettingPush: ""}))
-	got, err = c.Settings(ctx, "q")
+	require.NoError(t, plumbing.Of(c).SetSettings(ctx, "q", map[string]string{queue.SettingPush: ""}))
+	got, err = plumbing.Of(c).Settings(ctx, "q")
 	require.NoError(t, err)
 	require.Empty(t, got)
 
-	require.NoError(t, c.SetSettings(ctx, "q", map[string]string{queue.SettingPush: "v"}))
+	require.NoError(t, plumbing.Of(c).SetSettings(ctx, "q", map[string]string{queue.SettingPush: "v"}))
 	require.NoError(t, c.DeleteQueue(ctx, "q", false))
-	got, err = c.Settings(ctx, "q")
+	got, err = plumbing.Of(c).Settings(ctx, "q")
 	require.NoError(t, err)
 	require.Empty(t, got, "deleting a queue deletes its settings")
 	// A queue deleted behind this client's back is made again.
-	require.NoError(t, c.SetSettings(ctx, "q", map[string]string{queue.SettingPush: "w"}))
-	got, err = c.Settings(ctx, "q")
+	require.NoError(t, plumbing.Of(c).SetSettings(ctx, "q", map[string]string{queue.SettingPush: "w"}))
+	got, err = plumbing.Of(c).Settings(ctx, "q")
 	require.NoError(t, err)
 	require.Equal(t, "w", got[queue.SettingPush])
 }
@@ -70,26 +72,26 @@ func TestNotes(t *testing.T) {
 	notes, err := c.Notes(ctx, "q", j.ID)
 	require.NoError(t, err)
 	require.Empty(t, notes)
-	require.NoError(t, c.Note(ctx, "q", j.ID, j.Token, "first"))
-	require.NoError(t, c.Note(ctx, "q", j.ID, j.Token, "first"), "a retried note")
+	require.NoError(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "first"))
+	require.NoError(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "first"), "a retried note")
 	notes, err = c.Notes(ctx, "q", j.ID)
 	require.NoError(t, err)
 	require.Equal(t, []string{"first"}, notes)
 
-	err = c.Note(ctx, "q", j.ID, "stale.1", "late")
+	err = plumbing.Of(c).Note(ctx, "q", j.ID, "stale.1", "late")
 	require.True(t, errors.Is(err, queue.ErrLeaseLost), "%v", err)
-	require.ErrorIs(t, c.Note(ctx, "q", j.ID, j.Token, "two\nlines"), queue.ErrInvalid)
+	require.ErrorIs(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "two\nlines"), queue.ErrInvalid)
 
 	for i := range queue.MaxNotes + 5 {
-		require.NoError(t, c.Note(ctx, "q", j.ID, j.Token, "n"+string(rune('a'+i))))
+		require.NoError(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "n"+string(rune('a'+i))))
 	}
 	notes, err = c.Notes(ctx, "q", j.ID)
 	require.NoError(t, err)
 	require.Len(t, notes, queue.MaxNotes)
 	require.Equal(t, "n"+string(rune('a'+queue.MaxNotes+4)), notes[len(notes)-1])
 
-	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, nil))
-	require.ErrorIs(t, c.Note(ctx, "q", j.ID, j.Token, "after"), queue.ErrLeaseLost, "only a processing job takes notes")
+	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, queue.CompleteOptions{}))
+	require.ErrorIs(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "after"), queue.ErrLeaseLost, "only a processing job takes notes")
 }
 
 // A deleted job takes its notes with it: no "<id>.n" field is left in the
@@ -108,9 +110,8 @@ func TestNotesGoWithTheJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 	j := jobs[0]
-	require.NoError(t, c.Note(ctx, "q", j.ID, j.Token, "attempt 1"))
-	keys, err := queue.Keys(ns, "q")
-	require.NoError(t, err)
+	require.NoError(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "attempt 1"))
+	keys := store.QueueKeys(ns, "q").All()
 	var data string
 	for _, k := range keys {
 		if strings.HasSuffix(k, ":data") {
@@ -122,7 +123,7 @@ func TestNotesGoWithTheJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, fields, j.ID+".n", "the note is where this test looks")
 
-	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, []byte(`{"ok":true}`)))
+	require.NoError(t, c.Complete(ctx, "q", j.ID, j.Token, queue.CompleteOptions{Result: []byte(`{"ok":true}`)}))
 	_, err = c.Get(ctx, "q", j.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound, "the job is deleted at completion")
 	fields, err = rdb.HKeys(ctx, data).Result()
@@ -147,7 +148,7 @@ func TestNoteMany(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 	a, b := jobs[0], jobs[1]
-	errs, err := c.NoteMany(ctx, "q", []queue.NoteItem{
+	errs, err := plumbing.Of(c).NoteMany(ctx, "q", []plumbing.NoteItem{
 		{ID: a.ID, Token: a.Token, Line: "a1"},
 		{ID: b.ID, Token: "stale.1", Line: "b1"},
 		{ID: "0123456789abcdef0123456789abcdef", Token: "x.1", Line: "none"},
@@ -164,6 +165,6 @@ func TestNoteMany(t *testing.T) {
 	notes, err = c.Notes(ctx, "q", b.ID)
 	require.NoError(t, err)
 	require.Empty(t, notes)
-	_, err = c.NoteMany(ctx, "q", nil)
+	_, err = plumbing.Of(c).NoteMany(ctx, "q", nil)
 	require.ErrorIs(t, err, queue.ErrInvalid)
 }

@@ -53,7 +53,7 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			beats := make(chan error, 1)
 			go func() {
 				for range 15 {
-					if _, err := behind.Heartbeat(ctx, q, held[0].ID, held[0].Token, 0); err != nil {
+					if _, err := behind.Heartbeat(ctx, q, held[0].ID, held[0].Token, queue.HeartbeatOptions{}); err != nil {
 						beats <- err
 						return
 					}
@@ -66,7 +66,7 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			// until a due time it would wake half a minute late. (One ahead
 			// would wake early, find nothing due by Redis's clock, and go
 			// round again: never early either way.)
-			p, err := delayed.NewPromoter(delayed.Config{Source: behind, Clock: behind.Clock(), Queues: []string{q},
+			p, err := delayed.NewPromoter(delayed.Config{Source: behind, Clock: behind.Config().Clock, Queues: []string{q},
 				MaxSleep: time.Hour})
 			require.NoError(t, err)
 			promoting := lifecycle.Start(ctx, p)
@@ -110,7 +110,7 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 							mu.Lock()
 							claimed[j.ID] = j.ClaimedAt
 							mu.Unlock()
-							if err := c.Complete(ctx, q, j.ID, j.Token, nil); err != nil {
+							if err := c.Complete(ctx, q, j.ID, j.Token, queue.CompleteOptions{}); err != nil {
 								t.Error(err)
 							}
 						}
@@ -124,9 +124,9 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 				require.Less(t, at.Sub(due[id]), time.Second, "job %s claimed %s after it was due", id, at.Sub(due[id]))
 			}
 			require.NoError(t, <-beats, "no heartbeat lost its lease")
-			require.NoError(t, behind.Complete(ctx, q, held[0].ID, held[0].Token, nil), "the lease was never taken")
-			require.InDelta(t, skew.Seconds(), behind.RedisClockOffset().Seconds(), 0.5, "the instance behind knows how far")
-			require.InDelta(t, -skew.Seconds(), ahead.RedisClockOffset().Seconds(), 0.5)
+			require.NoError(t, behind.Complete(ctx, q, held[0].ID, held[0].Token, queue.CompleteOptions{}), "the lease was never taken")
+			require.InDelta(t, skew.Seconds(), behind.RedisClock().Offset.Seconds(), 0.5, "the instance behind knows how far")
+			require.InDelta(t, -skew.Seconds(), ahead.RedisClock().Offset.Seconds(), 0.5)
 		})
 	}
 }

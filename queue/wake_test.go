@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,13 +39,13 @@ func TestAPendingJobWakesOneWaitingClaimer(t *testing.T) {
 			got <- len(js)
 		}()
 	}
-	require.Eventually(t, func() bool { return c.Waiters() == waiters && info("clients", "blocked_clients") == 1 },
+	require.Eventually(t, func() bool { return plumbing.Of(c).Waiters() == waiters && info("clients", "blocked_clients") == 1 },
 		10*time.Second, time.Millisecond, "the claimers wait, on one connection (their wake hub's)")
 	scripts := info("commandstats", "cmdstat_evalsha")
 	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
 	require.NoError(t, err)
 	require.Equal(t, 1, <-got, "one claimer takes the job")
-	require.Eventually(t, func() bool { return c.Waiters() == waiters-1 && info("clients", "blocked_clients") == 1 },
+	require.Eventually(t, func() bool { return plumbing.Of(c).Waiters() == waiters-1 && info("clients", "blocked_clients") == 1 },
 		10*time.Second, time.Millisecond, "the others wait on")
 	// The enqueue, the one claim, and the claim's mark of the first lease.
 	require.LessOrEqual(t, info("commandstats", "cmdstat_evalsha")-scripts, int64(3),
@@ -82,7 +83,7 @@ func TestALabeledJobWakesAClaimerThatCanTakeIt(t *testing.T) {
 	js = <-gpu
 	require.Len(t, js, 1, "the claimer with the labels takes it")
 	require.Equal(t, e.Job.ID, js[0].ID)
-	require.Eventually(t, func() bool { return c.Waiters() == 2 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return plumbing.Of(c).Waiters() == 2 }, 10*time.Second, time.Millisecond,
 		"the others wait on")
 	// The enqueue, the one claim, and the claim's mark of the first lease.
 	require.LessOrEqual(t, info("commandstats", "cmdstat_evalsha")-scripts, int64(3),
@@ -140,7 +141,7 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, info := wakeRig(t, ctx)
-	rdb := c.Redis()
+	rdb := c.Config().Redis
 	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{MaxInFlight: 1}))
 	// The one lease the limit allows, held; then a gpu job waits behind it.
 	_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
@@ -150,7 +151,7 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 	require.Len(t, held, 1)
 	e, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
 	require.NoError(t, err)
-	_, setWake := queue.LabelSetKeys(c.Namespace(), "q", "gpu")
+	_, setWake := queue.LabelSetKeys(c.Config().Namespace, "q", "gpu")
 
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -163,12 +164,12 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 	}
 	before := added()
 	scripts := info("commandstats", "cmdstat_evalsha")
-	require.NoError(t, c.Complete(ctx, "q", held[0].ID, held[0].Token, nil))
+	require.NoError(t, c.Complete(ctx, "q", held[0].ID, held[0].Token, queue.CompleteOptions{}))
 	require.Greater(t, added(), before, "the ended lease wrote the gpu set's wake stream")
 	js := <-gpu
 	require.Len(t, js, 1, "the claimer with the labels takes the job")
 	require.Equal(t, e.Job.ID, js[0].ID)
-	require.Equal(t, 2, c.Waiters(), "the others wait on")
+	require.Equal(t, 2, plumbing.Of(c).Waiters(), "the others wait on")
 	// The complete and its mark of the job's retention, the one claim and
 	// its mark of its lease.
 	require.LessOrEqual(t, info("commandstats", "cmdstat_evalsha")-scripts, int64(4),
@@ -197,10 +198,10 @@ func waitingClaimers(t *testing.T, ctx context.Context, c *queue.Client, info fu
 	go claim(plain)
 	// One blocked connection a wake hub: the claimers without labels
 	// share one, the claimer with them has its own.
-	require.Eventually(t, func() bool { return c.Waiters() == 2 && info("clients", "blocked_clients") == 1 },
+	require.Eventually(t, func() bool { return plumbing.Of(c).Waiters() == 2 && info("clients", "blocked_clients") == 1 },
 		10*time.Second, time.Millisecond)
 	go claim(gpu, labels...)
-	require.Eventually(t, func() bool { return c.Waiters() == 3 && info("clients", "blocked_clients") == 2 },
+	require.Eventually(t, func() bool { return plumbing.Of(c).Waiters() == 3 && info("clients", "blocked_clients") == 2 },
 		10*time.Second, time.Millisecond, "the claimer with the labels waits")
 	return plain, gpu
 }

@@ -109,7 +109,8 @@ func (c *Client) waitWake(ctx context.Context, k store.Keys, labels []string, d 
 
 // Waiters counts the claims (and WaitPending calls) of the client that
 // wait in its wake hubs now, all queues together.
-func (c *Client) Waiters() int {
+func (in *inside) Waiters() int {
+	c := (*Client)(in)
 	c.hubs.mu.Lock()
 	defer c.hubs.mu.Unlock()
 	n := 0

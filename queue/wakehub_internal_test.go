@@ -38,7 +38,7 @@ func TestWakeHubHandsOnWhatALeavingWaiterHeld(t *testing.T) {
 	h2, b := c.joinHub(k, nil)
 	require.Same(t, h, h2, "one hub a queue and label set")
 	_, other := c.joinHub(k, []string{"gpu"})
-	require.Equal(t, 3, c.Waiters())
+	require.Equal(t, 3, (*inside)(c).Waiters())
 
 	require.True(t, h.hand(wake{stream: k.Wake}))
 	require.Len(t, a.ch, 1, "the longest waiter is handed the wake")
@@ -66,5 +66,5 @@ func TestWakeHubHandsOnWhatALeavingWaiterHeld(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the wake written back was lost")
 	}
-	require.Zero(t, c.Waiters())
+	require.Zero(t, (*inside)(c).Waiters())
 }

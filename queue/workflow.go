@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
@@ -42,58 +44,6 @@ import (
 //     the next releaser does it all again: the record answers the same
 //     actions, and the actions that were applied change nothing.
 
-// NodeAction is one step of a workflow node's job, decided in the
-// workflow's slot and applied in the job's (see wfnode.lua).
-type NodeAction struct {
-	Mode     string // "release", "cancel", "abort" or "rearm"
-	Node     string
-	Queue    string
-	JobID    string
-	Gen      int64
-	Upstream string // a release's upstream (JSON), "" for none
-}
-
-// NodeResult is how a NodeAction went: Code 1 applied, 0 not applicable
-// now (Status is the job's), -1 no such job.
-type NodeResult struct {
-	Action NodeAction
-	Code   int
-	Status Status
-}
-
-// OutboxEntry is a workflow node's job that ended, as its queue's outbox
-// holds it until a releaser acks it.
-type OutboxEntry struct {
-	Queue, JobID string
-	// Refs are the workflow nodes the end is recorded in: the job's own
-	// workflow's first (when it is a node of one), then those of the
-	// implicit workflows watching it (AdoptJob). An entry is acked only
-	// once it is recorded in each (each record is idempotent).
-	Refs      []WorkflowRef
-	Outcome   Status // StatusCompleted, StatusDead or StatusCanceled
-	Result    json.RawMessage
-	Artifacts json.RawMessage
-	Error     string
-	sum       string // SHA1 of the entry as read, for its ack
-}
-
-// NodeSpec is one node of a workflow's graph as the store keeps it.
-type NodeSpec struct {
-	Name, Queue, JobID string
-	Parents, Children  []string
-	// External: a job that existed before (AdoptJob): only its ends are
-	// recorded.
-	External bool
-}
-
-// PreparedNode is a workflow node's job, validated and given its id, for
-// AddNodeJobs.
-type PreparedNode struct {
-	ID, Queue string
-	labels    string // the job's labels, canonical and joined ("" none)
-	item      store.WFAddItem
-}
-
 // MaxUpstreamBytes caps a workflow node's upstream: past it, the upstream
 // holds its parents' job ids, queues, statuses and errors, but not their
 // results and artifacts ("omitted": true; the children read them by job
@@ -104,29 +54,35 @@ const MaxUpstreamBytes = 4 << 20
 // wfnode.lua call takes.
 const workflowBatch = MaxBatch
 
-// PrepareNode validates nj as the job of node of workflow (as Enqueue
+// PrepareNode validates job, a NewJob, as the job of node of workflow (as Enqueue
 // would, but it takes no idempotency key) and gives it its id. Its
 // RunAt or Delay is when it is released at the earliest (a delay counts
 // from the workflow's enqueue).
-func (c *Client) PrepareNode(nj NewJob, workflow, node string) (PreparedNode, error) {
+func (in *inside) PrepareNode(job any, workflow, node string) (plumbing.PreparedNode, error) {
+	c := (*Client)(in)
+	nj, err := asNewJob(job)
+	if err != nil {
+		return plumbing.PreparedNode{}, err
+	}
 	if nj.IdempotencyKey != "" {
-		return PreparedNode{}, invalid("idempotency_key", "a workflow node's job takes none")
+		return plumbing.PreparedNode{}, invalid("idempotency_key", "a workflow node's job takes none")
 	}
 	p, err := c.prepare(nj, c.clock.Now(), -1)
 	if err != nil {
-		return PreparedNode{}, err
+		return plumbing.PreparedNode{}, err
 	}
 	a := p.item
-	return PreparedNode{ID: p.job.ID, Queue: p.job.Queue, labels: p.labels,
-		item: store.WFAddItem{ID: a.ID, Kind: a.Kind, Payload: a.Payload, Spec: a.Spec, When: a.When, ResultTTLMs: a.ResultTTLMs,
+	return plumbing.PreparedNode{ID: p.job.ID, Queue: p.job.Queue, Labels: p.labels,
+		Item: store.WFAddItem{ID: a.ID, Kind: a.Kind, Payload: a.Payload, Spec: a.Spec, When: a.When, ResultTTLMs: a.ResultTTLMs,
 			Workflow: workflow + "|" + node + "|0", Labels: a.Labels}}, nil
 }
 
 // AddNodeJobs writes prepared node jobs, waiting, into their queues: one
 // script call per queue and MaxBatch jobs. Safe to call again with the
 // same nodes (a job written already is kept as it is).
-func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
-	order, byQueue := groupBy(nodes, func(n PreparedNode) string { return n.Queue })
+func (in *inside) AddNodeJobs(ctx context.Context, nodes []plumbing.PreparedNode) error {
+	c := (*Client)(in)
+	order, byQueue := groupBy(nodes, func(n plumbing.PreparedNode) string { return n.Queue })
 	for _, q := range order {
 		if err := c.register(ctx, q); err != nil {
 			return err
@@ -139,8 +95,8 @@ func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 			k := store.QueueKeys(c.ns, q)
 			var sets jobSets
 			for _, n := range part {
-				p.Jobs = append(p.Jobs, n.item)
-				sets.add(k, n.labels)
+				p.Jobs = append(p.Jobs, n.Item)
+				sets.add(k, n.Labels)
 			}
 			res, err := callCreating(ctx, c, store.WFAdd, q, k, sets, &p)
 			if labels, over := setsOver(res); err == nil && over {
@@ -171,12 +127,13 @@ var ErrTooManyWatchers = fmt.Errorf("%w: too many dependents", ErrConflict)
 // node of a workflow of its own as well. Safe to call again (a second
 // call changes nothing). It answers ErrNotFound for no such job, and
 // ErrTooManyWatchers (an ErrConflict) when it has MaxWatchers already.
-func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string) error {
+func (in *inside) AdoptJob(ctx context.Context, queue, id, workflow, node string) error {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return err
 	}
-	if err := ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return err
 	}
 	res, err := call(ctx, c, store.WFAdopt, k, &store.WFAdoptArgs{ID: id, Workflow: workflow + "|" + node + "|0", MaxWatchers: MaxWatchers})
@@ -194,7 +151,8 @@ func (c *Client) AdoptJob(ctx context.Context, queue, id, workflow, node string)
 
 // CreateWorkflow writes a workflow's graph (wf_create.lua). The caller
 // validated it. policy is "cancel" or "continue". Safe to call again.
-func (c *Client) CreateWorkflow(ctx context.Context, id, policy string, nodes []NodeSpec) error {
+func (in *inside) CreateWorkflow(ctx context.Context, id, policy string, nodes []plumbing.NodeSpec) error {
+	c := (*Client)(in)
 	p := store.WFCreateArgs{ID: id, Policy: policy, UpstreamMax: MaxUpstreamBytes, Nodes: make([]store.WFCreateNode, 0, len(nodes))}
 	for _, n := range nodes {
 		ext := ""
@@ -212,11 +170,11 @@ func (c *Client) CreateWorkflow(ctx context.Context, id, policy string, nodes []
 
 // parseActions reads the actions in script's reply: groups of mode, node,
 // job ("<queue>|<id>"), gen, upstream (see wf_plan in common.lua).
-func parseActions(script string, res []any) ([]NodeAction, error) {
+func parseActions(script string, res []any) ([]plumbing.NodeAction, error) {
 	if len(res)%5 != 0 {
 		return nil, &store.ReplyError{Script: script, Field: "actions", Reply: res, Want: "groups of 5"}
 	}
-	acts := make([]NodeAction, 0, len(res)/5)
+	acts := make([]plumbing.NodeAction, 0, len(res)/5)
 	for g := range slices.Chunk(res, 5) {
 		var f [5]string
 		for k, name := range []string{"mode", "node", "job", "gen", "upstream"} {
@@ -236,64 +194,50 @@ func parseActions(script string, res []any) ([]NodeAction, error) {
 			return nil, &store.ReplyError{Script: script, Field: "action's gen", Reply: g, Want: "a number"}
 		}
 		q, id, _ := strings.Cut(f[2], "|")
-		acts = append(acts, NodeAction{Mode: f[0], Node: f[1], Queue: q, JobID: id, Gen: gen, Upstream: f[4]})
+		acts = append(acts, plumbing.NodeAction{Mode: f[0], Node: f[1], Queue: q, JobID: id, Gen: gen, Upstream: f[4]})
 	}
 	return acts, nil
 }
 
-// WorkflowStep answers a step of a workflow's slot: Code as the script
-// answered it (see its file), and what the nodes' jobs need now.
-type WorkflowStep struct {
-	Code    int
-	Actions []NodeAction
-}
-
 // wfStep runs op, a script that answers { code, actions... }, on workflow
 // id.
-func wfStep[P any](ctx context.Context, c *Client, what string, op *store.Op[P, store.CodeRows], id string, p *P) (WorkflowStep, error) {
+func wfStep[P any](ctx context.Context, c *Client, what string, op *store.Op[P, store.CodeRows], id string, p *P) (plumbing.WorkflowStep, error) {
 	res, err := callWF(ctx, c, op, id, p)
 	if err != nil {
-		return WorkflowStep{}, fmt.Errorf("queue: %s workflow %s: %w", what, id, err)
+		return plumbing.WorkflowStep{}, fmt.Errorf("queue: %s workflow %s: %w", what, id, err)
 	}
 	acts, err := parseActions(op.Name(), res.Rows)
 	if err != nil {
-		return WorkflowStep{}, fmt.Errorf("queue: %s workflow %s: %w", what, id, err)
+		return plumbing.WorkflowStep{}, fmt.Errorf("queue: %s workflow %s: %w", what, id, err)
 	}
-	return WorkflowStep{Code: int(res.Code), Actions: acts}, nil
+	return plumbing.WorkflowStep{Code: int(res.Code), Actions: acts}, nil
 }
 
 // StartWorkflow starts a workflow whose jobs all exist (wf_start.lua):
 // Code -1 no such workflow, 0 canceled before it started, 1 started.
-func (c *Client) StartWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
+func (in *inside) StartWorkflow(ctx context.Context, id string) (plumbing.WorkflowStep, error) {
+	c := (*Client)(in)
 	return wfStep(ctx, c, "starting", store.WFStart, id, &store.None{})
 }
 
 // PlanWorkflow answers what every node's job needs now (wf_plan.lua).
-func (c *Client) PlanWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
+func (in *inside) PlanWorkflow(ctx context.Context, id string) (plumbing.WorkflowStep, error) {
+	c := (*Client)(in)
 	return wfStep(ctx, c, "planning", store.WFPlan, id, &store.None{})
 }
 
 // CancelWorkflow cancels a workflow (wf_cancel.lua): Code -1 no such
 // workflow, 0 it had ended, 1 canceled.
-func (c *Client) CancelWorkflow(ctx context.Context, id string, retention time.Duration) (WorkflowStep, error) {
+func (in *inside) CancelWorkflow(ctx context.Context, id string, retention time.Duration) (plumbing.WorkflowStep, error) {
+	c := (*Client)(in)
 	return wfStep(ctx, c, "canceling", store.WFCancel, id, &store.WFCancelArgs{RetentionMs: retention.Milliseconds()})
 }
 
 // RetryWorkflow retries a workflow's dead and canceled nodes
 // (wf_retry.lua): Code -1 no such workflow, 0 nothing to retry, 1 retried.
-func (c *Client) RetryWorkflow(ctx context.Context, id string) (WorkflowStep, error) {
+func (in *inside) RetryWorkflow(ctx context.Context, id string) (plumbing.WorkflowStep, error) {
+	c := (*Client)(in)
 	return wfStep(ctx, c, "retrying", store.WFRetry, id, &store.None{})
-}
-
-// NodeEnd is one end of a node's job to record in its workflow (see
-// RecordNodeEnds): an outbox entry's, for one of its refs.
-type NodeEnd struct {
-	Node    string
-	Gen     int64
-	Outcome Status // StatusCompleted, StatusDead or StatusCanceled
-	// Up is what the node's children receive of it (JSON), Brief the same
-	// without its result and artifacts (see MaxUpstreamBytes).
-	Up, Brief []byte
 }
 
 // RecordNodeEnds records 1 to MaxBatch ends of nodes of workflow id in
@@ -302,13 +246,14 @@ type NodeEnd struct {
 // such workflow or node, 2 a stale entry, 1 recorded, now or before), and
 // what the children of the ends coded 1 need now, each child planned
 // once, after all the ends were recorded.
-func (c *Client) RecordNodeEnds(ctx context.Context, id string, ends []NodeEnd, retention time.Duration) ([]int, []NodeAction, error) {
+func (in *inside) RecordNodeEnds(ctx context.Context, id string, ends []plumbing.NodeEnd, retention time.Duration) ([]int, []plumbing.NodeAction, error) {
+	c := (*Client)(in)
 	if len(ends) == 0 || len(ends) > workflowBatch {
 		return nil, nil, invalid("ends", "a batch holds 1 to %d, got %d", workflowBatch, len(ends))
 	}
 	p := store.WFRecordArgs{RetentionMs: retention.Milliseconds(), Ends: make([]store.WFRecordItem, 0, len(ends))}
 	for _, e := range ends {
-		p.Ends = append(p.Ends, store.WFRecordItem{Node: e.Node, Gen: e.Gen, Outcome: string(e.Outcome), Up: string(e.Up), Brief: string(e.Brief)})
+		p.Ends = append(p.Ends, store.WFRecordItem{Node: e.Node, Gen: e.Gen, Outcome: e.Outcome, Up: string(e.Up), Brief: string(e.Brief)})
 	}
 	res, err := callWF(ctx, c, store.WFRecord, id, &p)
 	if err != nil {
@@ -337,13 +282,14 @@ func (c *Client) RecordNodeEnds(ctx context.Context, id string, ends []NodeEnd, 
 // A job they cancel is kept at least keep (its workflow's retention, so
 // that a retry finds it), and at least Config.Retention. It answers each
 // action's result, in the order of acts.
-func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep time.Duration) ([]NodeResult, error) {
-	out := make([]NodeResult, len(acts))
+func (in *inside) ApplyNodeActions(ctx context.Context, acts []plumbing.NodeAction, keep time.Duration) ([]plumbing.NodeResult, error) {
+	c := (*Client)(in)
+	out := make([]plumbing.NodeResult, len(acts))
 	for i, a := range acts {
-		if err := ValidateQueue(a.Queue); err != nil {
+		if err := names.ValidateQueue(a.Queue); err != nil {
 			return nil, err
 		}
-		if err := ValidateID(a.JobID); err != nil {
+		if err := names.ValidateID(a.JobID); err != nil {
 			return nil, err
 		}
 		out[i].Action = a
@@ -374,7 +320,7 @@ func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep t
 				if err != nil {
 					return nil, fmt.Errorf("queue: workflow jobs of %s: %w", q, err)
 				}
-				out[i].Code, out[i].Status = int(code), Status(st)
+				out[i].Code, out[i].Status = int(code), st
 			}
 		}
 	}
@@ -384,7 +330,8 @@ func (c *Client) ApplyNodeActions(ctx context.Context, acts []NodeAction, keep t
 // ReadOutbox reads a page of queue's outbox from cursor ("0" first),
 // answering the entries, the next cursor ("0" at the end) and the Redis
 // time of the read, for ParkOutbox.
-func (c *Client) ReadOutbox(ctx context.Context, queue, cursor string, count int) ([]OutboxEntry, string, int64, error) {
+func (in *inside) ReadOutbox(ctx context.Context, queue, cursor string, count int) ([]plumbing.OutboxEntry, string, int64, error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, "", 0, err
@@ -397,7 +344,7 @@ func (c *Client) ReadOutbox(ctx context.Context, queue, cursor string, count int
 		return nil, "", 0, fmt.Errorf("queue: reading the outbox of %s: %w", queue, &store.ReplyError{Script: "wfread", Reply: res.Rows, Want: "pairs of id and entry"})
 	}
 	seq, next := res.NowUs, res.Cursor
-	es := make([]OutboxEntry, 0, len(res.Rows)/2)
+	es := make([]plumbing.OutboxEntry, 0, len(res.Rows)/2)
 	for i := 0; i < len(res.Rows); i += 2 {
 		id, err := store.Str("wfread", res.Rows, i, "id")
 		if err != nil {
@@ -419,21 +366,21 @@ func (c *Client) ReadOutbox(ctx context.Context, queue, cursor string, count int
 // parseOutboxEntry reads "<refs>\0outcome\0result\0artifacts\0error",
 // the refs "<wf>|<node>|<gen>" joined by "," (one, in an entry written
 // before watchers).
-func parseOutboxEntry(queue, id, raw string) (OutboxEntry, bool) {
+func parseOutboxEntry(queue, id, raw string) (plumbing.OutboxEntry, bool) {
 	f := strings.SplitN(raw, "\x00", 5)
 	if len(f) != 5 {
-		return OutboxEntry{}, false
+		return plumbing.OutboxEntry{}, false
 	}
-	var refs []WorkflowRef
+	var refs []plumbing.Ref
 	for _, s := range strings.Split(f[0], ",") {
 		ref := parseWorkflowRef(s)
 		if ref == nil {
-			return OutboxEntry{}, false
+			return plumbing.OutboxEntry{}, false
 		}
-		refs = append(refs, *ref)
+		refs = append(refs, plumbing.Ref{ID: ref.ID, Node: ref.Node, Gen: ref.Gen})
 	}
 	sum := sha1.Sum([]byte(raw)) //nolint:gosec // G401: see the import
-	e := OutboxEntry{Queue: queue, JobID: id, Refs: refs, Outcome: Status(f[1]), Error: f[4], sum: hex.EncodeToString(sum[:])}
+	e := plumbing.OutboxEntry{Queue: queue, JobID: id, Refs: refs, Outcome: f[1], Error: f[4], Sum: hex.EncodeToString(sum[:])}
 	if f[2] != "" {
 		e.Result = json.RawMessage(f[2])
 	}
@@ -445,7 +392,8 @@ func parseOutboxEntry(queue, id, raw string) (OutboxEntry, bool) {
 
 // AckOutbox deletes handled entries of queue's outbox, each only if it is
 // still the entry read, and answers how many went.
-func (c *Client) AckOutbox(ctx context.Context, queue string, es []OutboxEntry) (int, error) {
+func (in *inside) AckOutbox(ctx context.Context, queue string, es []plumbing.OutboxEntry) (int, error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return 0, err
@@ -454,7 +402,7 @@ func (c *Client) AckOutbox(ctx context.Context, queue string, es []OutboxEntry) 
 	for part := range slices.Chunk(es, workflowBatch) {
 		p := store.WFAckArgs{Entries: make([]store.WFAckItem, 0, len(part))}
 		for _, e := range part {
-			p.Entries = append(p.Entries, store.WFAckItem{ID: e.JobID, Entry: e.sum})
+			p.Entries = append(p.Entries, store.WFAckItem{ID: e.JobID, Entry: e.Sum})
 		}
 		n, err := call(ctx, c, store.WFAck, k, &p)
 		if err != nil {
@@ -468,7 +416,8 @@ func (c *Client) AckOutbox(ctx context.Context, queue string, es []OutboxEntry) 
 // OutboxDue answers up to limit queues the outbox index names as having
 // entries by now (see attention.go; it may name a queue whose outbox is
 // empty: a read finds out and parks it).
-func (c *Client) OutboxDue(ctx context.Context, limit int) ([]string, error) {
+func (in *inside) OutboxDue(ctx context.Context, limit int) ([]string, error) {
+	c := (*Client)(in)
 	// An entry is work due at once: every queue in the index is read, in
 	// the order of its oldest mark.
 	qs, err := c.rdb.ZRange(ctx, store.WorkflowAttentionKeys(c.ns).Outbox, 0, int64(limit-1)).Result()
@@ -477,7 +426,7 @@ func (c *Client) OutboxDue(ctx context.Context, limit int) ([]string, error) {
 	}
 	out := qs[:0]
 	for _, q := range qs {
-		if ValidateQueue(q) == nil {
+		if names.ValidateQueue(q) == nil {
 			out = append(out, q)
 		}
 	}
@@ -486,14 +435,16 @@ func (c *Client) OutboxDue(ctx context.Context, limit int) ([]string, error) {
 
 // ParkOutbox takes queue out of the outbox index, found empty by a read at
 // seq, unless a later mark was applied.
-func (c *Client) ParkOutbox(ctx context.Context, queue string, seq int64) error {
+func (in *inside) ParkOutbox(ctx context.Context, queue string, seq int64) error {
+	c := (*Client)(in)
 	w := store.WorkflowAttentionKeys(c.ns)
 	return c.park(ctx, w.Outbox, w.OutboxSeq, queue, 0, seq)
 }
 
 // OutboxQueues answers those of queues whose outbox holds entries, in
 // one pipeline: a releaser's reconcile, for marks that were lost.
-func (c *Client) OutboxQueues(ctx context.Context, queues []string) ([]string, error) {
+func (in *inside) OutboxQueues(ctx context.Context, queues []string) ([]string, error) {
+	c := (*Client)(in)
 	if len(queues) == 0 {
 		return nil, nil
 	}
@@ -522,7 +473,8 @@ func (c *Client) OutboxQueues(ctx context.Context, queues []string) ([]string, e
 // client left an outbox entry in it, so that a releaser in this process
 // reads it at once (other processes' releasers find it in the outbox
 // index). The channel closes when ctx ends.
-func (c *Client) ReleaserNudges(ctx context.Context) <-chan string {
+func (in *inside) ReleaserNudges(ctx context.Context) <-chan string {
+	c := (*Client)(in)
 	ch := make(chan string, 256)
 	c.mu.Lock()
 	if c.wfListeners == nil {
@@ -550,31 +502,10 @@ func (c *Client) nudgeReleasers(queue string) {
 	c.mu.Unlock()
 }
 
-// WorkflowRecord is a workflow's hash as the store keeps it.
-type WorkflowRecord struct {
-	ID         string
-	Policy     string // "cancel" or "continue"
-	Gen        int64  // retries so far
-	Started    bool   // every node's job exists, and releases have begun
-	Ended      int    // nodes whose outcome is recorded
-	CreatedAt  time.Time
-	EndedAt    time.Time // when its last node's end was recorded
-	CanceledAt time.Time
-	Nodes      []WorkflowNodeRecord // in the order given at enqueue
-}
-
-// WorkflowNodeRecord is one node of a WorkflowRecord.
-type WorkflowNodeRecord struct {
-	Name, Queue, JobID string
-	Parents, Children  []string
-	Left, Failed       int    // parents not ended; parents dead or canceled
-	Outcome            Status // "" until its end is recorded
-	Gen                int64
-}
-
 // ReadWorkflow reads a workflow's hash: nil when there is none (never
 // made, or expired).
-func (c *Client) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, error) {
+func (in *inside) ReadWorkflow(ctx context.Context, id string) (*plumbing.WorkflowRecord, error) {
+	c := (*Client)(in)
 	h, err := c.rdb.HGetAll(ctx, store.WorkflowKeys(c.ns, id).WF).Result()
 	if err != nil {
 		return nil, wrapRedis(err)
@@ -582,7 +513,7 @@ func (c *Client) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, 
 	if h[store.WFMetaID] == "" {
 		return nil, nil
 	}
-	w := &WorkflowRecord{ID: h[store.WFMetaID], Policy: h[store.WFMetaPolicy], Gen: int64(atoi(h[store.WFMetaGen])), Started: h[store.WFMetaStarted] == "1",
+	w := &plumbing.WorkflowRecord{ID: h[store.WFMetaID], Policy: h[store.WFMetaPolicy], Gen: int64(atoi(h[store.WFMetaGen])), Started: h[store.WFMetaStarted] == "1",
 		Ended: atoi(h[store.WFMetaEnded]), CreatedAt: msTime(h[store.WFMetaCreated]), EndedAt: msTime(h[store.WFMetaEndedAt]),
 		CanceledAt: msTime(h[store.WFMetaCanceled])}
 	list := func(s string) []string {
@@ -594,14 +525,15 @@ func (c *Client) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, 
 	for _, n := range list(h[store.WFMetaNames]) {
 		f := func(prefix string) string { return h[store.WFNodeField(prefix, n)] }
 		q, jid, _ := strings.Cut(f(store.WFNodeJob), "|")
-		w.Nodes = append(w.Nodes, WorkflowNodeRecord{Name: n, Queue: q, JobID: jid, Parents: list(f(store.WFNodeParents)),
+		w.Nodes = append(w.Nodes, plumbing.WorkflowNodeRecord{Name: n, Queue: q, JobID: jid, Parents: list(f(store.WFNodeParents)),
 			Children: list(f(store.WFNodeChildren)), Left: atoi(f(store.WFNodeLeft)), Failed: atoi(f(store.WFNodeFailed)),
-			Outcome: Status(f(store.WFNodeOutcome)), Gen: int64(atoi(f(store.WFNodeGen)))})
+			Outcome: f(store.WFNodeOutcome), Gen: int64(atoi(f(store.WFNodeGen)))})
 	}
 	return w, nil
 }
 
-// JobRef names a job.
+// JobRef names a job: for Jobs, and for the parents a job depends on
+// (workflow.Client.EnqueueAfter).
 type JobRef struct{ Queue, ID string }
 
 // Jobs reads jobs' records in one pipeline (nil for a job that is gone):
@@ -617,7 +549,7 @@ func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := ValidateID(r.ID); err != nil {
+		if err := names.ValidateID(r.ID); err != nil {
 			return nil, err
 		}
 		recs[i] = pipe.HGet(ctx, k.Jobs, r.ID)
@@ -644,7 +576,8 @@ func (c *Client) Jobs(ctx context.Context, refs []JobRef) ([]*Job, error) {
 
 // AddRecentWorkflow adds id to the list of recent workflows, kept to the
 // newest keep.
-func (c *Client) AddRecentWorkflow(ctx context.Context, id string, at time.Time, keep int) error {
+func (in *inside) AddRecentWorkflow(ctx context.Context, id string, at time.Time, keep int) error {
+	c := (*Client)(in)
 	pipe := c.rdb.Pipeline()
 	pipe.ZAdd(ctx, store.WorkflowsKey(c.ns), redis.Z{Score: float64(at.UnixMilli()), Member: id})
 	pipe.ZRemRangeByRank(ctx, store.WorkflowsKey(c.ns), 0, int64(-keep-1))
@@ -654,13 +587,15 @@ func (c *Client) AddRecentWorkflow(ctx context.Context, id string, at time.Time,
 
 // RecentWorkflows answers the ids of up to limit recent workflows, newest
 // first.
-func (c *Client) RecentWorkflows(ctx context.Context, limit int) ([]string, error) {
+func (in *inside) RecentWorkflows(ctx context.Context, limit int) ([]string, error) {
+	c := (*Client)(in)
 	ids, err := c.rdb.ZRevRange(ctx, store.WorkflowsKey(c.ns), 0, int64(limit-1)).Result()
 	return ids, wrapRedis(err)
 }
 
 // ForgetRecentWorkflows takes ids (workflows gone) out of the list.
-func (c *Client) ForgetRecentWorkflows(ctx context.Context, ids []string) error {
+func (in *inside) ForgetRecentWorkflows(ctx context.Context, ids []string) error {
+	c := (*Client)(in)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -675,20 +610,23 @@ func (c *Client) ForgetRecentWorkflows(ctx context.Context, ids []string) error 
 // (creation, cancel, retry), and answers the mark, for
 // ClearWorkflowDirty when it is done. A releaser finishes the change
 // when the mark is older than its grace (DirtyWorkflows).
-func (c *Client) MarkWorkflowDirty(ctx context.Context, id, what string) (string, error) {
+func (in *inside) MarkWorkflowDirty(ctx context.Context, id, what string) (string, error) {
+	c := (*Client)(in)
 	m := id + "|" + what + "|" + newToken()[:8]
 	err := c.rdb.ZAdd(ctx, store.WorkflowAttentionKeys(c.ns).Dirty, redis.Z{Score: float64(c.redisNow().UnixMilli()), Member: m}).Err()
 	return m, wrapRedis(err)
 }
 
 // ClearWorkflowDirty drops a mark of MarkWorkflowDirty.
-func (c *Client) ClearWorkflowDirty(ctx context.Context, mark string) error {
+func (in *inside) ClearWorkflowDirty(ctx context.Context, mark string) error {
+	c := (*Client)(in)
 	return wrapRedis(c.rdb.ZRem(ctx, store.WorkflowAttentionKeys(c.ns).Dirty, mark).Err())
 }
 
 // DirtyWorkflows answers up to limit marks of MarkWorkflowDirty older than
 // grace: the workflow's id, what began, and the mark.
-func (c *Client) DirtyWorkflows(ctx context.Context, grace time.Duration, limit int) (ids, whats, marks []string, err error) {
+func (in *inside) DirtyWorkflows(ctx context.Context, grace time.Duration, limit int) (ids, whats, marks []string, err error) {
+	c := (*Client)(in)
 	by := c.redisNow().Add(-grace).UnixMilli()
 	ms, err := c.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: store.WorkflowAttentionKeys(c.ns).Dirty, ByScore: true, Start: "-inf",
 		Stop: strconv.FormatInt(by, 10), Count: int64(limit)}).Result()

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"testing"
 	"time"
 
@@ -27,10 +28,10 @@ func TestEveryEndOfANodeLeavesAnOutboxEntry(t *testing.T) {
 	const q = "ends"
 	// node jobs, released at once (no workflow hash is needed for this)
 	newNode := func(name string, attempts int) string {
-		p, err := c.PrepareNode(queue.NewJob{Queue: q, Kind: "k", MaxAttempts: attempts, Visibility: time.Second}, "wf1", name)
+		p, err := plumbing.Of(c).PrepareNode(queue.NewJob{Queue: q, Kind: "k", MaxAttempts: attempts, Visibility: time.Second}, "wf1", name)
 		require.NoError(t, err)
-		require.NoError(t, c.AddNodeJobs(ctx, []queue.PreparedNode{p}))
-		res, err := c.ApplyNodeActions(ctx, []queue.NodeAction{{Mode: "release", Queue: q, JobID: p.ID, Node: name, Upstream: `{"x":1}`}}, 0)
+		require.NoError(t, plumbing.Of(c).AddNodeJobs(ctx, []plumbing.PreparedNode{p}))
+		res, err := plumbing.Of(c).ApplyNodeActions(ctx, []plumbing.NodeAction{{Mode: "release", Queue: q, JobID: p.ID, Node: name, Upstream: `{"x":1}`}}, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, res[0].Code)
 		return p.ID
@@ -47,7 +48,7 @@ func TestEveryEndOfANodeLeavesAnOutboxEntry(t *testing.T) {
 
 	id := newNode("complete", 1)
 	j := claim(id)
-	require.NoError(t, c.Complete(ctx, q, id, j.Token, []byte(`{"ok":true}`)))
+	require.NoError(t, c.Complete(ctx, q, id, j.Token, queue.CompleteOptions{Result: []byte(`{"ok":true}`)}))
 	want[id] = queue.StatusCompleted
 
 	id = newNode("dies", 2)
@@ -93,16 +94,16 @@ func TestEveryEndOfANodeLeavesAnOutboxEntry(t *testing.T) {
 	require.NoError(t, err)
 	want[lapsed], want[asked] = queue.StatusDead, queue.StatusCanceled
 
-	es, next, _, err := c.ReadOutbox(ctx, q, "0", 100)
+	es, next, _, err := plumbing.Of(c).ReadOutbox(ctx, q, "0", 100)
 	require.NoError(t, err)
 	require.Equal(t, "0", next)
 	got := map[string]queue.Status{}
 	for _, e := range es {
-		got[e.JobID] = e.Outcome
+		got[e.JobID] = queue.Status(e.Outcome)
 		require.Len(t, e.Refs, 1)
 		require.Equal(t, "wf1", e.Refs[0].ID)
 		require.Equal(t, int64(0), e.Refs[0].Gen)
-		if e.Outcome == queue.StatusCompleted {
+		if queue.Status(e.Outcome) == queue.StatusCompleted {
 			require.JSONEq(t, `{"ok":true}`, string(e.Result))
 		}
 		if e.Refs[0].Node == "dies" {
@@ -110,13 +111,13 @@ func TestEveryEndOfANodeLeavesAnOutboxEntry(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, got)
-	due, err := c.OutboxDue(ctx, 10)
+	due, err := plumbing.Of(c).OutboxDue(ctx, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{q}, due, "the outbox index names the queue")
-	n, err := c.AckOutbox(ctx, q, es)
+	n, err := plumbing.Of(c).AckOutbox(ctx, q, es)
 	require.NoError(t, err)
 	require.Equal(t, len(es), n)
-	es, _, _, err = c.ReadOutbox(ctx, q, "0", 100)
+	es, _, _, err = plumbing.Of(c).ReadOutbox(ctx, q, "0", 100)
 	require.NoError(t, err)
 	require.Empty(t, es)
 }

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"testing"
 
@@ -23,8 +24,7 @@ func TestRecordWithoutWorkflowField(t *testing.T) {
 	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns})
 	require.NoError(t, err)
 	defer c.Close()
-	keys, err := queue.Keys(ns, "old")
-	require.NoError(t, err)
+	keys := store.QueueKeys(ns, "old").All()
 	jobsKey, outboxKey := keys[1], ""
 	for _, k := range keys {
 		if strings.HasSuffix(k, ":wfout") {
@@ -63,7 +63,7 @@ func TestRecordWithoutWorkflowField(t *testing.T) {
 		require.Nil(t, j.Workflow)
 		require.Empty(t, j.Upstream)
 	}
-	require.NoError(t, c.Complete(ctx, "old", jobs[0].ID, jobs[0].Token, nil))
+	require.NoError(t, c.Complete(ctx, "old", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
 	fr, err := c.Fail(ctx, "old", jobs[1].ID, jobs[1].Token, queue.FailOptions{Error: "x"})
 	require.NoError(t, err)
 	require.Equal(t, queue.StatusDead, fr.Status)
@@ -84,8 +84,7 @@ func TestReclaimGivesAnOldQueueItsOutbox(t *testing.T) {
 	defer c.Close()
 	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "older", Kind: "k"})
 	require.NoError(t, err)
-	keys, err := queue.Keys(ns, "older")
-	require.NoError(t, err)
+	keys := store.QueueKeys(ns, "older").All()
 	outbox := keys[len(keys)-1]
 	require.NoError(t, rdb.Del(ctx, outbox).Err()) // as an older version made it
 	_, err = c.Reclaim(ctx, "older")

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
@@ -77,7 +79,7 @@ func New(client *queue.Client, cfg Config) (*Registry, error) {
 	if cfg.MaxWorkers < 1 {
 		return nil, fmt.Errorf("registry: Config.MaxWorkers must be positive, got %d", cfg.MaxWorkers)
 	}
-	return &Registry{cfg: cfg, eng: client.Engine(), ns: client.Namespace(), k: keysOf(client.Namespace())}, nil
+	return &Registry{cfg: cfg, eng: plumbing.Of(client).Engine(), ns: client.Config().Namespace, k: keysOf(client.Config().Namespace)}, nil
 }
 
 // Namespace is the namespace of the registry's keys.
@@ -199,7 +201,7 @@ func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
 		return err
 	}
 	if t.Queue != "" {
-		if err := queue.ValidateQueue(t.Queue); err != nil {
+		if err := names.ValidateQueue(t.Queue); err != nil {
 			return fieldErr("queue", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"strings"
 	"testing"
 	"time"
@@ -384,9 +385,9 @@ func TestRegistrySharesTheClientsClock(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	reg, err := registry.New(c, registry.Config{})
 	require.NoError(t, err)
-	require.Same(t, c.Engine().Clock(), registry.ClockOf(reg))
-	_, err = c.MeasureRedisClock(t.Context())
+	require.Same(t, plumbing.Of(c).Engine().Clock(), registry.ClockOf(reg))
+	_, err = plumbing.Of(c).MeasureRedisClock(t.Context())
 	require.NoError(t, err)
 	require.InDelta(t, time.Minute.Seconds(), registry.ClockOf(reg).Offset().Seconds(), 0.5, "this instance's clock is a minute behind")
-	require.Equal(t, c.RedisClockOffset(), registry.ClockOf(reg).Offset())
+	require.Equal(t, c.RedisClock().Offset, registry.ClockOf(reg).Offset())
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"strings"
 	"time"
 	"unicode"
@@ -89,7 +90,7 @@ func CheckInfo(info Info) (Info, error) {
 	}
 	queues := make([]string, 0, len(info.Queues))
 	for i, q := range info.Queues {
-		if err := queue.ValidateQueue(q); err != nil {
+		if err := names.ValidateQueue(q); err != nil {
 			return info, fieldErr(fmt.Sprintf("queues[%d]", i), err)
 		}
 		if !contains(queues, q) {
@@ -128,10 +129,10 @@ func checkJobs(field string, jobs []JobRef) ([]JobRef, error) {
 	out := make([]JobRef, 0, len(jobs))
 	seen := make(map[JobRef]bool, len(jobs))
 	for i, j := range jobs {
-		if err := queue.ValidateQueue(j.Queue); err != nil {
+		if err := names.ValidateQueue(j.Queue); err != nil {
 			return nil, fieldErr(fmt.Sprintf("%s[%d].queue", field, i), err)
 		}
-		if err := queue.ValidateID(j.ID); err != nil {
+		if err := names.ValidateID(j.ID); err != nil {
 			return nil, fieldErr(fmt.Sprintf("%s[%d].id", field, i), err)
 		}
 		if !seen[j] {

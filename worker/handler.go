@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -57,7 +58,7 @@ func NewMux() *Mux { return &Mux{handlers: map[string]Handler{}} }
 // Handle registers h for kind. It panics when kind is not a valid job kind,
 // h is nil, or kind has a handler already: these are programming errors.
 func (m *Mux) Handle(kind string, h Handler) {
-	if err := queue.ValidateKind(kind); err != nil {
+	if err := names.ValidateKind(kind); err != nil {
 		panic(fmt.Sprintf("worker: Mux.Handle: %v", err))
 	}
 	if h == nil {

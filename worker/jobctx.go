@@ -109,7 +109,7 @@ func (r *run) flushProgress() {
 	r.beatMu.Lock()
 	defer r.beatMu.Unlock()
 	if p := r.takeProgress(); p != nil {
-		if _, err := r.w.client.HeartbeatWith(r.w.bg, r.job.Queue, r.job.ID, r.job.Token, queue.HeartbeatOptions{Progress: p}); err != nil &&
+		if _, err := r.w.client.Heartbeat(r.w.bg, r.job.Queue, r.job.ID, r.job.Token, queue.HeartbeatOptions{Progress: p}); err != nil &&
 			!errors.Is(err, queue.ErrLeaseLost) {
 			r.w.log.Warn("worker: sending the job's last progress failed", "queue", r.job.Queue, "id", r.job.ID, "err", err)
 		}

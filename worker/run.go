@@ -206,7 +206,7 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 		}
 		r.beatMu.Lock()
 		p := r.takeProgress()
-		lease, err := w.client.HeartbeatWith(w.bg, j.Queue, j.ID, j.Token, queue.HeartbeatOptions{Progress: p})
+		lease, err := w.client.Heartbeat(w.bg, j.Queue, j.ID, j.Token, queue.HeartbeatOptions{Progress: p})
 		if err != nil && p != nil {
 			r.progMu.Lock()
 			if r.progress == nil {
@@ -265,7 +265,7 @@ func (w *Worker) complete(q *queueState, o Outcome, result json.RawMessage) {
 // newCompletes answers the batcher of the worker's completes, by queue.
 func newCompletes(c *queue.Client) *batch.Batcher[queue.Ack, struct{}] {
 	send := func(ctx context.Context, q string, acks []queue.Ack) ([]struct{}, []error, error) {
-		errs, err := c.CompleteMany(ctx, q, acks)
+		_, errs, err := c.CompleteMany(ctx, q, acks)
 		return nil, errs, err
 	}
 	return batch.New(send, batch.Config[queue.Ack]{Size: func(a queue.Ack) int { return len(a.Result) }})

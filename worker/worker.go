@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -205,7 +207,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, client: cfg.Client, completes: newCompletes(cfg.Client), free: cfg.Concurrency, running: map[*run]struct{}{},
-		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
+		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Config().Clock), log: cmp.Or(cfg.Logger, slog.Default()),
 		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
 		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
 	var err error
@@ -252,7 +254,7 @@ func checkConfig(cfg *Config) error {
 			return fmt.Errorf("worker: Config.KindTimeouts[%q] must not be negative", kind)
 		}
 	}
-	labels, err := queue.CanonicalLabels(cfg.Labels, queue.MaxClaimLabels)
+	labels, err := names.CanonicalLabels(cfg.Labels, queue.MaxClaimLabels)
 	if err != nil {
 		return fmt.Errorf("worker: Config.Labels: %w", err)
 	}
@@ -266,7 +268,7 @@ func queueStates(cfg Config) ([]*queueState, error) {
 	seen := map[string]bool{}
 	states := make([]*queueState, 0, len(cfg.Queues))
 	for i, qc := range cfg.Queues {
-		if err := queue.ValidateQueue(qc.Name); err != nil {
+		if err := names.ValidateQueue(qc.Name); err != nil {
 			return nil, fmt.Errorf("worker: Config.Queues[%d]: %w", i, err)
 		}
 		if seen[qc.Name] {
@@ -563,7 +565,7 @@ func (w *Worker) claimStarting(q *queueState) {
 // then finds nothing.
 func (w *Worker) claimAnswered(q *queueState, next time.Time) {
 	w.mu.Lock()
-	if next.IsZero() && q.next.After(w.client.Clock().Now()) {
+	if next.IsZero() && q.next.After(w.client.Config().Clock.Now()) {
 		next = q.next
 	}
 	q.next = earliest(next, q.sinceClaim)
@@ -654,7 +656,7 @@ func (w *Worker) setAlarm(due time.Time) {
 		return
 	}
 	// The client's clock: the due times and the claim's cutoff are its.
-	w.alarm = alarm.New(w.client.Clock(), due, func() {
+	w.alarm = alarm.New(w.client.Config().Clock, due, func() {
 		signal(w.wake)
 	})
 }
@@ -670,7 +672,7 @@ func (w *Worker) watch(q *queueState) {
 			return
 		}
 		for q.wanted.Load() && !w.quitting() {
-			ok, err := w.client.WaitClaimable(w.runCtx, q.Name, w.cfg.IdleWait, w.cfg.Labels)
+			ok, err := plumbing.Of(w.client).WaitClaimable(w.runCtx, q.Name, w.cfg.IdleWait, w.cfg.Labels)
 			if err != nil {
 				if w.runCtx.Err() == nil {
 					w.log.Warn("worker: waiting for jobs failed", "queue", q.Name, "err", err)

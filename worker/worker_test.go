@@ -123,7 +123,7 @@ func (b *testBundle) get(t *testing.T, queueName, id string) *queue.Job {
 // promoter would.
 func (b *testBundle) promote(t *testing.T, queueName string) {
 	t.Helper()
-	_, _, err := b.client.Promote(b.ctx, queueName)
+	_, _, err := b.client.Promote(b.ctx, queueName, 0)
 	require.NoError(t, err)
 }
 

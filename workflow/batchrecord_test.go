@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -47,26 +48,26 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 			require.NoError(t, err)
 			require.Len(t, jobs, 2)
 			for _, j := range jobs {
-				require.NoError(t, e.q.Complete(ctx, "br-p", j.ID, j.Token, json.RawMessage(`{"node":"`+j.Workflow.Node+`"}`)))
+				require.NoError(t, e.q.Complete(ctx, "br-p", j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(`{"node":"` + j.Workflow.Node + `"}`)}))
 			}
 
 			// The script itself: both ends in one call answer one release
 			// of c, whose upstream holds both.
-			es, _, _, err := e.q.ReadOutbox(ctx, "br-p", "0", 100)
+			es, _, _, err := plumbing.Of(e.q).ReadOutbox(ctx, "br-p", "0", 100)
 			require.NoError(t, err)
 			require.Len(t, es, 2, "both ends in one page of the outbox")
-			ends := make([]queue.NodeEnd, len(es))
+			ends := make([]plumbing.NodeEnd, len(es))
 			for i, x := range es {
 				up, brief := endJSON(x)
-				ends[i] = queue.NodeEnd{Node: x.Refs[0].Node, Gen: x.Refs[0].Gen, Outcome: x.Outcome, Up: up, Brief: brief}
+				ends[i] = plumbing.NodeEnd{Node: x.Refs[0].Node, Gen: x.Refs[0].Gen, Outcome: x.Outcome, Up: up, Brief: brief}
 			}
 			if crashed {
 				// recorded before, by a releaser that died: recorded again
 				// (nothing changes), planned the same
-				_, _, err := e.q.RecordNodeEnds(ctx, w.ID, ends, e.wf.ret)
+				_, _, err := plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, ends, e.wf.ret)
 				require.NoError(t, err)
 			}
-			codes, acts, err := e.q.RecordNodeEnds(ctx, w.ID, ends, e.wf.ret)
+			codes, acts, err := plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, ends, e.wf.ret)
 			require.NoError(t, err)
 			require.Equal(t, []int{1, 1}, codes)
 			require.Len(t, acts, 1, "c planned once")
@@ -82,16 +83,16 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 				stale, none := ends[0], ends[1]
 				stale.Gen++
 				none.Node = "zz"
-				codes, acts, err = e.q.RecordNodeEnds(ctx, w.ID, []queue.NodeEnd{stale, none}, e.wf.ret)
+				codes, acts, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, []plumbing.NodeEnd{stale, none}, e.wf.ret)
 				require.NoError(t, err)
 				require.Equal(t, []int{2, -1}, codes)
 				require.Empty(t, acts)
-				codes, _, err = e.q.RecordNodeEnds(ctx, "00000000000000000000000000000000", ends, e.wf.ret)
+				codes, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, "00000000000000000000000000000000", ends, e.wf.ret)
 				require.NoError(t, err)
 				require.Equal(t, []int{-1, -1}, codes)
-				_, _, err = e.q.RecordNodeEnds(ctx, w.ID, nil, e.wf.ret)
+				_, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, nil, e.wf.ret)
 				require.ErrorIs(t, err, queue.ErrInvalid)
-				_, _, err = e.q.RecordNodeEnds(ctx, w.ID, make([]queue.NodeEnd, queue.MaxBatch+1), e.wf.ret)
+				_, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, make([]plumbing.NodeEnd, queue.MaxBatch+1), e.wf.ret)
 				require.ErrorIs(t, err, queue.ErrInvalid)
 			}
 
@@ -114,7 +115,7 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 			} else {
 				require.Equal(t, 1, steps["recorded"])
 			}
-			left, err := e.q.OutboxDue(ctx, 1)
+			left, err := plumbing.Of(e.q).OutboxDue(ctx, 1)
 			require.NoError(t, err)
 			require.Empty(t, left, "both entries acked")
 			cj, err := e.q.Claim(ctx, "br-c", queue.ClaimOptions{Max: 10})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -216,20 +217,20 @@ func runBattery(t *testing.T, rdb redis.UniversalClient) {
 	}()
 	if !assert.Eventually(t, settled, 90*time.Second, 20*time.Millisecond, "the graphs did not settle") {
 		for _, id := range ids {
-			rec, err := producer.q.ReadWorkflow(context.Background(), id)
+			rec, err := plumbing.Of(producer.q).ReadWorkflow(context.Background(), id)
 			require.NoError(t, err)
 			w, err := producer.Get(context.Background(), id)
 			require.NoError(t, err)
 			for i, n := range rec.Nodes {
-				if w.Nodes[i].Status != queue.StatusCompleted || n.Outcome != queue.StatusCompleted {
+				if w.Nodes[i].Status != queue.StatusCompleted || queue.Status(n.Outcome) != queue.StatusCompleted {
 					t.Logf("workflow %s node %s: job %s/%s %s attempts %d; outcome %q left %d failed %d gen %d", id, n.Name,
 						n.Queue, n.JobID, w.Nodes[i].Status, w.Nodes[i].Attempts, n.Outcome, n.Left, n.Failed, n.Gen)
 				}
 			}
 		}
-		due, err := producer.q.OutboxDue(context.Background(), 100)
+		due, err := plumbing.Of(producer.q).OutboxDue(context.Background(), 100)
 		t.Logf("outbox index: %v %v", due, err)
-		has, err := producer.q.OutboxQueues(context.Background(), queues)
+		has, err := plumbing.Of(producer.q).OutboxQueues(context.Background(), queues)
 		t.Logf("outboxes with entries: %v %v", has, err)
 		t.FailNow()
 	}

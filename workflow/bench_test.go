@@ -151,7 +151,7 @@ func completeAll(b *testing.B, rdb *redis.Client, q *queue.Client, queues []stri
 				acks[i] = queue.Ack{ID: j.ID, Token: j.Token}
 			}
 			s0 := redisStats(b, rdb)
-			if _, err := q.CompleteMany(ctx, qn, acks); err != nil {
+			if _, _, err := q.CompleteMany(ctx, qn, acks); err != nil {
 				b.Fatal(err)
 			}
 			s1 := redisStats(b, rdb)

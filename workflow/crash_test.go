@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -171,25 +172,25 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 	t.Run("EnqueueDiesPartWay", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
-		clock := e.q.Clock().(*clockwork.FakeClock)
+		clock := e.q.Config().Clock.(*clockwork.FakeClock)
 		half := func(start bool) string {
 			id := fmt.Sprintf("%032x", rand.Uint64())
 			g, err := validate(Spec{Nodes: []Node{node("a", "ed-a"), node("b", "ed-b", "a")}})
 			require.NoError(t, err)
-			var preps []queue.PreparedNode
-			var specs []queue.NodeSpec
+			var preps []plumbing.PreparedNode
+			var specs []plumbing.NodeSpec
 			for i, n := range []Node{node("a", "ed-a"), node("b", "ed-b", "a")} {
-				p, err := e.q.PrepareNode(n.Job, id, n.Name)
+				p, err := plumbing.Of(e.q).PrepareNode(n.Job, id, n.Name)
 				require.NoError(t, err)
 				preps = append(preps, p)
-				specs = append(specs, queue.NodeSpec{Name: n.Name, Queue: p.Queue, JobID: p.ID, Parents: g.parents[i], Children: g.children[i]})
+				specs = append(specs, plumbing.NodeSpec{Name: n.Name, Queue: p.Queue, JobID: p.ID, Parents: g.parents[i], Children: g.children[i]})
 			}
-			_, err = e.q.MarkWorkflowDirty(ctx, id, "create")
+			_, err = plumbing.Of(e.q).MarkWorkflowDirty(ctx, id, "create")
 			require.NoError(t, err)
-			require.NoError(t, e.q.CreateWorkflow(ctx, id, "cancel", specs))
-			require.NoError(t, e.q.AddNodeJobs(ctx, preps))
+			require.NoError(t, plumbing.Of(e.q).CreateWorkflow(ctx, id, "cancel", specs))
+			require.NoError(t, plumbing.Of(e.q).AddNodeJobs(ctx, preps))
 			if start {
-				st, err := e.q.StartWorkflow(ctx, id)
+				st, err := plumbing.Of(e.q).StartWorkflow(ctx, id)
 				require.NoError(t, err)
 				require.Equal(t, 1, st.Code)
 			}
@@ -208,7 +209,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		w, err = e.wf.Get(ctx, started)
 		require.NoError(t, err)
 		require.Equal(t, map[string]queue.Status{"a": queue.StatusPending, "b": queue.StatusWaiting}, statuses(w))
-		ids, _, _, err := e.q.DirtyWorkflows(ctx, 0, 10)
+		ids, _, _, err := plumbing.Of(e.q).DirtyWorkflows(ctx, 0, 10)
 		require.NoError(t, err)
 		require.Empty(t, ids, "finished changes are cleared")
 		claimed := e.drive(ctx, []string{"ed-a", "ed-b"}, echo)
@@ -232,7 +233,7 @@ func dyingReleasers(t *testing.T, e *env, rdb redis.UniversalClient, seed uint64
 	t.Helper()
 	var rels []*Releaser
 	for i := range 3 {
-		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock(), FollowClock: true})
+		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Config().Namespace, Clock: e.q.Config().Clock, FollowClock: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = q.Close() })
 		c, err := New(Config{Queue: q, OnApplied: e.onApplied})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +60,7 @@ func (e *env) parent(ctx context.Context, q string) *queue.Job {
 // complete completes job j with the result runAll gives: {"id": <its id>}.
 func (e *env) complete(ctx context.Context, j *queue.Job) {
 	e.t.Helper()
-	require.NoError(e.t, e.q.Complete(ctx, j.Queue, j.ID, j.Token, json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))))
+	require.NoError(e.t, e.q.Complete(ctx, j.Queue, j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(fmt.Sprintf(`{"id":%q}`, j.ID))}))
 }
 
 // requireStatus answers workflow id, which must have status want.
@@ -109,7 +111,7 @@ func (e *env) runAllWith(ctx context.Context, rels []*Releaser, queues ...string
 				e.complete(ctx, j)
 			}
 		}
-		left, err := e.q.OutboxDue(ctx, 1)
+		left, err := plumbing.Of(e.q).OutboxDue(ctx, 1)
 		require.NoError(e.t, err)
 		if !progress && len(left) == 0 {
 			return claimed
@@ -232,7 +234,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		e.requireStatus(ctx, w.ID, StatusCompleted)
 
 		// A rerun of an adoption changes nothing.
-		require.NoError(t, e.q.AdoptJob(ctx, "dw-a", a.ID, d1.Workflow.ID, a.ID))
+		require.NoError(t, plumbing.Of(e.q).AdoptJob(ctx, "dw-a", a.ID, d1.Workflow.ID, a.ID))
 		got, err = e.q.Get(ctx, "dw-a", a.ID)
 		require.NoError(t, err)
 		require.Len(t, got.Watchers, 2)
@@ -253,15 +255,14 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		for range queue.MaxWatchers {
 			deps = append(deps, e.after(ctx, "dx-b", p))
 		}
-		keys, err := queue.Keys(e.q.Namespace(), "dx-b")
-		require.NoError(t, err)
+		keys := store.QueueKeys(e.q.Config().Namespace, "dx-b").All()
 		before, err := rdb.HLen(ctx, keys[1]).Result()
 		require.NoError(t, err)
 		_, err = e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dx-b", Kind: "after"}, []queue.JobRef{{Queue: "dx-a", ID: p.ID}}, "")
 		require.ErrorIs(t, err, queue.ErrTooManyWatchers)
 		require.ErrorIs(t, err, queue.ErrConflict)
 		require.ErrorContains(t, err, fmt.Sprintf("has %d dependents already, the cap (queue.MaxWatchers)", queue.MaxWatchers))
-		err = e.q.AdoptJob(ctx, "dx-a", p.ID, strings.Repeat("f", 32), p.ID)
+		err = plumbing.Of(e.q).AdoptJob(ctx, "dx-a", p.ID, strings.Repeat("f", 32), p.ID)
 		require.ErrorIs(t, err, queue.ErrTooManyWatchers)
 		require.ErrorContains(t, err, "MaxWatchers")
 		got, err := e.q.Get(ctx, "dx-a", p.ID)
@@ -282,7 +283,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 	t.Run("ParentExpiresBeforeTheRelease", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
-		clock := e.q.Clock().(*clockwork.FakeClock)
+		clock := e.q.Config().Clock.(*clockwork.FakeClock)
 		en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "dr-a", Kind: "k", MaxAttempts: 1, ResultTTL: time.Second})
 		require.NoError(t, err)
 		p := en.Job
@@ -309,8 +310,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		e := newEnv(t, rdb)
 		p := e.parent(ctx, "do-a")
 		d1 := e.after(ctx, "do-b", p)
-		keys, err := queue.Keys(e.q.Namespace(), "do-a")
-		require.NoError(t, err)
+		keys := store.QueueKeys(e.q.Config().Namespace, "do-a").All()
 		jobsKey := keys[1]
 		require.True(t, strings.HasSuffix(jobsKey, ":jobs"))
 		rec, err := rdb.HGet(ctx, jobsKey, p.ID).Result()
@@ -325,7 +325,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		require.Equal(t, d1.Workflow.ID, got.Workflow.ID)
 		require.Empty(t, got.Watchers)
 
-		require.NoError(t, e.q.AdoptJob(ctx, "do-a", p.ID, d1.Workflow.ID, p.ID)) // a rerun
+		require.NoError(t, plumbing.Of(e.q).AdoptJob(ctx, "do-a", p.ID, d1.Workflow.ID, p.ID)) // a rerun
 		d2 := e.after(ctx, "do-b", p)
 		got, err = e.q.Get(ctx, "do-a", p.ID)
 		require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -82,7 +83,7 @@ func NewReleaser(cfg ReleaserConfig) (*Releaser, error) {
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultReleaseInterval)
 	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, queue.DefaultReconcileInterval)
 	cfg.DirtyGrace = cmp.Or(cfg.DirtyGrace, DefaultDirtyGrace)
-	return &Releaser{cfg: cfg, c: cfg.Client, clock: cfg.Client.q.Clock(), log: cmp.Or(cfg.Logger, slog.Default())}, nil
+	return &Releaser{cfg: cfg, c: cfg.Client, clock: cfg.Client.q.Config().Clock, log: cmp.Or(cfg.Logger, slog.Default())}, nil
 }
 
 // Run releases until ctx ends, then returns nil. One Run at a time.
@@ -91,7 +92,7 @@ func (r *Releaser) Run(ctx context.Context) error {
 		return errors.New("workflow: the releaser is running already")
 	}
 	defer r.running.Store(false)
-	nudges := r.c.q.ReleaserNudges(ctx)
+	nudges := r.c.st.ReleaserNudges(ctx)
 	for {
 		r.Pass(ctx)
 		// Until the next pass, the queues this process's own scripts wrote
@@ -125,7 +126,7 @@ func (r *Releaser) Pass(ctx context.Context) {
 	}
 	seen := map[string]bool{}
 	for range maxPasses {
-		qs, err := r.c.q.OutboxDue(ctx, 1000)
+		qs, err := r.c.st.OutboxDue(ctx, 1000)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("releaser: reading the outbox index failed", "err", err)
@@ -152,7 +153,7 @@ func (r *Releaser) reconcile(ctx context.Context) bool {
 	ok := true
 	qs, err := r.c.q.Queues(ctx)
 	if err == nil {
-		qs, err = r.c.q.OutboxQueues(ctx, qs)
+		qs, err = r.c.st.OutboxQueues(ctx, qs)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -169,7 +170,7 @@ func (r *Releaser) reconcile(ctx context.Context) bool {
 // finishDirty finishes the creations, cancels and retries that have been
 // under way for longer than DirtyGrace.
 func (r *Releaser) finishDirty(ctx context.Context) bool {
-	ids, whats, marks, err := r.c.q.DirtyWorkflows(ctx, r.cfg.DirtyGrace, 100)
+	ids, whats, marks, err := r.c.st.DirtyWorkflows(ctx, r.cfg.DirtyGrace, 100)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("releaser: reading unfinished workflow changes failed", "err", err)
@@ -183,7 +184,7 @@ func (r *Releaser) finishDirty(ctx context.Context) bool {
 			}
 			continue
 		}
-		if err := r.c.q.ClearWorkflowDirty(ctx, marks[i]); err != nil && ctx.Err() == nil {
+		if err := r.c.st.ClearWorkflowDirty(ctx, marks[i]); err != nil && ctx.Err() == nil {
 			r.log.Warn("releaser: clearing a workflow change failed", "workflow", id, "err", err)
 		}
 	}
@@ -193,19 +194,19 @@ func (r *Releaser) finishDirty(ctx context.Context) bool {
 // finish brings workflow id's jobs to what its hash says; a creation that
 // never started is canceled.
 func (r *Releaser) finish(ctx context.Context, id, what string) error {
-	rec, err := r.c.q.ReadWorkflow(ctx, id)
+	rec, err := r.c.st.ReadWorkflow(ctx, id)
 	if err != nil {
 		return err
 	}
 	if rec == nil {
 		return nil // never written, or gone
 	}
-	var st queue.WorkflowStep
+	var st plumbing.WorkflowStep
 	if what == "create" && !rec.Started && rec.CanceledAt.IsZero() {
 		r.log.Warn("releaser: canceling a workflow whose creation did not finish", "workflow", id)
-		st, err = r.c.q.CancelWorkflow(ctx, id, r.c.ret)
+		st, err = r.c.st.CancelWorkflow(ctx, id, r.c.ret)
 	} else {
-		st, err = r.c.q.PlanWorkflow(ctx, id)
+		st, err = r.c.st.PlanWorkflow(ctx, id)
 	}
 	if err != nil {
 		return err
@@ -221,7 +222,7 @@ func (r *Releaser) visit(ctx context.Context, q string) {
 		cursor, seen, failed := "0", 0, false
 		var seq int64
 		for range maxPasses {
-			es, next, s, err := r.c.q.ReadOutbox(ctx, q, cursor, outboxPage)
+			es, next, s, err := r.c.st.ReadOutbox(ctx, q, cursor, outboxPage)
 			if err != nil {
 				if ctx.Err() == nil {
 					r.log.Warn("releaser: reading an outbox failed", "queue", q, "err", err)
@@ -243,7 +244,7 @@ func (r *Releaser) visit(ctx context.Context, q string) {
 			return
 		}
 		if seen == 0 {
-			if err := r.c.q.ParkOutbox(ctx, q, seq); err != nil && ctx.Err() == nil {
+			if err := r.c.st.ParkOutbox(ctx, q, seq); err != nil && ctx.Err() == nil {
 				r.log.Warn("releaser: parking an outbox failed", "queue", q, "err", err)
 			}
 			return
@@ -270,11 +271,11 @@ type upstreamEntry struct {
 // recorded per workflow, up to queue.MaxBatch in one call (a fan-in's
 // entries in one pass mostly name the same workflow). It answers whether
 // all went through.
-func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry) bool {
+func (r *Releaser) handle(ctx context.Context, q string, es []plumbing.OutboxEntry) bool {
 	// The refs of the entries, grouped by workflow in the order first
 	// named: a workflow's ends, and for each the index of its entry.
 	type group struct {
-		ends    []queue.NodeEnd
+		ends    []plumbing.NodeEnd
 		entries []int
 	}
 	byWF := map[string]*group{}
@@ -288,7 +289,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 				byWF[ref.ID] = g
 				order = append(order, ref.ID)
 			}
-			g.ends = append(g.ends, queue.NodeEnd{Node: ref.Node, Gen: ref.Gen, Outcome: e.Outcome, Up: up, Brief: brief})
+			g.ends = append(g.ends, plumbing.NodeEnd{Node: ref.Node, Gen: ref.Gen, Outcome: e.Outcome, Up: up, Brief: brief})
 			g.entries = append(g.entries, i)
 		}
 	}
@@ -298,7 +299,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 	// call, or a crash between two, leaves its entries, and the next pass
 	// records them all again.
 	failed := make([]bool, len(es))
-	var acts []queue.NodeAction
+	var acts []plumbing.NodeAction
 	called := false
 	for _, id := range order {
 		g := byWF[id]
@@ -310,7 +311,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 			called = true
 			// codes -1 (the workflow is gone: expired, or never created)
 			// and 2 (an entry of a run before a retry): nothing is to do.
-			_, got, err := r.c.q.RecordNodeEnds(ctx, id, g.ends[lo:hi], r.c.ret)
+			_, got, err := r.c.st.RecordNodeEnds(ctx, id, g.ends[lo:hi], r.c.ret)
 			if err != nil {
 				if ctx.Err() == nil {
 					r.log.Warn("releaser: recording nodes' ends failed", "workflow", id, "ends", hi-lo, "err", err)
@@ -324,7 +325,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 		}
 	}
 	ok := true
-	done := make([]queue.OutboxEntry, 0, len(es))
+	done := make([]plumbing.OutboxEntry, 0, len(es))
 	for i, e := range es {
 		if failed[i] {
 			ok = false
@@ -344,7 +345,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 	if testHookStop(r, "applied") {
 		return false
 	}
-	if _, err := r.c.q.AckOutbox(ctx, q, done); err != nil {
+	if _, err := r.c.st.AckOutbox(ctx, q, done); err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("releaser: acking an outbox failed", "queue", q, "err", err)
 		}
@@ -354,26 +355,26 @@ func (r *Releaser) handle(ctx context.Context, q string, es []queue.OutboxEntry)
 }
 
 // endJSON answers what the children of an outbox entry's node receive
-// of it (queue.NodeEnd's Up) and the same without its result and
+// of it (plumbing.NodeEnd's Up) and the same without its result and
 // artifacts (Brief).
-func endJSON(e queue.OutboxEntry) (up, brief json.RawMessage) {
-	if e.Outcome == queue.StatusCompleted {
+func endJSON(e plumbing.OutboxEntry) (up, brief json.RawMessage) {
+	if queue.Status(e.Outcome) == queue.StatusCompleted {
 		// The job's last_error is its last failed attempt's, kept after
 		// it completes (on a later attempt, or after a workflow retry):
 		// the children of a node that completed are shown no error.
 		e.Error = ""
 	}
-	up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome,
+	up, err := json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: queue.Status(e.Outcome),
 		Result: nullIfEmpty(e.Result), Artifacts: nullIfEmpty(e.Artifacts), Error: e.Error})
 	if err != nil { // a result or artifacts that are not JSON: the scripts' callers validate them
-		up, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Error: e.Error})
+		up, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: queue.Status(e.Outcome), Error: e.Error})
 	}
-	brief, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: e.Outcome, Result: json.RawMessage("null"),
+	brief, _ = json.Marshal(upstreamEntry{JobID: e.JobID, Queue: e.Queue, Status: queue.Status(e.Outcome), Result: json.RawMessage("null"),
 		Artifacts: json.RawMessage("null"), Error: e.Error, Omitted: true})
 	return up, brief
 }
 
-func (r *Releaser) apply(ctx context.Context, acts []queue.NodeAction) error {
+func (r *Releaser) apply(ctx context.Context, acts []plumbing.NodeAction) error {
 	return r.c.apply(ctx, acts)
 }
 

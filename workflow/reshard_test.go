@@ -58,7 +58,7 @@ func TestWorkflowSlotMigration(t *testing.T) {
 				jobs, err := e.q.Claim(ctx, qn, queue.ClaimOptions{Max: 10, Wait: 20 * time.Millisecond})
 				note("claim", err)
 				for _, j := range jobs {
-					note("complete", e.q.Complete(ctx, qn, j.ID, j.Token, json.RawMessage(`1`)))
+					note("complete", e.q.Complete(ctx, qn, j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(`1`)}))
 				}
 			}
 		}

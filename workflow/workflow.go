@@ -22,12 +22,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/names"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -128,14 +130,28 @@ type Config struct {
 	// OnApplied, when set, is called with every step this client (and its
 	// releasers) applied to a node's job and how it went: for metrics and
 	// tests. It must not block.
-	OnApplied func(queue.NodeResult)
+	OnApplied func(Step)
+}
+
+// Step is a step applied to a workflow node's job, as Config.OnApplied
+// sees it: count the steps that took effect (Code 1) by Mode for metrics.
+type Step struct {
+	Mode  string // "release", "cancel", "abort" or "rearm"
+	Node  string
+	Queue string
+	JobID string
+	// Code is 1 applied, 0 not applicable now (Status is the job's), -1
+	// no such job.
+	Code   int
+	Status queue.Status
 }
 
 // Client enqueues and manages workflows. It is safe for concurrent use.
 type Client struct {
 	q         *queue.Client
+	st        plumbing.Workflows
 	ret       time.Duration
-	onApplied func(queue.NodeResult)
+	onApplied func(Step)
 }
 
 // New checks cfg and fills its defaults.
@@ -143,7 +159,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Queue == nil {
 		return nil, errors.New("workflow: Config.Queue is required")
 	}
-	return &Client{q: cfg.Queue, ret: cmp.Or(cfg.Retention, DefaultRetention), onApplied: cfg.OnApplied}, nil
+	return &Client{q: cfg.Queue, st: plumbing.Of(cfg.Queue), ret: cmp.Or(cfg.Retention, DefaultRetention), onApplied: cfg.OnApplied}, nil
 }
 
 // ErrNotFound is the error of an unknown workflow (or one past its
@@ -286,10 +302,10 @@ func (c *Client) Enqueue(ctx context.Context, s Spec) (*Workflow, error) {
 		return nil, fmt.Errorf("workflow: new id: %w", err)
 	}
 	id := strings.ReplaceAll(u.String(), "-", "")
-	preps := make([]queue.PreparedNode, len(s.Nodes))
-	specs := make([]queue.NodeSpec, len(s.Nodes))
+	preps := make([]plumbing.PreparedNode, len(s.Nodes))
+	specs := make([]plumbing.NodeSpec, len(s.Nodes))
 	for i, n := range s.Nodes {
-		p, err := c.q.PrepareNode(n.Job, id, n.Name)
+		p, err := c.st.PrepareNode(n.Job, id, n.Name)
 		if err != nil {
 			var fe *queue.FieldError
 			if errors.As(err, &fe) {
@@ -298,20 +314,20 @@ func (c *Client) Enqueue(ctx context.Context, s Spec) (*Workflow, error) {
 			return nil, err
 		}
 		preps[i] = p
-		specs[i] = queue.NodeSpec{Name: n.Name, Queue: p.Queue, JobID: p.ID, Parents: g.parents[i], Children: g.children[i]}
+		specs[i] = plumbing.NodeSpec{Name: n.Name, Queue: p.Queue, JobID: p.ID, Parents: g.parents[i], Children: g.children[i]}
 	}
 	policy := cmp.Or(s.OnFailure, PolicyCancel)
-	mark, err := c.q.MarkWorkflowDirty(ctx, id, "create")
+	mark, err := c.st.MarkWorkflowDirty(ctx, id, "create")
 	if err != nil {
 		return nil, fmt.Errorf("workflow: enqueue: %w", err)
 	}
 	fail := func(err error) (*Workflow, error) {
 		return nil, fmt.Errorf("workflow %s: enqueue: %w", id, err)
 	}
-	if err := c.q.CreateWorkflow(ctx, id, string(policy), specs); err != nil {
+	if err := c.st.CreateWorkflow(ctx, id, string(policy), specs); err != nil {
 		return fail(err)
 	}
-	if err := c.q.AddNodeJobs(ctx, preps); err != nil {
+	if err := c.st.AddNodeJobs(ctx, preps); err != nil {
 		return fail(err)
 	}
 	if err := c.start(ctx, id, mark); err != nil {
@@ -323,7 +339,7 @@ func (c *Client) Enqueue(ctx context.Context, s Spec) (*Workflow, error) {
 // validID checks a workflow id (as ids of jobs are: 1 to 64 of
 // [A-Za-z0-9_-]).
 func validID(id string) error {
-	if err := queue.ValidateID(id); err != nil {
+	if err := names.ValidateID(id); err != nil {
 		return fmt.Errorf("%w: workflow id %q", queue.ErrInvalid, id)
 	}
 	return nil
@@ -334,7 +350,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Workflow, error) {
 	if err := validID(id); err != nil {
 		return nil, err
 	}
-	rec, err := c.q.ReadWorkflow(ctx, id)
+	rec, err := c.st.ReadWorkflow(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +364,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Workflow, error) {
 	for i, n := range rec.Nodes {
 		refs[i] = queue.JobRef{Queue: n.Queue, ID: n.JobID}
 		w.Nodes[i] = NodeState{Name: n.Name, DependsOn: n.Parents, Queue: n.Queue, JobID: n.JobID}
-		if n.Outcome != "" && n.Outcome != queue.StatusCompleted {
+		if n.Outcome != "" && queue.Status(n.Outcome) != queue.StatusCompleted {
 			anyFailed = true
 		}
 	}
@@ -394,7 +410,7 @@ func (c *Client) List(ctx context.Context, limit int) ([]*Workflow, error) {
 	if limit < 1 || limit > MaxListLimit {
 		return nil, invalid("limit", "must be in [1, %d], got %d", MaxListLimit, limit)
 	}
-	ids, err := c.q.RecentWorkflows(ctx, limit)
+	ids, err := c.st.RecentWorkflows(ctx, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +427,7 @@ func (c *Client) List(ctx context.Context, limit int) ([]*Workflow, error) {
 		}
 		out = append(out, w)
 	}
-	if err := c.q.ForgetRecentWorkflows(ctx, gone); err != nil {
+	if err := c.st.ForgetRecentWorkflows(ctx, gone); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -421,7 +437,7 @@ func (c *Client) List(ctx context.Context, limit int) ([]*Workflow, error) {
 // (a running one is asked to stop, as queue.Client.Cancel asks). It
 // answers queue.ErrConflict for a workflow that has ended.
 func (c *Client) Cancel(ctx context.Context, id string) (*Workflow, error) {
-	return c.change(ctx, id, "cancel", func() (queue.WorkflowStep, error) { return c.q.CancelWorkflow(ctx, id, c.ret) },
+	return c.change(ctx, id, "cancel", func() (plumbing.WorkflowStep, error) { return c.st.CancelWorkflow(ctx, id, c.ret) },
 		"it has ended")
 }
 
@@ -431,17 +447,17 @@ func (c *Client) Cancel(ctx context.Context, id string) (*Workflow, error) {
 // parents complete), so the graph resumes. It answers queue.ErrConflict
 // when there is nothing to retry.
 func (c *Client) Retry(ctx context.Context, id string) (*Workflow, error) {
-	return c.change(ctx, id, "retry", func() (queue.WorkflowStep, error) { return c.q.RetryWorkflow(ctx, id) },
+	return c.change(ctx, id, "retry", func() (plumbing.WorkflowStep, error) { return c.st.RetryWorkflow(ctx, id) },
 		"it has no dead or canceled node")
 }
 
 // change runs a multi-step change: marked dirty first, so that a
 // releaser finishes it if this process dies part-way.
-func (c *Client) change(ctx context.Context, id, what string, step func() (queue.WorkflowStep, error), conflict string) (*Workflow, error) {
+func (c *Client) change(ctx context.Context, id, what string, step func() (plumbing.WorkflowStep, error), conflict string) (*Workflow, error) {
 	if err := validID(id); err != nil {
 		return nil, err
 	}
-	mark, err := c.q.MarkWorkflowDirty(ctx, id, what)
+	mark, err := c.st.MarkWorkflowDirty(ctx, id, what)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: %s: %w", id, what, err)
 	}
@@ -451,33 +467,34 @@ func (c *Client) change(ctx context.Context, id, what string, step func() (queue
 	}
 	switch st.Code {
 	case -1:
-		_ = c.q.ClearWorkflowDirty(ctx, mark)
+		_ = c.st.ClearWorkflowDirty(ctx, mark)
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	case 0:
-		_ = c.q.ClearWorkflowDirty(ctx, mark)
+		_ = c.st.ClearWorkflowDirty(ctx, mark)
 		return nil, fmt.Errorf("%w: workflow %s: %s", queue.ErrConflict, id, conflict)
 	}
 	if err := c.apply(ctx, st.Actions); err != nil {
 		return nil, fmt.Errorf("workflow %s: %s: %w", id, what, err)
 	}
-	if err := c.q.ClearWorkflowDirty(ctx, mark); err != nil {
+	if err := c.st.ClearWorkflowDirty(ctx, mark); err != nil {
 		return nil, fmt.Errorf("workflow %s: %s: %w", id, what, err)
 	}
 	return c.Get(ctx, id)
 }
 
 // apply applies acts to the nodes' jobs.
-func (c *Client) apply(ctx context.Context, acts []queue.NodeAction) error {
+func (c *Client) apply(ctx context.Context, acts []plumbing.NodeAction) error {
 	if len(acts) == 0 {
 		return nil
 	}
-	res, err := c.q.ApplyNodeActions(ctx, acts, c.ret)
+	res, err := c.st.ApplyNodeActions(ctx, acts, c.ret)
 	if err != nil {
 		return err
 	}
 	if c.onApplied != nil {
 		for _, x := range res {
-			c.onApplied(x)
+			c.onApplied(Step{Mode: x.Action.Mode, Node: x.Action.Node, Queue: x.Action.Queue, JobID: x.Action.JobID,
+				Code: x.Code, Status: queue.Status(x.Status)})
 		}
 	}
 	return nil
@@ -513,7 +530,7 @@ func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []qu
 		return nil, fmt.Errorf("workflow: new id: %w", err)
 	}
 	id := strings.ReplaceAll(u.String(), "-", "")
-	prep, err := c.q.PrepareNode(nj, id, jobNode)
+	prep, err := c.st.PrepareNode(nj, id, jobNode)
 	if err != nil {
 		return nil, err
 	}
@@ -529,7 +546,7 @@ func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []qu
 		return nil, err
 	}
 	specs := afterSpecs(parents, names, prep)
-	mark, err := c.q.MarkWorkflowDirty(ctx, id, "create")
+	mark, err := c.st.MarkWorkflowDirty(ctx, id, "create")
 	if err != nil {
 		return nil, fmt.Errorf("workflow: enqueue: %w", err)
 	}
@@ -555,22 +572,22 @@ func checkDependsOn(parents []queue.JobRef, policy Policy) ([]string, error) {
 		return nil, invalid("on_failure", "must be %q or %q, got %q", PolicyCancel, PolicyContinue, policy)
 	}
 	seen := map[string]bool{}
-	names := make([]string, len(parents))
+	ids := make([]string, len(parents))
 	for i, p := range parents {
 		field := fmt.Sprintf("depends_on[%d]", i)
-		if err := queue.ValidateQueue(p.Queue); err != nil {
+		if err := names.ValidateQueue(p.Queue); err != nil {
 			return nil, &queue.FieldError{Index: -1, Field: field + ".queue", Err: err}
 		}
-		if err := queue.ValidateID(p.ID); err != nil || p.ID == jobNode {
+		if err := names.ValidateID(p.ID); err != nil || p.ID == jobNode {
 			return nil, invalid(field+".id", "not a job id: %q", p.ID)
 		}
 		if seen[p.ID] {
 			return nil, invalid(field+".id", "job %s is named twice", p.ID)
 		}
 		seen[p.ID] = true
-		names[i] = p.ID
+		ids[i] = p.ID
 	}
-	return names, nil
+	return ids, nil
 }
 
 // checkParents refuses parents of which a job (jobs[i], nil: not found) is
@@ -590,20 +607,20 @@ func checkParents(parents []queue.JobRef, jobs []*queue.Job) error {
 
 // afterSpecs are the nodes of EnqueueAfter's implicit workflow: each
 // parent, external, then the job, a child of them all.
-func afterSpecs(parents []queue.JobRef, names []string, prep queue.PreparedNode) []queue.NodeSpec {
-	specs := make([]queue.NodeSpec, 0, len(parents)+1)
+func afterSpecs(parents []queue.JobRef, names []string, prep plumbing.PreparedNode) []plumbing.NodeSpec {
+	specs := make([]plumbing.NodeSpec, 0, len(parents)+1)
 	for _, p := range parents {
-		specs = append(specs, queue.NodeSpec{Name: p.ID, Queue: p.Queue, JobID: p.ID, Children: []string{jobNode}, External: true})
+		specs = append(specs, plumbing.NodeSpec{Name: p.ID, Queue: p.Queue, JobID: p.ID, Children: []string{jobNode}, External: true})
 	}
-	return append(specs, queue.NodeSpec{Name: jobNode, Queue: prep.Queue, JobID: prep.ID, Parents: names})
+	return append(specs, plumbing.NodeSpec{Name: jobNode, Queue: prep.Queue, JobID: prep.ID, Parents: names})
 }
 
 // createAfter writes EnqueueAfter's workflow hash and its job.
-func (c *Client) createAfter(ctx context.Context, id string, policy Policy, specs []queue.NodeSpec, prep queue.PreparedNode) error {
-	if err := c.q.CreateWorkflow(ctx, id, string(cmp.Or(policy, PolicyCancel)), specs); err != nil {
+func (c *Client) createAfter(ctx context.Context, id string, policy Policy, specs []plumbing.NodeSpec, prep plumbing.PreparedNode) error {
+	if err := c.st.CreateWorkflow(ctx, id, string(cmp.Or(policy, PolicyCancel)), specs); err != nil {
 		return err
 	}
-	return c.q.AddNodeJobs(ctx, []queue.PreparedNode{prep})
+	return c.st.AddNodeJobs(ctx, []plumbing.PreparedNode{prep})
 }
 
 // adoptParents makes workflow id a watcher of each parent. One lost to a
@@ -611,8 +628,8 @@ func (c *Client) createAfter(ctx context.Context, id string, policy Policy, spec
 // answers the adoption's error.
 func (c *Client) adoptParents(ctx context.Context, id string, parents []queue.JobRef) error {
 	for _, p := range parents {
-		if err := c.q.AdoptJob(ctx, p.Queue, p.ID, id, p.ID); err != nil {
-			if st, cerr := c.q.CancelWorkflow(ctx, id, c.ret); cerr == nil {
+		if err := c.st.AdoptJob(ctx, p.Queue, p.ID, id, p.ID); err != nil {
+			if st, cerr := c.st.CancelWorkflow(ctx, id, c.ret); cerr == nil {
 				_ = c.apply(ctx, st.Actions)
 			}
 			return err
@@ -626,10 +643,10 @@ func (c *Client) adoptParents(ctx context.Context, id string, parents []queue.Jo
 // begin), applies what the start answers (the roots' releases), and
 // clears the creation's dirty mark.
 func (c *Client) start(ctx context.Context, id, mark string) error {
-	if err := c.q.AddRecentWorkflow(ctx, id, c.q.Clock().Now(), MaxRecent); err != nil {
+	if err := c.st.AddRecentWorkflow(ctx, id, c.q.Config().Clock.Now(), MaxRecent); err != nil {
 		return err
 	}
-	st, err := c.q.StartWorkflow(ctx, id)
+	st, err := c.st.StartWorkflow(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -639,5 +656,5 @@ func (c *Client) start(ctx context.Context, id, mark string) error {
 	if err := c.apply(ctx, st.Actions); err != nil {
 		return err
 	}
-	return c.q.ClearWorkflowDirty(ctx, mark)
+	return c.st.ClearWorkflowDirty(ctx, mark)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
 	"sync"
@@ -60,16 +62,16 @@ func newEnv(t *testing.T, rdb redis.UniversalClient) *env {
 	return e
 }
 
-func (e *env) onApplied(r queue.NodeResult) {
+func (e *env) onApplied(r Step) {
 	if r.Code != 1 {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.applied[r.Action.JobID] == nil {
-		e.applied[r.Action.JobID] = map[string]int{}
+	if e.applied[r.JobID] == nil {
+		e.applied[r.JobID] = map[string]int{}
 	}
-	e.applied[r.Action.JobID][r.Action.Mode]++
+	e.applied[r.JobID][r.Mode]++
 }
 
 func (e *env) count(id, mode string) int {
@@ -108,11 +110,11 @@ func (e *env) drive(ctx context.Context, queues []string, h handler) map[string]
 					_, err := e.q.Fail(ctx, qn, j.ID, j.Token, queue.FailOptions{Error: ferr.Error(), Dead: true})
 					require.NoError(e.t, err)
 				} else {
-					require.NoError(e.t, e.q.Complete(ctx, qn, j.ID, j.Token, json.RawMessage(res)))
+					require.NoError(e.t, e.q.Complete(ctx, qn, j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(res)}))
 				}
 			}
 		}
-		left, err := e.q.OutboxDue(ctx, 1) // entries of these ends, or a crashed pass left
+		left, err := plumbing.Of(e.q).OutboxDue(ctx, 1) // entries of these ends, or a crashed pass left
 		require.NoError(e.t, err)
 		if !progress && len(left) == 0 {
 			return claimed
@@ -214,12 +216,12 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.Len(t, jobs, 1, "a gpu claimer takes b, not c")
 		require.Equal(t, "b", jobs[0].Workflow.Node)
 		require.JSONEq(t, `{"node":"a"}`, string(upstreamOf(t, jobs[0])["a"].Result))
-		require.NoError(t, e.q.Complete(ctx, "ql", jobs[0].ID, jobs[0].Token, nil))
+		require.NoError(t, e.q.Complete(ctx, "ql", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
 		jobs, err = e.q.Claim(ctx, "ql", queue.ClaimOptions{Max: 10, Labels: []string{"big", "gpu", "x"}})
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)
 		require.Equal(t, "c", jobs[0].Workflow.Node)
-		require.NoError(t, e.q.Complete(ctx, "ql", jobs[0].ID, jobs[0].Token, nil))
+		require.NoError(t, e.q.Complete(ctx, "ql", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
 		e.drive(ctx, []string{"ql"}, echo)
 		w = e.requireStatus(ctx, w.ID, StatusCompleted)
 		for _, n := range w.Nodes {
@@ -237,12 +239,11 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		a.Job.Payload, b.Job.Payload = small, large
 		w, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{a, b}})
 		require.NoError(t, err)
-		keys, err := queue.Keys(e.q.Namespace(), "qs")
-		require.NoError(t, err)
+		keys := store.QueueKeys(e.q.Config().Namespace, "qs").All()
 		data := keys[2]
 		require.True(t, strings.HasSuffix(data, ":data"), data)
 		for _, n := range w.Nodes {
-			in, err := e.q.Redis().HExists(ctx, data, n.JobID).Result()
+			in, err := e.q.Config().Redis.HExists(ctx, data, n.JobID).Result()
 			require.NoError(t, err)
 			require.Equal(t, n.Name == "b", in, "node %s: payload in the data hash", n.Name)
 		}
@@ -260,7 +261,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		e := newEnv(t, rdb)
 		_, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "qd")}})
 		require.NoError(t, err)
-		other, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Namespace(), Clock: e.q.Clock(), FollowClock: true})
+		other, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Config().Namespace, Clock: e.q.Config().Clock, FollowClock: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = other.Close() })
 		require.NoError(t, other.DeleteQueue(ctx, "qd", true))
@@ -305,8 +306,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		e := newEnv(t, rdb)
 		_, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("make", "art-a"), node("use", "art-b", "make")}})
 		require.NoError(t, err)
-		keys, err := queue.Keys(e.q.Namespace(), "art-a")
-		require.NoError(t, err)
+		keys := store.QueueKeys(e.q.Config().Namespace, "art-a").All()
 		claimed := e.drive(ctx, []string{"art-a", "art-b"}, func(j *queue.Job) (string, error) {
 			if j.Workflow.Node == "make" { // as the artifacts API writes them: the data hash's "<id>.a"
 				require.NoError(t, rdb.HSet(ctx, keys[2], j.ID+".a", `{"report":{"rows":3}}`).Err())
@@ -399,7 +399,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.NoError(t, err)
 		require.Equal(t, StatusCanceled, w.Status)
 		require.Equal(t, map[string]queue.Status{"a": queue.StatusProcessing, "b": queue.StatusCanceled, "c": queue.StatusCanceled}, statuses(w))
-		lease, err := e.q.Heartbeat(ctx, "cw-a", jobs[0].ID, jobs[0].Token, 0)
+		lease, err := e.q.Heartbeat(ctx, "cw-a", jobs[0].ID, jobs[0].Token, queue.HeartbeatOptions{})
 		require.NoError(t, err)
 		require.True(t, lease.CancelRequested, "the running node is asked to stop")
 		require.NoError(t, e.q.CancelClaimed(ctx, "cw-a", jobs[0].ID, jobs[0].Token))
@@ -428,7 +428,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 
 		// Hours later, past the queues' retention (1 h): the canceled
 		// nodes' jobs are kept for the workflow's, so the retry finds them.
-		e.q.Clock().(*clockwork.FakeClock).Advance(3 * time.Hour)
+		e.q.Config().Clock.(*clockwork.FakeClock).Advance(3 * time.Hour)
 		for _, qn := range []string{"rt-a", "rt-b"} {
 			_, err := e.q.Reclaim(ctx, qn)
 			require.NoError(t, err)
@@ -524,7 +524,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 			return jobs[0]
 		}
 		j1 := claim("dep-a")
-		require.NoError(t, e.q.Complete(ctx, "dep-a", j1.ID, j1.Token, json.RawMessage(`"one"`)))
+		require.NoError(t, e.q.Complete(ctx, "dep-a", j1.ID, j1.Token, queue.CompleteOptions{Result: json.RawMessage(`"one"`)}))
 		j2 := claim("dep-b")
 		refs := []queue.JobRef{{Queue: "dep-a", ID: p1.ID}, {Queue: "dep-b", ID: p2.ID}, {Queue: "dep-c", ID: p3.ID}}
 		j, err := e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dep-z", Kind: "after"}, refs, "")
@@ -544,9 +544,9 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		got, err := e.q.Get(ctx, "dep-z", j.ID)
 		require.NoError(t, err)
 		require.Equal(t, queue.StatusWaiting, got.Status, "two parents have not ended")
-		require.NoError(t, e.q.Complete(ctx, "dep-b", j2.ID, j2.Token, json.RawMessage(`"two"`)))
+		require.NoError(t, e.q.Complete(ctx, "dep-b", j2.ID, j2.Token, queue.CompleteOptions{Result: json.RawMessage(`"two"`)}))
 		j3 := claim("dep-c")
-		require.NoError(t, e.q.Complete(ctx, "dep-c", j3.ID, j3.Token, nil))
+		require.NoError(t, e.q.Complete(ctx, "dep-c", j3.ID, j3.Token, queue.CompleteOptions{}))
 		e.r.Pass(ctx)
 		after := claim("dep-z")
 		require.Equal(t, j.ID, after.ID)
@@ -555,7 +555,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		require.JSONEq(t, `"one"`, string(up[p1.ID].Result))
 		require.JSONEq(t, `"two"`, string(up[p2.ID].Result))
 		require.Equal(t, "dep-b", up[p2.ID].Queue)
-		require.NoError(t, e.q.Complete(ctx, "dep-z", after.ID, after.Token, nil))
+		require.NoError(t, e.q.Complete(ctx, "dep-z", after.ID, after.Token, queue.CompleteOptions{}))
 		e.r.Pass(ctx)
 		e.requireStatus(ctx, j.Workflow.ID, StatusCompleted)
 	})
@@ -621,7 +621,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 				require.NoError(t, err)
 				return len(jobs) == 1
 			}, 10*time.Second, time.Millisecond)
-			require.NoError(t, e.q.Complete(ctx, qn, jobs[0].ID, jobs[0].Token, nil))
+			require.NoError(t, e.q.Complete(ctx, qn, jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
 		}
 		require.Eventually(t, func() bool {
 			w, err = e.wf.Get(ctx, w.ID)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"io"
 	"log/slog"
 	"net"
@@ -430,7 +431,7 @@ func storeFlags(e *envFlags, c *serveConfig) {
 func limitWaitMetric(client *queue.Client) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_limit_wait_seconds_total",
 		Help: "Time claims and waits of this instance spent held back by queues' rate and in-flight limits."},
-		func() float64 { return client.LimitWait().Seconds() })
+		func() float64 { return plumbing.Of(client).LimitWait().Seconds() })
 }
 
 // storeConfig is the queue client's config from the flags of storeFlags.
@@ -513,9 +514,9 @@ func (p *serveParts) buildAPI(c serveConfig, log *slog.Logger) error {
 	}
 	p.workflowSteps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronoq_workflow_steps_total",
 		Help: "Steps this instance applied to workflow nodes' jobs that took effect: release, cancel, abort, rearm."}, []string{"step"})
-	p.workflows, err = workflow.New(workflow.Config{Queue: client, OnApplied: func(r queue.NodeResult) {
+	p.workflows, err = workflow.New(workflow.Config{Queue: client, OnApplied: func(r workflow.Step) {
 		if r.Code == 1 {
-			p.workflowSteps.WithLabelValues(r.Action.Mode).Inc()
+			p.workflowSteps.WithLabelValues(r.Mode).Inc()
 		}
 	}})
 	if err != nil {
@@ -636,7 +637,7 @@ func (p *serveParts) start(bg context.Context, c serveConfig, log *slog.Logger) 
 	watchClock(bg, client, reg, log)
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronoq_attention_mark_failures_total",
 		Help: "Changes whose attention-index update failed (Redis unreachable then): each waits for the next reconcile or a claim."},
-		func() float64 { return float64(client.MarkFailures()) }))
+		func() float64 { return float64(plumbing.Of(client).MarkFailures()) }))
 	reg.MustRegister(limitWaitMetric(client))
 	reg.MustRegister(p.workflowSteps)
 	return background, nil
@@ -677,15 +678,15 @@ func (p *serveParts) shutdown(ctx context.Context, c serveConfig, hs *http.Serve
 func watchClock(ctx context.Context, client *queue.Client, reg *prometheus.Registry, log *slog.Logger) {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronoq_redis_clock_offset_seconds",
 		Help: "How far Redis's clock is ahead of this instance's (negative: behind), estimated from script round trips."},
-		func() float64 { return client.RedisClockOffset().Seconds() }))
+		func() float64 { return client.RedisClock().Offset.Seconds() }))
 	go func() {
 		t := time.NewTicker(time.Minute)
 		defer t.Stop()
 		for {
 			// Measured here too: an instance that claims and promotes
 			// nothing still knows its clock.
-			_, _ = client.MeasureRedisClock(ctx)
-			if d := client.RedisClockOffset(); d > api.ClockOffsetWarning || d < -api.ClockOffsetWarning {
+			_, _ = plumbing.Of(client).MeasureRedisClock(ctx)
+			if d := client.RedisClock().Offset; d > api.ClockOffsetWarning || d < -api.ClockOffsetWarning {
 				log.Warn("this instance's clock is off from Redis's; chronoq keeps time by Redis's, fix the host's clock (NTP)",
 					"redis_ahead_by", d)
 			}

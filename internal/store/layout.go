@@ -167,6 +167,18 @@ func AttentionKeys(ns string) AttnKeys {
 	return AttnKeys{Due: p + "due", DueSeq: p + "due_seq", Sweep: p + "sweep", SweepSeq: p + "sweep_seq"}
 }
 
+// NamespaceKeys lists the keys of namespace ns that belong to no queue:
+// the set of queue names, the attention indexes, and the list and
+// indexes of workflows (each workflow's own hash is "<ns>:{wf:<id>}:wf"),
+// for tools that look at Redis directly (the chaos battery's snapshot).
+// Every other key of ns is a queue's (QueueKeys, and a pending list and a
+// wake stream per label set, named after the queue's own with
+// ":<set id>" appended), cron's or the worker registry's.
+func NamespaceKeys(ns string) []string {
+	a, w := AttentionKeys(ns), WorkflowAttentionKeys(ns)
+	return []string{QueuesKey(ns), a.Due, a.DueSeq, a.Sweep, a.SweepSeq, WorkflowsKey(ns), w.Outbox, w.OutboxSeq, w.Dirty}
+}
+
 // SweepHintFor is how long a queue's sweep hint holds (see
 // queue/attention.go): a sweep mark no earlier than the hint is left out
 // for this long after the hint was set.
@@ -232,7 +244,7 @@ func metaPrelude(src string) string {
 }
 
 // Settings: a queue's own configuration, fields of its meta hash written by
-// settings.lua (see Client.SetSettings) and read from Go. Only these names
+// settings.lua (see plumbing.Push.SetSettings) and read from Go. Only these names
 // can be set.
 const (
 	// SettingPush is the queue's push target, JSON written and read by

@@ -1,13 +1,13 @@
 package chaos_test
 
 import (
+	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil/chaos"
 )
 
@@ -275,7 +275,7 @@ func TestCommandName(t *testing.T) {
 		return []byte("*8\r\n$7\r\nevalsha\r\n$" + strconv.Itoa(len(sha)) + "\r\n" + sha + "\r\n$1\r\n4\r\n" +
 			"$17\r\nns:{q}:processing\r\n$13\r\nns:{q}:leases\r\n$16\r\nns:{q}:completed\r\n$12\r\nns:{q}:stats\r\n$6\r\nns:{q}\r\n")
 	}
-	hashes := queue.ScriptHashes()
+	hashes := store.ScriptHashes()
 	require.Equal(t, "complete", chaos.CommandName(evalsha(hashes["complete"])))
 	require.Equal(t, "blmove", chaos.CommandName([]byte("*6\r\n$6\r\nBLMOVE\r\n$3\r\nabc\r\n")))
 	require.Equal(t, "?", chaos.CommandName([]byte("garbage")))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"github.com/chronoq/chronoq/internal/store"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -11,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/chronoq/chronoq/queue"
 )
 
 // replyWait bounds how long a proxy waits for the reply it is to drop; a
@@ -204,7 +203,7 @@ func (p *Proxy) downstream(pair *proxyPair) {
 // scriptNames names the engine's scripts by their SHA1, as EVALSHA sends it.
 var scriptNames = func() map[string]string {
 	m := map[string]string{}
-	for name, sha := range queue.ScriptHashes() {
+	for name, sha := range store.ScriptHashes() {
 		m[sha] = name
 	}
 	return m

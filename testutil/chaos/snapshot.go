@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
 	"sync"
@@ -76,14 +77,11 @@ func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, que
 // queues, to the namespace itself or to the worker registry.
 func knownKeys(ns string, queues []string) (map[string]bool, error) {
 	known := map[string]bool{}
-	for _, k := range slices.Concat(queue.NamespaceKeys(ns), registry.Keys(ns)) {
+	for _, k := range slices.Concat(store.NamespaceKeys(ns), registry.Keys(ns)) {
 		known[k] = true
 	}
 	for _, q := range queues {
-		ks, err := queue.Keys(ns, q)
-		if err != nil {
-			return nil, fmt.Errorf("chaos: %w", err)
-		}
+		ks := store.QueueKeys(ns, q).All()
 		for _, k := range ks {
 			known[k] = true
 		}

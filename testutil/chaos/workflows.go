@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -116,6 +117,6 @@ func outboxesLeft(ctx context.Context, rdb redis.UniversalClient, ns string, que
 		return 0, fmt.Errorf("chaos: %w", err)
 	}
 	defer func() { _ = c.Close() }()
-	has, err := c.OutboxQueues(ctx, queues)
+	has, err := plumbing.Of(c).OutboxQueues(ctx, queues)
 	return len(has), err
 }

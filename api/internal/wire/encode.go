@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"github.com/chronoq/chronoq/internal/names"
 	"strconv"
 	"strings"
 	"time"
@@ -271,7 +272,7 @@ func JobKind(j *queue.Job) string {
 	var env struct {
 		Kind string `json:"kind"`
 	}
-	if json.Unmarshal(j.Payload, &env) != nil || queue.ValidateKind(env.Kind) != nil {
+	if json.Unmarshal(j.Payload, &env) != nil || names.ValidateKind(env.Kind) != nil {
 		return j.Kind
 	}
 	return env.Kind
