@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"github.com/chronoq/chronoq/internal/store"
+	"github.com/chronoq/chronoq/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 )
 
@@ -23,6 +25,19 @@ func (c *Client) Promote(ctx context.Context, queue string) (int, time.Time, err
 // (or nothing is scheduled): a promoter that sleeps until a job due sooner
 // makes no index write for it.
 func (c *Client) PromoteWithin(ctx context.Context, queue string, horizon time.Duration) (int, time.Time, error) {
+	if t, on := tracing.Tracer(); on {
+		start := time.Now()
+		moved, next, err := c.promoteWithin(ctx, queue, horizon)
+		if moved > 0 || err != nil {
+			tracing.StartedAt(ctx, t, start, queue, "promote", "", trace.SpanKindClient, nil, err, tracing.AttrBatchCount.Int(moved))
+		}
+		return moved, next, err
+	}
+	return c.promoteWithin(ctx, queue, horizon)
+}
+
+// promoteWithin is PromoteWithin without its span.
+func (c *Client) promoteWithin(ctx context.Context, queue string, horizon time.Duration) (int, time.Time, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return 0, time.Time{}, err

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/chronoq/chronoq/internal/store"
+	"github.com/chronoq/chronoq/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,12 +121,14 @@ func (c *Client) PrepareNode(nj NewJob, workflow, node string) (PreparedNode, er
 	a := p.item
 	return PreparedNode{ID: p.job.ID, Queue: p.job.Queue, labels: p.labels,
 		item: store.WFAddItem{ID: a.ID, Kind: a.Kind, Payload: a.Payload, Spec: a.Spec, When: a.When, ResultTTLMs: a.ResultTTLMs,
-			Workflow: workflow + "|" + node + "|0", Labels: a.Labels}}, nil
+			Workflow: workflow + "|" + node + "|0", Labels: a.Labels, Trace: a.Trace}}, nil
 }
 
 // AddNodeJobs writes prepared node jobs, waiting, into their queues: one
 // script call per queue and MaxBatch jobs. Safe to call again with the
-// same nodes (a job written already is kept as it is).
+// same nodes (a job written already is kept as it is). While tracing is
+// on, each queue's jobs are written under the span "send <queue>", a
+// child of ctx's, whose context the jobs given none store.
 func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 	order, byQueue := groupBy(nodes, func(n PreparedNode) string { return n.Queue })
 	for _, q := range order {
@@ -132,23 +136,47 @@ func (c *Client) AddNodeJobs(ctx context.Context, nodes []PreparedNode) error {
 			return err
 		}
 	}
+	t, traced := tracing.Tracer()
 	for _, q := range order {
-		ns := byQueue[q]
-		for part := range slices.Chunk(ns, workflowBatch) {
-			p := store.WFAddArgs{MaxSets: MaxLabelSets, Jobs: make([]store.WFAddItem, 0, len(part))}
-			k := store.QueueKeys(c.ns, q)
-			var sets jobSets
-			for _, n := range part {
-				p.Jobs = append(p.Jobs, n.item)
-				sets.add(k, n.labels)
+		if !traced {
+			if err := c.addNodeJobs(ctx, q, byQueue[q]); err != nil {
+				return err
 			}
-			res, err := callCreating(ctx, c, store.WFAdd, q, k, sets, &p)
-			if labels, over := setsOver(res); err == nil && over {
-				err = tooManySets(q, labels, -1)
+			continue
+		}
+		ctx, span := tracing.Start(ctx, t, q, "send", tracing.OpSend, trace.SpanKindProducer, tracing.AttrBatchCount.Int(len(byQueue[q])))
+		own := tracing.Format(span.SpanContext())
+		ns := slices.Clone(byQueue[q])
+		for i := range ns {
+			if ns[i].item.Trace == "" {
+				ns[i].item.Trace = own
 			}
-			if err != nil {
-				return fmt.Errorf("queue: adding workflow jobs to %s: %w", q, err)
-			}
+		}
+		err := c.addNodeJobs(ctx, q, ns)
+		tracing.End(span, err)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addNodeJobs writes ns, node jobs of queue q.
+func (c *Client) addNodeJobs(ctx context.Context, q string, ns []PreparedNode) error {
+	for part := range slices.Chunk(ns, workflowBatch) {
+		p := store.WFAddArgs{MaxSets: MaxLabelSets, Jobs: make([]store.WFAddItem, 0, len(part))}
+		k := store.QueueKeys(c.ns, q)
+		var sets jobSets
+		for _, n := range part {
+			p.Jobs = append(p.Jobs, n.item)
+			sets.add(k, n.labels)
+		}
+		res, err := callCreating(ctx, c, store.WFAdd, q, k, sets, &p)
+		if labels, over := setsOver(res); err == nil && over {
+			err = tooManySets(q, labels, -1)
+		}
+		if err != nil {
+			return fmt.Errorf("queue: adding workflow jobs to %s: %w", q, err)
 		}
 	}
 	return nil
