@@ -288,7 +288,16 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 // together: their completes then go in one script call.
 func (w *Worker) complete(ctx context.Context, q *queueState, o Outcome, result json.RawMessage) {
 	j := o.Job
+	var span trace.Span
+	if tr, on := tracing.Tracer(); on && trace.SpanFromContext(ctx).IsRecording() {
+		// The batch's script call is made under a context of its own: the
+		// run's trace gets a span of its wait for it.
+		_, span = tracing.Start(ctx, tr, j.Queue, "complete", tracing.OpSettle, trace.SpanKindClient, tracing.AttrMessageID.String(j.ID))
+	}
 	_, err := w.completes.Do(w.bg, q.Name, queue.Ack{ID: j.ID, Token: j.Token, Result: result})
+	if span != nil {
+		tracing.End(span, err)
+	}
 	if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
 		// Its result was refused (over the cap) and its job left
 		// processing: the attempt fails, with the reason.

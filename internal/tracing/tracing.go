@@ -16,12 +16,14 @@ import (
 	"context"
 	"encoding/hex"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -212,4 +214,16 @@ func StartedAt(ctx context.Context, t trace.Tracer, start time.Time, queue, op, 
 	_, span := t.Start(ctx, op+" "+queue, trace.WithSpanKind(kind), trace.WithTimestamp(start), trace.WithLinks(links...),
 		trace.WithAttributes(append(Attrs(queue, op, opType), extra...)...))
 	End(span, err)
+}
+
+// Propagator answers the global TextMapPropagator, with W3C Trace Context
+// first when the global one does not carry traceparent (OpenTelemetry's
+// default global propagator carries nothing): chronoq always reads and
+// writes traceparent, and what else the program configured.
+func Propagator() propagation.TextMapPropagator {
+	p := otel.GetTextMapPropagator()
+	if slices.Contains(p.Fields(), "traceparent") {
+		return p
+	}
+	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, p)
 }
