@@ -268,4 +268,3 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 	}
 	require.Contains(t, logs.String(), "tracing on")
 }
-
