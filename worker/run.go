@@ -98,9 +98,6 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	start := w.clock.Now()
 	res, err := w.call(ctx, r.job)
 	end := w.clock.Now()
-	if r.span != nil {
-		defer func() { tracing.End(r.span, err) }() // once its outcome is recorded
-	}
 	// Its last log lines and progress reach the store before its outcome
 	// (after it, they would be refused), while its lease is still kept.
 	r.log.close()
@@ -117,10 +114,19 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	signal(w.slotFreed)
 	w.reg.heldChanged()
 	if !finished {
+		r.endSpan(err)
 		return // handed back by the stop, which settled it
 	}
 	defer w.live.Done()
 	w.settle(r, res, err, cause, start, end)
+	r.endSpan(err) // once its outcome is recorded, and before the stop can see the run over
+}
+
+// endSpan ends the run's span (when it has one) with the handler's error.
+func (r *run) endSpan(err error) {
+	if r.span != nil {
+		tracing.End(r.span, err)
+	}
 }
 
 // call runs the handler, turning a panic into a *PanicError.
