@@ -56,8 +56,10 @@ type NewJob struct {
 	Labels []string
 	// TraceParent is the W3C traceparent to store with the job (see
 	// Job.TraceParent), for a caller whose trace context is not in the
-	// ctx of the enqueue (a batch gathered from several requests). Empty:
-	// while tracing is on (package internal/tracing: a TracerProvider was
+	// ctx of the enqueue (a batch gathered from several requests); one of
+	// a later version is read by its first four fields and stored as
+	// version 00, anything else is refused (ErrInvalid). Empty: while
+	// tracing is on (package internal/tracing: a TracerProvider was
 	// installed), the enqueue's own span, a child of ctx's.
 	TraceParent string
 }
@@ -148,9 +150,11 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 		return failAt(i, fe)
 	}
 	if nj.TraceParent != "" {
-		if _, ok := tracing.Parse(nj.TraceParent); !ok {
+		sc, ok := tracing.Parse(nj.TraceParent)
+		if !ok {
 			return failAt(i, invalid("trace_parent", "not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)"))
 		}
+		nj.TraceParent = tracing.Format(sc) // stored in version 00's form, whatever version was given
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -112,6 +112,11 @@ func TestTracingStoresTheEnqueuesSpan(t *testing.T) {
 	}
 	require.Equal(t, 2, linked)
 
+	// A later version's traceparent is read by its first four fields and
+	// stored as version 00.
+	e, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", TraceParent: "01" + given[2:] + "-\x00more"})
+	require.NoError(t, err)
+	require.Equal(t, given, e.Job.TraceParent)
 	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", TraceParent: "00-nothex"})
 	require.ErrorIs(t, err, queue.ErrInvalid)
 	require.True(t, strings.Contains(err.Error(), "trace_parent"), err.Error())
