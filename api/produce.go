@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/chronoq/chronoq/api/internal/wire"
+	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -59,6 +60,11 @@ func (s *Server) enqueueOne(c echo.Context) error {
 	}
 	if req.DependsOn != nil || req.OnFailure != nil {
 		return s.enqueueAfter(c, nj, &req, wait)
+	}
+	if nj.TraceParent == "" {
+		// The request's span: the enqueue is batched with others', under
+		// a context of its own (see coalesce.go).
+		nj.TraceParent = tracing.FromContext(c.Request().Context())
 	}
 	e, err := s.enqueue(c.Request().Context(), nj)
 	if err != nil {

@@ -145,6 +145,11 @@ type Server struct {
 	streams     atomic.Int64 // event streams open
 	doc         []byte       // the OpenAPI document served
 
+	// traced is the router wrapped in OpenTelemetry's HTTP server
+	// instrumentation, when tracing was on at New (see tracing.go); nil
+	// otherwise.
+	traced http.Handler
+
 	drainOnce sync.Once
 	drainCtx  context.Context
 	drain     context.CancelFunc
@@ -199,6 +204,7 @@ func New(cfg Config) (*Server, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.middleware) // not e.Pre: with any Pre middleware Echo builds a routing closure per request
 	s.e = e
+	s.traced = s.tracedHandler()
 	s.routes()
 	if s.doc, err = s.buildOpenAPI(); err != nil {
 		return nil, err
@@ -207,7 +213,13 @@ func New(cfg Config) (*Server, error) {
 }
 
 // ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.traced != nil {
+		s.traced.ServeHTTP(w, r)
+		return
+	}
+	s.e.ServeHTTP(w, r)
+}
 
 // Echo is the server's router, for tests and for adding routes.
 func (s *Server) Echo() *echo.Echo { return s.e }
@@ -455,6 +467,9 @@ func sameOrigin(r *http.Request) bool {
 func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := s.clock.Now()
+		if s.traced != nil {
+			nameSpan(c)
+		}
 		err := s.checkHost(c)
 		if err == nil {
 			err = strictPath(c)

@@ -1141,6 +1141,9 @@ type ClaimedJob struct {
 	// Token the claim token: complete, fail, heartbeat and cancel need it
 	Token string `json:"token"`
 
+	// Traceparent the W3C traceparent of the job's enqueue, for a worker to continue its trace (a span of its run, a child of it on a first attempt): present only when the job was enqueued while the server traces (OpenTelemetry, see docs/API.md)
+	Traceparent *string `json:"traceparent,omitempty"`
+
 	// Upstream a released workflow node's job: what it receives of each parent, by parent node name
 	Upstream *map[string]UpstreamEntry `json:"upstream,omitempty"`
 
@@ -1498,6 +1501,9 @@ type Job struct {
 
 	// Status waiting: a workflow node's job whose parents have not all ended (in no list, claimed by no one)
 	Status JobStatus `json:"status"`
+
+	// Traceparent the W3C traceparent of the job's enqueue, for a worker to continue its trace (a span of its run, a child of it on a first attempt): present only when the job was enqueued while the server traces (OpenTelemetry, see docs/API.md)
+	Traceparent *string `json:"traceparent,omitempty"`
 
 	// Upstream a released workflow node's job: what it receives of each parent, by parent node name
 	Upstream *map[string]UpstreamEntry `json:"upstream,omitempty"`

@@ -12,7 +12,10 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -427,6 +430,22 @@ func (l *loop) enqueue(ctx context.Context, p *planned, run *lastRun, done []boo
 	return nil
 }
 
+// fire enqueues a tick's job. While tracing is on, under a span of its
+// own, "cron <entry>", the root of the trace the job's run joins (a tick
+// has no request to descend from).
+func (l *loop) fire(ctx context.Context, name string, pt plannedTick, nj queue.NewJob) (queue.Enqueued, error) {
+	t, on := tracing.Tracer()
+	if !on {
+		return l.s.cfg.Client.Enqueue(ctx, nj)
+	}
+	ctx, span := t.Start(ctx, "cron "+name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("chronoq.cron.entry", name), attribute.String("chronoq.cron.tick", pt.at.UTC().Format(time.RFC3339Nano)),
+			attribute.Bool("chronoq.cron.catch_up", pt.catchUp)))
+	res, err := l.s.cfg.Client.Enqueue(ctx, nj)
+	tracing.End(span, err)
+	return res, err
+}
+
 func (l *loop) enqueueTick(ctx context.Context, p *planned, run *lastRun, pt plannedTick) error {
 	name := p.name
 	if p.entry.Overlap == OverlapSkip && run.jobID != "" {
@@ -445,7 +464,7 @@ func (l *loop) enqueueTick(ctx context.Context, p *planned, run *lastRun, pt pla
 	// that of the master of the due index).
 	nj := newJob(p.entry, tickIdempotencyKey(name, pt.at))
 	nj.RunAt = pt.at
-	res, err := l.s.cfg.Client.Enqueue(ctx, nj)
+	res, err := l.fire(ctx, name, pt, nj)
 	if err != nil {
 		if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrTooManyQueues) || errors.Is(err, queue.ErrPayloadTooLarge) {
 			// Retrying cannot help: drop this tick, keep the next. Put

@@ -24,8 +24,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/worker"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a [Dispatcher]. Client is required.
@@ -363,8 +365,8 @@ func (d *Dispatcher) finish(ctx context.Context, job *queue.Job, env Envelope, a
 
 // send makes the request and maps its outcome: the attempt, the result
 // of a 2xx, and the error that decides where the job goes.
-func (d *Dispatcher) send(ctx context.Context, job *queue.Job, kind string, body []byte, t Target, secrets []string) (Attempt, json.RawMessage, error) {
-	a := Attempt{URL: t.URL, At: d.clock.Now().UTC()}
+func (d *Dispatcher) send(ctx context.Context, job *queue.Job, kind string, body []byte, t Target, secrets []string) (a Attempt, res json.RawMessage, err error) {
+	a = Attempt{URL: t.URL, At: d.clock.Now().UTC()}
 	rctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, t.Method, t.URL, bytes.NewReader(body))
@@ -392,6 +394,11 @@ func (d *Dispatcher) send(ctx context.Context, job *queue.Job, kind string, body
 	req.Header.Set(HeaderFence, strconv.FormatInt(job.Fence, 10))
 	if kind != "" {
 		req.Header.Set(HeaderKind, kind)
+	}
+	var span trace.Span
+	if tr, on := tracing.Tracer(); on {
+		span = startSpan(tr, req, job)
+		defer func() { endSpan(span, a) }()
 	}
 	start := time.Now()
 	resp, err := d.http.Do(req)

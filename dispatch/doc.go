@@ -54,4 +54,9 @@
 // A job whose last attempt's dispatcher died (its lease lapsed, and the
 // reclaim sweep of package queue sent it to the dead set) gets its failure
 // callback from the dispatchers' look at the dead sets (see sweepDead).
+//
+// While tracing is on (an OpenTelemetry TracerProvider is installed), each
+// request has the span "dispatch <queue>", a child of the run's (package
+// worker), and carries its traceparent header (and what else the global
+// propagator writes); the signature does not cover it.
 package dispatch

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
+	"github.com/chronoq/chronoq/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -86,6 +88,20 @@ func (c *Client) CompleteMany(ctx context.Context, queue string, acks []Ack) (jo
 
 // completeMany is CompleteMany, answering the jobs when answer is set.
 func (c *Client) completeMany(ctx context.Context, queue string, acks []Ack, answer bool) (jobs []*Job, errs []error, err error) {
+	if t, on := tracing.Tracer(); on {
+		sctx, span := tracing.Start(ctx, t, queue, "complete", tracing.OpSettle, trace.SpanKindClient, tracing.AttrBatchCount.Int(len(acks)))
+		if len(acks) == 1 {
+			span.SetAttributes(tracing.AttrMessageID.String(acks[0].ID))
+		}
+		jobs, errs, err = c.completeAcks(sctx, queue, acks, answer)
+		tracing.End(span, err)
+		return jobs, errs, err
+	}
+	return c.completeAcks(ctx, queue, acks, answer)
+}
+
+// completeAcks is completeMany without its span.
+func (c *Client) completeAcks(ctx context.Context, queue string, acks []Ack, answer bool) (jobs []*Job, errs []error, err error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, nil, err
@@ -212,6 +228,17 @@ const MaxErrorBytes = 64 << 10
 // attempts are spent or o.Dead is set. It answers ErrLeaseLost, and changes
 // nothing, when token is not the job's current claim.
 func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOptions) (FailResult, error) {
+	if t, on := tracing.Tracer(); on {
+		sctx, span := tracing.Start(ctx, t, queue, "fail", tracing.OpSettle, trace.SpanKindClient, tracing.AttrMessageID.String(id))
+		r, err := c.fail(sctx, queue, id, token, o)
+		tracing.End(span, err)
+		return r, err
+	}
+	return c.fail(ctx, queue, id, token, o)
+}
+
+// fail is Fail without its span.
+func (c *Client) fail(ctx context.Context, queue, id, token string, o FailOptions) (FailResult, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return FailResult{}, err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
+	"github.com/chronoq/chronoq/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 	"strings"
 	"time"
 )
@@ -189,6 +191,24 @@ type claimed struct {
 }
 
 func (c *Client) claimNow(ctx context.Context, queue string, k store.Keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
+	if t, on := tracing.Tracer(); on {
+		start := time.Now()
+		cl, err := c.claimOnce(ctx, queue, k, o, wantNext, wait)
+		if len(cl.jobs) > 0 || err != nil {
+			parents := make([]string, len(cl.jobs))
+			for i, j := range cl.jobs {
+				parents[i] = j.TraceParent
+			}
+			tracing.StartedAt(ctx, t, start, queue, "claim", tracing.OpReceive, trace.SpanKindClient, parents, err,
+				tracing.AttrBatchCount.Int(len(cl.jobs)))
+		}
+		return cl, err
+	}
+	return c.claimOnce(ctx, queue, k, o, wantNext, wait)
+}
+
+// claimOnce is one claim.lua call: claimNow without its span.
+func (c *Client) claimOnce(ctx context.Context, queue string, k store.Keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
 	t0 := c.clock.Now()
 	token := newToken() // the same for every try of runSets: a rerun answers the same jobs
 	p := store.ClaimArgs{Max: o.Max, TokenBase: token, VisibilityMs: o.Visibility.Milliseconds(), WantNext: wantNext,

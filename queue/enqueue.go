@@ -14,7 +14,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/google/uuid"
 )
@@ -53,6 +55,14 @@ type NewJob struct {
 	// [A-Za-z0-9._:/=+@-]; kept sorted, without duplicates. None: any
 	// claimer. A queue holds at most MaxLabelSets distinct sets.
 	Labels []string
+	// TraceParent is the W3C traceparent to store with the job (see
+	// Job.TraceParent), for a caller whose trace context is not in the
+	// ctx of the enqueue (a batch gathered from several requests); one of
+	// a later version is read by its first four fields and stored as
+	// version 00, anything else is refused (ErrInvalid). Empty: while
+	// tracing is on (package internal/tracing: a TracerProvider was
+	// installed), the enqueue's own span, a child of ctx's.
+	TraceParent string
 }
 
 // Enqueued is the answer to one NewJob.
@@ -92,7 +102,27 @@ func (c *Client) Enqueue(ctx context.Context, nj NewJob) (Enqueued, error) {
 	if err != nil {
 		return Enqueued{}, err
 	}
+	if t, on := tracing.Tracer(); on {
+		return c.enqueueTraced(ctx, t, p)
+	}
 	return c.enqueueOne(ctx, p)
+}
+
+// enqueueTraced is Enqueue under the span "send <queue>" (a producer
+// span, a child of ctx's), whose context the job stores unless it was
+// given one (NewJob.TraceParent; the span then links to it).
+func (c *Client) enqueueTraced(ctx context.Context, t trace.Tracer, p prepared) (Enqueued, error) {
+	ctx, span := tracing.Start(ctx, t, p.job.Queue, "send", tracing.OpSend, trace.SpanKindProducer,
+		tracing.AttrMessageID.String(p.job.ID), tracing.AttrKind.String(p.job.Kind))
+	if p.item.Trace == "" {
+		p.item.Trace = tracing.Format(span.SpanContext())
+		p.job.TraceParent = p.item.Trace
+	} else if sc, ok := tracing.Parse(p.item.Trace); ok {
+		span.AddLink(trace.Link{SpanContext: sc})
+	}
+	res, err := c.enqueueOne(ctx, p)
+	tracing.End(span, err)
+	return res, err
 }
 
 // prepared is a validated NewJob, ready for enqueue.lua.
@@ -120,13 +150,20 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if fe != nil {
 		return failAt(i, fe)
 	}
+	if nj.TraceParent != "" {
+		sc, ok := tracing.Parse(nj.TraceParent)
+		if !ok {
+			return failAt(i, invalid("trace_parent", "not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)"))
+		}
+		nj.TraceParent = tracing.Format(sc) // stored in version 00's form, whatever version was given
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return prepared{}, fmt.Errorf("queue: new job id: %w", err)
 	}
 	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
-		IdempotencyKey: nj.IdempotencyKey, Labels: labels}
+		IdempotencyKey: nj.IdempotencyKey, Labels: labels, TraceParent: nj.TraceParent}
 	lab := joinLabels(labels)
 	item := c.enqueueItem(j, nj.Backoff != nil, when, lab)
 	return prepared{job: j, item: item, labels: lab, index: i}, nil
@@ -229,7 +266,7 @@ func (c *Client) enqueueItem(j *Job, ownBackoff bool, when, lab string) store.En
 		boEnc = j.Backoff.encode()
 	}
 	return store.EnqueueItem{ID: j.ID, Kind: j.Kind, Payload: string(j.Payload), Spec: encodeSpec(j.MaxAttempts, j.Visibility, boEnc),
-		When: when, Idem: j.IdempotencyKey, ResultTTLMs: rttl, Labels: lab}
+		When: when, Idem: j.IdempotencyKey, ResultTTLMs: rttl, Labels: lab, Trace: j.TraceParent}
 }
 
 // Validate reports whether c would enqueue nj, with c's own limits
@@ -280,12 +317,43 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, e
 		}
 	}
 	out := make([]Enqueued, len(jobs))
+	t, traced := tracing.Tracer()
 	for _, q := range order {
-		if err := c.enqueueQueue(ctx, q, preps, byQueue[q], out); err != nil {
+		var err error
+		if traced {
+			err = c.enqueueQueueTraced(ctx, t, q, preps, byQueue[q], out)
+		} else {
+			err = c.enqueueQueue(ctx, q, preps, byQueue[q], out)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// enqueueQueueTraced is enqueueQueue under the span "send <queue>" (a
+// producer span, a child of ctx's): the jobs given no trace context
+// (NewJob.TraceParent) store the span's, and the span links to those
+// given one.
+func (c *Client) enqueueQueueTraced(ctx context.Context, t trace.Tracer, queue string, preps []prepared, idx []int, out []Enqueued) error {
+	var links []trace.Link
+	for _, i := range idx {
+		if sc, ok := tracing.Parse(preps[i].item.Trace); ok {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	ctx, span := t.Start(ctx, "send "+queue, trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(links...),
+		trace.WithAttributes(append(tracing.Attrs(queue, "send", tracing.OpSend), tracing.AttrBatchCount.Int(len(idx)))...))
+	own := tracing.Format(span.SpanContext())
+	for _, i := range idx {
+		if preps[i].item.Trace == "" {
+			preps[i].item.Trace, preps[i].job.TraceParent = own, own
+		}
+	}
+	err := c.enqueueQueue(ctx, queue, preps, idx, out)
+	tracing.End(span, err)
+	return err
 }
 
 func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepared, idx []int, out []Enqueued) error {

@@ -92,6 +92,10 @@ type Job struct {
 	// {"job_id","queue","status","result","artifacts","error"}. Empty for
 	// a root node and any other job.
 	Upstream json.RawMessage
+	// TraceParent is the W3C traceparent of the job's enqueue (the span
+	// its run's span descends from or links to, see package worker);
+	// empty when tracing was off then, or the enqueue had no span.
+	TraceParent string
 }
 
 // WorkflowRef names the workflow node a job is.
@@ -163,6 +167,7 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	j.Labels = splitLabels(f[store.RLabels])
 	j.Workflow = parseWorkflowRef(f[store.RWorkflow])
 	j.Watchers = parseWatchers(f[store.RWatchers])
+	j.TraceParent = f[store.RTrace]
 	return j, nil
 }
 

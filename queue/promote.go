@@ -3,8 +3,11 @@ package queue
 import (
 	"context"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/store"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/store"
+	"github.com/chronoq/chronoq/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Promote moves up to one batch (500) of the jobs of queue that are due by
@@ -18,6 +21,19 @@ import (
 // makes no index write for it (horizon 0: always). It is delayed.Source's
 // Promote.
 func (c *Client) Promote(ctx context.Context, queue string, horizon time.Duration) (int, time.Time, error) {
+	if t, on := tracing.Tracer(); on {
+		start := time.Now()
+		moved, next, err := c.promote(ctx, queue, horizon)
+		if moved > 0 || err != nil {
+			tracing.StartedAt(ctx, t, start, queue, "promote", "", trace.SpanKindClient, nil, err, tracing.AttrBatchCount.Int(moved))
+		}
+		return moved, next, err
+	}
+	return c.promote(ctx, queue, horizon)
+}
+
+// promote is Promote without its span.
+func (c *Client) promote(ctx context.Context, queue string, horizon time.Duration) (int, time.Time, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return 0, time.Time{}, err

@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/names"
-	"github.com/chronoq/chronoq/internal/plumbing"
-	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
+	"github.com/chronoq/chronoq/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -74,12 +77,14 @@ func (in *inside) PrepareNode(job any, workflow, node string) (plumbing.Prepared
 	a := p.item
 	return plumbing.PreparedNode{ID: p.job.ID, Queue: p.job.Queue, Labels: p.labels,
 		Item: store.WFAddItem{ID: a.ID, Kind: a.Kind, Payload: a.Payload, Spec: a.Spec, When: a.When, ResultTTLMs: a.ResultTTLMs,
-			Workflow: workflow + "|" + node + "|0", Labels: a.Labels}}, nil
+			Workflow: workflow + "|" + node + "|0", Labels: a.Labels, Trace: a.Trace}}, nil
 }
 
 // AddNodeJobs writes prepared node jobs, waiting, into their queues: one
 // script call per queue and MaxBatch jobs. Safe to call again with the
-// same nodes (a job written already is kept as it is).
+// same nodes (a job written already is kept as it is). While tracing is
+// on, each queue's jobs are written under the span "send <queue>", a
+// child of ctx's, whose context the jobs given none store.
 func (in *inside) AddNodeJobs(ctx context.Context, nodes []plumbing.PreparedNode) error {
 	c := (*Client)(in)
 	order, byQueue := groupBy(nodes, func(n plumbing.PreparedNode) string { return n.Queue })
@@ -88,23 +93,47 @@ func (in *inside) AddNodeJobs(ctx context.Context, nodes []plumbing.PreparedNode
 			return err
 		}
 	}
+	t, traced := tracing.Tracer()
 	for _, q := range order {
-		ns := byQueue[q]
-		for part := range slices.Chunk(ns, workflowBatch) {
-			p := store.WFAddArgs{MaxSets: MaxLabelSets, Jobs: make([]store.WFAddItem, 0, len(part))}
-			k := store.QueueKeys(c.ns, q)
-			var sets jobSets
-			for _, n := range part {
-				p.Jobs = append(p.Jobs, n.Item)
-				sets.add(k, n.Labels)
+		if !traced {
+			if err := c.addNodeJobs(ctx, q, byQueue[q]); err != nil {
+				return err
 			}
-			res, err := callCreating(ctx, c, store.WFAdd, q, k, sets, &p)
-			if labels, over := setsOver(res); err == nil && over {
-				err = tooManySets(q, labels, -1)
+			continue
+		}
+		ctx, span := tracing.Start(ctx, t, q, "send", tracing.OpSend, trace.SpanKindProducer, tracing.AttrBatchCount.Int(len(byQueue[q])))
+		own := tracing.Format(span.SpanContext())
+		ns := slices.Clone(byQueue[q])
+		for i := range ns {
+			if ns[i].Item.Trace == "" {
+				ns[i].Item.Trace = own
 			}
-			if err != nil {
-				return fmt.Errorf("queue: adding workflow jobs to %s: %w", q, err)
-			}
+		}
+		err := c.addNodeJobs(ctx, q, ns)
+		tracing.End(span, err)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addNodeJobs writes ns, node jobs of queue q.
+func (c *Client) addNodeJobs(ctx context.Context, q string, ns []plumbing.PreparedNode) error {
+	for part := range slices.Chunk(ns, workflowBatch) {
+		p := store.WFAddArgs{MaxSets: MaxLabelSets, Jobs: make([]store.WFAddItem, 0, len(part))}
+		k := store.QueueKeys(c.ns, q)
+		var sets jobSets
+		for _, n := range part {
+			p.Jobs = append(p.Jobs, n.Item)
+			sets.add(k, n.Labels)
+		}
+		res, err := callCreating(ctx, c, store.WFAdd, q, k, sets, &p)
+		if labels, over := setsOver(res); err == nil && over {
+			err = tooManySets(q, labels, -1)
+		}
+		if err != nil {
+			return fmt.Errorf("queue: adding workflow jobs to %s: %w", q, err)
 		}
 	}
 	return nil

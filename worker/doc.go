@@ -81,6 +81,15 @@
 // queue.ClaimOptions.Labels). A job whose labels no worker has waits,
 // pending, for one that has them.
 //
+// # Tracing
+//
+// While tracing is on (a program installed an OpenTelemetry
+// TracerProvider, see otel.SetTracerProvider), a handler's ctx carries the
+// span of its run, "process <queue>" (a consumer span): a child of the
+// job's enqueue (queue.Job.TraceParent) on its first attempt, a root
+// linked to it on a retry. Jobs it enqueues with that ctx join the trace,
+// and its outcome is recorded under it. Off, the worker starts no span.
+//
 // # What else to run
 //
 // A worker only runs jobs. It promotes the due jobs its claims find, but a

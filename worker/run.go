@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/chronoq/chronoq/internal/batch"
+	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/chronoq/chronoq/queue"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // run is one claimed job on its way through a handler.
@@ -23,6 +25,11 @@ type run struct {
 	state   atomic.Int32
 	hbStop  chan struct{}
 	hbClose sync.Once
+	// span is the run's span ("process <queue>", see startSpan), nil while
+	// tracing is off; bg is the context of the calls that record its
+	// outcome: the worker's, with span in it.
+	span trace.Span
+	bg   context.Context
 
 	// What the handler leaves beside its result (jobctx.go).
 	w        *Worker
@@ -46,8 +53,11 @@ func (r *run) stopHeartbeat() { r.hbClose.Do(func() { close(r.hbStop) }) }
 func (w *Worker) start(q *queueState, job *queue.Job) {
 	ctx, cancel := context.WithCancelCause(w.jobCtx)
 	r := &run{job: job, q: q, cancel: cancel, hbStop: make(chan struct{}),
-		w: w, log: newJobLog(w, job), beat: make(chan struct{}, 1)}
+		w: w, log: newJobLog(w, job), beat: make(chan struct{}, 1), bg: w.bg}
 	ctx = context.WithValue(ctx, runKey{}, r)
+	if t, on := tracing.Tracer(); on {
+		ctx = r.startSpan(ctx, t)
+	}
 	w.mu.Lock()
 	w.free--
 	q.running++
@@ -57,6 +67,30 @@ func (w *Worker) start(q *queueState, job *queue.Job) {
 	w.wg.Add(1)
 	go w.heartbeat(ctx, r)
 	go w.execute(ctx, r)
+}
+
+// startSpan starts the run's span, "process <queue>" (a consumer span of
+// the messaging semantic conventions), and answers ctx with it. A first
+// attempt's span is a child of the job's enqueue (Job.TraceParent); a
+// retry's starts a trace of its own, linked to the enqueue, so that one
+// trace does not grow with every attempt. A job stored without a trace
+// context gets a root span.
+func (r *run) startSpan(ctx context.Context, t trace.Tracer) context.Context {
+	j := r.job
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(append(tracing.Attrs(j.Queue, "process", tracing.OpProcess), tracing.AttrMessageID.String(j.ID),
+			tracing.AttrKind.String(j.Kind), tracing.AttrAttempt.Int(j.Attempts))...)}
+	parent := ctx
+	if sc, ok := tracing.Parse(j.TraceParent); ok {
+		if j.Attempts <= 1 {
+			parent = trace.ContextWithRemoteSpanContext(ctx, sc)
+		} else {
+			opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: sc}))
+		}
+	}
+	ctx, r.span = t.Start(parent, "process "+j.Queue, opts...)
+	r.bg = trace.ContextWithSpan(r.w.bg, r.span)
+	return ctx
 }
 
 // execute runs the handler, frees the slot and settles the job.
@@ -80,10 +114,19 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	signal(w.slotFreed)
 	w.reg.heldChanged()
 	if !finished {
+		r.endSpan(err)
 		return // handed back by the stop, which settled it
 	}
 	defer w.live.Done()
 	w.settle(r, res, err, cause, start, end)
+	r.endSpan(err) // once its outcome is recorded, and before the stop can see the run over
+}
+
+// endSpan ends the run's span (when it has one) with the handler's error.
+func (r *run) endSpan(err error) {
+	if r.span != nil {
+		tracing.End(r.span, err)
+	}
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -104,27 +147,27 @@ func (w *Worker) settle(r *run, res json.RawMessage, err, cause error, start, en
 	o := Outcome{Job: j, Duration: end.Sub(start), Err: err}
 	if err == nil {
 		if len(res) == 0 || json.Valid(res) {
-			w.complete(r.q, o, res)
+			w.complete(r.bg, r.q, o, res)
 			return
 		}
 		err = errors.New("worker: the handler's result is not valid JSON")
 		o.Err = err
 	}
 	if errors.Is(cause, ErrJobCanceled) {
-		o.StoreErr = w.client.CancelClaimed(w.bg, j.Queue, j.ID, j.Token)
+		o.StoreErr = w.client.CancelClaimed(r.bg, j.Queue, j.ID, j.Token)
 		if o.StoreErr == nil {
 			o.Status = queue.StatusCanceled
 		}
 		w.finish(o)
 		return
 	}
-	w.fail(r.q, o, errorText(err, cause), end)
+	w.fail(r.bg, r.q, o, errorText(err, cause), end)
 }
 
 // fail records a failed attempt of o.Job with msg as its last error; a
 // RetryAfter delay counts from at, when the handler returned (not from
 // when this goroutine got to run again).
-func (w *Worker) fail(q *queueState, o Outcome, msg string, at time.Time) {
+func (w *Worker) fail(ctx context.Context, q *queueState, o Outcome, msg string, at time.Time) {
 	j := o.Job
 	fo := queue.FailOptions{Error: msg}
 	var skip *skipRetryError
@@ -135,7 +178,7 @@ func (w *Worker) fail(q *queueState, o Outcome, msg string, at time.Time) {
 	case errors.As(o.Err, &after):
 		fo.RetryAt = at.Add(after.delay)
 	}
-	res, err := w.client.Fail(w.bg, j.Queue, j.ID, j.Token, fo)
+	res, err := w.client.Fail(ctx, j.Queue, j.ID, j.Token, fo)
 	if err != nil {
 		o.StoreErr = err
 	} else {
@@ -249,14 +292,23 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 // completes of its queue that arrive meanwhile (w.completes, package
 // batch), and reports the outcome. The jobs of one claim often end
 // together: their completes then go in one script call.
-func (w *Worker) complete(q *queueState, o Outcome, result json.RawMessage) {
+func (w *Worker) complete(ctx context.Context, q *queueState, o Outcome, result json.RawMessage) {
 	j := o.Job
+	var span trace.Span
+	if tr, on := tracing.Tracer(); on && trace.SpanFromContext(ctx).IsRecording() {
+		// The batch's script call is made under a context of its own: the
+		// run's trace gets a span of its wait for it.
+		_, span = tracing.Start(ctx, tr, j.Queue, "complete", tracing.OpSettle, trace.SpanKindClient, tracing.AttrMessageID.String(j.ID))
+	}
 	_, err := w.completes.Do(w.bg, q.Name, queue.Ack{ID: j.ID, Token: j.Token, Result: result})
+	if span != nil {
+		tracing.End(span, err)
+	}
 	if errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrPayloadTooLarge) {
 		// Its result was refused (over the cap) and its job left
 		// processing: the attempt fails, with the reason.
 		o.Err = fmt.Errorf("worker: the handler's result was refused: %w", err)
-		w.fail(q, o, o.Err.Error(), w.clock.Now())
+		w.fail(ctx, q, o, o.Err.Error(), w.clock.Now())
 		return
 	}
 	w.settleAck(o, err)

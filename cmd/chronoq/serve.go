@@ -297,6 +297,11 @@ func runDemo(ctx context.Context, args []string, env func(string) string, _, std
 }
 
 func runServeAs(ctx context.Context, name string, args []string, env func(string) string, stderr io.Writer) int {
+	return runServeHooked(ctx, name, args, env, stderr, serveHooks{})
+}
+
+// runServeHooked is runServeAs with hooks (tests: onListen).
+func runServeHooked(ctx context.Context, name string, args []string, env func(string) string, stderr io.Writer, hooks serveHooks) int {
 	c, err := parseServeFlags(name, args, env, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -306,7 +311,6 @@ func runServeAs(ctx context.Context, name string, args []string, env func(string
 		return 2
 	}
 	log := newLogger(c, stderr)
-	var hooks serveHooks
 	// A clock wrong on purpose, for the chaos battery's skew scenario; not
 	// among the documented settings.
 	clock, skew, err := clockskew.FromEnv(env)
@@ -317,6 +321,24 @@ func runServeAs(ctx context.Context, name string, args []string, env func(string
 	if clock != nil {
 		hooks.clock = clock
 		log.Warn("this instance's clock is skewed on purpose ("+clockskew.Env+"): for tests only", "skew", skew)
+	}
+	// Before the parts are made: the API server instruments itself when
+	// tracing is on as it is built.
+	stopTracing, err := setupTracing(ctx, env)
+	if err != nil {
+		fmt.Fprintf(stderr, "chronoq %s: %v\n", name, err)
+		return 2
+	}
+	if stopTracing != nil {
+		log.Info("tracing on: spans are exported over OTLP/HTTP (OTEL_* environment)")
+		defer func() {
+			// Once every part has stopped: the spans they ended are flushed.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
+			defer cancel()
+			if err := stopTracing(fctx); err != nil {
+				log.Warn("flushing the last spans", "err", err)
+			}
+		}()
 	}
 	if err := serve(ctx, c, log, hooks); err != nil {
 		log.Error("chronoq "+name+": stopped", "err", err)

@@ -346,6 +346,8 @@ var RecFields = []string{
 	"workflow", // a workflow node's job: "<workflow id>|<node>|<gen>" (see workflow.go); "" for any other job
 	// dependents (see workflow.go, AdoptJob):
 	"watchers", // the refs ("<workflow id>|<node>|<gen>") of the implicit workflows watching the job's end, joined by ","; "" none; at most MaxWatchers
+	// tracing (see internal/tracing):
+	"trace", // the W3C traceparent of the enqueue ("00-<trace id>-<span id>-<flags>", 55 bytes); "" when tracing was off or the enqueue had no span
 }
 
 // Compact records: the short forms that keep Redis's memory per job low
@@ -403,6 +405,7 @@ const (
 	RLabels
 	RWorkflow
 	RWatchers
+	RTrace
 	NRec
 )
 

@@ -59,6 +59,7 @@ type (
 		Idem        string `arg:"idem"`
 		ResultTTLMs string `arg:"result_ttl_ms"` // "" for the client's retention
 		Labels      string `arg:"labels"`
+		Trace       string `arg:"trace"` // the enqueue's W3C traceparent; "" none
 	}
 	// EnqueueReply is enqueue.lua's reply: First -1 (no such queue), -2 (Rest: the labels of a
 	// set past max_sets) or Redis's now in µs (Rest: id, replayed, due
@@ -343,6 +344,7 @@ type (
 		ResultTTLMs string `arg:"result_ttl_ms"` // "" for the client's retention
 		Workflow    string `arg:"workflow"`
 		Labels      string `arg:"labels"`
+		Trace       string `arg:"trace"` // the enqueue's W3C traceparent; "" none
 	}
 	// WFNodeArgs are the arguments of wfnode.lua.
 	WFNodeArgs struct {

@@ -94,6 +94,11 @@ func AppendJob(b []byte, j *queue.Job, withToken bool) []byte {
 		b = append(b, `,"artifacts":`...)
 		b = append(b, j.Artifacts...) // a JSON object: written by the queue package
 	}
+	// and the trace context of its enqueue, when it was traced
+	if j.TraceParent != "" {
+		b = append(b, `,"traceparent":`...)
+		b = AppendString(b, j.TraceParent)
+	}
 	return append(b, '}')
 }
 

@@ -176,7 +176,7 @@ end
 -- constructor: filling an empty table field by field grows it five times
 -- over. (TestNewRecordHasEveryField holds it to the layout's fields.)
 local function new_record()
-  return { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
+  return { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
 end
 
 -- inline answers whether payload goes into its job's record (f.p) rather

@@ -2,7 +2,8 @@
 -- (scheduled), honouring idempotency keys. The queue must exist (create.lua). Keys and arguments: store.Enqueue in internal/store/ops.go; per
 -- job: id, kind, payload (kept in the record when small, see inline), spec, when ("d<µs>" a delay after Redis's now,
 -- "a<score>" an absolute due score), idempotency key ("" none),
--- result_ttl_ms ("" default), labels (canonical, "" none). The keys of
+-- result_ttl_ms ("" default), labels (canonical, "" none), trace (the
+-- enqueue's W3C traceparent, "" none: see internal/tracing). The keys of
 -- the label sets of its jobs follow its declared keys (see layout.go):
 -- a set not registered yet is registered (its list and wake stream made,
 -- with their sentinels, and its id appended to meta's lsets), unless the
@@ -26,7 +27,8 @@ local jobs, labels_of = {}, {} -- labels_of: set id -> its labels
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local j = { id = ARGV[b + G_id], kind = ARGV[b + G_kind], payload = ARGV[b + G_payload],
-    spec = ARGV[b + G_spec], idem = ARGV[b + G_idem], rttl = ARGV[b + G_result_ttl_ms], labels = ARGV[b + G_labels] }
+    spec = ARGV[b + G_spec], idem = ARGV[b + G_idem], rttl = ARGV[b + G_result_ttl_ms], labels = ARGV[b + G_labels],
+    trace = ARGV[b + G_trace] }
   j.score = due_of(ARGV[b + G_when])
   if not j.score or not spec_max_attempts(j.spec) then
     return redis.error_reply('ERR chronoq enqueue: malformed job ' .. i)
@@ -67,6 +69,7 @@ for _, j in ipairs(jobs) do
     f[R_attempts], f[R_fence] = '0', '0'
     f[R_idempotency_key], f[R_result_ttl_ms] = j.idem, j.rttl
     f[R_labels] = j.labels
+    f[R_trace] = j.trace
     local due = tonumber(j.score)
     if due <= tonumber(cutoff) then
       f[R_status] = 'pending'
