@@ -14,7 +14,6 @@ import (
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -101,7 +100,7 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		_, _, err = b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Empty(t, index(t, b, "due"))
-		due, err := plumbing.Of(b.client).Due(b.ctx, time.Hour, 0, 10)
+		due, err := b.client.Source().Due(b.ctx, time.Hour, 0, 10)
 		require.NoError(t, err)
 		require.Empty(t, due)
 	})

@@ -63,7 +63,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 	// tick is one promoter tick and one sweep: what they do between two
 	// reconciles.
 	tick := func(c *queue.Client) {
-		due, err := plumbing.Of(c).Due(ctx, 2*time.Second, 0, 1000)
+		due, err := c.Source().Due(ctx, 2*time.Second, 0, 1000)
 		require.NoError(b, err)
 		promoted := 0
 		for _, d := range due {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -195,7 +194,7 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		ctx, cancel := context.WithCancel(b.ctx)
 		defer cancel()
-		nudges := plumbing.Of(b.client).Nudges(ctx)
+		nudges := b.client.Source().Nudges(ctx)
 		b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Minute)})
 		n := <-nudges
 		require.Equal(t, b.queue, n.Queue)

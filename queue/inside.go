@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 
+	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
 )
@@ -26,7 +27,10 @@ func init() {
 // Engine answers the client's engine.
 func (in *inside) Engine() *store.Store { return in.eng }
 
-var _ plumbing.Client = (*inside)(nil)
+var (
+	_ plumbing.Client = (*inside)(nil)
+	_ delayed.Source  = (*inside)(nil) // Client.Source
+)
 
 // asNewJob reads the job that plumbing passes as any.
 func asNewJob(nj any) (NewJob, error) {

@@ -422,7 +422,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		b := setup(t)
 		ctx, cancel := context.WithCancel(b.ctx)
 		defer cancel()
-		nudges := plumbing.Of(b.client).Nudges(ctx)
+		nudges := b.client.Source().Nudges(ctx)
 		a := b.enqueue(t, queue.NewJob{Delay: time.Minute})
 		<-nudges
 		later := b.enqueue(t, queue.NewJob{Delay: 2 * time.Minute})

@@ -3,7 +3,7 @@
 // (package workflow), the engine, the client's clock, Redis and
 // namespace and the Redis clock (cron, registry, api, chronoq serve), a
 // push queue's settings and notes (dispatch), the claims and waits of a
-// worker's loop, the promoter's source, the chaos battery's dump. Keeping them here keeps package
+// worker's loop, the chaos battery's dump. Keeping them here keeps package
 // queue's documented surface to what producers, workers and operators
 // call.
 //
@@ -22,7 +22,6 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/store"
 )
 
@@ -32,10 +31,6 @@ type Client interface {
 	Workflows
 	Push
 	Gauges
-
-	// A client is a promoter's source (queue.Client.Source answers the
-	// same for users).
-	delayed.Source
 
 	// Engine is the client's engine: its Redis, namespace, scripts and
 	// Redis clock.
