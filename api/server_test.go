@@ -190,14 +190,21 @@ func (s brokenStore) EnqueueBatch(ctx context.Context, njs []queue.NewJob) ([]qu
 	return []queue.Enqueued{e}, err
 }
 
+// brokenEngine is an engine whose every method panics.
+type brokenEngine struct {
+	api.Engine // nil
+}
+
 func TestInternalErrors(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	for _, store := range []brokenStore{{}, {err: errors.New("secret detail: password=hunter2")}} {
 		b := setup(t, func(sc *setupConfig) {
-			// Its clock and readiness are given: the store has neither.
+			// Its clock and readiness are given: the store has neither,
+			// and no engine beside it (any call to one panics).
 			sc.api.Store, sc.api.Logger, sc.api.Clock = store, log, clockwork.NewRealClock()
+			sc.api.Engine = brokenEngine{}
 			sc.api.Ready = func(context.Context) error { return nil }
 		})
 		r := b.do(t, http.MethodPost, "/v1/jobs", map[string]any{"kind": "k"})

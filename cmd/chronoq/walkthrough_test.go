@@ -88,7 +88,8 @@ var walkthroughs = []walkthrough{{
 var notWalkthroughs = map[string]string{
 	"go run ./cmd/chronoq serve": "starts the server the walk-throughs run against (and make test, the whole suite)",
 	"go run ./cmd/chronoq demo":  "a server for the browser (TestDemo runs it)",
-	"REDIS_URL=redis://127.0.0.1:6379/0 CHRONOQ_TOKEN=secret go run ./cmd/chronoq serve": "production set-ups: a Redis Cluster, docker compose",
+	"REDIS_URL=redis://127.0.0.1:6379/0 CHRONOQ_TOKEN=secret go run ./cmd/chronoq serve":                     "production set-ups: a Redis Cluster, docker compose",
+	"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 OTEL_SERVICE_NAME=chronoq go run ./cmd/chronoq serve": "a server that exports its traces to an OTLP receiver (TestServeExportsTracesOverOTLP runs serve with these variables against one)",
 }
 
 // shellCommand is a shell line without its trailing comment.
