@@ -1,9 +1,12 @@
 package dispatch_test
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -124,6 +127,20 @@ func workflowEnded(t *testing.T, rdb redis.UniversalClient) {
 		}
 	}
 	require.Equal(t, want, got)
+	// Each body is what the OpenAPI document's WebhookEvent says.
+	doc, err := os.ReadFile("../api/openapi.json")
+	require.NoError(t, err)
+	spec3, err := openapi3.NewLoader().LoadFromData(doc)
+	require.NoError(t, err)
+	schema := spec3.Components.Schemas["WebhookEvent"]
+	require.NotNil(t, schema)
+	for _, e := range evs {
+		b, err := json.Marshal(e)
+		require.NoError(t, err)
+		var v any
+		require.NoError(t, json.Unmarshal(b, &v))
+		require.NoError(t, schema.Value.VisitJSON(v), "%s", b)
+	}
 	// The queue filter applies to the job whose end ended the workflow.
 	ofB := map[string]bool{}
 	endedOfB.mu.Lock()
