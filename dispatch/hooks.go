@@ -66,7 +66,8 @@ const (
 	// last, ended the workflow, and data's queue, id, kind, status and
 	// attempts are that job's: the queue and kind filters apply to it,
 	// and it is sent after that job's own event. A workflow that is
-	// retried and ends again sends it again.
+	// retried and ends again sends it again; an implicit workflow (a job
+	// enqueued after others, workflow.Client.EnqueueAfter) sends it too.
 	EventWorkflowEnded = "workflow.ended"
 )
 
