@@ -19,8 +19,8 @@ import (
 // A workflow's end is one workflow.ended event, with the workflow's id,
 // status and end time, to a subscription that takes the type, through the
 // queue of the job whose end ended it: a completed workflow, a failed one
-// (a node dead, its child canceled) and one canceled as a whole, each
-// once; a subscription to other types, or to another queue, gets none. On
+// (a node dead, its child canceled), one canceled as a whole and an
+// implicit one (a job enqueued after another), each once; a subscription to other types, or to another queue, gets none. On
 // one Redis and on a Redis Cluster, where each workflow's hash sits in a
 // slot of its own.
 func TestHooksWorkflowEnded(t *testing.T) {
@@ -95,7 +95,16 @@ func workflowEnded(t *testing.T, rdb redis.UniversalClient) {
 	for range 3 {
 		rel.Pass(r.ctx)
 	}
-	for _, w := range []*workflow.Workflow{done, failed, canceled} {
+	// Implicit: a job enqueued after one that has ended (depends_on).
+	parent := r.end("wfa", "k", "completed")
+	rel.Pass(r.ctx)
+	after, err := wfc.EnqueueAfter(r.ctx, queue.NewJob{Queue: "wfb", Kind: "k"}, []queue.JobRef{{Queue: "wfa", ID: parent}}, "")
+	require.NoError(t, err)
+	require.NotNil(t, after.Workflow)
+	rel.Pass(r.ctx) // the parent's end recorded: the job released
+	implicit := &workflow.Workflow{ID: after.Workflow.ID}
+	require.Equal(t, after.ID, run("wfb", "completed"))
+	for _, w := range []*workflow.Workflow{done, failed, canceled, implicit} {
 		got, err := wfc.Get(r.ctx, w.ID)
 		require.NoError(t, err)
 		require.NotEqual(t, workflow.StatusRunning, got.Status, "workflow %s ended", w.ID)
@@ -104,7 +113,8 @@ func workflowEnded(t *testing.T, rdb redis.UniversalClient) {
 		r.pass(time.Second)
 	}
 
-	want := map[string]string{done.ID: dispatch.WorkflowCompleted, failed.ID: dispatch.WorkflowFailed, canceled.ID: dispatch.WorkflowCanceled}
+	want := map[string]string{done.ID: dispatch.WorkflowCompleted, failed.ID: dispatch.WorkflowFailed, canceled.ID: dispatch.WorkflowCanceled,
+		implicit.ID: dispatch.WorkflowCompleted}
 	ended.mu.Lock()
 	evs := append([]dispatch.HookEvent(nil), ended.events...)
 	ended.mu.Unlock()
@@ -149,7 +159,7 @@ func workflowEnded(t *testing.T, rdb redis.UniversalClient) {
 		ofB[e.Data.Workflow.ID] = true
 	}
 	endedOfB.mu.Unlock()
-	require.Equal(t, map[string]bool{done.ID: true, canceled.ID: true}, ofB)
+	require.Equal(t, map[string]bool{done.ID: true, canceled.ID: true, implicit.ID: true}, ofB)
 	for _, rc := range []*hookReceiver{jobs, otherQueue} {
 		rc.mu.Lock()
 		for _, e := range rc.events {
@@ -169,5 +179,5 @@ func workflowEnded(t *testing.T, rdb redis.UniversalClient) {
 		r.pass(time.Second)
 	}
 	n, _ = ended.count()
-	require.Equal(t, 3, n)
+	require.Equal(t, len(want), n)
 }
