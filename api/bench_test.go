@@ -285,7 +285,7 @@ func BenchmarkHTTPLateness(b *testing.B) {
 			}
 			conns = append(conns, c)
 		}
-		p, err := delayed.NewPromoter(delayed.Config{Source: client, Queues: []string{q}})
+		p, err := delayed.NewPromoter(delayed.Config{Source: client.Source(), Queues: []string{q}})
 		if err != nil {
 			abort(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronoq/chronoq/api"
 	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -33,7 +34,7 @@ func (c *memCron) Put(_ context.Context, e api.CronEntry) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, had := c.m[e.Name]
-	e.NextRunAt = c.client.Config().Clock.Now().Add(time.Minute).Truncate(time.Minute)
+	e.NextRunAt = plumbing.Of(c.client).Clock().Now().Add(time.Minute).Truncate(time.Minute)
 	c.m[e.Name] = e
 	return !had, nil
 }

@@ -43,11 +43,8 @@ func (s *Server) putLimits(c echo.Context) error {
 	if err := s.decode(c, &req, false); err != nil {
 		return err
 	}
-	l := queue.Limits{Rate: req.Rate, Burst: req.Burst, MaxInFlight: req.MaxInFlight}
-	if err := l.Validate(); err != nil {
-		return err
-	}
-	if err := s.manage.SetLimits(c.Request().Context(), q, l); err != nil {
+	l, err := s.manage.SetLimits(c.Request().Context(), q, queue.Limits{Rate: req.Rate, Burst: req.Burst, MaxInFlight: req.MaxInFlight})
+	if err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, toLimitsJSON(l))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,7 +88,7 @@ func TestMetricsWithRedisDown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.enqueue(t, map[string]any{"queue": "m"})
-	require.NoError(t, b.client.Config().Redis.Close()) // every later command fails
+	require.NoError(t, plumbing.Of(b.client).Redis().Close()) // every later command fails
 	m := b.scrape(t)
 	require.Equal(t, 0.0, m["chronoq_store_up"])
 	require.NotContains(t, m, `chronoq_queue_paused{queue="m"}`)

@@ -268,7 +268,7 @@ type deliveryJSON struct {
 // deliveries reads the attempts the dispatcher noted on a job, oldest
 // first.
 func (s *Server) deliveries(ctx context.Context, q, id string) ([]deliveryJSON, error) {
-	notes, err := s.read.Notes(ctx, q, id)
+	notes, err := s.engine.Notes(ctx, q, id)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chronoq/chronoq/dashboard"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -40,6 +41,10 @@ type Config struct {
 	// Store is the job engine, a *queue.Client: every role of store.go.
 	// Required.
 	Store Store
+	// Engine is what the API reads of the engine beyond Store's roles.
+	// Defaults to the *queue.Client's (plumbing.Of(Store)); required
+	// when Store is something else.
+	Engine Engine
 	// Cron serves the /v1/cron routes, which are registered only when it
 	// is set. Defaults to nil.
 	Cron CronStore
@@ -169,15 +174,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Dashboard == nil {
 		cfg.Dashboard = dashboard.Placeholder()
 	}
+	eng := cfg.Engine
+	if eng == nil {
+		qc, ok := cfg.Store.(*queue.Client)
+		if !ok {
+			return nil, fmt.Errorf("api: Config.Engine is required with a Store that is not a *queue.Client (a %T)", cfg.Store)
+		}
+		eng = plumbing.Of(qc)
+	}
 	if cfg.Clock == nil {
-		cfg.Clock = cfg.Store.Config().Clock
+		cfg.Clock = eng.Clock()
 	}
 	if cfg.Ready == nil {
-		rdb := cfg.Store.Config().Redis
+		rdb := eng.Redis()
 		cfg.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 	}
 	st := cfg.Store
-	s := &Server{cfg: cfg, produce: st, read: st, manage: st, consume: st, outputs: st, subscribe: st, engine: st,
+	s := &Server{cfg: cfg, produce: st, read: st, manage: st, consume: st, outputs: st, subscribe: st, engine: eng,
 		cron: cfg.Cron, workers: cfg.Workers, clock: cfg.Clock, log: cmp.Or(cfg.Logger, slog.Default()), started: cfg.Clock.Now()}
 	var err error
 	if s.hostNames, s.hostAddrs, err = allowedHosts(cfg.AllowedHosts); err != nil {

@@ -6,12 +6,15 @@ import (
 	"time"
 
 	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 )
 
 // The API sees the job engine through one small interface per role, each
 // what a group of handlers needs: [Producer], [Reader], [Manager],
-// [Consumer], [Outputs], [Subscriber] and [Engine]. [Store] is their
+// [Consumer], [Outputs] and [Subscriber]. [Store] is their
 // union, what [Config.Store] takes; *queue.Client is the one
 // implementation (tests wrap it, or embed the interface and override a
 // method, to inject faults). Errors are the queue package's
@@ -26,14 +29,13 @@ type Producer interface {
 	EnqueueBatch(ctx context.Context, jobs []queue.NewJob) ([]queue.Enqueued, error)
 }
 
-// Reader reads jobs and queues: GET /v1/queues..., a job by id, a push
-// job's delivery attempts (its notes) and the queue gauges of /metrics.
+// Reader reads jobs and queues: GET /v1/queues..., a job by id and the
+// queue gauges of /metrics.
 type Reader interface {
 	Get(ctx context.Context, queue, id string) (*queue.Job, error)
 	List(ctx context.Context, queue string, o ListOptions) ([]*queue.Job, string, error)
 	Queues(ctx context.Context) ([]string, error)
 	Stats(ctx context.Context, queue string) (queue.Stats, error)
-	Notes(ctx context.Context, queue, id string) ([]string, error)
 }
 
 // Manager changes jobs and queues on an operator's word: reschedule,
@@ -53,7 +55,7 @@ type Manager interface {
 	DeleteQueue(ctx context.Context, queue string, force bool) error
 
 	Limits(ctx context.Context, queue string) (queue.Limits, error)
-	SetLimits(ctx context.Context, queue string, l queue.Limits) error
+	SetLimits(ctx context.Context, queue string, l queue.Limits) (queue.Limits, error)
 	ClearLimits(ctx context.Context, queue string) error
 }
 
@@ -85,14 +87,17 @@ type Subscriber interface {
 	WaitEnded(ctx context.Context, queue, id string, wait time.Duration) (*queue.Job, error)
 }
 
-// Engine is the engine itself: its configuration, whose Clock is the
-// server's (unless [Config.Clock] says otherwise) and whose Redis
-// connection /readyz pings (unless [Config.Ready] says otherwise), and
-// its estimate of Redis's clock against this instance's (GET
-// /v1/status).
+// Engine is what the API reads of the engine beyond the roles: the
+// client's clock (the server's, unless [Config.Clock] says otherwise) and
+// Redis connection (which /readyz pings, unless [Config.Ready] says
+// otherwise), its estimate of Redis's clock against this instance's (GET
+// /v1/status), and a push job's delivery attempts (its notes). A
+// *queue.Client's is plumbing.Of(client), which [New] takes itself.
 type Engine interface {
-	Config() queue.Config
-	RedisClock() queue.ClockEstimate
+	Clock() clockwork.Clock
+	Redis() redis.UniversalClient
+	RedisClock() store.Estimate
+	Notes(ctx context.Context, queue, id string) ([]string, error)
 }
 
 // Store is the job engine as the API uses it: every role at once.
@@ -103,7 +108,6 @@ type Store interface {
 	Consumer
 	Outputs
 	Subscriber
-	Engine
 }
 
 // CronStore keeps the recurring jobs: the /v1/cron routes, registered only

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -72,9 +73,9 @@ func BenchmarkHTTPWaitLatency(b *testing.B) {
 	// waiting waits until n calls wait in the store.
 	waiting := func(b *testing.B, n int) {
 		deadline := time.Now().Add(30 * time.Second)
-		for client.JobWaiters() != n {
+		for plumbing.Of(client).JobWaiters() != n {
 			if time.Now().After(deadline) {
-				b.Fatalf("%d waiters, want %d", client.JobWaiters(), n)
+				b.Fatalf("%d waiters, want %d", plumbing.Of(client).JobWaiters(), n)
 			}
 			time.Sleep(20 * time.Microsecond)
 		}

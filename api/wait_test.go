@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -18,7 +19,7 @@ func (b *testBundle) waitFor(t *testing.T, method, path string, body any) <-chan
 	t.Helper()
 	got := make(chan response, 1)
 	go func() { got <- b.do(t, method, path, body) }()
-	require.Eventually(t, func() bool { return b.client.JobWaiters() == 1 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return plumbing.Of(b.client).JobWaiters() == 1 }, 10*time.Second, time.Millisecond,
 		"the request waits")
 	return got
 }
@@ -103,7 +104,7 @@ func TestGetJobWaitsForItsEnd(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.status, "wait 0: no wait")
 		require.Equal(t, "pending", decodeAs[jobView](t, r).Status)
 	})
-	require.Zero(t, b.client.JobWaiters())
+	require.Zero(t, plumbing.Of(b.client).JobWaiters())
 }
 
 func TestEnqueueWaitsForTheJobsEnd(t *testing.T) {
@@ -136,7 +137,7 @@ func TestEnqueueWaitsForTheJobsEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, qs, "e3", "no job, no queue")
 	})
-	require.Zero(t, b.client.JobWaiters())
+	require.Zero(t, plumbing.Of(b.client).JobWaiters())
 }
 
 // A job with depends_on waits for its parent, and its enqueue's wait goes

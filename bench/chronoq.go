@@ -181,7 +181,7 @@ func (s *chronoqSide) consumeLoop(ctx context.Context, jobs int, h handler, comp
 
 // promote starts a delayed.Promoter over the client, for the queue.
 func (s *chronoqSide) promote(ctx context.Context) (stop func(), err error) {
-	p, err := delayed.NewPromoter(delayed.Config{Source: s.c, Queues: []string{chronoqQueue}})
+	p, err := delayed.NewPromoter(delayed.Config{Source: s.c.Source(), Queues: []string{chronoqQueue}})
 	if err != nil {
 		return nil, err
 	}

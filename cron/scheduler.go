@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/chronoq/chronoq/queue"
 )
@@ -83,7 +84,7 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("cron: Config.Client is required")
 	}
-	cfg.Clock = cmp.Or(cfg.Clock, cfg.Client.Config().Clock)
+	cfg.Clock = cmp.Or(cfg.Clock, plumbing.Of(cfg.Client).Clock())
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, DefaultRefreshInterval)
 	cfg.Grace = cmp.Or(cfg.Grace, DefaultGrace)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())

@@ -3,11 +3,12 @@ package cron_test
 import (
 	"context"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/stretchr/testify/require"
 
@@ -127,19 +128,19 @@ func TestOneRedisClock(t *testing.T) {
 	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: testutil.SkewedClock(time.Minute), DisableEvents: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	require.True(t, c.RedisClock().At.IsZero(), "nothing measured yet")
+	require.True(t, plumbing.Of(c).RedisClock().At.IsZero(), "nothing measured yet")
 
 	require.NoError(t, cron.NewStore(c).Register(b.ctx, cron.Entry{Name: "secs", Schedule: "* * * * * *", Queue: "secs", Kind: "tick"}))
-	est := c.RedisClock()
+	est := plumbing.Of(c).RedisClock()
 	require.False(t, est.At.IsZero(), "cron's TIME fed the client's estimate")
 	require.InDelta(t, -time.Minute.Seconds(), est.Offset.Seconds(), 0.5, "this instance's clock is a minute ahead")
 
 	s, err := cron.NewScheduler(cron.Config{Client: c})
 	require.NoError(t, err)
 	require.Equal(t, est.Offset, cron.RedisClockOffset(s))
-	require.Equal(t, est.Offset, c.RedisClock().Offset)
+	require.Equal(t, est.Offset, plumbing.Of(c).RedisClock().Offset)
 	require.Equal(t, est, plumbing.Of(c).Engine().Clock().Estimate())
 	_, err = plumbing.Of(c).MeasureRedisClock(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, c.RedisClock().Offset, cron.RedisClockOffset(s), "a new measure is the scheduler's too")
+	require.Equal(t, plumbing.Of(c).RedisClock().Offset, cron.RedisClockOffset(s), "a new measure is the scheduler's too")
 }

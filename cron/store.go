@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"math"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,7 +52,7 @@ type Store struct {
 // that clock, by the client's. It holds at most DefaultMaxEntries entries
 // unless an option says otherwise.
 func NewStore(client *queue.Client, opts ...StoreOption) *Store {
-	s := &Store{client: client, rdb: client.Config().Redis, eng: plumbing.Of(client).Engine(), rc: newRedisClock(client), ns: client.Config().Namespace,
+	s := &Store{client: client, rdb: plumbing.Of(client).Redis(), eng: plumbing.Of(client).Engine(), rc: newRedisClock(client), ns: plumbing.Of(client).Namespace(),
 		maxEntries: DefaultMaxEntries}
 	for _, o := range opts {
 		o(s)

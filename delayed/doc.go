@@ -16,7 +16,7 @@
 // A promoter follows the convention of chronoq's long-running parts: Run
 // works until its context ends, then waits for its loops and returns nil.
 //
-//	p, err := delayed.NewPromoter(delayed.Config{Source: client}) // a *queue.Client
+//	p, err := delayed.NewPromoter(delayed.Config{Source: client.Source()}) // client: a *queue.Client
 //	if err != nil {
 //		return err
 //	}

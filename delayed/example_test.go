@@ -32,7 +32,7 @@ func ExamplePromoter() {
 
 	promoted := make(chan int, 1)
 	p, err := delayed.NewPromoter(delayed.Config{
-		Source: client, // every queue the client knows; or Queues: []string{"emails"}
+		Source: client.Source(), // every queue the client knows; or Queues: []string{"emails"}
 		OnPromote: func(_ string, moved int) {
 			select {
 			case promoted <- moved:

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/names"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/jonboulle/clockwork"
 
@@ -154,7 +156,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, fmt.Errorf("demo: Config.ClaimWait must be in [100ms, %s]", queue.MaxClaimWait)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = cfg.Client.Config().Clock
+		cfg.Clock = plumbing.Of(cfg.Client).Clock()
 	}
 	seed := cfg.Seed
 	if seed == 0 {

@@ -122,7 +122,8 @@ func BenchmarkLimitedRate(b *testing.B) {
 	_, err = dispatch.NewStore(c, loopback).Put(b.Context(), "rate", dispatch.QueueConfig{Target: dispatch.Target{URL: rc.URL}})
 	require.NoError(b, err)
 	const rate, window = 200, 10 * time.Second
-	require.NoError(b, c.SetLimits(b.Context(), "rate", queue.Limits{Rate: rate}))
+	_, err = c.SetLimits(b.Context(), "rate", queue.Limits{Rate: rate})
+	require.NoError(b, err)
 	enqueueMany(b, c, "rate", rate*15)
 	b.ResetTimer()
 	instances(b, ns, 3)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"io"
 	"log/slog"
 	"maps"
@@ -19,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,7 +150,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg.RefreshInterval = cmp.Or(cfg.RefreshInterval, defaultRefresh)
 	cfg.HookInterval = cmp.Or(cfg.HookInterval, DefaultHookInterval)
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, store: NewStore(cfg.Client, cfg.Guard),
-		log: cmp.Or(cfg.Logger, slog.Default()), clock: cfg.Client.Config().Clock, workers: map[string]*served{}}
+		log: cmp.Or(cfg.Logger, slog.Default()), clock: plumbing.Of(cfg.Client).Clock(), workers: map[string]*served{}}
 	d.http = newHTTPClient(cfg.Guard)
 	d.notes = newNotes(cfg.Client)
 	d.hooks = NewHooks(cfg.Client, cfg.Guard)

@@ -34,7 +34,7 @@
 //     503 without Retry-After, timeouts, connection errors and redirects
 //     (never followed) retried with the job's backoff. Every attempt's
 //     status, duration, error and outcome is noted on the job
-//     (queue.Client.Notes).
+//     (plumbing.Client.Notes).
 //   - Sign and Verify: Standard Webhooks signatures, for receivers too.
 //   - Guard: the SSRF guard, on by default, checked on the dialled address.
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -54,7 +55,7 @@ func newRigB(b *testing.B, _ int) *rig {
 	})
 	// A promoter, as serve runs: it promotes the jobs scheduled while the
 	// dispatcher waits.
-	p, err := delayed.NewPromoter(delayed.Config{Source: c})
+	p, err := delayed.NewPromoter(delayed.Config{Source: c.Source()})
 	require.NoError(b, err)
 	ph := lifecycle.Start(b.Context(), p)
 	b.Cleanup(func() { _ = ph.Stop(context.Background()) })
@@ -133,7 +134,7 @@ func (r *rig) wait(q, id string, statuses ...queue.Status) *queue.Job {
 
 func (r *rig) attempts(q, id string) []dispatch.Attempt {
 	r.t.Helper()
-	notes, err := r.c.Notes(r.ctx, q, id)
+	notes, err := plumbing.Of(r.c).Notes(r.ctx, q, id)
 	require.NoError(r.t, err)
 	out := make([]dispatch.Attempt, len(notes))
 	for i, n := range notes {

@@ -162,73 +162,7 @@ func (d *Dispatcher) sendHook(ctx context.Context, s Subscription, key string, a
 	id := deliveryID(key)
 	a := HookAttempt{Subscription: s.ID, ID: id, Attempt: attempt}
 	ack := store.HookAckItem{Key: key, Attempts: attempt}
-	retry := time.Duration(0)
-	final := false
-	func() {
-		rctx, cancel := context.WithTimeout(ctx, s.Timeout)
-		defer cancel()
-		req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.URL, bytes.NewReader(body))
-		if err != nil {
-			a.Error, final = "bad request: "+err.Error(), true
-			return
-		}
-		for k, v := range s.Headers {
-			req.Header.Set(k, v)
-		}
-		var ev HookEvent
-		_ = json.Unmarshal(body, &ev)
-		ts := d.clock.Now()
-		sig, err := Sign(s.Secrets, id, ts, body)
-		if err != nil {
-			a.Error, final = "signing: "+err.Error(), true
-			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("User-Agent", "chronoq-dispatch")
-		req.Header.Set(HeaderID, id)
-		req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-		req.Header.Set(HeaderSignature, sig)
-		req.Header.Set(HeaderQueue, ev.Data.Queue)
-		req.Header.Set(HeaderJobID, ev.Data.ID)
-		req.Header.Set(HeaderEvent, ev.Type)
-		req.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
-		resp, err := d.http.Do(req)
-		if err != nil {
-			switch {
-			case errors.Is(err, ErrRefused):
-				a.Error, final = "POST "+s.URL+": "+unwrapRefused(err), true
-			case ctx.Err() != nil:
-				a.Error = "canceled: " + context.Cause(ctx).Error()
-			case errors.Is(rctx.Err(), context.DeadlineExceeded):
-				a.Error = fmt.Sprintf("timed out after %s (the subscription's timeout)", s.Timeout)
-			default:
-				a.Error = err.Error()
-			}
-			return
-		}
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyBytes))
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResultBytes))
-		_ = resp.Body.Close()
-		a.Status = resp.StatusCode
-		if a.Status >= 200 && a.Status < 300 {
-			return
-		}
-		a.Error = fmt.Sprintf("HTTP %d %s", a.Status, http.StatusText(a.Status))
-		if len(snippet) > 0 {
-			a.Error += ": " + strings.ToValidUTF8(string(snippet), "?")
-		}
-		// As for a push request: another 4xx is the receiver refusing this
-		// delivery, which no retry changes.
-		if a.Status >= 400 && a.Status < 500 && a.Status != http.StatusRequestTimeout && a.Status != http.StatusTooEarly &&
-			a.Status != http.StatusTooManyRequests {
-			final = true
-		}
-		if a.Status == http.StatusTooManyRequests || a.Status == http.StatusServiceUnavailable {
-			if after, ok := retryAfter(resp.Header.Get("Retry-After"), d.clock.Now()); ok {
-				retry = after
-			}
-		}
-	}()
+	final, retry := d.postHook(ctx, s, id, attempt, body, &a)
 	switch {
 	case a.Error == "":
 		a.Outcome, ack.Outcome = "delivered", "ok"
@@ -248,6 +182,84 @@ func (d *Dispatcher) sendHook(ctx context.Context, s Subscription, key string, a
 		d.cfg.OnHookAttempt(a)
 	}
 	return ack
+}
+
+// postHook makes one attempt's request, recording in a the receiver's
+// status or the error that ended it. final: no retry changes the outcome;
+// retry: the wait the receiver asked for (0: none).
+func (d *Dispatcher) postHook(ctx context.Context, s Subscription, id string, attempt int, body []byte, a *HookAttempt) (final bool, retry time.Duration) {
+	rctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	req, err := d.hookRequest(rctx, s, id, attempt, body)
+	if err != nil {
+		a.Error = err.Error()
+		return true, 0
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrRefused):
+			a.Error, final = "POST "+s.URL+": "+unwrapRefused(err), true
+		case ctx.Err() != nil:
+			a.Error = "canceled: " + context.Cause(ctx).Error()
+		case errors.Is(rctx.Err(), context.DeadlineExceeded):
+			a.Error = fmt.Sprintf("timed out after %s (the subscription's timeout)", s.Timeout)
+		default:
+			a.Error = err.Error()
+		}
+		return final, 0
+	}
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResultBytes))
+	_ = resp.Body.Close()
+	a.Status = resp.StatusCode
+	if a.Status >= 200 && a.Status < 300 {
+		return false, 0
+	}
+	a.Error = fmt.Sprintf("HTTP %d %s", a.Status, http.StatusText(a.Status))
+	if len(snippet) > 0 {
+		a.Error += ": " + strings.ToValidUTF8(string(snippet), "?")
+	}
+	// As for a push request: another 4xx is the receiver refusing this
+	// delivery, which no retry changes.
+	final = a.Status >= 400 && a.Status < 500 && a.Status != http.StatusRequestTimeout && a.Status != http.StatusTooEarly &&
+		a.Status != http.StatusTooManyRequests
+	if a.Status == http.StatusTooManyRequests || a.Status == http.StatusServiceUnavailable {
+		if after, ok := retryAfter(resp.Header.Get("Retry-After"), d.clock.Now()); ok {
+			retry = after
+		}
+	}
+	return final, retry
+}
+
+// hookRequest is one attempt's signed request: the event as its body,
+// the subscription's headers, the Standard Webhooks headers and
+// chronoq's own.
+func (d *Dispatcher) hookRequest(ctx context.Context, s Subscription, id string, attempt int, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("bad request: %w", err)
+	}
+	for k, v := range s.Headers {
+		req.Header.Set(k, v)
+	}
+	var ev HookEvent
+	_ = json.Unmarshal(body, &ev)
+	ts := d.clock.Now()
+	sig, err := Sign(s.Secrets, id, ts, body)
+	if err != nil {
+		return nil, fmt.Errorf("signing: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "chronoq-dispatch")
+	req.Header.Set(HeaderID, id)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	req.Header.Set(HeaderSignature, sig)
+	req.Header.Set(HeaderQueue, ev.Data.Queue)
+	req.Header.Set(HeaderJobID, ev.Data.ID)
+	req.Header.Set(HeaderEvent, ev.Type)
+	req.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
+	return req, nil
 }
 
 // hookBackoff is the wait after a delivery's attempt-th failed attempt:

@@ -301,7 +301,7 @@ type Hooks struct {
 // NewHooks is the subscriptions of client's namespace, whose URLs g
 // checks.
 func NewHooks(client *queue.Client, g Guard) *Hooks {
-	return &Hooks{client: client, eng: plumbing.Of(client).Engine(), rdb: client.Config().Redis, ns: client.Config().Namespace, guard: g}
+	return &Hooks{client: client, eng: plumbing.Of(client).Engine(), rdb: plumbing.Of(client).Redis(), ns: plumbing.Of(client).Namespace(), guard: g}
 }
 
 func (h *Hooks) keys(id string) store.HookKeys { return store.HookKeysOf(h.ns, id) }
@@ -331,7 +331,7 @@ func (h *Hooks) Create(ctx context.Context, s Subscription) (Subscription, error
 	if len(s.Secrets) == 0 {
 		s.Secrets = []string{NewSecret()}
 	}
-	s.ID, s.CreatedAt = newSubID(), h.client.Config().Clock.Now().UTC().Truncate(time.Millisecond)
+	s.ID, s.CreatedAt = newSubID(), plumbing.Of(h.client).Clock().Now().UTC().Truncate(time.Millisecond)
 	if err := h.put(ctx, s, "create"); err != nil {
 		return Subscription{}, err
 	}

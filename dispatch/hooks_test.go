@@ -550,7 +550,7 @@ func TestHooksDeadListCap(t *testing.T) {
 	r := newHookRig(t)
 	sub, err := r.hooks.Create(r.ctx, dispatch.Subscription{URL: "http://127.0.0.1:9/"})
 	require.NoError(t, err)
-	k := store.HookKeysOf(r.c.Config().Namespace, sub.ID).List()
+	k := store.HookKeysOf(plumbing.Of(r.c).Namespace(), sub.ID).List()
 	eng := plumbing.Of(r.c).Engine()
 	_, err = store.CallGlobal(r.ctx, eng, store.HookFanout, k, &store.HookFanoutArgs{ID: sub.ID, Queue: "q", MaxPending: 2,
 		Entries: []store.HookFanoutItem{{SID: "1-0", Job: "q|a", Body: "{}"}, {SID: "2-0", Job: "q|b", Body: "{}"},

@@ -100,7 +100,8 @@ func TestLimitsMaxInFlightAcrossDispatchersAndWorkers(t *testing.T) {
 	store := dispatch.NewStore(c, loopback)
 	_, err = store.Put(ctx, "lim", dispatch.QueueConfig{Target: dispatch.Target{URL: rc.URL}, Concurrency: 50})
 	require.NoError(t, err)
-	require.NoError(t, c.SetLimits(ctx, "lim", queue.Limits{MaxInFlight: 5}))
+	_, err = c.SetLimits(ctx, "lim", queue.Limits{MaxInFlight: 5})
+	require.NoError(t, err)
 	instances(t, ns, 3)
 	// A pull worker on the same queue: the limit is the queue's.
 	w, err := worker.New(worker.Config{Client: c, Queues: []worker.QueueConfig{{Name: "lim"}}, Concurrency: 20,
@@ -144,7 +145,8 @@ func TestLimitsRateAcrossDispatchers(t *testing.T) {
 	_, err = dispatch.NewStore(c, loopback).Put(ctx, "rate", dispatch.QueueConfig{Target: dispatch.Target{URL: rc.URL}})
 	require.NoError(t, err)
 	const rate, burst, n = 100, 10, 150
-	require.NoError(t, c.SetLimits(ctx, "rate", queue.Limits{Rate: rate, Burst: burst}))
+	_, err = c.SetLimits(ctx, "rate", queue.Limits{Rate: rate, Burst: burst})
+	require.NoError(t, err)
 	start := time.Now() // before any claim: the bucket's clock starts later
 	enqueueMany(t, c, "rate", n)
 	instances(t, ns, 3)

@@ -2,11 +2,12 @@ package dispatch
 
 import (
 	"context"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -83,7 +84,7 @@ func TestNoteCallerGivingUpDoesNotFailOthers(t *testing.T) {
 		require.NoError(t, <-others)
 	}
 	for i, line := range []string{"b", "c"} {
-		got, err := c.Notes(ctx, q, jobs[i+1].ID)
+		got, err := plumbing.Of(c).Notes(ctx, q, jobs[i+1].ID)
 		require.NoError(t, err)
 		require.Equal(t, []string{line}, got)
 	}

@@ -3,11 +3,12 @@ package queue
 import (
 	"context"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/names"
-	"github.com/chronoq/chronoq/internal/store"
 	"maps"
 	"strconv"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/redis/go-redis/v9"
 
@@ -244,7 +245,8 @@ func (c *Client) unmark(ctx context.Context, queue string) error {
 // The index may name a queue that has nothing due (a pass finds out and
 // parks it); it names every queue that has, but after a lost mark (see
 // attention.go).
-func (c *Client) Due(ctx context.Context, within time.Duration, offset, limit int) ([]delayed.Nudge, error) {
+func (in *inside) Due(ctx context.Context, within time.Duration, offset, limit int) ([]delayed.Nudge, error) {
+	c := (*Client)(in)
 	return c.attention(ctx, store.AttentionKeys(c.ns).Due, within, offset, limit)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -100,7 +101,7 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		_, _, err = b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Empty(t, index(t, b, "due"))
-		due, err := b.client.Due(b.ctx, time.Hour, 0, 10)
+		due, err := plumbing.Of(b.client).Due(b.ctx, time.Hour, 0, 10)
 		require.NoError(t, err)
 		require.Empty(t, due)
 	})
@@ -343,7 +344,7 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		b := setup(t)
 		j := b.enqueue(t, queue.NewJob{Delay: time.Minute})
 		passes := make(chan int, 16)
-		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Clock: b.clock, MaxSleep: time.Second,
+		p, err := delayed.NewPromoter(delayed.Config{Source: b.client.Source(), Clock: b.clock, MaxSleep: time.Second,
 			OnPromote: func(_ string, n int) { passes <- n }})
 		require.NoError(t, err)
 		promoting := lifecycle.Start(b.ctx, p)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 	const idle = 1000
 	base, ctx := benchClient(b)
 	client := func(ns string) *queue.Client {
-		c, err := queue.NewClient(queue.Config{Redis: base.Config().Redis, Namespace: base.Config().Namespace + ns, MaxQueues: 2 * idle})
+		c, err := queue.NewClient(queue.Config{Redis: plumbing.Of(base).Redis(), Namespace: plumbing.Of(base).Namespace() + ns, MaxQueues: 2 * idle})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = c.Close() })
 		return c
@@ -62,7 +63,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 	// tick is one promoter tick and one sweep: what they do between two
 	// reconciles.
 	tick := func(c *queue.Client) {
-		due, err := c.Due(ctx, 2*time.Second, 0, 1000)
+		due, err := plumbing.Of(c).Due(ctx, 2*time.Second, 0, 1000)
 		require.NoError(b, err)
 		promoted := 0
 		for _, d := range due {
@@ -94,7 +95,7 @@ func BenchmarkTickWithIdleQueues(b *testing.B) {
 		}
 	}
 	commands := func() int64 {
-		n, err := strconv.ParseInt(infoField(b, base.Config().Redis, "stats", "total_commands_processed"), 10, 64)
+		n, err := strconv.ParseInt(infoField(b, plumbing.Of(base).Redis(), "stats", "total_commands_processed"), 10, 64)
 		require.NoError(b, err)
 		return n
 	}

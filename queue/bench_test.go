@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -105,7 +106,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		// that noisy neighbours on this machine do not move.
 		b.ReportMetric(float64((redisCPU(b, c)-cpu0).Microseconds())/jobs, "redis-µs/job")
 		if testing.Verbose() {
-			info, _ := c.Config().Redis.Info(ctx, "commandstats", "cpu").Result()
+			info, _ := plumbing.Of(c).Redis().Info(ctx, "commandstats", "cpu").Result()
 			b.Log(info)
 		}
 	}
@@ -116,7 +117,7 @@ func redisCPU(b *testing.B, c *queue.Client) time.Duration {
 	b.Helper()
 	var total float64
 	for _, f := range []string{"used_cpu_sys", "used_cpu_user"} {
-		v, err := strconv.ParseFloat(infoField(b, c.Config().Redis, "cpu", f), 64)
+		v, err := strconv.ParseFloat(infoField(b, plumbing.Of(c).Redis(), "cpu", f), 64)
 		require.NoError(b, err)
 		total += v
 	}
@@ -168,13 +169,13 @@ func benchLateness(b *testing.B, skew time.Duration) {
 	for range b.N {
 		c, ctx := benchClient(b)
 		q := "late"
-		pc, err := queue.NewClient(queue.Config{Redis: c.Config().Redis, Namespace: c.Config().Namespace, Clock: testutil.SkewedClock(skew)})
+		pc, err := queue.NewClient(queue.Config{Redis: plumbing.Of(c).Redis(), Namespace: plumbing.Of(c).Namespace(), Clock: testutil.SkewedClock(skew)})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = pc.Close() })
-		perTime := timeCallCost(b, c.Config().Redis)
-		off := redisAhead(b, c.Config().Redis)
+		perTime := timeCallCost(b, plumbing.Of(c).Redis())
+		off := redisAhead(b, plumbing.Of(c).Redis())
 		var promoted atomic.Int64 // by the promoter; the claimers' claims promote the rest
-		p, err := delayed.NewPromoter(delayed.Config{Source: pc, Clock: pc.Config().Clock, Queues: []string{q},
+		p, err := delayed.NewPromoter(delayed.Config{Source: pc.Source(), Clock: plumbing.Of(pc).Clock(), Queues: []string{q},
 			OnPromote: func(_ string, n int) { promoted.Add(int64(n)) }})
 		require.NoError(b, err)
 		promoting := lifecycle.Start(ctx, p)
@@ -250,10 +251,10 @@ func benchLateness(b *testing.B, skew time.Duration) {
 		// be early either.
 		warm, warmEarlyClaims := round(jobs/5, spread/5)
 		promoted.Store(0)
-		cpu0, time0 := redisCPU(b, c), timeCalls(b, c.Config().Redis)
+		cpu0, time0 := redisCPU(b, c), timeCalls(b, plumbing.Of(c).Redis())
 		all, earlyClaims := round(jobs, spread)
 		require.NoError(b, promoting.Stop(ctx))
-		cpu, calls := redisCPU(b, c)-cpu0, timeCalls(b, c.Config().Redis)-time0
+		cpu, calls := redisCPU(b, c)-cpu0, timeCalls(b, plumbing.Of(c).Redis())-time0
 		early := 0
 		for _, d := range append(warm, all...) {
 			if d < 0 {
@@ -271,7 +272,7 @@ func benchLateness(b *testing.B, skew time.Duration) {
 		b.ReportMetric(float64(calls)/jobs, "TIME-calls/job")
 		b.ReportMetric(float64(calls)/jobs*perTime.Seconds()*1e6, "TIME-µs/job")
 		b.ReportMetric(perTime.Seconds()*1e6, "µs/TIME-call")
-		b.ReportMetric(pc.RedisClock().Offset.Seconds(), "promoter-offset-s")
+		b.ReportMetric(plumbing.Of(pc).RedisClock().Offset.Seconds(), "promoter-offset-s")
 		b.ReportMetric(float64(promoted.Load())/jobs, "promoter-share")
 		if early > 0 || earlyClaims+warmEarlyClaims > 0 {
 			b.Errorf("%d jobs ran early (%d claimed before their run_at by Redis's clock); the earliest by %s",
@@ -368,7 +369,7 @@ func BenchmarkClaimLabels(b *testing.B) {
 		clients := [2]*queue.Client{plain, labeled}
 		opts := [2]queue.ClaimOptions{{}, {Labels: claimer}}
 		for side, c := range clients {
-			require.NoError(b, c.Config().Redis.ConfigResetStat(ctx).Err())
+			require.NoError(b, plumbing.Of(c).Redis().ConfigResetStat(ctx).Err())
 			cpu[side] = -redisCPU(b, c)
 		}
 		for range jobs {
@@ -428,7 +429,7 @@ func BenchmarkCallCost(b *testing.B) {
 	const n = 5000
 	for range b.N {
 		c, ctx := benchClient(b)
-		rdb := c.Config().Redis
+		rdb := plumbing.Of(c).Redis()
 		// usec answers the usec INFO commandstats counts to script calls
 		// and to the other commands (INFO and CONFIG aside).
 		usec := func() (scripts, calls float64) {

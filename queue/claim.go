@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
+
 	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
-	"strings"
-	"time"
 )
 
 // ClaimOptions shape a claim.
@@ -60,8 +61,12 @@ func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Jo
 // same earliest due time, only the first is answered it, so that of many
 // idle workers one wakes for each due time; the others get the zero time,
 // as when nothing is scheduled or the queue is paused.
-func (c *Client) ClaimNext(ctx context.Context, queue string, o ClaimOptions) ([]*Job, time.Time, error) {
-	return c.claim(ctx, queue, o, true)
+func (in *inside) ClaimNext(ctx context.Context, queue string, o any) (any, time.Time, error) {
+	opts, ok := o.(ClaimOptions)
+	if !ok {
+		return nil, time.Time{}, fmt.Errorf("%w: claim options are a queue.ClaimOptions, got %T", ErrInvalid, o)
+	}
+	return (*Client)(in).claim(ctx, queue, opts, true)
 }
 
 func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNext bool) ([]*Job, time.Time, error) {

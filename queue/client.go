@@ -272,15 +272,28 @@ func (c *Client) Close() error {
 	return c.blocking.Close()
 }
 
-// Config answers the configuration the client runs with, its defaults
-// filled in: its Redis connection, its Namespace (the prefix of every
-// key), its Clock, and its limits, for code built on the client (a
-// worker, a cron scheduler) to share them.
-func (c *Client) Config() Config {
-	cfg := c.cfg
-	cfg.Clock = c.clock
-	return cfg
+// Clock answers the client's clock.
+func (in *inside) Clock() clockwork.Clock { return in.clock }
+
+// Redis answers the client's Redis connection.
+func (in *inside) Redis() redis.UniversalClient { return in.rdb }
+
+// Namespace answers the prefix of the client's keys.
+func (in *inside) Namespace() string { return in.ns }
+
+// Source is the client as a promoter's source: pass it as
+// delayed.Config.Source (see package delayed) to run a promoter in this
+// process. It promotes, reads the due index, lists the queues and
+// delivers the nudges of jobs scheduled ahead of their queue's earliest.
+func (c *Client) Source() delayed.Source { return (*inside)(c) }
+
+// Promote is delayed.Source's: Client.Promote.
+func (in *inside) Promote(ctx context.Context, queue string, horizon time.Duration) (int, time.Time, error) {
+	return (*Client)(in).Promote(ctx, queue, horizon)
 }
+
+// Queues is delayed.Source's: Client.Queues.
+func (in *inside) Queues(ctx context.Context) ([]string, error) { return (*Client)(in).Queues(ctx) }
 
 // keysFor validates queue and builds its keys.
 func (c *Client) keysFor(queue string) (store.Keys, error) {
@@ -332,13 +345,6 @@ func (c *Client) Queues(ctx context.Context) ([]string, error) {
 // when Redis's clock follows a test's clock (see Config.FollowClock).
 func (c *Client) timeOffset() int64 { return c.eng.Clock().OffsetUs(store.Running) }
 
-// ClockEstimate is a client's estimate of Redis's clock against its own:
-// Offset, how far Redis's clock is ahead (negative: behind); Bound, the
-// estimate's error (the truth is within Offset ± Bound, half the round
-// trip it was measured over); At, when it was measured on the client's
-// clock, zero before the first measurement (then Offset is 0).
-type ClockEstimate = store.Estimate
-
 // RedisClock is this client's estimate of Redis's clock, for an operator
 // to see how far the instance's clock is off (Offset; GET /v1/status and
 // the gauge chronoq_redis_clock_offset_seconds show it): from the last
@@ -350,12 +356,12 @@ type ClockEstimate = store.Estimate
 // Redis-time instants less the offset. When Redis's clock follows a
 // test's clock (Config.FollowClock) the two clocks are one: the offset
 // is 0.
-func (c *Client) RedisClock() ClockEstimate { return c.eng.Clock().Estimate() }
+func (in *inside) RedisClock() store.Estimate { return in.eng.Clock().Estimate() }
 
 // MeasureRedisClock measures the distance to Redis's clock now, with one
 // TIME, and answers the estimate (see RedisClock). On a cluster it is one
 // node's clock; a queue's time is its master's.
-func (in *inside) MeasureRedisClock(ctx context.Context) (ClockEstimate, error) {
+func (in *inside) MeasureRedisClock(ctx context.Context) (store.Estimate, error) {
 	c := (*Client)(in)
 	est, err := c.eng.Clock().Measure(ctx, c.rdb)
 	if err != nil {
@@ -381,7 +387,8 @@ func newToken() string {
 // Nudges is for a promoter (delayed.Source, as Due): it delivers a nudge when a job of any
 // queue is scheduled ahead of that queue's earliest one, from this process
 // directly and from other processes through Redis pub/sub.
-func (c *Client) Nudges(ctx context.Context) <-chan delayed.Nudge {
+func (in *inside) Nudges(ctx context.Context) <-chan delayed.Nudge {
+	c := (*Client)(in)
 	ch := make(chan delayed.Nudge, 256)
 	c.mu.Lock()
 	c.listeners[ch] = struct{}{}

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -26,9 +27,9 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		late := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Hour)})
 		claim := func(n int) ([]*queue.Job, time.Time) {
 			t.Helper()
-			jobs, next, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: n})
+			jobs, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: n})
 			require.NoError(t, err)
-			return jobs, next
+			return jobs.([]*queue.Job), next
 		}
 
 		// No promoter runs: the claim itself promotes, never before a job
@@ -78,7 +79,8 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		second := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(2 * time.Second)})
 		next := func() time.Time {
 			t.Helper()
-			jobs, next, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+			claimed, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+			jobs := claimed.([]*queue.Job)
 			require.NoError(t, err)
 			require.Empty(t, jobs)
 			return next
@@ -91,7 +93,8 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.True(t, next().IsZero())
 		// Once that job is gone, the next due time goes to the next caller.
 		b.clock.Advance(time.Second)
-		jobs, _, err := b.client.ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		claimed, _, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		jobs := claimed.([]*queue.Job)
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)
 		require.Equal(t, first.ID, jobs[0].ID)

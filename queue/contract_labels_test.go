@@ -2,10 +2,11 @@ package queue_test
 
 import (
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,7 +72,8 @@ func contractLabels(t *testing.T, setup setupFunc) {
 		listed, _, err := b.client.List(b.ctx, b.queue, queue.ListOptions{Status: queue.StatusPending})
 		require.NoError(t, err)
 		require.Equal(t, []string{arm.ID}, ids(listed))
-		d, err := b.client.Dump(b.ctx, b.queue)
+		raw, err := plumbing.Of(b.client).Dump(b.ctx, b.queue)
+		d, _ := raw.(*queue.Dump)
 		require.NoError(t, err)
 		require.Equal(t, []string{arm.ID}, d.Pending)
 		require.Equal(t, []string{arm.ID}, ids(claimAs(t, b, 10, "arch=arm64")))

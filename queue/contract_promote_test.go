@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -47,7 +48,7 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		t.Parallel()
 		b := setup(t)
 		j := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(10 * time.Second)})
-		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
+		p, err := delayed.NewPromoter(delayed.Config{Source: b.client.Source(), Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
 		require.NoError(t, err)
 		promoting := lifecycle.Start(b.ctx, p)
 		t.Cleanup(func() { require.NoError(t, promoting.Stop(context.Background())) })
@@ -63,7 +64,7 @@ func contractPromote(t *testing.T, setup setupFunc) {
 	t.Run("EnqueueOnAnotherInstanceWakesThePromoter", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		p, err := delayed.NewPromoter(delayed.Config{Source: b.client, Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
+		p, err := delayed.NewPromoter(delayed.Config{Source: b.client.Source(), Queues: []string{b.queue}, Clock: b.clock, MaxSleep: time.Hour})
 		require.NoError(t, err)
 		promoting := lifecycle.Start(b.ctx, p)
 		t.Cleanup(func() { require.NoError(t, promoting.Stop(context.Background())) })
@@ -194,7 +195,7 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		ctx, cancel := context.WithCancel(b.ctx)
 		defer cancel()
-		nudges := b.client.Nudges(ctx)
+		nudges := plumbing.Of(b.client).Nudges(ctx)
 		b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Minute)})
 		n := <-nudges
 		require.Equal(t, b.queue, n.Queue)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -54,7 +55,8 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		require.Equal(t, queue.StatusCompleted, got.Status)
 		require.JSONEq(t, string(payload), string(got.Payload))
 		require.JSONEq(t, `"ok"`, string(got.Result))
-		d, err := b.client.Dump(b.ctx, b.queue)
+		raw, err := plumbing.Of(b.client).Dump(b.ctx, b.queue)
+		d, _ := raw.(*queue.Dump)
 		require.NoError(t, err)
 		require.JSONEq(t, string(payload), string(d.Jobs[j.ID].Payload))
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -27,7 +28,7 @@ func (b *testBundle) waitEnded(t *testing.T, id string, wait time.Duration) <-ch
 		j, err := b.client.WaitEnded(b.ctx, b.queue, id, wait)
 		got <- waitResult{j, err}
 	}()
-	require.Eventually(t, func() bool { return b.client.JobWaiters() == 1 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return plumbing.Of(b.client).JobWaiters() == 1 }, 10*time.Second, time.Millisecond,
 		"the call waits")
 	return got
 }
@@ -46,7 +47,7 @@ func contractWait(t *testing.T, setup setupFunc) {
 		require.NoError(t, r.err)
 		require.Equal(t, queue.StatusCompleted, r.job.Status)
 		require.JSONEq(t, `{"n":42}`, string(r.job.Result))
-		require.Zero(t, b.client.JobWaiters())
+		require.Zero(t, plumbing.Of(b.client).JobWaiters())
 	})
 
 	t.Run("WaitEndedAnswersADeadJob", func(t *testing.T) {
@@ -128,6 +129,6 @@ func contractWait(t *testing.T, setup setupFunc) {
 		j, err = b.client.WaitEnded(b.ctx, b.queue, c.ID, 0)
 		require.NoError(t, err, "wait 0 reads the job")
 		require.Equal(t, queue.StatusCompleted, j.Status)
-		require.Zero(t, b.client.JobWaiters())
+		require.Zero(t, plumbing.Of(b.client).JobWaiters())
 	})
 }

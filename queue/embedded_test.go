@@ -106,7 +106,8 @@ func TestTinyRateLimitHolds(t *testing.T) {
 		b := setup(t)
 		for _, old := range []bool{false, true} {
 			q := map[bool]string{false: "decimal", true: "exponent"}[old]
-			require.NoError(t, b.client.SetLimits(b.ctx, q, queue.Limits{Rate: 0.00001, Burst: 1}))
+			_, err := b.client.SetLimits(b.ctx, q, queue.Limits{Rate: 0.00001, Burst: 1})
+			require.NoError(t, err)
 			meta := queue.QueueKey(b.ns, q, queue.KeyMeta)
 			rate, err := b.rdb.HGet(b.ctx, meta, "limit_rate").Result()
 			require.NoError(t, err)

@@ -188,7 +188,8 @@ func (c *Client) WaitEnded(ctx context.Context, queue, id string, wait time.Dura
 
 // JobWaiters counts the WaitEnded calls of the client that wait now, all
 // queues together.
-func (c *Client) JobWaiters() int {
+func (in *inside) JobWaiters() int {
+	c := (*Client)(in)
 	c.ends.mu.Lock()
 	defer c.ends.mu.Unlock()
 	return c.ends.count

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -48,7 +49,7 @@ func TestWaitEndedHoldsTenThousandWaiters(t *testing.T) {
 			got <- waitResult{w, err}
 		}()
 	}
-	require.Eventually(t, func() bool { return b.client.JobWaiters() == n }, 30*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return plumbing.Of(b.client).JobWaiters() == n }, 30*time.Second, 5*time.Millisecond,
 		"every call waits")
 	subs, err := b.rdb.PubSubNumSub(ctx, b.events()).Result()
 	require.NoError(t, err)
@@ -74,10 +75,10 @@ func TestWaitEndedHoldsTenThousandWaiters(t *testing.T) {
 			require.NoError(t, r.err)
 			require.Equal(t, queue.StatusCompleted, r.job.Status)
 		case <-ctx.Done():
-			t.Fatalf("%d waits still waiting", b.client.JobWaiters())
+			t.Fatalf("%d waits still waiting", plumbing.Of(b.client).JobWaiters())
 		}
 	}
-	require.Zero(t, b.client.JobWaiters())
+	require.Zero(t, plumbing.Of(b.client).JobWaiters())
 }
 
 // A wait follows its queue's slot to another master: Redis ends the
@@ -108,7 +109,7 @@ func TestWaitEndedFollowsAMovedSlot(t *testing.T) {
 		w, err := c.WaitEnded(ctx, q, j.ID, time.Hour) // the fake clock: no end by time
 		got <- waitResult{w, err}
 	}()
-	require.Eventually(t, func() bool { return c.JobWaiters() == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return plumbing.Of(c).JobWaiters() == 1 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, pc.MigrateSlot(ctx, testutil.MigrateOptions{Slot: testutil.KeySlot("{" + q + "}"), KeysPerStep: 100}))
 	require.NoError(t, c.Complete(ctx, q, j.ID, j.Token, queue.CompleteOptions{Result: json.RawMessage(`"moved"`)}))
 	select {
@@ -152,7 +153,7 @@ func TestWaitEndedSurvivesALostSubscription(t *testing.T) {
 			got <- waitResult{w, err}
 		}()
 	}
-	require.Eventually(t, func() bool { return c.JobWaiters() == 2 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return plumbing.Of(c).JobWaiters() == 2 }, 10*time.Second, time.Millisecond)
 	// The first job ends while no one is subscribed: its event is lost.
 	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
 	require.NoError(t, c.Complete(ctx, q, js[0].ID, js[0].Token, queue.CompleteOptions{Result: json.RawMessage(`0`)}))
@@ -192,7 +193,7 @@ func TestWaitEndedUnsubscribesAfterTheLinger(t *testing.T) {
 			j, err := b.client.WaitEnded(b.ctx, q, js[0].ID, time.Hour)
 			got <- waitResult{j, err}
 		}()
-		require.Eventually(t, func() bool { return b.client.JobWaiters() == 1 && subscribers(q) == 1 },
+		require.Eventually(t, func() bool { return plumbing.Of(b.client).JobWaiters() == 1 && subscribers(q) == 1 },
 			10*time.Second, time.Millisecond)
 		require.NoError(t, b.client.Complete(b.ctx, q, js[0].ID, js[0].Token, queue.CompleteOptions{}))
 		r := <-got

@@ -10,13 +10,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/store"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Dump is everything Redis holds for one queue, as [Client.Dump] reads it.
+// Dump is everything Redis holds for one queue, as the chaos battery reads it (plumbing.Client.Dump).
 type Dump struct {
 	Stats Stats
 	// Jobs is every job the queue holds, by id, with its Token.
@@ -40,7 +41,11 @@ type Dump struct {
 // store (the chaos battery's checker), not for serving requests. It reads
 // without a script, so on a queue in use its parts may be of slightly
 // different moments.
-func (c *Client) Dump(ctx context.Context, queue string) (*Dump, error) {
+func (in *inside) Dump(ctx context.Context, queue string) (any, error) {
+	return (*Client)(in).dump(ctx, queue)
+}
+
+func (c *Client) dump(ctx context.Context, queue string) (*Dump, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, err

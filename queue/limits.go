@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/store"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -41,8 +42,8 @@ const (
 	MaxLimitFlight = 1_000_000
 )
 
-// Validate checks l and fills its defaults.
-func (l *Limits) Validate() error {
+// validate checks l and fills its defaults.
+func (l *Limits) validate() error {
 	switch {
 	case math.IsNaN(l.Rate) || l.Rate < 0 || l.Rate > MaxRate:
 		return invalid("rate", "must be in [0, %g] jobs a second, got %g", float64(MaxRate), l.Rate)
@@ -60,11 +61,12 @@ func (l *Limits) Validate() error {
 }
 
 // SetLimits makes l queue's limits (the zero Limits removes them),
-// creating the queue when it does not exist. The token bucket starts
-// full.
-func (c *Client) SetLimits(ctx context.Context, queue string, l Limits) error {
-	if err := l.Validate(); err != nil {
-		return err
+// creating the queue when it does not exist, and answers them as kept,
+// their defaults filled in. Limits out of range are a *FieldError
+// naming the field. The token bucket starts full.
+func (c *Client) SetLimits(ctx context.Context, queue string, l Limits) (Limits, error) {
+	if err := l.validate(); err != nil {
+		return Limits{}, err
 	}
 	set := map[string]string{store.MetaLimitRate: "", store.MetaLimitBurst: "", store.MetaLimitFlight: "", store.MetaTBTokens: "", store.MetaTBAt: ""}
 	if l.Rate > 0 {
@@ -74,7 +76,10 @@ func (c *Client) SetLimits(ctx context.Context, queue string, l Limits) error {
 	if l.MaxInFlight > 0 {
 		set[store.MetaLimitFlight] = strconv.Itoa(l.MaxInFlight)
 	}
-	return c.writeSettings(ctx, queue, set)
+	if err := c.writeSettings(ctx, queue, set); err != nil {
+		return Limits{}, err
+	}
+	return l, nil
 }
 
 // ClearLimits takes queue's limits away. Unlike SetLimits it makes no
@@ -91,7 +96,8 @@ func (c *Client) ClearLimits(ctx context.Context, queue string) error {
 	if n == 0 {
 		return fmt.Errorf("%w: %s", ErrNoQueue, queue)
 	}
-	return c.SetLimits(ctx, queue, Limits{})
+	_, err = c.SetLimits(ctx, queue, Limits{})
+	return err
 }
 
 // Limits reads queue's limits (none: the zero Limits).

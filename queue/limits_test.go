@@ -2,9 +2,10 @@ package queue_test
 
 import (
 	"context"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
@@ -42,7 +43,8 @@ func TestLimitsTokenBucketGrantsPerRefill(t *testing.T) {
 	ctx := t.Context()
 	clock := clockwork.NewFakeClock()
 	c := limitedClient(t, clock)
-	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{Rate: 0.1, Burst: 5}))
+	_, err := c.SetLimits(ctx, "q", queue.Limits{Rate: 0.1, Burst: 5})
+	require.NoError(t, err)
 	got, err := c.Limits(ctx, "q")
 	require.NoError(t, err)
 	require.Equal(t, queue.Limits{Rate: 0.1, Burst: 5}, got)
@@ -93,7 +95,8 @@ func TestLimitsTokenBucketGrantsPerRefill(t *testing.T) {
 	require.Positive(t, plumbing.Of(c).LimitWait())
 
 	// Removing the limits lets the rest through.
-	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{}))
+	_, err = c.SetLimits(ctx, "q", queue.Limits{})
+	require.NoError(t, err)
 	require.Equal(t, 30-5-1-2-1-5-1, claim())
 }
 
@@ -103,7 +106,8 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	c := limitedClient(t, nil)
-	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{MaxInFlight: 2}))
+	_, err := c.SetLimits(ctx, "q", queue.Limits{MaxInFlight: 2})
+	require.NoError(t, err)
 	enqueueN(t, c, "q", 5)
 	jobs, err := c.Claim(ctx, "q", queue.ClaimOptions{Max: 10})
 	require.NoError(t, err)
@@ -117,7 +121,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 
 	// A claim that waits takes the room an ack makes: it waits on the wake
 	// stream, which the ack writes (no polling).
-	rdb, wake := c.Config().Redis, queue.QueueKey(c.Config().Namespace, "q", queue.KeyWake)
+	rdb, wake := plumbing.Of(c).Redis(), queue.QueueKey(plumbing.Of(c).Namespace(), "q", queue.KeyWake)
 	lastWake := func() string {
 		e, err := rdb.XRevRangeN(ctx, wake, "+", "-", 1).Result()
 		require.NoError(t, err)
@@ -131,7 +135,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 		done <- js
 	}()
 	require.Eventually(t, func() bool { // the claim is waiting: its 10 s mark, not the earlier 30 ms one
-		v, err := rdb.HGet(ctx, queue.QueueKey(c.Config().Namespace, "q", queue.KeyMeta), "waiting_until").Int64()
+		v, err := rdb.HGet(ctx, queue.QueueKey(plumbing.Of(c).Namespace(), "q", queue.KeyMeta), "waiting_until").Int64()
 		return err == nil && v > time.Now().Add(5*time.Second).UnixMilli()
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Complete(ctx, "q", jobs[0].ID, jobs[0].Token, queue.CompleteOptions{}))
@@ -147,7 +151,7 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	require.False(t, ok)
 
 	// A worker's idle wait at MaxInFlight ends when a lease does.
-	meta := queue.QueueKey(c.Config().Namespace, "q", queue.KeyMeta)
+	meta := queue.QueueKey(plumbing.Of(c).Namespace(), "q", queue.KeyMeta)
 	marked, err := rdb.HGet(ctx, meta, "waiting_until").Int64()
 	require.NoError(t, err)
 	waited := make(chan bool, 1)
@@ -168,15 +172,25 @@ func TestLimitsMaxInFlight(t *testing.T) {
 	}
 }
 
+// SetLimits refuses limits out of range, naming the field, and answers
+// the limits it keeps with their defaults filled in.
 func TestLimitsValidate(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
+	c := limitedClient(t, nil)
 	for _, l := range []queue.Limits{{Rate: -1}, {Rate: 2e6}, {Burst: 3}, {Rate: 1, Burst: -1}, {MaxInFlight: -1}} {
-		require.ErrorIs(t, l.Validate(), queue.ErrInvalid, "%+v", l)
+		_, err := c.SetLimits(ctx, "q", l)
+		require.ErrorIs(t, err, queue.ErrInvalid, "%+v", l)
+		var fe *queue.FieldError
+		require.ErrorAs(t, err, &fe)
 	}
-	l := queue.Limits{Rate: 200}
-	require.NoError(t, l.Validate())
+	l, err := c.SetLimits(ctx, "q", queue.Limits{Rate: 200})
+	require.NoError(t, err)
 	require.Equal(t, 20, l.Burst, "a tenth of a second's worth")
-	l = queue.Limits{Rate: 0.5}
-	require.NoError(t, l.Validate())
+	l, err = c.SetLimits(ctx, "q", queue.Limits{Rate: 0.5})
+	require.NoError(t, err)
 	require.Equal(t, 1, l.Burst)
+	got, err := c.Limits(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, l, got, "kept as answered")
 }

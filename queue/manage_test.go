@@ -3,11 +3,12 @@ package queue_test
 import (
 	"context"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -421,7 +422,7 @@ func runManage(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		b := setup(t)
 		ctx, cancel := context.WithCancel(b.ctx)
 		defer cancel()
-		nudges := b.client.Nudges(ctx)
+		nudges := plumbing.Of(b.client).Nudges(ctx)
 		a := b.enqueue(t, queue.NewJob{Delay: time.Minute})
 		<-nudges
 		later := b.enqueue(t, queue.NewJob{Delay: 2 * time.Minute})

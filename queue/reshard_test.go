@@ -50,7 +50,7 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 			errs.Store(op+": "+err.Error(), true)
 		}
 	}
-	p, err := delayed.NewPromoter(delayed.Config{Source: producer, Queues: []string{q}, MaxSleep: 50 * time.Millisecond})
+	p, err := delayed.NewPromoter(delayed.Config{Source: producer.Source(), Queues: []string{q}, MaxSleep: 50 * time.Millisecond})
 	require.NoError(t, err)
 	promoting := lifecycle.Start(ctx, p)
 	defer func() { require.NoError(t, promoting.Stop(context.Background())) }()

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/store"
-	"slices"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -183,7 +184,8 @@ func (in *inside) NoteMany(ctx context.Context, queue string, notes []plumbing.N
 }
 
 // Notes reads a job's notes, oldest first (none: nil).
-func (c *Client) Notes(ctx context.Context, queue, id string) ([]string, error) {
+func (in *inside) Notes(ctx context.Context, queue, id string) ([]string, error) {
+	c := (*Client)(in)
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, err

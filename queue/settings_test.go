@@ -2,10 +2,11 @@ package queue_test
 
 import (
 	"errors"
-	"github.com/chronoq/chronoq/internal/plumbing"
-	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"testing"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/stretchr/testify/require"
 
@@ -69,12 +70,12 @@ func TestNotes(t *testing.T) {
 	require.Len(t, jobs, 1)
 	j := jobs[0]
 
-	notes, err := c.Notes(ctx, "q", j.ID)
+	notes, err := plumbing.Of(c).Notes(ctx, "q", j.ID)
 	require.NoError(t, err)
 	require.Empty(t, notes)
 	require.NoError(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "first"))
 	require.NoError(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "first"), "a retried note")
-	notes, err = c.Notes(ctx, "q", j.ID)
+	notes, err = plumbing.Of(c).Notes(ctx, "q", j.ID)
 	require.NoError(t, err)
 	require.Equal(t, []string{"first"}, notes)
 
@@ -85,7 +86,7 @@ func TestNotes(t *testing.T) {
 	for i := range queue.MaxNotes + 5 {
 		require.NoError(t, plumbing.Of(c).Note(ctx, "q", j.ID, j.Token, "n"+string(rune('a'+i))))
 	}
-	notes, err = c.Notes(ctx, "q", j.ID)
+	notes, err = plumbing.Of(c).Notes(ctx, "q", j.ID)
 	require.NoError(t, err)
 	require.Len(t, notes, queue.MaxNotes)
 	require.Equal(t, "n"+string(rune('a'+queue.MaxNotes+4)), notes[len(notes)-1])
@@ -159,10 +160,10 @@ func TestNoteMany(t *testing.T) {
 	require.ErrorIs(t, errs[1], queue.ErrLeaseLost)
 	require.ErrorIs(t, errs[2], queue.ErrNotFound)
 	require.NoError(t, errs[3])
-	notes, err := c.Notes(ctx, "q", a.ID)
+	notes, err := plumbing.Of(c).Notes(ctx, "q", a.ID)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2"}, notes)
-	notes, err = c.Notes(ctx, "q", b.ID)
+	notes, err = plumbing.Of(c).Notes(ctx, "q", b.ID)
 	require.NoError(t, err)
 	require.Empty(t, notes)
 	_, err = plumbing.Of(c).NoteMany(ctx, "q", nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -66,7 +67,7 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			// until a due time it would wake half a minute late. (One ahead
 			// would wake early, find nothing due by Redis's clock, and go
 			// round again: never early either way.)
-			p, err := delayed.NewPromoter(delayed.Config{Source: behind, Clock: behind.Config().Clock, Queues: []string{q},
+			p, err := delayed.NewPromoter(delayed.Config{Source: behind.Source(), Clock: plumbing.Of(behind).Clock(), Queues: []string{q},
 				MaxSleep: time.Hour})
 			require.NoError(t, err)
 			promoting := lifecycle.Start(ctx, p)
@@ -125,8 +126,8 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 			}
 			require.NoError(t, <-beats, "no heartbeat lost its lease")
 			require.NoError(t, behind.Complete(ctx, q, held[0].ID, held[0].Token, queue.CompleteOptions{}), "the lease was never taken")
-			require.InDelta(t, skew.Seconds(), behind.RedisClock().Offset.Seconds(), 0.5, "the instance behind knows how far")
-			require.InDelta(t, -skew.Seconds(), ahead.RedisClock().Offset.Seconds(), 0.5)
+			require.InDelta(t, skew.Seconds(), plumbing.Of(behind).RedisClock().Offset.Seconds(), 0.5, "the instance behind knows how far")
+			require.InDelta(t, -skew.Seconds(), plumbing.Of(ahead).RedisClock().Offset.Seconds(), 0.5)
 		})
 	}
 }

@@ -2,11 +2,12 @@ package queue_test
 
 import (
 	"context"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -141,17 +142,18 @@ func TestAnEndedLeaseWakesALabeledClaimerAtMaxInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, info := wakeRig(t, ctx)
-	rdb := c.Config().Redis
-	require.NoError(t, c.SetLimits(ctx, "q", queue.Limits{MaxInFlight: 1}))
+	rdb := plumbing.Of(c).Redis()
+	_, err := c.SetLimits(ctx, "q", queue.Limits{MaxInFlight: 1})
+	require.NoError(t, err)
 	// The one lease the limit allows, held; then a gpu job waits behind it.
-	_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k"})
 	require.NoError(t, err)
 	held, err := c.Claim(ctx, "q", queue.ClaimOptions{})
 	require.NoError(t, err)
 	require.Len(t, held, 1)
 	e, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "k", Labels: []string{"gpu"}})
 	require.NoError(t, err)
-	_, setWake := queue.LabelSetKeys(c.Config().Namespace, "q", "gpu")
+	_, setWake := queue.LabelSetKeys(plumbing.Of(c).Namespace(), "q", "gpu")
 
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/names"
-	"github.com/chronoq/chronoq/internal/plumbing"
-	"github.com/chronoq/chronoq/internal/store"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/chronoq/chronoq/queue"
 )
@@ -79,7 +80,7 @@ func New(client *queue.Client, cfg Config) (*Registry, error) {
 	if cfg.MaxWorkers < 1 {
 		return nil, fmt.Errorf("registry: Config.MaxWorkers must be positive, got %d", cfg.MaxWorkers)
 	}
-	return &Registry{cfg: cfg, eng: plumbing.Of(client).Engine(), ns: client.Config().Namespace, k: keysOf(client.Config().Namespace)}, nil
+	return &Registry{cfg: cfg, eng: plumbing.Of(client).Engine(), ns: plumbing.Of(client).Namespace(), k: keysOf(plumbing.Of(client).Namespace())}, nil
 }
 
 // Namespace is the namespace of the registry's keys.

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
@@ -389,5 +390,5 @@ func TestRegistrySharesTheClientsClock(t *testing.T) {
 	_, err = plumbing.Of(c).MeasureRedisClock(t.Context())
 	require.NoError(t, err)
 	require.InDelta(t, time.Minute.Seconds(), registry.ClockOf(reg).Offset().Seconds(), 0.5, "this instance's clock is a minute behind")
-	require.Equal(t, c.RedisClock().Offset, registry.ClockOf(reg).Offset())
+	require.Equal(t, plumbing.Of(c).RedisClock().Offset, registry.ClockOf(reg).Offset())
 }

@@ -5,14 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/names"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/jonboulle/clockwork"
 
@@ -192,7 +193,7 @@ type queueState struct {
 	QueueConfig
 	running int // under Worker.mu
 	// next is the due time this worker wakes at to claim (zero: none):
-	// the earliest one a claim was handed (queue.Client.ClaimNext) and the
+	// the earliest one a claim was handed (plumbing.Client.ClaimNext) and the
 	// retries this worker's runs asked for since. The claim promotes the
 	// job. Under Worker.mu, like sinceClaim: the retries asked for while a
 	// claim was under way, which its answer may predate.
@@ -207,7 +208,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, client: cfg.Client, completes: newCompletes(cfg.Client), free: cfg.Concurrency, running: map[*run]struct{}{},
-		clock: cmp.Or[clockwork.Clock](cfg.Clock, cfg.Client.Config().Clock), log: cmp.Or(cfg.Logger, slog.Default()),
+		clock: cmp.Or[clockwork.Clock](cfg.Clock, plumbing.Of(cfg.Client).Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
 		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
 		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
 	var err error
@@ -487,7 +488,8 @@ func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 		// handed back), not be lost with a cancelled reply.
 		asked := min(room, w.cfg.MaxClaim)
 		w.claimStarting(q)
-		jobs, next, err := w.client.ClaimNext(w.bg, q.Name, queue.ClaimOptions{Max: asked, Labels: w.cfg.Labels})
+		claimed, next, err := plumbing.Of(w.client).ClaimNext(w.bg, q.Name, queue.ClaimOptions{Max: asked, Labels: w.cfg.Labels})
+		jobs, _ := claimed.([]*queue.Job) // ClaimNext's jobs are a []*queue.Job
 		if err != nil {
 			w.log.Warn("worker: claim failed", "queue", q.Name, "err", err)
 			firstErr = cmp.Or(firstErr, err)
@@ -565,7 +567,7 @@ func (w *Worker) claimStarting(q *queueState) {
 // then finds nothing.
 func (w *Worker) claimAnswered(q *queueState, next time.Time) {
 	w.mu.Lock()
-	if next.IsZero() && q.next.After(w.client.Config().Clock.Now()) {
+	if next.IsZero() && q.next.After(plumbing.Of(w.client).Clock().Now()) {
 		next = q.next
 	}
 	q.next = earliest(next, q.sinceClaim)
@@ -656,7 +658,7 @@ func (w *Worker) setAlarm(due time.Time) {
 		return
 	}
 	// The client's clock: the due times and the claim's cutoff are its.
-	w.alarm = alarm.New(w.client.Config().Clock, due, func() {
+	w.alarm = alarm.New(plumbing.Of(w.client).Clock(), due, func() {
 		signal(w.wake)
 	})
 }

@@ -140,7 +140,7 @@ func runBattery(t *testing.T, rdb redis.UniversalClient) {
 	reclaiming := lifecycle.Start(ctx, rec)
 	defer func() { _ = reclaiming.Stop(context.Background()) }()
 	// The retries of a worker that was stopped are promoted by a promoter.
-	prom, err := delayed.NewPromoter(delayed.Config{Source: newWF().q, Logger: quiet})
+	prom, err := delayed.NewPromoter(delayed.Config{Source: newWF().q.Source(), Logger: quiet})
 	require.NoError(t, err)
 	promoting := lifecycle.Start(ctx, prom)
 	defer func() { _ = promoting.Stop(context.Background()) }()

@@ -3,11 +3,12 @@ package workflow
 import (
 	"context"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
@@ -172,7 +173,7 @@ func runCrashes(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 	t.Run("EnqueueDiesPartWay", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
-		clock := e.q.Config().Clock.(*clockwork.FakeClock)
+		clock := plumbing.Of(e.q).Clock().(*clockwork.FakeClock)
 		half := func(start bool) string {
 			id := fmt.Sprintf("%032x", rand.Uint64())
 			g, err := validate(Spec{Nodes: []Node{node("a", "ed-a"), node("b", "ed-b", "a")}})
@@ -233,7 +234,7 @@ func dyingReleasers(t *testing.T, e *env, rdb redis.UniversalClient, seed uint64
 	t.Helper()
 	var rels []*Releaser
 	for i := range 3 {
-		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Config().Namespace, Clock: e.q.Config().Clock, FollowClock: true})
+		q, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: plumbing.Of(e.q).Namespace(), Clock: plumbing.Of(e.q).Clock(), FollowClock: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = q.Close() })
 		c, err := New(Config{Queue: q, OnApplied: e.onApplied})

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
-	"github.com/chronoq/chronoq/internal/store"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
@@ -255,7 +256,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		for range queue.MaxWatchers {
 			deps = append(deps, e.after(ctx, "dx-b", p))
 		}
-		keys := store.QueueKeys(e.q.Config().Namespace, "dx-b").All()
+		keys := store.QueueKeys(plumbing.Of(e.q).Namespace(), "dx-b").All()
 		before, err := rdb.HLen(ctx, keys[1]).Result()
 		require.NoError(t, err)
 		_, err = e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "dx-b", Kind: "after"}, []queue.JobRef{{Queue: "dx-a", ID: p.ID}}, "")
@@ -283,7 +284,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 	t.Run("ParentExpiresBeforeTheRelease", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))
-		clock := e.q.Config().Clock.(*clockwork.FakeClock)
+		clock := plumbing.Of(e.q).Clock().(*clockwork.FakeClock)
 		en, err := e.q.Enqueue(ctx, queue.NewJob{Queue: "dr-a", Kind: "k", MaxAttempts: 1, ResultTTL: time.Second})
 		require.NoError(t, err)
 		p := en.Job
@@ -310,7 +311,7 @@ func runDependents(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient
 		e := newEnv(t, rdb)
 		p := e.parent(ctx, "do-a")
 		d1 := e.after(ctx, "do-b", p)
-		keys := store.QueueKeys(e.q.Config().Namespace, "do-a").All()
+		keys := store.QueueKeys(plumbing.Of(e.q).Namespace(), "do-a").All()
 		jobsKey := keys[1]
 		require.True(t, strings.HasSuffix(jobsKey, ":jobs"))
 		rec, err := rdb.HGet(ctx, jobsKey, p.ID).Result()

@@ -55,7 +55,7 @@ func TestWorkflowEndedEventOnceAcrossCrashes(t *testing.T) {
 				e.r.Pass(ctx)
 				got := e.requireStatus(ctx, w.ID, StatusCompleted)
 
-				ns := e.q.Config().Namespace
+				ns := plumbing.Of(e.q).Namespace()
 				for q, want := range map[string]int{"he-a": 0, "he-b": 1} {
 					ms, err := rdb.XRange(ctx, store.QueueKeys(ns, q).Hooks, "("+store.HookSentinelID, "+").Result()
 					require.NoError(t, err)

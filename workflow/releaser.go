@@ -83,7 +83,7 @@ func NewReleaser(cfg ReleaserConfig) (*Releaser, error) {
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultReleaseInterval)
 	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, queue.DefaultReconcileInterval)
 	cfg.DirtyGrace = cmp.Or(cfg.DirtyGrace, DefaultDirtyGrace)
-	return &Releaser{cfg: cfg, c: cfg.Client, clock: cfg.Client.q.Config().Clock, log: cmp.Or(cfg.Logger, slog.Default())}, nil
+	return &Releaser{cfg: cfg, c: cfg.Client, clock: plumbing.Of(cfg.Client.q).Clock(), log: cmp.Or(cfg.Logger, slog.Default())}, nil
 }
 
 // Run releases until ctx ends, then returns nil. One Run at a time.

@@ -22,10 +22,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/names"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/names"
 
 	"github.com/google/uuid"
 
@@ -643,7 +644,7 @@ func (c *Client) adoptParents(ctx context.Context, id string, parents []queue.Jo
 // begin), applies what the start answers (the roots' releases), and
 // clears the creation's dirty mark.
 func (c *Client) start(ctx context.Context, id, mark string) error {
-	if err := c.st.AddRecentWorkflow(ctx, id, c.q.Config().Clock.Now(), MaxRecent); err != nil {
+	if err := c.st.AddRecentWorkflow(ctx, id, plumbing.Of(c.q).Clock().Now(), MaxRecent); err != nil {
 		return err
 	}
 	st, err := c.st.StartWorkflow(ctx, id)

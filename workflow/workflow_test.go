@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
-	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
@@ -239,11 +240,11 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		a.Job.Payload, b.Job.Payload = small, large
 		w, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{a, b}})
 		require.NoError(t, err)
-		keys := store.QueueKeys(e.q.Config().Namespace, "qs").All()
+		keys := store.QueueKeys(plumbing.Of(e.q).Namespace(), "qs").All()
 		data := keys[2]
 		require.True(t, strings.HasSuffix(data, ":data"), data)
 		for _, n := range w.Nodes {
-			in, err := e.q.Config().Redis.HExists(ctx, data, n.JobID).Result()
+			in, err := plumbing.Of(e.q).Redis().HExists(ctx, data, n.JobID).Result()
 			require.NoError(t, err)
 			require.Equal(t, n.Name == "b", in, "node %s: payload in the data hash", n.Name)
 		}
@@ -261,7 +262,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		e := newEnv(t, rdb)
 		_, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("a", "qd")}})
 		require.NoError(t, err)
-		other, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: e.q.Config().Namespace, Clock: e.q.Config().Clock, FollowClock: true})
+		other, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: plumbing.Of(e.q).Namespace(), Clock: plumbing.Of(e.q).Clock(), FollowClock: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = other.Close() })
 		require.NoError(t, other.DeleteQueue(ctx, "qd", true))
@@ -306,7 +307,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 		e := newEnv(t, rdb)
 		_, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("make", "art-a"), node("use", "art-b", "make")}})
 		require.NoError(t, err)
-		keys := store.QueueKeys(e.q.Config().Namespace, "art-a").All()
+		keys := store.QueueKeys(plumbing.Of(e.q).Namespace(), "art-a").All()
 		claimed := e.drive(ctx, []string{"art-a", "art-b"}, func(j *queue.Job) (string, error) {
 			if j.Workflow.Node == "make" { // as the artifacts API writes them: the data hash's "<id>.a"
 				require.NoError(t, rdb.HSet(ctx, keys[2], j.ID+".a", `{"report":{"rows":3}}`).Err())
@@ -428,7 +429,7 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 
 		// Hours later, past the queues' retention (1 h): the canceled
 		// nodes' jobs are kept for the workflow's, so the retry finds them.
-		e.q.Config().Clock.(*clockwork.FakeClock).Advance(3 * time.Hour)
+		plumbing.Of(e.q).Clock().(*clockwork.FakeClock).Advance(3 * time.Hour)
 		for _, qn := range []string{"rt-a", "rt-b"} {
 			_, err := e.q.Reclaim(ctx, qn)
 			require.NoError(t, err)

@@ -94,7 +94,7 @@ func dispatchOnly(ctx context.Context, c serveConfig, metricsAddr string, log *s
 	if err != nil {
 		return err
 	}
-	promoter, err := delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
+	promoter, err := delayed.NewPromoter(delayed.Config{Source: client.Source(), Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
 		Logger: log})
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
@@ -579,7 +580,7 @@ func (p *serveParts) buildBackground(c serveConfig, clock clockwork.Clock, log *
 			return err
 		}
 	}
-	if p.promoter, err = delayed.NewPromoter(delayed.Config{Source: client, Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
+	if p.promoter, err = delayed.NewPromoter(delayed.Config{Source: client.Source(), Clock: clock, MaxSleep: c.promoteMaxSleep, ReconcileInterval: c.reconcileEvery,
 		OnPromote: p.srv.ObservePromote, Logger: log}); err != nil {
 		return err
 	}
@@ -700,7 +701,7 @@ func (p *serveParts) shutdown(ctx context.Context, c serveConfig, hs *http.Serve
 func watchClock(ctx context.Context, client *queue.Client, reg *prometheus.Registry, log *slog.Logger) {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronoq_redis_clock_offset_seconds",
 		Help: "How far Redis's clock is ahead of this instance's (negative: behind), estimated from script round trips."},
-		func() float64 { return client.RedisClock().Offset.Seconds() }))
+		func() float64 { return plumbing.Of(client).RedisClock().Offset.Seconds() }))
 	go func() {
 		t := time.NewTicker(time.Minute)
 		defer t.Stop()
@@ -708,7 +709,7 @@ func watchClock(ctx context.Context, client *queue.Client, reg *prometheus.Regis
 			// Measured here too: an instance that claims and promotes
 			// nothing still knows its clock.
 			_, _ = plumbing.Of(client).MeasureRedisClock(ctx)
-			if d := client.RedisClock().Offset; d > api.ClockOffsetWarning || d < -api.ClockOffsetWarning {
+			if d := plumbing.Of(client).RedisClock().Offset; d > api.ClockOffsetWarning || d < -api.ClockOffsetWarning {
 				log.Warn("this instance's clock is off from Redis's; chronoq keeps time by Redis's, fix the host's clock (NTP)",
 					"redis_ahead_by", d)
 			}

@@ -1,8 +1,9 @@
 // Package plumbing is the side of a queue.Client that chronoq's own
 // packages use and its users do not: the single-slot steps of workflows
-// (package workflow), the engine and the Redis clock (cron, registry,
-// api, chronoq serve), a push queue's settings and notes (dispatch), the
-// waits of a worker's claim loop. Keeping them here keeps package
+// (package workflow), the engine, the client's clock, Redis and
+// namespace and the Redis clock (cron, registry, api, chronoq serve), a
+// push queue's settings and notes (dispatch), the claims and waits of a
+// worker's loop, the promoter's source, the chaos battery's dump. Keeping them here keeps package
 // queue's documented surface to what producers, workers and operators
 // call.
 //
@@ -18,6 +19,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/store"
 )
 
@@ -28,9 +33,38 @@ type Client interface {
 	Push
 	Gauges
 
+	// A client is a promoter's source (queue.Client.Source answers the
+	// same for users).
+	delayed.Source
+
 	// Engine is the client's engine: its Redis, namespace, scripts and
 	// Redis clock.
 	Engine() *store.Store
+	// Clock is the client's clock (queue.Config.Clock, its default
+	// filled in), for the code built on the client (a worker, a cron
+	// scheduler, the API) to sleep by the same one.
+	Clock() clockwork.Clock
+	// Redis is the client's Redis connection (queue.Config.Redis).
+	Redis() redis.UniversalClient
+	// Namespace is the prefix of every key of the client
+	// (queue.Config.Namespace).
+	Namespace() string
+	// ClaimNext is queue.Client.Claim (o is a queue.ClaimOptions, jobs a
+	// []*queue.Job), and also answers a time to wake at: when the
+	// queue's earliest scheduled job is due, as the claim saw it before
+	// any wait. A worker that has run out of jobs sleeps until then and
+	// claims again: the claim promotes the job itself. Of the ClaimNext
+	// calls that see the same earliest due time, only the first is
+	// answered it, so that of many idle workers one wakes for each due
+	// time; the others get the zero time, as when nothing is scheduled
+	// or the queue is paused.
+	ClaimNext(ctx context.Context, queue string, o any) (jobs any, next time.Time, err error)
+	// Dump reads the whole of queue (a *queue.Dump): every job and every
+	// entry of its sets and lists. It is O(jobs), for the chaos
+	// battery's checker and tests, not for serving requests; it reads
+	// without a script, so on a queue in use its parts may be of
+	// slightly different moments.
+	Dump(ctx context.Context, queue string) (any, error)
 	// WaitClaimable waits up to wait for a job of queue that a claimer
 	// with labels could take, without claiming it (a worker's idle
 	// wait), on the client's wake hub as a claim's wait is: true when
@@ -46,7 +80,7 @@ type Client interface {
 
 // Push is what package dispatch keeps in a queue: its settings (the push
 // target, queue.SettingPush) and a claimed job's notes (its delivery
-// attempts, read with queue.Client.Notes).
+// attempts, read with Notes).
 type Push interface {
 	// Settings reads the settings of queue that are set: a field absent
 	// from the map is unset. A queue that does not exist has none.
@@ -68,11 +102,18 @@ type Push interface {
 	// the answer for notes[i] (nil, queue.ErrLeaseLost or
 	// queue.ErrNotFound).
 	NoteMany(ctx context.Context, queue string, notes []NoteItem) (errs []error, err error)
+	// Notes reads a job's notes, oldest first (none: nil).
+	Notes(ctx context.Context, queue, id string) ([]string, error)
 }
 
 // Gauges are what chronoq serve's /metrics reads of a client besides
 // the queues' own figures.
 type Gauges interface {
+	// RedisClock is the client's estimate of Redis's clock against its
+	// own (store.Estimate): from the last script that answered Redis's
+	// time or the last MeasureRedisClock. GET /v1/status and the gauge
+	// chronoq_redis_clock_offset_seconds show it.
+	RedisClock() store.Estimate
 	// MeasureRedisClock measures the distance to Redis's clock now, with
 	// one TIME, and answers the estimate (queue.Client.RedisClock).
 	MeasureRedisClock(ctx context.Context) (store.Estimate, error)
@@ -86,6 +127,9 @@ type Gauges interface {
 	// Waiters counts the claims (and waits) of the client that wait in
 	// its wake hubs now, all queues together.
 	Waiters() int
+	// JobWaiters counts the queue.Client.WaitEnded calls of the client
+	// that wait now, all queues together.
+	JobWaiters() int
 }
 
 // NoteItem is one line for a claimed job's notes (see Push.Note).

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,7 +51,7 @@ type Snapshot struct {
 }
 
 // TakeSnapshot reads every key of namespace ns: every queue through
-// queue.Client.Dump, and a scan for any key that belongs to none of them
+// plumbing.Client.Dump, and a scan for any key that belongs to none of them
 // (over every master of a cluster).
 func TakeSnapshot(ctx context.Context, rdb redis.UniversalClient, ns string, queues []string) (*Snapshot, error) {
 	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: ns, DisableEvents: true})
@@ -120,9 +122,13 @@ func otherKeys(ctx context.Context, rdb redis.UniversalClient, ns string, known 
 // addQueue reads queue q through Dump into s: its structures' sizes,
 // stats and dead set, its claim markers, and its jobs.
 func (s *Snapshot) addQueue(ctx context.Context, c *queue.Client, q string) error {
-	d, err := c.Dump(ctx, q)
+	raw, err := plumbing.Of(c).Dump(ctx, q)
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
+	}
+	d, ok := raw.(*queue.Dump)
+	if !ok {
+		return fmt.Errorf("chaos: a dump of %s is a %T", q, raw)
 	}
 	st := d.Stats
 	s.Queues[q] = &QueueState{Scheduled: st.Scheduled, Pending: st.Pending, Leases: st.Processing, DeadIDs: d.Dead,
