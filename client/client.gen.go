@@ -757,11 +757,12 @@ func (e UpstreamEntryStatus) Valid() bool {
 
 // Defines values for WebhookEvents.
 const (
-	WebhookEventsCronFired    WebhookEvents = "cron.fired"
-	WebhookEventsJobCanceled  WebhookEvents = "job.canceled"
-	WebhookEventsJobCompleted WebhookEvents = "job.completed"
-	WebhookEventsJobDead      WebhookEvents = "job.dead"
-	WebhookEventsJobRetried   WebhookEvents = "job.retried"
+	WebhookEventsCronFired     WebhookEvents = "cron.fired"
+	WebhookEventsJobCanceled   WebhookEvents = "job.canceled"
+	WebhookEventsJobCompleted  WebhookEvents = "job.completed"
+	WebhookEventsJobDead       WebhookEvents = "job.dead"
+	WebhookEventsJobRetried    WebhookEvents = "job.retried"
+	WebhookEventsWorkflowEnded WebhookEvents = "workflow.ended"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEvents enum.
@@ -777,6 +778,29 @@ func (e WebhookEvents) Valid() bool {
 		return true
 	case WebhookEventsJobRetried:
 		return true
+	case WebhookEventsWorkflowEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEventDataWorkflowStatus.
+const (
+	WebhookEventDataWorkflowStatusCanceled  WebhookEventDataWorkflowStatus = "canceled"
+	WebhookEventDataWorkflowStatusCompleted WebhookEventDataWorkflowStatus = "completed"
+	WebhookEventDataWorkflowStatusFailed    WebhookEventDataWorkflowStatus = "failed"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventDataWorkflowStatus enum.
+func (e WebhookEventDataWorkflowStatus) Valid() bool {
+	switch e {
+	case WebhookEventDataWorkflowStatusCanceled:
+		return true
+	case WebhookEventDataWorkflowStatusCompleted:
+		return true
+	case WebhookEventDataWorkflowStatusFailed:
+		return true
 	default:
 		return false
 	}
@@ -784,11 +808,12 @@ func (e WebhookEvents) Valid() bool {
 
 // Defines values for WebhookEventType.
 const (
-	WebhookEventTypeCronFired    WebhookEventType = "cron.fired"
-	WebhookEventTypeJobCanceled  WebhookEventType = "job.canceled"
-	WebhookEventTypeJobCompleted WebhookEventType = "job.completed"
-	WebhookEventTypeJobDead      WebhookEventType = "job.dead"
-	WebhookEventTypeJobRetried   WebhookEventType = "job.retried"
+	WebhookEventTypeCronFired     WebhookEventType = "cron.fired"
+	WebhookEventTypeJobCanceled   WebhookEventType = "job.canceled"
+	WebhookEventTypeJobCompleted  WebhookEventType = "job.completed"
+	WebhookEventTypeJobDead       WebhookEventType = "job.dead"
+	WebhookEventTypeJobRetried    WebhookEventType = "job.retried"
+	WebhookEventTypeWorkflowEnded WebhookEventType = "workflow.ended"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEventType enum.
@@ -804,6 +829,8 @@ func (e WebhookEventType) Valid() bool {
 		return true
 	case WebhookEventTypeJobRetried:
 		return true
+	case WebhookEventTypeWorkflowEnded:
+		return true
 	default:
 		return false
 	}
@@ -811,11 +838,12 @@ func (e WebhookEventType) Valid() bool {
 
 // Defines values for WebhookRequestEvents.
 const (
-	WebhookRequestEventsCronFired    WebhookRequestEvents = "cron.fired"
-	WebhookRequestEventsJobCanceled  WebhookRequestEvents = "job.canceled"
-	WebhookRequestEventsJobCompleted WebhookRequestEvents = "job.completed"
-	WebhookRequestEventsJobDead      WebhookRequestEvents = "job.dead"
-	WebhookRequestEventsJobRetried   WebhookRequestEvents = "job.retried"
+	WebhookRequestEventsCronFired     WebhookRequestEvents = "cron.fired"
+	WebhookRequestEventsJobCanceled   WebhookRequestEvents = "job.canceled"
+	WebhookRequestEventsJobCompleted  WebhookRequestEvents = "job.completed"
+	WebhookRequestEventsJobDead       WebhookRequestEvents = "job.dead"
+	WebhookRequestEventsJobRetried    WebhookRequestEvents = "job.retried"
+	WebhookRequestEventsWorkflowEnded WebhookRequestEvents = "workflow.ended"
 )
 
 // Valid indicates whether the value is a known member of the WebhookRequestEvents enum.
@@ -830,6 +858,8 @@ func (e WebhookRequestEvents) Valid() bool {
 	case WebhookRequestEventsJobDead:
 		return true
 	case WebhookRequestEventsJobRetried:
+		return true
+	case WebhookRequestEventsWorkflowEnded:
 		return true
 	default:
 		return false
@@ -2117,12 +2147,24 @@ type WebhookEvent struct {
 
 		// Status the job's status after the change
 		Status string `json:"status"`
+
+		// Workflow workflow.ended: the workflow that ended (the event's queue, id, kind, status and attempts are those of the job whose end, recorded last, ended it)
+		Workflow *struct {
+			EndedAt time.Time `json:"ended_at"`
+			Id      string    `json:"id"`
+
+			// Status completed: every node completed; failed: every node ended, some dead or canceled; canceled: canceled as a whole
+			Status WebhookEventDataWorkflowStatus `json:"status"`
+		} `json:"workflow,omitempty"`
 	} `json:"data"`
 
-	// Timestamp when the job changed
+	// Timestamp when the job changed (workflow.ended: when the workflow ended)
 	Timestamp time.Time        `json:"timestamp"`
 	Type      WebhookEventType `json:"type"`
 }
+
+// WebhookEventDataWorkflowStatus completed: every node completed; failed: every node ended, some dead or canceled; canceled: canceled as a whole
+type WebhookEventDataWorkflowStatus string
 
 // WebhookEventType defines model for WebhookEvent.Type.
 type WebhookEventType string
@@ -3834,7 +3876,7 @@ type ClientInterface interface {
 
 	// CreateWebhookWithBody Subscribe an endpoint to job events
 	//
-	// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+	// Job events (job.completed, job.dead, job.canceled, job.retried), cron ticks (cron.fired: an entry's tick enqueued its job) and workflows' ends (workflow.ended: data.workflow; its queue, id and kind are those of the job whose end ended the workflow, which the filters apply to) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3843,7 +3885,7 @@ type ClientInterface interface {
 
 	// CreateWebhook Subscribe an endpoint to job events
 	//
-	// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+	// Job events (job.completed, job.dead, job.canceled, job.retried), cron ticks (cron.fired: an entry's tick enqueued its job) and workflows' ends (workflow.ended: data.workflow; its queue, id and kind are those of the job whose end ended the workflow, which the filters apply to) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5126,7 +5168,7 @@ func (c *Client) ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn
 
 // CreateWebhookWithBody Subscribe an endpoint to job events
 //
-// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+// Job events (job.completed, job.dead, job.canceled, job.retried), cron ticks (cron.fired: an entry's tick enqueued its job) and workflows' ends (workflow.ended: data.workflow; its queue, id and kind are those of the job whose end ended the workflow, which the filters apply to) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5145,7 +5187,7 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, contentType string, 
 
 // CreateWebhook Subscribe an endpoint to job events
 //
-// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+// Job events (job.completed, job.dead, job.canceled, job.retried), cron ticks (cron.fired: an entry's tick enqueued its job) and workflows' ends (workflow.ended: data.workflow; its queue, id and kind are those of the job whose end ended the workflow, which the filters apply to) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8937,7 +8979,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookWithBodyWithResponse Subscribe an endpoint to job events
 	//
-	// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+	// Job events (job.completed, job.dead, job.canceled, job.retried), cron ticks (cron.fired: an entry's tick enqueued its job) and workflows' ends (workflow.ended: data.workflow; its queue, id and kind are those of the job whose end ended the workflow, which the filters apply to) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8946,7 +8988,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookWithResponse Subscribe an endpoint to job events
 	//
-	// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+	// Job events (job.completed, job.dead, job.canceled, job.retried), cron ticks (cron.fired: an entry's tick enqueued its job) and workflows' ends (workflow.ended: data.workflow; its queue, id and kind are those of the job whose end ended the workflow, which the filters apply to) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15255,7 +15297,7 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, reqE
 
 // CreateWebhookWithBodyWithResponse Subscribe an endpoint to job events
 //
-// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+// Job events (job.completed, job.dead, job.canceled, job.retried), cron ticks (cron.fired: an entry's tick enqueued its job) and workflows' ends (workflow.ended: data.workflow; its queue, id and kind are those of the job whose end ended the workflow, which the filters apply to) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15270,7 +15312,7 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 
 // CreateWebhookWithResponse Subscribe an endpoint to job events
 //
-// Job events (job.completed, job.dead, job.canceled, job.retried) and cron ticks (cron.fired: an entry's tick enqueued its job) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
+// Job events (job.completed, job.dead, job.canceled, job.retried), cron ticks (cron.fired: an entry's tick enqueued its job) and workflows' ends (workflow.ended: data.workflow; its queue, id and kind are those of the job whose end ended the workflow, which the filters apply to) that the filters take are POSTed to url, signed as push requests are (Standard Webhooks), at least once: each is written with the job's change, in the same script, and retried with backoff (1s doubling to 10m; 12 attempts, about 27 min) until a 2xx, then kept in the dead list. One job's events reach a subscription one at a time, in order. At most 100 subscriptions: the 101st is a 409.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

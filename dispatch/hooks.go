@@ -60,10 +60,26 @@ const (
 	// event's job; data.cron names the entry). A trigger of an entry by
 	// hand is not a tick and sends none.
 	EventCronFired = "cron.fired"
+	// EventWorkflowEnded is a workflow's end: its last node's job ended
+	// (data.workflow says which workflow, its status and when). It goes
+	// through the outbox of the queue of the job whose end, recorded
+	// last, ended the workflow, and data's queue, id, kind, status and
+	// attempts are that job's: the queue and kind filters apply to it,
+	// and it is sent after that job's own event. A workflow that is
+	// retried and ends again sends it again; an implicit workflow (a job
+	// enqueued after others, workflow.Client.EnqueueAfter) sends it too.
+	EventWorkflowEnded = "workflow.ended"
 )
 
 // EventTypes are the event types a subscription can ask for.
-var EventTypes = []string{EventJobCompleted, EventJobDead, EventJobCanceled, EventJobRetried, EventCronFired}
+var EventTypes = []string{EventJobCompleted, EventJobDead, EventJobCanceled, EventJobRetried, EventCronFired, EventWorkflowEnded}
+
+// The statuses of a workflow.ended event (package workflow's Status).
+const (
+	WorkflowCompleted = "completed" // every node completed
+	WorkflowFailed    = "failed"    // every node ended, some dead or canceled
+	WorkflowCanceled  = "canceled"  // canceled as a whole
+)
 
 // Caps and timing of event webhooks.
 const (
@@ -151,6 +167,16 @@ type HookEventData struct {
 	Error    string `json:"error,omitempty"`
 	// Cron is the entry of a cron.fired event.
 	Cron string `json:"cron,omitempty"`
+	// Workflow is the workflow of a workflow.ended event.
+	Workflow *HookWorkflow `json:"workflow,omitempty"`
+}
+
+// HookWorkflow is what a workflow.ended event says of its workflow.
+type HookWorkflow struct {
+	ID string `json:"id"`
+	// Status is WorkflowCompleted, WorkflowFailed or WorkflowCanceled.
+	Status  string    `json:"status"`
+	EndedAt time.Time `json:"ended_at"`
 }
 
 // DeadDelivery is a delivery that was sent HookMaxAttempts times without
@@ -597,12 +623,17 @@ func (h *Hooks) readOutboxes(ctx context.Context, queues []string) (map[string][
 			attempts, _ := strconv.Atoi(str(store.HookAttempts))
 			ms, _ := strconv.ParseInt(str(store.HookAt), 10, 64)
 			typ := "job." + str(store.HookType)
-			if str(store.HookType) == "cron_fired" {
+			var wf *HookWorkflow
+			switch str(store.HookType) {
+			case "cron_fired":
 				typ = EventCronFired
+			case "wf_ended":
+				typ = EventWorkflowEnded
+				wf = &HookWorkflow{ID: str(store.HookWorkflow), Status: str(store.HookWFStatus), EndedAt: time.UnixMilli(ms).UTC()}
 			}
 			e.ev = HookEvent{Type: typ, Timestamp: time.UnixMilli(ms).UTC(),
 				Data: HookEventData{Queue: q, ID: str(store.HookID), Kind: str(store.HookKind), Status: str(store.HookStatus),
-					Attempts: attempts, Error: str(store.HookError), Cron: str(store.HookCron)}}
+					Attempts: attempts, Error: str(store.HookError), Cron: str(store.HookCron), Workflow: wf}}
 			e.job = q + "|" + e.ev.Data.ID
 			b, _ := json.Marshal(e.ev)
 			e.body = string(b)

@@ -272,13 +272,14 @@ func (in *inside) RetryWorkflow(ctx context.Context, id string) (plumbing.Workfl
 // RecordNodeEnds records 1 to MaxBatch ends of nodes of workflow id in
 // one call (wf_record.lua), each once: a rerun, or an end recorded
 // before, changes nothing. It answers a code per end, in order (-1 no
-// such workflow or node, 2 a stale entry, 1 recorded, now or before), and
-// what the children of the ends coded 1 need now, each child planned
-// once, after all the ends were recorded.
-func (in *inside) RecordNodeEnds(ctx context.Context, id string, ends []plumbing.NodeEnd, retention time.Duration) ([]int, []plumbing.NodeAction, error) {
+// such workflow or node, 2 a stale entry, 1 recorded, now or before, 3
+// the same and the end that ended the workflow), the workflow's end when
+// an end is coded 3, and what the children of the ends coded 1 or 3 need
+// now, each child planned once, after all the ends were recorded.
+func (in *inside) RecordNodeEnds(ctx context.Context, id string, ends []plumbing.NodeEnd, retention time.Duration) ([]int, *plumbing.WorkflowEnd, []plumbing.NodeAction, error) {
 	c := (*Client)(in)
 	if len(ends) == 0 || len(ends) > workflowBatch {
-		return nil, nil, invalid("ends", "a batch holds 1 to %d, got %d", workflowBatch, len(ends))
+		return nil, nil, nil, invalid("ends", "a batch holds 1 to %d, got %d", workflowBatch, len(ends))
 	}
 	p := store.WFRecordArgs{RetentionMs: retention.Milliseconds(), Ends: make([]store.WFRecordItem, 0, len(ends))}
 	for _, e := range ends {
@@ -286,24 +287,37 @@ func (in *inside) RecordNodeEnds(ctx context.Context, id string, ends []plumbing
 	}
 	res, err := callWF(ctx, c, store.WFRecord, id, &p)
 	if err != nil {
-		return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
+		return nil, nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
 	}
-	if len(res.Rows) < len(ends) {
-		return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, &store.ReplyError{Script: "wf_record", Reply: res.Rows, Want: "a code an end"})
+	if len(res.Rows) < len(ends)+1 {
+		return nil, nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, &store.ReplyError{Script: "wf_record", Reply: res.Rows, Want: "a code an end, and the end"})
 	}
 	codes := make([]int, len(ends))
 	for i := range ends {
 		code, err := store.Int("wf_record", res.Rows, i, "code")
 		if err != nil {
-			return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
+			return nil, nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
 		}
 		codes[i] = int(code)
 	}
-	acts, err := parseActions("wf_record", res.Rows[len(ends):])
+	ended, err := store.Str("wf_record", res.Rows, len(ends), "ended")
 	if err != nil {
-		return nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
+		return nil, nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
 	}
-	return codes, acts, nil
+	var end *plumbing.WorkflowEnd
+	if ended != "" {
+		status, ms, _ := strings.Cut(ended, "|")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || status == "" {
+			return nil, nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, &store.ReplyError{Script: "wf_record", Field: "ended", Reply: res.Rows, Want: "<status>|<ms>"})
+		}
+		end = &plumbing.WorkflowEnd{ID: id, Status: status, EndedAt: time.UnixMilli(n).UTC()}
+	}
+	acts, err := parseActions("wf_record", res.Rows[len(ends)+1:])
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("queue: recording in workflow %s: %w", id, err)
+	}
+	return codes, end, acts, nil
 }
 
 // ApplyNodeActions applies acts in their jobs' slots (wfnode.lua), in
@@ -420,7 +434,9 @@ func parseOutboxEntry(queue, id, raw string) (plumbing.OutboxEntry, bool) {
 }
 
 // AckOutbox deletes handled entries of queue's outbox, each only if it is
-// still the entry read, and answers how many went.
+// still the entry read, and answers how many went. An entry deleted now
+// writes the workflow.ended events of its Ended to queue's hooks outbox
+// (while the queue's setting "hooks" is on), in the same script.
 func (in *inside) AckOutbox(ctx context.Context, queue string, es []plumbing.OutboxEntry) (int, error) {
 	c := (*Client)(in)
 	k, err := c.keysFor(queue)
@@ -431,7 +447,11 @@ func (in *inside) AckOutbox(ctx context.Context, queue string, es []plumbing.Out
 	for part := range slices.Chunk(es, workflowBatch) {
 		p := store.WFAckArgs{Entries: make([]store.WFAckItem, 0, len(part))}
 		for _, e := range part {
-			p.Entries = append(p.Entries, store.WFAckItem{ID: e.JobID, Entry: e.Sum})
+			ended := make([]string, len(e.Ended))
+			for i, w := range e.Ended {
+				ended[i] = w.ID + "|" + w.Status + "|" + strconv.FormatInt(w.EndedAt.UnixMilli(), 10)
+			}
+			p.Entries = append(p.Entries, store.WFAckItem{ID: e.JobID, Entry: e.Sum, Ended: strings.Join(ended, ",")})
 		}
 		n, err := call(ctx, c, store.WFAck, k, &p)
 		if err != nil {

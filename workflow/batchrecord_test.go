@@ -64,10 +64,10 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 			if crashed {
 				// recorded before, by a releaser that died: recorded again
 				// (nothing changes), planned the same
-				_, _, err := plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, ends, e.wf.ret)
+				_, _, _, err := plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, ends, e.wf.ret)
 				require.NoError(t, err)
 			}
-			codes, acts, err := plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, ends, e.wf.ret)
+			codes, _, acts, err := plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, ends, e.wf.ret)
 			require.NoError(t, err)
 			require.Equal(t, []int{1, 1}, codes)
 			require.Len(t, acts, 1, "c planned once")
@@ -83,16 +83,16 @@ func runBatchRecord(t *testing.T, newRDB func(t *testing.T) redis.UniversalClien
 				stale, none := ends[0], ends[1]
 				stale.Gen++
 				none.Node = "zz"
-				codes, acts, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, []plumbing.NodeEnd{stale, none}, e.wf.ret)
+				codes, _, acts, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, []plumbing.NodeEnd{stale, none}, e.wf.ret)
 				require.NoError(t, err)
 				require.Equal(t, []int{2, -1}, codes)
 				require.Empty(t, acts)
-				codes, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, "00000000000000000000000000000000", ends, e.wf.ret)
+				codes, _, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, "00000000000000000000000000000000", ends, e.wf.ret)
 				require.NoError(t, err)
 				require.Equal(t, []int{-1, -1}, codes)
-				_, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, nil, e.wf.ret)
+				_, _, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, nil, e.wf.ret)
 				require.ErrorIs(t, err, queue.ErrInvalid)
-				_, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, make([]plumbing.NodeEnd, queue.MaxBatch+1), e.wf.ret)
+				_, _, _, err = plumbing.Of(e.q).RecordNodeEnds(ctx, w.ID, make([]plumbing.NodeEnd, queue.MaxBatch+1), e.wf.ret)
 				require.ErrorIs(t, err, queue.ErrInvalid)
 			}
 

@@ -311,7 +311,7 @@ func (r *Releaser) handle(ctx context.Context, q string, es []plumbing.OutboxEnt
 			called = true
 			// codes -1 (the workflow is gone: expired, or never created)
 			// and 2 (an entry of a run before a retry): nothing is to do.
-			_, got, err := r.c.st.RecordNodeEnds(ctx, id, g.ends[lo:hi], r.c.ret)
+			codes, end, got, err := r.c.st.RecordNodeEnds(ctx, id, g.ends[lo:hi], r.c.ret)
 			if err != nil {
 				if ctx.Err() == nil {
 					r.log.Warn("releaser: recording nodes' ends failed", "workflow", id, "ends", hi-lo, "err", err)
@@ -322,6 +322,15 @@ func (r *Releaser) handle(ctx context.Context, q string, es []plumbing.OutboxEnt
 				continue
 			}
 			acts = append(acts, got...)
+			// code 3: the end that ended the workflow; its entry's ack
+			// writes the workflow.ended event (on a rerun too, as long
+			// as the entry was not acked).
+			for k, code := range codes {
+				if code == 3 && end != nil {
+					i := g.entries[lo+k]
+					es[i].Ended = append(es[i].Ended, *end)
+				}
+			}
 		}
 	}
 	ok := true

@@ -60,7 +60,7 @@ func runWebhooks(ctx context.Context, args []string, env func(string) string, st
 	c.fs.StringVar(&h.timeout, "timeout", "", "create, update: a request's timeout, 1s to 30s (default 10s)")
 	c.fs.Var(&h.queues, "queue", "create, update: only this queue's events (repeat, or comma-separated; default every queue)")
 	c.fs.Var(&h.kinds, "kind", "create, update: only the events of jobs of this kind (repeat; default every kind)")
-	c.fs.Var(&h.events, "event", "create, update: only this event type: job.completed, job.dead, job.canceled, job.retried, cron.fired (repeat; default every one)")
+	c.fs.Var(&h.events, "event", "create, update: only this event type: job.completed, job.dead, job.canceled, job.retried, cron.fired, workflow.ended (repeat; default every one)")
 	c.fs.Var(&h.secrets, "secret", "create, update: a signing secret, whsec_...; two while rotating (default: one made; update: kept)")
 	c.fs.Var(&h.ids, "id", "retry: only this dead delivery (repeat; default every one)")
 	c.fs.IntVar(&h.limit, "limit", 100, "dead: most deliveries, 1 to 1000")

@@ -173,9 +173,11 @@ type Workflows interface {
 	// in one call (wf_record.lua), each once: a rerun, or an end
 	// recorded before, changes nothing. It answers a code per end, in
 	// order (-1 no such workflow or node, 2 a stale entry, 1 recorded,
-	// now or before), and what the children of the ends coded 1 need
+	// now or before, 3 the same and the end that ended the workflow, at
+	// most one), the workflow's end when an end is coded 3 (nil
+	// otherwise), and what the children of the ends coded 1 or 3 need
 	// now, each child planned once, after all the ends were recorded.
-	RecordNodeEnds(ctx context.Context, id string, ends []NodeEnd, retention time.Duration) ([]int, []NodeAction, error)
+	RecordNodeEnds(ctx context.Context, id string, ends []NodeEnd, retention time.Duration) ([]int, *WorkflowEnd, []NodeAction, error)
 	// ApplyNodeActions applies acts in their jobs' slots (wfnode.lua),
 	// in order within a queue: one script call per queue and MaxBatch
 	// actions. A job they cancel is kept at least keep (its workflow's
@@ -270,6 +272,17 @@ type OutboxEntry struct {
 	Artifacts json.RawMessage
 	Error     string
 	Sum       string // SHA1 of the entry as read, for its ack
+	// Ended are the workflows this end ended (a code 3 of
+	// RecordNodeEnds), set by the releaser: the ack (AckOutbox) writes
+	// their workflow.ended events to the queue's hooks outbox.
+	Ended []WorkflowEnd
+}
+
+// WorkflowEnd is a workflow that ended: its id, its status ("completed",
+// "failed" or "canceled", as package workflow's Status) and when.
+type WorkflowEnd struct {
+	ID, Status string
+	EndedAt    time.Time
 }
 
 // Ref names a workflow node: the workflow's id, the node, and the

@@ -268,7 +268,7 @@ var SettingFields = []string{SettingPush, SettingHooks}
 // deletes it (XDEL, which never deletes the key).
 const (
 	HookSentinelID = "0-1"
-	HookType       = "t" // "completed", "dead", "canceled", "retried", or "cron_fired" (a cron tick's job was enqueued)
+	HookType       = "t" // "completed", "dead", "canceled", "retried", "cron_fired" (a cron tick's job was enqueued) or "wf_ended" (a workflow ended with this job's end)
 	HookID         = "i" // the job's id
 	HookKind       = "k" // the job's kind
 	HookStatus     = "s" // the job's status after the change
@@ -276,6 +276,8 @@ const (
 	HookAt         = "m" // Unix ms of the change, Redis's clock
 	HookError      = "e" // the last error ("" for a completion)
 	HookCron       = "c" // cron_fired: the cron entry's name
+	HookWorkflow   = "w" // wf_ended: the workflow's id (HookAt is when it ended, HookStatus the job's outcome)
+	HookWFStatus   = "x" // wf_ended: the workflow's status, "completed", "failed" or "canceled"
 	// HookOutboxMax caps a queue's hooks outbox: an event past it is not
 	// written, and counted in the meta field MetaHooksDropped. It is what
 	// a queue can end while no dispatcher runs.
@@ -654,6 +656,8 @@ const (
 	WFMetaStarted  = "started"     // "1" once every node's job exists (wf_start.lua): releases begin then
 	WFMetaCanceled = "canceled_ms" // when the whole workflow was canceled
 	WFMetaEndedAt  = "ended_ms"    // when its last node ended
+	WFMetaEndedBy  = "ended_by"    // the node whose end, recorded last, ended it (its outbox entry's ack writes the workflow.ended event)
+	WFMetaStatus   = "end_status"  // "completed", "failed" or "canceled", once it ended
 	WFMetaUpMax    = "upmax"       // MaxUpstreamBytes when it was created (see wf_upstream in common.lua)
 )
 
@@ -683,6 +687,7 @@ var wfPrelude = []struct{ lua, field string }{
 	{"WF_id", WFMetaID}, {"WF_created", WFMetaCreated}, {"WF_policy", WFMetaPolicy}, {"WF_gen", WFMetaGen},
 	{"WF_n", WFMetaN}, {"WF_names", WFMetaNames}, {"WF_ended", WFMetaEnded}, {"WF_started", WFMetaStarted},
 	{"WF_canceled", WFMetaCanceled}, {"WF_ended_at", WFMetaEndedAt}, {"WF_upmax", WFMetaUpMax},
+	{"WF_ended_by", WFMetaEndedBy}, {"WF_end_status", WFMetaStatus},
 	{"NODE_job", WFNodeField(WFNodeJob, "")}, {"NODE_parents", WFNodeField(WFNodeParents, "")},
 	{"NODE_children", WFNodeField(WFNodeChildren, "")}, {"NODE_left", WFNodeField(WFNodeLeft, "")},
 	{"NODE_failed", WFNodeField(WFNodeFailed, "")}, {"NODE_outcome", WFNodeField(WFNodeOutcome, "")},

@@ -225,11 +225,11 @@ func TestScriptsThatEndJobsWriteTheHooksOutbox(t *testing.T) {
 	t.Parallel()
 	var with []string
 	for _, spec := range allSpecs() {
-		if strings.Contains(scriptSource(spec), "local function hook(") {
+		if strings.Contains(scriptSource(spec), "local function hook_open(") {
 			require.Contains(t, spec.keys, KeyHooks, "%s.lua may write the hooks outbox without declaring it", spec.name)
 			with = append(with, spec.name)
 		}
 	}
 	slices.Sort(with)
-	require.Equal(t, []string{"cancel", "complete", "enqueue", "fail", "reclaim", "release", "wfnode"}, with)
+	require.Equal(t, []string{"cancel", "complete", "enqueue", "fail", "reclaim", "release", "wfack", "wfnode"}, with)
 }

@@ -378,6 +378,11 @@ type (
 	WFAckItem struct {
 		ID    string `arg:"id"`
 		Entry string `arg:"entry"`
+		// Ended are the workflows the entry's end ended (a code 3 of
+		// wf_record.lua), each "<workflow id>|<status>|<ended ms>",
+		// comma-joined ("" none): the ack writes their workflow.ended
+		// events to the hooks outbox.
+		Ended string `arg:"ended"`
 	}
 	// WFAdoptArgs are the arguments of wfadopt.lua.
 	WFAdoptArgs struct {
@@ -433,11 +438,11 @@ var (
 	WFNode = declare[WFNodeArgs, Rows]("wfnode",
 		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake, KeyOutbox, KeyHooks)
 	WFRead   = declare[WFReadArgs, WFReadReply]("wfread", KeyOutbox)
-	WFAck    = declare[WFAckArgs, Code]("wfack", KeyOutbox)
+	WFAck    = declare[WFAckArgs, Code]("wfack", KeyMeta, KeyJobs, KeyOutbox, KeyHooks)
 	WFAdopt  = declare[WFAdoptArgs, WFAdoptReply]("wfadopt", KeyMeta, KeyJobs, KeyData, KeyOutbox)
 	WFCreate = declare[WFCreateArgs, Code]("wf_create", KeyWorkflow)
 	WFStart  = declare[None, CodeRows]("wf_start", KeyWorkflow)
-	// WFRecord answers a code per end, then actions.
+	// WFRecord answers a code per end, the workflow's end, then actions.
 	WFRecord = declare[WFRecordArgs, Rows]("wf_record", KeyWorkflow)
 	WFPlan   = declare[None, CodeRows]("wf_plan", KeyWorkflow)
 	WFCancel = declare[WFCancelArgs, CodeRows]("wf_cancel", KeyWorkflow)

@@ -912,19 +912,37 @@ end
 -- status the job's after the change. The fields are store.Hook*'s. A full outbox (HOOK_MAX events, a dispatcher away) takes
 -- no more: the event is counted in meta's hooks_dropped instead.
 local hooks_on
-local function hook(typ, id, f, status, cron)
+local function hook_open()
   if hooks_on == nil then
     hooks_on = redis.call('HGET', K_meta, M_hooks) == '1'
   end
   if not hooks_on then
-    return
+    return false
   end
   if redis.call('XLEN', K_hookout) > HOOK_MAX then
     redis.call('HINCRBY', K_meta, M_hooks_dropped, 1)
-    return
+    return false
   end
-  redis.call('XADD', K_hookout, '*', 't', typ, 'i', id, 'k', f[R_kind], 's', status, 'a', f[R_attempts] ~= '' and f[R_attempts] or '0',
-    'm', now_str, 'e', typ == 'completed' and '' or f[R_last_error], 'c', cron or '')
+  return true
+end
+local function hook(typ, id, f, status, cron)
+  if hook_open() then
+    redis.call('XADD', K_hookout, '*', 't', typ, 'i', id, 'k', f[R_kind], 's', status, 'a', f[R_attempts] ~= '' and f[R_attempts] or '0',
+      'm', now_str, 'e', typ == 'completed' and '' or f[R_last_error], 'c', cron or '')
+  end
+end
+
+-- hook_wf writes the event of a workflow that ended (type "wf_ended") to
+-- the hooks outbox of the queue of the node's job whose end ended it, as
+-- hook does a job's: wf is the workflow's id, wf_status its status
+-- ("completed", "failed" or "canceled"), ended_ms when it ended; the job's
+-- id, kind, status (its outcome) and attempts go with it (f nil: the job
+-- is gone, and its kind and attempts are left empty).
+local function hook_wf(id, f, outcome, wf, wf_status, ended_ms)
+  if hook_open() then
+    redis.call('XADD', K_hookout, '*', 't', 'wf_ended', 'i', id, 'k', f and f[R_kind] or '', 's', outcome,
+      'a', f and f[R_attempts] or '0', 'm', ended_ms, 'e', '', 'c', '', 'w', wf, 'x', wf_status)
+  end
 end
 
 -- kill moves a job that is out of every list into the dead set, saving f.
@@ -1077,8 +1095,23 @@ end
 
 -- wf_finish notes that the workflow's last node ended: the hash expires
 -- retention ms later.
-local function wf_finish(retention)
-  redis.call('HSET', K_wf, WF_ended_at, now)
+-- by is the node whose end was the last recorded: the workflow.ended
+-- event goes with its outbox entry's ack (see wf_record.lua). The status
+-- is canceled (canceled as a whole), failed (some node dead or canceled)
+-- or completed, as package workflow's Status.
+local function wf_finish(retention, by)
+  local status = 'completed'
+  if redis.call('HEXISTS', K_wf, WF_canceled) == 1 then
+    status = 'canceled'
+  else
+    for _, x in ipairs(wf_split(redis.call('HGET', K_wf, WF_names))) do
+      if redis.call('HGET', K_wf, NODE_outcome .. x) ~= 'completed' then
+        status = 'failed'
+        break
+      end
+    end
+  end
+  redis.call('HSET', K_wf, WF_ended_at, now, WF_ended_by, by, WF_end_status, status)
   redis.call('PEXPIRE', K_wf, retention)
 end
 

@@ -9,11 +9,17 @@
 -- and artifacts). Every end is recorded before any child is planned, and
 -- each distinct child is planned once: a child whose last parents end in
 -- one call is released once, with all of them in its upstream.
--- Returns: { code_1, ..., code_n, actions... }: code -1 no such workflow
---          or node, 2 a stale entry, 1 recorded (now or before); then
---          what the children of the ends coded 1 need now (see wf_plan),
---          also on a rerun, whose first run's actions may not all have
---          been applied.
+-- The end recorded last when the workflow ended is its ender (WF_ended_by):
+-- its code is 3, now and on a rerun, so that the ack of its outbox entry
+-- writes the workflow.ended event (wfack.lua) however often it is
+-- recorded.
+-- Returns: { code_1, ..., code_n, ended, actions... }: code -1 no such
+--          workflow or node, 2 a stale entry, 1 recorded (now or before),
+--          3 the same and the end that ended the workflow; ended is ""
+--          or, with a code 3, "<status>|<ended ms>"; then what the
+--          children of the ends coded 1 or 3 need now (see wf_plan), also
+--          on a rerun, whose first run's actions may not all have been
+--          applied.
 local retention, n = tonumber(A_retention_ms), tonumber(A_n)
 if not retention or not n or n < 1 then
   return redis.error_reply('ERR chronoq wf_record: malformed arguments')
@@ -41,10 +47,11 @@ if not m[1] then
   for i = 1, n do
     out[i] = -1
   end
+  out[n + 1] = ''
   return out
 end
 local total = tonumber(m[2])
-local out, names, planned, recorded = {}, {}, {}, 0
+local out, names, planned, recorded, last = {}, {}, {}, 0, nil
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local node, outcome = ARGV[b + G_node], ARGV[b + G_outcome]
@@ -60,7 +67,7 @@ for i = 0, n - 1 do
     -- counted again
     if redis.call('HSETNX', K_wf, NODE_outcome .. node, outcome) == 1 then
       redis.call('HSET', K_wf, NODE_up .. node, ARGV[b + G_up], NODE_brief .. node, ARGV[b + G_brief])
-      recorded = recorded + 1
+      recorded, last = recorded + 1, node
       for _, c in ipairs(children) do
         redis.call('HINCRBY', K_wf, NODE_left .. c, -1)
         if outcome ~= 'completed' then
@@ -79,7 +86,17 @@ end
 -- The ends newly recorded, counted once: the workflow has ended when they
 -- were its last.
 if recorded > 0 and redis.call('HINCRBY', K_wf, WF_ended, recorded) >= total then
-  wf_finish(retention)
+  wf_finish(retention, last)
+end
+local e = redis.call('HMGET', K_wf, WF_ended_at, WF_ended_by, WF_end_status)
+out[n + 1] = ''
+if e[1] and e[2] then
+  for i = n, 1, -1 do -- the last end naming the ender: one code 3 a call
+    if out[i] == 1 and ARGV[GROUP_START + (i - 1) * GROUP + G_node] == e[2] then
+      out[i], out[n + 1] = 3, e[3] .. '|' .. e[1]
+      break
+    end
+  end
 end
 wf_plan(names, out, false)
 return out

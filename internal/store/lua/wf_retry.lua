@@ -21,7 +21,7 @@ end
 if #again == 0 and not m[3] then
   return { 0 }
 end
-redis.call('HDEL', K_wf, WF_canceled, WF_ended_at)
+redis.call('HDEL', K_wf, WF_canceled, WF_ended_at, WF_ended_by, WF_end_status)
 redis.call('PERSIST', K_wf)
 local gen = redis.call('HINCRBY', K_wf, WF_gen, 1)
 local touched = {}
