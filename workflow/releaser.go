@@ -272,66 +272,9 @@ type upstreamEntry struct {
 // entries in one pass mostly name the same workflow). It answers whether
 // all went through.
 func (r *Releaser) handle(ctx context.Context, q string, es []plumbing.OutboxEntry) bool {
-	// The refs of the entries, grouped by workflow in the order first
-	// named: a workflow's ends, and for each the index of its entry.
-	type group struct {
-		ends    []plumbing.NodeEnd
-		entries []int
-	}
-	byWF := map[string]*group{}
-	var order []string
-	for i, e := range es {
-		up, brief := endJSON(e)
-		for _, ref := range e.Refs {
-			g := byWF[ref.ID]
-			if g == nil {
-				g = &group{}
-				byWF[ref.ID] = g
-				order = append(order, ref.ID)
-			}
-			g.ends = append(g.ends, plumbing.NodeEnd{Node: ref.Node, Gen: ref.Gen, Outcome: e.Outcome, Up: up, Brief: brief})
-			g.entries = append(g.entries, i)
-		}
-	}
-	// The ends are recorded in each workflow the entries name (a job's
-	// own, then those watching it), each record idempotent; an entry is
-	// acked only when every one of its refs went through, so a failed
-	// call, or a crash between two, leaves its entries, and the next pass
-	// records them all again.
-	failed := make([]bool, len(es))
-	var acts []plumbing.NodeAction
-	called := false
-	for _, id := range order {
-		g := byWF[id]
-		for lo := 0; lo < len(g.ends); lo += queue.MaxBatch {
-			hi := min(lo+queue.MaxBatch, len(g.ends))
-			if called && testHookStop(r, "ref") {
-				return false
-			}
-			called = true
-			// codes -1 (the workflow is gone: expired, or never created)
-			// and 2 (an entry of a run before a retry): nothing is to do.
-			codes, end, got, err := r.c.st.RecordNodeEnds(ctx, id, g.ends[lo:hi], r.c.ret)
-			if err != nil {
-				if ctx.Err() == nil {
-					r.log.Warn("releaser: recording nodes' ends failed", "workflow", id, "ends", hi-lo, "err", err)
-				}
-				for _, i := range g.entries[lo:hi] {
-					failed[i] = true
-				}
-				continue
-			}
-			acts = append(acts, got...)
-			// code 3: the end that ended the workflow; its entry's ack
-			// writes the workflow.ended event (on a rerun too, as long
-			// as the entry was not acked).
-			for k, code := range codes {
-				if code == 3 && end != nil {
-					i := g.entries[lo+k]
-					es[i].Ended = append(es[i].Ended, *end)
-				}
-			}
-		}
+	failed, acts, stopped := r.record(ctx, es)
+	if stopped {
+		return false
 	}
 	ok := true
 	done := make([]plumbing.OutboxEntry, 0, len(es))
@@ -361,6 +304,80 @@ func (r *Releaser) handle(ctx context.Context, q string, es []plumbing.OutboxEnt
 		return false
 	}
 	return ok
+}
+
+// endGroup is the ends of one workflow among a pass's outbox entries,
+// and for each the index of its entry.
+type endGroup struct {
+	ends    []plumbing.NodeEnd
+	entries []int
+}
+
+// groupEnds groups the refs of the entries by workflow, in the order
+// first named.
+func groupEnds(es []plumbing.OutboxEntry) (map[string]*endGroup, []string) {
+	byWF := map[string]*endGroup{}
+	var order []string
+	for i, e := range es {
+		up, brief := endJSON(e)
+		for _, ref := range e.Refs {
+			g := byWF[ref.ID]
+			if g == nil {
+				g = &endGroup{}
+				byWF[ref.ID] = g
+				order = append(order, ref.ID)
+			}
+			g.ends = append(g.ends, plumbing.NodeEnd{Node: ref.Node, Gen: ref.Gen, Outcome: e.Outcome, Up: up, Brief: brief})
+			g.entries = append(g.entries, i)
+		}
+	}
+	return byWF, order
+}
+
+// record records the ends in each workflow the entries name (a job's
+// own, then those watching it), each record idempotent, and answers
+// which entries failed and the actions their children need; stopped when
+// a test's hook stopped it. An entry is acked only when every one of its
+// refs went through, so a failed call, or a crash between two, leaves its
+// entries, and the next pass records them all again. The entry of the end
+// that ended its workflow gets that end (its ack writes the
+// workflow.ended event, on a rerun too, as long as the entry was not
+// acked).
+func (r *Releaser) record(ctx context.Context, es []plumbing.OutboxEntry) (failed []bool, acts []plumbing.NodeAction, stopped bool) {
+	byWF, order := groupEnds(es)
+	failed = make([]bool, len(es))
+	called := false
+	for _, id := range order {
+		g := byWF[id]
+		for lo := 0; lo < len(g.ends); lo += queue.MaxBatch {
+			hi := min(lo+queue.MaxBatch, len(g.ends))
+			if called && testHookStop(r, "ref") {
+				return nil, nil, true
+			}
+			called = true
+			// codes -1 (the workflow is gone: expired, or never created)
+			// and 2 (an entry of a run before a retry): nothing is to do;
+			// 3: the end that ended the workflow.
+			codes, end, got, err := r.c.st.RecordNodeEnds(ctx, id, g.ends[lo:hi], r.c.ret)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Warn("releaser: recording nodes' ends failed", "workflow", id, "ends", hi-lo, "err", err)
+				}
+				for _, i := range g.entries[lo:hi] {
+					failed[i] = true
+				}
+				continue
+			}
+			acts = append(acts, got...)
+			for k, code := range codes {
+				if code == 3 && end != nil {
+					i := g.entries[lo+k]
+					es[i].Ended = append(es[i].Ended, *end)
+				}
+			}
+		}
+	}
+	return failed, acts, false
 }
 
 // endJSON answers what the children of an outbox entry's node receive
