@@ -206,10 +206,11 @@ func (s *Server) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	wait, err := waitParam(c)
+	wait, release, err := s.waitParam(c)
 	if err != nil {
 		return err
 	}
+	defer release()
 	var j *queue.Job
 	if wait > 0 {
 		j, err = s.waitJob(c, q, id, wait)

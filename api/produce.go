@@ -25,10 +25,11 @@ func jobLocation(j *queue.Job) string { return "/v1/queues/" + j.Queue + "/jobs/
 // ?wait=<duration>, it answers the job once it has ended, or as it is when
 // the wait runs out (afterEnqueue).
 func (s *Server) enqueueOne(c echo.Context) error {
-	wait, err := waitParam(c)
+	wait, release, err := s.waitParam(c)
 	if err != nil {
 		return err
 	}
+	defer release()
 	var req enqueueRequest
 	if err := s.decode(c, &req, false); err != nil {
 		return err

@@ -33,6 +33,7 @@ const (
 	DefaultBodyLimit       = 1 << 20
 	DefaultSSEHeartbeat    = 15 * time.Second
 	DefaultMaxEventStreams = 1000
+	DefaultMaxWaits        = 10_000
 	readyTimeout           = 2 * time.Second
 )
 
@@ -98,6 +99,12 @@ type Config struct {
 	// /v1/queues/{queue}/jobs/{id}/stream) together; past it they answer
 	// 503. Defaults to 1000.
 	MaxEventStreams int
+	// MaxWaits caps the requests that wait for a job's end at once (the
+	// ?wait of GET /v1/queues/{queue}/jobs/{id} and of the enqueues),
+	// each holding a connection and a goroutine, not a Redis connection
+	// (see queue.Client.WaitEnded); past it they answer 503, and an
+	// enqueue with a wait enqueues nothing. Defaults to 10,000.
+	MaxWaits int
 	// SSEHeartbeat is the interval of the comment lines that keep an event
 	// stream open through proxies. Defaults to 15 s.
 	SSEHeartbeat time.Duration
@@ -148,6 +155,7 @@ type Server struct {
 	completeJob func(ctx context.Context, q string, a queue.Ack) (*queue.Job, error)
 	started     time.Time    // when New made the server, on its clock
 	streams     atomic.Int64 // event streams open
+	waits       atomic.Int64 // requests waiting for a job's end
 	doc         []byte       // the OpenAPI document served
 
 	// traced is the router wrapped in OpenTelemetry's HTTP server
@@ -171,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.SSEHeartbeat = cmp.Or(cfg.SSEHeartbeat, DefaultSSEHeartbeat)
 	cfg.MaxEventStreams = cmp.Or(cfg.MaxEventStreams, DefaultMaxEventStreams)
+	cfg.MaxWaits = cmp.Or(cfg.MaxWaits, DefaultMaxWaits)
 	if cfg.Dashboard == nil {
 		cfg.Dashboard = dashboard.Placeholder()
 	}

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,17 +16,30 @@ import (
 // of the usual proxies and load balancers (60 s).
 const MaxWait = 30 * time.Second
 
+// noWait gives back no wait.
+func noWait() {}
+
 // waitParam reads ?wait=, how long a request waits for its job to end: a
-// Go duration in [0, MaxWait]; 0 (no wait) when left out.
-func waitParam(c echo.Context) (time.Duration, error) {
+// Go duration in [0, MaxWait]; 0 (no wait) when left out. A wait takes
+// one of Config.MaxWaits, which release gives back; past the cap it is a
+// 503, before anything is done.
+func (s *Server) waitParam(c echo.Context) (wait time.Duration, release func(), err error) {
 	vs, ok := c.QueryParams()["wait"]
 	if !ok {
-		return 0, nil
+		return 0, noWait, nil
 	}
 	if len(vs) != 1 {
-		return 0, invalidArg("wait", "give wait once, got it %d times", len(vs))
+		return 0, noWait, invalidArg("wait", "give wait once, got it %d times", len(vs))
 	}
-	return parseDuration("wait", vs[0], 0, MaxWait)
+	if wait, err = parseDuration("wait", vs[0], 0, MaxWait); err != nil || wait == 0 {
+		return wait, noWait, err
+	}
+	if n := s.waits.Add(1); n > int64(s.cfg.MaxWaits) {
+		s.waits.Add(-1)
+		return 0, noWait, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("too many requests wait for a job's end (%d); retry later, or without wait", s.cfg.MaxWaits)}
+	}
+	return wait, func() { s.waits.Add(-1) }, nil
 }
 
 // waitJob waits up to wait for job id of q to end (see

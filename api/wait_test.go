@@ -180,3 +180,38 @@ func TestDrainEndsTheWaits(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	require.Equal(t, "pending", decodeAs[jobView](t, r).Status)
 }
+
+// Config.MaxWaits caps the requests waiting for a job's end: past it a
+// wait is a 503 before anything is done (an enqueue enqueues nothing),
+// while requests without a wait go on; a wait that ended gives its place
+// back.
+func TestWaitsAreCapped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(sc *setupConfig) { sc.api.MaxWaits = 1 })
+	j := b.enqueue(t, map[string]any{"queue": "cap"})
+	held := b.waitFor(t, http.MethodGet, "/v1/queues/cap/jobs/"+j.ID+"?wait=30s", nil)
+
+	r := b.do(t, http.MethodGet, "/v1/queues/cap/jobs/"+j.ID+"?wait=1s", nil)
+	e := requireError(t, r, http.StatusServiceUnavailable, "unavailable", "")
+	require.Contains(t, e.Message, "too many requests wait for a job's end (1)")
+	r = b.do(t, http.MethodPost, "/v1/jobs?wait=1s", map[string]any{"queue": "cap", "kind": "test"})
+	requireError(t, r, http.StatusServiceUnavailable, "unavailable", "")
+	st, err := b.client.Stats(b.ctx, "cap")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Pending, "the refused enqueue enqueued nothing")
+	r = b.do(t, http.MethodGet, "/v1/queues/cap/jobs/"+j.ID, nil) // no wait: no place taken
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	r = b.do(t, http.MethodGet, "/v1/queues/cap/jobs/"+j.ID+"?wait=0s", nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+
+	c := b.claimJob(t, "cap")
+	require.NoError(t, b.client.Complete(b.ctx, "cap", c.ID, c.Token, queue.CompleteOptions{}))
+	require.Equal(t, http.StatusOK, (<-held).status)
+	// Its place is back: an enqueue that waits is taken, and answers the
+	// job as it is when its wait runs out (the fake clock moves it).
+	got := b.waitFor(t, http.MethodPost, "/v1/jobs?wait=1s", map[string]any{"queue": "cap", "kind": "test"})
+	b.clock.Advance(time.Second)
+	r = <-got
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.Equal(t, "pending", decodeAs[jobView](t, r).Status)
+}
