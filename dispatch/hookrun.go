@@ -139,14 +139,16 @@ func (d *Dispatcher) deliver(ctx context.Context, s Subscription) error {
 	if r.Now < 0 || len(r.Rows) == 0 {
 		return nil
 	}
-	n := len(r.Rows) / 3
-	acks := make([]store.HookAckItem, n)
+	taken, err := takenDeliveries(r.Rows)
+	if err != nil {
+		// Nothing is sent: the leases of what was taken lapse, and a later
+		// pass takes the deliveries again.
+		return fmt.Errorf("dispatch: taking deliveries of subscription %s: %w", s.ID, err)
+	}
+	acks := make([]store.HookAckItem, len(taken))
 	var wg sync.WaitGroup
-	for i := range n {
-		key, _ := r.Rows[3*i].(string)
-		attempts, _ := r.Rows[3*i+1].(int64)
-		body, _ := r.Rows[3*i+2].(string)
-		wg.Go(func() { acks[i] = d.sendHook(ctx, s, key, int(attempts), []byte(body)) })
+	for i, t := range taken {
+		wg.Go(func() { acks[i] = d.sendHook(ctx, s, t.key, t.attempts, []byte(t.body)) })
 	}
 	wg.Wait()
 	_, err = store.CallGlobal(context.WithoutCancel(ctx), d.hooks.eng, store.HookAck, k, &store.HookAckArgs{
@@ -155,6 +157,41 @@ func (d *Dispatcher) deliver(ctx context.Context, s Subscription) error {
 		return fmt.Errorf("dispatch: recording deliveries of subscription %s: %w", s.ID, err)
 	}
 	return nil
+}
+
+// takenDelivery is one delivery hook_claim.lua took: its key, the
+// attempt this is, and its event's body.
+type takenDelivery struct {
+	key      string
+	attempts int
+	body     string
+}
+
+// takenDeliveries reads hook_claim.lua's rows, three values a delivery,
+// through the engine's typed readers: a changed reply is an error, never
+// a delivery with an empty key or body.
+func takenDeliveries(rows []any) ([]takenDelivery, error) {
+	const script = "hook_claim"
+	if len(rows)%3 != 0 {
+		return nil, &store.ReplyError{Script: script, Field: "rows", Reply: rows, Want: "three values a delivery"}
+	}
+	out := make([]takenDelivery, len(rows)/3)
+	for i := range out {
+		key, err := store.Str(script, rows, 3*i, "key")
+		if err != nil {
+			return nil, err
+		}
+		attempts, err := store.Int(script, rows, 3*i+1, "attempts")
+		if err != nil {
+			return nil, err
+		}
+		body, err := store.Str(script, rows, 3*i+2, "body")
+		if err != nil {
+			return nil, err
+		}
+		out[i] = takenDelivery{key: key, attempts: int(attempts), body: body}
+	}
+	return out, nil
 }
 
 // sendHook makes one delivery's request and answers its ack.
