@@ -24,7 +24,7 @@ type HookStore interface {
 	Get(ctx context.Context, id string) (dispatch.Subscription, error)
 	Update(ctx context.Context, id string, s dispatch.Subscription) (dispatch.Subscription, error)
 	Delete(ctx context.Context, id string) error
-	Backlog(ctx context.Context, id string) (pending, dead int64, err error)
+	Backlogs(ctx context.Context, ids []string) (pending, dead []int64, err error)
 	Dead(ctx context.Context, id string, limit int) ([]dispatch.DeadDelivery, error)
 	Redrive(ctx context.Context, id string, ids []string) (int, error)
 }
@@ -114,13 +114,13 @@ func (s *Server) decodeSubscription(c echo.Context) (dispatch.Subscription, erro
 	return out, nil
 }
 
-// answerSubscription writes sub with its backlog.
+// answerSubscription writes sub, just read or written, with its backlog.
 func (s *Server) answerSubscription(c echo.Context, status int, sub dispatch.Subscription) error {
-	pending, dead, err := s.cfg.Hooks.Backlog(c.Request().Context(), sub.ID)
+	pending, dead, err := s.cfg.Hooks.Backlogs(c.Request().Context(), []string{sub.ID})
 	if err != nil {
-		return hookErr(err)
+		return err
 	}
-	return writeJSON(c, status, toSubscriptionJSON(sub, pending, dead))
+	return writeJSON(c, status, toSubscriptionJSON(sub, pending[0], dead[0]))
 }
 
 // createSubscription: POST /v1/webhooks; 201 with the subscription and
@@ -143,16 +143,17 @@ func (s *Server) listSubscriptions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]subscriptionJSON, 0, len(subs))
-	for _, sub := range subs {
-		pending, dead, err := s.cfg.Hooks.Backlog(c.Request().Context(), sub.ID)
-		if errors.Is(err, dispatch.ErrNoSubscription) {
-			continue // deleted since the list was read
-		}
-		if err != nil {
-			return err
-		}
-		out = append(out, toSubscriptionJSON(sub, pending, dead))
+	ids := make([]string, len(subs))
+	for i, sub := range subs {
+		ids[i] = sub.ID
+	}
+	pending, dead, err := s.cfg.Hooks.Backlogs(c.Request().Context(), ids)
+	if err != nil {
+		return err
+	}
+	out := make([]subscriptionJSON, len(subs))
+	for i, sub := range subs {
+		out[i] = toSubscriptionJSON(sub, pending[i], dead[i])
 	}
 	return writeJSON(c, http.StatusOK, map[string]any{"webhooks": out})
 }

@@ -448,13 +448,33 @@ func (h *Hooks) Backlog(ctx context.Context, id string) (pending, dead int64, er
 	if _, err := h.Get(ctx, id); err != nil {
 		return 0, 0, err
 	}
-	k := h.keys(id)
-	pipe := h.rdb.Pipeline()
-	p, d := pipe.ZCard(ctx, k.Pend), pipe.ZCard(ctx, k.Dead)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, 0, fmt.Errorf("dispatch: reading a subscription's backlog: %w", store.WrapRedis(err))
+	p, d, err := h.Backlogs(ctx, []string{id})
+	if err != nil {
+		return 0, 0, err
 	}
-	return p.Val(), d.Val(), nil
+	return p[0], d[0], nil
+}
+
+// Backlogs is Backlog for subscriptions the caller has read (List, Get,
+// Create): how many deliveries each of ids has pending and dead, in one
+// round trip (a subscription deleted meanwhile has none).
+func (h *Hooks) Backlogs(ctx context.Context, ids []string) (pending, dead []int64, err error) {
+	pipe := h.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, 0, 2*len(ids))
+	for _, id := range ids {
+		k := h.keys(id)
+		cmds = append(cmds, pipe.ZCard(ctx, k.Pend), pipe.ZCard(ctx, k.Dead))
+	}
+	if len(ids) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, nil, fmt.Errorf("dispatch: reading the subscriptions' backlogs: %w", store.WrapRedis(err))
+		}
+	}
+	pending, dead = make([]int64, len(ids)), make([]int64, len(ids))
+	for i := range ids {
+		pending[i], dead[i] = cmds[2*i].Val(), cmds[2*i+1].Val()
+	}
+	return pending, dead, nil
 }
 
 // Dead reads up to limit dead deliveries of subscription id, the newest
