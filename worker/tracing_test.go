@@ -41,14 +41,37 @@ func TestTracingHandlerRunsInTheJobsTrace(t *testing.T) {
 		return json.RawMessage(`{}`), nil
 	})
 	b.start(t, worker.Config{})
-	first := <-seen
-	require.Equal(t, enq.TraceID(), first.TraceID())
-	b.clock.Advance(time.Second) // the retry's backoff
-	second := <-seen
-	require.NotEqual(t, enq.TraceID(), second.TraceID(), "a retry is a trace of its own")
-	for range 2 {
-		<-b.outcomes
+	// Each wait is bounded, so that a run that goes wrong fails here
+	// rather than holding the package until its timeout.
+	next := func(what string) trace.SpanContext {
+		t.Helper()
+		select {
+		case sc := <-seen:
+			return sc
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not run", what)
+			return trace.SpanContext{}
+		}
 	}
+	outcome := func() {
+		t.Helper()
+		select {
+		case <-b.outcomes:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no outcome reported")
+		}
+	}
+	first := next("the first attempt")
+	require.Equal(t, enq.TraceID(), first.TraceID())
+	// The first attempt's fail recorded (its retry due 1 ms after the
+	// fake clock's now), then its backoff passes. Advancing before the
+	// fail would put the retry 1 ms past the advanced clock, which no
+	// one moves again.
+	outcome()
+	b.clock.Advance(time.Second)
+	second := next("the retry")
+	require.NotEqual(t, enq.TraceID(), second.TraceID(), "a retry is a trace of its own")
+	outcome()
 
 	var spans []string
 	require.Eventually(t, func() bool { return len(rec.Ended()) > 0 && hasSpan(rec.Ended(), second.SpanID()) }, 5*time.Second, time.Millisecond)
