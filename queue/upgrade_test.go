@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 	"github.com/chronoq/chronoq/workflow"
@@ -52,7 +53,9 @@ type upgradeDataset struct {
 	Reads        struct {
 		Get       map[string]json.RawMessage           `json:"get"`
 		List      map[string]map[queue.Status][]string `json:"list"`
+		Jobs      map[string]json.RawMessage           `json:"jobs"`
 		Stats     map[string]json.RawMessage           `json:"stats"`
+		Dump      map[string]json.RawMessage           `json:"dump"`
 		Logs      map[string]json.RawMessage           `json:"logs"`
 		Artifacts map[string]json.RawMessage           `json:"artifacts"`
 		Queues    []string                             `json:"queues"`
@@ -208,7 +211,7 @@ func runUpgrade(t *testing.T, path string) {
 	// 6. The workflow: the child runs once its parent, claimed by the old
 	// release, completes, and receives the parent's result.
 	require.Empty(t, u.claimAll(flow, nil), "the child waits for its parent")
-	parent, child := cs("wf-parent"), cs("wf-child")
+	parent := cs("wf-parent")
 	require.NoError(t, c.Complete(ctx, flow, parent.ID, parent.Token, queue.CompleteOptions{Result: json.RawMessage(`{"rows":7}`)}))
 	u.completed[parent.ID]++
 	rel.Pass(ctx)
@@ -229,7 +232,6 @@ func runUpgrade(t *testing.T, path string) {
 	w, err := wf.Get(ctx, oldWF.ID)
 	require.NoError(t, err)
 	require.Equal(t, workflow.StatusCompleted, w.Status)
-	_ = child
 
 	// 7. Time moves on past the soon-due jobs, the waiting retries and the
 	// short lease: each is claimed now, once.
@@ -243,12 +245,11 @@ func runUpgrade(t *testing.T, path string) {
 	require.ErrorIs(t, c.Complete(ctx, up, lapse.ID, lapse.Token, queue.CompleteOptions{}), queue.ErrLeaseLost,
 		"the token of a lapsed lease, reclaimed and claimed again, is refused")
 	for _, j := range got {
+		u.requireAsRecorded(j)
 		switch j.ID {
 		case lapse.ID, failing.ID, cs("retry-waiting").ID:
 			require.Equal(t, 2, j.Attempts, j.ID)
-			require.EqualValues(t, 2, j.Fence, j.ID)
 		default:
-			u.requireAsRecorded(j)
 			require.Equal(t, 1, j.Attempts, j.ID)
 		}
 		u.completeJob(j)
@@ -261,6 +262,7 @@ func runUpgrade(t *testing.T, path string) {
 	got = u.claimAll(up, nil)
 	u.requireCases(got, "dead-retried", "dead-forced")
 	for _, j := range got {
+		u.requireAsRecorded(j)
 		require.Equal(t, 1, j.Attempts, "a requeued job starts its attempts again")
 		u.completeJob(j)
 	}
@@ -301,6 +303,9 @@ func runUpgrade(t *testing.T, path string) {
 	}
 	for id, n := range u.completed {
 		require.Equal(t, 1, n, "job %s completed more than once", id)
+	}
+	for id, n := range u.claims {
+		require.Equal(t, 1, n, "job %s claimed more than once by the new release", id)
 	}
 	st, err := c.Stats(ctx, up)
 	require.NoError(t, err)
@@ -344,6 +349,32 @@ func (u *upgradeRun) compareReads(t *testing.T, wf *workflow.Client, crons *cron
 			}
 			require.Equal(t, want, ids, "List %s %s", q, st)
 		}
+	}
+	var refs []queue.JobRef
+	for _, name := range names {
+		refs = append(refs, queue.JobRef{Queue: ds.Cases[name].Queue, ID: ds.Cases[name].ID})
+	}
+	jobs, err := c.Jobs(ctx, refs)
+	require.NoError(t, err)
+	for i, name := range names {
+		want, ok := ds.Reads.Jobs[name]
+		require.True(t, ok, "no recorded Jobs read of %s", name)
+		if string(want) == "null" {
+			require.Nil(t, jobs[i], "Jobs %s: gone in the old release", name)
+			continue
+		}
+		require.NotNil(t, jobs[i], "Jobs %s", name)
+		sameFields(t, "Jobs "+name, want, jobs[i])
+	}
+	for q, want := range ds.Reads.Dump {
+		v, err := plumbing.Of(c).Dump(ctx, q)
+		require.NoError(t, err)
+		d := v.(*queue.Dump)
+		var old queue.Dump
+		require.NoError(t, json.Unmarshal(want, &old))
+		require.GreaterOrEqual(t, d.Stats.OldestPendingAge, old.Stats.OldestPendingAge, "Dump %s OldestPendingAge", q)
+		d.Stats.OldestPendingAge = old.Stats.OldestPendingAge
+		sameFields(t, "Dump "+q, want, d)
 	}
 	for q, want := range ds.Reads.Stats {
 		st, err := c.Stats(ctx, q)
@@ -390,30 +421,46 @@ func (u *upgradeRun) compareReads(t *testing.T, wf *workflow.Client, crons *cron
 }
 
 // sameFields compares got, encoded as encoding/json encodes it, with want,
-// the old release's encoding of the same read, field by field: every
-// field the old release wrote must read the same (a field the new
-// release adds is not compared).
+// the old release's encoding of the same read, field by field (and the
+// fields of objects within, such as a dump's jobs): every field the old
+// release wrote must read the same. A field the new release adds is not
+// compared.
 func sameFields(t *testing.T, what string, want json.RawMessage, got any) {
 	t.Helper()
 	enc, err := json.Marshal(got)
 	require.NoError(t, err)
-	var w, g map[string]any
+	var w, g any
 	require.NoError(t, json.Unmarshal(want, &w), what)
 	require.NoError(t, json.Unmarshal(enc, &g), what)
-	fields := make([]string, 0, len(w))
-	for f := range w {
+	sameValue(t, what, w, g)
+}
+
+func sameValue(t *testing.T, path string, want, got any) {
+	t.Helper()
+	wm, ok := want.(map[string]any)
+	if !ok {
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: the old release read %v, this one %v", path, want, got)
+		}
+		return
+	}
+	gm, ok := got.(map[string]any)
+	if !ok {
+		t.Errorf("%s: the old release read an object %v, this one %v", path, want, got)
+		return
+	}
+	fields := make([]string, 0, len(wm))
+	for f := range wm {
 		fields = append(fields, f)
 	}
 	sort.Strings(fields)
 	for _, f := range fields {
-		gv, ok := g[f]
+		gv, ok := gm[f]
 		if !ok {
-			t.Errorf("%s: field %s is gone (was %v)", what, f, w[f])
+			t.Errorf("%s.%s is gone (the old release read %v)", path, f, wm[f])
 			continue
 		}
-		if !reflect.DeepEqual(w[f], gv) {
-			t.Errorf("%s: field %s: the old release read %v, this one %v", what, f, w[f], gv)
-		}
+		sameValue(t, path+"."+f, wm[f], gv)
 	}
 }
 
@@ -455,7 +502,8 @@ func (u *upgradeRun) requireCases(jobs []*queue.Job, names ...string) {
 }
 
 // requireAsRecorded checks what a claim answers of a job against the old
-// release's Get of it: its kind, payload, options, labels and trace.
+// release's Get of it: its kind, payload, options, labels and trace, and
+// a fence one above the last the old release gave.
 func (u *upgradeRun) requireAsRecorded(j *queue.Job) {
 	u.t.Helper()
 	for name, k := range u.ds.Cases {
@@ -475,6 +523,8 @@ func (u *upgradeRun) requireAsRecorded(j *queue.Job) {
 		require.Equal(u.t, old.IdempotencyKey, j.IdempotencyKey, name)
 		require.True(u.t, old.EnqueuedAt.Equal(j.EnqueuedAt), name)
 		require.False(u.t, u.clock.Now().Before(old.RunAt), "%s claimed before its run-at", name)
+		require.Equal(u.t, old.Fence+1, j.Fence, "%s: each claim's fence is above every earlier claim's", name)
+		require.NotEqual(u.t, u.ds.Cases[name].Token, j.Token, name)
 		return
 	}
 	u.t.Fatalf("claimed job %s is no case of the dataset", j.ID)

@@ -18,10 +18,12 @@
 //
 // It starts a redis-server of its own (on a unix socket in a temporary
 // directory; -redis names another, whose namespace "upgen" it must be
-// free to fill) and writes the dataset to standard output. It uses only
-// the public API of packages queue, workflow and cron, so it builds
-// against any release that has them; a release whose API differs needs
-// its own copy of this file.
+// free to fill) and writes the dataset to standard output. It fills the
+// namespace through the public API of packages queue, workflow and cron
+// only, and reads it through that API and the inspection dump
+// (internal/plumbing's Client.Dump), so it builds against any release
+// that has them; a release whose API differs needs its own copy of this
+// file.
 //
 // Times: the client runs on a fake clock that Redis's clock follows
 // (queue.Config.FollowClock), set to 2030-01-02T03:04:05Z, so the dataset's
@@ -39,9 +41,9 @@
 // entries added, max deleted id and consumer groups). A value that is not
 // valid UTF-8 is written as {"b64": "..."}. "cases" names each job made
 // here (queue, id, claim tokens); "reads" holds what that release's reads
-// answered at the end (Get of every case, List by status, Stats, logs,
-// artifacts, the workflow and the cron entry), as encoding/json writes
-// its types.
+// answered at the end (Get and Jobs of every case, List by status,
+// Stats, the inspection dump of each queue, logs, artifacts, the
+// workflow and the cron entry), as encoding/json writes its types.
 package main
 
 import (
@@ -64,6 +66,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/cron"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/workflow"
 )
@@ -172,8 +175,14 @@ type Reads struct {
 	Get map[string]*queue.Job `json:"get"`
 	// List: queue -> status -> the ids List answered, in order.
 	List map[string]map[queue.Status][]string `json:"list"`
+	// Jobs: case name -> queue.Client.Jobs's job (all read in one call),
+	// nil for a job that is gone.
+	Jobs map[string]*queue.Job `json:"jobs"`
 	// Stats: queue -> queue.Client.Stats.
 	Stats map[string]queue.Stats `json:"stats"`
+	// Dump: queue -> the inspection read of the whole queue
+	// (plumbing.Client.Dump, a *queue.Dump).
+	Dump map[string]any `json:"dump"`
 	// Logs and Artifacts: case name -> what they answered.
 	Logs      map[string]queue.LogPage   `json:"logs"`
 	Artifacts map[string]json.RawMessage `json:"artifacts"`
@@ -393,7 +402,21 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 			r.Get[name] = j
 		}
 	}
-	r.List, r.Stats = map[string]map[queue.Status][]string{}, map[string]queue.Stats{}
+	var refs []queue.JobRef
+	var order []string
+	for name, cs := range g.cases {
+		refs = append(refs, queue.JobRef{Queue: cs.Queue, ID: cs.ID})
+		order = append(order, name)
+	}
+	jobs, err := c.Jobs(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	r.Jobs = map[string]*queue.Job{}
+	for i, name := range order {
+		r.Jobs[name] = jobs[i]
+	}
+	r.List, r.Stats, r.Dump = map[string]map[queue.Status][]string{}, map[string]queue.Stats{}, map[string]any{}
 	for _, q := range []string{Main, Flow, Cron} {
 		r.List[q] = map[queue.Status][]string{}
 		for _, st := range []queue.Status{queue.StatusScheduled, queue.StatusPending, queue.StatusProcessing, queue.StatusCompleted, queue.StatusDead} {
@@ -408,6 +431,9 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 			r.List[q][st] = ids
 		}
 		if r.Stats[q], err = c.Stats(ctx, q); err != nil {
+			return nil, err
+		}
+		if r.Dump[q], err = plumbing.Of(c).Dump(ctx, q); err != nil {
 			return nil, err
 		}
 	}
