@@ -55,6 +55,7 @@ type upgradeDataset struct {
 		List      map[string]map[queue.Status][]string `json:"list"`
 		Jobs      map[string]json.RawMessage           `json:"jobs"`
 		Stats     map[string]json.RawMessage           `json:"stats"`
+		Limits    map[string]json.RawMessage           `json:"limits"`
 		Dump      map[string]json.RawMessage           `json:"dump"`
 		Logs      map[string]json.RawMessage           `json:"logs"`
 		Artifacts map[string]json.RawMessage           `json:"artifacts"`
@@ -120,6 +121,21 @@ func runUpgrade(t *testing.T, path string) {
 
 	// 1. Every read answers as the old release's did.
 	t.Run("reads", func(t *testing.T) { u.compareReads(t, wf, crons) })
+
+	// The completed jobs' results, as the old release stored them.
+	for name, want := range map[string]string{"done-small": `{"sum":3}`, "done-large": `{"what":"result"}`} {
+		k := cs(name)
+		j, err := c.Get(ctx, k.Queue, k.ID)
+		require.NoError(t, err, name)
+		require.Equal(t, queue.StatusCompleted, j.Status, name)
+		var res map[string]any
+		require.NoError(t, json.Unmarshal(j.Result, &res), name)
+		var w map[string]any
+		require.NoError(t, json.Unmarshal([]byte(want), &w))
+		for f, v := range w {
+			require.Equal(t, v, res[f], "%s: result field %s", name, f)
+		}
+	}
 
 	// 2. Idempotency keys still answer their jobs.
 	for _, name := range []string{"pending-idem", "done-large", "sched-far"} {
@@ -206,7 +222,26 @@ func runUpgrade(t *testing.T, path string) {
 	}
 	ticks := u.claimAll(cronq, nil)
 	u.requireCases(ticks, "cron-tick")
+	u.requireAsRecorded(ticks[0])
 	u.completeJob(ticks[0])
+
+	// The paused queue claims nothing until resumed; then its limit of
+	// two in flight counts the job the old release leased.
+	const held = "held"
+	require.Empty(t, u.claimAll(held, nil), "a paused queue")
+	require.NoError(t, c.Resume(ctx, held))
+	jobs, err := c.Claim(ctx, held, queue.ClaimOptions{Max: 10})
+	require.NoError(t, err)
+	u.requireCases(jobs, "held-a")
+	u.claims[jobs[0].ID]++
+	u.requireAsRecorded(jobs[0])
+	u.completeJob(jobs[0])
+	hp := cs("held-proc")
+	u.complete(hp, hp.Token)
+	got = u.claimAll(held, nil)
+	u.requireCases(got, "held-b")
+	u.requireAsRecorded(got[0])
+	u.completeJob(got[0])
 
 	// 6. The workflow: the child runs once its parent, claimed by the old
 	// release, completes, and receives the parent's result.
@@ -307,10 +342,16 @@ func runUpgrade(t *testing.T, path string) {
 	for id, n := range u.claims {
 		require.Equal(t, 1, n, "job %s claimed more than once by the new release", id)
 	}
-	st, err := c.Stats(ctx, up)
-	require.NoError(t, err)
-	require.Equal(t, [4]int64{1, 0, 0, 0}, [4]int64{st.Scheduled, st.Pending, st.Processing, st.Dead},
-		"scheduled, pending, processing, dead at the end")
+	for _, q := range ds.Reads.Queues {
+		st, err := c.Stats(ctx, q)
+		require.NoError(t, err)
+		scheduled := int64(0)
+		if q == up {
+			scheduled = 1
+		}
+		require.Equal(t, [4]int64{scheduled, 0, 0, 0}, [4]int64{st.Scheduled, st.Pending, st.Processing, st.Dead},
+			"%s: scheduled, pending, processing, dead at the end", q)
+	}
 	left, _, err := c.List(ctx, up, queue.ListOptions{Status: queue.StatusScheduled})
 	require.NoError(t, err)
 	require.Len(t, left, 1)
@@ -375,6 +416,11 @@ func (u *upgradeRun) compareReads(t *testing.T, wf *workflow.Client, crons *cron
 		require.GreaterOrEqual(t, d.Stats.OldestPendingAge, old.Stats.OldestPendingAge, "Dump %s OldestPendingAge", q)
 		d.Stats.OldestPendingAge = old.Stats.OldestPendingAge
 		sameFields(t, "Dump "+q, want, d)
+	}
+	for q, want := range ds.Reads.Limits {
+		l, err := c.Limits(ctx, q)
+		require.NoError(t, err)
+		sameFields(t, "Limits "+q, want, l)
 	}
 	for q, want := range ds.Reads.Stats {
 		st, err := c.Stats(ctx, q)

@@ -42,7 +42,7 @@
 // valid UTF-8 is written as {"b64": "..."}. "cases" names each job made
 // here (queue, id, claim tokens); "reads" holds what that release's reads
 // answered at the end (Get and Jobs of every case, List by status,
-// Stats, the inspection dump of each queue, logs, artifacts, the
+// Stats, Limits, the inspection dump of each queue, logs, artifacts, the
 // workflow and the cron entry), as encoding/json writes its types.
 package main
 
@@ -74,11 +74,13 @@ import (
 // Namespace is the namespace the dataset is recorded in.
 const Namespace = "upgen"
 
-// The queues: most cases in Main, a workflow in Flow, cron's ticks in Cron.
+// The queues: most cases in Main, a workflow in Flow, cron's ticks in
+// Cron, and a paused queue with limits in Held.
 const (
 	Main = "up"
 	Flow = "flow"
 	Cron = "cronq"
+	Held = "held"
 )
 
 // start is the fake clock's instant.
@@ -178,6 +180,8 @@ type Reads struct {
 	// Jobs: case name -> queue.Client.Jobs's job (all read in one call),
 	// nil for a job that is gone.
 	Jobs map[string]*queue.Job `json:"jobs"`
+	// Limits: queue -> queue.Client.Limits.
+	Limits map[string]queue.Limits `json:"limits"`
 	// Stats: queue -> queue.Client.Stats.
 	Stats map[string]queue.Stats `json:"stats"`
 	// Dump: queue -> the inspection read of the whole queue
@@ -270,6 +274,18 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 		return nil, err
 	}
 	g.cases["cron-tick"] = &Case{Queue: Cron, ID: tick.ID}
+
+	// A queue with limits, one job in flight and two pending, paused.
+	if _, err := c.SetLimits(ctx, Held, queue.Limits{Rate: 100, Burst: 5, MaxInFlight: 2}); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"held-proc", "held-a", "held-b"} {
+		g.enqueue(name, queue.NewJob{Queue: Held, Kind: "calc.sum", Payload: json.RawMessage(`{"held":"` + name + `"}`)})
+	}
+	g.claim("held-proc", queue.ClaimOptions{})
+	if err := c.Pause(ctx, Held); err != nil {
+		return nil, err
+	}
 
 	// A workflow: parent processing (claimed), child waiting on it.
 	w, err := wf.Enqueue(ctx, workflow.Spec{Nodes: []workflow.Node{
@@ -417,7 +433,11 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 		r.Jobs[name] = jobs[i]
 	}
 	r.List, r.Stats, r.Dump = map[string]map[queue.Status][]string{}, map[string]queue.Stats{}, map[string]any{}
-	for _, q := range []string{Main, Flow, Cron} {
+	r.Limits = map[string]queue.Limits{}
+	for _, q := range []string{Main, Flow, Cron, Held} {
+		if r.Limits[q], err = c.Limits(ctx, q); err != nil {
+			return nil, err
+		}
 		r.List[q] = map[queue.Status][]string{}
 		for _, st := range []queue.Status{queue.StatusScheduled, queue.StatusPending, queue.StatusProcessing, queue.StatusCompleted, queue.StatusDead} {
 			jobs, _, err := c.List(ctx, q, queue.ListOptions{Status: st, Limit: 1000})
