@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -313,7 +314,27 @@ func runUpgrade(t *testing.T, path string) {
 	require.NoError(t, err)
 	require.Equal(t, job.ID, e.LastJobID)
 
-	// 10. The end: each job ran to its end once; only the far one waits.
+	// 10. The wake streams and their groups, as the old release left
+	// them, wake a claimer waiting on the queue, and one waiting with a
+	// label set the old release registered.
+	for i, labels := range [][]string{nil, cs("pending-labels").Labels} {
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		woken := make(chan []*queue.Job, 1)
+		go func() {
+			js, _ := c.Claim(wctx, up, queue.ClaimOptions{Wait: 10 * time.Second, Labels: labels})
+			woken <- js
+		}()
+		require.Eventually(t, func() bool { return plumbing.Of(c).Waiters() == 1 }, 10*time.Second, time.Millisecond, "a claimer waits")
+		res, err := c.Enqueue(ctx, queue.NewJob{Queue: up, Kind: "calc.sum", Payload: json.RawMessage(`{"woken":` + strconv.Itoa(i) + `}`), Labels: labels})
+		require.NoError(t, err)
+		js := <-woken
+		cancel()
+		require.Len(t, js, 1, "the waiting claimer (labels %v) is woken by the job", labels)
+		require.Equal(t, res.Job.ID, js[0].ID)
+		u.completeJob(js[0])
+	}
+
+	// 11. The end: each job ran to its end once; only the far one waits.
 	for name, k := range ds.Cases {
 		j, err := c.Get(ctx, k.Queue, k.ID)
 		switch name {
