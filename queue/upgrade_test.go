@@ -33,6 +33,7 @@ import (
 // honoured and stale ones refused.
 func TestUpgradeDataset(t *testing.T) {
 	t.Parallel()
+	testutil.NeedRedisServer(t, "XSETID, to restore a dataset's streams")
 	files, err := filepath.Glob(filepath.Join("testdata", "upgrade", "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files, "no dataset in testdata/upgrade")

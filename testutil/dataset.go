@@ -85,7 +85,8 @@ func (b *DatasetBytes) UnmarshalJSON(data []byte) error {
 // "{<queue>}" stays. It fails tb when a value names the recorded
 // namespace (a rewrite of key names alone would then not move the
 // dataset), when a key of to exists already, or when Redis refuses a
-// write.
+// write. It needs a redis-server of version 7.0 or later (XSETID with
+// ENTRIESADDED, XGROUP CREATE with ENTRIESREAD), not the embedded Redis.
 func LoadKeys(tb testing.TB, rdb redis.UniversalClient, keys []DatasetKey, from, to string) {
 	tb.Helper()
 	ctx := context.Background()

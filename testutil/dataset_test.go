@@ -15,6 +15,7 @@ import (
 // are not UTF-8 included, with a stream's ids, last id and groups.
 func TestLoadKeys(t *testing.T) {
 	t.Parallel()
+	testutil.NeedRedisServer(t, "XSETID, to restore a stream")
 	ctx := t.Context()
 	rdb := testutil.Redis(t)
 	ns := testutil.Namespace(t)

@@ -29,7 +29,8 @@
 // (queue.Config.FollowClock), set to 2030-01-02T03:04:05Z, so the dataset's
 // times are near that instant whatever day it is recorded on.
 // "recorded_at_us" is Redis's time (as the scripts read it) when the dump
-// began, rounded up: a test that loads the dataset runs its client on a
+// began, or a few milliseconds after (the fake clock plus the real time
+// since the client was made, which Redis's clock cannot be past): a test that loads the dataset runs its client on a
 // fake clock set to it, so the records' absolute times (due scores,
 // lease deadlines, completion times) mean to it what they meant here.
 //
