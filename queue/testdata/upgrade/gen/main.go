@@ -125,7 +125,8 @@ func startRedis() (stop func(), sock string) {
 		log.Fatal(err)
 	}
 	sock = filepath.Join(dir, "redis.sock")
-	cmd := exec.Command("redis-server", "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir)
+	cmd := exec.CommandContext(context.Background(), "redis-server", //nolint:gosec // G204: the path is a temporary directory of this program's own
+		"--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir)
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
@@ -319,8 +320,12 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 	g.claim("proc-stale", queue.ClaimOptions{Visibility: 500 * time.Millisecond})
 	first := g.cases["proc-stale"].Token
 	clock.Advance(600 * time.Millisecond)
-	if ids, err := c.Reclaim(ctx, Main); err != nil || !slices.Contains(ids, g.cases["proc-stale"].ID) {
-		return nil, fmt.Errorf("gen: reclaim: %v %v", ids, err)
+	ids, err := c.Reclaim(ctx, Main)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(ids, g.cases["proc-stale"].ID) {
+		return nil, fmt.Errorf("gen: reclaim took back %v, not the lapsed lease", ids)
 	}
 	g.claim("proc-stale", queue.ClaimOptions{})
 	g.cases["proc-stale"].Stale = first
@@ -537,8 +542,12 @@ func (g *gen) claim(name string, o queue.ClaimOptions) {
 		o.Labels = cs.Labels
 	}
 	jobs, err := g.c.Claim(g.ctx, cs.Queue, o)
-	if err != nil || len(jobs) != 1 || jobs[0].ID != cs.ID {
-		g.err = fmt.Errorf("gen: claim %s: %d jobs, %v", name, len(jobs), err)
+	if err != nil {
+		g.err = fmt.Errorf("gen: claim %s: %w", name, err)
+		return
+	}
+	if len(jobs) != 1 || jobs[0].ID != cs.ID {
+		g.err = fmt.Errorf("gen: claim %s: %d jobs, not its one", name, len(jobs))
 		return
 	}
 	cs.Token = jobs[0].Token
