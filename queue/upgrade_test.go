@@ -124,7 +124,7 @@ func runUpgrade(t *testing.T, path string) {
 	// 1. Every read answers as the old release's did.
 	t.Run("reads", func(t *testing.T) { u.compareReads(t, wf, crons) })
 
-	// The completed jobs' results, as the old release stored them.
+	// 2. The completed jobs' results, as the old release stored them.
 	for name, want := range map[string]string{"done-small": `{"sum":3}`, "done-large": `{"what":"result"}`} {
 		k := cs(name)
 		j, err := c.Get(ctx, k.Queue, k.ID)
@@ -139,7 +139,7 @@ func runUpgrade(t *testing.T, path string) {
 		}
 	}
 
-	// 2. Idempotency keys still answer their jobs.
+	// 3. Idempotency keys still answer their jobs.
 	for _, name := range []string{"pending-idem", "done-large", "sched-far"} {
 		k := cs(name)
 		res, err := c.Enqueue(ctx, queue.NewJob{Queue: k.Queue, Kind: "calc.sum", IdempotencyKey: k.Idem})
@@ -148,7 +148,7 @@ func runUpgrade(t *testing.T, path string) {
 		require.Equal(t, k.ID, res.Job.ID, name)
 	}
 
-	// 3. A stale token is refused; the current one still acks.
+	// 4. A stale token is refused; the current one still acks.
 	stale := cs("proc-stale")
 	require.NotEmpty(t, stale.Stale)
 	require.ErrorIs(t, c.Complete(ctx, up, stale.ID, stale.Stale, queue.CompleteOptions{}), queue.ErrLeaseLost)
@@ -158,7 +158,7 @@ func runUpgrade(t *testing.T, path string) {
 	require.ErrorIs(t, err, queue.ErrLeaseLost)
 	u.complete(stale, stale.Token)
 
-	// 4. The processing jobs' tokens, given out by the old release.
+	// 5. The processing jobs' tokens, given out by the old release.
 	done := cs("proc-complete")
 	u.complete(done, done.Token)
 	require.NoError(t, c.Complete(ctx, up, done.ID, done.Token, queue.CompleteOptions{Result: json.RawMessage(`{"by":"upgrade"}`)}),
@@ -212,7 +212,7 @@ func runUpgrade(t *testing.T, path string) {
 	_, err = c.Get(ctx, up, tomb.ID)
 	require.ErrorIs(t, err, queue.ErrNotFound)
 
-	// 5. Every pending job is claimed (the labelled one by a claimer with
+	// 6. Every pending job is claimed (the labelled one by a claimer with
 	// its labels), once, and nothing that is not due yet.
 	got := u.claimAll(up, nil)
 	got = append(got, u.claimAll(up, cs("pending-labels").Labels)...)
@@ -227,7 +227,7 @@ func runUpgrade(t *testing.T, path string) {
 	u.requireAsRecorded(ticks[0])
 	u.completeJob(ticks[0])
 
-	// The paused queue claims nothing until resumed; then its limit of
+	// 7. The paused queue claims nothing until resumed; then its limit of
 	// two in flight counts the job the old release leased.
 	const held = "held"
 	require.Empty(t, u.claimAll(held, nil), "a paused queue")
@@ -245,7 +245,7 @@ func runUpgrade(t *testing.T, path string) {
 	u.requireAsRecorded(got[0])
 	u.completeJob(got[0])
 
-	// 6. The workflow: the child runs once its parent, claimed by the old
+	// 8. The workflow: the child runs once its parent, claimed by the old
 	// release, completes, and receives the parent's result.
 	require.Empty(t, u.claimAll(flow, nil), "the child waits for its parent")
 	parent := cs("wf-parent")
@@ -270,7 +270,7 @@ func runUpgrade(t *testing.T, path string) {
 	require.NoError(t, err)
 	require.Equal(t, workflow.StatusCompleted, w.Status)
 
-	// 7. Time moves on past the soon-due jobs, the waiting retries and the
+	// 9. Time moves on past the soon-due jobs, the waiting retries and the
 	// short lease: each is claimed now, once.
 	lapse := cs("proc-lapse")
 	u.clock.Advance(25 * time.Second)
@@ -292,7 +292,7 @@ func runUpgrade(t *testing.T, path string) {
 		u.completeJob(j)
 	}
 
-	// 8. The dead jobs, requeued, run again.
+	// 10. The dead jobs, requeued, run again.
 	n, err := c.RequeueDead(ctx, up, "")
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
@@ -304,7 +304,7 @@ func runUpgrade(t *testing.T, path string) {
 		u.completeJob(j)
 	}
 
-	// 9. The cron entry, written by the old release, still fires.
+	// 11. The cron entry, written by the old release, still fires.
 	job, err := crons.Trigger(ctx, "hourly")
 	require.NoError(t, err)
 	ticks = u.claimAll(cronq, nil)
@@ -315,11 +315,12 @@ func runUpgrade(t *testing.T, path string) {
 	require.NoError(t, err)
 	require.Equal(t, job.ID, e.LastJobID)
 
-	// 10. The wake streams and their groups, as the old release left
+	// 12. The wake streams and their groups, as the old release left
 	// them, wake a claimer waiting on the queue, and one waiting with a
 	// label set the old release registered.
 	for i, labels := range [][]string{nil, cs("pending-labels").Labels} {
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		t.Cleanup(cancel)
 		woken := make(chan []*queue.Job, 1)
 		go func() {
 			js, _ := c.Claim(wctx, up, queue.ClaimOptions{Wait: 10 * time.Second, Labels: labels})
@@ -335,7 +336,7 @@ func runUpgrade(t *testing.T, path string) {
 		u.completeJob(js[0])
 	}
 
-	// 11. The end: each job ran to its end once; only the far one waits.
+	// 13. The end: each job ran to its end once; only the far one waits.
 	for name, k := range ds.Cases {
 		j, err := c.Get(ctx, k.Queue, k.ID)
 		switch name {
