@@ -6,6 +6,8 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -207,6 +209,11 @@ func Migrating(err error) bool {
 type Store struct {
 	rdb   redis.UniversalClient
 	clock *Clock
+	// lib is the library mode (libUnknown, libOn, libOff: see
+	// library.go), settled by the first call under libMu.
+	lib      atomic.Int32
+	libMu    sync.Mutex
+	libTried time.Time // the last load tried, under libMu
 }
 
 // New answers a Store that runs scripts on rdb, whose clock is clock
@@ -227,9 +234,17 @@ func (s *Store) Redis() redis.UniversalClient { return s.rdb }
 // wrapRedis). A nil reply is answered as nil, not as an error.
 func (s *Store) Run(ctx context.Context, sc *Script, keys []string, argv []any) (any, error) {
 	var v any
+	fn := ""
+	if !sc.spec.global && s.libraryMode(ctx) == libOn {
+		fn = library().funcs[sc.spec.name]
+	}
 	err := retryMigrationFor(ctx, sc.retryFor, func() error {
 		var err error
-		v, err = sc.s.Run(ctx, s.rdb, keys, argv...).Result()
+		if fn != "" {
+			v, err = s.fcall(ctx, sc, fn, keys, argv)
+		} else {
+			v, err = sc.s.Run(ctx, s.rdb, keys, argv...).Result()
+		}
 		if errors.Is(err, redis.Nil) {
 			v = nil
 			return nil
