@@ -103,8 +103,7 @@ end
 -- them a call, so that a claim never answers empty, nor waits, while jobs
 -- are pending behind stale ids.
 local ids, leases, stale = {}, {}, 0
--- visibility ms, as a string -> the lease deadline as a string (a number
--- key would make a Lua array as long as the visibility in gopher-lua)
+-- a job's spec -> its lease deadline as a string
 local lease_strs = {}
 -- the claimed jobs' records, written in one HSET at the end; and the
 -- claimed jobs' ids, tables and stored records, packed after it
@@ -132,17 +131,19 @@ while #ids < max and stale <= stale_budget and li <= #lists do
       local f = loaded[k]
       if f and f[R_status] == 'pending' and not taken[id] then
         taken[id] = true
-        local v = vis
-        if v <= 0 then
-          v = spec_visibility(f[R_spec])
-        end
-        local lease = now + v
-        note_sweep(K_leases, lease, lease)
-        local vkey = int_str(v)
-        local lease_str = lease_strs[vkey]
+        -- the lease, by the job's spec (when the claim gives no
+        -- visibility): most jobs of a claim share one
+        local spec = f[R_spec]
+        local lease_str = lease_strs[spec]
         if not lease_str then
+          local v = vis
+          if v <= 0 then
+            v = spec_visibility(spec)
+          end
+          local lease = now + v
+          note_sweep(K_leases, lease, lease)
           lease_str = int_str(lease)
-          lease_strs[vkey] = lease_str
+          lease_strs[spec] = lease_str
         end
         f[R_status] = 'processing'
         f[R_attempts] = int_str((tonumber(f[R_attempts]) or 0) + 1)

@@ -254,7 +254,13 @@ end
 
 -- token_base is the claim a token belongs to: "<base>.<i>" -> base.
 local function token_base(token)
-  return string.match(token, '^(.*)%.%d+$')
+  -- a find of the suffix, not '^(.*)%.%d+$', which backtracks from the
+  -- end of the token once for every byte of it
+  local dot = string.find(token, '%.%d+$')
+  if not dot or dot == 1 then
+    return nil
+  end
+  return string.sub(token, 1, dot - 1)
 end
 
 -- Counters ------------------------------------------------------------------
@@ -859,6 +865,11 @@ local function drop(id, f)
   end
 end
 
+-- expiry_strs memoizes retire's expiry times: the retention as its
+-- string -> the expiry ms as a string (string keys: a table keyed by a
+-- large integer is an array as long as it in gopher-lua).
+local expiry_strs = {}
+
 -- retire keeps a job that has ended (completed or canceled) for its
 -- retention, at least as long as its idempotency record, after which the
 -- sweep drops it; with no retention it is dropped now. Answers whether the
@@ -868,15 +879,16 @@ end
 -- appended to it, for one ZADD of K_expiry by the caller, instead of a
 -- ZADD of its own.
 local function retire(id, f, retention_ms, expiring, saves)
-  local ttl = tonumber(retention_ms)
+  local key = retention_ms -- the retention's string, for expiry_strs; nil: not memoized
   if f[R_result_ttl_ms] ~= '' then
-    ttl = tonumber(f[R_result_ttl_ms])
+    key = f[R_result_ttl_ms]
   end
+  local ttl = tonumber(key)
   local ik = f[R_idempotency_key]
   if ik ~= '' then
     local rid, till = idem_of(ik)
-    if rid == id then
-      ttl = math.max(ttl, till - now)
+    if rid == id and till - now > ttl then
+      ttl, key = till - now, nil
     end
   end
   if ttl > 0 then
@@ -888,12 +900,19 @@ local function retire(id, f, retention_ms, expiring, saves)
     else
       stored = save(id, f)
     end
-    note_sweep(K_expiry, now + ttl, now + ttl)
+    local at = key and expiry_strs[key]
+    if not at then
+      note_sweep(K_expiry, now + ttl, now + ttl)
+      at = int_str(now + ttl)
+      if key then
+        expiry_strs[key] = at
+      end
+    end
     if expiring then
-      expiring[#expiring + 1] = int_str(now + ttl)
+      expiring[#expiring + 1] = at
       expiring[#expiring + 1] = id
     else
-      redis.call('ZADD', K_expiry, now + ttl, id)
+      redis.call('ZADD', K_expiry, at, id)
     end
     return true, stored
   end
