@@ -129,6 +129,39 @@ local function decode(rec)
   return f
 end
 
+-- head_fields splits a stored record (not a tombstone) for a claim, which
+-- changes only its first fields: it answers the inline payload's prefix
+-- ("\2<payload>\0", "" when the payload is in the data hash), the first
+-- seven fields as stored (status code, kind, spec, enqueued_at, run_at,
+-- attempts, fence; "" past a short record's end) and the fields after
+-- the tenth, joined as stored ("" for none): a table of seven fields, not
+-- decode's of every field spelled out, and no encode after.
+local function head_fields(rec)
+  local pre, b = '', 1
+  if string.byte(rec, 1) == 2 then -- REC_INLINE
+    b = string.find(rec, '\0', 2, true) + 1
+    pre = string.sub(rec, 1, b - 1)
+  end
+  local f = { '', '', '', '', '', '', '' }
+  for i = 1, 7 do
+    local e = string.find(rec, '\0', b, true)
+    if not e then
+      f[i] = string.sub(rec, b)
+      return pre, f, ''
+    end
+    f[i] = string.sub(rec, b, e - 1)
+    b = e + 1
+  end
+  for _ = 8, 10 do -- token, claimed_at, lease_until: the claim writes them
+    local e = string.find(rec, '\0', b, true)
+    if not e then
+      return pre, f, ''
+    end
+    b = e + 1
+  end
+  return pre, f, string.sub(rec, b)
+end
+
 -- load answers a job's record as a table, nil when there is no job (a
 -- tombstone is no job: see tomb_of).
 local function load(id)

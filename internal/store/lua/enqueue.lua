@@ -23,14 +23,23 @@ if not n or not idem_ttl or not max_sets then
 end
 -- Parse and check everything before the first write.
 sets_bind()
-local jobs, labels_of = {}, {} -- labels_of: set id -> its labels
+local jobs, labels_of, specs_ok = {}, {}, {} -- labels_of: set id -> its labels; specs_ok: spec -> valid
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local j = { id = ARGV[b + G_id], kind = ARGV[b + G_kind], payload = ARGV[b + G_payload],
     spec = ARGV[b + G_spec], idem = ARGV[b + G_idem], rttl = ARGV[b + G_result_ttl_ms], labels = ARGV[b + G_labels],
     trace = ARGV[b + G_trace] }
-  j.score = due_of(ARGV[b + G_when])
-  if not j.score or not spec_max_attempts(j.spec) then
+  local when = ARGV[b + G_when]
+  if when == 'd0' then
+    j.score = cutoff -- due now, the most common
+  else
+    j.score = due_of(when)
+  end
+  -- a spec is checked once a call (most jobs of a batch share one)
+  if specs_ok[j.spec] == nil then
+    specs_ok[j.spec] = spec_max_attempts(j.spec) ~= nil
+  end
+  if not j.score or not specs_ok[j.spec] then
     return redis.error_reply('ERR chronoq enqueue: malformed job ' .. i)
   end
   job_labels(labels_of, j.labels)
