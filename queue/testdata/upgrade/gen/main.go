@@ -266,27 +266,67 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 	crons := cron.NewStore(c)
 	g := &gen{ctx: ctx, c: c, clock: clock, cases: map[string]*Case{}}
 
+	entry, w, err := g.fillOthers(crons, wf)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.fillMain(); err != nil {
+		return nil, err
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+
+	// The reads, as this release answers them.
+	ds := &Dataset{Format: 1, Release: release, Namespace: Namespace, Cases: g.cases}
+	if err := g.readAll(&ds.Reads, wf, crons, w.ID, entry.Name); err != nil {
+		return nil, err
+	}
+
+	// Redis's clock now, as the scripts read it: at most the fake clock
+	// plus the real time since the client was made.
+	ds.RecordedAtUs = clock.Now().Add(time.Since(realStart)).UnixMicro() + 1
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return nil, err
+	}
+	for l := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "redis_version:"); ok {
+			ds.RedisVersion = v
+		}
+	}
+	if ds.Keys, err = dump(ctx, rdb, Namespace); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+// fillOthers fills the queues but Main: a cron entry and one job of it
+// (pending in Cron), a paused queue with limits (Held), and a workflow
+// whose child waits on its claimed parent (Flow).
+func (g *gen) fillOthers(crons *cron.Store, wf *workflow.Client) (cron.Entry, *workflow.Workflow, error) {
+	ctx, c := g.ctx, g.c
 	// A cron entry and one job of it (pending in Cron).
 	entry := cron.Entry{Name: "hourly", Schedule: "@every 1h", Queue: Cron, Kind: "cron.tick", Payload: json.RawMessage(`{"report":"hourly"}`)}
 	if err := crons.Register(ctx, entry); err != nil {
-		return nil, err
+		return cron.Entry{}, nil, err
 	}
 	tick, err := crons.Trigger(ctx, entry.Name)
 	if err != nil {
-		return nil, err
+		return cron.Entry{}, nil, err
 	}
 	g.cases["cron-tick"] = &Case{Queue: Cron, ID: tick.ID}
 
 	// A queue with limits, one job in flight and two pending, paused.
 	if _, err := c.SetLimits(ctx, Held, queue.Limits{Rate: 100, Burst: 5, MaxInFlight: 2}); err != nil {
-		return nil, err
+		return cron.Entry{}, nil, err
 	}
 	for _, name := range []string{"held-proc", "held-a", "held-b"} {
 		g.enqueue(name, queue.NewJob{Queue: Held, Kind: "calc.sum", Payload: json.RawMessage(`{"held":"` + name + `"}`)})
 	}
 	g.claim("held-proc", queue.ClaimOptions{})
 	if err := c.Pause(ctx, Held); err != nil {
-		return nil, err
+		return cron.Entry{}, nil, err
 	}
 
 	// A workflow: parent processing (claimed), child waiting on it.
@@ -295,13 +335,20 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 		{Name: "child", DependsOn: []string{"parent"}, Job: queue.NewJob{Queue: Flow, Kind: "wf.child", Payload: json.RawMessage(`{"step":2}`)}},
 	}})
 	if err != nil {
-		return nil, err
+		return cron.Entry{}, nil, err
 	}
 	for _, n := range w.Nodes {
 		g.cases["wf-"+n.Name] = &Case{Queue: Flow, ID: n.JobID}
 	}
 	g.claim("wf-parent", queue.ClaimOptions{})
 
+	return entry, w, nil
+}
+
+// fillMain fills Main: jobs in every state, in the order that leaves the
+// due times relative to the clock's last move.
+func (g *gen) fillMain() error {
+	ctx, c, clock := g.ctx, g.c, g.clock
 	noJitter := func(initial time.Duration) *queue.Backoff {
 		return &queue.Backoff{Initial: initial, Factor: 2, Max: time.Hour, Jitter: 0}
 	}
@@ -322,10 +369,10 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 	clock.Advance(600 * time.Millisecond)
 	ids, err := c.Reclaim(ctx, Main)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !slices.Contains(ids, g.cases["proc-stale"].ID) {
-		return nil, fmt.Errorf("gen: reclaim took back %v, not the lapsed lease", ids)
+		return fmt.Errorf("gen: reclaim took back %v, not the lapsed lease", ids)
 	}
 	g.claim("proc-stale", queue.ClaimOptions{})
 	g.cases["proc-stale"].Stale = first
@@ -375,13 +422,13 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 	g.claim("proc-beat", queue.ClaimOptions{})
 	pb := g.cases["proc-beat"]
 	if _, err := c.Heartbeat(ctx, Main, pb.ID, pb.Token, queue.HeartbeatOptions{Progress: &queue.Progress{Percent: 42.5, Message: "pass 1 of 2"}}); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := c.AppendLog(ctx, Main, pb.ID, pb.Token, []string{"started", "pass 1: 1200 frames"}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.AttachArtifacts(ctx, Main, pb.ID, pb.Token, map[string]json.RawMessage{"preview": json.RawMessage(`{"frame":600}`)}); err != nil {
-		return nil, err
+		return err
 	}
 	g.enqueue("proc-cancel", queue.NewJob{Kind: "img.resize", Payload: json.RawMessage(`{"img":3}`)})
 	g.claim("proc-cancel", queue.ClaimOptions{})
@@ -405,13 +452,15 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 	g.enqueue("pending-custom", queue.NewJob{Kind: "calc.sum", Payload: json.RawMessage(`{"a":4}`), MaxAttempts: 5,
 		Backoff: &queue.Backoff{Initial: 250 * time.Millisecond, Factor: 3, Max: time.Minute, Jitter: 0.1}, Visibility: 10 * time.Second, ResultTTL: 2 * time.Hour})
 	g.enqueue("pending-trace", queue.NewJob{Kind: "calc.sum", Payload: json.RawMessage(`{"a":6}`), TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
-	if g.err != nil {
-		return nil, g.err
-	}
+	return nil
+}
 
-	// The reads, as this release answers them.
-	ds := &Dataset{Format: 1, Release: release, Namespace: Namespace, Cases: g.cases}
-	r := &ds.Reads
+// readAll records the reads this release answers: every case's job, by
+// Get and by Jobs, each queue's lists, stats, limits and dump, logs and
+// artifacts, the queues, the workflow wfID and the cron entry named entry.
+func (g *gen) readAll(r *Reads, wf *workflow.Client, crons *cron.Store, wfID, entry string) error {
+	ctx, c := g.ctx, g.c
+	var err error
 	r.Get = map[string]*queue.Job{}
 	for name, cs := range g.cases {
 		j, err := c.Get(ctx, cs.Queue, cs.ID)
@@ -419,7 +468,7 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 		case errors.Is(err, queue.ErrNotFound):
 			r.Get[name] = nil
 		case err != nil:
-			return nil, err
+			return err
 		default:
 			r.Get[name] = j
 		}
@@ -432,7 +481,7 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 	}
 	jobs, err := c.Jobs(ctx, refs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.Jobs = map[string]*queue.Job{}
 	for i, name := range order {
@@ -442,13 +491,13 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 	r.Limits = map[string]queue.Limits{}
 	for _, q := range []string{Main, Flow, Cron, Held} {
 		if r.Limits[q], err = c.Limits(ctx, q); err != nil {
-			return nil, err
+			return err
 		}
 		r.List[q] = map[queue.Status][]string{}
 		for _, st := range []queue.Status{queue.StatusScheduled, queue.StatusPending, queue.StatusProcessing, queue.StatusCompleted, queue.StatusDead} {
 			jobs, _, err := c.List(ctx, q, queue.ListOptions{Status: st, Limit: 1000})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			ids := []string{}
 			for _, j := range jobs {
@@ -457,49 +506,34 @@ func record(ctx context.Context, rdb *redis.Client, release string) (*Dataset, e
 			r.List[q][st] = ids
 		}
 		if r.Stats[q], err = c.Stats(ctx, q); err != nil {
-			return nil, err
+			return err
 		}
 		if r.Dump[q], err = plumbing.Of(c).Dump(ctx, q); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	r.Logs, r.Artifacts = map[string]queue.LogPage{}, map[string]json.RawMessage{}
 	for _, name := range []string{"proc-beat", "done-large"} {
 		cs := g.cases[name]
 		if r.Logs[name], err = c.Logs(ctx, cs.Queue, cs.ID, 0, 100); err != nil {
-			return nil, err
+			return err
 		}
 		if r.Artifacts[name], err = c.Artifacts(ctx, cs.Queue, cs.ID); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if r.Queues, err = c.Queues(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	slices.Sort(r.Queues)
-	if r.Workflow, err = wf.Get(ctx, w.ID); err != nil {
-		return nil, err
+	if r.Workflow, err = wf.Get(ctx, wfID); err != nil {
+		return err
 	}
-	if r.CronEntry, err = crons.Get(ctx, entry.Name); err != nil {
-		return nil, err
+	if r.CronEntry, err = crons.Get(ctx, entry); err != nil {
+		return err
 	}
 
-	// Redis's clock now, as the scripts read it: at most the fake clock
-	// plus the real time since the client was made.
-	ds.RecordedAtUs = clock.Now().Add(time.Since(realStart)).UnixMicro() + 1
-	info, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return nil, err
-	}
-	for l := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(l, "redis_version:"); ok {
-			ds.RedisVersion = v
-		}
-	}
-	if ds.Keys, err = dump(ctx, rdb, Namespace); err != nil {
-		return nil, err
-	}
-	return ds, nil
+	return nil
 }
 
 // large is a JSON payload over the inline limit (128 bytes): it is kept
