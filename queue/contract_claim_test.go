@@ -18,7 +18,7 @@ import (
 func contractClaim(t *testing.T, setup setupFunc) {
 	// handHold is how long after its due time a due time handed to a
 	// claimer is left to it (HAND_HOLD in internal/store/lua/common.lua).
-	const handHold = 10 * time.Millisecond
+	const handHold = 2 * time.Millisecond
 
 	t.Run("ClaimPromotesWhatIsDueAndTellsTheNext", func(t *testing.T) {
 		t.Parallel()

@@ -15,7 +15,7 @@ import (
 // and when the next scheduled job is due (zero when none is), on this
 // client's clock (see Client.localOf). When that job's due time was handed
 // to a worker's claim to wake at (ClaimNext) and the hand-out still holds
-// (until 10 ms after the due time), it moves nothing, leaving the jobs to
+// (until 2 ms after the due time), it moves nothing, leaving the jobs to
 // that claim, which promotes and takes them in one call, and answers when
 // the hand-out lapses: the promoter passes again then. A job is due when Redis's clock has
 // reached its due time, to the microsecond, never before. Unless more is

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
@@ -42,6 +43,10 @@ import (
 type wakeHubs struct {
 	mu sync.Mutex
 	m  map[string]*wakeHub
+	// handed are due times claims were handed to wake at and did not
+	// use (they returned first), by hub key: the next claim to wait there
+	// wakes at it (claimUntil in claim.go).
+	handed map[string]time.Time
 }
 
 // wakeHub is the hub of one queue and label set.
@@ -90,22 +95,69 @@ const maxWakeRead = 64
 // MaxInFlight limit writes the streams of the lists that hold jobs (the
 // queue's own, each set's), so it wakes a claimer that can use the room.
 func (c *Client) waitWake(ctx context.Context, k store.Keys, labels []string, d time.Duration) (woken bool, err error) {
+	woken, _, err = c.waitWakeAt(ctx, k, labels, d, time.Time{})
+	return woken, err
+}
+
+// waitWakeAt is waitWake that also ends at at, on the client's clock
+// (zero: never), answering due then: the caller claims at a due time it
+// was handed. The wait for at is an alarm (internal/alarm): on the real
+// clock it ends on time to a fraction of a millisecond.
+func (c *Client) waitWakeAt(ctx context.Context, k store.Keys, labels []string, d time.Duration, at time.Time) (woken, due bool, err error) {
 	h, w := c.joinHub(k, labels)
 	t := time.NewTimer(max(d, time.Millisecond)) // Redis's streams wake in real time
 	defer t.Stop()
+	var rang chan struct{}
+	if !at.IsZero() {
+		rang = make(chan struct{})
+		a := alarm.New(c.clock, at, func() { close(rang) })
+		defer a.Stop()
+	}
 	select {
 	case wk := <-w.ch:
 		if ctx.Err() != nil {
 			h.passOn(wk) // the caller will not claim: the next waiter does
-			return false, nil
+			return false, false, nil
 		}
-		return wk.err == nil, wk.err
+		return wk.err == nil, false, wk.err
 	case <-ctx.Done():
 	case <-t.C:
+	case <-rang:
+		due = true
 	}
 	h.leave(w)
-	return false, nil
+	return false, due && ctx.Err() == nil, nil
 }
+
+// keepHanded notes at, a due time a claim of the hub id's queue and labels
+// was handed (claim.lua's take_wake) and did not claim at, for the next
+// claim of this client that waits there: it wakes at it (takeHanded).
+func (hs *wakeHubs) keepHanded(id string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.handed == nil {
+		hs.handed = map[string]time.Time{}
+	}
+	if old, ok := hs.handed[id]; !ok || at.Before(old) {
+		hs.handed[id] = at
+	}
+}
+
+// takeHanded answers, and forgets, the due time kept for the hub id
+// (zero: none): one waiting claim wakes at it.
+func (hs *wakeHubs) takeHanded(id string) time.Time {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	at := hs.handed[id]
+	delete(hs.handed, id)
+	return at
+}
+
+// hubID is the key of the hub of k's queue and labels in wakeHubs.
+func hubID(k store.Keys, labels []string) string { return k.Name + "\x00" + strings.Join(labels, ",") }
 
 // Waiters counts the claims (and WaitPending calls) of the client that
 // wait in its wake hubs now, all queues together.
@@ -125,7 +177,7 @@ func (in *inside) Waiters() int {
 // joinHub adds a waiter to the hub of k's queue and labels, making the
 // hub and starting its reader when it has none.
 func (c *Client) joinHub(k store.Keys, labels []string) (*wakeHub, *waiter) {
-	id := k.Name + "\x00" + strings.Join(labels, ",")
+	id := hubID(k, labels)
 	w := &waiter{ch: make(chan wake, 1)}
 	c.hubs.mu.Lock()
 	defer c.hubs.mu.Unlock()

@@ -156,7 +156,13 @@ while #ids < max and stale <= stale_budget and li <= #lists do
   end
 end
 if wants_next and #ids < max then
-  out[2] = take_wake(next_due())
+  -- A claimer that will wait (wait_ms > 0) is handed a due time only when
+  -- it found nothing and the time falls within its wait: it waits, and
+  -- wakes at it. (One that takes jobs goes back to its caller.)
+  local nd = next_due()
+  if wait_ms == 0 or nd ~= '' and tonumber(nd) <= now + wait_ms then
+    out[2] = take_wake(nd)
+  end
 end
 tokens = limit_take(tokens, #ids)
 if max < asked and #ids == max and pending_count() > 0 then
