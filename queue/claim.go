@@ -29,7 +29,8 @@ type ClaimOptions struct {
 	// claim holds it (see ClaimNext), and claims again at it, on an alarm:
 	// that claim promotes and takes the job, and the promoter leaves it
 	// to it (see Promote). A time handed to a claim that returned first
-	// goes to the client's next claim that waits on the queue and labels.
+	// goes to the client's claim that has waited longest on the queue and
+	// labels, or, with none, to the next that waits there.
 	Wait time.Duration
 	// Visibility overrides the jobs' own lease length (100 ms to 24 h).
 	Visibility time.Duration
@@ -95,7 +96,7 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 	cl, err := c.claimNow(ctx, queue, k, o, wantNext || wake, o.Wait)
 	if err != nil || len(cl.jobs) > 0 || o.Wait == 0 {
 		if wake {
-			c.hubs.keepHanded(hubID(k, o.Labels), cl.next) // for this client's next waiting claim
+			c.handDue(k, o.Labels, cl.next) // to a claim of this client that waits, or its next
 		}
 		return cl.jobs, cl.next, err
 	}
@@ -151,9 +152,8 @@ func (c *Client) sleepCtx(ctx context.Context, d time.Duration) {
 func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o ClaimOptions, cl claimed, deadline time.Time, wake bool) ([]*Job, error) {
 	var handed time.Time
 	if wake {
-		id := hubID(k, o.Labels)
-		handed = earliest(cl.next, c.hubs.takeHanded(id))
-		defer func() { c.hubs.keepHanded(id, handed) }()
+		handed = earliest(cl.next, c.hubs.takeHanded(hubID(k, o.Labels)))
+		defer func() { c.handDue(k, o.Labels, handed) }()
 	}
 	for {
 		left := time.Until(deadline)
@@ -169,7 +169,12 @@ func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o C
 			c.sleepLimited(ctx, cl.limitAt, left)
 			again = ctx.Err() == nil
 		} else {
-			again, due, err = c.awaitWakeAt(ctx, "claim from", queue, k, o.Labels, cl.limited, left, handed)
+			var more time.Time
+			again, due, more, err = c.awaitWakeDue(ctx, "claim from", queue, k, o.Labels, cl.limited, left, handed, wake)
+			if !more.IsZero() {
+				handed = earliest(handed, more) // handed by another claim of the client: wait on, until it
+				continue
+			}
 		}
 		if due {
 			handed, again = time.Time{}, true // its claim takes what is due
@@ -214,18 +219,26 @@ func (c *Client) awaitWake(ctx context.Context, what, queue string, k store.Keys
 // awaitWakeAt is awaitWake that also ends at at (zero: never), on the
 // client's clock, answering due then.
 func (c *Client) awaitWakeAt(ctx context.Context, what, queue string, k store.Keys, labels []string, limited bool, left time.Duration, at time.Time) (woken, due bool, err error) {
+	woken, due, _, err = c.awaitWakeDue(ctx, what, queue, k, labels, limited, left, at, false)
+	return woken, due, err
+}
+
+// awaitWakeDue is awaitWakeAt whose wait also takes, with takesDue, a due
+// time another claim of the client was handed (see waitWakeDue): it
+// answers it as handed.
+func (c *Client) awaitWakeDue(ctx context.Context, what, queue string, k store.Keys, labels []string, limited bool, left time.Duration, at time.Time, takesDue bool) (woken, due bool, handed time.Time, err error) {
 	t0 := time.Now()
-	woken, due, err = c.waitWakeAt(ctx, k, labels, left, at)
+	woken, due, handed, err = c.waitWakeDue(ctx, k, labels, left, at, takesDue)
 	if limited {
 		c.limitWaited(time.Since(t0))
 	}
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
-			return false, false, nil //nolint:nilerr // the wait ended: not woken, and no error
+			return false, false, time.Time{}, nil //nolint:nilerr // the wait ended: not woken, and no error
 		}
-		return false, false, fmt.Errorf("queue: %s %s: %w", what, queue, err)
+		return false, false, time.Time{}, fmt.Errorf("queue: %s %s: %w", what, queue, err)
 	}
-	return woken, due, nil
+	return woken, due, handed, nil
 }
 
 // wakeChunk is the longest single read of a wake hub (wakehub.go): one of

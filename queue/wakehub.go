@@ -65,6 +65,10 @@ type wakeHub struct {
 // off the list unless it was handed one.
 type waiter struct {
 	ch chan wake
+	// takesDue: the waiter wakes at a due time it is handed (a Claim's
+	// wait, see claimUntil), so a due time another claim of the client
+	// was handed and will not use may go to it (handDue).
+	takesDue bool
 }
 
 // wake is what a hub hands a waiter: from an entry of stream (then it
@@ -73,6 +77,7 @@ type waiter struct {
 type wake struct {
 	stream string
 	err    error
+	at     time.Time // not zero: a due time to wake at, not an entry (handDue)
 }
 
 // maxWakeRead is the most entries one read of a hub takes per stream.
@@ -104,7 +109,15 @@ func (c *Client) waitWake(ctx context.Context, k store.Keys, labels []string, d 
 // was handed. The wait for at is an alarm (internal/alarm): on the real
 // clock it ends on time to a fraction of a millisecond.
 func (c *Client) waitWakeAt(ctx context.Context, k store.Keys, labels []string, d time.Duration, at time.Time) (woken, due bool, err error) {
-	h, w := c.joinHub(k, labels)
+	woken, due, _, err = c.waitWakeDue(ctx, k, labels, d, at, false)
+	return woken, due, err
+}
+
+// waitWakeDue is waitWakeAt for a waiter that also takes due times other
+// claims of the client were handed (takesDue): it answers such a time,
+// handed, and the caller waits again, until it.
+func (c *Client) waitWakeDue(ctx context.Context, k store.Keys, labels []string, d time.Duration, at time.Time, takesDue bool) (woken, due bool, handed time.Time, err error) {
+	h, w := c.joinHub(k, labels, takesDue)
 	t := time.NewTimer(max(d, time.Millisecond)) // Redis's streams wake in real time
 	defer t.Stop()
 	var rang chan struct{}
@@ -117,16 +130,51 @@ func (c *Client) waitWakeAt(ctx context.Context, k store.Keys, labels []string, 
 	case wk := <-w.ch:
 		if ctx.Err() != nil {
 			h.passOn(wk) // the caller will not claim: the next waiter does
-			return false, false, nil
+			return false, false, time.Time{}, nil
 		}
-		return wk.err == nil, false, wk.err
+		if !wk.at.IsZero() {
+			return false, false, wk.at, nil
+		}
+		return wk.err == nil, false, time.Time{}, wk.err
 	case <-ctx.Done():
 	case <-t.C:
 	case <-rang:
 		due = true
 	}
 	h.leave(w)
-	return false, due && ctx.Err() == nil, nil
+	return false, due && ctx.Err() == nil, time.Time{}, nil
+}
+
+// handDue gives at, a due time a claim of k's queue and labels was handed
+// and will not use, to the longest waiter of the client's hub there that
+// takes due times, or, with none, keeps it for the next (keepHanded).
+func (c *Client) handDue(k store.Keys, labels []string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	id := hubID(k, labels)
+	c.hubs.mu.Lock()
+	h := c.hubs.m[id]
+	c.hubs.mu.Unlock()
+	if h != nil && h.handDue(at) {
+		return
+	}
+	c.hubs.keepHanded(id, at)
+}
+
+// handDue gives at to the longest waiter that takes due times, and
+// reports whether there was one.
+func (h *wakeHub) handDue(at time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, w := range h.waiters {
+		if w.takesDue {
+			h.waiters = slices.Delete(h.waiters, i, i+1)
+			w.ch <- wake{at: at} // buffered, and handed once: never blocks
+			return true
+		}
+	}
+	return false
 }
 
 // keepHanded notes at, a due time a claim of the hub id's queue and labels
@@ -174,11 +222,12 @@ func (in *inside) Waiters() int {
 	return n
 }
 
-// joinHub adds a waiter to the hub of k's queue and labels, making the
+// joinHub adds a waiter (taking due times with takesDue) to the hub of
+// k's queue and labels, making the
 // hub and starting its reader when it has none.
-func (c *Client) joinHub(k store.Keys, labels []string) (*wakeHub, *waiter) {
+func (c *Client) joinHub(k store.Keys, labels []string, takesDue bool) (*wakeHub, *waiter) {
 	id := hubID(k, labels)
-	w := &waiter{ch: make(chan wake, 1)}
+	w := &waiter{ch: make(chan wake, 1), takesDue: takesDue}
 	c.hubs.mu.Lock()
 	defer c.hubs.mu.Unlock()
 	if c.hubs.m == nil {
@@ -216,6 +265,12 @@ func (h *wakeHub) leave(w *waiter) {
 // with none left, an entry's wake goes back to its stream, for the
 // waiters of other hubs and processes.
 func (h *wakeHub) passOn(wk wake) {
+	if !wk.at.IsZero() {
+		if !h.handDue(wk.at) {
+			h.c.hubs.keepHanded(h.id, wk.at)
+		}
+		return
+	}
 	if wk.stream == "" || h.hand(wk) {
 		return
 	}
