@@ -21,7 +21,9 @@ import (
 // waited longest in the hub. So a process holds one blocked connection per
 // queue and label set that has waiters, however many wait, and an entry
 // still wakes one waiter of all the processes that wait on the stream
-// (the group gives it to one reader).
+// (the group gives it to one reader). A hub also hands its waiting
+// claims the due times other claims of the client were handed and will
+// not use (handDue): the claim that takes one wakes at it.
 //
 // No wake-up is lost in the process:
 //   - a waiter that leaves (its wait ran out, its context ended) after
@@ -263,7 +265,8 @@ func (h *wakeHub) leave(w *waiter) {
 
 // passOn hands wk, which its waiter will not use, to the longest waiter;
 // with none left, an entry's wake goes back to its stream, for the
-// waiters of other hubs and processes.
+// waiters of other hubs and processes, and a due time is kept for the
+// client's next claim that waits (keepHanded).
 func (h *wakeHub) passOn(wk wake) {
 	if !wk.at.IsZero() {
 		if !h.handDue(wk.at) {
