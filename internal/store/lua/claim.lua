@@ -41,16 +41,14 @@ end
 local prior = redis.call('HGET', K_claims, A_token_base)
 if prior then
   local out = { 0, '', now_us }
-  local n = 0
+  if wants_next and select(2, string.gsub(prior, ',', '')) + 1 < max then
+    out[2] = next_due() -- the same caller, whose reply was lost (it had room)
+  end
   for id in string.gmatch(prior, '[^,]+') do
-    n = n + 1
     local f = load(id)
     if f and string.sub(f[R_token], 1, #A_token_base + 1) == A_token_base .. '.' then
       out[#out + 1] = packed(id, f)
     end
-  end
-  if wants_next and n < max then
-    out[2] = next_due() -- the same caller, whose reply was lost
   end
   return rerun_reply(out, nil, { K_leases })
 end
@@ -156,9 +154,10 @@ while #ids < max and stale <= stale_budget and li <= #lists do
   end
 end
 if wants_next and #ids < max then
-  -- A claimer that will wait (wait_ms > 0) is handed a due time only when
-  -- it found nothing and the time falls within its wait: it waits, and
-  -- wakes at it. (One that takes jobs goes back to its caller.)
+  -- A claim that may wait (wait_ms > 0, a Claim with Wait) is handed a
+  -- due time only within its wait: it wakes at it (one that returns with
+  -- jobs passes it to a claim of its client that waits, see
+  -- queue/wakehub.go).
   local nd = next_due()
   if wait_ms == 0 or nd ~= '' and tonumber(nd) <= now + wait_ms then
     out[2] = take_wake(nd)
