@@ -14,7 +14,7 @@ import (
 // job's life a command belongs to. INFO cpu cannot tell the scripts apart
 // (they are all EVALSHA), so a second, separate pass of the same flow logs
 // every command in the slow log (slowlog-log-slower-than 0): the script's
-// SHA names chronoq's scripts (store.ScriptHashes), the keys asynq's.
+// Its name tells chronoq's scripts (store.ScriptCalled), the keys asynq's.
 // The log has each command's execution time but not the CPU of reading it
 // and writing its reply, nor the event loop's: that remainder (the pass's
 // CPU less the execution times) is shared out by number of commands, and
@@ -141,24 +141,18 @@ func clientAddr(rdb *redis.Client) string {
 	return s.Addr
 }
 
-// chronoqPhase tells chronoq's scripts by SHA.
+// chronoqPhase tells chronoq's scripts by name (store.ScriptCalled: an
+// EVALSHA's SHA1 or an FCALL's function).
 func chronoqPhase() func(args []string) phase {
-	byHash := map[string]phase{}
-	for name, sha := range store.ScriptHashes() {
+	return func(args []string) phase {
+		name, _ := store.ScriptCalled(args...)
 		switch name {
 		case "enqueue":
-			byHash[sha] = phaseEnqueue
+			return phaseEnqueue
 		case "claim":
-			byHash[sha] = phaseClaim
+			return phaseClaim
 		case "complete":
-			byHash[sha] = phaseComplete
-		}
-	}
-	return func(args []string) phase {
-		if len(args) >= 2 && (strings.EqualFold(args[0], "evalsha") || strings.EqualFold(args[0], "eval")) {
-			if ph, ok := byHash[args[1]]; ok {
-				return ph
-			}
+			return phaseComplete
 		}
 		return phaseOther
 	}

@@ -32,8 +32,8 @@ import (
 // case after childLife. The promoter runs in this process. Reported per
 // job: Redis's CPU (INFO cpu, from just before the enqueues to the last
 // completion) and the Redis commands by INFO commandstats (calls a job,
-// scripts counted once as EVALSHA and their commands again under their
-// own names).
+// scripts counted once as FCALL, or EVALSHA, and their commands again
+// under their own names).
 
 const (
 	childEnv     = "CHRONOQ_BENCH_LATE_CHILD" // the Redis address; set: run as a worker child
@@ -368,15 +368,16 @@ func (r procRun) cmdOrder() []string {
 	return names
 }
 
-// cmdSummary is the commands a job, the scripts first: "evalsha 2.1, ...".
+// cmdSummary is the commands a job, the script calls first: "fcall 1.3, ...".
 func (r procRun) cmdSummary() string {
 	if r.jobs == 0 {
 		return ""
 	}
 	names := r.cmdOrder()
-	i := slices.Index(names, "evalsha")
-	if i > 0 {
-		names = append([]string{"evalsha"}, slices.Delete(names, i, i+1)...)
+	for _, script := range []string{"evalsha", "fcall"} { // the script calls first: FCALL's on Redis 7, EVALSHA's before
+		if i := slices.Index(names, script); i > 0 {
+			names = append([]string{script}, slices.Delete(names, i, i+1)...)
+		}
 	}
 	var parts []string
 	for _, k := range names[:min(len(names), 6)] {

@@ -159,23 +159,12 @@ func (e *boundedEnv) slowlog(b *testing.B) []redis.SlowLog {
 	return log
 }
 
-// scriptNames maps the scripts' SHA1 to their names.
-var scriptNames = func() map[string]string {
-	m := map[string]string{}
-	for name, sha := range store.ScriptHashes() {
-		m[sha] = name + ".lua"
-	}
-	return m
-}()
-
-// describe names a slowlog entry: the script an EVALSHA ran, or the
-// command. (Redis 7 also logs the commands a script calls, each on its
+// describe names a slowlog entry: the script an EVALSHA or FCALL ran,
+// or the command. (Redis 7 also logs the commands a script calls, each on its
 // own.)
 func describe(s redis.SlowLog) string {
-	if len(s.Args) >= 2 && strings.EqualFold(s.Args[0], "evalsha") {
-		if name, ok := scriptNames[s.Args[1]]; ok {
-			return name
-		}
+	if name, ok := store.ScriptCalled(s.Args...); ok {
+		return name + ".lua"
 	}
 	if len(s.Args) == 0 {
 		return "?"

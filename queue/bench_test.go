@@ -435,7 +435,7 @@ func BenchmarkCallCost(b *testing.B) {
 		usec := func() (scripts, calls float64) {
 			for name, st := range commandStats(b, ctx, rdb) {
 				switch {
-				case name == "evalsha" || name == "eval":
+				case name == "evalsha" || name == "eval" || name == "fcall":
 					scripts += st.usec
 				case name != "info" && !strings.HasPrefix(name, "config"):
 					calls += st.usec

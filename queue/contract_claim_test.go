@@ -146,6 +146,28 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.Equal(t, sched.RunAt, next, "a claim with room is handed it")
 	})
 
+	// A job rescheduled while pending leaves its id in the pending list
+	// (a stale copy, skipped when reached); made pending again, it is
+	// listed twice. One claim that reaches both copies takes it once.
+	t.Run("AJobListedTwiceIsClaimedOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := b.enqueue(t, queue.NewJob{})
+		_, err := b.client.Reschedule(b.ctx, b.queue, j.ID, b.clock.Now().Add(time.Hour))
+		require.NoError(t, err)
+		_, err = b.client.RunNow(b.ctx, b.queue, j.ID)
+		require.NoError(t, err)
+		n, err := b.rdb.LLen(b.ctx, b.key(queue.KeyPending)).Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(3), n, "listed twice, and the sentinel")
+		js, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		require.NoError(t, err)
+		require.Len(t, js, 1)
+		require.Equal(t, 1, js[0].Attempts)
+		b.claimNone(t)
+		require.Equal(t, 1, b.get(t, j.ID).Attempts)
+	})
+
 	t.Run("StaleTokenChangesNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

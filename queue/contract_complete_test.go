@@ -26,6 +26,46 @@ func contractComplete(t *testing.T, setup setupFunc) {
 		require.ErrorIs(t, b.client.Complete(b.ctx, b.queue, "nosuchjob", "t", queue.CompleteOptions{}), queue.ErrNotFound)
 	})
 
+	// One call that names a job twice completes it once: the second ack
+	// reads the job as the first left it (complete.lua reads every record
+	// of the call at its start), for a job kept and one deleted at once.
+	t.Run("CompleteManyNamingAJobTwiceCompletesItOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// a second client on the same Redis that keeps no completed job
+		dropping, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: b.clock, Retention: -1})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = dropping.Close() })
+		b.enqueue(t, queue.NewJob{})
+		b.enqueue(t, queue.NewJob{})
+		cs := b.running(t, 2)
+		for i, c := range cs {
+			client := b.client
+			if i == 1 {
+				client = dropping
+			}
+			jobs, errs, err := client.CompleteMany(b.ctx, b.queue, []queue.Ack{
+				{ID: c.ID, Token: c.Token, Result: json.RawMessage(`1`), ReturnJob: true},
+				{ID: c.ID, Token: c.Token, Result: json.RawMessage(`2`), ReturnJob: true},
+				{ID: c.ID, Token: "stale", ReturnJob: true},
+			})
+			require.NoError(t, err)
+			require.NoError(t, errs[0])
+			require.NoError(t, errs[1], "the same ack again: done already")
+			require.ErrorIs(t, errs[2], queue.ErrLeaseLost)
+			require.Equal(t, int64(i+1), b.stats(t).CompletedTotal)
+			if i == 0 {
+				require.JSONEq(t, `1`, string(jobs[0].Result), "the first ack's result is kept")
+				require.JSONEq(t, `1`, string(jobs[1].Result))
+			} else {
+				require.Nil(t, jobs[0], "deleted at once")
+				require.Nil(t, jobs[1])
+				_, err := b.client.Get(b.ctx, b.queue, c.ID)
+				require.ErrorIs(t, err, queue.ErrNotFound)
+			}
+		}
+	})
+
 	t.Run("CompleteManyAnswersTheJobAsGetReadsIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -54,7 +54,7 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		// The next enqueue script call waits at the gate, in flight; the
 		// calls that arrive meanwhile wait for it, and then go together.
 		gate, entered := make(chan struct{}), make(chan struct{}, 1)
-		h := &enqueueHook{sha: store.ScriptHashes()["enqueue"], gate: gate, entered: entered}
+		h := &enqueueHook{gate: gate, entered: entered}
 		b.rdb.AddHook(h)
 		first := make(chan error, 1)
 		go func() {
@@ -112,7 +112,7 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		b.enqueue(t, queue.NewJob{Kind: "warm-up"})
 		gate, entered := make(chan struct{}), make(chan struct{}, 1)
-		h := &enqueueHook{sha: store.ScriptHashes()["enqueue"], gate: gate, entered: entered}
+		h := &enqueueHook{gate: gate, entered: entered}
 		b.rdb.AddHook(h)
 		go func() { _, _ = b.client.Enqueue(b.ctx, queue.NewJob{Queue: b.queue, Kind: "first"}) }()
 		<-entered
@@ -278,7 +278,6 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 // enqueueHook holds the first enqueue script call it sees at gate (telling
 // entered), and notes how many jobs each enqueue call carried.
 type enqueueHook struct {
-	sha     string
 	gate    chan struct{}
 	entered chan struct{}
 	mu      sync.Mutex
@@ -294,7 +293,7 @@ func (h *enqueueHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func (h *enqueueHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if len(args) > 3 && args[1] == h.sha {
+		if name, _ := store.ScriptCalled(fmt.Sprint(args[0]), fmt.Sprint(args[1])); len(args) > 3 && name == "enqueue" {
 			keys, _ := args[2].(int)
 			n, _ := strconv.Atoi(fmt.Sprint(args[3+keys+6])) // ARGV[7]: the jobs (specEnqueue)
 			h.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/delayed"
@@ -41,6 +42,26 @@ func contractPromote(t *testing.T, setup setupFunc) {
 		c := b.claimOne(t)
 		require.Equal(t, j.ID, c.ID)
 		require.False(t, c.ClaimedAt.Before(j.RunAt), "never early by Redis's clock")
+	})
+
+	// An entry of the scheduled set whose job is gone (a stale entry)
+	// leaves the set; the due jobs around it are promoted all the same.
+	t.Run("AStaleEntryAmongDueJobsLeavesTheSet", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		a := b.enqueue(t, queue.NewJob{Delay: time.Second})
+		c := b.enqueue(t, queue.NewJob{Delay: 3 * time.Second})
+		score, err := b.rdb.ZScore(b.ctx, b.key(queue.KeySched), a.ID).Result()
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.ZAdd(b.ctx, b.key(queue.KeySched), redis.Z{Score: score + 1, Member: "gone"}).Err())
+		b.clock.Advance(5 * time.Second)
+		moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
+		require.NoError(t, err)
+		require.Equal(t, 2, moved)
+		got := b.running(t, 2)
+		require.ElementsMatch(t, []string{a.ID, c.ID}, []string{got[0].ID, got[1].ID})
+		_, err = b.rdb.ZScore(b.ctx, b.key(queue.KeySched), "gone").Result()
+		require.ErrorIs(t, err, redis.Nil)
 	})
 
 	t.Run("PromoterLoopPromotesExactlyAtRunAt", func(t *testing.T) {

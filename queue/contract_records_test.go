@@ -77,6 +77,59 @@ func contractRecords(t *testing.T, setup setupFunc) {
 		runs(t, b, j, payload)
 	})
 
+	// enqueue.lua writes a new job's record directly, without the table
+	// of fields the other scripts encode: each combination of the fields
+	// a new job may carry reads back, stored without trailing empty
+	// fields, and runs.
+	t.Run("EveryFieldOfANewJobReadsBack", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		for mask := range 1 << 5 {
+			nj := queue.NewJob{Kind: "k" + strconv.Itoa(mask), Payload: json.RawMessage(`{"m":` + strconv.Itoa(mask) + `}`)}
+			if mask&1 != 0 {
+				nj.Delay = time.Hour
+			}
+			if mask&2 != 0 {
+				nj.IdempotencyKey = "idem-" + strconv.Itoa(mask)
+			}
+			if mask&4 != 0 {
+				nj.ResultTTL = 3 * time.Minute
+			}
+			if mask&8 != 0 {
+				nj.Labels = []string{"gpu", "eu"}
+			}
+			if mask&16 != 0 {
+				nj.TraceParent = trace
+			}
+			j := b.enqueue(t, nj)
+			got := b.get(t, j.ID)
+			require.Equal(t, nj.Kind, got.Kind)
+			require.JSONEq(t, string(nj.Payload), string(got.Payload))
+			require.Equal(t, nj.IdempotencyKey, got.IdempotencyKey, "mask %b", mask)
+			require.Equal(t, nj.ResultTTL, got.ResultTTL, "mask %b", mask)
+			require.Equal(t, got.EnqueuedAt, got.RunAt.Add(-nj.Delay).Truncate(time.Millisecond), "mask %b", mask)
+			require.Zero(t, got.Attempts)
+			if mask&8 != 0 {
+				require.Equal(t, []string{"eu", "gpu"}, got.Labels, "mask %b", mask)
+			} else {
+				require.Empty(t, got.Labels, "mask %b", mask)
+			}
+			if mask&16 != 0 {
+				require.Equal(t, trace, got.TraceParent, "mask %b", mask)
+			} else {
+				require.Empty(t, got.TraceParent, "mask %b", mask)
+			}
+			want := queue.StatusPending
+			if mask&1 != 0 {
+				want = queue.StatusScheduled
+			}
+			require.Equal(t, want, got.Status, "mask %b", mask)
+			rec, _ := raw(t, b, j.ID)
+			require.False(t, strings.HasSuffix(rec, "\x00"), "no trailing empty field: %q", rec)
+		}
+	})
+
 	t.Run("ALargerPayloadIsKeptInTheDataHash", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

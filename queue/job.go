@@ -220,28 +220,21 @@ func splitRecord(record string) (payload string, f []string, ok bool) {
 }
 
 // parsePacked reads a job as the scripts answer it:
-// "<id>\0<record>\0<payload>\0<result>\0<upstream>", and complete.lua's
-// answers "\0<artifacts>" after (see packed in lua/common.lua).
+// "<id>\0<payload>\0<result>\0<upstream>\0<artifacts>\0<record>", the
+// record as stored (see packed in lua/common.lua): the scripts leave its
+// short forms to this side, which spells them out with jobFromRecord.
 func parsePacked(queue, s string) (*Job, error) {
-	id, rest, ok := strings.Cut(s, "\x00")
-	if !ok {
-		return nil, fmt.Errorf("queue: malformed job reply %q", s)
-	}
-	// The record is nRec fields; payload and result follow (neither holds
-	// a NUL).
-	i := 0
-	for n := 0; n < store.NRec; n++ {
-		k := strings.IndexByte(rest[i:], 0)
-		if k < 0 {
-			return nil, fmt.Errorf("queue: job %s/%s: malformed reply", queue, id)
+	var parts [5]string
+	rest := s
+	for i := range parts {
+		var ok bool
+		parts[i], rest, ok = strings.Cut(rest, "\x00")
+		if !ok {
+			return nil, fmt.Errorf("queue: malformed job reply %q", s)
 		}
-		i += k + 1
 	}
-	record := rest[:i-1]
-	payload, more, _ := strings.Cut(rest[i:], "\x00")
-	result, more, _ := strings.Cut(more, "\x00")
-	upstream, arts, _ := strings.Cut(more, "\x00") // arts: only in complete.lua's answer
-	j, err := jobFromRecord(queue, id, record, payload, result)
+	id, payload, result, upstream, arts := parts[0], parts[1], parts[2], parts[3], parts[4]
+	j, err := jobFromRecord(queue, id, rest, payload, result)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/internal/store"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -692,13 +693,13 @@ func TestDeadSweepsAreBounded(t *testing.T) {
 		logs, err := rdb.SlowLogGet(ctx, 10_000).Result()
 		require.NoError(t, err)
 		for _, l := range logs {
-			if len(l.Args) > 0 && (strings.EqualFold(l.Args[0], "evalsha") || strings.EqualFold(l.Args[0], "eval")) {
+			if _, ok := store.ScriptCalled(l.Args...); ok {
 				logged++
 				worst = max(worst, l.Duration)
 			}
 		}
 		stats := commandStats(t, ctx, rdb)
-		calls = int(stats["eval"].calls + stats["evalsha"].calls)
+		calls = int(stats["eval"].calls + stats["evalsha"].calls + stats["fcall"].calls)
 		return calls, logged, worst
 	}
 	check := func(t *testing.T, name string, fill func(), sweep func(), minCalls int) {

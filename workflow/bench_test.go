@@ -185,7 +185,7 @@ func redisStats(b *testing.B, rdb *redis.Client) serverStats {
 		case "used_cpu_sys", "used_cpu_user":
 			f, _ := strconv.ParseFloat(v, 64)
 			st.cpuUs += f * 1e6
-		case "cmdstat_evalsha", "cmdstat_eval":
+		case "cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall":
 			for f := range strings.SplitSeq(v, ",") {
 				if name, val, _ := strings.Cut(f, "="); name == "usec" {
 					x, _ := strconv.ParseFloat(val, 64)

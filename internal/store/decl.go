@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha1" //nolint:gosec // G505: EVAL's name for a script
+	"encoding/hex"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -348,8 +351,50 @@ func (sc *Script) Keys(k Keys, extra []string) []string {
 // WFKeys answers the KEYS of a script of a workflow's slot.
 func (sc *Script) WFKeys(k WFKeys) []string { return sc.spec.wfKeysOf(k) }
 
+// ScriptCalled names the declared script a command runs: args are the
+// command's first arguments (EVALSHA and its SHA1, EVAL and its body, or
+// FCALL and the library's function, see library.go). ok is false for any
+// other command. For tools that watch the traffic to Redis.
+func ScriptCalled(args ...string) (name string, ok bool) {
+	if len(args) < 2 {
+		return "", false
+	}
+	switch strings.ToLower(args[0]) {
+	case "evalsha", "evalsha_ro":
+		name, ok = scriptByHash()[strings.ToLower(args[1])]
+	case "eval", "eval_ro":
+		sum := sha1.Sum([]byte(args[1])) //nolint:gosec // G401: EVAL's own name for a body
+		name, ok = scriptByHash()[hex.EncodeToString(sum[:])]
+	case "fcall", "fcall_ro":
+		name, ok = scriptByFunction()[args[1]]
+	}
+	return name, ok
+}
+
+// FunctionName is the library's function of the script called name ("":
+// the script is not in the library), as FCALL sends it.
+func FunctionName(name string) string { return library().funcs[name] }
+
+var (
+	scriptByHash = sync.OnceValue(func() map[string]string {
+		out := map[string]string{}
+		for name, sha := range ScriptHashes() {
+			out[sha] = name
+		}
+		return out
+	})
+	scriptByFunction = sync.OnceValue(func() map[string]string {
+		out := map[string]string{}
+		for name, fn := range library().funcs {
+			out[fn] = name
+		}
+		return out
+	})
+)
+
 // ScriptHashes answers each declared script by name with its SHA1 (the
-// EVALSHA argument), for tools that watch the traffic to Redis.
+// EVALSHA argument), for tools that watch the traffic to Redis (see
+// ScriptCalled, which also knows FCALL's names).
 func ScriptHashes() map[string]string {
 	out := make(map[string]string, len(ops))
 	for name, sc := range ops {

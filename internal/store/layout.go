@@ -489,7 +489,7 @@ func (s scriptSpec) groupSize() int {
 //	local A_offset_us, ... = ARGV[1], ...
 //	local G = 7  -- the first argument of the batch groups; G_id = 0, G_token = 1 ...
 //	local R_status, R_kind = 1, 2 ...
-//	local NREC, REC_PATTERN = 19, '^(%Z*)%z...(%Z*)%z*$'
+//	local NREC = 25
 func (s scriptSpec) prelude() string {
 	var b strings.Builder
 	b.WriteString("-- generated from internal/store/layout.go: " + s.name + "\n")
@@ -527,14 +527,9 @@ func (s scriptSpec) prelude() string {
 		fmt.Fprintf(&b, "local R_%s = %d\n", f, i+1)
 	}
 	fmt.Fprintf(&b, "local NREC = %d\n", len(RecFields))
-	// A record's fields in one match: %Z is any byte but NUL, and one
-	// string.match costs Redis less than half of a gmatch loop.
-	// Records are stored without their trailing empty fields: load
-	// appends NREC-1 NULs (REC_PAD) before matching, and the pattern takes
-	// the NULs left over.
-	fmt.Fprintf(&b, "local REC_PATTERN = '^%s(%%Z*)%%z*$'\n", strings.Repeat("(%Z*)%z", len(RecFields)-1))
-	fmt.Fprintf(&b, "local REC_PAD = string.rep(string.char(0), %d)\n", len(RecFields)-1)
-	fmt.Fprintf(&b, "local REC_INLINE = string.char(%d)\n", RecInline[0])
+	// Byte values as decimal escapes ("\2"): Lua 5.1 reads no \x, and a
+	// function library's top level may not call string.char.
+	fmt.Fprintf(&b, "local REC_INLINE = \"\\%d\"\n", RecInline[0])
 	fmt.Fprintf(&b, "local INLINE_MAX = %d\n", InlinePayloadMax)
 	fmt.Fprintf(&b, "local SPEC_DEFAULT, SPEC_DEFAULT_CODE = %q, %q\n", SpecDefault, SpecDefaultCode)
 	b.WriteString("local STATUS_CODE, STATUS_OF_CODE = {")
@@ -546,7 +541,7 @@ func (s scriptSpec) prelude() string {
 		fmt.Fprintf(&b, " [%q] = %q,", c.Code, c.Status)
 	}
 	b.WriteString(" }\n")
-	fmt.Fprintf(&b, "local SENTINEL = string.char(%d)\n", Sentinel[0]) // Lua 5.1 reads no \x escapes
+	fmt.Fprintf(&b, "local SENTINEL = \"\\%d\"\n", Sentinel[0])
 	fmt.Fprintf(&b, "local WAKE_GROUP = %q\n", WakeGroup)
 	fmt.Fprintf(&b, "local PUSH_KIND = %q\n", EnvelopeKind)
 	fmt.Fprintf(&b, "local SWEEP_HINT_MS = %d\n", SweepHintFor.Milliseconds())

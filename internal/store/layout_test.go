@@ -103,13 +103,15 @@ func TestScriptsSpellNoMetaField(t *testing.T) {
 		src := commonFor(commonDefs, string(body)) + string(body)
 		require.NotRegexp(t, meta, src, "%s.lua spells a meta field", spec.name)
 		require.NotRegexp(t, counted, src, "%s.lua spells a counter", spec.name)
-		sent := scriptSource(spec)
+		sent := namedSource(spec)
 		for _, f := range metaFields {
 			uses := regexp.MustCompile(`\bM_` + f + `\b`).MatchString(stripLuaCommentsAndStrings(src))
 			require.Equal(t, uses, strings.Contains(sent, "local M_"+f+" = "), "%s.lua: M_%s", spec.name, f)
 		}
 	}
-	require.Contains(t, scriptSource(Claim.spec), `local M_paused = "paused"`)
+	require.Contains(t, namedSource(Claim.spec), `local M_paused = "paused"`)
+	require.Contains(t, scriptSource(Claim.spec), `"paused"`)
+	require.NotContains(t, scriptSource(Claim.spec), `M_paused`)
 }
 
 // A script's declared keys are exactly the layout's keys, each once.

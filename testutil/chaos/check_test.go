@@ -285,6 +285,14 @@ func TestCommandName(t *testing.T) {
 	for name, sha := range hashes {
 		require.Equal(t, name, chaos.CommandName(evalsha(sha)), name)
 	}
+	fcall := func(fn string) []byte {
+		return []byte("*4\r\n$5\r\nFCALL\r\n$" + strconv.Itoa(len(fn)) + "\r\n" + fn + "\r\n$1\r\n1\r\n$6\r\nns:{q}\r\n")
+	}
+	for _, name := range []string{"enqueue", "claim", "complete", "fail", "heartbeat"} {
+		require.NotEmpty(t, store.FunctionName(name), name)
+		require.Equal(t, name, chaos.CommandName(fcall(store.FunctionName(name))), name)
+	}
+	require.Equal(t, "fcall", chaos.CommandName(fcall("not_ours")), "not one of the engine's")
 }
 
 func TestCheckDuplicateInClaimOrder(t *testing.T) {

@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
 	"github.com/chronoq/chronoq/internal/store"
 	"math/rand/v2"
 	"net"
@@ -200,38 +198,18 @@ func (p *Proxy) downstream(pair *proxyPair) {
 	}
 }
 
-// scriptNames names the engine's scripts by their SHA1, as EVALSHA sends it.
-var scriptNames = func() map[string]string {
-	m := map[string]string{}
-	for name, sha := range store.ScriptHashes() {
-		m[sha] = name
-	}
-	return m
-}()
-
-// CommandName names a request, best effort: the command, and for a script
-// call which of the engine's scripts it is (known by its SHA1; an EVAL's
-// body is hashed, unless the first read did not hold all of it).
+// CommandName names a request: the engine's script it runs (EVALSHA,
+// EVAL or FCALL: see store.ScriptCalled), or else its command, in lower
+// case.
 func CommandName(req []byte) string {
-	args := parseRESPArgs(req, 2) // the command and, for a script, its SHA1 or body
+	args := parseRESPArgs(req, 2) // the command and, for a script, its SHA1, body or function
 	if len(args) == 0 {
 		return "?"
 	}
-	cmd := strings.ToLower(args[0])
-	if len(args) > 1 {
-		var sha string
-		switch cmd {
-		case "evalsha":
-			sha = args[1]
-		case "eval":
-			sum := sha1.Sum([]byte(args[1]))
-			sha = hex.EncodeToString(sum[:])
-		}
-		if name, ok := scriptNames[sha]; ok {
-			return name
-		}
+	if name, ok := store.ScriptCalled(args...); ok {
+		return name
 	}
-	return cmd
+	return strings.ToLower(args[0])
 }
 
 // parseRESPArgs reads up to limit bulk strings of the first RESP array in b.

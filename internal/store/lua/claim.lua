@@ -104,9 +104,14 @@ end
 -- them a call, so that a claim never answers empty, nor waits, while jobs
 -- are pending behind stale ids.
 local ids, leases, stale = {}, {}, 0
--- visibility ms, as a string -> the lease deadline as a string (a number
--- key would make a Lua array as long as the visibility in gopher-lua)
+-- a job's spec -> its lease deadline as a string
 local lease_strs = {}
+-- the claimed jobs' records, written in one HSET at the end; and the
+-- claimed jobs' ids, tables and stored records, packed after it
+local saves, fs, stored = {}, {}, {}
+-- taken: the ids claimed so far; an id listed twice (requeued while a
+-- stale copy of it waited) is claimed once, its other copy is stale
+local taken = {}
 local stale_budget = 1000
 local li = 1
 while #ids < max and stale <= stale_budget and li <= #lists do
@@ -121,36 +126,52 @@ while #ids < max and stale <= stale_budget and li <= #lists do
   end
   if #popped == 0 then
     li = li + 1
-  end
-  for _, id in ipairs(popped) do
-    local f = load(id)
-    if f and f[R_status] == 'pending' then
-      local v = vis
-      if v <= 0 then
-        v = spec_visibility(f[R_spec])
+  else
+    local loaded = load_many(popped)
+    for k, id in ipairs(popped) do
+      local f = loaded[k]
+      if f and f[R_status] == 'pending' and not taken[id] then
+        taken[id] = true
+        -- the lease, by the job's spec (when the claim gives no
+        -- visibility): most jobs of a claim share one
+        local spec = f[R_spec]
+        local lease_str = lease_strs[spec]
+        if not lease_str then
+          local v = vis
+          if v <= 0 then
+            v = spec_visibility(spec)
+          end
+          local lease = now + v
+          note_sweep(K_leases, lease, lease)
+          lease_str = int_str(lease)
+          lease_strs[spec] = lease_str
+        end
+        f[R_status] = 'processing'
+        f[R_attempts] = int_str((tonumber(f[R_attempts]) or 0) + 1)
+        f[R_fence] = int_str((tonumber(f[R_fence]) or 0) + 1)
+        f[R_token] = A_token_base .. '.' .. int_str(#ids + 1)
+        f[R_claimed_at_ms] = now_str
+        f[R_lease_until_ms] = lease_str
+        local rec = encode(f)
+        ids[#ids + 1] = id
+        fs[#ids] = f
+        stored[#ids] = rec
+        saves[#saves + 1] = id
+        saves[#saves + 1] = rec
+        leases[#leases + 1] = lease_str
+        leases[#leases + 1] = id
+        emit('claimed', id, f[R_kind], 'processing', f[R_attempts])
+      else
+        stale = stale + 1
       end
-      local lease = now + v
-      note_sweep(K_leases, lease, lease)
-      local vkey = int_str(v)
-      local lease_str = lease_strs[vkey]
-      if not lease_str then
-        lease_str = int_str(lease)
-        lease_strs[vkey] = lease_str
-      end
-      f[R_status] = 'processing'
-      f[R_attempts] = int_str((tonumber(f[R_attempts]) or 0) + 1)
-      f[R_fence] = int_str((tonumber(f[R_fence]) or 0) + 1)
-      f[R_token] = A_token_base .. '.' .. int_str(#ids + 1)
-      f[R_claimed_at_ms] = now_str
-      f[R_lease_until_ms] = lease_str
-      out[#out + 1] = packed(id, f, save(id, f, true))
-      ids[#ids + 1] = id
-      leases[#leases + 1] = lease_str
-      leases[#leases + 1] = id
-      emit('claimed', id, f[R_kind], 'processing', f[R_attempts])
-    else
-      stale = stale + 1
     end
+  end
+end
+if #ids > 0 then
+  redis.call('HSET', K_jobs, unpack(saves))
+  local d = data_of(ids, fs)
+  for k, id in ipairs(ids) do
+    out[#out + 1] = packed(id, fs[k], stored[k], false, d[k])
   end
 end
 if wants_next and #ids < max then

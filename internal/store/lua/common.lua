@@ -72,31 +72,41 @@ end
 -- a table of NREC (or more, from a newer version) with the payload, if
 -- inline, as its field p; save writes them back so.
 
-local function split(rec)
-  local f = { string.match(rec .. REC_PAD, REC_PATTERN) }
-  if #f == NREC then
-    return f
-  end
-  f = {} -- a record of more fields (a newer version's): field by field
-  for v in string.gmatch(rec .. '\0', '(%Z*)%z') do
-    f[#f + 1] = v
-  end
-  return f
+-- new_record answers a record of NREC empty fields, built by one
+-- constructor: filling an empty table field by field grows it five times
+-- over. (TestNewRecordHasEveryField holds it to the layout's fields.)
+local function new_record()
+  return { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
 end
 
--- load answers a job's record as a table, nil when there is no job (a
--- tombstone is no job: see tomb_of).
-local function load(id)
-  local rec = redis.call('HGET', K_jobs, id)
+local function split(rec)
+  -- string.find over the NULs: half the time of one pattern of NREC
+  -- captures, and a short record (most are) costs only its own fields.
+  local f = new_record()
+  local i, pos = 1, 1
+  while true do
+    local e = string.find(rec, '\0', pos, true)
+    if not e then
+      f[i] = string.sub(rec, pos)
+      return f
+    end
+    f[i] = string.sub(rec, pos, e - 1)
+    i, pos = i + 1, e + 1
+  end
+end
+
+-- decode answers a stored record (HGET's value, false or nil for none) as
+-- load does.
+local function decode(rec)
   if not rec then
     return nil
   end
-  local first = string.sub(rec, 1, 1)
-  if first == '-' then
+  local first = string.byte(rec, 1)
+  if first == 45 then -- '-': a tombstone
     return nil
   end
   local payload
-  if first == REC_INLINE then
+  if first == 2 then -- REC_INLINE
     local e = string.find(rec, '\0', 2, true)
     payload, rec = string.sub(rec, 2, e - 1), string.sub(rec, e + 1)
   end
@@ -119,6 +129,23 @@ local function load(id)
   return f
 end
 
+-- load answers a job's record as a table, nil when there is no job (a
+-- tombstone is no job: see tomb_of).
+local function load(id)
+  return decode(redis.call('HGET', K_jobs, id))
+end
+
+-- load_many answers the records of ids (decode's tables, nil where there
+-- is no job: read it by index up to #ids, not with ipairs) in one HMGET.
+local function load_many(ids)
+  local recs = redis.call('HMGET', K_jobs, unpack(ids))
+  local out = {}
+  for i = 1, #ids do
+    out[i] = decode(recs[i])
+  end
+  return out
+end
+
 -- tomb_of answers the ack kept by a job's tombstone ("" when it has
 -- none), or nil when there is no tombstone.
 local function tomb_of(id)
@@ -129,13 +156,13 @@ local function tomb_of(id)
   return nil
 end
 
--- encode answers f as it is stored, and, when want_full, its fields in
--- full (as stored, but with every field: packed answers them). Stored,
--- the status is its code, run_at is "" when it is enqueued_at (enqueue.lua
--- also writes it as "+<ms after enqueued_at>"), attempts and fence are ""
--- for "0", the trailing empty fields are left out, and the inline payload
--- f.p is in front. load spells them out again.
-local function encode(f, want_full)
+-- encode answers f as it is stored: the status is its code, run_at is ""
+-- when it is enqueued_at (enqueue.lua also writes it as "+<ms after
+-- enqueued_at>"), attempts and fence are "" for "0", the trailing empty
+-- fields are left out, and the inline payload f.p is in front. decode
+-- spells them out again (and so does the client, which reads this form in
+-- every reply: see packed).
+local function encode(f)
   local status, run, attempts, fence = f[R_status], f[R_run_at_ms], f[R_attempts], f[R_fence]
   f[R_status] = STATUS_CODE[status] or status
   if run == f[R_enqueued_at_ms] then
@@ -147,37 +174,53 @@ local function encode(f, want_full)
   if fence == '0' then
     f[R_fence] = ''
   end
-  local n = #f
-  local last = n
+  local last = #f
   while last > 1 and f[last] == '' do
     last = last - 1
   end
   local fields = table.concat(f, '\0', 1, last)
   f[R_status], f[R_run_at_ms], f[R_attempts], f[R_fence] = status, run, attempts, fence
-  local full
-  if want_full then
-    full = fields .. string.rep('\0', n - last) -- the empty fields left out
-  end
   if f.p then
-    return REC_INLINE .. f.p .. '\0' .. fields, full
+    return REC_INLINE .. f.p .. '\0' .. fields
   end
-  return fields, full
+  return fields
 end
 
--- save writes f as id's record, and answers, when want_full, its fields
--- in full (see encode).
-local function save(id, f, want_full)
-  local stored, full = encode(f, want_full)
+-- fresh_rec answers a new job's record as encode would store it, built
+-- directly (a one-job enqueue spends a fifth of its script on new_record
+-- and encode otherwise): status its code, run "" (due at enqueue) or
+-- "+<ms after enqueue>", payload nil when not inline, and the fields a
+-- new job may have, "" for none; the others are empty.
+local function fresh_rec(code, kind, spec, run, idem, rttl, labels, trace, payload)
+  local rec = code .. '\0' .. kind .. '\0' .. spec .. '\0' .. now_str
+  if run ~= '' or idem ~= '' or rttl ~= '' or labels ~= '' or trace ~= '' then
+    rec = rec .. '\0' .. run
+    if idem ~= '' or rttl ~= '' or labels ~= '' or trace ~= '' then
+      rec = rec .. string.rep('\0', R_idempotency_key - R_run_at_ms) .. idem
+      if rttl ~= '' or labels ~= '' or trace ~= '' then
+        rec = rec .. string.rep('\0', R_result_ttl_ms - R_idempotency_key) .. rttl
+        if labels ~= '' or trace ~= '' then
+          rec = rec .. string.rep('\0', R_labels - R_result_ttl_ms) .. labels
+          if trace ~= '' then
+            rec = rec .. string.rep('\0', R_trace - R_labels) .. trace
+          end
+        end
+      end
+    end
+  end
+  if payload then
+    return REC_INLINE .. payload .. '\0' .. rec
+  end
+  return rec
+end
+
+-- save writes f as id's record, and answers it as stored (see encode).
+local function save(id, f)
+  local stored = encode(f)
   redis.call('HSET', K_jobs, id, stored)
-  return full
+  return stored
 end
 
--- new_record answers a record of NREC empty fields, built by one
--- constructor: filling an empty table field by field grows it five times
--- over. (TestNewRecordHasEveryField holds it to the layout's fields.)
-local function new_record()
-  return { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
-end
 
 -- inline answers whether payload goes into its job's record (f.p) rather
 -- than the data hash: a JSON payload of at most INLINE_MAX bytes (a NUL
@@ -211,7 +254,13 @@ end
 
 -- token_base is the claim a token belongs to: "<base>.<i>" -> base.
 local function token_base(token)
-  return string.match(token, '^(.*)%.%d+$')
+  -- a find of the suffix, not '^(.*)%.%d+$', which backtracks from the
+  -- end of the token once for every byte of it
+  local dot = string.find(token, '%.%d+$')
+  if not dot or dot == 1 then
+    return nil
+  end
+  return string.sub(token, 1, dot - 1)
 end
 
 -- Counters ------------------------------------------------------------------
@@ -365,13 +414,12 @@ local function set_of(labels)
 end
 
 -- pending_of answers the pending list and wake stream of a job, from its
--- record. A set is registered before any job requiring it is written
+-- labels (its record's field, canonical; nil or "" for none). A set is registered before any job requiring it is written
 -- (enqueue.lua), and every script that makes a job pending is given all
 -- the queue's sets (sets_current): a set not declared here cannot be, and
 -- raises.
-local function pending_of(f)
-  local labels = f[R_labels] or ''
-  if labels == '' then
+local function pending_of(labels)
+  if not labels or labels == '' then
     return K_pending, K_wake
   end
   local id = set_of(labels)
@@ -479,13 +527,13 @@ local function wake(n, waiting_until)
   wake_key(K_wake, n, waiting_until)
 end
 
--- Making jobs pending: to_pending(id, f) notes each job (it writes
+-- Making jobs pending: to_pending(id, labels) notes each job (it writes
 -- nothing, and raises before any write for a set not declared), then
 -- flush_pending pushes them, each onto its set's list, and wakes each
 -- list's waiting claimers.
 local pend_by, pend_keys = {}, {}
-local function to_pending(id, f)
-  local key, wk = pending_of(f)
+local function to_pending(id, labels)
+  local key, wk = pending_of(labels)
   local g = pend_by[key]
   if not g then
     g = { wake = wk }
@@ -714,7 +762,7 @@ local function schedule(id, f, score)
   if due <= tonumber(cutoff) then
     f[R_status] = 'pending'
     f[R_run_at_ms] = now -- due already: it runs from now
-    to_pending(id, f)
+    to_pending(id, f[R_labels])
     save(id, f)
     flush_pending(false, true)
     return 'pending'
@@ -735,22 +783,23 @@ local function promote_due(limit, wakes, waiting_until)
   if #ids == 0 then
     return 0
   end
-  local due = {}
-  for _, id in ipairs(ids) do
-    local f = load(id)
+  local due, saves = {}, {}
+  local fs = load_many(ids) -- nil where a stale entry's job is gone: no ipairs
+  for k = 1, #ids do
+    local f = fs[k]
     if f and f[R_status] == 'scheduled' then
-      to_pending(id, f) -- all of them before the first write
-      due[#due + 1] = { id, f }
+      local id = ids[k]
+      to_pending(id, f[R_labels]) -- all of them before the first write
+      due[#due + 1] = id
+      f[R_status] = 'pending'
+      saves[#saves + 1] = id
+      saves[#saves + 1] = encode(f)
+      emit('promoted', id, f[R_kind], 'pending', f[R_attempts])
     end
-  end
-  for _, d in ipairs(due) do
-    local f = d[2]
-    f[R_status] = 'pending'
-    save(d[1], f)
-    emit('promoted', d[1], f[R_kind], 'pending', f[R_attempts])
   end
   redis.call('ZREM', K_sched, unpack(ids))
   if #due > 0 then
+    redis.call('HSET', K_jobs, unpack(saves))
     flush_pending(false, wakes, waiting_until)
     count(M_promoted, #due)
   end
@@ -821,34 +870,56 @@ local function drop(id, f)
   end
 end
 
+-- expiry_strs memoizes retire's expiry times: the retention as its
+-- string -> the expiry ms as a string (string keys: a table keyed by a
+-- large integer is an array as long as it in gopher-lua).
+local expiry_strs = {}
+
 -- retire keeps a job that has ended (completed or canceled) for its
 -- retention, at least as long as its idempotency record, after which the
--- sweep drops it; with no retention it is dropped now. f is saved first.
--- Answers whether the job is kept. With expiring (a table), the job's
--- score and id are appended to it, for one ZADD of K_expiry by the
--- caller, instead of a ZADD of its own.
-local function retire(id, f, retention_ms, expiring)
-  save(id, f)
-  local ttl = tonumber(retention_ms)
+-- sweep drops it; with no retention it is dropped now. Answers whether the
+-- job is kept, and then f as stored. A kept job is saved, unless saves (a
+-- table) is given: then its id and record are appended to it, for one
+-- HSET by the caller. With expiring (a table), the job's score and id are
+-- appended to it, for one ZADD of K_expiry by the caller, instead of a
+-- ZADD of its own.
+local function retire(id, f, retention_ms, expiring, saves)
+  local key = retention_ms -- the retention's string, for expiry_strs; nil: not memoized
   if f[R_result_ttl_ms] ~= '' then
-    ttl = tonumber(f[R_result_ttl_ms])
+    key = f[R_result_ttl_ms]
   end
+  local ttl = tonumber(key)
   local ik = f[R_idempotency_key]
   if ik ~= '' then
     local rid, till = idem_of(ik)
-    if rid == id then
-      ttl = math.max(ttl, till - now)
+    if rid == id and till - now > ttl then
+      ttl, key = till - now, nil
     end
   end
   if ttl > 0 then
-    note_sweep(K_expiry, now + ttl, now + ttl)
+    local stored
+    if saves then
+      stored = encode(f)
+      saves[#saves + 1] = id
+      saves[#saves + 1] = stored
+    else
+      stored = save(id, f)
+    end
+    local at = key and expiry_strs[key]
+    if not at then
+      note_sweep(K_expiry, now + ttl, now + ttl)
+      at = int_str(now + ttl)
+      if key then
+        expiry_strs[key] = at
+      end
+    end
     if expiring then
-      expiring[#expiring + 1] = int_str(now + ttl)
+      expiring[#expiring + 1] = at
       expiring[#expiring + 1] = id
     else
-      redis.call('ZADD', K_expiry, now + ttl, id)
+      redis.call('ZADD', K_expiry, at, id)
     end
-    return true
+    return true, stored
   end
   drop(id, f)
   return false
@@ -982,28 +1053,62 @@ local function cancel_now(id, f, request, retention_ms)
 end
 
 -- packed is a job as scripts answer it:
--- "<id>\0<record>\0<payload>\0<result>\0<upstream>" (upstream: a workflow
--- node's, see wfnode.lua), the record's fields in full (NREC), the payload
--- from the record (f.p) or the data hash; rec, when given, is f in full as
--- save(id, f, true) answered it. with_arts appends "\0<artifacts>" (the
--- JSON object, "" for none), for an answer that stands for a read of the
--- one job (complete.lua's). (Scripts that call it declare K_data.)
-local function packed(id, f, rec, with_arts)
-  local payload, result, upstream, arts = f.p, '', '', ''
+-- "<id>\0<payload>\0<result>\0<upstream>\0<artifacts>\0<record>", the
+-- record last and as stored (see encode: the client spells its short forms
+-- out, so a script does not), its inline payload in it and the payload
+-- field then empty; upstream is a workflow node's (see wfnode.lua).
+-- stored, when given, is f as save answered it. with_arts fills in the
+-- artifacts (the JSON object, "" for none), for an answer that stands for
+-- a read of the one job (complete.lua's). d, when given, is what
+-- data_of read for the job. (Scripts that call it declare K_data.)
+local function packed(id, f, stored, with_arts, d)
+  local payload, result, upstream, arts = '', '', '', ''
   -- Only a completed job has a result (complete.lua writes it), and only
   -- a workflow's node an upstream (wfnode.lua): the others' are not read.
   -- What is read is read in one HMGET, the artifacts with it.
-  local want_r, want_u = f[R_status] == 'completed', f[R_workflow] ~= ''
-  if not payload then
-    local d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u', id .. '.a')
+  if d then
     payload, result, upstream, arts = d[1] or '', d[2] or '', d[3] or '', d[4] or ''
-  elseif want_r or want_u or with_arts then
-    local d = redis.call('HMGET', K_data, id .. '.r', id .. '.u', id .. '.a')
+  elseif not f.p then
+    d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u', id .. '.a')
+    payload, result, upstream, arts = d[1] or '', d[2] or '', d[3] or '', d[4] or ''
+  elseif f[R_status] == 'completed' or f[R_workflow] ~= '' or with_arts then
+    d = redis.call('HMGET', K_data, id .. '.r', id .. '.u', id .. '.a')
     result, upstream, arts = d[1] or '', d[2] or '', d[3] or ''
   end
-  local out = id .. '\0' .. (rec or table.concat(f, '\0')) .. '\0' .. payload .. '\0' .. result .. '\0' .. upstream
-  if with_arts then
-    return out .. '\0' .. arts
+  if f.p then
+    payload = ''
+  end
+  if not with_arts then
+    arts = ''
+  end
+  return id .. '\0' .. payload .. '\0' .. result .. '\0' .. upstream .. '\0' .. arts .. '\0' .. (stored or encode(f))
+end
+
+-- data_of reads, in one HMGET, what packed needs of the data hash for the
+-- jobs fs (tables of load_many, nil for none) of ids whose payload is not
+-- inline or that have a result or upstream: it answers, by position, the
+-- payload, result, upstream and artifacts of each such job (nil for the
+-- others, which packed needs nothing of).
+local function data_of(ids, fs)
+  local fields, at = {}, {}
+  for i = 1, #ids do
+    local f = fs[i]
+    if f and (not f.p or f[R_status] == 'completed' or f[R_workflow] ~= '') then
+      local id = ids[i]
+      at[#at + 1] = i
+      fields[#fields + 1] = id
+      fields[#fields + 1] = id .. '.r'
+      fields[#fields + 1] = id .. '.u'
+      fields[#fields + 1] = id .. '.a'
+    end
+  end
+  local out = {}
+  if #at > 0 then
+    local d = redis.call('HMGET', K_data, unpack(fields))
+    for k, i in ipairs(at) do
+      local b = 4 * k - 4
+      out[i] = { d[b + 1], d[b + 2], d[b + 3], d[b + 4] }
+    end
   end
   return out
 end

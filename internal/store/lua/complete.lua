@@ -19,12 +19,22 @@ local sets_ok, limited = lease_bind()
 if not sets_ok then
   return redis.error_reply(STALE_SETS)
 end
-local out, finished, bases, expiring, done = {}, {}, {}, {}, {}
+local out, finished, bases, expiring, done, saves = {}, {}, {}, {}, {}, {}
 local rerun, answer, jobs = false, A_answer == '1', {}
+-- Every job's record in one HMGET; an id given twice is read, the second
+-- time, as the first left it (seen).
+local ids = {}
+for i = 0, n - 1 do
+  ids[i + 1] = ARGV[GROUP_START + i * GROUP + G_id]
+end
+local loaded, seen = load_many(ids), {}
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local id, token, result = ARGV[b + G_id], ARGV[b + G_token], ARGV[b + G_result]
-  local f = load(id)
+  local f = loaded[i + 1]
+  if seen[id] ~= nil then
+    f = seen[id] or nil
+  end
   local code = 1
   -- artifacts given with the complete, merged over the job's (art_merge):
   -- over a cap, code -2 or -3 and the job is left as it was
@@ -74,18 +84,27 @@ for i = 0, n - 1 do
     -- workflows: a node's job leaves its outbox entry (see wf_ended)
     wf_ended(id, f, 'completed')
     hook('completed', id, f, 'completed')
-    if retire(id, f, A_retention_ms, expiring) then
+    local kept, stored = retire(id, f, A_retention_ms, expiring, saves)
+    if kept then
       if cap > 0 then
         -- by the µs, one apart within a batch: the history keeps its order
         done[#done + 1] = score_of_us(now_us + #finished)
         done[#done + 1] = id
       end
       if answer then
-        jobs[i + 1] = packed(id, f, nil, true)
+        jobs[i + 1] = packed(id, f, stored, true)
       end
+    else
+      f = false -- dropped: its tombstone answers a repeat
     end
   end
+  if seen[id] == nil then
+    seen[id] = f or false
+  end
   out[#out + 1] = code
+end
+if #saves > 0 then
+  redis.call('HSET', K_jobs, unpack(saves))
 end
 if answer then
   for i = 1, n do

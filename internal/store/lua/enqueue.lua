@@ -49,12 +49,21 @@ end
 
 local out = { now_us }
 local rerun = false
-local added, sched, data = 0, {}, {}
-for _, j in ipairs(jobs) do
+-- Which jobs exist already (written by an earlier run of this same call,
+-- or their tombstones), in one HMGET: those are not made again.
+local ids = {}
+for i, j in ipairs(jobs) do
+  ids[i] = j.id
+end
+local there = redis.call('HMGET', K_jobs, unpack(ids))
+local made = {} -- ids made by this run: an id given twice is made once
+local added, sched, data, recs = 0, {}, {}, {}
+local cut = tonumber(cutoff)
+for i, j in ipairs(jobs) do
   local answer, replayed = j.id, 0
   if j.idem ~= '' then
     local first, till = idem_of(j.idem)
-    if first and till > now and redis.call('HEXISTS', K_jobs, first) == 1 then
+    if first and till > now and (made[first] or redis.call('HEXISTS', K_jobs, first) == 1) then
       if first == j.id then
         replayed = 2 -- written by an earlier run of this same call
         rerun = true
@@ -63,59 +72,53 @@ for _, j in ipairs(jobs) do
       end
     end
   end
+  if replayed == 0 and (there[i] or made[j.id]) then
+    replayed = 2 -- a job already there: this same call's earlier run
+    rerun = true
+  end
   if replayed == 0 then
-    local f = new_record()
-    f[R_kind], f[R_spec], f[R_enqueued_at_ms] = j.kind, j.spec, now_str
-    f[R_attempts], f[R_fence] = '0', '0'
-    f[R_idempotency_key], f[R_result_ttl_ms] = j.idem, j.rttl
-    f[R_labels] = j.labels
-    f[R_trace] = j.trace
+    made[j.id] = true
     local due = tonumber(j.score)
-    if due <= tonumber(cutoff) then
-      f[R_status] = 'pending'
-      f[R_run_at_ms] = now_str -- due already: it runs from now
-    else
-      f[R_status] = 'scheduled'
-      f[R_run_at_ms] = '+' .. int_str(math.floor(due) - now) -- after enqueued_at (see encode)
+    local status, run = 'pending', '' -- due already: it runs from now
+    if due > cut then
+      status, run = 'scheduled', '+' .. int_str(math.floor(due) - now) -- after enqueued_at (see encode)
     end
     -- A small payload goes into the record, a larger one into the data
     -- hash (see recInline in internal/store/layout.go).
-    if inline(j.payload) then
-      f.p = j.payload
-    end
-    -- HSETNX: a job already there was written by an earlier run of this
-    -- same call (or is its tombstone): it is not made again.
-    if redis.call('HSETNX', K_jobs, j.id, (encode(f))) == 0 then
-      replayed = 2
-      rerun = true
+    local p = inline(j.payload) and j.payload or nil
+    recs[#recs + 1] = j.id
+    recs[#recs + 1] = fresh_rec(STATUS_CODE[status], j.kind, j.spec, run, j.idem, j.rttl, j.labels, j.trace, p)
+    if status == 'pending' then
+      to_pending(j.id, j.labels)
     else
-      if f[R_status] == 'pending' then
-        to_pending(j.id, f)
-      else
-        sched[#sched + 1] = j.score
-        sched[#sched + 1] = j.id
-        note_due(due)
-      end
-      if not f.p then
-        data[#data + 1] = j.id
-        data[#data + 1] = j.payload
-      end
-      if j.idem ~= '' then
-        redis.call('HSET', K_idem, j.idem, j.id .. '|' .. int_str(now + idem_ttl))
-      end
-      added = added + 1
-      emit('enqueued', j.id, j.kind, f[R_status], '0')
-      -- a cron tick's job (its idempotency key "cron:<entry>:<tick ms>"):
-      -- the tick fired, an event for the hooks
+      sched[#sched + 1] = j.score
+      sched[#sched + 1] = j.id
+      note_due(due)
+    end
+    if not p then
+      data[#data + 1] = j.id
+      data[#data + 1] = j.payload
+    end
+    if j.idem ~= '' then
+      redis.call('HSET', K_idem, j.idem, j.id .. '|' .. int_str(now + idem_ttl))
+    end
+    added = added + 1
+    emit('enqueued', j.id, j.kind, status, '0')
+    -- a cron tick's job (its idempotency key "cron:<entry>:<tick ms>"):
+    -- the tick fired, an event for the hooks
+    if j.idem ~= '' then
       local cron = string.sub(j.idem, 1, #CRON_IDEM) == CRON_IDEM and string.match(j.idem, '^.-:(.*):%d+$')
       if cron then
-        hook('cron_fired', j.id, f, f[R_status], cron)
+        hook('cron_fired', j.id, { [R_kind] = j.kind, [R_attempts] = '0', [R_last_error] = '' }, status, cron)
       end
     end
   end
   out[#out + 1] = answer
   out[#out + 1] = replayed
   out[#out + 1] = j.score
+end
+if #recs > 0 then
+  redis.call('HSET', K_jobs, unpack(recs))
 end
 if #data > 0 then
   redis.call('HSET', K_data, unpack(data))

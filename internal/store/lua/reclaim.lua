@@ -41,7 +41,7 @@ local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, l
 for _, id in ipairs(expired) do
   local f = load(id)
   if f then
-    pending_of(f) -- every job's set is declared, checked before the first write
+    pending_of(f[R_labels]) -- every job's set is declared, checked before the first write
   end
 end
 lease_freed(#expired)
@@ -61,7 +61,7 @@ for _, id in ipairs(expired) do
     else
       f[R_status] = 'pending'
       save(id, f)
-      to_pending(id, f)
+      to_pending(id, f[R_labels])
       back = back + 1
       emit('reclaimed', id, f[R_kind], 'pending', f[R_attempts])
     end

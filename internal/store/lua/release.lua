@@ -38,7 +38,7 @@ if f[R_cancel_requested] == '1' then
   return reply(1)
 end
 f[R_status] = 'pending'
-to_pending(A_id, f)
+to_pending(A_id, f[R_labels])
 save(A_id, f)
 flush_pending(true, true) -- the head of its pending list
 emit('released', A_id, f[R_kind], 'pending', f[R_attempts])
