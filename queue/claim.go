@@ -24,13 +24,7 @@ type ClaimOptions struct {
 	// pool, to which every script that makes jobs pending while a claimer
 	// waits adds an entry, hands each entry to the claim that has waited
 	// longest. A job ends the wait at once; the time running out ends it
-	// on the claim's own timer. A claim that waits is also handed the
-	// queue's earliest due time when it falls within the wait and no other
-	// claim holds it (see ClaimNext), and claims again at it, on an alarm:
-	// that claim promotes and takes the job, and the promoter leaves it
-	// to it (see Promote). A time handed to a claim that returned first
-	// goes to the client's claim that has waited longest on the queue and
-	// labels, or, with none, to the next that waits there.
+	// on the claim's own timer.
 	Wait time.Duration
 	// Visibility overrides the jobs' own lease length (100 ms to 24 h).
 	Visibility time.Duration
@@ -53,9 +47,8 @@ type ClaimOptions struct {
 // came within o.Wait or the queue is paused. A claim first promotes the
 // queue's scheduled jobs that are due, as many as o.Max, so a job due
 // when the claim starts never waits for a promoter's pass. (A job that
-// falls due during the wait is promoted by the claim again at its due
-// time when the claim was handed that time, see ClaimOptions.Wait, or
-// else by the promoter, whose promotion ends the wait.)
+// falls due during the wait is promoted by the promoter, whose promotion
+// ends the wait.)
 func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Job, error) {
 	jobs, _, err := c.claim(ctx, queue, o, false)
 	return jobs, err
@@ -88,16 +81,8 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		return nil, time.Time{}, err
 	}
 	deadline := time.Now().Add(o.Wait) // Redis waits in real time
-	// A Claim that may wait asks for a due time to wake at too (claim.lua
-	// hands it one only when it falls within the wait): it then claims at
-	// that time, and its claim promotes and takes the job in one call.
-	// (ClaimNext's caller keeps the time it is answered itself.)
-	wake := !wantNext && o.Wait > 0
-	cl, err := c.claimNow(ctx, queue, k, o, wantNext || wake, o.Wait)
+	cl, err := c.claimNow(ctx, queue, k, o, wantNext, o.Wait)
 	if err != nil || len(cl.jobs) > 0 || o.Wait == 0 {
-		if wake {
-			c.handDue(k, o.Labels, cl.next) // to a claim of this client that waits, or its next
-		}
 		return cl.jobs, cl.next, err
 	}
 	if cl.paused {
@@ -107,7 +92,7 @@ func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNe
 		return nil, time.Time{}, nil
 	}
 	// The time to wake at is the one the first claim saw, before any wait.
-	jobs, err := c.claimUntil(ctx, queue, k, o, cl, deadline, wake)
+	jobs, err := c.claimUntil(ctx, queue, k, o, cl, deadline)
 	return jobs, cl.next, err
 }
 
@@ -145,22 +130,14 @@ func (c *Client) sleepCtx(ctx context.Context, d time.Duration) {
 // claimUntil waits, until deadline, for jobs that cl (a claim that found
 // none) could not take, claiming again each time one may have become
 // claimable. It answers no job, and no error, when the wait ends without
-// one. With wake, it also claims again at the due time its claims were
-// handed (cl.next, and one this client's earlier claims of the queue and
-// labels were handed and did not use: wakeHubs.takeHanded), and leaves
-// one it did not use to the next.
-func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o ClaimOptions, cl claimed, deadline time.Time, wake bool) ([]*Job, error) {
-	var handed time.Time
-	if wake {
-		handed = earliest(cl.next, c.hubs.takeHanded(hubID(k, o.Labels)))
-		defer func() { c.handDue(k, o.Labels, handed) }()
-	}
+// one.
+func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o ClaimOptions, cl claimed, deadline time.Time) ([]*Job, error) {
 	for {
 		left := time.Until(deadline)
 		if left <= 0 || ctx.Err() != nil {
 			return nil, nil //nolint:nilerr // a wait that ended (its time or ctx) answers empty-handed
 		}
-		var again, due bool
+		var again bool
 		var err error
 		if cl.limited && !cl.limitAt.IsZero() {
 			// Jobs are pending but the bucket holds them back: wait for
@@ -169,39 +146,17 @@ func (c *Client) claimUntil(ctx context.Context, queue string, k store.Keys, o C
 			c.sleepLimited(ctx, cl.limitAt, left)
 			again = ctx.Err() == nil
 		} else {
-			var more time.Time
-			again, due, more, err = c.awaitWakeDue(ctx, "claim from", queue, k, o.Labels, cl.limited, left, handed, wake)
-			if !more.IsZero() {
-				handed = earliest(handed, more) // handed by another claim of the client: wait on, until it
-				continue
-			}
-		}
-		if due {
-			handed, again = time.Time{}, true // its claim takes what is due
+			again, err = c.awaitWake(ctx, "claim from", queue, k, o.Labels, cl.limited, left)
 		}
 		if err != nil || !again {
 			return nil, err
 		}
 		left = max(time.Until(deadline), 0)
-		cl, err = c.claimNow(ctx, queue, k, o, wake, left)
-		if !cl.next.IsZero() {
-			handed = cl.next // the earliest due time, handed to this claim
-		}
+		cl, err = c.claimNow(ctx, queue, k, o, false, left)
 		if err != nil || len(cl.jobs) > 0 || cl.paused {
 			return cl.jobs, err
 		}
 	}
-}
-
-// earliest is the earlier of two times, a zero time meaning none.
-func earliest(a, b time.Time) time.Time {
-	switch {
-	case a.IsZero():
-		return b
-	case b.IsZero() || a.Before(b):
-		return a
-	}
-	return b
 }
 
 // awaitWake waits up to left on the wake hub for the queue and labels and
@@ -212,33 +167,18 @@ func earliest(a, b time.Time) time.Time {
 // MaxInFlight, and the wait is for a lease to end. what names the
 // caller's operation in an error ("claim from", "wait for").
 func (c *Client) awaitWake(ctx context.Context, what, queue string, k store.Keys, labels []string, limited bool, left time.Duration) (bool, error) {
-	woken, _, err := c.awaitWakeAt(ctx, what, queue, k, labels, limited, left, time.Time{})
-	return woken, err
-}
-
-// awaitWakeAt is awaitWake that also ends at at (zero: never), on the
-// client's clock, answering due then.
-func (c *Client) awaitWakeAt(ctx context.Context, what, queue string, k store.Keys, labels []string, limited bool, left time.Duration, at time.Time) (woken, due bool, err error) {
-	woken, due, _, err = c.awaitWakeDue(ctx, what, queue, k, labels, limited, left, at, false)
-	return woken, due, err
-}
-
-// awaitWakeDue is awaitWakeAt whose wait also takes, with takesDue, a due
-// time another claim of the client was handed (see waitWakeDue): it
-// answers it as handed.
-func (c *Client) awaitWakeDue(ctx context.Context, what, queue string, k store.Keys, labels []string, limited bool, left time.Duration, at time.Time, takesDue bool) (woken, due bool, handed time.Time, err error) {
 	t0 := time.Now()
-	woken, due, handed, err = c.waitWakeDue(ctx, k, labels, left, at, takesDue)
+	woken, err := c.waitWake(ctx, k, labels, left)
 	if limited {
 		c.limitWaited(time.Since(t0))
 	}
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, errWaitEnded) {
-			return false, false, time.Time{}, nil //nolint:nilerr // the wait ended: not woken, and no error
+			return false, nil //nolint:nilerr // the wait ended: not woken, and no error
 		}
-		return false, false, time.Time{}, fmt.Errorf("queue: %s %s: %w", what, queue, err)
+		return false, fmt.Errorf("queue: %s %s: %w", what, queue, err)
 	}
-	return woken, due, handed, nil
+	return woken, nil
 }
 
 // wakeChunk is the longest single read of a wake hub (wakehub.go): one of

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strings"
@@ -21,9 +20,7 @@ import (
 // waited longest in the hub. So a process holds one blocked connection per
 // queue and label set that has waiters, however many wait, and an entry
 // still wakes one waiter of all the processes that wait on the stream
-// (the group gives it to one reader). A hub also hands its waiting
-// claims the due times other claims of the client were handed and will
-// not use (handDue): the claim that takes one wakes at it.
+// (the group gives it to one reader).
 //
 // No wake-up is lost in the process:
 //   - a waiter that leaves (its wait ran out, its context ended) after
@@ -45,10 +42,6 @@ import (
 type wakeHubs struct {
 	mu sync.Mutex
 	m  map[string]*wakeHub
-	// handed are due times claims were handed to wake at and did not
-	// use (they returned first), by hub key: the next claim to wait there
-	// wakes at it (claimUntil in claim.go).
-	handed map[string]time.Time
 }
 
 // wakeHub is the hub of one queue and label set.
@@ -67,10 +60,6 @@ type wakeHub struct {
 // off the list unless it was handed one.
 type waiter struct {
 	ch chan wake
-	// takesDue: the waiter wakes at a due time it is handed (a Claim's
-	// wait, see claimUntil), so a due time another claim of the client
-	// was handed and will not use may go to it (handDue).
-	takesDue bool
 }
 
 // wake is what a hub hands a waiter: from an entry of stream (then it
@@ -79,7 +68,6 @@ type waiter struct {
 type wake struct {
 	stream string
 	err    error
-	at     time.Time // not zero: a due time to wake at, not an entry (handDue)
 }
 
 // maxWakeRead is the most entries one read of a hub takes per stream.
@@ -102,112 +90,22 @@ const maxWakeRead = 64
 // MaxInFlight limit writes the streams of the lists that hold jobs (the
 // queue's own, each set's), so it wakes a claimer that can use the room.
 func (c *Client) waitWake(ctx context.Context, k store.Keys, labels []string, d time.Duration) (woken bool, err error) {
-	woken, _, err = c.waitWakeAt(ctx, k, labels, d, time.Time{})
-	return woken, err
-}
-
-// waitWakeAt is waitWake that also ends at at, on the client's clock
-// (zero: never), answering due then: the caller claims at a due time it
-// was handed. The wait for at is an alarm (internal/alarm): on the real
-// clock it ends on time to a fraction of a millisecond.
-func (c *Client) waitWakeAt(ctx context.Context, k store.Keys, labels []string, d time.Duration, at time.Time) (woken, due bool, err error) {
-	woken, due, _, err = c.waitWakeDue(ctx, k, labels, d, at, false)
-	return woken, due, err
-}
-
-// waitWakeDue is waitWakeAt for a waiter that also takes due times other
-// claims of the client were handed (takesDue): it answers such a time,
-// handed, and the caller waits again, until it.
-func (c *Client) waitWakeDue(ctx context.Context, k store.Keys, labels []string, d time.Duration, at time.Time, takesDue bool) (woken, due bool, handed time.Time, err error) {
-	h, w := c.joinHub(k, labels, takesDue)
+	h, w := c.joinHub(k, labels)
 	t := time.NewTimer(max(d, time.Millisecond)) // Redis's streams wake in real time
 	defer t.Stop()
-	var rang chan struct{}
-	if !at.IsZero() {
-		rang = make(chan struct{})
-		a := alarm.New(c.clock, at, func() { close(rang) })
-		defer a.Stop()
-	}
 	select {
 	case wk := <-w.ch:
 		if ctx.Err() != nil {
 			h.passOn(wk) // the caller will not claim: the next waiter does
-			return false, false, time.Time{}, nil
+			return false, nil
 		}
-		if !wk.at.IsZero() {
-			return false, false, wk.at, nil
-		}
-		return wk.err == nil, false, time.Time{}, wk.err
+		return wk.err == nil, wk.err
 	case <-ctx.Done():
 	case <-t.C:
-	case <-rang:
-		due = true
 	}
 	h.leave(w)
-	return false, due && ctx.Err() == nil, time.Time{}, nil
+	return false, nil
 }
-
-// handDue gives at, a due time a claim of k's queue and labels was handed
-// and will not use, to the longest waiter of the client's hub there that
-// takes due times, or, with none, keeps it for the next (keepHanded).
-func (c *Client) handDue(k store.Keys, labels []string, at time.Time) {
-	if at.IsZero() {
-		return
-	}
-	id := hubID(k, labels)
-	c.hubs.mu.Lock()
-	h := c.hubs.m[id]
-	c.hubs.mu.Unlock()
-	if h != nil && h.handDue(at) {
-		return
-	}
-	c.hubs.keepHanded(id, at)
-}
-
-// handDue gives at to the longest waiter that takes due times, and
-// reports whether there was one.
-func (h *wakeHub) handDue(at time.Time) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, w := range h.waiters {
-		if w.takesDue {
-			h.waiters = slices.Delete(h.waiters, i, i+1)
-			w.ch <- wake{at: at} // buffered, and handed once: never blocks
-			return true
-		}
-	}
-	return false
-}
-
-// keepHanded notes at, a due time a claim of the hub id's queue and labels
-// was handed (claim.lua's take_wake) and did not claim at, for the next
-// claim of this client that waits there: it wakes at it (takeHanded).
-func (hs *wakeHubs) keepHanded(id string, at time.Time) {
-	if at.IsZero() {
-		return
-	}
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if hs.handed == nil {
-		hs.handed = map[string]time.Time{}
-	}
-	if old, ok := hs.handed[id]; !ok || at.Before(old) {
-		hs.handed[id] = at
-	}
-}
-
-// takeHanded answers, and forgets, the due time kept for the hub id
-// (zero: none): one waiting claim wakes at it.
-func (hs *wakeHubs) takeHanded(id string) time.Time {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	at := hs.handed[id]
-	delete(hs.handed, id)
-	return at
-}
-
-// hubID is the key of the hub of k's queue and labels in wakeHubs.
-func hubID(k store.Keys, labels []string) string { return k.Name + "\x00" + strings.Join(labels, ",") }
 
 // Waiters counts the claims (and WaitPending calls) of the client that
 // wait in its wake hubs now, all queues together.
@@ -224,12 +122,11 @@ func (in *inside) Waiters() int {
 	return n
 }
 
-// joinHub adds a waiter (taking due times with takesDue) to the hub of
-// k's queue and labels, making the
+// joinHub adds a waiter to the hub of k's queue and labels, making the
 // hub and starting its reader when it has none.
-func (c *Client) joinHub(k store.Keys, labels []string, takesDue bool) (*wakeHub, *waiter) {
-	id := hubID(k, labels)
-	w := &waiter{ch: make(chan wake, 1), takesDue: takesDue}
+func (c *Client) joinHub(k store.Keys, labels []string) (*wakeHub, *waiter) {
+	id := k.Name + "\x00" + strings.Join(labels, ",")
+	w := &waiter{ch: make(chan wake, 1)}
 	c.hubs.mu.Lock()
 	defer c.hubs.mu.Unlock()
 	if c.hubs.m == nil {
@@ -265,15 +162,8 @@ func (h *wakeHub) leave(w *waiter) {
 
 // passOn hands wk, which its waiter will not use, to the longest waiter;
 // with none left, an entry's wake goes back to its stream, for the
-// waiters of other hubs and processes, and a due time is kept for the
-// client's next claim that waits (keepHanded).
+// waiters of other hubs and processes.
 func (h *wakeHub) passOn(wk wake) {
-	if !wk.at.IsZero() {
-		if !h.handDue(wk.at) {
-			h.c.hubs.keepHanded(h.id, wk.at)
-		}
-		return
-	}
 	if wk.stream == "" || h.hand(wk) {
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/testutil"
@@ -35,10 +34,10 @@ func TestWakeHubHandsOnWhatALeavingWaiterHeld(t *testing.T) {
 		return s.EntriesAdded
 	}
 
-	h, a := c.joinHub(k, nil, false)
-	h2, b := c.joinHub(k, nil, false)
+	h, a := c.joinHub(k, nil)
+	h2, b := c.joinHub(k, nil)
 	require.Same(t, h, h2, "one hub a queue and label set")
-	_, other := c.joinHub(k, []string{"gpu"}, false)
+	_, other := c.joinHub(k, []string{"gpu"})
 	require.Equal(t, 3, (*inside)(c).Waiters())
 
 	require.True(t, h.hand(wake{stream: k.Wake}))
@@ -68,46 +67,4 @@ func TestWakeHubHandsOnWhatALeavingWaiterHeld(t *testing.T) {
 		t.Fatal("the wake written back was lost")
 	}
 	require.Zero(t, (*inside)(c).Waiters())
-}
-
-// A due time a claim was handed and will not use (it returned with jobs)
-// goes to a claim of the client that waits on the queue: it wakes at that
-// time and takes the job, which nothing else would bring it within its
-// wait (the hub's reads outlast it, no promoter runs). With no claim
-// waiting, the time is kept for the next one that waits.
-func TestAHandedDueTimeGoesToAWaitingClaim(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rdb := testutil.Redis(t)
-	c, err := NewClient(Config{Redis: rdb, Namespace: testutil.Namespace(t), DisableEvents: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	c.wakeChunk = 10 * time.Second
-	_, err = c.Enqueue(ctx, NewJob{Queue: "q", Kind: "k"})
-	require.NoError(t, err)
-	_, err = c.Claim(ctx, "q", ClaimOptions{})
-	require.NoError(t, err)
-	k, err := c.keysFor("q")
-	require.NoError(t, err)
-
-	got := make(chan []*Job, 1)
-	go func() {
-		js, err := c.Claim(ctx, "q", ClaimOptions{Max: 10, Wait: 5 * time.Second})
-		assert.NoError(t, err)
-		got <- js
-	}()
-	require.Eventually(t, func() bool { return (*inside)(c).Waiters() == 1 }, 10*time.Second, time.Millisecond)
-	e, err := c.Enqueue(ctx, NewJob{Queue: "q", Kind: "k", RunAt: time.Now().Add(200 * time.Millisecond)})
-	require.NoError(t, err)
-	c.handDue(k, nil, e.Job.RunAt)
-	js := <-got
-	require.Len(t, js, 1, "woken at the time handed over")
-	require.Equal(t, e.Job.ID, js[0].ID)
-	require.False(t, js[0].ClaimedAt.Before(js[0].RunAt), "never early by Redis's clock")
-
-	at := time.Now().Add(time.Hour)
-	c.handDue(k, nil, at)
-	require.Equal(t, at, c.hubs.takeHanded(hubID(k, nil)), "no claim waits: kept for the next")
-	require.True(t, c.hubs.takeHanded(hubID(k, nil)).IsZero(), "taken once")
 }

@@ -175,14 +175,7 @@ if #ids > 0 then
   end
 end
 if wants_next and #ids < max then
-  -- A claim that may wait (wait_ms > 0, a Claim with Wait) is handed a
-  -- due time only within its wait: it wakes at it (one that returns with
-  -- jobs passes it to a claim of its client that waits, see
-  -- queue/wakehub.go).
-  local nd = next_due()
-  if wait_ms == 0 or nd ~= '' and tonumber(nd) <= now + wait_ms then
-    out[2] = take_wake(nd)
-  end
+  out[2] = take_wake(next_due())
 end
 tokens = limit_take(tokens, #ids)
 if max < asked and #ids == max and pending_count() > 0 then
