@@ -375,7 +375,7 @@ func (r procRun) cmdSummary() string {
 	}
 	names := r.cmdOrder()
 	for _, script := range []string{"evalsha", "fcall"} { // the script calls first: FCALL's on Redis 7, EVALSHA's before
-		if i := slices.Index(names, script); i > 0 {
+		if i := slices.Index(names, script); i > 0 && float64(r.cmds[script].calls)/float64(r.jobs) >= 0.05 {
 			names = append([]string{script}, slices.Delete(names, i, i+1)...)
 		}
 	}
