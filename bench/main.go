@@ -72,7 +72,12 @@ type bench struct {
 	prof     profiler
 }
 
-func main() { os.Exit(run()) }
+func main() {
+	if addr := os.Getenv(childEnv); addr != "" {
+		os.Exit(runChild(addr)) // a worker child of scenario 4 (procs.go)
+	}
+	os.Exit(run())
+}
 
 // run runs the selected scenarios and prints their table, and answers the
 // exit code: 2 for bad flags, 1 when Redis is unusable, 130 on Ctrl-C.

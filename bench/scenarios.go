@@ -358,6 +358,7 @@ func (b *bench) late(ctx context.Context, t *table) {
 		t.add("4. lateness, vs "+v.label, "", "", "")
 		b.delayRows(t, c, v.a)
 	}
+	b.lateProcRows(ctx, t)
 }
 
 func (b *bench) delayRows(t *table, c, a delays) {

@@ -17,10 +17,12 @@ import (
 type Source interface {
 	// Promote moves the jobs of queue that are due into its pending list,
 	// one bounded batch, and answers how many moved and the due time of
-	// the earliest job still scheduled (the zero time when none is). What
-	// is due is the source's to decide (the queue package decides by
-	// Redis's clock); next is on the Promoter's clock, for it to sleep
-	// until. When nothing is due within horizon, the source parks the
+	// the earliest job still scheduled (the zero time when none is), or a
+	// later time to pass again at (the queue package answers when a due
+	// time it handed to a worker's claim lapses: until then the claim
+	// promotes it). What is due is the source's to decide (the queue
+	// package decides by Redis's clock); next is on the Promoter's clock,
+	// for it to sleep until. When nothing is due within horizon, the source parks the
 	// queue in its index, for Due to name it again when it nears.
 	Promote(ctx context.Context, queue string, horizon time.Duration) (moved int, next time.Time, err error)
 	// Due answers, earliest first, the queues whose earliest scheduled

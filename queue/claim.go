@@ -60,7 +60,10 @@ func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Jo
 // the claim promotes the job itself. Of the ClaimNext calls that see the
 // same earliest due time, only the first is answered it, so that of many
 // idle workers one wakes for each due time; the others get the zero time,
-// as when nothing is scheduled or the queue is paused.
+// as when nothing is scheduled or the queue is paused, and so does a call
+// that took as many jobs as it asked for (it may have no room then). A
+// promoter leaves a due time handed out to its claimer for 2 ms after it
+// is due (see Promote).
 func (in *inside) ClaimNext(ctx context.Context, queue string, o any) (any, time.Time, error) {
 	opts, ok := o.(ClaimOptions)
 	if !ok {

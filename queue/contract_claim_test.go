@@ -16,6 +16,10 @@ import (
 // blocking when the queue is empty, and promoting what is due on the way;
 // heartbeats and releases of a claim.
 func contractClaim(t *testing.T, setup setupFunc) {
+	// handHold is how long after its due time a due time handed to a
+	// claimer is left to it (HAND_HOLD in internal/store/lua/common.lua).
+	const handHold = 2 * time.Millisecond
+
 	t.Run("ClaimPromotesWhatIsDueAndTellsTheNext", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -44,17 +48,17 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.Equal(t, ids[0], jobs[0].ID)
 		require.Equal(t, queue.StatusProcessing, jobs[0].Status)
 		require.False(t, jobs[0].ClaimedAt.Before(jobs[0].RunAt))
-		require.Equal(t, due.Add(time.Microsecond), next, "the next job's due time")
+		require.True(t, next.IsZero(), "a claim that took all it asked for has no room left: it is handed no due time")
 		b.clock.Advance(5 * time.Microsecond)
 		jobs, next = claim(1)
 		require.Len(t, jobs, 1)
 		require.Equal(t, ids[1], jobs[0].ID)
-		require.Equal(t, due.Add(2*time.Microsecond), next, "due already, and still scheduled: one claim promotes at most Max")
-		require.Equal(t, queue.StatusScheduled, b.get(t, ids[2]).Status)
+		require.True(t, next.IsZero())
+		require.Equal(t, queue.StatusScheduled, b.get(t, ids[2]).Status, "due already, and still scheduled: one claim promotes at most Max")
 		jobs, next = claim(10)
 		require.Len(t, jobs, 1)
 		require.Equal(t, ids[2], jobs[0].ID)
-		require.Equal(t, late.RunAt, next)
+		require.Equal(t, late.RunAt, next, "a claim with room is handed the next due time")
 		require.Equal(t, int64(3), b.stats(t).PromotedTotal)
 
 		// A paused queue promotes nothing on a claim (the promoter still
@@ -99,16 +103,47 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.Len(t, jobs, 1)
 		require.Equal(t, first.ID, jobs[0].ID)
 		require.True(t, next().IsZero(), "the claim that took the job was handed the next due time")
-		// If that claimer never comes back, the promoter moves the job, and
-		// the due time after it is handed out.
-		b.clock.Advance(time.Second)
-		moved, _, err := b.client.Promote(b.ctx, b.queue, 0)
+		// The promoter leaves a handed due time to its claimer until the
+		// hand-out lapses, handHold after it, and says so: it passes
+		// again then.
+		moved, at, err := b.client.Promote(b.ctx, b.queue, 0)
+		require.NoError(t, err)
+		require.Zero(t, moved)
+		require.Equal(t, second.RunAt.Add(handHold), at, "when the hand-out lapses")
+		// If that claimer never comes back, the promoter moves the job
+		// then, and the due time after it is handed out.
+		b.clock.Advance(time.Second + handHold)
+		moved, _, err = b.client.Promote(b.ctx, b.queue, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
 		require.Equal(t, second.ID, b.claimOne(t).ID)
 		third := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
 		require.Equal(t, third.RunAt, next())
 		require.True(t, next().IsZero())
+	})
+
+	t.Run("AClaimThatTookAllItAskedIsHandedNoDueTime", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{})
+		b.enqueue(t, queue.NewJob{})
+		sched := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
+		claim := func(n int) ([]*queue.Job, time.Time) {
+			t.Helper()
+			jobs, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: n})
+			require.NoError(t, err)
+			return jobs.([]*queue.Job), next
+		}
+		jobs, next := claim(2)
+		require.Len(t, jobs, 2)
+		require.True(t, next.IsZero(), "full: it may have no room when the job is due")
+		moved, at, err := b.client.Promote(b.ctx, b.queue, 0)
+		require.NoError(t, err)
+		require.Zero(t, moved)
+		require.Equal(t, sched.RunAt, at, "not handed out: the promoter keeps its due time")
+		jobs, next = claim(2)
+		require.Empty(t, jobs)
+		require.Equal(t, sched.RunAt, next, "a claim with room is handed it")
 	})
 
 	// A job rescheduled while pending leaves its id in the pending list

@@ -13,7 +13,11 @@ import (
 // Promote moves up to one batch (500) of the jobs of queue that are due by
 // Redis's clock into pending, earliest first, and answers how many moved
 // and when the next scheduled job is due (zero when none is), on this
-// client's clock (see Client.localOf). A job is due when Redis's clock has
+// client's clock (see Client.localOf). When that job's due time was handed
+// to a worker's claim to wake at (ClaimNext) and the hand-out still holds
+// (until 2 ms after the due time), it moves nothing, leaving the jobs to
+// that claim, which promotes and takes them in one call, and answers when
+// the hand-out lapses: the promoter passes again then. A job is due when Redis's clock has
 // reached its due time, to the microsecond, never before. Unless more is
 // due already, it parks the queue in the due index at its next job's time
 // (see attention.go), but only when that job is not due within horizon

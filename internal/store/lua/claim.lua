@@ -17,7 +17,8 @@
 --          "L<ms>" when the queue's limits held the claim back while jobs
 --          are pending: claim again at <ms>, Redis's clock (the token
 --          bucket's next token), or, with no <ms>, when a lease ends;
---          next the score of the earliest scheduled job when asked for,
+--          next the score of the earliest scheduled job when asked for
+--          and the claim took fewer jobs than it could (it has room),
 --          unless another claim was handed that score first ("" then);
 --          job_i is packed (see common.lua). A claimer that found nothing
 --          waits on the wake stream through its group (see wakeGroup in
@@ -40,8 +41,8 @@ end
 local prior = redis.call('HGET', K_claims, A_token_base)
 if prior then
   local out = { 0, '', now_us }
-  if wants_next then
-    out[2] = next_due() -- the same caller, whose reply was lost
+  if wants_next and select(2, string.gsub(prior, ',', '')) + 1 < max then
+    out[2] = next_due() -- the same caller, whose reply was lost (it had room)
   end
   for id in string.gmatch(prior, '[^,]+') do
     local f = load(id)
@@ -56,9 +57,12 @@ if meta[2] == '1' then
 end
 
 -- take_wake hands next to this claim unless an earlier claim was handed
--- it: of many idle workers, one wakes for each due time (the promoter
--- covers a waker that died). The hand-out holds until a second after it
--- is due.
+-- it: of many idle workers, one wakes for each due time. The hand-out
+-- holds until HAND_HOLD ms after it is due; until then a promoter leaves
+-- the job to its claimer (see promote.lua), and after it promotes what is
+-- due and wakes the waiting claimers, so a waker that died or is busy
+-- costs that much lateness at most. A claim that took all it could gets
+-- no hand-out: it may have no room when the time comes.
 local function take_wake(next)
   if next == '' then
     return ''
@@ -67,7 +71,7 @@ local function take_wake(next)
   if m[1] == next and tonumber(m[2] or '0') > now then
     return ''
   end
-  redis.call('HSET', K_meta, M_waker, next, M_waker_until, math.max(math.floor(tonumber(next)), now) + 1000)
+  redis.call('HSET', K_meta, M_waker, next, M_waker_until, math.max(math.floor(tonumber(next)), now) + HAND_HOLD)
   return next
 end
 
@@ -87,9 +91,6 @@ for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
 end
 promote_due(max, mine, meta[4])
 local out = { 0, '', now_us }
-if wants_next then
-  out[2] = take_wake(next_due())
-end
 -- The queue's limits cap the claim: max becomes what they let it take.
 local asked, tokens, rate = max, nil, nil
 max, tokens, rate = limit_room(max, { meta[5], meta[6], meta[7], meta[8], meta[9] })
@@ -197,6 +198,9 @@ if #ids > 0 then
     -- as packed answers a job
     out[#out + 1] = id .. '\0' .. payload .. '\0\0' .. upstream .. '\0\0' .. stored[k]
   end
+end
+if wants_next and #ids < max then
+  out[2] = take_wake(next_due())
 end
 tokens = limit_take(tokens, #ids)
 if max < asked and #ids == max and pending_count() > 0 then

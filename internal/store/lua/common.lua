@@ -664,6 +664,11 @@ local function next_due()
   return head[2]
 end
 
+-- HAND_HOLD is how long (ms) after its due time a due time handed to a
+-- claimer to wake at (claim.lua's take_wake) is left to it: a promoter
+-- promotes it only then (promote.lua).
+local HAND_HOLD = 2
+
 -- Attention marks -----------------------------------------------------------
 -- The namespace indexes its queues by when each next needs a promoter
 -- (its earliest scheduled job) and a sweep (its earliest lease deadline,
