@@ -524,3 +524,49 @@ func BenchmarkCallCost(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScriptCallModes compares, on one redis-server, the per-queue
+// scripts called as functions of the library (FCALL, see library.go in
+// internal/store) with the same scripts sent by EVALSHA: two clients, one
+// of them made to use EVALSHA, enqueue into queues of their own in turn,
+// 10 rounds of 500 one-job enqueues and of 5 enqueues of 100 jobs each,
+// and it reports the least time Redis spent in each mode's scripts a job
+// in a round (INFO commandstats, the commands they call included): the
+// least, because the machine's other work only ever adds to it.
+func BenchmarkScriptCallModes(b *testing.B) {
+	for range b.N {
+		c, ctx := benchClient(b)
+		rdb := plumbing.Of(c).Redis()
+		ev, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: plumbing.Of(c).Namespace() + "e"})
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = ev.Close() })
+		plumbing.Of(ev).Engine().UseEval()
+		best := map[string]float64{}
+		round := func(name, stat string, client *queue.Client, per, calls int) {
+			jobs := make([]queue.NewJob, per)
+			for i := range jobs {
+				jobs[i] = queue.NewJob{Queue: "q", Kind: "noop"}
+			}
+			require.NoError(b, rdb.ConfigResetStat(ctx).Err())
+			for range calls {
+				_, err := client.EnqueueBatch(ctx, jobs)
+				require.NoError(b, err)
+			}
+			us := commandStats(b, ctx, rdb)[stat].usec / float64(per*calls)
+			if old, ok := best[name]; !ok || us < old {
+				best[name] = us
+			}
+		}
+		for range 10 {
+			round("fcall-1", "fcall", c, 1, 500)
+			round("evalsha-1", "evalsha", ev, 1, 500)
+			round("fcall-100", "fcall", c, 100, 5)
+			round("evalsha-100", "evalsha", ev, 100, 5)
+		}
+		for name, us := range best {
+			b.ReportMetric(us, name+"-µs/job")
+		}
+		b.ReportMetric(best["evalsha-1"]/best["fcall-1"], "ratio-1")
+		b.ReportMetric(best["evalsha-100"]/best["fcall-100"], "ratio-100")
+	}
+}

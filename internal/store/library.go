@@ -16,9 +16,8 @@ import (
 
 // The function library. A script sent with EVALSHA runs its whole text on
 // every call: the prelude, then each helper of common.lua it uses made
-// into a closure, then its body. Making the helpers costs a one-job call
-// about as much as its body does (measured: 14-19 µs of a 30-45 µs
-// enqueue or claim). Redis 7 keeps a function library loaded: its text
+// into a closure, then its body. Redis 7 keeps a function library
+// loaded (what that saves a call: BenchmarkScriptCallModes): its text
 // runs once, at FUNCTION LOAD, and an FCALL runs only the function. So
 // the per-queue scripts are also built into one library, chronoq_<hash>,
 // whose helpers are made once, and each script is a function of it:
@@ -266,6 +265,11 @@ func (s *Store) libraryMode(ctx context.Context) int32 {
 	}
 	return s.lib.Load()
 }
+
+// UseEval makes s send every script with EVALSHA, as on a server without
+// functions: for the benchmark that compares the two on one server
+// (BenchmarkScriptCallModes in package queue).
+func (s *Store) UseEval() { s.lib.Store(libOff) }
 
 // loadLibrary loads the library on the server, or on every master of a
 // cluster (refreshing the client's view of the nodes first: one may have
