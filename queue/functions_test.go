@@ -2,11 +2,13 @@ package queue_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/testutil"
 )
@@ -86,4 +88,33 @@ func TestALostLibraryIsLoadedAgain(t *testing.T) {
 	libs, err = rdb.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: "chronoq_*"}).Result()
 	require.NoError(t, err)
 	require.NotEmpty(t, libs, "loaded again")
+}
+
+// An error a script raises is its own answer (a bug or a malformed call,
+// which wrote nothing), by EVAL and by FCALL alike, not an outage to
+// retry; a server that does not answer is one.
+func TestScriptErrorsAreToldFromOutages(t *testing.T) {
+	t.Parallel()
+	testutil.NeedRedisServer(t, "functions")
+	ctx := context.Background()
+	rdb := testutil.Redis(t)
+	_, err := rdb.Eval(ctx, `error('chronoq: boom')`, nil).Result()
+	require.Error(t, err)
+	require.True(t, store.IsScriptError(err), "%v", err)
+	// a library of this test's own (function names are global to the server)
+	name := strings.NewReplacer("-", "_").Replace(testutil.Namespace(t))
+	require.NoError(t, rdb.FunctionLoad(ctx, "#!lua name="+name+"\n"+
+		"redis.register_function('"+name+"_boom', function(keys, args) error('chronoq: boom') end)").Err())
+	t.Cleanup(func() { _ = rdb.FunctionDelete(context.Background(), name).Err() })
+	_, err = rdb.FCall(ctx, name+"_boom", nil).Result()
+	require.Error(t, err)
+	require.True(t, store.IsScriptError(err), "%v", err)
+	require.NotErrorIs(t, store.WrapRedis(err), store.ErrUnavailable)
+
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	err = down.Ping(ctx).Err()
+	require.Error(t, err)
+	require.False(t, store.IsScriptError(err))
+	require.ErrorIs(t, store.WrapRedis(err), store.ErrUnavailable)
 }

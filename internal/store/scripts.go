@@ -307,11 +307,13 @@ func (e unavailableError) Unwrap() []error {
 }
 
 // IsScriptError reports whether err is a script's own answer (a bug or a
-// malformed call, which wrote nothing), not a failure to reach Redis.
+// malformed call, which wrote nothing), not a failure to reach Redis: an
+// error it raised names where, "user_script" (EVAL) or "user_function"
+// (FCALL of the library).
 func IsScriptError(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "ERR Error running script") || strings.HasPrefix(msg, "ERR Error compiling script") ||
-		strings.HasPrefix(msg, "ERR chronoq ") || strings.Contains(msg, "user_script")
+		strings.HasPrefix(msg, "ERR chronoq ") || strings.Contains(msg, "user_script") || strings.Contains(msg, "user_function")
 }
 
 // WrapRedis wraps an error of a Redis call: a connection that failed is
