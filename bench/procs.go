@@ -20,6 +20,7 @@ import (
 
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil/redisproc"
 	"github.com/chronoq/chronoq/worker"
 )
 
@@ -262,7 +263,7 @@ func (b *bench) lateProcs(ctx context.Context, n int, scheduled bool) procRun {
 			done = true
 			break
 		}
-		if !sleepCtx(ctx, pollComplete) {
+		if !redisproc.Sleep(ctx, pollComplete) {
 			break
 		}
 	}
@@ -280,17 +281,6 @@ func (b *bench) lateProcs(ctx context.Context, n int, scheduled bool) procRun {
 		logf("chronoq: %d worker processes: not every job completed by the deadline", n)
 	}
 	return res
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // lateProcRows runs scenario 4 with each of procCounts worker children and
