@@ -199,13 +199,19 @@ func (rc *hookReceiver) count() (events, attempts int) {
 // their own.
 func TestHooksReceiverDownForAMinuteMissesNothing(t *testing.T) {
 	t.Parallel()
+	onSingleAndCluster(t, receiverDownForAMinute)
+}
+
+// onSingleAndCluster runs f in parallel subtests on one Redis ("single")
+// and on the Redis Cluster ("cluster").
+func onSingleAndCluster(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient)) {
 	t.Run("single", func(t *testing.T) {
 		t.Parallel()
-		receiverDownForAMinute(t, testutil.Redis(t))
+		f(t, testutil.Redis(t))
 	})
 	t.Run("cluster", func(t *testing.T) {
 		t.Parallel()
-		receiverDownForAMinute(t, testutil.Cluster(t))
+		f(t, testutil.Cluster(t))
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/chronoq/chronoq/dispatch"
 	"github.com/chronoq/chronoq/queue"
-	"github.com/chronoq/chronoq/testutil"
 	"github.com/chronoq/chronoq/workflow"
 )
 
@@ -25,14 +24,7 @@ import (
 // slot of its own.
 func TestHooksWorkflowEnded(t *testing.T) {
 	t.Parallel()
-	t.Run("single", func(t *testing.T) {
-		t.Parallel()
-		workflowEnded(t, testutil.Redis(t))
-	})
-	t.Run("cluster", func(t *testing.T) {
-		t.Parallel()
-		workflowEnded(t, testutil.Cluster(t))
-	})
+	onSingleAndCluster(t, workflowEnded)
 }
 
 func workflowEnded(t *testing.T, rdb redis.UniversalClient) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,10 +107,10 @@ func buildLibrary() libraryText {
 	var b strings.Builder
 	b.WriteString(libraryConstants())
 	b.WriteString("local KEYS, ARGV, NKEYS\n")
-	for _, chunk := range chunks(bound, 20) {
+	for chunk := range slices.Chunk(bound, 20) {
 		b.WriteString("local " + strings.Join(chunk, ", ") + "\n")
 	}
-	for _, chunk := range chunks(state, 20) {
+	for chunk := range slices.Chunk(state, 20) {
 		b.WriteString("local " + strings.Join(chunk, ", ") + "\n")
 	}
 	b.WriteString("local function begin()\n" + begin.String() + "end\n")
@@ -133,7 +134,7 @@ func buildLibrary() libraryText {
 
 // scriptBody answers the text of lua/<spec.name>.lua.
 func scriptBody(spec scriptSpec) string {
-	body, err := luaFS.ReadFile("lua/" + spec.name + ".lua")
+	body, err := LuaFile(spec.name)
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}
@@ -216,18 +217,6 @@ func replaceNames(re *regexp.Regexp, src string, values map[string]string) strin
 	})
 }
 
-func chunks(names []string, n int) [][]string {
-	var out [][]string
-	for len(names) > n {
-		out = append(out, names[:n])
-		names = names[n:]
-	}
-	if len(names) > 0 {
-		out = append(out, names)
-	}
-	return out
-}
-
 // Library modes of a Store.
 const (
 	libUnknown int32 = iota // not tried yet
@@ -305,11 +294,27 @@ func functionMissing(err error) bool {
 // master) answers "Function not found": the library is loaded again on
 // every master the client knows, and this call runs as EVALSHA, which
 // any node can run, so a call never fails for a missing library.
+// The load is tried at most once a second: while a slot migrates, every
+// call to it may answer so, and a load sends the whole library to every
+// master.
 func (s *Store) fcall(ctx context.Context, sc *Script, fn string, keys []string, argv []any) (any, error) {
 	v, err := s.rdb.FCall(ctx, fn, keys, argv...).Result()
 	if functionMissing(err) {
-		_ = s.loadLibrary(ctx) // best effort: the EVALSHA below does not need it
+		s.reloadLibrary(ctx)
 		return sc.s.Run(ctx, s.rdb, keys, argv...).Result()
 	}
 	return v, err
+}
+
+// reloadLibrary loads the library again, unless a load was tried less
+// than a second ago; best effort: the caller runs its script by EVALSHA
+// either way.
+func (s *Store) reloadLibrary(ctx context.Context) {
+	s.libMu.Lock()
+	defer s.libMu.Unlock()
+	if time.Since(s.libReloaded) < time.Second {
+		return
+	}
+	s.libReloaded = time.Now()
+	_ = s.loadLibrary(ctx)
 }

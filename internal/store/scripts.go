@@ -130,17 +130,14 @@ func scriptSource(spec scriptSpec) string {
 // namedSource is spec's text as written: its prelude, the definitions of
 // common.lua it uses, and its body.
 func namedSource(spec scriptSpec) string {
-	body, err := luaFS.ReadFile("lua/" + spec.name + ".lua")
-	if err != nil {
-		panic(err) // embedded at build time: cannot happen
-	}
+	body := scriptBody(spec)
 	if spec.global {
 		if spec.common == "" {
-			return spec.prelude() + string(body)
+			return spec.prelude() + body
 		}
-		return spec.prelude() + "-- from " + spec.common + ".lua, what this script uses:\n" + commonFor(defsOf(spec.common), string(body)) + "\n" + string(body)
+		return spec.prelude() + "-- from " + spec.common + ".lua, what this script uses:\n" + commonFor(defsOf(spec.common), body) + "\n" + body
 	}
-	rest := "-- from common.lua, what this script uses:\n" + commonFor(commonDefs, string(body)) + "\n" + string(body)
+	rest := "-- from common.lua, what this script uses:\n" + commonFor(commonDefs, body) + "\n" + body
 	return spec.prelude() + metaPrelude(rest) + rest
 }
 
@@ -211,9 +208,10 @@ type Store struct {
 	clock *Clock
 	// lib is the library mode (libUnknown, libOn, libOff: see
 	// library.go), settled by the first call under libMu.
-	lib      atomic.Int32
-	libMu    sync.Mutex
-	libTried time.Time // the last load tried, under libMu
+	lib         atomic.Int32
+	libMu       sync.Mutex
+	libTried    time.Time // the last first load tried (libraryMode), under libMu
+	libReloaded time.Time // the last load again tried (reloadLibrary), under libMu
 }
 
 // New answers a Store that runs scripts on rdb, whose clock is clock

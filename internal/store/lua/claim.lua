@@ -107,8 +107,8 @@ local ids, leases, stale = {}, {}, 0
 -- a job's spec -> its lease deadline as a string
 local lease_strs = {}
 -- the claimed jobs' records, written in one HSET at the end; and, by
--- claimed job, its record and whether packing it reads the data hash
-local saves, fs, stored = {}, {}, {}
+-- claimed job, its record and whether its answer reads the data hash
+local saves, reads_data, stored = {}, {}, {}
 -- taken: the ids claimed so far; an id listed twice (requeued while a
 -- stale copy of it waited) is claimed once, its other copy is stale
 local taken = {}
@@ -164,7 +164,7 @@ while #ids < max and stale <= stale_budget and li <= #lists do
         -- what packed reads of the data hash: the payload when not
         -- inline, the upstream of a workflow's node (whose field is past
         -- the tenth: only a job with such fields may have one)
-        fs[#ids] = pre == '' or rest ~= ''
+        reads_data[#ids] = pre == '' or rest ~= ''
         saves[#saves + 1] = id
         saves[#saves + 1] = rec
         leases[#leases + 1] = lease_str
@@ -180,7 +180,7 @@ if #ids > 0 then
   redis.call('HSET', K_jobs, unpack(saves))
   local fields, at = {}, {}
   for k, id in ipairs(ids) do
-    if fs[k] then
+    if reads_data[k] then
       at[k] = #fields
       fields[#fields + 1] = id
       fields[#fields + 1] = id .. '.u'
@@ -195,8 +195,7 @@ if #ids > 0 then
         payload = '' -- inline: in the record
       end
     end
-    -- as packed answers a job
-    out[#out + 1] = id .. '\0' .. payload .. '\0\0' .. upstream .. '\0\0' .. stored[k]
+    out[#out + 1] = pack_job(id, payload, '', upstream, '', stored[k])
   end
 end
 if wants_next and #ids < max then

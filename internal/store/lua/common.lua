@@ -1085,65 +1085,37 @@ local function cancel_now(id, f, request, retention_ms)
   retire(id, f, retention_ms)
 end
 
--- packed is a job as scripts answer it:
+-- pack_job is a job as scripts answer it:
 -- "<id>\0<payload>\0<result>\0<upstream>\0<artifacts>\0<record>", the
 -- record last and as stored (see encode: the client spells its short forms
 -- out, so a script does not), its inline payload in it and the payload
--- field then empty; upstream is a workflow node's (see wfnode.lua).
--- stored, when given, is f as save answered it. with_arts fills in the
--- artifacts (the JSON object, "" for none), for an answer that stands for
--- a read of the one job (complete.lua's). d, when given, is what
--- data_of read for the job. (Scripts that call it declare K_data.)
-local function packed(id, f, stored, with_arts, d)
+-- field then empty; upstream is a workflow node's (see wfnode.lua). Every
+-- answer of a job is written here (parsePacked reads it).
+local function pack_job(id, payload, result, upstream, arts, stored)
+  return id .. '\0' .. payload .. '\0' .. result .. '\0' .. upstream .. '\0' .. arts .. '\0' .. stored
+end
+
+-- packed is pack_job of the job f, reading what it needs of the data
+-- hash. stored, when given, is f as save answered it. with_arts fills in
+-- the artifacts (the JSON object, "" for none), for an answer that stands
+-- for a read of the one job (complete.lua's). (Scripts that call it
+-- declare K_data.)
+local function packed(id, f, stored, with_arts)
   local payload, result, upstream, arts = '', '', '', ''
   -- Only a completed job has a result (complete.lua writes it), and only
   -- a workflow's node an upstream (wfnode.lua): the others' are not read.
   -- What is read is read in one HMGET, the artifacts with it.
-  if d then
-    payload, result, upstream, arts = d[1] or '', d[2] or '', d[3] or '', d[4] or ''
-  elseif not f.p then
-    d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u', id .. '.a')
+  if not f.p then
+    local d = redis.call('HMGET', K_data, id, id .. '.r', id .. '.u', id .. '.a')
     payload, result, upstream, arts = d[1] or '', d[2] or '', d[3] or '', d[4] or ''
   elseif f[R_status] == 'completed' or f[R_workflow] ~= '' or with_arts then
-    d = redis.call('HMGET', K_data, id .. '.r', id .. '.u', id .. '.a')
+    local d = redis.call('HMGET', K_data, id .. '.r', id .. '.u', id .. '.a')
     result, upstream, arts = d[1] or '', d[2] or '', d[3] or ''
-  end
-  if f.p then
-    payload = ''
   end
   if not with_arts then
     arts = ''
   end
-  return id .. '\0' .. payload .. '\0' .. result .. '\0' .. upstream .. '\0' .. arts .. '\0' .. (stored or encode(f))
-end
-
--- data_of reads, in one HMGET, what packed needs of the data hash for the
--- jobs fs (tables of load_many, nil for none) of ids whose payload is not
--- inline or that have a result or upstream: it answers, by position, the
--- payload, result, upstream and artifacts of each such job (nil for the
--- others, which packed needs nothing of).
-local function data_of(ids, fs)
-  local fields, at = {}, {}
-  for i = 1, #ids do
-    local f = fs[i]
-    if f and (not f.p or f[R_status] == 'completed' or f[R_workflow] ~= '') then
-      local id = ids[i]
-      at[#at + 1] = i
-      fields[#fields + 1] = id
-      fields[#fields + 1] = id .. '.r'
-      fields[#fields + 1] = id .. '.u'
-      fields[#fields + 1] = id .. '.a'
-    end
-  end
-  local out = {}
-  if #at > 0 then
-    local d = redis.call('HMGET', K_data, unpack(fields))
-    for k, i in ipairs(at) do
-      local b = 4 * k - 4
-      out[i] = { d[b + 1], d[b + 2], d[b + 3], d[b + 4] }
-    end
-  end
-  return out
+  return pack_job(id, payload, result, upstream, arts, stored or encode(f))
 end
 
 -- A workflow's own slot (the wf_*.lua scripts, which declare K_wf) --------
