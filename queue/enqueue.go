@@ -63,6 +63,15 @@ type NewJob struct {
 	// tracing is on (package internal/tracing: a TracerProvider was
 	// installed), the enqueue's own span, a child of ctx's.
 	TraceParent string
+	// FlowKey puts the job under its queue's flow control (see
+	// FlowLimits): its key's limits, and turns between keys. 1 to
+	// MaxFlowKeyBytes of [A-Za-z0-9._:/=+@-]; "" none. A job with labels
+	// cannot have one (ErrInvalid): a key's jobs are taken in turns by
+	// every claimer of the queue.
+	FlowKey string
+	// Debounce, with a FlowKey, makes this job replace its key's job
+	// still waiting from an earlier debounced enqueue (see Debounce).
+	Debounce *Debounce
 }
 
 // Enqueued is the answer to one NewJob.
@@ -71,6 +80,10 @@ type Enqueued struct {
 	// Replayed is true when the idempotency key named an earlier job: Job
 	// is that job, and nothing new was enqueued.
 	Replayed bool
+	// Debounced is true when the job was folded into its flow key's
+	// waiting debounced job: Job is that job, with this job's payload and
+	// its due time moved.
+	Debounced bool
 }
 
 // FieldError is an invalid field of a NewJob (or of a batch's job Index).
@@ -150,6 +163,10 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	if fe != nil {
 		return failAt(i, fe)
 	}
+	deb, fe := checkFlow(&nj, labels)
+	if fe != nil {
+		return failAt(i, fe)
+	}
 	if nj.TraceParent != "" {
 		sc, ok := tracing.Parse(nj.TraceParent)
 		if !ok {
@@ -163,9 +180,10 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 	}
 	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
-		IdempotencyKey: nj.IdempotencyKey, Labels: labels, TraceParent: nj.TraceParent}
+		IdempotencyKey: nj.IdempotencyKey, Labels: labels, TraceParent: nj.TraceParent, FlowKey: nj.FlowKey}
 	lab := joinLabels(labels)
 	item := c.enqueueItem(j, nj.Backoff != nil, when, lab)
+	item.Debounce = deb
 	return prepared{job: j, item: item, labels: lab, index: i}, nil
 }
 
@@ -253,6 +271,40 @@ func checkExtras(nj *NewJob) ([]string, *FieldError) {
 	return labels, nil
 }
 
+// checkFlow checks nj's flow key and debounce, and answers the debounce
+// as enqueue.lua reads it ("<period ms>|<max wait ms>", "" none).
+func checkFlow(nj *NewJob, labels []string) (string, *FieldError) {
+	if nj.FlowKey != "" {
+		if err := ValidateFlowKey(nj.FlowKey); err != nil {
+			var fe *FieldError
+			errors.As(err, &fe)
+			return "", fe
+		}
+		if len(labels) > 0 {
+			return "", invalid("flow_key", "a job with labels cannot have a flow key")
+		}
+	}
+	d := nj.Debounce
+	if d == nil {
+		return "", nil
+	}
+	switch {
+	case nj.FlowKey == "":
+		return "", invalid("debounce", "needs a flow_key: jobs are debounced by key")
+	case !nj.RunAt.IsZero() || nj.Delay != 0:
+		return "", invalid("debounce", "give debounce or run_at/delay, not both: the debounce decides the due time")
+	case d.Period < MinDebounce || d.Period > MaxDelay:
+		return "", invalid("debounce.period", "must be in [%s, %s], got %s", MinDebounce, MaxDelay, d.Period)
+	case d.MaxWait != 0 && (d.MaxWait < d.Period || d.MaxWait > MaxDelay):
+		return "", invalid("debounce.max_wait", "must be 0 or in [period, %s], got %s", MaxDelay, d.MaxWait)
+	}
+	wait := d.MaxWait
+	if wait == 0 {
+		wait = min(10*d.Period, MaxDelay)
+	}
+	return strconv.FormatInt(d.Period.Milliseconds(), 10) + "|" + strconv.FormatInt(wait.Milliseconds(), 10), nil
+}
+
 // enqueueItem is enqueue.lua's item for j: ownBackoff, the job has a
 // backoff of its own (the client's default is encoded once); lab, its
 // labels joined.
@@ -266,7 +318,7 @@ func (c *Client) enqueueItem(j *Job, ownBackoff bool, when, lab string) store.En
 		boEnc = j.Backoff.encode()
 	}
 	return store.EnqueueItem{ID: j.ID, Kind: j.Kind, Payload: string(j.Payload), Spec: encodeSpec(j.MaxAttempts, j.Visibility, boEnc),
-		When: when, Idem: j.IdempotencyKey, ResultTTLMs: rttl, Labels: lab, Trace: j.TraceParent}
+		When: when, Idem: j.IdempotencyKey, ResultTTLMs: rttl, Labels: lab, Trace: j.TraceParent, Flow: j.FlowKey}
 }
 
 // Validate reports whether c would enqueue nj, with c's own limits
@@ -396,12 +448,15 @@ func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepare
 			// an earlier run of this call whose reply was lost: it answers
 			// as stored (its due time was fixed by that run), unless it has
 			// run and been deleted since (then as below, by this run).
+			// 3: the flow key's waiting debounced job, which took this
+			// one's payload. 4: this job, canceled at once by its flow
+			// key's strategy (FlowCancelNewest).
 			j, err := c.Get(ctx, queue, id)
 			if err == nil {
-				out[i] = Enqueued{Job: j, Replayed: replayed == 1}
+				out[i] = Enqueued{Job: j, Replayed: replayed == 1, Debounced: replayed == 3}
 				continue
 			}
-			if replayed == 1 || !errors.Is(err, ErrNotFound) {
+			if replayed != 2 || !errors.Is(err, ErrNotFound) {
 				return fmt.Errorf("queue: enqueue into %s: reading replayed job: %w", queue, err)
 			}
 		}

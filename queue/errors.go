@@ -24,6 +24,9 @@ var (
 	ErrPayloadTooLarge = errors.New("payload too large")
 	// ErrTooManyQueues: a new queue would pass Config.MaxQueues.
 	ErrTooManyQueues = errors.New("too many queues")
+	// ErrTooManyOverrides: a new flow override would pass
+	// MaxFlowOverrides.
+	ErrTooManyOverrides = errors.New("too many flow overrides")
 	// ErrQueueBusy: a queue to delete has jobs processing (see
 	// Client.DeleteQueue's force).
 	ErrQueueBusy = errors.New("queue has jobs processing")

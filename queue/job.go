@@ -96,6 +96,8 @@ type Job struct {
 	// its run's span descends from or links to, see package worker);
 	// empty when tracing was off then, or the enqueue had no span.
 	TraceParent string
+	// FlowKey is the job's flow key (NewJob.FlowKey), "" none.
+	FlowKey string
 }
 
 // WorkflowRef names the workflow node a job is.
@@ -168,6 +170,7 @@ func jobFromRecord(queue, id, record, payload, result string) (*Job, error) {
 	j.Workflow = parseWorkflowRef(f[store.RWorkflow])
 	j.Watchers = parseWatchers(f[store.RWatchers])
 	j.TraceParent = f[store.RTrace]
+	j.FlowKey = f[store.RFlow]
 	return j, nil
 }
 

@@ -45,7 +45,20 @@ const (
 	KeyLsets   = "lsets"   // HASH: label set id -> its labels, canonical (see labels.go); the sets' own keys below
 	KeyOutbox  = "wfout"   // HASH: job id -> the outbox entry of a workflow node's job that ended, until a releaser acks it (see workflow.go)
 	KeyHooks   = "hookout" // STREAM: the job events event webhooks send, while the queue's meta "hooks" is set, until a dispatcher fans them out (see HookSentinelID)
+	// Flow keys (see FlowKeys below and "Flow keys" in common.lua):
+	KeyFPend  = "fpend"  // ZSET, every score 0: "<flow key>\0<job id>" of each pending job that has a flow key, by key then id
+	KeyFRun   = "frun"   // ZSET, every score 0: "<flow key>\0<job id>" of each processing job that has a flow key
+	KeyFRing  = "fring"  // ZSET: flow key -> its turn; the keys a claim may take a job of now, the lowest turn first
+	KeyFWait  = "fwait"  // ZSET: flow key -> ms; a key its rate holds until then, or an idle key whose bucket is full then
+	KeyFlow   = "flow"   // HASH: "b:<flow key>" -> "<tokens>|<ms>" its token bucket; "d:<flow key>" -> "<job id>|<first ms>" its debounced job
+	KeyFOver  = "fover"  // HASH: flow key -> "<max in flight>|<rate>|<burst>|<weight>", the key's own limits (FlowOverride)
+	KeyFCount = "fcount" // ZSET: flow key -> its pending and processing jobs; a key with none is not in it
 )
+
+// FlowKeys are the keys of a queue's flow control, in the order scripts
+// declare them: every script that makes jobs pending, or ends a job's
+// lease, is given all of them after its own (see declare).
+var FlowKeys = []string{KeyFPend, KeyFRun, KeyFRing, KeyFWait, KeyFlow, KeyFOver, KeyFCount}
 
 // Sentinel is the member, field or element that keeps each key of a queue
 // in existence while it is otherwise empty. It is the byte 0x01, which no
@@ -81,6 +94,7 @@ type Keys struct {
 	Hooks                                                                            string // event webhooks: see KeyHooks
 	Events                                                                           string // pub/sub channel of job events (sharded pub/sub in a cluster): a channel, not a key
 	Lsets                                                                            string // the registry of label sets (KeyLsets)
+	FPend, FRun, FRing, FWait, Flow, FOver, FCount                                   string // flow control (KeyFPend ...)
 }
 
 // QueueKeys answers the keys of queue in namespace ns; the queue name must
@@ -93,12 +107,15 @@ func QueueKeys(ns, queue string) Keys {
 		Idem: p + KeyIdem, Expiry: p + KeyExpiry, Claims: p + KeyClaims, Wake: p + KeyWake,
 		Events: p + "events", Lsets: p + KeyLsets, Outbox: p + KeyOutbox,
 		Hooks: p + KeyHooks,
+		FPend: p + KeyFPend, FRun: p + KeyFRun, FRing: p + KeyFRing, FWait: p + KeyFWait,
+		Flow: p + KeyFlow, FOver: p + KeyFOver, FCount: p + KeyFCount,
 	}
 }
 
 // All lists every key of the queue, in layout order.
 func (k Keys) All() []string {
-	return []string{k.Meta, k.Jobs, k.Data, k.Sched, k.Pending, k.Leases, k.Dead, k.Done, k.Idem, k.Expiry, k.Claims, k.Wake, k.Lsets, k.Outbox, k.Hooks}
+	return []string{k.Meta, k.Jobs, k.Data, k.Sched, k.Pending, k.Leases, k.Dead, k.Done, k.Idem, k.Expiry, k.Claims, k.Wake, k.Lsets, k.Outbox, k.Hooks,
+		k.FPend, k.FRun, k.FRing, k.FWait, k.Flow, k.FOver, k.FCount}
 }
 
 // ByName answers the key of the queue called name (one of the key*
@@ -135,6 +152,20 @@ func (k Keys) ByName(name string) string {
 		return k.Outbox
 	case KeyHooks:
 		return k.Hooks
+	case KeyFPend:
+		return k.FPend
+	case KeyFRun:
+		return k.FRun
+	case KeyFRing:
+		return k.FRing
+	case KeyFWait:
+		return k.FWait
+	case KeyFlow:
+		return k.Flow
+	case KeyFOver:
+		return k.FOver
+	case KeyFCount:
+		return k.FCount
 	}
 	panic("store: no key " + name) // the script table names only the constants above
 }
@@ -201,6 +232,11 @@ const (
 	MetaSweepHint    = "sweep_hint"     // "<ms>|<set at ms>": the time the last sweep mark put the queue's entry at (queue/attention.go)
 	MetaHooks        = SettingHooks     // "1": the job events are written to the hooks outbox (KeyHooks)
 	MetaHooksDropped = "hooks_dropped"  // events not written because the hooks outbox held HookOutboxMax
+	MetaFlowFlight   = "flow_inflight"  // FlowLimits.MaxInFlight, a key's most jobs processing (absent: none)
+	MetaFlowRate     = "flow_rate"      // FlowLimits.Rate, a key's jobs a second (absent: none)
+	MetaFlowBurst    = "flow_burst"     // FlowLimits.Burst
+	MetaFlowStrategy = "flow_strategy"  // FlowLimits.Strategy when not "queue": "cancel_newest" or "cancel_in_progress"
+	MetaFlowTurn     = "flow_turn"      // the turn of the flow key a claim took a job of last (see KeyFRing)
 )
 
 // The meta hash's counters: jobs that went through each step, ever.
@@ -222,7 +258,7 @@ const (
 var metaFields = []string{
 	MetaCreated, MetaActive, MetaPaused, MetaStale, MetaWaker, MetaWakerUntil, MetaWaitingUntil,
 	MetaLimitRate, MetaLimitBurst, MetaLimitFlight, MetaTBTokens, MetaTBAt, MetaSweepHint, MetaLsets,
-	MetaHooks, MetaHooksDropped,
+	MetaHooks, MetaHooksDropped, MetaFlowFlight, MetaFlowRate, MetaFlowBurst, MetaFlowStrategy, MetaFlowTurn,
 	MetaEnqueued, MetaPromoted, MetaCompleted, MetaFailed, MetaRetried, MetaReclaimed, MetaDead, MetaCanceled, MetaRequeued,
 }
 
@@ -350,6 +386,8 @@ var RecFields = []string{
 	"watchers", // the refs ("<workflow id>|<node>|<gen>") of the implicit workflows watching the job's end, joined by ","; "" none; at most MaxWatchers
 	// tracing (see internal/tracing):
 	"trace", // the W3C traceparent of the enqueue ("00-<trace id>-<span id>-<flags>", 55 bytes); "" when tracing was off or the enqueue had no span
+	// flow control (see KeyFPend):
+	"flow", // the job's flow key; "" none
 }
 
 // Compact records: the short forms that keep Redis's memory per job low
@@ -408,6 +446,7 @@ const (
 	RWorkflow
 	RWatchers
 	RTrace
+	RFlow
 	NRec
 )
 

@@ -153,7 +153,7 @@ func TestScriptsRefuseMalformedArgumentsBeforeWriting(t *testing.T) {
 			if a == "n" || strings.HasPrefix(a, "id") || a == "token" || a == "kind" || a == "payload" || a == "spec" ||
 				a == "when" || a == "idem" || a == "result" || a == "error" || a == "mode" || a == "cursor_score" ||
 				a == "cursor_id" || a == "request" || a == "claim_token" || a == "token_base" || a == "want_next" ||
-				a == "dead" || a == "force" || a == "status" || a == "cursor_num" || a == "retry_at" || a == "eligible" || a == "up" || a == "brief" {
+				a == "dead" || a == "force" || a == "status" || a == "cursor_num" || a == "retry_at" || a == "eligible" || a == "up" || a == "brief" || a == "key" || a == "value" {
 				continue // strings, or read by comparison only
 			}
 			i := strings.Index(src, "A_"+a)

@@ -59,7 +59,9 @@ type (
 		Idem        string `arg:"idem"`
 		ResultTTLMs string `arg:"result_ttl_ms"` // "" for the client's retention
 		Labels      string `arg:"labels"`
-		Trace       string `arg:"trace"` // the enqueue's W3C traceparent; "" none
+		Trace       string `arg:"trace"`    // the enqueue's W3C traceparent; "" none
+		Flow        string `arg:"flow"`     // the job's flow key; "" none
+		Debounce    string `arg:"debounce"` // "<period ms>|<max wait ms>": fold into the key's waiting debounced job; "" none
 	}
 	// EnqueueReply is enqueue.lua's reply: First -1 (no such queue), -2 (Rest: the labels of a
 	// set past max_sets) or Redis's now in µs (Rest: id, replayed, due
@@ -217,6 +219,12 @@ type (
 		Force  bool  `arg:"force"`
 		IdleMs int64 `arg:"idle_ms"`
 	}
+	// FlowOverrideArgs are the arguments of flow_override.lua.
+	FlowOverrideArgs struct {
+		Key   string `arg:"key"`
+		Value string `arg:"value"` // "" deletes the key's override
+		Max   int    `arg:"max"`   // the most overrides the queue may hold
+	}
 	// SettingsArgs are the arguments of settings.lua.
 	SettingsArgs struct {
 		Fields []SettingsItem `arg:"n"`
@@ -282,48 +290,54 @@ type (
 // The declarations of the queue scripts.
 var (
 	Create = declare[CreateArgs, Code]("create",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)...)
 	Enqueue = declare[EnqueueArgs, EnqueueReply]("enqueue",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets, KeyHooks)...)
 	Promote = declare[PromoteArgs, PromoteReply]("promote",
-		KeyMeta, KeyJobs, KeySched, KeyPending, KeyWake)
+		withFlow(KeyMeta, KeyJobs, KeySched, KeyPending, KeyWake)...)
 	Claim = declare[ClaimArgs, ClaimReply]("claim",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyClaims, KeyWake)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyClaims, KeyWake)...)
 	Wait = declare[WaitArgs, WaitReply]("wait",
-		KeyMeta, KeyPending, KeyLeases, KeyWake)
+		withFlow(KeyMeta, KeyPending, KeyLeases, KeyWake)...)
 	// Complete answers a code per ack, then with Answer each job packed.
 	Complete = declare[CompleteArgs, Rows]("complete",
-		KeyMeta, KeyJobs, KeyData, KeyLeases, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeyLeases, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending, KeyHooks)...)
 	Fail = declare[FailArgs, FailReply]("fail",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)...)
 	Heartbeat = declare[HeartbeatArgs, HeartbeatReply]("heartbeat",
 		KeyJobs, KeyLeases)
 	Release = declare[ReleaseArgs, Code]("release",
-		KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)...)
 	Reclaim = declare[ReclaimArgs, ReclaimReply]("reclaim",
-		KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)...)
 	Cancel = declare[CancelArgs, CodeStatusJob]("cancel",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending, KeyHooks)...)
 	Reschedule = declare[RescheduleArgs, CodeStatusJob]("reschedule",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyWake)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyWake)...)
 	RunNow = declare[RunNowArgs, CodeStatusJob]("runnow",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyWake)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyWake)...)
 	Dead = declare[DeadArgs, DeadReply]("dead",
-		KeyMeta, KeyJobs, KeyData, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake)...)
 	Delete = declare[DeleteArgs, Code]("delete",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)...)
 	Settings = declare[SettingsArgs, Code]("settings",
 		KeyMeta)
+	FlowOverride = declare[FlowOverrideArgs, Code]("flow_override",
+		KeyMeta, KeyFOver)
 	// Note answers a code per note.
 	Note = declare[NoteArgs, Rows]("note",
 		KeyJobs, KeyData)
 	List = declare[ListArgs, ListReply]("list",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone)...)
 	Artifacts = declare[ArtifactsArgs, Code]("artifacts",
 		KeyJobs, KeyData)
 	Log = declare[LogArgs, LogReply]("log",
 		KeyJobs, KeyData)
 )
+
+// withFlow answers keys followed by the flow keys (FlowKeys): the
+// declared keys of every script that makes jobs pending or ends a lease.
+func withFlow(keys ...string) []string { return append(keys, FlowKeys...) }
 
 // Workflows: in a queue's slot, wfadd writes node jobs (waiting), wfnode
 // moves them (release, cancel, abort, rearm), wfread and wfack read and
@@ -344,7 +358,9 @@ type (
 		ResultTTLMs string `arg:"result_ttl_ms"` // "" for the client's retention
 		Workflow    string `arg:"workflow"`
 		Labels      string `arg:"labels"`
-		Trace       string `arg:"trace"` // the enqueue's W3C traceparent; "" none
+		Trace       string `arg:"trace"`    // the enqueue's W3C traceparent; "" none
+		Flow        string `arg:"flow"`     // the job's flow key; "" none
+		Debounce    string `arg:"debounce"` // "<period ms>|<max wait ms>": fold into the key's waiting debounced job; "" none
 	}
 	// WFNodeArgs are the arguments of wfnode.lua.
 	WFNodeArgs struct {
@@ -436,7 +452,7 @@ var (
 		KeyMeta, KeyJobs, KeyData, KeyLsets)
 	// WFNode answers a code and a status per node.
 	WFNode = declare[WFNodeArgs, Rows]("wfnode",
-		KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake, KeyOutbox, KeyHooks)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyDead, KeyIdem, KeyExpiry, KeyWake, KeyOutbox, KeyHooks)...)
 	WFRead   = declare[WFReadArgs, WFReadReply]("wfread", KeyOutbox)
 	WFAck    = declare[WFAckArgs, Code]("wfack", KeyMeta, KeyJobs, KeyOutbox, KeyHooks)
 	WFAdopt  = declare[WFAdoptArgs, WFAdoptReply]("wfadopt", KeyMeta, KeyJobs, KeyData, KeyOutbox)

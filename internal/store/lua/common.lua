@@ -76,7 +76,7 @@ end
 -- constructor: filling an empty table field by field grows it five times
 -- over. (TestNewRecordHasEveryField holds it to the layout's fields.)
 local function new_record()
-  return { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
+  return { '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '' }
 end
 
 local function split(rec)
@@ -224,22 +224,24 @@ end
 -- and encode otherwise): status its code, run "" (due at enqueue) or
 -- "+<ms after enqueue>", payload nil when not inline, and the fields a
 -- new job may have, "" for none; the others are empty.
-local function fresh_rec(code, kind, spec, run, idem, rttl, labels, trace, payload)
+local function fresh_rec(code, kind, spec, run, idem, rttl, labels, trace, payload, flow)
   local rec = code .. '\0' .. kind .. '\0' .. spec .. '\0' .. now_str
-  if run ~= '' or idem ~= '' or rttl ~= '' or labels ~= '' or trace ~= '' then
-    rec = rec .. '\0' .. run
-    if idem ~= '' or rttl ~= '' or labels ~= '' or trace ~= '' then
-      rec = rec .. string.rep('\0', R_idempotency_key - R_run_at_ms) .. idem
-      if rttl ~= '' or labels ~= '' or trace ~= '' then
-        rec = rec .. string.rep('\0', R_result_ttl_ms - R_idempotency_key) .. rttl
-        if labels ~= '' or trace ~= '' then
-          rec = rec .. string.rep('\0', R_labels - R_result_ttl_ms) .. labels
-          if trace ~= '' then
-            rec = rec .. string.rep('\0', R_trace - R_labels) .. trace
-          end
-        end
+  if run ~= '' or idem ~= '' or rttl ~= '' or labels ~= '' or trace ~= '' or flow ~= '' then
+    -- the later fields, each at its index, up to the last not empty
+    local later = { R_run_at_ms, run, R_idempotency_key, idem, R_result_ttl_ms, rttl, R_labels, labels, R_trace, trace,
+      R_flow, flow }
+    local last = 0
+    for i = 2, #later, 2 do
+      if later[i] ~= '' then
+        last = i
       end
     end
+    local parts, at = { rec }, R_enqueued_at_ms
+    for i = 2, last, 2 do
+      parts[#parts + 1] = string.rep('\0', later[i - 1] - at) .. later[i]
+      at = later[i - 1]
+    end
+    rec = table.concat(parts)
   end
   if payload then
     return REC_INLINE .. payload .. '\0' .. rec

@@ -18,6 +18,14 @@ redis.call('ZADD', K_leases, 'NX', 'inf', SENTINEL)
 redis.call('ZADD', K_dead, 'NX', 'inf', SENTINEL)
 redis.call('ZADD', K_done, 'NX', 'inf', SENTINEL)
 redis.call('ZADD', K_expiry, 'NX', 'inf', SENTINEL)
+-- flow control (a queue made before it gets its keys here too)
+redis.call('ZADD', K_fpend, 'NX', 0, SENTINEL) -- score 0, as its members: before every "<key>\0<id>"
+redis.call('ZADD', K_frun, 'NX', 0, SENTINEL)
+redis.call('ZADD', K_fring, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_fwait, 'NX', 'inf', SENTINEL)
+redis.call('ZADD', K_fcount, 'NX', 'inf', SENTINEL)
+redis.call('HSETNX', K_flow, SENTINEL, '')
+redis.call('HSETNX', K_fover, SENTINEL, '')
 if redis.call('LLEN', K_pending) == 0 then
   redis.call('RPUSH', K_pending, SENTINEL)
 end
