@@ -55,6 +55,12 @@ const (
 	KeyFCount = "fcount" // ZSET: flow key -> its pending and processing jobs; a key with none is not in it
 )
 
+// The fields of the flow hash (KeyFlow): a prefix, then the flow key.
+const (
+	FlowBucketPrefix   = "b:" // "<tokens>|<ms>": the key's token bucket, counted at ms (Redis's clock)
+	FlowDebouncePrefix = "d:" // "<job id>|<first ms>": the key's debounced job while it waits, and its first enqueue
+)
+
 // FlowKeys are the keys of a queue's flow control, in the order scripts
 // declare them: every script that makes jobs pending, or ends a job's
 // lease, is given all of them after its own (see declare).
@@ -585,6 +591,7 @@ func (s scriptSpec) prelude() string {
 	fmt.Fprintf(&b, "local PUSH_KIND = %q\n", EnvelopeKind)
 	fmt.Fprintf(&b, "local SWEEP_HINT_MS = %d\n", SweepHintFor.Milliseconds())
 	fmt.Fprintf(&b, "local HOOK_MAX, HOOK_SENTINEL, CRON_IDEM = %d, %q, %q\n", HookOutboxMax, HookSentinelID, CronIdemPrefix)
+	fmt.Fprintf(&b, "local FLOW_BUCKET, FLOW_DEBOUNCE = %q, %q\n", FlowBucketPrefix, FlowDebouncePrefix)
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
 	if slices.Contains(s.keys, KeyWorkflow) {
 		for _, f := range wfPrelude {
