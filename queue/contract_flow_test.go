@@ -173,6 +173,35 @@ func contractFlow(t *testing.T, setup setupFunc) {
 		}, 10*time.Second, 5*time.Millisecond)
 	})
 
+	t.Run("RatePerKeyHoldsOverFiveSeconds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		_, err := b.client.SetFlowLimits(b.ctx, b.queue, queue.FlowLimits{Rate: 10, Burst: 2})
+		require.NoError(t, err)
+		_, err = b.client.SetFlowOverride(b.ctx, b.queue, queue.FlowOverride{Key: "fast", Rate: 20, Burst: 2})
+		require.NoError(t, err)
+		jobs := make([]queue.NewJob, 0, 400)
+		for range 200 {
+			jobs = append(jobs, queue.NewJob{Queue: b.queue, Kind: "k", FlowKey: "slow"}, queue.NewJob{Queue: b.queue, Kind: "k", FlowKey: "fast"})
+		}
+		_, err = b.client.EnqueueBatch(b.ctx, jobs)
+		require.NoError(t, err)
+		// 5 s of the fake clock in steps of 20 ms, claiming all a step
+		// allows: the burst, then 10/s and 20/s, each within 10% (the real
+		// time the test takes adds a token or two). (With a burst of 1, a
+		// claimer that polls later than each token loses the time between:
+		// the bucket holds no more than one.)
+		got := map[string]int{}
+		for range 250 {
+			for k, n := range count(claim(t, b, 100)) {
+				got[k] += n
+			}
+			b.clock.Advance(20 * time.Millisecond)
+		}
+		require.InDelta(t, 52, got["slow"], 5.2, "10 a second over 5 s")
+		require.InDelta(t, 102, got["fast"], 10.2, "the override's 20 a second")
+	})
+
 	t.Run("CancelNewestAtTheLimit", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -243,6 +243,7 @@ const (
 	MetaFlowBurst    = "flow_burst"     // FlowLimits.Burst
 	MetaFlowStrategy = "flow_strategy"  // FlowLimits.Strategy when not "queue": "cancel_newest" or "cancel_in_progress"
 	MetaFlowTurn     = "flow_turn"      // the turn of the flow key a claim took a job of last (see KeyFRing)
+	MetaFlowOn       = "flow_on"        // "1" once a job with a flow key was pending: claims look at the keys only then
 )
 
 // The meta hash's counters: jobs that went through each step, ever.
@@ -264,7 +265,7 @@ const (
 var metaFields = []string{
 	MetaCreated, MetaActive, MetaPaused, MetaStale, MetaWaker, MetaWakerUntil, MetaWaitingUntil,
 	MetaLimitRate, MetaLimitBurst, MetaLimitFlight, MetaTBTokens, MetaTBAt, MetaSweepHint, MetaLsets,
-	MetaHooks, MetaHooksDropped, MetaFlowFlight, MetaFlowRate, MetaFlowBurst, MetaFlowStrategy, MetaFlowTurn,
+	MetaHooks, MetaHooksDropped, MetaFlowFlight, MetaFlowRate, MetaFlowBurst, MetaFlowStrategy, MetaFlowTurn, MetaFlowOn,
 	MetaEnqueued, MetaPromoted, MetaCompleted, MetaFailed, MetaRetried, MetaReclaimed, MetaDead, MetaCanceled, MetaRequeued,
 }
 

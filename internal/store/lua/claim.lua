@@ -30,7 +30,7 @@ local wants_next = A_want_next == '1'
 if not max or not vis or not wait_ms then
   return redis.error_reply('ERR chronoq claim: malformed arguments')
 end
-local meta = redis.call('HMGET', K_meta, M_created_ms, M_paused, M_lsets, M_waiting_until, unpack(LIMIT_FIELDS))
+local meta = redis.call('HMGET', K_meta, M_created_ms, M_paused, M_lsets, M_waiting_until, M_flow_on, unpack(LIMIT_FIELDS))
 if not meta[1] then
   return { 0, '', now_us } -- no such queue
 end
@@ -90,15 +90,18 @@ for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
   end
 end
 promote_due(max, mine, meta[4])
-flow_release()
+local flows = meta[5] == '1' or FLOW_MADE -- the queue has had jobs with flow keys
+if flows then
+  flow_release()
+end
 local out = { 0, '', now_us }
 -- The queue's limits cap the claim: max becomes what they let it take.
 local asked, tokens, rate = max, nil, nil
-max, tokens, rate = limit_room(max, { meta[5], meta[6], meta[7], meta[8], meta[9] })
+max, tokens, rate = limit_room(max, { meta[6], meta[7], meta[8], meta[9], meta[10] })
 -- The jobs of flow keys are one more source, FLOW, taken in the keys'
 -- turns (flow_take); its next job is the ring's first key's.
 local FLOW_SRC = '\1flow'
-local fh = max > 0 and flow_head() or nil
+local fh = flows and max > 0 and flow_head() or nil
 -- With more than one source, the one whose next job was enqueued first
 -- comes first (empty ones are left out).
 if #lists > 1 or fh then

@@ -649,7 +649,8 @@ local function flow_token_at(tokens, rate)
 end
 
 -- FLOW_WOKE: a key came into the ring (claimers waiting are woken once).
-local FLOW_WOKE = false
+-- FLOW_MADE: flow jobs became pending in this call.
+local FLOW_WOKE, FLOW_MADE = false, false
 
 -- flow_ready puts key into the ring at the current turn when it has jobs
 -- pending, room under its MaxInFlight and a token; held by its rate, it
@@ -894,6 +895,8 @@ local function flush_flow()
     by[key][#by[key] + 1] = string.sub(m, #key + 2)
   end
   redis.call('ZADD', K_fpend, unpack(add))
+  redis.call('HSET', K_meta, M_flow_on, '1')
+  FLOW_MADE = true
   for _, key in ipairs(by) do
     redis.call('ZINCRBY', K_fcount, #by[key], key)
     local d = redis.call('HGET', K_flow, FLOW_DEBOUNCE .. key)
