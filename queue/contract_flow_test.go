@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -85,6 +86,70 @@ func contractFlow(t *testing.T, setup setupFunc) {
 				require.Greater(t, j.ID, last)
 				last = j.ID
 			}
+		}
+	})
+
+	t.Run("AWeightGivesAKeyMoreTurns", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		_, err := b.client.SetFlowOverride(b.ctx, b.queue, queue.FlowOverride{Key: "gold", Weight: 3})
+		require.NoError(t, err)
+		keyed(t, b, "gold", 20)
+		keyed(t, b, "plain", 20)
+		var got []*queue.Job
+		for range 16 {
+			got = append(got, claim(t, b, 1)...)
+		}
+		require.Equal(t, map[string]int{"gold": 12, "plain": 4}, count(got), "three turns for one")
+	})
+
+	t.Run("ClaimersWithLabelsTakeKeyedJobsToo", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		j := keyed(t, b, "k", 1)[0]
+		jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 5, Labels: []string{"gpu"}})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		require.Equal(t, j.ID, jobs[0].ID)
+	})
+
+	t.Run("WaitingClaimersWakeForKeyedJobs", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		_, err := b.client.SetFlowLimits(b.ctx, b.queue, queue.FlowLimits{MaxInFlight: 1})
+		require.NoError(t, err)
+		waitClaim := func() chan []*queue.Job {
+			ch := make(chan []*queue.Job, 1)
+			go func() {
+				jobs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 5, Wait: 20 * time.Second})
+				if err != nil {
+					jobs = nil
+				}
+				ch <- jobs
+			}()
+			return ch
+		}
+		b.claimNone(t) // the queue exists, nothing is pending
+		ch := waitClaim()
+		waiting := func() bool { return plumbing.Of(b.client).Waiters() == 1 }
+		require.Eventually(t, waiting, 10*time.Second, time.Millisecond)
+		first := keyed(t, b, "k", 2)[0]
+		select {
+		case got := <-ch:
+			require.Len(t, got, 1, "woken by the key's job, and only one: the key's limit")
+			require.Equal(t, first.ID, got[0].ID)
+			// At the key's limit: a waiting claim wakes when the lease ends.
+			ch = waitClaim()
+			require.Eventually(t, waiting, 10*time.Second, time.Millisecond)
+			complete(t, b, got[0])
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiting claim was not woken by a keyed job")
+		}
+		select {
+		case got := <-ch:
+			require.Len(t, got, 1, "woken when the key's slot freed")
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiting claim was not woken when its key's slot freed")
 		}
 	})
 
