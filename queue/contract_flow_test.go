@@ -277,6 +277,7 @@ func contractFlow(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Equal(t, queue.StatusCanceled, e.Job.Status, "the newest is canceled")
 		require.Equal(t, queue.StatusCanceled, b.get(t, e.Job.ID).Status)
+		require.Contains(t, e.Job.LastError, "cancel_newest", "its error says why")
 		other := keyed(t, b, "other", 1)[0]
 		got := claim(t, b, 10)
 		require.ElementsMatch(t, []string{first.ID, other.ID}, []string{got[0].ID, got[1].ID})

@@ -33,14 +33,14 @@ import (
 type FlowStrategy string
 
 const (
-	// FlowQueue: the job waits its turn (the default).
+	// FlowQueue is the default: the job waits its turn.
 	FlowQueue FlowStrategy = "queue"
-	// FlowCancelNewest: a new job of a key that has MaxInFlight jobs
-	// processing or waiting is canceled at once (its status "canceled",
-	// its error saying why), so at most MaxInFlight of a key's jobs are
-	// ever in line.
+	// FlowCancelNewest cancels a new job of a key that has MaxInFlight
+	// jobs processing or pending already, at once (its status
+	// "canceled", its LastError saying why), so at most MaxInFlight of a
+	// key's jobs are ever in line.
 	FlowCancelNewest FlowStrategy = "cancel_newest"
-	// FlowCancelInProgress: a new job of a key at MaxInFlight asks the
+	// FlowCancelInProgress makes a new job of a key at MaxInFlight ask the
 	// key's oldest processing job to cancel (its worker sees
 	// cancel_requested at its next heartbeat) and runs when that one ends.
 	FlowCancelInProgress FlowStrategy = "cancel_in_progress"

@@ -179,7 +179,7 @@ for i, j in ipairs(jobs) do
     end
     local strategy = status == 'pending' and j.flow ~= '' and flow_strategy(j.flow)
     if strategy == 'cancel_newest' then
-      cancels[#cancels + 1] = j.id
+      cancels[#cancels + 1] = j
       replayed = 4
     elseif status == 'pending' then
       if strategy == 'cancel_in_progress' then
@@ -219,8 +219,10 @@ end
 if #recs > 0 then
   redis.call('HSET', K_jobs, unpack(recs))
 end
-for _, id in ipairs(cancels) do
-  cancel_now(id, load(id), 'flow', A_retention_ms)
+for _, j in ipairs(cancels) do
+  local f = load(j.id)
+  f[R_last_error] = 'flow key ' .. j.flow .. ' at its max in flight (strategy cancel_newest)'
+  cancel_now(j.id, f, 'flow', A_retention_ms)
 end
 if #data > 0 then
   redis.call('HSET', K_data, unpack(data))
