@@ -30,6 +30,10 @@ type cronRequest struct {
 	Missed      *string         `json:"missed"`
 	Overlap     *string         `json:"overlap"`
 	Paused      bool            `json:"paused"`
+	FlowKey     *string         `json:"flow_key"`
+	// Debounce is refused with a message of its own: a cron job's
+	// ticks are spaced by its schedule.
+	Debounce json.RawMessage `json:"debounce"`
 }
 
 // optional is the value of an optional string field: def when it was left
@@ -58,12 +62,13 @@ type cronJSON struct {
 	NextRunAt   *string         `json:"next_run_at"`
 	LastRunAt   *string         `json:"last_run_at"`
 	LastJobID   *string         `json:"last_job_id"`
+	FlowKey     string          `json:"flow_key,omitempty"`
 }
 
 func toCronJSON(e CronEntry) cronJSON {
 	out := cronJSON{Name: e.Name, Schedule: e.Schedule, Timezone: e.Timezone, Queue: e.Queue, Kind: e.Kind,
 		Payload: e.Payload, MaxAttempts: cmp.Or(e.MaxAttempts, queue.DefaultMaxAttempts), Missed: string(e.Missed), Overlap: string(e.Overlap), Paused: e.Paused,
-		NextRunAt: wire.Time(e.NextRunAt), LastRunAt: wire.Time(e.LastRunAt), LastJobID: nilIfEmpty(e.LastJobID)}
+		NextRunAt: wire.Time(e.NextRunAt), LastRunAt: wire.Time(e.LastRunAt), LastJobID: nilIfEmpty(e.LastJobID), FlowKey: e.FlowKey}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("{}")
 	}
@@ -118,6 +123,18 @@ func (r *cronRequest) entry(name string) (CronEntry, error) {
 	}
 	if string(e.Payload) == "null" || len(e.Payload) == 0 {
 		e.Payload = json.RawMessage("{}")
+	}
+	if len(r.Debounce) > 0 && string(r.Debounce) != "null" {
+		return e, invalidArg("debounce", "a cron entry's jobs take no debounce: its schedule spaces them")
+	}
+	if r.FlowKey != nil {
+		if *r.FlowKey == "" {
+			return e, invalidArg("flow_key", "must not be empty: leave flow_key out for none")
+		}
+		if err := queue.ValidateFlowKey(*r.FlowKey); err != nil {
+			return e, err
+		}
+		e.FlowKey = *r.FlowKey
 	}
 	if r.MaxAttempts != nil {
 		if *r.MaxAttempts < 1 || *r.MaxAttempts > queue.MaxAttemptsLimit {

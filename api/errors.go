@@ -143,7 +143,8 @@ func engineError(err error) *Error {
 		return &Error{Status: http.StatusConflict, Code: CodeQueueBusy, Message: err.Error(), err: err}
 	case errors.Is(err, queue.ErrLeaseLost):
 		return &Error{Status: http.StatusConflict, Code: CodeLeaseLost, Message: err.Error(), err: err}
-	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrTooManyQueues), errors.Is(err, registry.ErrTooManyWorkers):
+	case errors.Is(err, queue.ErrConflict), errors.Is(err, queue.ErrTooManyQueues), errors.Is(err, queue.ErrTooManyOverrides),
+		errors.Is(err, registry.ErrTooManyWorkers):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error(), err: err}
 	case errors.Is(err, queue.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// The cause names Redis's address: it goes to the log only.

@@ -41,6 +41,17 @@ type enqueueRequest struct {
 	// jobs have ended (POST /v1/jobs only), and what their failure does.
 	DependsOn []jobRefJSON `json:"depends_on"`
 	OnFailure *string      `json:"on_failure"`
+	// Flow control (see queue.NewJob.FlowKey): the job's flow key, and a
+	// debounce (a debounceRequest, decoded apart to name its fields).
+	FlowKey  *string         `json:"flow_key"`
+	Debounce json.RawMessage `json:"debounce"`
+}
+
+// debounceRequest is a job's debounce (queue.Debounce): period is
+// required, max_wait left out is 10 × period.
+type debounceRequest struct {
+	Period  *string `json:"period"`
+	MaxWait *string `json:"max_wait"`
 }
 
 // jobRefJSON names a job.
@@ -71,7 +82,8 @@ func (r *enqueueRequest) newJob(index int) (queue.NewJob, error) {
 		nj.Queue = *r.Queue
 	}
 	if r.RunAt == nil && r.Delay == nil && r.MaxAttempts == nil && r.Visibility == nil && r.ResultTTL == nil &&
-		r.IdempotencyKey == nil && len(r.Backoff) == 0 && nj.Kind != "" && string(nj.Payload) != "null" {
+		r.IdempotencyKey == nil && len(r.Backoff) == 0 && r.FlowKey == nil && len(r.Debounce) == 0 &&
+		nj.Kind != "" && string(nj.Payload) != "null" {
 		return nj, nil // the common case: nothing to check here
 	}
 	prefix := fieldPrefix(index)
@@ -93,7 +105,43 @@ func (r *enqueueRequest) newJob(index int) (queue.NewJob, error) {
 	if err := r.retries(&nj, prefix); err != nil {
 		return nj, err
 	}
+	if err := r.flow(&nj, prefix); err != nil {
+		return nj, err
+	}
 	return nj, nil
+}
+
+// flow reads the job's flow key and debounce; queue's validation checks
+// the key, and the debounce against it and the job's due time.
+func (r *enqueueRequest) flow(nj *queue.NewJob, prefix string) error {
+	if r.FlowKey != nil {
+		if *r.FlowKey == "" {
+			return invalidArg(prefix+"flow_key", "must not be empty: leave flow_key out for none")
+		}
+		nj.FlowKey = *r.FlowKey
+	}
+	if len(r.Debounce) == 0 || string(r.Debounce) == "null" {
+		return nil
+	}
+	var dr debounceRequest
+	if err := wire.Raw(r.Debounce, &dr, prefix+"debounce."); err != nil {
+		return err
+	}
+	if dr.Period == nil {
+		return invalidArg(prefix+"debounce.period", "period is required")
+	}
+	var d queue.Debounce
+	var err error
+	if d.Period, err = parseDuration(prefix+"debounce.period", *dr.Period, queue.MinDebounce, queue.MaxDelay); err != nil {
+		return err
+	}
+	if dr.MaxWait != nil {
+		if d.MaxWait, err = parseDuration(prefix+"debounce.max_wait", *dr.MaxWait, 0, queue.MaxDelay); err != nil {
+			return err
+		}
+	}
+	nj.Debounce = &d
+	return nil
 }
 
 // when reads when the job runs: run_at (a time in the past, the zero time

@@ -66,12 +66,12 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		cfg  api.Config
 		ops  int
 	}{
-		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Workers: reg, Token: "t"}, 45},
-		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Workers: reg}, 45},
+		{"serve", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Workers: reg, Token: "t"}, 53},
+		{"serve without a token", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Workers: reg}, 53},
 		{"demo", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Workers: reg, Token: "t",
-			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 48},
-		{"no cron store", api.Config{Store: b.client, Workers: reg, Token: "t", MetricsAuth: true}, 40},
-		{"no worker registry", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 41},
+			Routes: pool.Routes(), RoutesOpenAPI: demo.OpenAPI()}, 56},
+		{"no cron store", api.Config{Store: b.client, Workers: reg, Token: "t", MetricsAuth: true}, 48},
+		{"no worker registry", api.Config{Store: b.client, Cron: &memCron{client: b.client}, Token: "t"}, 49},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, err := api.New(tt.cfg)

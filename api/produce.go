@@ -73,9 +73,14 @@ func (s *Server) enqueueOne(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderLocation, jobLocation(e.Job))
 	status := http.StatusCreated
-	if e.Replayed {
+	switch {
+	case e.Replayed:
 		c.Response().Header().Set(HeaderIdempotentReplayed, "true")
 		status = http.StatusOK
+	case e.Debounced:
+		// Folded into its flow key's waiting job: nothing new, as a replay.
+		b := wire.MarkDebounced(wire.AppendJob(nil, s.afterEnqueue(c, e.Job, wait), false))
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 	}
 	return writeJob(c, status, s.afterEnqueue(c, e.Job, wait))
 }
@@ -144,18 +149,38 @@ func (s *Server) enqueueBatch(c echo.Context) error {
 		return err
 	}
 	jobs := make([]*queue.Job, len(res))
-	replayed := 0
+	replayed, debounced := 0, 0
 	for i, e := range res {
 		jobs[i] = e.Job
-		if e.Replayed {
+		switch {
+		case e.Replayed:
 			replayed++
+		case e.Debounced:
+			debounced++
 		}
 	}
 	status := http.StatusCreated
-	if replayed == len(res) {
+	switch {
+	case replayed == len(res):
 		// Every job's idempotency key named an earlier job: nothing new.
 		c.Response().Header().Set(HeaderIdempotentReplayed, "true")
 		status = http.StatusOK
+	case replayed+debounced == len(res):
+		status = http.StatusOK // nothing new either
 	}
-	return writeJobs(c, status, jobs, false)
+	if debounced == 0 {
+		return writeJobs(c, status, jobs, false)
+	}
+	b := make([]byte, 0, 16+len(jobs)*700)
+	b = append(b, `{"jobs":[`...)
+	for i, e := range res {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = wire.AppendJob(b, e.Job, false)
+		if e.Debounced {
+			b = wire.MarkDebounced(b)
+		}
+	}
+	return c.Blob(status, echo.MIMEApplicationJSON, append(b, "]}"...))
 }

@@ -338,6 +338,14 @@ func (s *Server) routes() {
 		route{http.MethodGet, "/v1/queues/:queue/limits", s.getLimits, false},
 		route{http.MethodPut, "/v1/queues/:queue/limits", s.putLimits, false},
 		route{http.MethodDelete, "/v1/queues/:queue/limits", s.deleteLimits, false},
+		route{http.MethodGet, "/v1/queues/:queue/flow", s.getFlow, false},
+		route{http.MethodPut, "/v1/queues/:queue/flow", s.putFlow, false},
+		route{http.MethodDelete, "/v1/queues/:queue/flow", s.deleteFlow, false},
+		route{http.MethodGet, "/v1/queues/:queue/flow/overrides", s.listFlowOverrides, false},
+		route{http.MethodPut, "/v1/queues/:queue/flow/overrides/:key", s.putFlowOverride, false},
+		route{http.MethodDelete, "/v1/queues/:queue/flow/overrides/:key", s.deleteFlowOverride, false},
+		route{http.MethodGet, "/v1/queues/:queue/flow/keys", s.listFlowKeys, false},
+		route{http.MethodGet, "/v1/queues/:queue/flow/keys/:key", s.getFlowKey, false},
 	)
 	if s.cfg.Push != nil {
 		rs = append(rs,

@@ -102,7 +102,7 @@ func TestBodyLimitEveryRoute(t *testing.T) {
 			continue
 		}
 		n++
-		path = strings.NewReplacer("{queue}", "q", "{id}", "abc", "{name}", "n").Replace(path)
+		path = strings.NewReplacer("{queue}", "q", "{id}", "abc", "{name}", "n", "{key}", "k").Replace(path)
 		method = strings.ToUpper(method)
 		requireError(t, b.do(t, method, path, big), http.StatusRequestEntityTooLarge, "payload_too_large", "")
 		req, err := http.NewRequestWithContext(b.ctx, method, b.http.URL+path, io.MultiReader(strings.NewReader(big)))
@@ -116,7 +116,7 @@ func TestBodyLimitEveryRoute(t *testing.T) {
 		require.NoError(t, res.Body.Close())
 		requireError(t, response{status: res.StatusCode, header: res.Header, body: body}, http.StatusRequestEntityTooLarge, "payload_too_large", "")
 	}
-	require.Equal(t, 20, n) // 17, PUT /v1/workers/{id}, PUT .../artifacts/{name} and POST .../logs
+	require.Equal(t, 22, n) // 17, PUT /v1/workers/{id}, PUT .../artifacts/{name}, POST .../logs, PUT .../flow and PUT .../flow/overrides/{key}
 }
 
 func TestDefaultBodyLimitIsOneMiB(t *testing.T) {

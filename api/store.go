@@ -41,7 +41,8 @@ type Reader interface {
 // Manager changes jobs and queues on an operator's word: reschedule,
 // cancel, retry, requeue and purge the dead; pause, resume, a reclaim
 // sweep, delete a queue; a queue's rate and in-flight limits
-// (/v1/queues/{q}/limits).
+// (/v1/queues/{q}/limits); its flow control (/v1/queues/{q}/flow...):
+// the limits of each flow key, keys' overrides, the keys with work.
 type Manager interface {
 	Reschedule(ctx context.Context, queue, id string, runAt time.Time) (*queue.Job, error)
 	Cancel(ctx context.Context, queue, id string) (*queue.Job, error)
@@ -57,6 +58,15 @@ type Manager interface {
 	Limits(ctx context.Context, queue string) (queue.Limits, error)
 	SetLimits(ctx context.Context, queue string, l queue.Limits) (queue.Limits, error)
 	ClearLimits(ctx context.Context, queue string) error
+
+	FlowLimits(ctx context.Context, queue string) (queue.FlowLimits, error)
+	SetFlowLimits(ctx context.Context, queue string, l queue.FlowLimits) (queue.FlowLimits, error)
+	SetFlowOverride(ctx context.Context, queue string, o queue.FlowOverride) (queue.FlowOverride, error)
+	DeleteFlowOverride(ctx context.Context, queue, key string) error
+	FlowOverrides(ctx context.Context, queue, cursor string, limit int) ([]queue.FlowOverride, string, error)
+	FlowKeys(ctx context.Context, queue string, offset, limit int) ([]queue.FlowKeyStats, int64, error)
+	FlowKey(ctx context.Context, queue, key string) (queue.FlowKeyStats, error)
+	FlowKeyJobs(ctx context.Context, queue, key string, limit int) (pending, processing []string, err error)
 }
 
 // Consumer is the worker protocol: claim, complete (with a result,

@@ -317,6 +317,48 @@ func (e ErrorErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for FlowLimitsStrategy.
+const (
+	FlowLimitsStrategyCancelInProgress FlowLimitsStrategy = "cancel_in_progress"
+	FlowLimitsStrategyCancelNewest     FlowLimitsStrategy = "cancel_newest"
+	FlowLimitsStrategyQueue            FlowLimitsStrategy = "queue"
+)
+
+// Valid indicates whether the value is a known member of the FlowLimitsStrategy enum.
+func (e FlowLimitsStrategy) Valid() bool {
+	switch e {
+	case FlowLimitsStrategyCancelInProgress:
+		return true
+	case FlowLimitsStrategyCancelNewest:
+		return true
+	case FlowLimitsStrategyQueue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FlowLimitsRequestStrategy.
+const (
+	FlowLimitsRequestStrategyCancelInProgress FlowLimitsRequestStrategy = "cancel_in_progress"
+	FlowLimitsRequestStrategyCancelNewest     FlowLimitsRequestStrategy = "cancel_newest"
+	FlowLimitsRequestStrategyQueue            FlowLimitsRequestStrategy = "queue"
+)
+
+// Valid indicates whether the value is a known member of the FlowLimitsRequestStrategy enum.
+func (e FlowLimitsRequestStrategy) Valid() bool {
+	switch e {
+	case FlowLimitsRequestStrategyCancelInProgress:
+		return true
+	case FlowLimitsRequestStrategyCancelNewest:
+		return true
+	case FlowLimitsRequestStrategyQueue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok HealthStatus = "ok"
@@ -1130,6 +1172,9 @@ type ClaimedJob struct {
 	ClaimedAt   *time.Time `json:"claimed_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 
+	// Debounced present (true) only in the answer to an enqueue that was folded into its flow key's waiting debounced job: the job is that one, with this enqueue's payload and its due time moved
+	Debounced *bool `json:"debounced,omitempty"`
+
 	// Deliveries a push job's attempts (GET of one job only)
 	Deliveries *[]Delivery `json:"deliveries,omitempty"`
 
@@ -1137,7 +1182,10 @@ type ClaimedJob struct {
 	EnqueuedAt time.Time `json:"enqueued_at"`
 
 	// Fence 0 before the first claim; each claim sets it above every earlier claim of the job, and it is never reset: a fencing token for systems the handler writes to
-	Fence          int64   `json:"fence"`
+	Fence int64 `json:"fence"`
+
+	// FlowKey the job's flow key: present only when it has one
+	FlowKey        *string `json:"flow_key,omitempty"`
 	Id             string  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
 
@@ -1237,6 +1285,8 @@ type CronEntries struct {
 
 // CronEntry defines model for CronEntry.
 type CronEntry struct {
+	// FlowKey the flow key of the entry's jobs: present only when it has one
+	FlowKey   *string    `json:"flow_key,omitempty"`
 	Kind      string     `json:"kind"`
 	LastJobId *string    `json:"last_job_id"`
 	LastRunAt *time.Time `json:"last_run_at"`
@@ -1256,6 +1306,9 @@ type CronEntry struct {
 
 // CronEntryRequest A field given as null is the same as a field left out; an optional string given as "" is a 400, not its default.
 type CronEntryRequest struct {
+	// FlowKey The flow key of the entry's jobs (see NewJob's flow_key). Left out (or null): none. A cron entry takes no debounce.
+	FlowKey *string `json:"flow_key,omitempty"`
+
 	// Kind chronoq.push, the kind of push envelopes, is taken with a payload that is one, checked as a job's (see NewJob's kind).
 	Kind        string `json:"kind"`
 	MaxAttempts *int   `json:"max_attempts,omitempty"`
@@ -1343,6 +1396,19 @@ type DeadRetried struct {
 type DeadRetryRequest struct {
 	// Ids the dead deliveries to send again; left out or empty: every one
 	Ids *[]string `json:"ids,omitempty"`
+}
+
+// Debounce Makes this job stand for all the jobs of its flow key enqueued while it waits: one enqueued within period of the last replaces the waiting job's payload and moves its due time to period after itself, never past max_wait after the first; the enqueue answers the waiting job with debounced true (status 200).
+type Debounce struct {
+	// MaxWait Go duration string. How long after the first job the job may be moved at most: period to 87600h. Left out (or null): 10 × period (at most 87600h).
+	//
+	// Example: 1m
+	MaxWait *string `json:"max_wait,omitempty"`
+
+	// Period Go duration string ("90s", "1m30s", "250ms"). How long the key must be quiet before its job runs: 1ms to 87600h.
+	//
+	// Example: 5s
+	Period string `json:"period"`
 }
 
 // Deleted defines model for Deleted.
@@ -1460,6 +1526,120 @@ type Fail struct {
 	WorkerId *string `json:"worker_id,omitempty"`
 }
 
+// FlowKey One flow key's jobs now; override present when the key has its own limits.
+type FlowKey struct {
+	// InFlight the key's jobs processing (leased)
+	InFlight int64  `json:"in_flight"`
+	Key      string `json:"key"`
+
+	// Override One flow key's own limits, defaults filled (weight at least 1).
+	Override *FlowOverride `json:"override,omitempty"`
+
+	// Pending the key's jobs pending
+	Pending int64 `json:"pending"`
+}
+
+// FlowKeyDetail One flow key's counts, override and jobs (a key with neither jobs nor override answers zeros).
+type FlowKeyDetail struct {
+	// InFlight the key's jobs processing (leased)
+	InFlight int64  `json:"in_flight"`
+	Key      string `json:"key"`
+
+	// Override One flow key's own limits, defaults filled (weight at least 1).
+	Override *FlowOverride `json:"override,omitempty"`
+
+	// Pending the key's jobs pending
+	Pending int64 `json:"pending"`
+
+	// PendingJobs ids of the key's pending jobs, the first enqueued first, at most limit
+	PendingJobs []string `json:"pending_jobs"`
+
+	// ProcessingJobs ids of the key's processing jobs, at most limit
+	ProcessingJobs []string `json:"processing_jobs"`
+}
+
+// FlowKeys defines model for FlowKeys.
+type FlowKeys struct {
+	Keys []FlowKey `json:"keys"`
+
+	// Total how many keys have jobs pending or processing
+	Total int64 `json:"total"`
+}
+
+// FlowLimits A queue's limits for each flow key, each key on its own (a key with an override has its own). They hold together with the queue's Limits. 0 is none.
+type FlowLimits struct {
+	// Burst A key's bucket size. Needs a rate; defaults to a tenth of a second's worth, at least 1.
+	Burst int `json:"burst"`
+
+	// MaxInFlight Most jobs of one key processing at once, by any consumer (a crashed worker's job counts until its lease lapses). 0: none.
+	MaxInFlight int `json:"max_in_flight"`
+
+	// Rate Most jobs of one key claimed a second, on average: a token bucket per key refilled by Redis's clock. 0: none.
+	Rate float32 `json:"rate"`
+
+	// Strategy What a new job of a key at max_in_flight does: queue (wait its turn, the default); cancel_newest (the new job is canceled at once, its error saying why); cancel_in_progress (the key's oldest processing job is asked to cancel, its worker sees cancel_requested at its next heartbeat, and the new job runs when it ends).
+	Strategy FlowLimitsStrategy `json:"strategy"`
+}
+
+// FlowLimitsStrategy What a new job of a key at max_in_flight does: queue (wait its turn, the default); cancel_newest (the new job is canceled at once, its error saying why); cancel_in_progress (the key's oldest processing job is asked to cancel, its worker sees cancel_requested at its next heartbeat, and the new job runs when it ends).
+type FlowLimitsStrategy string
+
+// FlowLimitsRequest The limits to set for each flow key; a field left out is 0 (none).
+type FlowLimitsRequest struct {
+	// Burst A key's bucket size. Needs a rate; defaults to a tenth of a second's worth, at least 1.
+	Burst *int `json:"burst,omitempty"`
+
+	// MaxInFlight Most jobs of one key processing at once, by any consumer (a crashed worker's job counts until its lease lapses). 0: none.
+	MaxInFlight *int `json:"max_in_flight,omitempty"`
+
+	// Rate Most jobs of one key claimed a second, on average: a token bucket per key refilled by Redis's clock. 0: none.
+	Rate *float32 `json:"rate,omitempty"`
+
+	// Strategy What a new job of a key at max_in_flight does: queue (wait its turn, the default); cancel_newest (the new job is canceled at once, its error saying why); cancel_in_progress (the key's oldest processing job is asked to cancel, its worker sees cancel_requested at its next heartbeat, and the new job runs when it ends). Left out (or null): queue; an empty string is a 400.
+	Strategy *FlowLimitsRequestStrategy `json:"strategy,omitempty"`
+}
+
+// FlowLimitsRequestStrategy What a new job of a key at max_in_flight does: queue (wait its turn, the default); cancel_newest (the new job is canceled at once, its error saying why); cancel_in_progress (the key's oldest processing job is asked to cancel, its worker sees cancel_requested at its next heartbeat, and the new job runs when it ends). Left out (or null): queue; an empty string is a 400.
+type FlowLimitsRequestStrategy string
+
+// FlowOverride One flow key's own limits, defaults filled (weight at least 1).
+type FlowOverride struct {
+	// Burst The key's own bucket size; needs a rate, defaults to a tenth of a second's worth, at least 1.
+	Burst int    `json:"burst"`
+	Key   string `json:"key"`
+
+	// MaxInFlight The key's own max_in_flight; 0: the queue's.
+	MaxInFlight int `json:"max_in_flight"`
+
+	// Rate The key's own rate (jobs a second); 0: the queue's.
+	Rate float32 `json:"rate"`
+
+	// Weight The key's turns for one of a weight-1 key's, 1 to 100; 0 is 1.
+	Weight int `json:"weight"`
+}
+
+// FlowOverrideRequest One flow key's own limits: each field not 0 replaces the queue's flow limits' for that key. A queue holds at most 10,000 overrides (a new one past them is a 409 conflict).
+type FlowOverrideRequest struct {
+	// Burst The key's own bucket size; needs a rate, defaults to a tenth of a second's worth, at least 1.
+	Burst *int `json:"burst,omitempty"`
+
+	// MaxInFlight The key's own max_in_flight; 0: the queue's.
+	MaxInFlight *int `json:"max_in_flight,omitempty"`
+
+	// Rate The key's own rate (jobs a second); 0: the queue's.
+	Rate *float32 `json:"rate,omitempty"`
+
+	// Weight The key's turns for one of a weight-1 key's, 1 to 100; 0 is 1.
+	Weight *int `json:"weight,omitempty"`
+}
+
+// FlowOverrides defines model for FlowOverrides.
+type FlowOverrides struct {
+	// NextCursor The cursor of the next page; "" after the last page.
+	NextCursor string         `json:"next_cursor"`
+	Overrides  []FlowOverride `json:"overrides"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -1494,6 +1674,9 @@ type Job struct {
 	ClaimedAt   *time.Time `json:"claimed_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 
+	// Debounced present (true) only in the answer to an enqueue that was folded into its flow key's waiting debounced job: the job is that one, with this enqueue's payload and its due time moved
+	Debounced *bool `json:"debounced,omitempty"`
+
 	// Deliveries a push job's attempts (GET of one job only)
 	Deliveries *[]Delivery `json:"deliveries,omitempty"`
 
@@ -1501,7 +1684,10 @@ type Job struct {
 	EnqueuedAt time.Time `json:"enqueued_at"`
 
 	// Fence 0 before the first claim; each claim sets it above every earlier claim of the job, and it is never reset: a fencing token for systems the handler writes to
-	Fence          int64   `json:"fence"`
+	Fence int64 `json:"fence"`
+
+	// FlowKey the job's flow key: present only when it has one
+	FlowKey        *string `json:"flow_key,omitempty"`
 	Id             string  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
 
@@ -1716,6 +1902,9 @@ type NewJob struct {
 	// CallbackUrl push queues: POSTed a signed summary when the job completes (a job of the same queue, retried with backoff)
 	CallbackUrl *string `json:"callback_url,omitempty"`
 
+	// Debounce With a flow_key and neither run_at nor delay (the debounce decides when it runs): fold this job into its key's waiting debounced job. Not in a workflow's jobs nor with depends_on.
+	Debounce *Debounce `json:"debounce,omitempty"`
+
 	// Delay Go duration string ("90s", "1m30s", "250ms"). >= 0; not with run_at.
 	//
 	// Example: 30s
@@ -1726,7 +1915,10 @@ type NewJob struct {
 
 	// FailureCallbackUrl push queues: POSTed a signed summary when the job dies
 	FailureCallbackUrl *string `json:"failure_callback_url,omitempty"`
-	IdempotencyKey     *string `json:"idempotency_key,omitempty"`
+
+	// FlowKey Puts the job under its queue's flow control (GET /v1/queues/{queue}/flow): its key's limits, and turns between keys. 1 to 64 of [A-Za-z0-9._:/=+@-]. Left out (or null): none; an empty string is a 400. A job with labels cannot have one (a 400).
+	FlowKey        *string `json:"flow_key,omitempty"`
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 
 	// Kind chronoq.push is the kind of the envelope chronoq makes of a job with a target or callbacks: given by hand, its payload must be such an envelope (body, kind, target {url, method, headers, timeout_ms}, callback_url, failure_callback_url), checked as target and callback_url are (a 400 names the field, "payload.target.method"), and it takes no target nor callbacks beside.
 	Kind string `json:"kind"`
@@ -2359,6 +2551,9 @@ type ArtifactName = string
 // CronName defines model for CronName.
 type CronName = string
 
+// FlowKeyName defines model for FlowKeyName.
+type FlowKeyName = string
+
 // JobID defines model for JobID.
 type JobID = string
 
@@ -2442,6 +2637,25 @@ type DeleteQueueParams struct {
 // PurgeDeadParams defines parameters for PurgeDead.
 type PurgeDeadParams struct {
 	Kind *string `form:"kind,omitempty" json:"kind,omitempty"`
+}
+
+// ListFlowKeysParams defines parameters for ListFlowKeys.
+type ListFlowKeysParams struct {
+	Limit  *int `form:"limit,omitempty" json:"limit,omitempty"`
+	Offset *int `form:"offset,omitempty" json:"offset,omitempty"`
+}
+
+// GetFlowKeyParams defines parameters for GetFlowKey.
+type GetFlowKeyParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListFlowOverridesParams defines parameters for ListFlowOverrides.
+type ListFlowOverridesParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -2528,6 +2742,12 @@ type PutPushConfigJSONRequestBody = PushConfigRequest
 
 // RequeueDeadJSONRequestBody defines body for RequeueDead for application/json ContentType.
 type RequeueDeadJSONRequestBody = DeadFilter
+
+// PutFlowLimitsJSONRequestBody defines body for PutFlowLimits for application/json ContentType.
+type PutFlowLimitsJSONRequestBody = FlowLimitsRequest
+
+// PutFlowOverrideJSONRequestBody defines body for PutFlowOverride for application/json ContentType.
+type PutFlowOverrideJSONRequestBody = FlowOverrideRequest
 
 // EnqueueIntoJSONRequestBody defines body for EnqueueInto for application/json ContentType.
 type EnqueueIntoJSONRequestBody = NewJob
@@ -3604,6 +3824,84 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/dead/retry (the `RequeueDead` operationId).
 	RequeueDead(ctx context.Context, queue QueueName, body RequeueDeadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteFlowLimits Remove a queue's flow limits
+	//
+	// Keys' overrides are kept. 404 for a queue never used.
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/flow (the `DeleteFlowLimits` operationId).
+	DeleteFlowLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetFlowLimits A queue's flow limits
+	//
+	// The limits each flow key of the queue gets: zeros and strategy queue when it has none (or does not exist).
+	//
+	// Corresponds with GET /v1/queues/{queue}/flow (the `GetFlowLimits` operationId).
+	GetFlowLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutFlowLimitsWithBody Set a queue's flow limits
+	//
+	// Per flow key: at most max_in_flight processing, at most rate a second (token bucket, burst), and what a job at max_in_flight does (strategy). Kept in the queue's slot and decided by the claim script on Redis's clock, so they hold for every consumer at once. Creates the queue. 0 is none; a key's bucket keeps its tokens.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/flow (the `PutFlowLimits` operationId).
+	PutFlowLimitsWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutFlowLimits Set a queue's flow limits
+	//
+	// Per flow key: at most max_in_flight processing, at most rate a second (token bucket, burst), and what a job at max_in_flight does (strategy). Kept in the queue's slot and decided by the claim script on Redis's clock, so they hold for every consumer at once. Creates the queue. 0 is none; a key's bucket keeps its tokens.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/flow (the `PutFlowLimits` operationId).
+	PutFlowLimits(ctx context.Context, queue QueueName, body PutFlowLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListFlowKeys A queue's flow keys with work
+	//
+	// The keys with jobs pending or processing, the most first (ties by key), from offset; keys without jobs are not kept.
+	//
+	// Corresponds with GET /v1/queues/{queue}/flow/keys (the `ListFlowKeys` operationId).
+	ListFlowKeys(ctx context.Context, queue QueueName, params *ListFlowKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetFlowKey One flow key
+	//
+	// Its counts, its override, and the ids of its pending and processing jobs (at most limit of each).
+	//
+	// Corresponds with GET /v1/queues/{queue}/flow/keys/{key} (the `GetFlowKey` operationId).
+	GetFlowKey(ctx context.Context, queue QueueName, key FlowKeyName, params *GetFlowKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListFlowOverrides A queue's flow overrides
+	//
+	// The keys with limits of their own, a page at a time, in no particular order (a Redis HSCAN: a page may hold a little more or less than limit).
+	//
+	// Corresponds with GET /v1/queues/{queue}/flow/overrides (the `ListFlowOverrides` operationId).
+	ListFlowOverrides(ctx context.Context, queue QueueName, params *ListFlowOverridesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteFlowOverride Take a flow key's own limits away
+	//
+	// The key gets the queue's flow limits again; a key without an override is no error. 404 for a queue never used.
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/flow/overrides/{key} (the `DeleteFlowOverride` operationId).
+	DeleteFlowOverride(ctx context.Context, queue QueueName, key FlowKeyName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutFlowOverrideWithBody Give a flow key its own limits
+	//
+	// Replaces any override the key had; creates the queue. A queue holds at most 10,000 overrides: one more is a 409 conflict.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/flow/overrides/{key} (the `PutFlowOverride` operationId).
+	PutFlowOverrideWithBody(ctx context.Context, queue QueueName, key FlowKeyName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutFlowOverride Give a flow key its own limits
+	//
+	// Replaces any override the key had; creates the queue. A queue holds at most 10,000 overrides: one more is a 409 conflict.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/queues/{queue}/flow/overrides/{key} (the `PutFlowOverride` operationId).
+	PutFlowOverride(ctx context.Context, queue QueueName, key FlowKeyName, body PutFlowOverrideJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListJobs List the jobs of a queue by status
 	//
 	// Corresponds with GET /v1/queues/{queue}/jobs (the `ListJobs` operationId).
@@ -4526,6 +4824,184 @@ func (c *Client) RequeueDeadWithBody(ctx context.Context, queue QueueName, conte
 // Corresponds with POST /v1/queues/{queue}/dead/retry (the `RequeueDead` operationId).
 func (c *Client) RequeueDead(ctx context.Context, queue QueueName, body RequeueDeadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRequeueDeadRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteFlowLimits Remove a queue's flow limits
+//
+// Keys' overrides are kept. 404 for a queue never used.
+//
+// Corresponds with DELETE /v1/queues/{queue}/flow (the `DeleteFlowLimits` operationId).
+func (c *Client) DeleteFlowLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteFlowLimitsRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetFlowLimits A queue's flow limits
+//
+// The limits each flow key of the queue gets: zeros and strategy queue when it has none (or does not exist).
+//
+// Corresponds with GET /v1/queues/{queue}/flow (the `GetFlowLimits` operationId).
+func (c *Client) GetFlowLimits(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetFlowLimitsRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutFlowLimitsWithBody Set a queue's flow limits
+//
+// Per flow key: at most max_in_flight processing, at most rate a second (token bucket, burst), and what a job at max_in_flight does (strategy). Kept in the queue's slot and decided by the claim script on Redis's clock, so they hold for every consumer at once. Creates the queue. 0 is none; a key's bucket keeps its tokens.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/flow (the `PutFlowLimits` operationId).
+func (c *Client) PutFlowLimitsWithBody(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutFlowLimitsRequestWithBody(c.Server, queue, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutFlowLimits Set a queue's flow limits
+//
+// Per flow key: at most max_in_flight processing, at most rate a second (token bucket, burst), and what a job at max_in_flight does (strategy). Kept in the queue's slot and decided by the claim script on Redis's clock, so they hold for every consumer at once. Creates the queue. 0 is none; a key's bucket keeps its tokens.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/flow (the `PutFlowLimits` operationId).
+func (c *Client) PutFlowLimits(ctx context.Context, queue QueueName, body PutFlowLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutFlowLimitsRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListFlowKeys A queue's flow keys with work
+//
+// The keys with jobs pending or processing, the most first (ties by key), from offset; keys without jobs are not kept.
+//
+// Corresponds with GET /v1/queues/{queue}/flow/keys (the `ListFlowKeys` operationId).
+func (c *Client) ListFlowKeys(ctx context.Context, queue QueueName, params *ListFlowKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFlowKeysRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetFlowKey One flow key
+//
+// Its counts, its override, and the ids of its pending and processing jobs (at most limit of each).
+//
+// Corresponds with GET /v1/queues/{queue}/flow/keys/{key} (the `GetFlowKey` operationId).
+func (c *Client) GetFlowKey(ctx context.Context, queue QueueName, key FlowKeyName, params *GetFlowKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetFlowKeyRequest(c.Server, queue, key, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListFlowOverrides A queue's flow overrides
+//
+// The keys with limits of their own, a page at a time, in no particular order (a Redis HSCAN: a page may hold a little more or less than limit).
+//
+// Corresponds with GET /v1/queues/{queue}/flow/overrides (the `ListFlowOverrides` operationId).
+func (c *Client) ListFlowOverrides(ctx context.Context, queue QueueName, params *ListFlowOverridesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFlowOverridesRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteFlowOverride Take a flow key's own limits away
+//
+// The key gets the queue's flow limits again; a key without an override is no error. 404 for a queue never used.
+//
+// Corresponds with DELETE /v1/queues/{queue}/flow/overrides/{key} (the `DeleteFlowOverride` operationId).
+func (c *Client) DeleteFlowOverride(ctx context.Context, queue QueueName, key FlowKeyName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteFlowOverrideRequest(c.Server, queue, key)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutFlowOverrideWithBody Give a flow key its own limits
+//
+// Replaces any override the key had; creates the queue. A queue holds at most 10,000 overrides: one more is a 409 conflict.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/flow/overrides/{key} (the `PutFlowOverride` operationId).
+func (c *Client) PutFlowOverrideWithBody(ctx context.Context, queue QueueName, key FlowKeyName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutFlowOverrideRequestWithBody(c.Server, queue, key, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutFlowOverride Give a flow key its own limits
+//
+// Replaces any override the key had; creates the queue. A queue holds at most 10,000 overrides: one more is a 409 conflict.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/queues/{queue}/flow/overrides/{key} (the `PutFlowOverride` operationId).
+func (c *Client) PutFlowOverride(ctx context.Context, queue QueueName, key FlowKeyName, body PutFlowOverrideJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutFlowOverrideRequest(c.Server, queue, key, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6507,6 +6983,430 @@ func NewRequeueDeadRequestWithBody(server string, queue QueueName, contentType s
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteFlowLimitsRequest constructs an http.Request for the DeleteFlowLimits method
+func NewDeleteFlowLimitsRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/flow", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetFlowLimitsRequest constructs an http.Request for the GetFlowLimits method
+func NewGetFlowLimitsRequest(server string, queue QueueName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/flow", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutFlowLimitsRequest calls the generic PutFlowLimits builder with application/json body
+func NewPutFlowLimitsRequest(server string, queue QueueName, body PutFlowLimitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutFlowLimitsRequestWithBody(server, queue, "application/json", bodyReader)
+}
+
+// NewPutFlowLimitsRequestWithBody constructs an http.Request for the PutFlowLimits method, with any body, and a specified content type
+func NewPutFlowLimitsRequestWithBody(server string, queue QueueName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/flow", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListFlowKeysRequest constructs an http.Request for the ListFlowKeys method
+func NewListFlowKeysRequest(server string, queue QueueName, params *ListFlowKeysParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/flow/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Offset != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "offset", *params.Offset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetFlowKeyRequest constructs an http.Request for the GetFlowKey method
+func NewGetFlowKeyRequest(server string, queue QueueName, key FlowKeyName, params *GetFlowKeyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/flow/keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListFlowOverridesRequest constructs an http.Request for the ListFlowOverrides method
+func NewListFlowOverridesRequest(server string, queue QueueName, params *ListFlowOverridesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/flow/overrides", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteFlowOverrideRequest constructs an http.Request for the DeleteFlowOverride method
+func NewDeleteFlowOverrideRequest(server string, queue QueueName, key FlowKeyName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/flow/overrides/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutFlowOverrideRequest calls the generic PutFlowOverride builder with application/json body
+func NewPutFlowOverrideRequest(server string, queue QueueName, key FlowKeyName, body PutFlowOverrideJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutFlowOverrideRequestWithBody(server, queue, key, "application/json", bodyReader)
+}
+
+// NewPutFlowOverrideRequestWithBody constructs an http.Request for the PutFlowOverride method, with any body, and a specified content type
+func NewPutFlowOverrideRequestWithBody(server string, queue QueueName, key FlowKeyName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/flow/overrides/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -8686,6 +9586,96 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/dead/retry (the `RequeueDead` operationId).
 	RequeueDeadWithResponse(ctx context.Context, queue QueueName, body RequeueDeadJSONRequestBody, reqEditors ...RequestEditorFn) (*RequeueDeadResponse, error)
+
+	// DeleteFlowLimitsWithResponse Remove a queue's flow limits
+	//
+	// Keys' overrides are kept. 404 for a queue never used.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/flow (the `DeleteFlowLimits` operationId).
+	DeleteFlowLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeleteFlowLimitsResponse, error)
+
+	// GetFlowLimitsWithResponse A queue's flow limits
+	//
+	// The limits each flow key of the queue gets: zeros and strategy queue when it has none (or does not exist).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/flow (the `GetFlowLimits` operationId).
+	GetFlowLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetFlowLimitsResponse, error)
+
+	// PutFlowLimitsWithBodyWithResponse Set a queue's flow limits
+	//
+	// Per flow key: at most max_in_flight processing, at most rate a second (token bucket, burst), and what a job at max_in_flight does (strategy). Kept in the queue's slot and decided by the claim script on Redis's clock, so they hold for every consumer at once. Creates the queue. 0 is none; a key's bucket keeps its tokens.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/flow (the `PutFlowLimits` operationId).
+	PutFlowLimitsWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutFlowLimitsResponse, error)
+
+	// PutFlowLimitsWithResponse Set a queue's flow limits
+	//
+	// Per flow key: at most max_in_flight processing, at most rate a second (token bucket, burst), and what a job at max_in_flight does (strategy). Kept in the queue's slot and decided by the claim script on Redis's clock, so they hold for every consumer at once. Creates the queue. 0 is none; a key's bucket keeps its tokens.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/flow (the `PutFlowLimits` operationId).
+	PutFlowLimitsWithResponse(ctx context.Context, queue QueueName, body PutFlowLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutFlowLimitsResponse, error)
+
+	// ListFlowKeysWithResponse A queue's flow keys with work
+	//
+	// The keys with jobs pending or processing, the most first (ties by key), from offset; keys without jobs are not kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/flow/keys (the `ListFlowKeys` operationId).
+	ListFlowKeysWithResponse(ctx context.Context, queue QueueName, params *ListFlowKeysParams, reqEditors ...RequestEditorFn) (*ListFlowKeysResponse, error)
+
+	// GetFlowKeyWithResponse One flow key
+	//
+	// Its counts, its override, and the ids of its pending and processing jobs (at most limit of each).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/flow/keys/{key} (the `GetFlowKey` operationId).
+	GetFlowKeyWithResponse(ctx context.Context, queue QueueName, key FlowKeyName, params *GetFlowKeyParams, reqEditors ...RequestEditorFn) (*GetFlowKeyResponse, error)
+
+	// ListFlowOverridesWithResponse A queue's flow overrides
+	//
+	// The keys with limits of their own, a page at a time, in no particular order (a Redis HSCAN: a page may hold a little more or less than limit).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/flow/overrides (the `ListFlowOverrides` operationId).
+	ListFlowOverridesWithResponse(ctx context.Context, queue QueueName, params *ListFlowOverridesParams, reqEditors ...RequestEditorFn) (*ListFlowOverridesResponse, error)
+
+	// DeleteFlowOverrideWithResponse Take a flow key's own limits away
+	//
+	// The key gets the queue's flow limits again; a key without an override is no error. 404 for a queue never used.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/queues/{queue}/flow/overrides/{key} (the `DeleteFlowOverride` operationId).
+	DeleteFlowOverrideWithResponse(ctx context.Context, queue QueueName, key FlowKeyName, reqEditors ...RequestEditorFn) (*DeleteFlowOverrideResponse, error)
+
+	// PutFlowOverrideWithBodyWithResponse Give a flow key its own limits
+	//
+	// Replaces any override the key had; creates the queue. A queue holds at most 10,000 overrides: one more is a 409 conflict.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/flow/overrides/{key} (the `PutFlowOverride` operationId).
+	PutFlowOverrideWithBodyWithResponse(ctx context.Context, queue QueueName, key FlowKeyName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutFlowOverrideResponse, error)
+
+	// PutFlowOverrideWithResponse Give a flow key its own limits
+	//
+	// Replaces any override the key had; creates the queue. A queue holds at most 10,000 overrides: one more is a 409 conflict.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/queues/{queue}/flow/overrides/{key} (the `PutFlowOverride` operationId).
+	PutFlowOverrideWithResponse(ctx context.Context, queue QueueName, key FlowKeyName, body PutFlowOverrideJSONRequestBody, reqEditors ...RequestEditorFn) (*PutFlowOverrideResponse, error)
 
 	// ListJobsWithResponse List the jobs of a queue by status
 	//
@@ -10931,6 +11921,663 @@ func (r RequeueDeadResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RequeueDeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteFlowLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteFlowLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteFlowLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteFlowLimitsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteFlowLimitsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r DeleteFlowLimitsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteFlowLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteFlowLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteFlowLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteFlowLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteFlowLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteFlowLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetFlowLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlowLimits
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetFlowLimitsResponse) GetJSON200() *FlowLimits {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetFlowLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetFlowLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetFlowLimitsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetFlowLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetFlowLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetFlowLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetFlowLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetFlowLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetFlowLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutFlowLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlowLimits
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutFlowLimitsResponse) GetJSON200() *FlowLimits {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutFlowLimitsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutFlowLimitsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutFlowLimitsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutFlowLimitsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PutFlowLimitsResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutFlowLimitsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutFlowLimitsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutFlowLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutFlowLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutFlowLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutFlowLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListFlowKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlowKeys
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFlowKeysResponse) GetJSON200() *FlowKeys {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListFlowKeysResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListFlowKeysResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ListFlowKeysResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListFlowKeysResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListFlowKeysResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFlowKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFlowKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFlowKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFlowKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetFlowKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlowKeyDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetFlowKeyResponse) GetJSON200() *FlowKeyDetail {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetFlowKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetFlowKeyResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r GetFlowKeyResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetFlowKeyResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetFlowKeyResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetFlowKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetFlowKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetFlowKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetFlowKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListFlowOverridesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlowOverrides
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFlowOverridesResponse) GetJSON200() *FlowOverrides {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListFlowOverridesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListFlowOverridesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ListFlowOverridesResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListFlowOverridesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListFlowOverridesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFlowOverridesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFlowOverridesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFlowOverridesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFlowOverridesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteFlowOverrideResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteFlowOverrideResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteFlowOverrideResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteFlowOverrideResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteFlowOverrideResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r DeleteFlowOverrideResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteFlowOverrideResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteFlowOverrideResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteFlowOverrideResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteFlowOverrideResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteFlowOverrideResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteFlowOverrideResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutFlowOverrideResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlowOverride
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *MisdirectedRequest
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON200() *FlowOverride {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON421() *MisdirectedRequest {
+	return r.JSON421
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutFlowOverrideResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutFlowOverrideResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutFlowOverrideResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutFlowOverrideResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutFlowOverrideResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14789,6 +16436,156 @@ func (c *ClientWithResponses) RequeueDeadWithResponse(ctx context.Context, queue
 	return ParseRequeueDeadResponse(rsp)
 }
 
+// DeleteFlowLimitsWithResponse Remove a queue's flow limits
+//
+// Keys' overrides are kept. 404 for a queue never used.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/queues/{queue}/flow (the `DeleteFlowLimits` operationId).
+func (c *ClientWithResponses) DeleteFlowLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*DeleteFlowLimitsResponse, error) {
+	rsp, err := c.DeleteFlowLimits(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteFlowLimitsResponse(rsp)
+}
+
+// GetFlowLimitsWithResponse A queue's flow limits
+//
+// The limits each flow key of the queue gets: zeros and strategy queue when it has none (or does not exist).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/flow (the `GetFlowLimits` operationId).
+func (c *ClientWithResponses) GetFlowLimitsWithResponse(ctx context.Context, queue QueueName, reqEditors ...RequestEditorFn) (*GetFlowLimitsResponse, error) {
+	rsp, err := c.GetFlowLimits(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetFlowLimitsResponse(rsp)
+}
+
+// PutFlowLimitsWithBodyWithResponse Set a queue's flow limits
+//
+// Per flow key: at most max_in_flight processing, at most rate a second (token bucket, burst), and what a job at max_in_flight does (strategy). Kept in the queue's slot and decided by the claim script on Redis's clock, so they hold for every consumer at once. Creates the queue. 0 is none; a key's bucket keeps its tokens.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/flow (the `PutFlowLimits` operationId).
+func (c *ClientWithResponses) PutFlowLimitsWithBodyWithResponse(ctx context.Context, queue QueueName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutFlowLimitsResponse, error) {
+	rsp, err := c.PutFlowLimitsWithBody(ctx, queue, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutFlowLimitsResponse(rsp)
+}
+
+// PutFlowLimitsWithResponse Set a queue's flow limits
+//
+// Per flow key: at most max_in_flight processing, at most rate a second (token bucket, burst), and what a job at max_in_flight does (strategy). Kept in the queue's slot and decided by the claim script on Redis's clock, so they hold for every consumer at once. Creates the queue. 0 is none; a key's bucket keeps its tokens.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/flow (the `PutFlowLimits` operationId).
+func (c *ClientWithResponses) PutFlowLimitsWithResponse(ctx context.Context, queue QueueName, body PutFlowLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutFlowLimitsResponse, error) {
+	rsp, err := c.PutFlowLimits(ctx, queue, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutFlowLimitsResponse(rsp)
+}
+
+// ListFlowKeysWithResponse A queue's flow keys with work
+//
+// The keys with jobs pending or processing, the most first (ties by key), from offset; keys without jobs are not kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/flow/keys (the `ListFlowKeys` operationId).
+func (c *ClientWithResponses) ListFlowKeysWithResponse(ctx context.Context, queue QueueName, params *ListFlowKeysParams, reqEditors ...RequestEditorFn) (*ListFlowKeysResponse, error) {
+	rsp, err := c.ListFlowKeys(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFlowKeysResponse(rsp)
+}
+
+// GetFlowKeyWithResponse One flow key
+//
+// Its counts, its override, and the ids of its pending and processing jobs (at most limit of each).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/flow/keys/{key} (the `GetFlowKey` operationId).
+func (c *ClientWithResponses) GetFlowKeyWithResponse(ctx context.Context, queue QueueName, key FlowKeyName, params *GetFlowKeyParams, reqEditors ...RequestEditorFn) (*GetFlowKeyResponse, error) {
+	rsp, err := c.GetFlowKey(ctx, queue, key, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetFlowKeyResponse(rsp)
+}
+
+// ListFlowOverridesWithResponse A queue's flow overrides
+//
+// The keys with limits of their own, a page at a time, in no particular order (a Redis HSCAN: a page may hold a little more or less than limit).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/flow/overrides (the `ListFlowOverrides` operationId).
+func (c *ClientWithResponses) ListFlowOverridesWithResponse(ctx context.Context, queue QueueName, params *ListFlowOverridesParams, reqEditors ...RequestEditorFn) (*ListFlowOverridesResponse, error) {
+	rsp, err := c.ListFlowOverrides(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFlowOverridesResponse(rsp)
+}
+
+// DeleteFlowOverrideWithResponse Take a flow key's own limits away
+//
+// The key gets the queue's flow limits again; a key without an override is no error. 404 for a queue never used.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/queues/{queue}/flow/overrides/{key} (the `DeleteFlowOverride` operationId).
+func (c *ClientWithResponses) DeleteFlowOverrideWithResponse(ctx context.Context, queue QueueName, key FlowKeyName, reqEditors ...RequestEditorFn) (*DeleteFlowOverrideResponse, error) {
+	rsp, err := c.DeleteFlowOverride(ctx, queue, key, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteFlowOverrideResponse(rsp)
+}
+
+// PutFlowOverrideWithBodyWithResponse Give a flow key its own limits
+//
+// Replaces any override the key had; creates the queue. A queue holds at most 10,000 overrides: one more is a 409 conflict.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/flow/overrides/{key} (the `PutFlowOverride` operationId).
+func (c *ClientWithResponses) PutFlowOverrideWithBodyWithResponse(ctx context.Context, queue QueueName, key FlowKeyName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutFlowOverrideResponse, error) {
+	rsp, err := c.PutFlowOverrideWithBody(ctx, queue, key, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutFlowOverrideResponse(rsp)
+}
+
+// PutFlowOverrideWithResponse Give a flow key its own limits
+//
+// Replaces any override the key had; creates the queue. A queue holds at most 10,000 overrides: one more is a 409 conflict.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/queues/{queue}/flow/overrides/{key} (the `PutFlowOverride` operationId).
+func (c *ClientWithResponses) PutFlowOverrideWithResponse(ctx context.Context, queue QueueName, key FlowKeyName, body PutFlowOverrideJSONRequestBody, reqEditors ...RequestEditorFn) (*PutFlowOverrideResponse, error) {
+	rsp, err := c.PutFlowOverride(ctx, queue, key, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutFlowOverrideResponse(rsp)
+}
+
 // ListJobsWithResponse List the jobs of a queue by status
 //
 // Returns a wrapper object for the known response body format(s).
@@ -17064,6 +18861,549 @@ func ParseRequeueDeadResponse(rsp *http.Response) (*RequeueDeadResponse, error) 
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteFlowLimitsResponse parses an HTTP response from a DeleteFlowLimitsWithResponse call
+func ParseDeleteFlowLimitsResponse(rsp *http.Response) (*DeleteFlowLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteFlowLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetFlowLimitsResponse parses an HTTP response from a GetFlowLimitsWithResponse call
+func ParseGetFlowLimitsResponse(rsp *http.Response) (*GetFlowLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetFlowLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlowLimits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutFlowLimitsResponse parses an HTTP response from a PutFlowLimitsWithResponse call
+func ParsePutFlowLimitsResponse(rsp *http.Response) (*PutFlowLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutFlowLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlowLimits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListFlowKeysResponse parses an HTTP response from a ListFlowKeysWithResponse call
+func ParseListFlowKeysResponse(rsp *http.Response) (*ListFlowKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFlowKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlowKeys
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetFlowKeyResponse parses an HTTP response from a GetFlowKeyWithResponse call
+func ParseGetFlowKeyResponse(rsp *http.Response) (*GetFlowKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetFlowKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlowKeyDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListFlowOverridesResponse parses an HTTP response from a ListFlowOverridesWithResponse call
+func ParseListFlowOverridesResponse(rsp *http.Response) (*ListFlowOverridesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFlowOverridesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlowOverrides
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteFlowOverrideResponse parses an HTTP response from a DeleteFlowOverrideWithResponse call
+func ParseDeleteFlowOverrideResponse(rsp *http.Response) (*DeleteFlowOverrideResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteFlowOverrideResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest MisdirectedRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutFlowOverrideResponse parses an HTTP response from a PutFlowOverrideWithResponse call
+func ParsePutFlowOverrideResponse(rsp *http.Response) (*PutFlowOverrideResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutFlowOverrideResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlowOverride
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"github.com/chronoq/chronoq/internal/names"
 	"time"
 
@@ -64,6 +65,11 @@ type Entry struct {
 	Missed Missed `json:"missed,omitempty"`
 	// Overlap is the overlap policy. Defaults to "allow".
 	Overlap Overlap `json:"overlap,omitempty"`
+	// FlowKey puts the entry's jobs under their queue's flow control
+	// (queue.NewJob.FlowKey): 1 to queue.MaxFlowKeyBytes of
+	// [A-Za-z0-9._:/=+@-]; "" none. A cron job takes no debounce: its
+	// ticks are spaced by its schedule.
+	FlowKey string `json:"flow_key,omitempty"`
 	// Paused stops the ticks; the entry is kept. Ticks that pass while an
 	// entry is paused are never run, whatever its Missed policy.
 	Paused bool `json:"paused"`
@@ -116,6 +122,15 @@ func normalize(e Entry) (Entry, *Schedule, error) {
 	}
 	if e.MaxAttempts < 0 || e.MaxAttempts > queue.MaxAttemptsLimit {
 		return Entry{}, nil, invalid("max_attempts", "must be in [1, %d] (0: the queue's default), got %d", queue.MaxAttemptsLimit, e.MaxAttempts)
+	}
+	if e.FlowKey != "" {
+		if err := queue.ValidateFlowKey(e.FlowKey); err != nil {
+			var fe *queue.FieldError
+			if errors.As(err, &fe) {
+				return Entry{}, nil, &FieldError{Index: -1, Field: "flow_key", Err: fe.Err}
+			}
+			return Entry{}, nil, err
+		}
 	}
 	e.Missed = cmp.Or(e.Missed, MissedSkip)
 	if e.Missed != MissedSkip && e.Missed != MissedOnce {

@@ -265,7 +265,7 @@ func (s *Store) checkJob(e Entry) error {
 
 func newJob(e Entry, idempotencyKey string) queue.NewJob {
 	return queue.NewJob{Queue: e.Queue, Kind: e.Kind, Payload: e.Payload, MaxAttempts: e.MaxAttempts,
-		IdempotencyKey: idempotencyKey}
+		IdempotencyKey: idempotencyKey, FlowKey: e.FlowKey}
 }
 
 // view is the entry as Get answers it.

@@ -95,6 +95,8 @@ func TestStoreValidation(t *testing.T) {
 		{"max_attempts", func(e *cron.Entry) { e.MaxAttempts = queue.MaxAttemptsLimit + 1 }},
 		{"missed", func(e *cron.Entry) { e.Missed = "all" }},
 		{"overlap", func(e *cron.Entry) { e.Overlap = "never" }},
+		{"flow_key", func(e *cron.Entry) { e.FlowKey = "a b" }},
+		{"flow_key", func(e *cron.Entry) { e.FlowKey = strings.Repeat("k", queue.MaxFlowKeyBytes+1) }},
 	} {
 		e := good
 		tc.edit(&e)
@@ -155,6 +157,36 @@ func TestStoreTrigger(t *testing.T) {
 	st, err := c.Stats(b.ctx, "batch")
 	require.NoError(t, err)
 	require.EqualValues(t, 2, st.Pending)
+}
+
+// TestStoreFlowKey: an entry's flow key is kept with it (its JSON's
+// flow_key) and given to each of its jobs, a trigger's as a tick's (both
+// are made by the same NewJob).
+func TestStoreFlowKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	store := cron.NewStore(b.client(t, clockwork.NewFakeClockAt(base)))
+	_, err := store.Put(b.ctx, cron.Entry{Name: "per-tenant", Schedule: "@hourly", Queue: "fl", Kind: "k", FlowKey: "tenant/7"})
+	require.NoError(t, err)
+	e, err := store.Get(b.ctx, "per-tenant")
+	require.NoError(t, err)
+	require.Equal(t, "tenant/7", e.FlowKey)
+	out, err := json.Marshal(e)
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"flow_key":"tenant/7"`)
+
+	j, err := store.Trigger(b.ctx, "per-tenant")
+	require.NoError(t, err)
+	require.Equal(t, "tenant/7", j.FlowKey)
+
+	_, err = store.Put(b.ctx, cron.Entry{Name: "per-tenant", Schedule: "@hourly", Queue: "fl", Kind: "k"})
+	require.NoError(t, err)
+	e, err = store.Get(b.ctx, "per-tenant")
+	require.NoError(t, err)
+	require.Empty(t, e.FlowKey, "replaced without one")
+	out, err = json.Marshal(e)
+	require.NoError(t, err)
+	require.NotContains(t, string(out), "flow_key")
 }
 
 // An entry whose jobs the queue client would refuse is refused when it is

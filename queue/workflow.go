@@ -77,7 +77,7 @@ func (in *inside) PrepareNode(job any, workflow, node string) (plumbing.Prepared
 	a := p.item
 	return plumbing.PreparedNode{ID: p.job.ID, Queue: p.job.Queue, Labels: p.labels,
 		Item: store.WFAddItem{ID: a.ID, Kind: a.Kind, Payload: a.Payload, Spec: a.Spec, When: a.When, ResultTTLMs: a.ResultTTLMs,
-			Workflow: workflow + "|" + node + "|0", Labels: a.Labels, Trace: a.Trace}}, nil
+			Workflow: workflow + "|" + node + "|0", Labels: a.Labels, Trace: a.Trace, Flow: a.Flow}}, nil
 }
 
 // AddNodeJobs writes prepared node jobs, waiting, into their queues: one

@@ -71,7 +71,9 @@ type Node struct {
 	// DependsOn names the nodes that must end before this one runs.
 	DependsOn []string
 	// Job is the node's job, as for queue.Client.Enqueue (no idempotency
-	// key). Its RunAt or Delay is when it runs at the earliest.
+	// key, no debounce). Its RunAt or Delay is when it runs at the
+	// earliest; its FlowKey puts it under its queue's flow control once
+	// released.
 	Job queue.NewJob
 }
 
@@ -166,6 +168,10 @@ func New(cfg Config) (*Client, error) {
 // ErrNotFound is the error of an unknown workflow (or one past its
 // retention). It wraps queue.ErrNotFound.
 var ErrNotFound = fmt.Errorf("workflow %w", queue.ErrNotFound)
+
+// errNoDebounce refuses a debounce on a workflow's job: its parents, not
+// its flow key's later jobs, decide when it runs.
+var errNoDebounce = fmt.Errorf("%w: a workflow's job takes no debounce: its parents decide when it runs", queue.ErrInvalid)
 
 func invalid(field, format string, args ...any) error {
 	return &queue.FieldError{Index: -1, Field: field, Err: fmt.Errorf("%w: "+format, append([]any{queue.ErrInvalid}, args...)...)}
@@ -306,6 +312,9 @@ func (c *Client) Enqueue(ctx context.Context, s Spec) (*Workflow, error) {
 	preps := make([]plumbing.PreparedNode, len(s.Nodes))
 	specs := make([]plumbing.NodeSpec, len(s.Nodes))
 	for i, n := range s.Nodes {
+		if n.Job.Debounce != nil {
+			return nil, &queue.FieldError{Index: -1, Field: fmt.Sprintf("nodes[%d].job.debounce", i), Err: errNoDebounce}
+		}
 		p, err := c.st.PrepareNode(n.Job, id, n.Name)
 		if err != nil {
 			var fe *queue.FieldError
@@ -531,6 +540,9 @@ func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []qu
 		return nil, fmt.Errorf("workflow: new id: %w", err)
 	}
 	id := strings.ReplaceAll(u.String(), "-", "")
+	if nj.Debounce != nil {
+		return nil, &queue.FieldError{Index: -1, Field: "debounce", Err: errNoDebounce}
+	}
 	prep, err := c.st.PrepareNode(nj, id, jobNode)
 	if err != nil {
 		return nil, err

@@ -150,6 +150,52 @@ func statuses(w *Workflow) map[string]queue.Status {
 func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 	ctx := context.Background()
 
+	t.Run("NodeFlowKey", func(t *testing.T) {
+		// A node's job keeps its flow key (written by wfadd.lua) waiting
+		// and once released; a node's job, and a job with parents, take
+		// no debounce.
+		t.Parallel()
+		e := newEnv(t, newRDB(t))
+		a, b := node("a", "fa"), node("b", "fb", "a")
+		a.Job.FlowKey, b.Job.FlowKey = "acme", "tenant/7"
+		w, err := e.wf.Enqueue(ctx, Spec{Nodes: []Node{a, b}})
+		require.NoError(t, err)
+		ids := map[string]string{}
+		for _, n := range w.Nodes {
+			ids[n.Name] = n.JobID
+		}
+		ja, err := e.q.Get(ctx, "fa", ids["a"])
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusPending, ja.Status)
+		require.Equal(t, "acme", ja.FlowKey)
+		jb, err := e.q.Get(ctx, "fb", ids["b"])
+		require.NoError(t, err)
+		require.Equal(t, queue.StatusWaiting, jb.Status)
+		require.Equal(t, "tenant/7", jb.FlowKey)
+
+		claimed := e.drive(ctx, []string{"fa", "fb"}, echo)
+		require.Len(t, claimed, 2)
+		require.Equal(t, "acme", claimed["a"].FlowKey)
+		require.Equal(t, "tenant/7", claimed["b"].FlowKey, "released, claimed: the same record")
+
+		d := node("d", "fa")
+		d.Job.FlowKey, d.Job.Debounce = "acme", &queue.Debounce{Period: time.Second}
+		_, err = e.wf.Enqueue(ctx, Spec{Nodes: []Node{node("c", "fa"), d}})
+		var fe *queue.FieldError
+		require.ErrorAs(t, err, &fe)
+		require.Equal(t, "nodes[1].job.debounce", fe.Field)
+		require.ErrorIs(t, err, queue.ErrInvalid)
+		_, err = e.wf.EnqueueAfter(ctx, d.Job, []queue.JobRef{{Queue: "fa", ID: ids["a"]}}, "")
+		require.ErrorAs(t, err, &fe)
+		require.Equal(t, "debounce", fe.Field)
+
+		after, err := e.wf.EnqueueAfter(ctx, queue.NewJob{Queue: "fb", Kind: "after", FlowKey: "acme"}, []queue.JobRef{{Queue: "fa", ID: ids["a"]}}, "")
+		require.NoError(t, err)
+		got, err := e.q.Get(ctx, "fb", after.ID)
+		require.NoError(t, err)
+		require.Equal(t, "acme", got.FlowKey)
+	})
+
 	t.Run("DiamondDeliversUpstreamOnce", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, newRDB(t))

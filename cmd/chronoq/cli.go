@@ -189,7 +189,7 @@ func str(p *string) string {
 
 func runEnqueue(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	c := newCLI("enqueue", env, stdout, stderr)
-	var q, kind, payload, in, at, idem string
+	var q, kind, payload, in, at, idem, flowKey, debounce, debounceMax string
 	var maxAttempts int
 	c.fs.StringVar(&q, "queue", "default", "queue")
 	c.fs.StringVar(&kind, "kind", "", "job kind (required)")
@@ -198,6 +198,9 @@ func runEnqueue(ctx context.Context, args []string, env func(string) string, std
 	c.fs.StringVar(&at, "at", "", "due at this RFC 3339 time")
 	c.fs.IntVar(&maxAttempts, "max-attempts", 0, "attempts (default the server's, 3)")
 	c.fs.StringVar(&idem, "idempotency-key", "", "idempotency key")
+	c.fs.StringVar(&flowKey, "flow-key", "", "flow key: the job's key of its queue's flow control (a tenant, an account)")
+	c.fs.StringVar(&debounce, "debounce", "", "with --flow-key: fold into the key's waiting job, run once the key is quiet this long (5s)")
+	c.fs.StringVar(&debounceMax, "debounce-max-wait", "", "with --debounce: move the job at most this long after the first (default 10 × the debounce)")
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
@@ -211,6 +214,10 @@ func runEnqueue(ctx context.Context, args []string, env func(string) string, std
 		return c.usageErr("give --in or --at, not both")
 	case !json.Valid([]byte(payload)):
 		return c.usageErr("--payload is not valid JSON")
+	case debounce != "" && flowKey == "":
+		return c.usageErr("--debounce needs a --flow-key: jobs are debounced by key")
+	case debounceMax != "" && debounce == "":
+		return c.usageErr("--debounce-max-wait needs a --debounce")
 	}
 	nj := client.NewJob{Queue: &q, Kind: kind, Payload: json.RawMessage(payload)}
 	if in != "" {
@@ -232,13 +239,26 @@ func runEnqueue(ctx context.Context, args []string, env func(string) string, std
 	if idem != "" {
 		nj.IdempotencyKey = &idem
 	}
+	if flowKey != "" {
+		nj.FlowKey = &flowKey
+	}
+	if debounce != "" {
+		nj.Debounce = &client.Debounce{Period: debounce} // the API checks the durations
+		if debounceMax != "" {
+			nj.Debounce.MaxWait = &debounceMax
+		}
+	}
 	res, err := c.api.EnqueueWithResponse(ctx, nil, nj)
 	return show(c, res, err, func(w io.Writer) error {
-		j, err := typed(cmp.Or(res.JSON201, res.JSON200)) // 200: an idempotent replay
+		j, err := typed(cmp.Or(res.JSON201, res.JSON200)) // 200: an idempotent replay, or debounced
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(w, "%s\t%s\trun at %s\n", j.Id, j.Status, fmtTime(&j.RunAt))
+		note := ""
+		if j.Debounced != nil && *j.Debounced {
+			note = "\tdebounced into its key's waiting job"
+		}
+		_, err = fmt.Fprintf(w, "%s\t%s\trun at %s%s\n", j.Id, j.Status, fmtTime(&j.RunAt), note)
 		return err
 	})
 }

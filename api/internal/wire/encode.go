@@ -79,6 +79,10 @@ func AppendJob(b []byte, j *queue.Job, withToken bool) []byte {
 		b = AppendString(b, l)
 	}
 	b = append(b, ']')
+	if j.FlowKey != "" {
+		b = append(b, `,"flow_key":`...)
+		b = AppendString(b, j.FlowKey)
+	}
 	b = appendWorkflowFields(b, j)
 	if withToken {
 		b = append(b, `,"token":`...)
@@ -100,6 +104,13 @@ func AppendJob(b []byte, j *queue.Job, withToken bool) []byte {
 		b = AppendString(b, j.TraceParent)
 	}
 	return append(b, '}')
+}
+
+// MarkDebounced adds "debounced":true to the Job resource that ends b
+// (AppendJob's): the answer to an enqueue folded into its flow key's
+// waiting debounced job (queue.Enqueued.Debounced).
+func MarkDebounced(b []byte) []byte {
+	return append(b[:len(b)-1], `,"debounced":true}`...)
 }
 
 // appendProgress appends p as {"percent","message","updated_at"}.

@@ -23,6 +23,8 @@ type enqueueRequest struct {
 	Labels             []string        `json:"labels"`
 	DependsOn          []jobRefJSON    `json:"depends_on"`
 	OnFailure          *string         `json:"on_failure"`
+	FlowKey            *string         `json:"flow_key"`
+	Debounce           json.RawMessage `json:"debounce"`
 }
 
 type jobRefJSON struct {

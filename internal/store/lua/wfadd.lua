@@ -5,7 +5,8 @@
 -- id, kind, payload, spec, when (as enqueue.lua's: the job is released
 -- then at the earliest), result_ttl_ms ("" default), workflow
 -- ("<workflow id>|<node>|<gen>"), labels (canonical, "" none), trace
--- (the enqueue's W3C traceparent, "" none). The keys
+-- (the enqueue's W3C traceparent, "" none), flow (the job's flow key,
+-- "" none; the release makes it count for its key). The keys
 -- of the jobs' label sets follow the declared ones, as for enqueue.lua:
 -- those the queue has not seen are registered here, so that the release
 -- (wfnode.lua) finds its job's pending list.
@@ -23,7 +24,7 @@ for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local j = { id = ARGV[b + G_id], kind = ARGV[b + G_kind], payload = ARGV[b + G_payload],
     spec = ARGV[b + G_spec], rttl = ARGV[b + G_result_ttl_ms], wf = ARGV[b + G_workflow], labels = ARGV[b + G_labels],
-    trace = ARGV[b + G_trace] }
+    trace = ARGV[b + G_trace], flow = ARGV[b + G_flow] }
   j.score = due_of(ARGV[b + G_when])
   if not j.score or not spec_max_attempts(j.spec) or not string.match(j.wf, '^[^|]+|[^|]+|%d+$') then
     return redis.error_reply('ERR chronoq wfadd: malformed job ' .. i)
@@ -50,6 +51,7 @@ for _, j in ipairs(jobs) do
   f[R_workflow] = j.wf
   f[R_labels] = j.labels
   f[R_trace] = j.trace
+  f[R_flow] = j.flow
   if inline(j.payload) then -- as enqueue.lua: a small payload in the record
     f.p = j.payload
   end
