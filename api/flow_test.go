@@ -184,18 +184,12 @@ func TestFlowKeys(t *testing.T) {
 	// Read back: the job as stored, its record's flow field.
 	j, err := b.client.Get(b.ctx, "fk", one.ID)
 	require.NoError(t, err)
-	if j.FlowKey == "" {
-		// enqueue.lua writes the record's flow field with the flow
-		// engine (internal/store, the lead's commit after 8867cc4); the
-		// record-to-JSON path is held by TestFlowWorkflowNode meanwhile.
-		t.Log("enqueue.lua does not store flow keys yet: read-back not checked")
-	} else {
-		r = b.do(t, http.MethodGet, "/v1/queues/fk/jobs/"+one.ID, nil)
-		require.Equal(t, "acme", r.object(t)["flow_key"])
-		j, err = b.client.Get(b.ctx, "fk", batch[0]["id"].(string))
-		require.NoError(t, err)
-		require.Equal(t, "tenant/7", j.FlowKey)
-	}
+	require.Equal(t, "acme", j.FlowKey)
+	r = b.do(t, http.MethodGet, "/v1/queues/fk/jobs/"+one.ID, nil)
+	require.Equal(t, "acme", r.object(t)["flow_key"])
+	j, err = b.client.Get(b.ctx, "fk", batch[0]["id"].(string))
+	require.NoError(t, err)
+	require.Equal(t, "tenant/7", j.FlowKey)
 
 	r = b.do(t, http.MethodPut, "/v1/queues/fk/flow/overrides/acme", map[string]any{"weight": 3})
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
