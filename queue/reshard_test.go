@@ -25,7 +25,8 @@ import (
 // run twice after a complete, and no error reaches a caller: a migration
 // is only latency. Some jobs require labels (one label set first used
 // half-way, while the slot may be moving): each runs on a worker that has
-// them.
+// them. Some have flow keys, two jobs of a key in flight at most: never
+// more are.
 func TestSlotMigrationLosesNothing(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -43,6 +44,8 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	producer, worker := newClient(), newClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	_, err := producer.SetFlowLimits(ctx, q, queue.FlowLimits{MaxInFlight: 2})
+	require.NoError(t, err)
 
 	var errs sync.Map // what reached a caller: op -> error
 	fail := func(op string, err error) {
@@ -66,7 +69,7 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	for w := range 3 {
 		wg.Go(func() {
 			for i := w; i < jobs; i += 3 {
-				nj := queue.NewJob{Queue: q, Kind: "k", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i)), Labels: labelsOf(i)}
+				nj := queue.NewJob{Queue: q, Kind: "k", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i)), Labels: labelsOf(i), FlowKey: flowOf(i)}
 				if i%3 == 0 {
 					nj.Delay = time.Duration(i%7) * 50 * time.Millisecond
 				}
@@ -92,6 +95,18 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	// Two of them have labels.
 	workerLabels := [][]string{{"gpu", "linux", "late"}, {"gpu", "linux"}, nil, nil}
 	var misrouted atomic.Int64
+	// the flow keys' jobs claimed and not yet ended, and the most at once
+	var flowMu sync.Mutex
+	inFlight, mostInFlight := map[string]int{}, 0
+	flowStep := func(key string, d int) {
+		if key == "" {
+			return
+		}
+		flowMu.Lock()
+		defer flowMu.Unlock()
+		inFlight[key] += d
+		mostInFlight = max(mostInFlight, inFlight[key])
+	}
 	var completed sync.Map
 	var doubles atomic.Int64
 	var done atomic.Bool
@@ -103,18 +118,23 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 					Labels: workerLabels[w]})
 				fail("claim", err)
 				for _, j := range got {
+					flowStep(j.FlowKey, 1)
+				}
+				for _, j := range got {
 					for _, l := range j.Labels {
 						if !slices.Contains(workerLabels[w], l) {
 							misrouted.Add(1)
 						}
 					}
 					if j.Attempts == 1 && j.Fence%7 == 0 {
+						flowStep(j.FlowKey, -1) // before: its slot is free once the fail lands
 						_, err := worker.Fail(ctx, q, j.ID, j.Token, queue.FailOptions{Error: "once", RetryAt: time.Now().Add(20 * time.Millisecond)})
 						fail("fail", err)
 						continue
 					}
 					_, err := worker.Heartbeat(ctx, q, j.ID, j.Token, queue.HeartbeatOptions{})
 					fail("heartbeat", err)
+					flowStep(j.FlowKey, -1)
 					fail("complete", worker.Complete(ctx, q, j.ID, j.Token, queue.CompleteOptions{}))
 					if _, dup := completed.LoadOrStore(j.ID, true); dup {
 						doubles.Add(1)
@@ -155,10 +175,21 @@ func TestSlotMigrationLosesNothing(t *testing.T) {
 	})
 	require.Zero(t, doubles.Load(), "a completed job never runs again")
 	require.Zero(t, misrouted.Load(), "a job runs only on a worker with its labels")
+	require.LessOrEqual(t, mostInFlight, 2, "a flow key's jobs in flight at once")
+	require.Positive(t, mostInFlight, "jobs with flow keys ran")
 	s, err := producer.Stats(ctx, q)
 	require.NoError(t, err)
 	require.Zero(t, s.Pending+s.Scheduled+s.Processing)
 	require.Equal(t, int64(count(&enqueued)), s.CompletedTotal)
+}
+
+// flowOf is the flow key of the reshard test's job i: one of four for a
+// job without labels, every fifth.
+func flowOf(i int) string {
+	if i%5 == 4 {
+		return fmt.Sprintf("t%d", i%4)
+	}
+	return ""
 }
 
 // labelsOf are the labels the reshard test's job i requires: none for
