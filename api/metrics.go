@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/chronoq/chronoq/queue"
 )
 
 // Bounds of one scrape: its Redis reads, and the queues it reports (the
@@ -19,6 +21,11 @@ import (
 const (
 	scrapeTimeout   = 5 * time.Second
 	maxScrapeQueues = 1000
+	// maxScrapeFlowKeys is the most flow keys of a queue with series of
+	// their own (chronoq_flow_key_jobs): the ones with the most jobs, so
+	// that a queue's keys (tenants, users: any number) never become a
+	// label set as large.
+	maxScrapeFlowKeys = 10
 )
 
 type metrics struct {
@@ -60,7 +67,7 @@ func newMetrics(r Reader) *metrics {
 		}, []string{"queue"}),
 	}
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.processing, m.lateness, m.promoted,
-		&queueCollector{r: r},
+		&queueCollector{r: r, flow: flowReaderOf(r)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -115,8 +122,25 @@ type routeMetrics struct {
 
 // queueCollector reads every queue's depths and totals from Redis at
 // scrape time: statsParallel queues at a time, within scrapeTimeout, at
-// most maxScrapeQueues of them.
-type queueCollector struct{ r Reader }
+// most maxScrapeQueues of them; and, when the store lists flow keys, each
+// of those queues' count of flow keys with work and its top
+// maxScrapeFlowKeys keys' jobs.
+type queueCollector struct {
+	r    Reader
+	flow flowKeysReader // nil: the store has no flow keys
+}
+
+// flowKeysReader lists a queue's flow keys with work, the most first
+// (queue.Client.FlowKeys).
+type flowKeysReader interface {
+	FlowKeys(ctx context.Context, queue string, offset, limit int) ([]queue.FlowKeyStats, int64, error)
+}
+
+// flowReaderOf is r's flow key listing, nil when r has none.
+func flowReaderOf(r Reader) flowKeysReader {
+	f, _ := r.(flowKeysReader)
+	return f
+}
 
 var (
 	descDepth = prometheus.NewDesc("chronoq_queue_jobs",
@@ -128,12 +152,17 @@ var (
 	descTotal = prometheus.NewDesc("chronoq_jobs_total",
 		"Jobs by outcome since the queue was first used (enqueued, promoted, completed, failed, retried, reclaimed, dead), from the queue's totals in Redis: the same on every instance.",
 		[]string{"queue", "outcome"}, nil)
+	descFlowKeys = prometheus.NewDesc("chronoq_flow_keys",
+		"Flow keys of a queue with jobs pending or processing.", []string{"queue"}, nil)
+	descFlowKeyJobs = prometheus.NewDesc("chronoq_flow_key_jobs",
+		"Jobs of a flow key now, by state (pending, in_flight), for the 10 keys of each queue with the most jobs only (the others have no series: see chronoq_flow_keys and GET /v1/queues/{queue}/flow/keys).",
+		[]string{"queue", "key", "state"}, nil)
 	descUp = prometheus.NewDesc("chronoq_store_up",
 		"1 when the scrape could read the queues from Redis.", nil, nil)
 )
 
 func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDepth, descPaused, descOldest, descTotal, descUp} {
+	for _, d := range []*prometheus.Desc{descDepth, descPaused, descOldest, descTotal, descFlowKeys, descFlowKeyJobs, descUp} {
 		ch <- d
 	}
 }
@@ -162,6 +191,42 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			"completed": s.CompletedTotal, "failed": s.FailedTotal, "retried": s.RetriedTotal,
 			"reclaimed": s.ReclaimedTotal, "dead": s.DeadTotal} {
 			ch <- prometheus.MustNewConstMetric(descTotal, prometheus.CounterValue, float64(n), s.Queue, outcome)
+		}
+	}
+	if q.flow != nil {
+		q.collectFlow(ctx, ch, stats)
+	}
+}
+
+// collectFlow reports each queue's flow keys with work and the jobs of
+// its top maxScrapeFlowKeys keys, statsParallel queues at a time. A
+// queue whose keys cannot be read has no flow series in this scrape.
+func (q *queueCollector) collectFlow(ctx context.Context, ch chan<- prometheus.Metric, stats []queue.Stats) {
+	type flow struct {
+		keys  []queue.FlowKeyStats
+		total int64
+		err   error
+	}
+	out := make([]flow, len(stats))
+	sem := make(chan struct{}, statsParallel)
+	var wg sync.WaitGroup
+	for i, s := range stats {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i].keys, out[i].total, out[i].err = q.flow.FlowKeys(ctx, s.Queue, 0, maxScrapeFlowKeys)
+		})
+	}
+	wg.Wait()
+	for i, s := range stats {
+		f := out[i]
+		if f.err != nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descFlowKeys, prometheus.GaugeValue, float64(f.total), s.Queue)
+		for _, k := range f.keys[:min(len(f.keys), maxScrapeFlowKeys)] {
+			ch <- prometheus.MustNewConstMetric(descFlowKeyJobs, prometheus.GaugeValue, float64(k.Pending), s.Queue, k.Key, "pending")
+			ch <- prometheus.MustNewConstMetric(descFlowKeyJobs, prometheus.GaugeValue, float64(k.InFlight), s.Queue, k.Key, "in_flight")
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronoq/chronoq/internal/plumbing"
+	"github.com/chronoq/chronoq/queue"
 	"github.com/stretchr/testify/require"
 )
 
@@ -92,4 +94,41 @@ func TestMetricsWithRedisDown(t *testing.T) {
 	m := b.scrape(t)
 	require.Equal(t, 0.0, m["chronoq_store_up"])
 	require.NotContains(t, m, `chronoq_queue_paused{queue="m"}`)
+}
+
+// TestMetricsFlowKeys: chronoq_flow_keys counts a queue's keys with work,
+// and chronoq_flow_key_jobs has series for its 10 keys with the most jobs
+// only, however many keys there are: 15 keys, key i with i+1 jobs, one of
+// each key claimed (the keys take turns), give series for k5 to k14, each
+// with i pending and 1 in flight.
+func TestMetricsFlowKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 15 {
+		for range i + 1 {
+			_, err := b.client.Enqueue(b.ctx, queue.NewJob{Queue: "fk", Kind: "k", FlowKey: fmt.Sprintf("k%d", i)})
+			require.NoError(t, err)
+		}
+	}
+	b.enqueue(t, map[string]any{"queue": "plain"}) // a queue without flow keys
+	require.Len(t, b.claim(t, "fk", 15), 15)
+	m := b.scrape(t)
+	require.Equal(t, 15.0, m[`chronoq_flow_keys{queue="fk"}`])
+	require.Contains(t, m, `chronoq_flow_keys{queue="plain"}`)
+	require.Equal(t, 0.0, m[`chronoq_flow_keys{queue="plain"}`])
+	series := map[string]float64{}
+	for name, v := range m {
+		if strings.HasPrefix(name, "chronoq_flow_key_jobs{") {
+			series[name] = v
+		}
+	}
+	require.Len(t, series, 2*10, "2 series (pending, in_flight) for each of the top 10 keys")
+	for i := 5; i < 15; i++ {
+		p := fmt.Sprintf(`chronoq_flow_key_jobs{key="k%d",queue="fk",state="pending"}`, i)
+		f := fmt.Sprintf(`chronoq_flow_key_jobs{key="k%d",queue="fk",state="in_flight"}`, i)
+		require.Contains(t, series, p)
+		require.Contains(t, series, f)
+		require.Equal(t, float64(i), series[p], p)
+		require.Equal(t, 1.0, series[f], f)
+	}
 }

@@ -115,3 +115,23 @@ func TestLoadingFirst(t *testing.T) {
 	require.Contains(t, html, `$("queues-loading").hidden = state.queuesRead;`)
 	require.Contains(t, html, `$("no-queues").hidden = qs.length > 0 || !state.queuesRead;`)
 }
+
+// TestDashboardFlowPanel: the queue's flow keys panel is hidden until a
+// read of the queue's keys says it has some (or flow limits, or a key is
+// open), reads the top 20 keys and a key's first 50 jobs, and has an
+// address per key. What it shows is driven in a browser by
+// cmd/chronoq's TestDashboardFlowKeys.
+func TestDashboardFlowPanel(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	dashboard.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil))
+	html := rec.Body.String()
+	require.Contains(t, html, `<section id="flow-panel" hidden>`)
+	require.Contains(t, html, `<div id="flow-key-box" hidden>`)
+	require.Contains(t, html, `const FLOW_TOP = 20;`)
+	require.Contains(t, html, `const FLOW_JOBS = 50;`)
+	require.Contains(t, html, `api("GET", base + "/keys?offset=0&limit=" + FLOW_TOP)`)
+	require.Contains(t, html, `api("GET", base + "/keys/" + encodeURIComponent(key) + "?limit=" + FLOW_JOBS)`)
+	require.Contains(t, html, `$("flow-panel").hidden = !keys || (total === 0 && !lim && !flow.key);`)
+	require.Contains(t, html, `["/queues/:queue/flow/:key", "queues"]`)
+}

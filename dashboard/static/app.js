@@ -4,7 +4,8 @@
 // How it fits together (add a view in three steps: a <div data-view="x">
 // in index.html, an entry in `views` below, a route in `routes`):
 // - routes: hash routes ("#/queues", "#/queues/{queue}",
-//   "#/queues/{queue}/jobs/{id}", "#/workers", "#/workers/after/{cursor}",
+//   "#/queues/{queue}/jobs/{id}", "#/queues/{queue}/flow/{key}",
+//   "#/workers", "#/workers/after/{cursor}",
 //   "#/workflows", "#/workflows/{id}", "#/webhooks", "#/webhooks/{id}")
 //   name a view and its parameters; route()
 //   shows that view's <div data-view> and hides the others.
@@ -30,6 +31,9 @@
 //   page every WORKERS_MS while shown, and WORKERS_EVENT_MS after a job
 //   event that may have changed what a worker holds (a claim, or any event
 //   of a job a listed worker holds), at most every WORKERS_SOON_MS.
+// - flow: the selected queue's flow keys (the FLOW_TOP with the most
+//   jobs, how many have jobs, the queue's flow limits) and a picked key's
+//   jobs, read again after the queue's events, at most every FLOW_MS.
 // - webhooks: the event webhook subscriptions, and one's dead deliveries
 //   (#/webhooks/{id}), read every WORKERS_MS while shown.
 // - workflows: a workflow's page draws its graph (layered by depth) and
@@ -57,6 +61,9 @@
     "canceled", "rescheduled", "run_now", "deleted", "ready", "rearmed"];
   const DEPTHS = new Set(["scheduled", "pending", "processing", "dead"]);
   const FINISHED = new Set(["completed", "dead", "canceled"]); // a job's stream ends after these
+  const FLOW_TOP = 20;      // flow keys listed, the most jobs first
+  const FLOW_JOBS = 50;     // a flow key's pending (and processing) jobs listed
+  const FLOW_MS = 2000;     // the flow keys read again after an event of their queue, at most this often
   const WF_MS = 1000;       // the shown workflow (or list of them) read again after an event of its jobs, at most this often
   const WF_MAX_DRAWN = 200; // a workflow with more nodes is listed, not drawn
   const WF_BOX = { w: 190, h: 60, gx: 72, gy: 14, pad: 12 }; // a node's box, the gaps between columns and rows, the margin
@@ -454,7 +461,7 @@
     const names = qs.map((q) => q.name);
     const before = state.queue;
     if (!state.queue && names.length) state.queue = state.demo && names.includes(state.demo.queue) ? state.demo.queue : names[0];
-    if (state.queue !== before) soonJobs();
+    if (state.queue !== before) { soonJobs(); soonFlow(); }
     if (state.queue && !names.includes(state.queue)) names.push(state.queue);
     if (sel.options.length !== names.length || names.some((n, i) => sel.options[i].value !== n)) {
       sel.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
@@ -535,6 +542,90 @@
     if (l && l.max_in_flight) parts.push("at most " + l.max_in_flight + " in flight");
     $("queue-limits").textContent = parts.length ? "· limits: " + parts.join(", ") : "· no limits";
   }
+
+  // Flow keys of the selected queue -----------------------------------------
+
+  // flow is the selected queue's flow keys panel: its FLOW_TOP keys with
+  // the most jobs (GET /v1/queues/{queue}/flow/keys), the queue's flow
+  // limits (GET /v1/queues/{queue}/flow, read again on a change of queue
+  // and each resync: events do not change them) and, when one is picked
+  // (#/queues/{queue}/flow/{key}), that key's jobs
+  // (GET /v1/queues/{queue}/flow/keys/{key}). The panel is hidden while the
+  // queue has no key with jobs, no flow limits and no key picked, and on
+  // a server without these routes (404).
+  const flow = { key: "", limitsFor: "", limits: null };
+
+  function flowHash(queue, key) { return "#/queues/" + encodeURIComponent(queue) + "/flow/" + encodeURIComponent(key); }
+
+  // fmtFlowOverride says a key's own limits (a FlowOverride), "" none.
+  function fmtFlowOverride(o) {
+    if (!o) return "";
+    const parts = ["weight " + (o.weight || 1)];
+    if (o.max_in_flight) parts.push("at most " + o.max_in_flight + " in flight");
+    if (o.rate) parts.push(o.rate + "/s (burst " + o.burst + ")");
+    return parts.join(", ");
+  }
+
+  // fmtFlowLimits says the queue's limits for each flow key (FlowLimits),
+  // "" none.
+  function fmtFlowLimits(l) {
+    if (!l) return "";
+    const parts = [];
+    if (l.max_in_flight) parts.push("at most " + l.max_in_flight + " in flight");
+    if (l.rate) parts.push(l.rate + "/s (burst " + l.burst + ")");
+    if (l.strategy && l.strategy !== "queue") parts.push("at the in-flight limit: " + l.strategy.replace(/_/g, " "));
+    return parts.join(", ");
+  }
+
+  function idList(queue, ids) {
+    return ids.map((id) => el("li", {}, el("a", { href: jobHash(queue, id), title: id }, el("code", {}, id))));
+  }
+
+  // renderFlow shows keys (the keys page: {keys, total}), the limits and
+  // the picked key's jobs (null: none picked); keys null: no panel.
+  function renderFlow(queue, keys, limits, picked) {
+    const list = keys ? keys.keys || [] : [], total = keys ? keys.total || 0 : 0;
+    const lim = fmtFlowLimits(limits);
+    $("flow-panel").hidden = !keys || (total === 0 && !lim && !flow.key);
+    $("flow-panel").dataset.read = queue; // the queue it was drawn for: for the tests, which wait for a read
+    setText($("flow-queue"), queue);
+    setText($("flow-total"), total);
+    $("flow-top").hidden = total <= FLOW_TOP;
+    setText($("flow-limits"), lim ? "Each key: " + lim + "." : "No flow limits: the keys take turns.");
+    $("flow-keys").tBodies[0].replaceChildren(...list.map((k) => el("tr",
+      { class: "flow-key" + (k.key === flow.key ? " selected" : ""), dataset: { key: k.key }, onclick: () => { location.hash = flowHash(queue, k.key); } },
+      el("td", {}, el("a", { href: flowHash(queue, k.key) }, k.key)), el("td", {}, k.pending), el("td", {}, k.in_flight),
+      el("td", {}, fmtFlowOverride(k.override) || "—"))));
+    $("no-flow-keys").hidden = list.length > 0;
+    $("flow-key-box").hidden = !picked;
+    if (!picked) return;
+    setText($("flow-key-name"), picked.key);
+    setText($("flow-key-pending"), picked.pending);
+    setText($("flow-key-in-flight"), picked.in_flight);
+    setText($("flow-key-override"), picked.override ? "· override: " + fmtFlowOverride(picked.override) : "");
+    $("flow-key-close").href = "#/queues/" + encodeURIComponent(queue);
+    const pend = picked.pending_jobs || [], proc = picked.processing_jobs || [];
+    $("flow-key-pending-jobs").replaceChildren(...idList(queue, pend));
+    $("flow-key-processing-jobs").replaceChildren(...idList(queue, proc));
+    $("no-flow-key-pending").hidden = pend.length > 0;
+    $("no-flow-key-processing").hidden = proc.length > 0;
+  }
+
+  async function loadFlow() {
+    const q = state.queue, key = flow.key;
+    if (!q) { renderFlow("", null, null, null); return; }
+    const base = "/v1/queues/" + encodeURIComponent(q) + "/flow";
+    const [keys, limits, picked] = await Promise.all([
+      or404(api("GET", base + "/keys?offset=0&limit=" + FLOW_TOP)),
+      flow.limitsFor === q ? flow.limits : or404(api("GET", base)),
+      key ? or404(api("GET", base + "/keys/" + encodeURIComponent(key) + "?limit=" + FLOW_JOBS)) : null,
+    ]);
+    if (q !== state.queue || key !== flow.key) return; // a newer load is on its way
+    flow.limitsFor = q;
+    flow.limits = limits;
+    renderFlow(q, keys, limits, picked);
+  }
+  const soonFlow = throttle(loadFlow, FLOW_MS);
 
   let cronTimer = 0;
   function renderCron(entries) {
@@ -1278,14 +1369,17 @@
     queues: {
       enter(p) {
         if (p.queue && p.queue !== state.queue) { state.queue = p.queue; state.jobs = []; renderJobs(); }
+        flow.key = p.key || "";
         renderQueues();
         renderCharts(Date.now());
         soonJobs();
+        loadFlow().catch(report); // at once: a key picked shows its jobs without waiting out FLOW_MS
         if (state.demo) soonDemo(); // its counters did not follow while another view was shown
       },
-      load: loadJobs,
+      load: () => Promise.all([loadJobs(), loadFlow()]),
       event(type, d) {
         if (d.queue === state.queue && (d.status === state.tab || state.jobs.some((j) => j.id === d.id))) soonJobs();
+        if (d.queue === state.queue) soonFlow();
         if (state.demo && d.queue === state.demo.queue) soonDemo();
       },
     },
@@ -1380,6 +1474,7 @@
     ["/queues", "queues"],
     ["/queues/:queue", "queues"],
     ["/queues/:queue/jobs/:id", "job"],
+    ["/queues/:queue/flow/:key", "queues"],
     ["/workers", "workers"],
     ["/workers/after/:cursor", "workers"],
     ["/webhooks", "webhooks"],
@@ -1445,6 +1540,7 @@
       setQueues(qs.queues, before);
       renderQueues();
       configFor = "";
+      flow.limitsFor = "";
       const v = views[state.view];
       if (v.load) await v.load();
       $("live").dataset.synced = new Date().toISOString();
