@@ -134,7 +134,7 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		b := setup(t)
 		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
-		enq := []any{60000, 64, 1, id, "k", "{}", spec, "d3600000000", "", "", "", ""} // an hour ahead
+		enq := []any{60000, 64, 0, 0, 1, id, "k", "{}", spec, "d3600000000", "", "", "", "", "", ""} // an hour ahead
 		_, err := b.client.RunScript(b.ctx, "create", b.queue)
 		require.NoError(t, err)
 		_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)

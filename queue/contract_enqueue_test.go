@@ -295,7 +295,7 @@ func (h *enqueueHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		args := cmd.Args()
 		if name, _ := store.ScriptCalled(fmt.Sprint(args[0]), fmt.Sprint(args[1])); len(args) > 3 && name == "enqueue" {
 			keys, _ := args[2].(int)
-			n, _ := strconv.Atoi(fmt.Sprint(args[3+keys+6])) // ARGV[7]: the jobs (specEnqueue)
+			n, _ := strconv.Atoi(fmt.Sprint(args[3+keys+8])) // ARGV[9]: the jobs (specEnqueue)
 			h.mu.Lock()
 			h.sizes = append(h.sizes, n)
 			firstCall := len(h.sizes) == 1

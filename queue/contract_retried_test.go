@@ -94,8 +94,8 @@ func contractRetried(t *testing.T, setup setupFunc) {
 		// An enqueue sent twice makes one job, and a job claimed between the
 		// two runs is left alone.
 		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
-		job := []any{"0192f3c4a1b27c9e8d1f0a3b4c5d6e7f", "k", "{}", spec, "d0", "", "", "", ""}
-		enq := append([]any{60000, 64, 1}, job...)
+		job := []any{"0192f3c4a1b27c9e8d1f0a3b4c5d6e7f", "k", "{}", spec, "d0", "", "", "", "", "", ""}
+		enq := append([]any{60000, 64, 0, 0, 1}, job...)
 		_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, enq...)
 		require.NoError(t, err)
 		claimed, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
@@ -110,9 +110,9 @@ func contractRetried(t *testing.T, setup setupFunc) {
 		require.Equal(t, queue.StatusProcessing, b.get(t, "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f").Status)
 
 		// A call of several jobs, sent twice, makes them once.
-		two := []any{60000, 64, 2,
-			"0192f3c4a1b27c9e8d1f0a3b4c5d6e80", "k", "{}", spec, "d0", "", "", "", "",
-			"0192f3c4a1b27c9e8d1f0a3b4c5d6e81", "k", "{}", spec, "d3600000000", "", "", "", ""}
+		two := []any{60000, 64, 0, 0, 2,
+			"0192f3c4a1b27c9e8d1f0a3b4c5d6e80", "k", "{}", spec, "d0", "", "", "", "", "", "",
+			"0192f3c4a1b27c9e8d1f0a3b4c5d6e81", "k", "{}", spec, "d3600000000", "", "", "", "", "", ""}
 		for range 2 {
 			_, err = b.client.RunScript(b.ctx, "enqueue", b.queue, two...)
 			require.NoError(t, err)

@@ -62,4 +62,5 @@ func runContract(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) 
 	contractLabels(t, setup)
 	contractRecords(t, setup)
 	contractWait(t, setup)
+	contractFlow(t, setup)
 }

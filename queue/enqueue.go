@@ -410,7 +410,8 @@ func (c *Client) enqueueQueueTraced(ctx context.Context, t trace.Tracer, queue s
 
 func (c *Client) enqueueQueue(ctx context.Context, queue string, preps []prepared, idx []int, out []Enqueued) error {
 	k := store.QueueKeys(c.ns, queue)
-	p := store.EnqueueArgs{IdemTTLMs: c.cfg.IdempotencyTTL.Milliseconds(), MaxSets: MaxLabelSets, Jobs: make([]store.EnqueueItem, 0, len(idx))}
+	p := store.EnqueueArgs{IdemTTLMs: c.cfg.IdempotencyTTL.Milliseconds(), MaxSets: MaxLabelSets,
+		RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs(), Jobs: make([]store.EnqueueItem, 0, len(idx))}
 	var sets jobSets
 	for _, i := range idx {
 		p.Jobs = append(p.Jobs, preps[i].item)

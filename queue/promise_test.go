@@ -128,7 +128,7 @@ func runPromise(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient) {
 		b := setup(t, func(c *queue.Config) { c.Retention = -1 })
 		spec := queue.EncodeSpec(3, 30*time.Second, queue.DefaultBackoff.Encode())
 		const id = "0192f3c4a1b27c9e8d1f0a3b4c5d6e7f"
-		enq := []any{60000, 64, 1, id, "k", "{}", spec, "d0", "", "", "", ""}
+		enq := []any{60000, 64, 0, 0, 1, id, "k", "{}", spec, "d0", "", "", "", "", "", ""}
 		r1, err := b.client.RunScript(b.ctx, "create", b.queue)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), r1)

@@ -67,6 +67,7 @@ func (c *Client) stats(ctx context.Context, k store.Keys, v *setView) (Stats, bo
 	pipe := c.rdb.Pipeline()
 	sched, pend, leased := pipe.ZCard(ctx, k.Sched), pipe.LLen(ctx, k.Pending), pipe.ZCard(ctx, k.Leases)
 	dead, hist := pipe.ZCard(ctx, k.Dead), pipe.ZCard(ctx, k.Done)
+	flow := pipe.ZCard(ctx, k.FPend) // the pending jobs of flow keys (no stale ids there)
 	meta := pipe.HGetAll(ctx, k.Meta)
 	// The oldest pending job: the first pending one from the right end, past
 	// stale ids (of jobs canceled or rescheduled while pending), of each list.
@@ -92,7 +93,7 @@ func (c *Client) stats(ctx context.Context, k store.Keys, v *setView) (Stats, bo
 	n := func(f string) int64 { v, _ := strconv.ParseInt(t[f], 10, 64); return v }
 	less := func(v int64) int64 { return max(v-store.Sentinels, 0) } // each key's sentinel
 	s := Stats{Queue: queue, Paused: t[store.MetaPaused] == "1",
-		Scheduled: less(sched.Val()), Pending: max(pending-n(store.MetaStale), 0), Processing: less(leased.Val()),
+		Scheduled: less(sched.Val()), Pending: max(pending-n(store.MetaStale), 0) + less(flow.Val()), Processing: less(leased.Val()),
 		Dead: less(dead.Val()), CompletedHistory: less(hist.Val()),
 		EnqueuedTotal: n(store.MetaEnqueued), PromotedTotal: n(store.MetaPromoted), CompletedTotal: n(store.MetaCompleted), FailedTotal: n(store.MetaFailed),
 		RetriedTotal: n(store.MetaRetried), ReclaimedTotal: n(store.MetaReclaimed), DeadTotal: n(store.MetaDead),

@@ -84,8 +84,7 @@ func TestReclaimGivesAnOldQueueItsOutbox(t *testing.T) {
 	defer c.Close()
 	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "older", Kind: "k"})
 	require.NoError(t, err)
-	keys := store.QueueKeys(ns, "older").All()
-	outbox := keys[len(keys)-1]
+	outbox := store.QueueKeys(ns, "older").Hooks
 	require.NoError(t, rdb.Del(ctx, outbox).Err()) // as an older version made it
 	_, err = c.Reclaim(ctx, "older")
 	require.NoError(t, err)

@@ -55,6 +55,12 @@ const (
 	KeyFCount = "fcount" // ZSET: flow key -> its pending and processing jobs; a key with none is not in it
 )
 
+// The fields of the flow hash (KeyFlow): a prefix, then the flow key.
+const (
+	FlowBucketPrefix   = "b:" // "<tokens>|<ms>": the key's token bucket, counted at ms (Redis's clock)
+	FlowDebouncePrefix = "d:" // "<job id>|<first ms>": the key's debounced job while it waits, and its first enqueue
+)
+
 // FlowKeys are the keys of a queue's flow control, in the order scripts
 // declare them: every script that makes jobs pending, or ends a job's
 // lease, is given all of them after its own (see declare).
@@ -237,6 +243,7 @@ const (
 	MetaFlowBurst    = "flow_burst"     // FlowLimits.Burst
 	MetaFlowStrategy = "flow_strategy"  // FlowLimits.Strategy when not "queue": "cancel_newest" or "cancel_in_progress"
 	MetaFlowTurn     = "flow_turn"      // the turn of the flow key a claim took a job of last (see KeyFRing)
+	MetaFlowOn       = "flow_on"        // "1" once a job with a flow key was pending: claims look at the keys only then
 )
 
 // The meta hash's counters: jobs that went through each step, ever.
@@ -258,7 +265,7 @@ const (
 var metaFields = []string{
 	MetaCreated, MetaActive, MetaPaused, MetaStale, MetaWaker, MetaWakerUntil, MetaWaitingUntil,
 	MetaLimitRate, MetaLimitBurst, MetaLimitFlight, MetaTBTokens, MetaTBAt, MetaSweepHint, MetaLsets,
-	MetaHooks, MetaHooksDropped, MetaFlowFlight, MetaFlowRate, MetaFlowBurst, MetaFlowStrategy, MetaFlowTurn,
+	MetaHooks, MetaHooksDropped, MetaFlowFlight, MetaFlowRate, MetaFlowBurst, MetaFlowStrategy, MetaFlowTurn, MetaFlowOn,
 	MetaEnqueued, MetaPromoted, MetaCompleted, MetaFailed, MetaRetried, MetaReclaimed, MetaDead, MetaCanceled, MetaRequeued,
 }
 
@@ -585,6 +592,7 @@ func (s scriptSpec) prelude() string {
 	fmt.Fprintf(&b, "local PUSH_KIND = %q\n", EnvelopeKind)
 	fmt.Fprintf(&b, "local SWEEP_HINT_MS = %d\n", SweepHintFor.Milliseconds())
 	fmt.Fprintf(&b, "local HOOK_MAX, HOOK_SENTINEL, CRON_IDEM = %d, %q, %q\n", HookOutboxMax, HookSentinelID, CronIdemPrefix)
+	fmt.Fprintf(&b, "local FLOW_BUCKET, FLOW_DEBOUNCE = %q, %q\n", FlowBucketPrefix, FlowDebouncePrefix)
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(s.keys)) // label set keys follow (see setKeyScripts)
 	if slices.Contains(s.keys, KeyWorkflow) {
 		for _, f := range wfPrelude {

@@ -45,9 +45,11 @@ type (
 	}
 	// EnqueueArgs are enqueue.lua's arguments: the jobs, a group each.
 	EnqueueArgs struct {
-		IdemTTLMs int64         `arg:"idem_ttl_ms"`
-		MaxSets   int           `arg:"max_sets"`
-		Jobs      []EnqueueItem `arg:"n"`
+		IdemTTLMs   int64         `arg:"idem_ttl_ms"`
+		MaxSets     int           `arg:"max_sets"`
+		RetentionMs int64         `arg:"retention_ms"` // of a job a flow strategy cancels at once
+		TombMs      int64         `arg:"tomb_ms"`
+		Jobs        []EnqueueItem `arg:"n"`
 	}
 	// EnqueueItem is one element of EnqueueArgs's batch.
 	EnqueueItem struct {
@@ -292,7 +294,7 @@ var (
 	Create = declare[CreateArgs, Code]("create",
 		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyLsets, KeyOutbox, KeyHooks)...)
 	Enqueue = declare[EnqueueArgs, EnqueueReply]("enqueue",
-		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets, KeyHooks)...)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyIdem, KeyExpiry, KeyWake, KeyLsets, KeyOutbox, KeyHooks)...)
 	Promote = declare[PromoteArgs, PromoteReply]("promote",
 		withFlow(KeyMeta, KeyJobs, KeySched, KeyPending, KeyWake)...)
 	Claim = declare[ClaimArgs, ClaimReply]("claim",

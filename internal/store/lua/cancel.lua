@@ -44,6 +44,7 @@ if claim ~= '' then
     return { 0, status, '' }
   end
   redis.call('ZREM', K_leases, id)
+  lease_ended(id, f)
   lease_freed(1, limited)
   finish_claim(claim)
   f[R_ack] = 'x' .. claim
@@ -60,7 +61,7 @@ if status == 'scheduled' or status == 'pending' or status == 'waiting' then
   if status == 'scheduled' then
     redis.call('ZREM', K_sched, id)
   elseif status == 'pending' then
-    redis.call('HINCRBY', K_meta, M_stale, 1)
+    left_pending(id, f)
   end -- a waiting job (a workflow node's, see wfnode.lua) is in no list
   cancel_now(id, f, req, A_retention_ms)
   local out = { 1, 'canceled', packed(id, f) }

@@ -30,7 +30,7 @@ local wants_next = A_want_next == '1'
 if not max or not vis or not wait_ms then
   return redis.error_reply('ERR chronoq claim: malformed arguments')
 end
-local meta = redis.call('HMGET', K_meta, M_created_ms, M_paused, M_lsets, M_waiting_until, unpack(LIMIT_FIELDS))
+local meta = redis.call('HMGET', K_meta, M_created_ms, M_paused, M_lsets, M_waiting_until, M_flow_on, unpack(LIMIT_FIELDS))
 if not meta[1] then
   return { 0, '', now_us } -- no such queue
 end
@@ -90,14 +90,31 @@ for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
   end
 end
 promote_due(max, mine, meta[4])
+local flows = meta[5] == '1' or FLOW_MADE -- the queue has had jobs with flow keys
+if flows then
+  flow_release()
+end
 local out = { 0, '', now_us }
 -- The queue's limits cap the claim: max becomes what they let it take.
 local asked, tokens, rate = max, nil, nil
-max, tokens, rate = limit_room(max, { meta[5], meta[6], meta[7], meta[8], meta[9] })
--- With more than one list, the one whose next job was enqueued first
+max, tokens, rate = limit_room(max, { meta[6], meta[7], meta[8], meta[9], meta[10] })
+-- The jobs of flow keys are one more source, FLOW, taken in the keys'
+-- turns (flow_take); its next job is the ring's first key's.
+local FLOW_SRC = '\1flow'
+local fh = flows and max > 0 and flow_head() or nil
+-- With more than one source, the one whose next job was enqueued first
 -- comes first (empty ones are left out).
-if #lists > 1 then
+if #lists > 1 or fh then
   lists, wakes, heads = by_oldest_head(lists, wakes)
+  if fh then
+    local j = #lists + 1
+    while j > 1 and heads[j - 1] > fh do
+      j = j - 1
+    end
+    table.insert(lists, j, FLOW_SRC)
+    table.insert(wakes, j, K_wake)
+    table.insert(heads, j, false)
+  end
 end
 -- Stale ids (jobs canceled or rescheduled while pending) are dropped as
 -- they come, and more are taken in their place, up to stale_budget of
@@ -116,7 +133,9 @@ local stale_budget = 1000
 local li = 1
 while #ids < max and stale <= stale_budget and li <= #lists do
   local want, popped = math.min(max - #ids, stale_budget + 1 - stale), nil
-  if want == 1 and heads and heads[li] then
+  if lists[li] == FLOW_SRC then
+    popped = flow_take(want)
+  elseif want == 1 and heads and heads[li] then
     popped = pop_head(lists[li], heads[li]) -- its next id is known: one read less
   else
     popped = pop_pending(lists[li], want)
@@ -172,6 +191,10 @@ while #ids < max and stale <= stale_budget and li <= #lists do
         emit('claimed', id, f[2], 'processing', attempts)
       else
         stale = stale + 1
+        if FLOW_OF[id] then
+          flow_stale(id) -- a flow job leaves no stale id behind (see left_pending)
+          stale = stale - 1
+        end
       end
     end
   end
@@ -215,7 +238,11 @@ if #ids > 0 then
   if #ids == asked and tonumber(meta[4] or '0') >= now then
     -- A claimer may be waiting: more are pending, the next one takes them.
     for i = 1, #lists do
-      if list_len(lists[i]) > 0 then
+      if lists[i] == FLOW_SRC then
+        if redis.call('ZCARD', K_fring) > 1 then
+          wake_key(wakes[i], 1, meta[4])
+        end
+      elseif list_len(lists[i]) > 0 then
         wake_key(wakes[i], 1, meta[4])
       end
     end

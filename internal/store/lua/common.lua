@@ -493,6 +493,7 @@ local function pending_count()
   for _, id in ipairs(SETS.ids) do
     n = n + list_len(SETS.list[id])
   end
+  n = n + math.max(redis.call('ZCARD', K_fpend) - 1, 0)
   return n - tonumber(redis.call('HGET', K_meta, M_stale) or '0')
 end
 
@@ -562,12 +563,308 @@ local function wake(n, waiting_until)
   wake_key(K_wake, n, waiting_until)
 end
 
+-- Flow keys (see FlowKeys in internal/store/layout.go and queue/flow.go) --
+-- A pending job with a flow key waits in K_fpend, not in a list, as
+-- "<key>\0<id>" (every score 0: by key, then id, the first enqueued
+-- first); a processing one in K_frun, the same way. So a key's jobs are a
+-- lexicographic range, counted (ZLEXCOUNT) and taken (ZRANGEBYLEX) in
+-- O(log N) whatever the number of keys. The keys a claim may take a job
+-- of now are in K_fring, scored by turn: a claim takes a job of the
+-- lowest, and puts the key back one turn later (1/weight), so keys take
+-- turns; a key that comes into the ring enters at the current turn
+-- (meta's flow_turn), behind the keys waiting there, ahead of every key
+-- already served this turn. A key leaves the ring at its MaxInFlight
+-- (a lease's end brings it back), when its rate holds it (it waits in
+-- K_fwait until its next token), or with nothing pending. K_fcount
+-- counts each key's pending and processing jobs; a key with none is
+-- forgotten, its bucket when full (K_fwait holds it until then).
+
+-- FLOW is the queue's per-key limits, read once a call (flow_conf), and
+-- the limits of each key looked at (lim, by key: flow_limits).
+local FLOW = nil
+
+local function flow_conf()
+  if not FLOW then
+    local m = redis.call('HMGET', K_meta, M_flow_inflight, M_flow_rate, M_flow_burst, M_flow_strategy, M_flow_turn)
+    FLOW = { cap = tonumber(m[1] or ''), rate = num(m[2] or ''), burst = tonumber(m[3] or ''),
+      strategy = m[4] or 'queue', turn = tonumber(m[5] or '') or 0, lim = {} }
+  end
+  return FLOW
+end
+
+-- flow_limits answers key's limits: { cap, rate, burst, weight }, cap and
+-- rate nil for none; its override's fields replace the queue's.
+local function flow_limits(key)
+  local c = flow_conf()
+  local l = c.lim[key]
+  if l then
+    return l
+  end
+  l = { cap = c.cap, rate = c.rate, burst = c.burst, weight = 1 }
+  local o = redis.call('HGET', K_fover, key)
+  if o then
+    local ocap, orate, oburst, ow = string.match(o, '^(%d*)|([^|]*)|(%d*)|(%d*)$')
+    if (tonumber(ocap or '') or 0) > 0 then
+      l.cap = tonumber(ocap)
+    end
+    if (num(orate or '') or 0) > 0 then
+      l.rate, l.burst = num(orate), tonumber(oburst)
+    end
+    l.weight = math.max(tonumber(ow or '') or 1, 1)
+  end
+  if l.rate and l.rate > 0 then
+    l.burst = math.max(l.burst or 1, 1)
+  else
+    l.rate = nil
+  end
+  c.lim[key] = l
+  return l
+end
+
+-- flow_n counts flow key flow's members of key (K_fpend or K_frun).
+local function flow_n(key, flow)
+  return redis.call('ZLEXCOUNT', key, '[' .. flow .. '\0', '(' .. flow .. '\1')
+end
+
+-- flow_tokens answers key's bucket refilled to now (nil: no rate).
+local function flow_tokens(key, l)
+  if not l.rate then
+    return nil
+  end
+  local b = redis.call('HGET', K_flow, FLOW_BUCKET .. key)
+  if not b then
+    return l.burst -- a key not seen lately starts full
+  end
+  local t, ms = string.match(b, '^([^|]*)|(%d+)$')
+  t, ms = num(t or ''), tonumber(ms or '')
+  if not t or not ms then
+    return l.burst
+  end
+  return math.min(l.burst, t + math.max(now - ms, 0) * l.rate / 1000)
+end
+
+-- flow_token_at is the ms at which a bucket of tokens holds one again.
+local function flow_token_at(tokens, rate)
+  return now + math.max(math.ceil((1 - tokens) * 1000 / rate), 1)
+end
+
+-- FLOW_WOKE: a key came into the ring (claimers waiting are woken once).
+-- FLOW_MADE: flow jobs became pending in this call.
+local FLOW_WOKE, FLOW_MADE = false, false
+
+-- flow_ready puts key into the ring at the current turn when it has jobs
+-- pending, room under its MaxInFlight and a token; held by its rate, it
+-- waits in K_fwait for its next token instead.
+local function flow_ready(key)
+  if redis.call('ZSCORE', K_fring, key) then
+    return
+  end
+  local l = flow_limits(key)
+  if l.cap and flow_n(K_frun, key) >= l.cap then
+    return -- the end of one of its leases brings it back
+  end
+  if flow_n(K_fpend, key) == 0 then
+    return
+  end
+  if l.rate then
+    local tokens = flow_tokens(key, l)
+    if tokens < 1 - 0.000000001 then
+      redis.call('ZADD', K_fwait, flow_token_at(tokens, l.rate), key)
+      return
+    end
+    redis.call('ZREM', K_fwait, key) -- an idle key's, there to forget its bucket
+  end
+  redis.call('ZADD', K_fring, flow_conf().turn, key)
+  FLOW_WOKE = true
+end
+
+-- flow_idle forgets key once it has no jobs pending or processing: it
+-- leaves K_fcount, and its bucket goes when full (K_fwait holds the key
+-- until then).
+local function flow_idle(key)
+  redis.call('ZREM', K_fcount, key)
+  redis.call('ZREM', K_fring, key)
+  local l = flow_limits(key)
+  local tokens = flow_tokens(key, l)
+  if tokens and tokens < l.burst - 0.000000001 then
+    redis.call('ZADD', K_fwait, now + math.ceil((l.burst - tokens) * 1000 / l.rate), key)
+  else
+    redis.call('HDEL', K_flow, FLOW_BUCKET .. key)
+    redis.call('ZREM', K_fwait, key)
+  end
+end
+
+-- flow_counted adds d to key's count of jobs, and forgets it at none.
+local function flow_counted(key, d)
+  if tonumber(redis.call('ZINCRBY', K_fcount, d, key)) <= 0 then
+    flow_idle(key)
+  end
+end
+
+-- flow_unrun ends the processing of job id of key (complete, fail,
+-- reclaim, release, cancel): its slot is free, the key may take its turn
+-- again.
+local function flow_unrun(key, id)
+  if redis.call('ZREM', K_frun, key .. '\0' .. id) == 1 then
+    flow_counted(key, -1)
+    flow_ready(key)
+    if FLOW_WOKE then
+      wake(1)
+      FLOW_WOKE = false
+    end
+  end
+end
+
+-- lease_ended is flow_unrun for job id of record f, if it has a flow key.
+local function lease_ended(id, f)
+  if f[R_flow] ~= '' then
+    flow_unrun(f[R_flow], id)
+  end
+end
+
+-- flow_unpend takes job id of key out of pending (canceled, rescheduled,
+-- aborted) without a claim.
+local function flow_unpend(key, id)
+  if redis.call('ZREM', K_fpend, key .. '\0' .. id) == 1 then
+    flow_counted(key, -1)
+  end
+end
+
+-- left_pending is for a job that leaves pending without a claim: a flow
+-- job leaves its key's set; another's id stays in its list, counted
+-- stale, until a claim pops and drops it (no O(N) LREM).
+local function left_pending(id, f)
+  if f[R_flow] ~= '' then
+    flow_unpend(f[R_flow], id)
+  else
+    redis.call('HINCRBY', K_meta, M_stale, 1)
+  end
+end
+
+-- flow_release brings back the keys of K_fwait whose time came: into the
+-- ring (or to wait for their next token again, or at their MaxInFlight
+-- out of both); an idle key's full bucket is forgotten.
+local function flow_release()
+  local due = redis.call('ZRANGEBYSCORE', K_fwait, '-inf', now, 'LIMIT', 0, 100)
+  if #due == 0 then
+    return
+  end
+  redis.call('ZREM', K_fwait, unpack(due))
+  for _, key in ipairs(due) do
+    if flow_n(K_fpend, key) > 0 then
+      flow_ready(key)
+    elseif flow_n(K_frun, key) == 0 then
+      flow_idle(key)
+    end
+  end
+end
+
+-- flow_head answers the id of the job the next flow_take would take
+-- first (of the ring's first key), nil when no key is in the ring.
+local function flow_head()
+  local head = redis.call('ZRANGE', K_fring, 0, 0)
+  if not head[1] or head[1] == SENTINEL then
+    return nil
+  end
+  local m = redis.call('ZRANGEBYLEX', K_fpend, '[' .. head[1] .. '\0', '(' .. head[1] .. '\1', 'LIMIT', 0, 1)
+  if not m[1] then
+    return ''
+  end
+  return string.sub(m[1], #head[1] + 2)
+end
+
+-- flow_take takes up to want pending jobs of the ring's keys, a turn
+-- each: one job of the first key, which goes back one turn later if it
+-- has more and room; all it can of a key alone in the ring. It moves them
+-- to K_frun and answers their ids, and by id its key (FLOW_OF), for
+-- flow_stale.
+local FLOW_OF = {}
+local function flow_take(want)
+  local ids = {}
+  local c = flow_conf()
+  local turns = 0
+  while #ids < want and turns < want + 100 do
+    turns = turns + 1
+    local head = redis.call('ZRANGE', K_fring, 0, 1, 'WITHSCORES')
+    local key, turn = head[1], tonumber(head[2])
+    if not key or key == SENTINEL then
+      break
+    end
+    local alone = not head[3] or head[3] == SENTINEL
+    local l = flow_limits(key)
+    local room = want - #ids
+    if not alone then
+      room = 1
+    end
+    if l.cap then
+      room = math.min(room, l.cap - flow_n(K_frun, key))
+    end
+    local tokens = flow_tokens(key, l)
+    if tokens then
+      room = math.min(room, math.floor(tokens + 0.000000001))
+    end
+    local members = {}
+    if room > 0 then
+      members = redis.call('ZRANGEBYLEX', K_fpend, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', 0, room)
+    end
+    if #members > 0 then
+      redis.call('ZREM', K_fpend, unpack(members))
+      local run = {}
+      for _, m in ipairs(members) do
+        local id = string.sub(m, #key + 2)
+        ids[#ids + 1] = id
+        FLOW_OF[id] = key
+        run[#run + 1] = 0
+        run[#run + 1] = m
+      end
+      redis.call('ZADD', K_frun, unpack(run))
+      if tokens then
+        tokens = tokens - #members
+        redis.call('HSET', K_flow, FLOW_BUCKET .. key, string.format('%.6f', tokens) .. '|' .. now_str)
+      end
+      c.turn = turn
+    end
+    -- the key's next turn: one later (1/weight), when it can take one then
+    redis.call('ZREM', K_fring, key)
+    if #members > 0 and flow_n(K_fpend, key) > 0 and not (l.cap and flow_n(K_frun, key) >= l.cap) then
+      if tokens and tokens < 1 - 0.000000001 then
+        redis.call('ZADD', K_fwait, flow_token_at(tokens, l.rate), key)
+      else
+        redis.call('ZADD', K_fring, turn + 1 / l.weight, key)
+      end
+    elseif #members == 0 then
+      flow_ready(key) -- held by its rate (to K_fwait), or at its cap, or empty
+    end
+  end
+  if #ids > 0 then
+    redis.call('HSET', K_meta, M_flow_turn, c.turn)
+  end
+  return ids
+end
+
+-- flow_stale drops from K_frun a job flow_take took that was not pending
+-- after all (its record says otherwise: canceled while pending without
+-- leaving K_fpend, which no script does, or gone).
+local function flow_stale(id)
+  local key = FLOW_OF[id]
+  if key and redis.call('ZREM', K_frun, key .. '\0' .. id) == 1 then
+    flow_counted(key, -1)
+  end
+end
+
 -- Making jobs pending: to_pending(id, labels) notes each job (it writes
 -- nothing, and raises before any write for a set not declared), then
 -- flush_pending pushes them, each onto its set's list, and wakes each
 -- list's waiting claimers.
 local pend_by, pend_keys = {}, {}
-local function to_pending(id, labels)
+-- pend_flow: the flow jobs noted, "<key>\0<id>" and their keys in order
+local pend_flow, pend_flow_keys = {}, {}
+local function to_pending(id, labels, flow)
+  if flow and flow ~= '' then
+    pend_flow[#pend_flow + 1] = flow .. '\0' .. id
+    pend_flow_keys[#pend_flow_keys + 1] = flow
+    return
+  end
   local key, wk = pending_of(labels)
   local g = pend_by[key]
   if not g then
@@ -578,13 +875,54 @@ local function to_pending(id, labels)
   g[#g + 1] = id
 end
 
+-- flush_flow puts the flow jobs to_pending noted into K_fpend, counts
+-- them, makes their keys ready, and forgets a debounced job's entry once
+-- it is pending (see enqueue.lua). Answers how many.
+local function flush_flow()
+  local n = #pend_flow
+  if n == 0 then
+    return 0
+  end
+  local add, by = {}, {}
+  for i, m in ipairs(pend_flow) do
+    add[#add + 1] = 0
+    add[#add + 1] = m
+    local key = pend_flow_keys[i]
+    if not by[key] then
+      by[key] = {}
+      by[#by + 1] = key
+    end
+    by[key][#by[key] + 1] = string.sub(m, #key + 2)
+  end
+  redis.call('ZADD', K_fpend, unpack(add))
+  redis.call('HSET', K_meta, M_flow_on, '1')
+  FLOW_MADE = true
+  for _, key in ipairs(by) do
+    redis.call('ZINCRBY', K_fcount, #by[key], key)
+    local d = redis.call('HGET', K_flow, FLOW_DEBOUNCE .. key)
+    if d then
+      local did = string.match(d, '^([^|]*)|')
+      for _, id in ipairs(by[key]) do
+        if id == did then
+          redis.call('HDEL', K_flow, FLOW_DEBOUNCE .. key)
+        end
+      end
+    end
+    flow_ready(key)
+  end
+  pend_flow, pend_flow_keys = {}, {}
+  return n
+end
+
 -- flush_pending pushes what to_pending noted, at the left (behind the
 -- others), or at the right (next to be claimed) with front; with wakes,
 -- wakes each list's claimers (waiting_until: see wake_key): true for
 -- every list, or a table of the lists whose claimers are not to be woken
--- (a claim's own, which it takes from itself). Answers how many.
+-- (a claim's own, which it takes from itself). Flow jobs go to their
+-- keys (flush_flow), and wake the queue's own claimers (those of K_pending).
+-- Answers how many.
 local function flush_pending(front, wakes, waiting_until)
-  local n = 0
+  local n = flush_flow()
   for _, key in ipairs(pend_keys) do
     local g = pend_by[key]
     if front then
@@ -597,6 +935,10 @@ local function flush_pending(front, wakes, waiting_until)
     end
     n = n + #g
   end
+  if FLOW_WOKE and (wakes == true or wakes and not wakes[K_pending]) then
+    wake_key(K_wake, 1, waiting_until)
+  end
+  FLOW_WOKE = false
   pend_by, pend_keys = {}, {}
   return n
 end
@@ -797,7 +1139,7 @@ local function schedule(id, f, score)
   if due <= tonumber(cutoff) then
     f[R_status] = 'pending'
     f[R_run_at_ms] = now -- due already: it runs from now
-    to_pending(id, f[R_labels])
+    to_pending(id, f[R_labels], f[R_flow])
     save(id, f)
     flush_pending(false, true)
     return 'pending'
@@ -824,7 +1166,7 @@ local function promote_due(limit, wakes, waiting_until)
     local f = fs[k]
     if f and f[R_status] == 'scheduled' then
       local id = ids[k]
-      to_pending(id, f[R_labels]) -- all of them before the first write
+      to_pending(id, f[R_labels], f[R_flow]) -- all of them before the first write
       due[#due + 1] = id
       f[R_status] = 'pending'
       saves[#saves + 1] = id

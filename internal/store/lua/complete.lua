@@ -75,6 +75,7 @@ for i = 0, n - 1 do
       redis.call('HSET', K_data, id .. '.r', result)
     end
     finished[#finished + 1] = id
+    lease_ended(id, f)
     -- the claim's retry marker goes (see finish_claim), once a call
     local base = token_base(token)
     if base then

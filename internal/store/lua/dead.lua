@@ -60,7 +60,7 @@ for i = 1, #r, 2 do
     if mode == 'requeue' then
       f[R_status], f[R_run_at_ms], f[R_attempts] = 'pending', now, 0
       f[R_died_at_ms], f[R_token], f[R_lease_until_ms], f[R_cancel_requested] = '', '', '', ''
-      to_pending(id, f[R_labels])
+      to_pending(id, f[R_labels], f[R_flow])
       save(id, f)
       requeued = requeued + 1
       emit('run_now', id, f[R_kind], 'pending', f[R_attempts])

@@ -26,5 +26,5 @@ elseif not force and redis.call('ZCARD', K_leases) > 1 then
 end
 -- with the label sets' lists and wake streams (the keys after NKEYS)
 redis.call('UNLINK', K_meta, K_jobs, K_data, K_sched, K_pending, K_leases, K_dead, K_done, K_idem, K_expiry, K_claims, K_wake,
-  K_lsets, K_wfout, K_hookout, unpack(KEYS, NKEYS + 1))
+  K_lsets, K_wfout, K_hookout, K_fpend, K_frun, K_fring, K_fwait, K_flow, K_fover, K_fcount, unpack(KEYS, NKEYS + 1))
 return 1

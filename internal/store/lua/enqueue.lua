@@ -3,7 +3,9 @@
 -- job: id, kind, payload (kept in the record when small, see inline), spec, when ("d<µs>" a delay after Redis's now,
 -- "a<score>" an absolute due score), idempotency key ("" none),
 -- result_ttl_ms ("" default), labels (canonical, "" none), trace (the
--- enqueue's W3C traceparent, "" none: see internal/tracing). The keys of
+-- enqueue's W3C traceparent, "" none: see internal/tracing), flow (its
+-- flow key, "" none), debounce ("<period ms>|<max wait ms>": see below;
+-- "" none). The keys of
 -- the label sets of its jobs follow its declared keys (see layout.go):
 -- a set not registered yet is registered (its list and wake stream made,
 -- with their sentinels, and its id appended to meta's lsets), unless the
@@ -16,9 +18,18 @@
 --          i (its own id, or the job of its idempotency key); replayed_i 1
 --          when that is another, earlier job, 2 when job i itself existed
 --          already (a rerun of this call; it may have run since, and even
---          been deleted: it is not made again); due_i its due score.
+--          been deleted: it is not made again), 3 when it was folded
+--          into its flow key's waiting debounced job (that job's payload
+--          became job i's, its due time moved to period after now, never
+--          past max wait after the first; the answer is that job), 4 when
+--          job i was made and canceled at once by its key's strategy
+--          cancel_newest; due_i its due score.
+-- Flow strategies (see queue.FlowStrategy) act on a job due at enqueue
+-- whose key has its MaxInFlight of jobs processing and pending already:
+-- cancel_newest cancels it, cancel_in_progress asks the key's oldest
+-- processing job (not asked yet) to cancel.
 local n, idem_ttl, max_sets = tonumber(A_n), tonumber(A_idem_ttl_ms), tonumber(A_max_sets)
-if not n or not idem_ttl or not max_sets then
+if not n or not idem_ttl or not max_sets or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq enqueue: malformed arguments')
 end
 -- Parse and check everything before the first write.
@@ -28,8 +39,17 @@ for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local j = { id = ARGV[b + G_id], kind = ARGV[b + G_kind], payload = ARGV[b + G_payload],
     spec = ARGV[b + G_spec], idem = ARGV[b + G_idem], rttl = ARGV[b + G_result_ttl_ms], labels = ARGV[b + G_labels],
-    trace = ARGV[b + G_trace] }
+    trace = ARGV[b + G_trace], flow = ARGV[b + G_flow] }
   local when = ARGV[b + G_when]
+  local deb = ARGV[b + G_debounce]
+  if deb ~= '' then
+    local period, wait = string.match(deb, '^(%d+)|(%d+)$')
+    j.period, j.max_wait = tonumber(period), tonumber(wait)
+    if not j.period or j.flow == '' then
+      return redis.error_reply('ERR chronoq enqueue: malformed job ' .. i)
+    end
+    when = 'd' .. int_str(j.period * 1000)
+  end
   if when == 'd0' then
     j.score = cutoff -- due now, the most common
   else
@@ -67,6 +87,37 @@ end
 local there = redis.call('HMGET', K_jobs, unpack(ids))
 local made = {} -- ids made by this run: an id given twice is made once
 local added, sched, data, recs = 0, {}, {}, {}
+-- noted: by flow key, its jobs made pending by this call so far; cancels:
+-- the jobs cancel_newest cancels (once their records are written)
+local noted, cancels = {}, {}
+-- flow_strategy answers the strategy that acts on a new job of key due
+-- now (see the header), nil when none does.
+local function flow_strategy(key)
+  local c = flow_conf()
+  if c.strategy == 'queue' then
+    return nil
+  end
+  local l = flow_limits(key)
+  if not l.cap or flow_n(K_frun, key) + flow_n(K_fpend, key) + (noted[key] or 0) < l.cap then
+    return nil
+  end
+  return c.strategy
+end
+-- flow_cancel_oldest asks key's oldest processing job not asked yet to
+-- cancel (its worker sees it at its next heartbeat).
+local function flow_cancel_oldest(key)
+  local run = redis.call('ZRANGEBYLEX', K_frun, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', 0, 100)
+  for _, m in ipairs(run) do
+    local rid = string.sub(m, #key + 2)
+    local g = load(rid)
+    if g and g[R_status] == 'processing' and g[R_cancel_requested] ~= '1' then
+      g[R_cancel_requested] = '1'
+      save(rid, g)
+      emit('cancel_requested', rid, g[R_kind], 'processing', g[R_attempts])
+      return
+    end
+  end
+end
 local cut = tonumber(cutoff)
 for i, j in ipairs(jobs) do
   local answer, replayed = j.id, 0
@@ -85,6 +136,30 @@ for i, j in ipairs(jobs) do
     replayed = 2 -- a job already there: this same call's earlier run
     rerun = true
   end
+  if replayed == 0 and j.period then
+    -- debounced: the key's job still waiting takes this one's payload
+    local d = redis.call('HGET', K_flow, FLOW_DEBOUNCE .. j.flow)
+    local did, first = string.match(d or '', '^([^|]*)|(%d+)$')
+    local g = did and load(did)
+    if g and g[R_status] == 'scheduled' then
+      local due = math.min(now + j.period, tonumber(first) + j.max_wait)
+      g[R_run_at_ms] = int_str(due)
+      if inline(j.payload) then
+        g.p = j.payload
+        redis.call('HDEL', K_data, did)
+      else
+        g.p = nil
+        redis.call('HSET', K_data, did, j.payload)
+      end
+      save(did, g)
+      redis.call('ZADD', K_sched, 'XX', int_str(due), did)
+      note_due(due)
+      emit('rescheduled', did, g[R_kind], 'scheduled', g[R_attempts])
+      answer, replayed, j.score = did, 3, int_str(due)
+    else
+      redis.call('HSET', K_flow, FLOW_DEBOUNCE .. j.flow, j.id .. '|' .. now_str)
+    end
+  end
   if replayed == 0 then
     made[j.id] = true
     local due = tonumber(j.score)
@@ -95,10 +170,25 @@ for i, j in ipairs(jobs) do
     -- A small payload goes into the record, a larger one into the data
     -- hash (see recInline in internal/store/layout.go).
     local p = inline(j.payload) and j.payload or nil
-    recs[#recs + 1] = j.id
-    recs[#recs + 1] = fresh_rec(STATUS_CODE[status], j.kind, j.spec, run, j.idem, j.rttl, j.labels, j.trace, p)
-    if status == 'pending' then
-      to_pending(j.id, j.labels)
+    local rec = fresh_rec(STATUS_CODE[status], j.kind, j.spec, run, j.idem, j.rttl, j.labels, j.trace, p, j.flow)
+    if j.period then
+      redis.call('HSET', K_jobs, j.id, rec) -- now: a later job of this call may fold into it
+    else
+      recs[#recs + 1] = j.id
+      recs[#recs + 1] = rec
+    end
+    local strategy = status == 'pending' and j.flow ~= '' and flow_strategy(j.flow)
+    if strategy == 'cancel_newest' then
+      cancels[#cancels + 1] = j.id
+      replayed = 4
+    elseif status == 'pending' then
+      if strategy == 'cancel_in_progress' then
+        flow_cancel_oldest(j.flow)
+      end
+      to_pending(j.id, j.labels, j.flow)
+      if j.flow ~= '' then
+        noted[j.flow] = (noted[j.flow] or 0) + 1
+      end
     else
       sched[#sched + 1] = j.score
       sched[#sched + 1] = j.id
@@ -128,6 +218,9 @@ for i, j in ipairs(jobs) do
 end
 if #recs > 0 then
   redis.call('HSET', K_jobs, unpack(recs))
+end
+for _, id in ipairs(cancels) do
+  cancel_now(id, load(id), 'flow', A_retention_ms)
 end
 if #data > 0 then
   redis.call('HSET', K_data, unpack(data))

@@ -47,6 +47,7 @@ if not attempts or not max_attempts or not initial or not factor or not maxd or 
 end
 
 redis.call('ZREM', K_leases, A_id)
+lease_ended(A_id, f)
 lease_freed(1)
 finish_claim(A_token)
 f[R_ack] = 'f' .. A_token

@@ -7,7 +7,8 @@
 --   completed  K_done, newest completion first
 --   pending    K_pending from its right end (next to be claimed first),
 --              then each label set's list (see layout.go) the same way,
---              in the order the sets were registered
+--              in the order the sets were registered, then the jobs of
+--              flow keys (K_fpend), by key and id
 -- The cursor is the score (sets) or the position from the right end
 -- (pending: counted through the lists in that order) of the last id of
 -- the previous page, and that id.
@@ -83,19 +84,28 @@ else -- lright: positions count from the right end, less the sentinel, list afte
     lens[i] = list_len(key)
     total = total + lens[i]
   end
+  local listed = total -- positions past the lists are K_fpend's, by rank (its sentinel ranks 0)
+  total = total + math.max(redis.call('ZCARD', K_fpend) - 1, 0)
   local start = 0
   if cid ~= '' then
-    local off = 0
+    local off, found = 0, false
     for i, key in ipairs(lists) do
       local left = tonumber(cnum) + 1002 - off
       if left > 0 then
         local idx = redis.call('LPOS', key, cid, 'RANK', -1, 'MAXLEN', left)
         if idx then
-          start = off + lens[i] - idx
+          start, found = off + lens[i] - idx, true
           break
         end
       end
       off = off + lens[i]
+    end
+    local f = not found and load(cid)
+    if f and f[R_flow] ~= '' then
+      local r = redis.call('ZRANK', K_fpend, f[R_flow] .. '\0' .. cid)
+      if r then
+        start = listed + r
+      end
     end
     -- else the cursor id has left the lists: start again at the right end
   end
@@ -114,6 +124,13 @@ else -- lright: positions count from the right end, less the sentinel, list afte
       end
     end
     off = off + lens[i]
+  end
+  local s0 = math.max(start - listed, 0)
+  if start + n > listed and s0 < total - listed then
+    local r = redis.call('ZRANGE', K_fpend, s0 + 1, start + n - listed)
+    for j, m in ipairs(r) do
+      add(string.sub(m, string.find(m, '\0', 1, true) + 1), listed + s0 + j - 1)
+    end
   end
   if start + n < total then
     out[1] = 1

@@ -52,6 +52,7 @@ for _, id in ipairs(expired) do
   if f and f[R_status] == 'processing' then
     local attempts, max_attempts = tonumber(f[R_attempts]) or 0, spec_max_attempts(f[R_spec]) or 0
     finish_claim(f[R_token])
+    lease_ended(id, f)
     f[R_token] = ''
     f[R_lease_until_ms] = ''
     if f[R_cancel_requested] == '1' then
@@ -61,7 +62,7 @@ for _, id in ipairs(expired) do
     else
       f[R_status] = 'pending'
       save(id, f)
-      to_pending(id, f[R_labels])
+      to_pending(id, f[R_labels], f[R_flow])
       back = back + 1
       emit('reclaimed', id, f[R_kind], 'pending', f[R_attempts])
     end

@@ -28,6 +28,7 @@ if f[R_token] ~= A_token or f[R_status] ~= 'processing' then
   return 0
 end
 redis.call('ZREM', K_leases, A_id)
+lease_ended(A_id, f)
 lease_freed(1)
 finish_claim(A_token)
 f[R_ack] = 'r' .. A_token
@@ -38,7 +39,7 @@ if f[R_cancel_requested] == '1' then
   return reply(1)
 end
 f[R_status] = 'pending'
-to_pending(A_id, f[R_labels])
+to_pending(A_id, f[R_labels], f[R_flow])
 save(A_id, f)
 flush_pending(true, true) -- the head of its pending list
 emit('released', A_id, f[R_kind], 'pending', f[R_attempts])

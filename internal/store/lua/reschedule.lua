@@ -20,7 +20,7 @@ end
 if f[R_status] == 'scheduled' then
   redis.call('ZREM', K_sched, A_id)
 elseif f[R_status] == 'pending' then
-  redis.call('HINCRBY', K_meta, M_stale, 1)
+  left_pending(A_id, f)
 else
   return { 0, f[R_status], '' }
 end

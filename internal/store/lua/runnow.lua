@@ -14,7 +14,7 @@ end
 if f[R_status] == 'pending' then
   return { 2, 'pending', packed(A_id, f) }
 end
-to_pending(A_id, f[R_labels]) -- (raises before the first write for a set not declared)
+to_pending(A_id, f[R_labels], f[R_flow]) -- (raises before the first write for a set not declared)
 if f[R_status] == 'scheduled' then
   redis.call('ZREM', K_sched, A_id)
 elseif f[R_status] == 'dead' then

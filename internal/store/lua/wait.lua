@@ -33,7 +33,15 @@ if n > 0 then
       mine = mine + list_len(SETS.list[id])
     end
   end
+  -- and the flow keys whose turn may come (see "Flow keys" in common.lua)
+  mine = mine + math.max(redis.call('ZCARD', K_fring) - 1, 0)
   n = math.min(n, mine)
+  if n == 0 then
+    local w = redis.call('ZRANGE', K_fwait, 0, 0, 'WITHSCORES')
+    if w[1] and w[1] ~= SENTINEL then
+      return { 0, 0, tostring(math.max(tonumber(w[2]), now)) } -- a key's rate holds its jobs until then
+    end
+  end
 end
 if n > 0 then
   local room, tokens, rate = limit_room(1, redis.call('HMGET', K_meta, unpack(LIMIT_FIELDS)))

@@ -58,7 +58,7 @@ for _, a in ipairs(acts) do
         if status == 'scheduled' then
           redis.call('ZREM', K_sched, a.id)
         elseif status == 'pending' then
-          redis.call('HINCRBY', K_meta, M_stale, 1)
+          left_pending(a.id, f)
         end
         cancel_now(a.id, f, 'workflow', A_retention_ms)
         status, code = 'canceled', 1
