@@ -183,10 +183,10 @@ func (e *flowEnv) topUp(b *testing.B, n int) {
 // scriptUsec is the µs Redis counted to script calls (FCALL, EVALSHA,
 // EVAL, the commands they call included) since the last CONFIG
 // RESETSTAT.
-func scriptUsec(b *testing.B, ctx context.Context, rdb redis.UniversalClient) float64 {
-	b.Helper()
+func scriptUsec(tb testing.TB, ctx context.Context, rdb redis.UniversalClient) float64 {
+	tb.Helper()
 	var us float64
-	for name, st := range commandStats(b, ctx, rdb) {
+	for name, st := range commandStats(tb, ctx, rdb) {
 		if name == "fcall" || name == "evalsha" || name == "eval" {
 			us += st.usec
 		}
