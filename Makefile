@@ -126,5 +126,5 @@ CHAOS_FLAGS ?=
 chaos: deps ## fault-injection battery, full size: every scenario (about 10 min); CHAOS_FLAGS="-scenarios reshard" for one
 	$(GO) run ./cmd/chronoq-chaos run -go $(GO) $(CHAOS_FLAGS)
 
-chaos-short: deps ## fault-injection battery, CI form: every scenario scaled down (about 2½ min)
+chaos-short: deps ## fault-injection battery, CI form: every scenario scaled down (about 3 min)
 	$(GO) run ./cmd/chronoq-chaos run -go $(GO) -short $(CHAOS_FLAGS)

@@ -45,7 +45,7 @@ var scenarios = []struct {
 	run  func(*bench, context.Context, *table)
 }{
 	{"e2e", (*bench).e2e}, {"drain", (*bench).drain}, {"enqueue", (*bench).enqueue},
-	{"late", (*bench).late}, {"retry", (*bench).retry}, {"mem", (*bench).mem},
+	{"late", (*bench).late}, {"retry", (*bench).retry}, {"mem", (*bench).mem}, {"fair", (*bench).fair},
 }
 
 // scenarioNames are the scenarios' names, in order.
@@ -68,6 +68,8 @@ type bench struct {
 	lateN    int
 	retryN   int
 	memN     int
+	fairHot  int    // scenario 7: jobs of the hot key
+	fairKeys int    // scenario 7: cold keys, fairPerKey jobs each
 	runtime  string // chronoq's consumer: runtimeWorker or runtimeLoop
 	prof     profiler
 }
@@ -137,6 +139,8 @@ func (b *bench) parseFlags() runFlags {
 	flag.IntVar(&b.lateN, "late-n", 2000, "scheduled jobs in the lateness scenario, due evenly over 1 s")
 	flag.IntVar(&b.retryN, "retry-n", 500, "jobs in the retry-delay scenario")
 	flag.IntVar(&b.memN, "mem-n", 50_000, "jobs scheduled 1 h ahead in the memory scenario")
+	flag.IntVar(&b.fairHot, "fair-hot", 50_000, "jobs of the hot key in the fairness scenario, enqueued first")
+	flag.IntVar(&b.fairKeys, "fair-keys", 1000, "cold keys in the fairness scenario, 5 jobs each, enqueued while the hot key's jobs drain")
 	flag.DurationVar(&b.deadline, "deadline", 120*time.Second, "the most one side of one scenario may run; then it stops and reports what it got (marked *)")
 	flag.StringVar(&b.runtime, "runtime", runtimeWorker, "chronoq's consumer: worker (package worker, concurrency 50) or loop (50 goroutines: Claim(Max 32, Wait 50 ms) + CompleteMany)")
 	flag.StringVar(&b.prof.dir, "cpuprofile", "", "a directory to write a CPU profile of this process into for each timed end-to-end and drain pass (<side>-<flow>.pprof)")
@@ -154,10 +158,13 @@ func (b *bench) check(only string) (map[string]bool, error) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"-n", b.n}, {"-late-n", b.lateN}, {"-retry-n", b.retryN}, {"-mem-n", b.memN}} {
+	}{{"-n", b.n}, {"-late-n", b.lateN}, {"-retry-n", b.retryN}, {"-mem-n", b.memN}, {"-fair-hot", b.fairHot}} {
 		if v.n < 1 || v.n > maxJobs {
 			return nil, fmt.Errorf("%s must be in [1, %d]", v.name, maxJobs)
 		}
+	}
+	if b.fairKeys < 1 || b.fairKeys > maxFairKeys {
+		return nil, fmt.Errorf("-fair-keys must be in [1, %d]", maxFairKeys)
 	}
 	if b.deadline <= 0 || b.deadline > time.Hour {
 		return nil, errors.New("-deadline must be in (0, 1h]")
@@ -214,7 +221,8 @@ func (b *bench) printResults(t *table, srvInfo map[string]string, selected map[s
 		depVersion("github.com/hibiken/asynq"), srvInfo["redis_version"], b.addr, runtime.Version(),
 		runtime.GOMAXPROCS(0), time.Now().Format(time.DateTime))
 	fmt.Printf("chronoq's consumer: %s; asynq: Server{Concurrency: 50}, defaults otherwise\n", chronoqRuntime)
-	fmt.Printf("n=%d late-n=%d retry-n=%d mem-n=%d deadline=%s\n\n", b.n, b.lateN, b.retryN, b.memN, b.deadline)
+	fmt.Printf("n=%d late-n=%d retry-n=%d mem-n=%d fair-hot=%d fair-keys=%d deadline=%s\n\n", b.n, b.lateN, b.retryN, b.memN,
+		b.fairHot, b.fairKeys, b.deadline)
 	t.print(os.Stdout)
 	fmt.Println()
 	fmt.Println("ratio: how many times better chronoq did. (c/a) = chronoq/asynq, for higher-is-better rows;")
@@ -242,6 +250,11 @@ func printNotes(b *bench, selected map[string]bool) {
 		"retry": {fmt.Sprintf("5. %d jobs fail their first run asking a retry 100 ms later (chronoq: worker.RetryAfter or", b.retryN),
 			"   FailOptions.RetryAt; asynq: RetryDelayFunc). Second run's start − (failure + 100 ms)."},
 		"mem": {fmt.Sprintf("6. %d jobs due 1 h ahead, payload {\"i\":n}: INFO used_memory delta / jobs.", b.memN)},
+		"fair": {fmt.Sprintf("7. %d jobs of one key enqueued first; the 50 handlers start; %d keys x %d jobs enqueued (8 producers,", b.fairHot, b.fairKeys, fairPerKey),
+			"   100 a call). Per cold key, its first job to start: wait = handler start - start of its enqueue call; jobs",
+			"   started before it = handler starts between the two. Bound: keys with work at its enqueue + 50 in flight",
+			"   (\"within one turn of the keys\"); keys over it: cold keys with more jobs started before. First chronoq with",
+			"   NewJob.FlowKey, then the same jobs without a key (FIFO); asynq (no keys) is one plain queue in both."},
 	}
 	for _, name := range scenarioNames {
 		if selected[name] {

@@ -3,7 +3,7 @@
 // crashes, pauses, restarts, failovers, dropped connections and slot
 // migrations, and counts every job (see package testutil/chaos).
 //
-//	chronoq-chaos run [-short] [-scenarios single,cluster,client,reshard,skew,workflow] [-json FILE]
+//	chronoq-chaos run [-short] [-scenarios single,cluster,client,reshard,skew,workflow,flow] [-json FILE]
 //
 // "worker" and "producer" are the processes run starts; they are not meant
 // to be run by hand. The exit code is 0 when every scenario passed, 1 when
@@ -146,7 +146,7 @@ func (b *battery) parse(args []string) error {
 	fs := flag.NewFlagSet("chronoq-chaos run", flag.ContinueOnError)
 	fs.SetOutput(b.stderr)
 	fs.BoolVar(&b.short, "short", false, "the CI form: scaled-down load and fault period")
-	fs.StringVar(&b.names, "scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3), reshard (4), skew (5), workflow (6); empty: every one")
+	fs.StringVar(&b.names, "scenarios", "", "scenarios to run, comma-separated: single (1), cluster (2), client (3), reshard (4), skew (5), workflow (6), flow (7); empty: every one")
 	fs.StringVar(&b.jsonOut, "json", "", "also write the reports as JSON to this file (- for stdout)")
 	fs.StringVar(&b.chronoq, "chronoq", "", "the chronoq binary; empty: built from this module with -go")
 	fs.StringVar(&b.goBin, "go", "go", "the go command used to build chronoq")

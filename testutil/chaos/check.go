@@ -77,6 +77,22 @@ type Report struct {
 	CallerErrors    int64                       `json:"caller_errors"` // every class but lease_lost (the fencing, counted as stale-token writes refused)
 	ErrorSamples    []string                    `json:"error_samples,omitempty"`
 
+	// Flow control (the flow scenario; see flow.go). FlowLimit is every
+	// key's MaxInFlight, FlowOverride the first key's (0: no flow keys).
+	FlowLimit        int `json:"flow_limit,omitempty"`
+	FlowOverride     int `json:"flow_override,omitempty"`
+	FlowSamples      int `json:"flow_samples,omitempty"`       // the observer's reads of every key's in-flight count
+	FlowSampleErrors int `json:"flow_sample_errors,omitempty"` // reads that failed (a slot moving, a worker's count unaffected)
+	FlowOverSampled  int `json:"flow_over_sampled,omitempty"`  // samples of a key over its limit
+	// FlowPeak is the most jobs in flight the observer saw per key;
+	// FlowRunPeak the most runs under way per key, from the ledger.
+	FlowPeak              map[string]int `json:"flow_peak,omitempty"`
+	FlowRunPeak           map[string]int `json:"flow_run_peak,omitempty"`
+	FlowRunsOver          int            `json:"flow_runs_over,omitempty"`           // runs begun past their key's limit, unexplained
+	FlowRunsOverExplained int            `json:"flow_runs_over_explained,omitempty"` // ... while a run of the key had lost its lease
+	FlowWrongKey          int            `json:"flow_wrong_key,omitempty"`           // runs whose job's flow key is not its enqueue's
+	FlowKeysLeft          int64          `json:"flow_keys_left,omitempty"`           // keys with work after the drain
+
 	Examples map[string][]string `json:"examples,omitempty"` // a few job ids per problem
 	Failures []string            `json:"failures"`
 	Pass     bool                `json:"pass"`

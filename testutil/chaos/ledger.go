@@ -55,6 +55,8 @@ type Exec struct {
 	// the parents its upstream names (sorted): what it was released with.
 	Node string   `json:"node,omitempty"`
 	Up   []string `json:"up,omitempty"`
+	// Flow is the job's flow key ("" none).
+	Flow string `json:"flow,omitempty"`
 }
 
 // Outcome is what the store made of one run (worker.Outcome).

@@ -37,6 +37,9 @@ type ProducerConfig struct {
 	// Workflows: each try enqueues a workflow, a diamond of four jobs
 	// (see produceWorkflows), not one job.
 	Workflows bool `json:"workflows"`
+	// FlowKeys: each job carries the flow key FlowKeyOf(seq, FlowKeys);
+	// 0 none.
+	FlowKeys int `json:"flow_keys,omitempty"`
 }
 
 // PoisonBackoff is the retry policy of poison jobs: short, so that they
@@ -107,6 +110,9 @@ func RunProducer(ctx context.Context, cfg ProducerConfig) error {
 				p := Payload{Seq: s, WorkMs: WorkMs(cfg.Seed, s), Poison: cfg.PoisonEvery > 0 && s%int64(cfg.PoisonEvery) == 0}
 				nj := queue.NewJob{Queue: cfg.Queues[int(s)%len(cfg.Queues)], Kind: JobKind, Visibility: cfg.Visibility,
 					MaxAttempts: cfg.MaxAttempts}
+				if cfg.FlowKeys > 0 {
+					nj.FlowKey = FlowKeyOf(s, cfg.FlowKeys)
+				}
 				if p.Poison {
 					p.WorkMs = 5
 					nj.MaxAttempts, nj.Backoff = cfg.PoisonMaxAttempts, &PoisonBackoff

@@ -55,6 +55,20 @@ func WriteTable(w io.Writer, rs []*Report) {
 	row("jobs kept (completed/dead)", n(func(r *Report) int { return r.HashesKept }))
 	row("orphaned jobs", n(func(r *Report) int { return r.Orphans }))
 	row("claim retry markers left", n(func(r *Report) int { return r.Markers }))
+	flow := func(f func(r *Report) int) func(r *Report) string {
+		return func(r *Report) string {
+			if r.FlowLimit == 0 {
+				return "-"
+			}
+			return fmt.Sprint(f(r))
+		}
+	}
+	row("flow: in-flight samples of every key", flow(func(r *Report) int { return r.FlowSamples }))
+	row("  FLOW KEY OVER ITS MAX IN FLIGHT (samples)", flow(func(r *Report) int { return r.FlowOverSampled }))
+	row("  FLOW RUNS BEGUN OVER THE MAX (handlers)", flow(func(r *Report) int { return r.FlowRunsOver }))
+	row("    explained by a lapsed lease", flow(func(r *Report) int { return r.FlowRunsOverExplained }))
+	row("  FLOW KEY WRONG (run vs enqueue)", flow(func(r *Report) int { return r.FlowWrongKey }))
+	row("  flow keys with work left", flow(func(r *Report) int { return int(r.FlowKeysLeft) }))
 	row("forbidden errors at callers", func(r *Report) string { return fmt.Sprint(r.ForbiddenErrors) })
 	row("errors at callers, every class", func(r *Report) string { return fmt.Sprint(r.CallerErrors) })
 	row("RESULT", func(r *Report) string {
@@ -81,6 +95,10 @@ func WriteTable(w io.Writer, rs []*Report) {
 			fmt.Fprintf(w, "  stalls observed (not injected; worker-stop pauses included): %s; longest %s\n",
 				joinCounts(r.Stalls), r.MaxStall.Round(time.Millisecond))
 		}
+		if r.FlowLimit > 0 {
+			fmt.Fprintf(w, "  flow keys: max in flight %d, %s %d; most in flight seen (sampled) %s; most runs under way %s; %d samples failed\n",
+				r.FlowLimit, FlowKeyOf(0, 2), r.FlowOverride, flowPeaks(r.FlowPeak), flowPeaks(r.FlowRunPeak), r.FlowSampleErrors)
+		}
 		if len(r.DropsByCommand) > 0 {
 			fmt.Fprintf(w, "  connections dropped after the request, by request: %s\n", joinCounts(r.DropsByCommand))
 		}
@@ -104,6 +122,17 @@ func WriteTable(w io.Writer, rs []*Report) {
 			}
 		}
 	}
+}
+
+// flowPeaks is the first key's peak and the largest of the others'.
+func flowPeaks(m map[string]int) string {
+	first, others := FlowKeyOf(0, 2), 0
+	for k, v := range m {
+		if k != first {
+			others = max(others, v)
+		}
+	}
+	return fmt.Sprintf("%s %d, others %d", first, m[first], others)
 }
 
 func joinCounts[N int | int64](m map[string]N) string {

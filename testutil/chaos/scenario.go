@@ -80,9 +80,13 @@ type Scenario struct {
 	// ServeKillEvery: SIGKILL a serve instance (its promoter, reclaimer and
 	// workflow releaser) and start a new one, on average this often.
 	ServeKillEvery time.Duration
+	// Flow: every job carries a flow key, the queue holds each key to a
+	// max in flight, and an observer checks it (flow.go). With flow keys
+	// the load goes to one queue, the first (the one whose slot moves).
+	Flow FlowSetup
 }
 
-// Scenarios are the five batteries, at full size or in the short (CI) form.
+// Scenarios are the batteries, at full size or in the short (CI) form.
 func Scenarios(short bool) []Scenario {
 	base := Scenario{Jobs: 20_000, ProduceOver: 60 * time.Second, MaxDelay: 60 * time.Second, PoisonEvery: 50,
 		Workers: 4, Concurrency: 16, Visibility: 2 * time.Second, Serves: 2, ReclaimInterval: 500 * time.Millisecond,
@@ -166,7 +170,25 @@ func Scenarios(short bool) []Scenario {
 	workflows.WorkerKillEvery = single.WorkerKillEvery
 	workflows.WorkerStopEvery = single.WorkerStopEvery
 	workflows.ServeKillEvery = every(3*time.Second, 2*time.Second)
-	return []Scenario{single, cluster, client, reshard, skew, workflows}
+	// Flow keys: 20 keys in one queue, each at most 2 jobs processing,
+	// one of them 5, while workers are SIGKILLed mid-job (their jobs
+	// count against their keys until their leases lapse) and the
+	// queue's slot moves between masters. Smaller in the short form, to
+	// keep CI's battery short.
+	flow := base
+	flow.Name = "flow"
+	flow.Cluster = true
+	flow.Jobs, flow.ProduceOver, flow.MaxDelay = 8000, 40*time.Second, 20*time.Second
+	if short {
+		flow.Jobs, flow.ProduceOver, flow.MaxDelay = 1500, 10*time.Second, 4*time.Second
+		flow.DrainTimeout = time.Minute
+	}
+	flow.FaultsFor = flow.ProduceOver + flow.MaxDelay
+	flow.WorkerKillEvery = single.WorkerKillEvery
+	flow.MigrateEvery = every(4*time.Second, 3*time.Second)
+	flow.MigrateKeys, flow.MigratePause = 10, 10*time.Millisecond
+	flow.Flow = FlowSetup{Keys: 20, MaxInFlight: 2, Override: 5}
+	return []Scenario{single, cluster, client, reshard, skew, workflows, flow}
 }
 
 // Options are the binaries and places of a run.
@@ -298,6 +320,15 @@ func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 		h.progress(progCtx, admin)
 	}()
 	defer func() { stopProgress(); <-progressDone }()
+	flowObs := &flowObserver{f: sc.Flow, peak: map[string]int{}}
+	flowDone := make(chan struct{})
+	go func() {
+		defer close(flowDone)
+		if sc.Flow.Keys > 0 {
+			h.observeFlow(progCtx, admin, flowObs)
+		}
+	}()
+	defer func() { stopProgress(); <-flowDone }()
 
 	// The producer finishes (bounded), then the faults (bounded by their
 	// deadline), then the queues drain (bounded).
@@ -321,6 +352,12 @@ func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 	drained := h.drain(ctx, admin)
 	stopProgress()
 	<-progressDone
+	<-flowDone
+	if sc.Flow.Keys > 0 {
+		fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+		flowObs.finish(fctx, admin, h.queues)
+		fcancel()
+	}
 	if !drained {
 		h.problem("queues not drained after %s", sc.DrainTimeout)
 	}
@@ -339,6 +376,10 @@ func Run(ctx context.Context, o Options, sc Scenario) (*Report, error) {
 		return nil, err
 	}
 	r := Check(sc.Name, rec, snap)
+	if sc.Flow.Keys > 0 {
+		CheckFlow(r, rec, sc.Flow)
+		flowObs.report(r)
+	}
 	if sc.ErrorsFail && r.CallerErrors > 0 {
 		r.AddFailure(fmt.Sprintf("%d errors reached callers (only latency is allowed here)", r.CallerErrors))
 	}
@@ -375,6 +416,11 @@ func (h *harness) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if h.sc.Flow.Keys > 0 {
+		if err := h.flowQueue(ctx); err != nil {
+			return err
+		}
+	}
 	h.makeSlots()
 	if h.sc.ProxyDropEvery > 0 {
 		if err := h.startProxies(); err != nil {
@@ -398,6 +444,20 @@ func (h *harness) startCluster(ctx context.Context) error {
 	}
 	h.logf("cluster %v; queues %v", h.cluster.Seeds(), h.place)
 	return nil
+}
+
+// flowQueue keeps the first queue only (the one whose slot a migration
+// moves) and gives it the scenario's flow limits.
+func (h *harness) flowQueue(ctx context.Context) error {
+	h.queues = h.queues[:1]
+	if h.place != nil {
+		h.place = map[string]string{h.queues[0]: h.place[h.queues[0]]}
+	}
+	admin := h.target.Client()
+	defer func() { _ = admin.Close() }()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return h.setFlowLimits(ctx, admin)
 }
 
 // startSingle starts the queue's redis-server, durable, with three queues.
@@ -585,7 +645,8 @@ func (h *harness) startWorker(s *slot) error {
 func (h *harness) startProducer() (*redisproc.Child, error) {
 	cfg := ProducerConfig{Redis: h.via("producer"), Ledger: h.ledAddr, Prefix: "run", Namespace: Namespace, Queues: h.queues,
 		Jobs: h.sc.Jobs, Over: h.sc.ProduceOver, MaxDelay: h.sc.MaxDelay, PoisonEvery: h.sc.PoisonEvery,
-		Visibility: h.sc.Visibility, MaxAttempts: 25, PoisonMaxAttempts: 3, Concurrency: 8, Seed: h.o.Seed, Workflows: h.sc.Workflows}
+		Visibility: h.sc.Visibility, MaxAttempts: 25, PoisonMaxAttempts: 3, Concurrency: 8, Seed: h.o.Seed, Workflows: h.sc.Workflows,
+		FlowKeys: h.sc.Flow.Keys}
 	b, _ := json.Marshal(cfg)
 	p, err := redisproc.StartChild("producer", h.o.Self, []string{"producer", "-config", string(b)}, "", filepath.Join(h.dir, "producer.log"))
 	if err != nil {

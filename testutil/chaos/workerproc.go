@@ -74,7 +74,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		var p Payload
 		_ = json.Unmarshal(job.Payload, &p)
 		e := Exec{Ev: "start", ID: job.ID, Seq: p.Seq, Queue: job.Queue, Attempt: job.Attempts, Token: job.Token,
-			Slot: cfg.Slot, Pid: pid, Claimed: job.ClaimedAt.UnixNano(), Due: job.RunAt.UnixNano(), T: time.Now().UnixNano()}
+			Slot: cfg.Slot, Pid: pid, Claimed: job.ClaimedAt.UnixNano(), Due: job.RunAt.UnixNano(), Flow: job.FlowKey, T: time.Now().UnixNano()}
 		if job.Workflow != nil {
 			var up map[string]json.RawMessage
 			_ = json.Unmarshal(job.Upstream, &up)
