@@ -101,11 +101,12 @@ max, tokens, rate = limit_room(max, { meta[6], meta[7], meta[8], meta[9], meta[1
 -- The jobs of flow keys are one more source, FLOW, taken in the keys'
 -- turns (flow_take); its next job is the ring's first key's.
 local FLOW_SRC = '\1flow'
-local fh = flows and max > 0 and flow_head() or nil
 -- With more than one source, the one whose next job was enqueued first
 -- comes first (empty ones are left out).
-if #lists > 1 or fh then
+if flows and max > 0 then
   lists, wakes, heads = by_oldest_head(lists, wakes)
+  -- FLOW's next job matters only beside another source's
+  local fh = #lists == 0 and '' or flow_head()
   if fh then
     local j = #lists + 1
     while j > 1 and heads[j - 1] > fh do
@@ -115,6 +116,8 @@ if #lists > 1 or fh then
     table.insert(wakes, j, K_wake)
     table.insert(heads, j, false)
   end
+elseif #lists > 1 then
+  lists, wakes, heads = by_oldest_head(lists, wakes)
 end
 -- Stale ids (jobs canceled or rescheduled while pending) are dropped as
 -- they come, and more are taken in their place, up to stale_budget of

@@ -790,14 +790,15 @@ local function flow_take(want)
     if not key or key == SENTINEL then
       break
     end
-    local alone = not head[3] or head[3] == SENTINEL
     local l = flow_limits(key)
-    local room = want - #ids
-    if not alone then
-      room = 1
+    local room = 1
+    if not head[3] or head[3] == SENTINEL then
+      room = want - #ids -- alone in the ring
     end
+    local running = nil
     if l.cap then
-      room = math.min(room, l.cap - flow_n(K_frun, key))
+      running = flow_n(K_frun, key)
+      room = math.min(room, l.cap - running)
     end
     local tokens = flow_tokens(key, l)
     if tokens then
@@ -805,7 +806,12 @@ local function flow_take(want)
     end
     local members = {}
     if room > 0 then
-      members = redis.call('ZRANGEBYLEX', K_fpend, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', 0, room)
+      -- one more than it takes: whether the key has more after
+      members = redis.call('ZRANGEBYLEX', K_fpend, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', 0, room + 1)
+    end
+    local more = #members > room
+    if more then
+      members[#members] = nil
     end
     if #members > 0 then
       redis.call('ZREM', K_fpend, unpack(members))
@@ -823,16 +829,19 @@ local function flow_take(want)
         redis.call('HSET', K_flow, FLOW_BUCKET .. key, string.format('%.6f', tokens) .. '|' .. now_str)
       end
       c.turn = turn
-    end
-    -- the key's next turn: one later (1/weight), when it can take one then
-    redis.call('ZREM', K_fring, key)
-    if #members > 0 and flow_n(K_fpend, key) > 0 and not (l.cap and flow_n(K_frun, key) >= l.cap) then
-      if tokens and tokens < 1 - 0.000000001 then
-        redis.call('ZADD', K_fwait, flow_token_at(tokens, l.rate), key)
+      -- the key's next turn: one later (1/weight), when it can take one then
+      if more and not (running and running + #members >= l.cap) then
+        if tokens and tokens < 1 - 0.000000001 then
+          redis.call('ZREM', K_fring, key)
+          redis.call('ZADD', K_fwait, flow_token_at(tokens, l.rate), key)
+        else
+          redis.call('ZADD', K_fring, turn + 1 / l.weight, key)
+        end
       else
-        redis.call('ZADD', K_fring, turn + 1 / l.weight, key)
+        redis.call('ZREM', K_fring, key) -- a lease's end or a new job brings it back
       end
-    elseif #members == 0 then
+    else
+      redis.call('ZREM', K_fring, key)
       flow_ready(key) -- held by its rate (to K_fwait), or at its cap, or empty
     end
   end
