@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -124,27 +123,20 @@ func ValidateFlowKey(key string) error {
 	return nil
 }
 
-// validate checks l and fills its defaults.
+// validate checks l and fills its defaults: the bounds and defaults of
+// the queue's own Limits, and a strategy.
 func (l *FlowLimits) validate() error {
-	switch {
-	case math.IsNaN(l.Rate) || l.Rate < 0 || l.Rate > MaxRate:
-		return invalid("rate", "must be in [0, %g] jobs a second, got %g", float64(MaxRate), l.Rate)
-	case l.Burst < 0 || l.Burst > MaxLimitBurst:
-		return invalid("burst", "must be in [0, %d], got %d", MaxLimitBurst, l.Burst)
-	case l.MaxInFlight < 0 || l.MaxInFlight > MaxLimitFlight:
-		return invalid("max_in_flight", "must be in [0, %d], got %d", MaxLimitFlight, l.MaxInFlight)
-	case l.Burst > 0 && l.Rate == 0:
-		return invalid("burst", "a burst needs a rate")
+	ql := Limits{Rate: l.Rate, Burst: l.Burst, MaxInFlight: l.MaxInFlight}
+	if err := ql.validate(); err != nil {
+		return err
 	}
+	l.Burst = ql.Burst
 	switch l.Strategy {
 	case "":
 		l.Strategy = FlowQueue
 	case FlowQueue, FlowCancelNewest, FlowCancelInProgress:
 	default:
 		return invalid("strategy", "want %q, %q or %q, got %q", FlowQueue, FlowCancelNewest, FlowCancelInProgress, l.Strategy)
-	}
-	if l.Rate > 0 && l.Burst == 0 {
-		l.Burst = max(int(math.Ceil(l.Rate/10)), 1)
 	}
 	return nil
 }
