@@ -726,6 +726,9 @@ end
 -- aborted) without a claim.
 local function flow_unpend(key, id)
   if redis.call('ZREM', K_fpend, key .. '\0' .. id) == 1 then
+    if flow_n(K_fpend, key) == 0 then
+      redis.call('ZREM', K_fring, key) -- no turn for a key with nothing pending
+    end
     flow_counted(key, -1)
   end
 end
