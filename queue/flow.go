@@ -145,7 +145,9 @@ func (l *FlowLimits) validate() error {
 // FlowLimits removes them), creating the queue when it does not exist,
 // and answers them as kept, defaults filled in. Limits out of range are
 // a *FieldError naming the field. A key's bucket keeps its tokens; a
-// lower MaxInFlight lets a key's processing jobs finish.
+// lower MaxInFlight lets a key's processing jobs finish; a higher one
+// reaches a key held at the old one when one of its jobs ends (a
+// FlowOverride's change reaches its key at once).
 func (c *Client) SetFlowLimits(ctx context.Context, queue string, l FlowLimits) (FlowLimits, error) {
 	if err := l.validate(); err != nil {
 		return FlowLimits{}, err
