@@ -195,7 +195,7 @@ func Start(ctx context.Context, cfg Config) (*Redis, error) {
 		r, err = startEmbedded(dir)
 	}
 	if err != nil {
-		_ = lock.Close()
+		unlockDir(lock)
 		return nil, err
 	}
 	r.lock = lock
@@ -219,7 +219,7 @@ func (r *Redis) Close() error {
 		r.mini.Close()
 	}
 	if r.lock != nil {
-		_ = r.lock.Close() // releases the lock
+		unlockDir(r.lock)
 	}
 	return err
 }
@@ -249,6 +249,16 @@ func lockDir(dir string) (*os.File, error) {
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	return f, nil
+}
+
+// unlockDir releases lockDir's lock, then closes its file. The lock is
+// released explicitly, not by the close alone: a child process forked
+// meanwhile (another goroutine starting a program) shares the open file
+// until it execs, and the lock would be held that long.
+func unlockDir(f *os.File) {
+	lk := syscall.Flock_t{Type: syscall.F_UNLCK}
+	_ = syscall.FcntlFlock(f.Fd(), setLock, &lk)
+	_ = f.Close()
 }
 
 func randomPassword() string {
