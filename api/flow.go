@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -174,15 +173,7 @@ func (s *Server) deleteFlow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	qs, err := s.read.Queues(ctx)
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(qs, q) {
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no queue " + strconv.Quote(q)}
-	}
-	if _, err := s.manage.SetFlowLimits(ctx, q, queue.FlowLimits{}); err != nil {
+	if err := s.manage.ClearFlowLimits(c.Request().Context(), q); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -61,6 +61,7 @@ type Manager interface {
 
 	FlowLimits(ctx context.Context, queue string) (queue.FlowLimits, error)
 	SetFlowLimits(ctx context.Context, queue string, l queue.FlowLimits) (queue.FlowLimits, error)
+	ClearFlowLimits(ctx context.Context, queue string) error
 	SetFlowOverride(ctx context.Context, queue string, o queue.FlowOverride) (queue.FlowOverride, error)
 	DeleteFlowOverride(ctx context.Context, queue, key string) error
 	FlowOverrides(ctx context.Context, queue, cursor string, limit int) ([]queue.FlowOverride, string, error)

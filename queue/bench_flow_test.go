@@ -29,8 +29,8 @@ const (
 	flowFillers = 4
 )
 
-// flowKeyCounts are the sub-benchmarks: 0 is jobs without a flow key
-// (the claim as it was before flow control), the baseline.
+// flowKeyCounts are the sub-benchmarks: 0 is jobs without a flow key,
+// the baseline.
 var flowKeyCounts = []int{0, 1, 1000, 100_000}
 
 // BenchmarkFlowClaim measures what flow keys cost a claim: one claimer

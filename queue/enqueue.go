@@ -275,9 +275,7 @@ func checkExtras(nj *NewJob) ([]string, *FieldError) {
 // as enqueue.lua reads it ("<period ms>|<max wait ms>", "" none).
 func checkFlow(nj *NewJob, labels []string) (string, *FieldError) {
 	if nj.FlowKey != "" {
-		if err := ValidateFlowKey(nj.FlowKey); err != nil {
-			var fe *FieldError
-			errors.As(err, &fe)
+		if fe := checkFlowKey(nj.FlowKey); fe != nil {
 			return "", fe
 		}
 		if len(labels) > 0 {

@@ -26,7 +26,7 @@ import (
 // KeyF* keys of internal/store) and is decided inside the claim script by
 // Redis's clock, so it holds for every consumer at once (workers, HTTP
 // claims, push dispatch, workflows) and across instances. Jobs without a
-// flow key are claimed as before, in turn with the keys by age.
+// flow key take their turn with the keys by age.
 
 // FlowStrategy is what happens to a job of a flow key at its MaxInFlight.
 type FlowStrategy string
@@ -117,6 +117,14 @@ const (
 
 // ValidateFlowKey checks a flow key (a *FieldError naming field flow_key).
 func ValidateFlowKey(key string) error {
+	if fe := checkFlowKey(key); fe != nil {
+		return fe
+	}
+	return nil
+}
+
+// checkFlowKey is ValidateFlowKey, its error typed.
+func checkFlowKey(key string) *FieldError {
 	if _, err := names.CanonicalLabels([]string{key}, 1); err != nil || key == "" {
 		return invalid("flow_key", "want 1 to %d of [A-Za-z0-9._:/=+@-], got %q", MaxFlowKeyBytes, key)
 	}
@@ -167,6 +175,17 @@ func (c *Client) SetFlowLimits(ctx context.Context, queue string, l FlowLimits) 
 		return FlowLimits{}, err
 	}
 	return l, nil
+}
+
+// ClearFlowLimits takes queue's flow limits away (its overrides stay).
+// Unlike SetFlowLimits it makes no queue: one never used (or deleted)
+// is ErrNoQueue.
+func (c *Client) ClearFlowLimits(ctx context.Context, queue string) error {
+	if err := c.mustExist(ctx, queue); err != nil {
+		return err
+	}
+	_, err := c.SetFlowLimits(ctx, queue, FlowLimits{})
+	return err
 }
 
 // FlowLimits reads queue's flow limits (none: the zero FlowLimits, its

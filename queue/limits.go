@@ -85,6 +85,16 @@ func (c *Client) SetLimits(ctx context.Context, queue string, l Limits) (Limits,
 // ClearLimits takes queue's limits away. Unlike SetLimits it makes no
 // queue: one never used (or deleted) is ErrNoQueue.
 func (c *Client) ClearLimits(ctx context.Context, queue string) error {
+	if err := c.mustExist(ctx, queue); err != nil {
+		return err
+	}
+	_, err := c.SetLimits(ctx, queue, Limits{})
+	return err
+}
+
+// mustExist answers ErrNoQueue for a queue never used (or deleted): the
+// Clear* calls, which make no queue.
+func (c *Client) mustExist(ctx context.Context, queue string) error {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return err
@@ -96,8 +106,7 @@ func (c *Client) ClearLimits(ctx context.Context, queue string) error {
 	if n == 0 {
 		return fmt.Errorf("%w: %s", ErrNoQueue, queue)
 	}
-	_, err = c.SetLimits(ctx, queue, Limits{})
-	return err
+	return nil
 }
 
 // Limits reads queue's limits (none: the zero Limits).

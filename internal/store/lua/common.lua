@@ -854,6 +854,38 @@ local function flow_take(want)
   return ids
 end
 
+-- flow_strategy answers the strategy (meta's flow_strategy) that acts on
+-- a new job of key due now: none (nil) unless the key has its max in
+-- flight of jobs processing and pending already, counting more jobs
+-- noted pending by this call and not yet in K_fpend (see enqueue.lua).
+local function flow_strategy(key, more)
+  local c = flow_conf()
+  if c.strategy == 'queue' then
+    return nil
+  end
+  local l = flow_limits(key)
+  if not l.cap or flow_n(K_frun, key) + flow_n(K_fpend, key) + more < l.cap then
+    return nil
+  end
+  return c.strategy
+end
+
+-- flow_cancel_oldest asks key's oldest processing job not asked yet to
+-- cancel (its worker sees it at its next heartbeat).
+local function flow_cancel_oldest(key)
+  local run = redis.call('ZRANGEBYLEX', K_frun, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', 0, 100)
+  for _, m in ipairs(run) do
+    local rid = string.sub(m, #key + 2)
+    local g = load(rid)
+    if g and g[R_status] == 'processing' and g[R_cancel_requested] ~= '1' then
+      g[R_cancel_requested] = '1'
+      save(rid, g)
+      emit('cancel_requested', rid, g[R_kind], 'processing', g[R_attempts])
+      return
+    end
+  end
+end
+
 -- flow_stale drops from K_frun a job flow_take took that was not pending
 -- after all (its record says otherwise: canceled while pending without
 -- leaving K_fpend, which no script does, or gone).

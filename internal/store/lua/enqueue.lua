@@ -90,34 +90,6 @@ local added, sched, data, recs = 0, {}, {}, {}
 -- noted: by flow key, its jobs made pending by this call so far; cancels:
 -- the jobs cancel_newest cancels (once their records are written)
 local noted, cancels = {}, {}
--- flow_strategy answers the strategy that acts on a new job of key due
--- now (see the header), nil when none does.
-local function flow_strategy(key)
-  local c = flow_conf()
-  if c.strategy == 'queue' then
-    return nil
-  end
-  local l = flow_limits(key)
-  if not l.cap or flow_n(K_frun, key) + flow_n(K_fpend, key) + (noted[key] or 0) < l.cap then
-    return nil
-  end
-  return c.strategy
-end
--- flow_cancel_oldest asks key's oldest processing job not asked yet to
--- cancel (its worker sees it at its next heartbeat).
-local function flow_cancel_oldest(key)
-  local run = redis.call('ZRANGEBYLEX', K_frun, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', 0, 100)
-  for _, m in ipairs(run) do
-    local rid = string.sub(m, #key + 2)
-    local g = load(rid)
-    if g and g[R_status] == 'processing' and g[R_cancel_requested] ~= '1' then
-      g[R_cancel_requested] = '1'
-      save(rid, g)
-      emit('cancel_requested', rid, g[R_kind], 'processing', g[R_attempts])
-      return
-    end
-  end
-end
 local cut = tonumber(cutoff)
 for i, j in ipairs(jobs) do
   local answer, replayed = j.id, 0
@@ -177,7 +149,7 @@ for i, j in ipairs(jobs) do
       recs[#recs + 1] = j.id
       recs[#recs + 1] = rec
     end
-    local strategy = status == 'pending' and j.flow ~= '' and flow_strategy(j.flow)
+    local strategy = status == 'pending' and j.flow ~= '' and flow_strategy(j.flow, noted[j.flow] or 0)
     if strategy == 'cancel_newest' then
       cancels[#cancels + 1] = j
       replayed = 4
