@@ -302,7 +302,7 @@ end
 
 local function count(field, n)
   if n ~= 0 then
-    redis.call('HINCRBY', K_meta, field, n)
+    redis.call('HINCRBY', K_meta, field, int_str(n))
   end
 end
 
@@ -357,15 +357,16 @@ end
 -- pop_pending takes up to n ids from the right end of the pending list
 -- key (K_pending or a label set's).
 local function pop_pending(key, n)
-  local ids = redis.call('LRANGE', key, -(n + 1), -2) -- oldest last
+  local ids = redis.call('LRANGE', key, int_str(-(n + 1)), '-2') -- oldest last
   local k = #ids
   if k == 0 then
     return {}
   end
   -- The sentinel moves onto the leftmost id taken, and the trim takes
   -- the rest and the old sentinel.
-  redis.call('LSET', key, -(k + 1), SENTINEL)
-  redis.call('LTRIM', key, 0, -(k + 1))
+  local at = int_str(-(k + 1))
+  redis.call('LSET', key, at, SENTINEL)
+  redis.call('LTRIM', key, '0', at)
   local out = {}
   for i = k, 1, -1 do
     out[#out + 1] = ids[i]
@@ -376,8 +377,8 @@ end
 -- pop_head takes id, read as the next id of the pending list key by this
 -- script (the list unchanged since), as pop_pending(key, 1) would.
 local function pop_head(key, id)
-  redis.call('LSET', key, -2, SENTINEL)
-  redis.call('LTRIM', key, 0, -2)
+  redis.call('LSET', key, '-2', SENTINEL)
+  redis.call('LTRIM', key, '0', '-2')
   return { id }
 end
 
@@ -472,7 +473,7 @@ end
 local function by_oldest_head(lists, wakes)
   local ks, ws, hs = {}, {}, {}
   for i, key in ipairs(lists) do
-    local h = redis.call('LINDEX', key, -2)
+    local h = redis.call('LINDEX', key, '-2')
     if h then -- insertion in order: a claimer's lists are few
       local j = #hs + 1
       while j > 1 and hs[j - 1] > h do
@@ -740,7 +741,7 @@ local function left_pending(id, f)
   if f[R_flow] ~= '' then
     flow_unpend(f[R_flow], id)
   else
-    redis.call('HINCRBY', K_meta, M_stale, 1)
+    redis.call('HINCRBY', K_meta, M_stale, '1')
   end
 end
 
@@ -748,7 +749,7 @@ end
 -- ring (or to wait for their next token again, or at their MaxInFlight
 -- out of both); an idle key's full bucket is forgotten.
 local function flow_release()
-  local due = redis.call('ZRANGEBYSCORE', K_fwait, '-inf', now, 'LIMIT', 0, 100)
+  local due = redis.call('ZRANGEBYSCORE', K_fwait, '-inf', now_str, 'LIMIT', '0', '100')
   if #due == 0 then
     return
   end
@@ -765,11 +766,11 @@ end
 -- flow_head answers the id of the job the next flow_take would take
 -- first (of the ring's first key), nil when no key is in the ring.
 local function flow_head()
-  local head = redis.call('ZRANGE', K_fring, 0, 0)
+  local head = redis.call('ZRANGE', K_fring, '0', '0')
   if not head[1] or head[1] == SENTINEL then
     return nil
   end
-  local m = redis.call('ZRANGEBYLEX', K_fpend, '[' .. head[1] .. '\0', '(' .. head[1] .. '\1', 'LIMIT', 0, 1)
+  local m = redis.call('ZRANGEBYLEX', K_fpend, '[' .. head[1] .. '\0', '(' .. head[1] .. '\1', 'LIMIT', '0', '1')
   if not m[1] then
     return ''
   end
@@ -788,7 +789,7 @@ local function flow_take(want)
   local turns = 0
   while #ids < want and turns < want + 100 do
     turns = turns + 1
-    local head = redis.call('ZRANGE', K_fring, 0, 1, 'WITHSCORES')
+    local head = redis.call('ZRANGE', K_fring, '0', '1', 'WITHSCORES')
     local key, turn = head[1], tonumber(head[2])
     if not key or key == SENTINEL then
       break
@@ -810,7 +811,7 @@ local function flow_take(want)
     local members = {}
     if room > 0 then
       -- one more than it takes: whether the key has more after
-      members = redis.call('ZRANGEBYLEX', K_fpend, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', 0, room + 1)
+      members = redis.call('ZRANGEBYLEX', K_fpend, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', '0', int_str(room + 1))
     end
     local more = #members > room
     if more then
@@ -873,7 +874,7 @@ end
 -- flow_cancel_oldest asks key's oldest processing job not asked yet to
 -- cancel (its worker sees it at its next heartbeat).
 local function flow_cancel_oldest(key)
-  local run = redis.call('ZRANGEBYLEX', K_frun, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', 0, 100)
+  local run = redis.call('ZRANGEBYLEX', K_frun, '[' .. key .. '\0', '(' .. key .. '\1', 'LIMIT', '0', '100')
   for _, m in ipairs(run) do
     local rid = string.sub(m, #key + 2)
     local g = load(rid)
@@ -1045,7 +1046,7 @@ end
 -- next_due is the score of the earliest scheduled job, as a string, ""
 -- when none is (the sentinel's score is +inf).
 local function next_due()
-  local head = redis.call('ZRANGE', K_sched, 0, 0, 'WITHSCORES')
+  local head = redis.call('ZRANGE', K_sched, '0', '0', 'WITHSCORES')
   if head[1] == SENTINEL then
     return ''
   end
@@ -1080,7 +1081,7 @@ end
 -- first_score answers the earliest score of a sorted set, math.huge when
 -- it holds only the sentinel.
 local function first_score(key)
-  local r = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local r = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')
   if r[1] == SENTINEL or not r[1] then
     return math.huge
   end
@@ -1200,7 +1201,7 @@ end
 -- claimers as flush_pending does with wakes and waiting_until. An id whose
 -- job is no longer scheduled (a stale entry) only leaves the set.
 local function promote_due(limit, wakes, waiting_until)
-  local ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', 0, limit)
+  local ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', '0', int_str(limit))
   if #ids == 0 then
     return 0
   end
@@ -1417,7 +1418,7 @@ local function hook_open()
     return false
   end
   if redis.call('XLEN', K_hookout) > HOOK_MAX then
-    redis.call('HINCRBY', K_meta, M_hooks_dropped, 1)
+    redis.call('HINCRBY', K_meta, M_hooks_dropped, '1')
     return false
   end
   return true
@@ -1722,7 +1723,7 @@ local function register_set(id, labels)
   end
   key = SETS.stream[id]
   if redis.call('XLEN', key) == 0 then
-    redis.call('XADD', key, 'MAXLEN', '1', '*', 'n', 0)
+    redis.call('XADD', key, 'MAXLEN', '1', '*', 'n', '0')
   end
   redis.pcall('XGROUP', 'CREATE', key, WAKE_GROUP, '$') -- an error when it exists: kept as it is
 end

@@ -125,7 +125,7 @@ if #finished > 0 then
     redis.call('ZADD', K_done, unpack(done))
     local excess = redis.call('ZCARD', K_done) - 1 - cap
     if excess > 0 then
-      redis.call('ZREMRANGEBYRANK', K_done, 0, excess - 1)
+      redis.call('ZREMRANGEBYRANK', K_done, '0', int_str(excess - 1))
     end
   end
   count(M_completed, #finished)

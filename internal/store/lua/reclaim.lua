@@ -37,7 +37,7 @@ if redis.call('EXISTS', K_hookout) == 0 then
 end
 local out = { 0, 0, now_us, 0 }
 
-local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now, 'LIMIT', 0, limit)
+local expired = redis.call('ZRANGEBYSCORE', K_leases, '-inf', now_str, 'LIMIT', '0', int_str(limit))
 for _, id in ipairs(expired) do
   local f = load(id)
   if f then
@@ -77,7 +77,7 @@ if #expired == limit then
   out[1] = 1
 end
 
-local due = redis.call('ZRANGEBYSCORE', K_expiry, '-inf', now, 'LIMIT', 0, limit)
+local due = redis.call('ZRANGEBYSCORE', K_expiry, '-inf', now_str, 'LIMIT', '0', int_str(limit))
 for _, m in ipairs(due) do
   redis.call('ZREM', K_expiry, m)
   local f = load(m)

@@ -37,7 +37,7 @@ if n > 0 then
   mine = mine + math.max(redis.call('ZCARD', K_fring) - 1, 0)
   n = math.min(n, mine)
   if n == 0 then
-    local w = redis.call('ZRANGE', K_fwait, 0, 0, 'WITHSCORES')
+    local w = redis.call('ZRANGE', K_fwait, '0', '0', 'WITHSCORES')
     if w[1] and w[1] ~= SENTINEL then
       return { 0, 0, tostring(math.max(tonumber(w[2]), now)) } -- a key's rate holds its jobs until then
     end
