@@ -1,6 +1,8 @@
 package queue_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +76,78 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.Len(t, jobs, 1)
 		require.Equal(t, late.ID, jobs[0].ID)
 		require.True(t, next.IsZero(), "nothing scheduled any more")
+	})
+
+	t.Run("AClaimTakesTheDueJobsItPromotesAsTheListWould", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A claim that promotes due jobs into the queue's own list, empty
+		// before them, takes them straight to processing (claim.lua's
+		// direct): the jobs, their fields and their order are those a
+		// claim through the list gives.
+		due := b.clock.Now().Add(time.Second)
+		big := json.RawMessage(`{"pad":"` + strings.Repeat("x", 200) + `"}`) // not inline: in the data hash
+		first := b.enqueue(t, queue.NewJob{RunAt: due, Payload: json.RawMessage(`{"n":1}`)})
+		second := b.enqueue(t, queue.NewJob{RunAt: due.Add(time.Millisecond), Payload: big})
+		labeled := b.enqueue(t, queue.NewJob{RunAt: due, Labels: []string{"gpu"}})
+		b.clock.Advance(2 * time.Second)
+		claimed, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		require.NoError(t, err)
+		jobs := claimed.([]*queue.Job)
+		require.Len(t, jobs, 2, "the labeled job waits for a claimer with its label")
+		require.True(t, next.IsZero())
+		for i, want := range []*queue.Job{first, second} {
+			j := jobs[i]
+			require.Equal(t, want.ID, j.ID, "in due order")
+			require.Equal(t, want.Payload, j.Payload)
+			require.Equal(t, queue.StatusProcessing, j.Status)
+			require.Equal(t, 1, j.Attempts)
+			require.Equal(t, int64(1), j.Fence)
+			require.NotEmpty(t, j.Token)
+			require.Equal(t, want.RunAt, j.RunAt)
+			requireSoonAfter(t, b.clock.Now().Add(queue.DefaultVisibility), j.LeaseUntil)
+			stored := b.get(t, j.ID)
+			require.Equal(t, j.Fence, stored.Fence)
+			require.Equal(t, j.Attempts, stored.Attempts)
+			require.Equal(t, j.LeaseUntil, stored.LeaseUntil)
+			require.Equal(t, queue.StatusProcessing, stored.Status)
+			require.Equal(t, want.Payload, stored.Payload)
+		}
+		require.NotEqual(t, jobs[0].Token, jobs[1].Token)
+		n, err := b.rdb.LLen(b.ctx, b.key(queue.KeyPending)).Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "nothing went through the list: its sentinel only")
+		s := b.stats(t)
+		require.Equal(t, int64(3), s.PromotedTotal)
+		require.Equal(t, int64(2), s.Processing)
+		require.Equal(t, int64(1), s.Pending)
+		require.Equal(t, queue.StatusPending, b.get(t, labeled.ID).Status)
+		for _, j := range jobs {
+			require.NoError(t, b.client.Complete(b.ctx, b.queue, j.ID, j.Token, queue.CompleteOptions{}))
+		}
+
+		// A job pending before them stays ahead of jobs promoted later.
+		waiting := b.enqueue(t, queue.NewJob{})
+		later := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
+		b.clock.Advance(2 * time.Second)
+		require.Equal(t, waiting.ID, b.claimOne(t).ID)
+		require.Equal(t, later.ID, b.claimOne(t).ID)
+
+		// A claim's reply lost and the call sent again answers the same
+		// jobs, promoted and claimed by the first run.
+		again := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
+		b.clock.Advance(2 * time.Second)
+		args := []any{5, "tokd", 0, "1", 0, ""} // max, token base, visibility, want next, wait, eligible label sets
+		r1, err := b.client.RunScript(b.ctx, "claim", b.queue, args...)
+		require.NoError(t, err)
+		r2, err := b.client.RunScript(b.ctx, "claim", b.queue, args...)
+		require.NoError(t, err)
+		require.Len(t, r1.([]any), 4)
+		require.Equal(t, r1.([]any)[3:], r2.([]any)[3:])
+		j, err := queue.ParsePacked(b.queue, r1.([]any)[3].(string))
+		require.NoError(t, err)
+		require.Equal(t, again.ID, j.ID)
+		require.Equal(t, 1, j.Attempts)
 	})
 
 	t.Run("OneClaimerIsHandedEachDueTime", func(t *testing.T) {

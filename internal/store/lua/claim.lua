@@ -1,7 +1,7 @@
 -- claim.lua: claims up to max pending jobs without blocking (the hot path).
 -- First it promotes up to max scheduled jobs that are due, as promote.lua
 -- does: a worker that wakes at a job's due time claims it in this one
--- round trip. Each claimed job gets attempts + 1, fence + 1, the token
+-- round trip (and, see direct below, without it passing through a list). Each claimed job gets attempts + 1, fence + 1, the token
 -- "<token_base>.<i>" and a lease of visibility_ms (0: the job's own),
 -- all by Redis's clock. Keys and arguments: store.Claim in internal/store/ops.go.
 -- eligible: the label sets (ids joined by ",") the claimer has every label
@@ -89,7 +89,16 @@ for i = 1, (#A_eligible + 1) / 17 do -- set ids, as A_lsets (see sets_bind)
     mine[list] = true
   end
 end
-promote_due(max, mine, meta[4])
+-- direct: a claim from the queue's own list alone, with no limits and no
+-- flow keys, takes the due jobs it promotes straight to processing when
+-- the list held none before them (promote_due): the same jobs in the same
+-- order, without the round trip through the list and a second read and
+-- write of their records.
+local direct = nil
+if #lists == 1 and meta[5] ~= '1' and not meta[6] and not meta[8] then
+  direct = { rec = {} }
+end
+promote_due(max, mine, meta[4], direct)
 local flows = meta[5] == '1' or FLOW_MADE -- the queue has had jobs with flow keys
 if flows then
   flow_release()
@@ -132,6 +141,47 @@ local saves, reads_data, stored = {}, {}, {}
 -- taken: the ids claimed so far; an id listed twice (requeued while a
 -- stale copy of it waited) is claimed once, its other copy is stale
 local taken = {}
+-- lease_for answers the lease deadline of a job of spec, as a string
+local function lease_for(spec)
+  local lease_str = lease_strs[spec]
+  if not lease_str then
+    local v = vis
+    if v <= 0 then
+      v = spec_visibility(spec)
+    end
+    local lease = now + v
+    note_sweep(K_leases, lease, lease)
+    lease_str = int_str(lease)
+    lease_strs[spec] = lease_str
+  end
+  return lease_str
+end
+-- claimed notes job id claimed, its record rec as stored and whether its
+-- answer reads the data hash
+local function claimed(id, rec, kind, attempts, lease_str, data)
+  taken[id] = true
+  ids[#ids + 1] = id
+  stored[#ids] = rec
+  reads_data[#ids] = data
+  saves[#saves + 1] = id
+  saves[#saves + 1] = rec
+  leases[#leases + 1] = lease_str
+  leases[#leases + 1] = id
+  emit('claimed', id, kind, 'processing', attempts)
+end
+-- the jobs promote_due handed this claim (at most max: it promoted no more)
+for _, id in ipairs(direct or {}) do
+  local f = direct.rec[id]
+  local lease_str = lease_for(f[R_spec])
+  f[R_status] = 'processing'
+  f[R_attempts] = int_str(tonumber(f[R_attempts]) + 1)
+  f[R_fence] = int_str(tonumber(f[R_fence]) + 1)
+  f[R_token] = A_token_base .. '.' .. int_str(#ids + 1)
+  f[R_claimed_at_ms] = now_str
+  f[R_lease_until_ms] = lease_str
+  -- the upstream of a workflow's node is in the data hash (see below)
+  claimed(id, encode(f), f[R_kind], f[R_attempts], lease_str, not f.p or f[R_workflow] ~= '')
+end
 local stale_budget = 1000
 local li = 1
 while #ids < max and stale <= stale_budget and li <= #lists do
@@ -159,21 +209,10 @@ while #ids < max and stale <= stale_budget and li <= #lists do
         pre, f, rest = head_fields(rec)
       end
       if f and (f[1] == 'p' or f[1] == 'pending') and not taken[id] then
-        taken[id] = true
         -- the lease, by the job's spec (when the claim gives no
         -- visibility): most jobs of a claim share one
         local spec = f[3]
-        local lease_str = lease_strs[spec]
-        if not lease_str then
-          local v = vis
-          if v <= 0 then
-            v = spec_visibility(spec)
-          end
-          local lease = now + v
-          note_sweep(K_leases, lease, lease)
-          lease_str = int_str(lease)
-          lease_strs[spec] = lease_str
-        end
+        local lease_str = lease_for(spec)
         local attempts = int_str((tonumber(f[6]) or 0) + 1)
         rec = pre .. STATUS_CODE.processing .. '\0' .. f[2] .. '\0' .. spec .. '\0' .. f[4] .. '\0' .. f[5] .. '\0' ..
             attempts .. '\0' .. int_str((tonumber(f[7]) or 0) + 1) .. '\0' .. A_token_base .. '.' .. int_str(#ids + 1) ..
@@ -181,17 +220,10 @@ while #ids < max and stale <= stale_budget and li <= #lists do
         if rest ~= '' then
           rec = rec .. '\0' .. rest
         end
-        ids[#ids + 1] = id
-        stored[#ids] = rec
         -- what packed reads of the data hash: the payload when not
         -- inline, the upstream of a workflow's node (whose field is past
         -- the tenth: only a job with such fields may have one)
-        reads_data[#ids] = pre == '' or rest ~= ''
-        saves[#saves + 1] = id
-        saves[#saves + 1] = rec
-        leases[#leases + 1] = lease_str
-        leases[#leases + 1] = id
-        emit('claimed', id, f[2], 'processing', attempts)
+        claimed(id, rec, f[2], attempts, lease_str, pre == '' or rest ~= '')
       else
         stale = stale + 1
         if FLOW_OF[id] then

@@ -534,7 +534,7 @@ local function limit_take(tokens, n)
   if not tokens then
     return nil
   end
-  redis.call('HSET', K_meta, M_tb_tokens, string.format('%.6f', tokens - n), M_tb_ms, now)
+  redis.call('HSET', K_meta, M_tb_tokens, string.format('%.6f', tokens - n), M_tb_ms, now_str)
   return tokens - n
 end
 
@@ -554,7 +554,7 @@ end
 -- passes it).
 local function wake_key(key, n, waiting_until)
   if n > 0 and tonumber(waiting_until or redis.call('HGET', K_meta, M_waiting_until) or '0') >= now then
-    redis.call('XADD', key, 'MAXLEN', '1', '*', 'n', n)
+    redis.call('XADD', key, 'MAXLEN', '1', '*', 'n', int_str(n))
   end
 end
 
@@ -993,7 +993,7 @@ end
 local function mark_waiting(wait_ms)
   local till = now + wait_ms
   if tonumber(redis.call('HGET', K_meta, M_waiting_until) or '0') < till then
-    redis.call('HSET', K_meta, M_waiting_until, till)
+    redis.call('HSET', K_meta, M_waiting_until, int_str(till))
   end
 end
 
@@ -1200,10 +1200,18 @@ end
 -- pending lists, earliest first, and answers how many moved, waking their
 -- claimers as flush_pending does with wakes and waiting_until. An id whose
 -- job is no longer scheduled (a stale entry) only leaves the set.
-local function promote_due(limit, wakes, waiting_until)
+-- direct (a table, or nil): a claim that will take the jobs it promotes
+-- into K_pending itself (see claim.lua). When K_pending holds no job
+-- before them, the due jobs without labels or flow key are not pushed
+-- there: their ids go to direct, in order, and their records (decode's
+-- tables, status "pending", not written) to direct.rec by id.
+local function promote_due(limit, wakes, waiting_until, direct)
   local ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', '0', int_str(limit))
   if #ids == 0 then
     return 0
+  end
+  if direct and list_len(K_pending) > 0 then
+    direct = nil -- older jobs wait in the list: these go behind them
   end
   local due, saves = {}, {}
   local fs = load_many(ids) -- nil where a stale entry's job is gone: no ipairs
@@ -1211,17 +1219,24 @@ local function promote_due(limit, wakes, waiting_until)
     local f = fs[k]
     if f and f[R_status] == 'scheduled' then
       local id = ids[k]
-      to_pending(id, f[R_labels], f[R_flow]) -- all of them before the first write
       due[#due + 1] = id
       f[R_status] = 'pending'
-      saves[#saves + 1] = id
-      saves[#saves + 1] = encode(f)
+      if direct and f[R_labels] == '' and f[R_flow] == '' then
+        direct[#direct + 1] = id
+        direct.rec[id] = f
+      else
+        to_pending(id, f[R_labels], f[R_flow]) -- all of them before the first write
+        saves[#saves + 1] = id
+        saves[#saves + 1] = encode(f)
+      end
       emit('promoted', id, f[R_kind], 'pending', f[R_attempts])
     end
   end
   redis.call('ZREM', K_sched, unpack(ids))
-  if #due > 0 then
+  if #saves > 0 then
     redis.call('HSET', K_jobs, unpack(saves))
+  end
+  if #due > 0 then
     flush_pending(false, wakes, waiting_until)
     count(M_promoted, #due)
   end
