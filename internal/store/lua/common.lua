@@ -1030,13 +1030,19 @@ local function lease_freed(n, limited)
   end
 end
 
+-- hooks_on: whether the queue's meta says a webhook subscription may want
+-- its events (see hook_open), read once a call; nil until then.
+local hooks_on
+
 -- lease_bind is for a script that ends leases and makes no job pending
 -- (complete, cancel): only lease_freed needs the queue's label sets, and
 -- only on a queue with a MaxInFlight limit, so only then are they bound.
 -- Answers whether the client's sets are current (false: STALE_SETS, before
--- any write), and whether the queue has the limit, for lease_freed.
+-- any write), and whether the queue has the limit, for lease_freed. It
+-- reads hooks_on in the same HMGET.
 local function lease_bind()
-  local m = redis.call('HMGET', K_meta, M_limit_inflight, M_lsets)
+  local m = redis.call('HMGET', K_meta, M_limit_inflight, M_lsets, M_hooks)
+  hooks_on = m[3] == '1' -- hook_open's read, in the same call
   if not m[1] then
     return true, false
   end
@@ -1424,7 +1430,6 @@ end
 -- "retried" or "cron_fired" (cron, the entry's name, for that one only);
 -- status the job's after the change. The fields are store.Hook*'s. A full outbox (HOOK_MAX events, a dispatcher away) takes
 -- no more: the event is counted in meta's hooks_dropped instead.
-local hooks_on
 local function hook_open()
   if hooks_on == nil then
     hooks_on = redis.call('HGET', K_meta, M_hooks) == '1'
