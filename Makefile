@@ -43,6 +43,10 @@ test-short: deps ## quick run: no race detector, no cluster suite
 bench: deps ## benchmarks: end-to-end throughput and scheduled-job lateness (true clocks, and the promoter 30 s ahead) on real Redis
 	$(GO) test -run '^$$' -bench . -skip Bounded -benchtime 1x -count 1 -timeout 10m ./queue/ ./delayed/
 
+bench-instr: deps ## the instructions Redis runs in one script call of each step of a job's path, under valgrind's callgrind: repeatable on a busy machine (valgrind installed from Debian's packages as root when missing; about 30 s a run, BENCH_COUNT=2 runs it twice)
+	@scripts/ensure-deps.sh --valgrind
+	$(GO) test -run '^$$' -bench CallInstructions -benchtime 1x -count $(BENCH_COUNT) -timeout 10m ./queue/
+
 BENCH_COUNT ?= 1
 bench-bounded: deps ## longest Redis command with 2M pending jobs (fails when over 1 ms in each of 3 rounds), memory per job and per claim (about 30 s); BENCH_COUNT=2 runs each twice
 	$(GO) test -run '^$$' -bench Bounded -benchtime 1x -count $(BENCH_COUNT) -timeout 15m -v ./queue/

@@ -40,7 +40,7 @@ import (
 //
 // Each reported figure is instructions a call (x1000, "kinstr"). The
 // counts need valgrind (Debian's package of that name) and are skipped
-// without it: go test -run xxx -bench CallInstructions -benchtime 1x ./queue/
+// without it. make bench-instr installs it and runs this benchmark.
 func BenchmarkCallInstructions(b *testing.B) {
 	vg, err := exec.LookPath("valgrind")
 	if err != nil {

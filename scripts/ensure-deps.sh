@@ -4,7 +4,8 @@
 # and, with --browser, Chromium for the dashboard's end-to-end test, or,
 # with --examples, node, npm and python3 for the example workers' test,
 # or, with --openapi-tools, node and npm for the OpenAPI tools' test
-# (Redocly's CLI and openapi-typescript on the served document).
+# (Redocly's CLI and openapi-typescript on the served document), or, with
+# --valgrind, valgrind for make bench-instr.
 # Installs them from Debian's packages when run as root; otherwise says
 # exactly what is missing.
 set -euo pipefail
@@ -24,6 +25,9 @@ for arg in "$@"; do
   --openapi-tools)
     command -v node >/dev/null 2>&1 || need+=(nodejs)
     command -v npm >/dev/null 2>&1 || need+=(npm)
+    ;;
+  --valgrind)
+    command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
     ;;
   *)
     echo "ensure-deps.sh: unknown option $arg" >&2
