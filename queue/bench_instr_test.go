@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,27 +64,24 @@ func BenchmarkCallInstructions(b *testing.B) {
 // callInstructions runs the steps against a redis-server under callgrind
 // and answers thousands of instructions a call by step.
 func callInstructions(b *testing.B, vg, ctl, srvBin string) map[string]float64 {
+	// redis-server under valgrind, started as redisproc starts any
+	// redis-server (a free port, its arguments, ready when it answers as
+	// the process started: valgrind runs it in its own process) through a
+	// script that puts valgrind in front.
 	dir := b.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(b, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(b, l.Close())
 	out := filepath.Join(dir, "cg.out")
-	child, err := redisproc.StartChild("callgrind redis-server", vg, []string{
-		"--tool=callgrind", "--toggle-collect=fcallCommand", "--callgrind-out-file=" + out,
-		srvBin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
-	}, dir, filepath.Join(dir, "valgrind.log"))
-	require.NoError(b, err)
-	b.Cleanup(func() { child.Stop(30 * time.Second) })
+	wrapper := filepath.Join(dir, "redis-under-callgrind")
+	script := fmt.Sprintf("#!/bin/sh\nexec %q --tool=callgrind --toggle-collect=fcallCommand --callgrind-out-file=%q %q \"$@\"\n",
+		vg, out, srvBin)
+	require.NoError(b, os.WriteFile(wrapper, []byte(script), 0o755))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
+	srv, err := redisproc.Start(ctx, "callgrind redis-server", wrapper, dir, nil, false)
+	require.NoError(b, err)
+	b.Cleanup(srv.Stop)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	b.Cleanup(func() { _ = rdb.Close() })
-	for rdb.Ping(ctx).Err() != nil { // valgrind takes a few seconds to start it
-		require.True(b, child.Running(), "redis-server under valgrind exited: %s", child.LogTail(20))
-		require.True(b, redisproc.Sleep(ctx, 100*time.Millisecond), "redis-server under valgrind did not answer")
-	}
 	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: "instr"})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = c.Close() })
@@ -115,14 +110,25 @@ func callInstructions(b *testing.B, vg, ctl, srvBin string) map[string]float64 {
 	}
 
 	// dump has callgrind write what it counted since the last dump, and
-	// reset its counters; the dump is named after step.
-	dumps := map[string][]int{} // step -> dump numbers
+	// reset its counters; what it counted goes to step's total ("setup":
+	// nowhere).
+	total := map[string]int64{}
+	summary := regexp.MustCompile(`(?m)^summary: (\d+)$`)
 	seq := 0
 	dump := func(step string) {
-		outp, err := exec.CommandContext(ctx, ctl, "-d", step, strconv.Itoa(child.Pid())).CombinedOutput()
+		outp, err := exec.CommandContext(ctx, ctl, "-d", step, strconv.Itoa(srv.Pid())).CombinedOutput()
 		require.NoError(b, err, "callgrind_control: %s", outp)
 		seq++
-		dumps[step] = append(dumps[step], seq)
+		if step == "setup" {
+			return
+		}
+		text, err := os.ReadFile(out + "." + strconv.Itoa(seq))
+		require.NoError(b, err)
+		m := summary.FindSubmatch(text)
+		require.NotNil(b, m, "no summary in callgrind's dump %d", seq)
+		v, err := strconv.ParseInt(string(m[1]), 10, 64)
+		require.NoError(b, err)
+		total[step] += v
 	}
 	dump("setup")
 	const calls = 40
@@ -154,24 +160,9 @@ func callInstructions(b *testing.B, vg, ctl, srvBin string) map[string]float64 {
 		dump("complete")
 	}
 
-	total := map[string]int64{}
-	summary := regexp.MustCompile(`(?m)^summary: (\d+)$`)
-	for step, nums := range dumps {
-		for _, n := range nums {
-			text, err := os.ReadFile(out + "." + strconv.Itoa(n))
-			require.NoError(b, err)
-			m := summary.FindSubmatch(text)
-			require.NotNil(b, m, "no summary in callgrind's dump %d", n)
-			v, err := strconv.ParseInt(string(m[1]), 10, 64)
-			require.NoError(b, err)
-			total[step] += v
-		}
-	}
 	per := map[string]float64{}
 	for step, v := range total {
-		if !strings.HasPrefix(step, "setup") {
-			per[step] = float64(v) / calls / 1000
-		}
+		per[step] = float64(v) / calls / 1000
 	}
 	return per
 }

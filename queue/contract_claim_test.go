@@ -116,7 +116,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.NotEqual(t, jobs[0].Token, jobs[1].Token)
 		n, err := b.rdb.LLen(b.ctx, b.key(queue.KeyPending)).Result()
 		require.NoError(t, err)
-		require.Equal(t, int64(1), n, "nothing went through the list: its sentinel only")
+		require.Equal(t, int64(1), n, "no copy of a claimed job left in the list: its sentinel only")
 		s := b.stats(t)
 		require.Equal(t, int64(3), s.PromotedTotal)
 		require.Equal(t, int64(2), s.Processing)

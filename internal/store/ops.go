@@ -325,7 +325,7 @@ var (
 	Settings = declare[SettingsArgs, Code]("settings",
 		KeyMeta)
 	FlowOverride = declare[FlowOverrideArgs, Code]("flow_override",
-		KeyMeta, KeyWake, KeyFPend, KeyFRun, KeyFRing, KeyFWait, KeyFlow, KeyFOver, KeyFCount)
+		withFlow(KeyMeta, KeyWake)...)
 	// Note answers a code per note.
 	Note = declare[NoteArgs, Rows]("note",
 		KeyJobs, KeyData)

@@ -1,7 +1,8 @@
 -- claim.lua: claims up to max pending jobs without blocking (the hot path).
 -- First it promotes up to max scheduled jobs that are due, as promote.lua
 -- does: a worker that wakes at a job's due time claims it in this one
--- round trip (and, see direct below, without it passing through a list). Each claimed job gets attempts + 1, fence + 1, the token
+-- round trip (and, see direct below, without it passing through a list).
+-- Each claimed job gets attempts + 1, fence + 1, the token
 -- "<token_base>.<i>" and a lease of visibility_ms (0: the job's own),
 -- all by Redis's clock. Keys and arguments: store.Claim in internal/store/ops.go.
 -- eligible: the label sets (ids joined by ",") the claimer has every label
