@@ -147,7 +147,7 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		require.Equal(t, want, index(t, b, "due"), "the rerun of the enqueue")
 
 		b.enqueue(t, queue.NewJob{})
-		claim := []any{1, "base0001", 30000, "0", 0, ""}
+		claim := []any{1, "base0001", 30000, "0", 0, 0, ""}
 		_, err = b.client.RunScript(b.ctx, "claim", b.queue, claim...)
 		require.NoError(t, err)
 		want = index(t, b, "sweep")
@@ -155,10 +155,10 @@ func runAttention(t *testing.T, newRDB func(t *testing.T) redis.UniversalClient)
 		require.NoError(t, b.client.Unindex(b.ctx, b.queue))
 		v, err := b.client.RunScript(b.ctx, "claim", b.queue, claim...)
 		require.NoError(t, err)
-		require.Len(t, v.([]any), 4, "the same job, answered again")
+		require.Len(t, v.([]any), 5, "the same job, answered again")
 		require.Equal(t, want, index(t, b, "sweep"), "the rerun of the claim")
 
-		c, err := queue.ParsePacked(b.queue, v.([]any)[3].(string))
+		c, err := queue.ParsePacked(b.queue, v.([]any)[4].(string))
 		require.NoError(t, err)
 		res, err := b.client.Fail(b.ctx, b.queue, c.ID, c.Token, queue.FailOptions{Error: "x", RetryAt: b.clock.Now().Add(time.Minute)})
 		require.NoError(t, err)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chronoq/chronoq/internal/names"
@@ -35,7 +38,17 @@ type ClaimOptions struct {
 	// may take from (one per label set, see internal/store/layout.go), it takes first
 	// from the one whose next job was enqueued first, each in its order.
 	Labels []string
+
+	// ahead: a worker's claim (ClaimNext) that also takes the jobs due
+	// within this long, to start each at its due time (claim.lua). Not
+	// for Claim's callers: a job claimed so must not start before then.
+	ahead time.Duration
 }
+
+// MaxAhead is the longest a claim takes jobs ahead of their due time
+// (plumbing.Client.ClaimNext): a job so held is processing for that long
+// before it runs, so its cancel is a request to its worker.
+const MaxAhead = 50 * time.Millisecond
 
 // A queue's Limits cap every claim of it: a claim takes no more jobs than
 // they allow, and one they hold back with jobs pending waits, within
@@ -50,8 +63,9 @@ type ClaimOptions struct {
 // falls due during the wait is promoted by the promoter, whose promotion
 // ends the wait.)
 func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Job, error) {
-	jobs, _, err := c.claim(ctx, queue, o, false)
-	return jobs, err
+	o.ahead = 0
+	cl, err := c.claim(ctx, queue, o, false)
+	return cl.jobs, err
 }
 
 // ClaimNext is Claim, and also answers a time to wake at: when the queue's
@@ -63,37 +77,50 @@ func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Jo
 // as when nothing is scheduled or the queue is paused, and so does a call
 // that took as many jobs as it asked for (it may have no room then). A
 // promoter leaves a due time handed out to its claimer for 2 ms after it
-// is due (see Promote).
-func (in *inside) ClaimNext(ctx context.Context, queue string, o any) (any, time.Time, error) {
+// is due (see Promote). With ahead (at most MaxAhead), a claim that takes
+// due jobs straight from the scheduled set (see claim.lua) also takes
+// those due within ahead, each under a lease from its due time:
+// starts[i], an instant of the client's clock, is when jobs[i] may start
+// (zero: at once). It is measured from the reply's arrival, so it is
+// never before the job is due by Redis's clock, however the two clocks
+// stand.
+func (in *inside) ClaimNext(ctx context.Context, queue string, o any, ahead time.Duration) (any, []time.Time, time.Time, error) {
 	opts, ok := o.(ClaimOptions)
 	if !ok {
-		return nil, time.Time{}, fmt.Errorf("%w: claim options are a queue.ClaimOptions, got %T", ErrInvalid, o)
+		return nil, nil, time.Time{}, fmt.Errorf("%w: claim options are a queue.ClaimOptions, got %T", ErrInvalid, o)
 	}
-	return (*Client)(in).claim(ctx, queue, opts, true)
+	if ahead < 0 || ahead > MaxAhead {
+		return nil, nil, time.Time{}, invalid("ahead", "must be in [0, %s], got %s", MaxAhead, ahead)
+	}
+	opts.ahead = ahead
+	cl, err := (*Client)(in).claim(ctx, queue, opts, true)
+	return cl.jobs, cl.starts, cl.next, err
 }
 
-func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNext bool) ([]*Job, time.Time, error) {
+func (c *Client) claim(ctx context.Context, queue string, o ClaimOptions, wantNext bool) (claimed, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
-		return nil, time.Time{}, err
+		return claimed{}, err
 	}
 	if o, err = checkClaimOptions(o); err != nil {
-		return nil, time.Time{}, err
+		return claimed{}, err
 	}
 	deadline := time.Now().Add(o.Wait) // Redis waits in real time
 	cl, err := c.claimNow(ctx, queue, k, o, wantNext, o.Wait)
 	if err != nil || len(cl.jobs) > 0 || o.Wait == 0 {
-		return cl.jobs, cl.next, err
+		return cl, err
 	}
 	if cl.paused {
 		// A paused queue hands out nothing: wait out the poll, then answer
 		// empty-handed.
 		c.sleepCtx(ctx, o.Wait)
-		return nil, time.Time{}, nil
+		return claimed{}, nil
 	}
-	// The time to wake at is the one the first claim saw, before any wait.
+	// The time to wake at is the one the first claim saw, before any wait;
+	// the claims after a wait take nothing ahead.
+	o.ahead = 0
 	jobs, err := c.claimUntil(ctx, queue, k, o, cl, deadline)
-	return jobs, cl.next, err
+	return claimed{jobs: jobs, next: cl.next}, err
 }
 
 // checkClaimOptions answers o with its defaults filled in and its labels
@@ -196,6 +223,9 @@ type claimed struct {
 	limited bool
 	limitAt time.Time
 	next    time.Time // the due time handed to this claim to wake at; zero: none
+	// starts[i]: when jobs[i] may start, on the client's clock (zero: at
+	// once); nil when every job may start at once
+	starts []time.Time
 }
 
 func (c *Client) claimNow(ctx context.Context, queue string, k store.Keys, o ClaimOptions, wantNext bool, wait time.Duration) (claimed, error) {
@@ -220,7 +250,7 @@ func (c *Client) claimOnce(ctx context.Context, queue string, k store.Keys, o Cl
 	t0 := c.clock.Now()
 	token := newToken() // the same for every try of runSets: a rerun answers the same jobs
 	p := store.ClaimArgs{Max: o.Max, TokenBase: token, VisibilityMs: o.Visibility.Milliseconds(), WantNext: wantNext,
-		WaitMs: wait.Milliseconds()}
+		WaitMs: wait.Milliseconds(), AheadMs: o.ahead.Milliseconds()}
 	res, err := callSets(ctx, c, store.Claim, k, &p, o.Labels, &p.Eligible)
 	t1 := c.clock.Now()
 	if err != nil {
@@ -254,7 +284,89 @@ func (c *Client) claimOnce(ctx context.Context, queue string, k store.Keys, o Cl
 		}
 		cl.jobs = append(cl.jobs, j)
 	}
+	f, _ := c.floors.LoadOrStore(queue, &redisFloor{})
+	if cl.starts, err = startsOf(res.Starts, len(cl.jobs), f.(*redisFloor), res.NowUs, t1); err != nil {
+		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
+	}
 	return cl, nil
+}
+
+// startsOf reads claim.lua's starts for n jobs: "" (nil: all at once) or
+// the µs each must wait after nowUs, comma-joined. It answers each as the
+// instant of the client's clock at which Redis's clock has reached it,
+// by the bound f, which it first gives the claim's own reading (nowUs,
+// seen at t1).
+func startsOf(reply any, n int, f *redisFloor, nowUs int64, t1 time.Time) ([]time.Time, error) {
+	s, ok := reply.(string)
+	if !ok {
+		return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: "a string"}
+	}
+	f.observe(nowUs, t1)
+	if s == "" {
+		return nil, nil
+	}
+	waits := strings.Split(s, ",")
+	if len(waits) != n {
+		return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: fmt.Sprintf("%d waits", n)}
+	}
+	out := make([]time.Time, n)
+	for i, w := range waits {
+		us, err := strconv.ParseInt(w, 10, 64)
+		if err != nil || us < 0 {
+			return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: "waits in µs"}
+		}
+		if us > 0 {
+			out[i] = f.reaches(nowUs + us)
+		}
+	}
+	return out, nil
+}
+
+// redisFloor is a lower bound of a queue's Redis clock, from the claims'
+// readings of it: a claim that read Redis's now R answered at T on the
+// client's clock, so at any later X Redis's clock reads at least
+// R + (X − T)·(1 − floorDrift), the two clocks' rates being within
+// floorDrift of each other (NTP slews a clock by at most 500 ppm). Of its
+// readings, the one that gives the highest bound is kept: the claim whose
+// answer came back quickest, within floorFresh: after that any reading
+// replaces it, so that a queue whose Redis changed (a failover to a node
+// with a clock of its own) is bound by the new clock within a second. A
+// job claimed ahead then starts as soon as Redis's clock has certainly
+// reached its due time, whatever the offset between the clocks, and never
+// before: the bound is measured on the client's monotonic clock, from
+// readings of Redis's own. Safe for concurrent use; one a queue, as a
+// cluster's nodes keep clocks of their own.
+type redisFloor struct {
+	mu  sync.Mutex
+	r   int64     // Redis's µs read
+	t   time.Time // when it was read, on the client's clock (its answer's arrival)
+	set bool
+}
+
+// floorDrift is the most the rates of the client's clock and Redis's may
+// differ by (1,000 ppm, twice NTP's largest slew), as a fraction.
+const floorDrift = 0.001
+
+// floorFresh is how long a redisFloor keeps a reading against the later
+// ones that bound Redis's clock lower.
+const floorFresh = time.Second
+
+// observe takes a reading: Redis's now rUs, answered at t.
+func (f *redisFloor) observe(rUs int64, t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.set || t.Sub(f.t) > floorFresh || float64(rUs) > float64(f.r)+float64(t.Sub(f.t).Microseconds())*(1-floorDrift) {
+		f.r, f.t, f.set = rUs, t, true
+	}
+}
+
+// reaches answers the instant of the client's clock from which Redis's
+// clock reads at least dueUs, by the bound.
+func (f *redisFloor) reaches(dueUs int64) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	wait := math.Ceil(float64(dueUs-f.r) / (1 - floorDrift))
+	return f.t.Add(time.Duration(wait) * time.Microsecond)
 }
 
 // errWaitEnded is a wait on the wake stream that Redis ended because the

@@ -158,9 +158,10 @@ type Client struct {
 	remark      map[string]marked // marks to apply once Redis answers (see remarkLater)
 	remarking   bool              // the goroutine that retries them runs
 	closed      bool
-	closing     chan struct{} // closed by Close
-	wakeChunk   time.Duration // the package's wakeChunk; a test may lengthen it (below blockingReadTimeout)
-	limitWaitNs atomic.Int64  // see LimitWait
+	closing     chan struct{}  // closed by Close
+	wakeChunk   time.Duration  // the package's wakeChunk; a test may lengthen it (below blockingReadTimeout)
+	timeMode    store.TimeMode // how Redis's clock follows a test's (store.Running; a test may make it Exact)
+	limitWaitNs atomic.Int64   // see LimitWait
 
 	mu          sync.Mutex
 	listeners   map[chan delayed.Nudge]struct{}
@@ -169,6 +170,7 @@ type Client struct {
 	enqueues *batch.Batcher[prepared, Enqueued] // single enqueues, by queue (coalesce.go)
 
 	labelSets sync.Map // queue name -> *setView: its label sets as last read (labels.go)
+	floors    sync.Map // queue name -> *redisFloor: a bound of its Redis's clock, for claims ahead (claim.go)
 
 	hubs     wakeHubs                     // the wake hubs of the waits (wakehub.go)
 	ends     endHub                       // the waits for job ends (endwait.go)
@@ -343,7 +345,7 @@ func (c *Client) Queues(ctx context.Context) ([]string, error) {
 
 // timeOffset is what the scripts add to Redis's TIME, in µs: 0, except
 // when Redis's clock follows a test's clock (see Config.FollowClock).
-func (c *Client) timeOffset() int64 { return c.eng.Clock().OffsetUs(store.Running) }
+func (c *Client) timeOffset() int64 { return c.eng.Clock().OffsetUs(c.timeMode) }
 
 // RedisClock is this client's estimate of Redis's clock, for an operator
 // to see how far the instance's clock is off (Offset; GET /v1/status and

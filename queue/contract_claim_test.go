@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +35,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		late := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Hour)})
 		claim := func(n int) ([]*queue.Job, time.Time) {
 			t.Helper()
-			jobs, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: n})
+			jobs, _, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: n}, 0)
 			require.NoError(t, err)
 			return jobs.([]*queue.Job), next
 		}
@@ -78,6 +80,82 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.True(t, next.IsZero(), "nothing scheduled any more")
 	})
 
+	// A worker's claim (ClaimNext with ahead) takes, besides what is due,
+	// the jobs due within ahead that it would take directly, each to
+	// start at its due time by Redis's clock; the others stay scheduled.
+	t.Run("AClaimAheadHoldsWhatComesDueWithinIt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.client.UseExactClock() // Redis's clock is the test's: windows of ms
+		now := b.clock.Now()
+		due := now.Add(30*time.Millisecond + 7*time.Microsecond) // a job's RunAt answers the ms
+		soon := b.enqueue(t, queue.NewJob{RunAt: due})
+		labeled := b.enqueue(t, queue.NewJob{RunAt: now.Add(20 * time.Millisecond), Labels: []string{"gpu"}})
+		later := b.enqueue(t, queue.NewJob{RunAt: now.Add(time.Second)})
+		args := []any{10, "toka", 0, "1", 0, 50, ""} // max, token base, visibility, want next, wait, ahead (ms), eligible label sets
+		claim := func() (int64, int64, *queue.Job, []any) {
+			t.Helper()
+			r, err := b.client.RunScript(b.ctx, "claim", b.queue, args...)
+			require.NoError(t, err)
+			rep := r.([]any)
+			require.Len(t, rep, 5, "one job: the one without labels due within the lookahead")
+			j, err := queue.ParsePacked(b.queue, rep[4].(string))
+			require.NoError(t, err)
+			wait, err := strconv.ParseInt(rep[3].(string), 10, 64)
+			require.NoError(t, err)
+			return rep[2].(int64), wait, j, rep
+		}
+		nowUs, wait, j, rep := claim()
+		require.Equal(t, soon.ID, j.ID)
+		require.Positive(t, wait)
+		require.Equal(t, due.UnixMicro()-nowUs, wait, "it may start when it is due by Redis's clock, to the µs")
+		require.Equal(t, queue.StatusProcessing, j.Status)
+		require.Equal(t, 1, j.Attempts)
+		endOfDueMs := due.Truncate(time.Millisecond).Add(time.Millisecond)
+		require.Equal(t, endOfDueMs, j.ClaimedAt, "its claim takes effect at the end of the ms it is due in")
+		require.Equal(t, endOfDueMs.Add(queue.DefaultVisibility), j.LeaseUntil, "and its lease runs from then")
+		require.Equal(t, queue.StatusScheduled, b.get(t, labeled.ID).Status, "a job with labels is not taken ahead")
+		require.Equal(t, queue.StatusScheduled, b.get(t, later.ID).Status, "nor one due after the lookahead")
+		next, err := strconv.ParseFloat(rep[1].(string), 64)
+		require.NoError(t, err)
+		require.Equal(t, float64(labeled.RunAt.UnixMilli()), math.Floor(next), "handed the next due time: the job left scheduled")
+
+		// The rerun of a claim whose reply was lost answers the same job,
+		// to start no earlier.
+		nowUs2, wait2, j2, rep2 := claim()
+		require.Equal(t, rep[4:], rep2[4:])
+		require.Equal(t, j.Token, j2.Token)
+		require.GreaterOrEqual(t, nowUs2+wait2, due.UnixMicro())
+
+		// Handed back before it is due, it waits for its time again:
+		// never run before it.
+		require.NoError(t, b.client.Release(b.ctx, b.queue, j.ID, j.Token))
+		require.Equal(t, queue.StatusScheduled, b.get(t, soon.ID).Status)
+		b.clock.Advance(due.Sub(b.clock.Now()))
+		b.claimNone(t) // due, and held back to the end of its ms (the record keeps ms)
+		b.clock.Advance(time.Millisecond)
+		require.Equal(t, soon.ID, b.claimOne(t).ID)
+
+		// Behind jobs pending, a claim takes nothing ahead: they go first.
+		b.enqueue(t, queue.NewJob{})
+		ahead := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(10 * time.Millisecond)})
+		claimed, starts, _, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 1}, 50*time.Millisecond)
+		require.NoError(t, err)
+		require.Len(t, claimed.([]*queue.Job), 1)
+		require.Nil(t, starts, "the pending job starts at once")
+		require.Equal(t, queue.StatusScheduled, b.get(t, ahead.ID).Status)
+		// Then the Go call answers when the job held may start, on the
+		// client's clock.
+		claimed, starts, _, err = plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10}, 50*time.Millisecond)
+		require.NoError(t, err)
+		require.Len(t, claimed.([]*queue.Job), 1)
+		require.Equal(t, ahead.ID, claimed.([]*queue.Job)[0].ID)
+		require.Len(t, starts, 1)
+		require.WithinDuration(t, ahead.RunAt, starts[0], time.Millisecond)
+		_, _, _, err = plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{}, queue.MaxAhead+time.Millisecond)
+		require.ErrorIs(t, err, queue.ErrInvalid)
+	})
+
 	t.Run("AClaimTakesTheDueJobsItPromotesAsTheListWould", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -91,7 +169,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		second := b.enqueue(t, queue.NewJob{RunAt: due.Add(time.Millisecond), Payload: big})
 		labeled := b.enqueue(t, queue.NewJob{RunAt: due, Labels: []string{"gpu"}})
 		b.clock.Advance(2 * time.Second)
-		claimed, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		claimed, _, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10}, 0)
 		require.NoError(t, err)
 		jobs := claimed.([]*queue.Job)
 		require.Len(t, jobs, 2, "the labeled job waits for a claimer with its label")
@@ -137,14 +215,14 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		// jobs, promoted and claimed by the first run.
 		again := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
 		b.clock.Advance(2 * time.Second)
-		args := []any{5, "tokd", 0, "1", 0, ""} // max, token base, visibility, want next, wait, eligible label sets
+		args := []any{5, "tokd", 0, "1", 0, 0, ""} // max, token base, visibility, want next, wait, ahead, eligible label sets
 		r1, err := b.client.RunScript(b.ctx, "claim", b.queue, args...)
 		require.NoError(t, err)
 		r2, err := b.client.RunScript(b.ctx, "claim", b.queue, args...)
 		require.NoError(t, err)
-		require.Len(t, r1.([]any), 4)
+		require.Len(t, r1.([]any), 5)
 		require.Equal(t, r1.([]any)[3:], r2.([]any)[3:])
-		j, err := queue.ParsePacked(b.queue, r1.([]any)[3].(string))
+		j, err := queue.ParsePacked(b.queue, r1.([]any)[4].(string))
 		require.NoError(t, err)
 		require.Equal(t, again.ID, j.ID)
 		require.Equal(t, 1, j.Attempts)
@@ -157,7 +235,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		second := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(2 * time.Second)})
 		next := func() time.Time {
 			t.Helper()
-			claimed, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+			claimed, _, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10}, 0)
 			jobs := claimed.([]*queue.Job)
 			require.NoError(t, err)
 			require.Empty(t, jobs)
@@ -171,7 +249,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		require.True(t, next().IsZero())
 		// Once that job is gone, the next due time goes to the next caller.
 		b.clock.Advance(time.Second)
-		claimed, _, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10})
+		claimed, _, _, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: 10}, 0)
 		jobs := claimed.([]*queue.Job)
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)
@@ -204,7 +282,7 @@ func contractClaim(t *testing.T, setup setupFunc) {
 		sched := b.enqueue(t, queue.NewJob{RunAt: b.clock.Now().Add(time.Second)})
 		claim := func(n int) ([]*queue.Job, time.Time) {
 			t.Helper()
-			jobs, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: n})
+			jobs, _, next, err := plumbing.Of(b.client).ClaimNext(b.ctx, b.queue, queue.ClaimOptions{Max: n}, 0)
 			require.NoError(t, err)
 			return jobs.([]*queue.Job), next
 		}

@@ -56,14 +56,14 @@ func contractRetried(t *testing.T, setup setupFunc) {
 			b.enqueue(t, queue.NewJob{})
 		}
 		later := b.enqueue(t, queue.NewJob{Delay: time.Minute})
-		args := []any{2, "tok", 0, "1", 0, ""} // max, token base, visibility, want next, wait, eligible label sets
+		args := []any{2, "tok", 0, "1", 0, 0, ""} // max, token base, visibility, want next, wait, ahead, eligible label sets
 		r1, err := b.client.RunScript(b.ctx, "claim", b.queue, args...)
 		require.NoError(t, err)
 		r2, err := b.client.RunScript(b.ctx, "claim", b.queue, args...)
 		require.NoError(t, err)
 		read := func(r any) []*queue.Job {
 			var jobs []*queue.Job
-			for _, packed := range r.([]any)[3:] {
+			for _, packed := range r.([]any)[4:] {
 				j, err := queue.ParsePacked(b.queue, packed.(string))
 				require.NoError(t, err)
 				jobs = append(jobs, j)
@@ -79,7 +79,7 @@ func contractRetried(t *testing.T, setup setupFunc) {
 		require.Equal(t, int64(2), b.stats(t).Processing)
 		require.Equal(t, int64(2), b.stats(t).Pending)
 		// One with room is handed the next due time, and so is its rerun.
-		args = []any{10, "tok2", 0, "1", 0, ""}
+		args = []any{10, "tok2", 0, "1", 0, 0, ""}
 		r1, err = b.client.RunScript(b.ctx, "claim", b.queue, args...)
 		require.NoError(t, err)
 		r2, err = b.client.RunScript(b.ctx, "claim", b.queue, args...)

@@ -217,3 +217,8 @@ func (b Backoff) Delay(attempt int, r float64) time.Duration {
 	d = math.Min(d*(1+b.Jitter*(2*r-1)), maxMs)
 	return time.Duration(math.Floor(d)) * time.Millisecond
 }
+
+// UseExactClock makes Redis's clock read as the test's clock itself
+// (store.Exact), not as it plus the real time gone by (store.Running):
+// for tests of windows shorter than a test's run.
+func (c *Client) UseExactClock() { c.timeMode = store.Exact }

@@ -119,3 +119,40 @@ func TestNoSecondAlarmForATimeThatRang(t *testing.T) {
 	require.True(t, w.alarm.Pending())
 	w.alarm.Stop()
 }
+
+func TestTheLoopWakesBeforeADueTimeAndThenAtIt(t *testing.T) {
+	t.Parallel()
+	w, _, clock, ctx := idleWorker(t)
+	rang := make(chan struct{}, 2)
+	go func() {
+		for range 2 {
+			<-w.wake
+			rang <- struct{}{}
+		}
+	}()
+	ring := func(at time.Time) {
+		t.Helper()
+		w.setAlarm(at)
+		clock.Advance(at.Sub(clock.Now()))
+		select {
+		case <-rang:
+		case <-ctx.Done():
+			t.Fatal("the alarm did not ring")
+		}
+	}
+	due := clock.Now().Add(time.Second)
+	early := due.Add(-maxLead) // DefaultLookahead/2 is more
+	require.Equal(t, early, w.wakeAt(due), "early enough for the claim that holds the job")
+	ring(w.wakeAt(due))
+	// That claim took nothing ahead (a queue with limits, say): the loop
+	// wakes again when the job is due, and claims it then.
+	require.Equal(t, due, w.wakeAt(due))
+	ring(w.wakeAt(due))
+	// And once that has rung too, no loop of claims.
+	first := w.alarm
+	w.setAlarm(w.wakeAt(due))
+	require.Same(t, first, w.alarm)
+	w.alarm.Stop()
+	w.cfg.Lookahead = -1
+	require.Equal(t, due, w.wakeAt(due), "no lookahead: at the due time")
+}

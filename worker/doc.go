@@ -40,6 +40,17 @@
 // Config.ShutdownTimeout is over ([ErrStopped]; the job goes straight back
 // to pending).
 //
+// # Scheduled jobs
+//
+// A worker wakes shortly before the due times it knows of (its claims are
+// handed the queue's next one) and claims, in one call, what comes due
+// within Config.Lookahead (20 ms): it holds those jobs and starts each at
+// its due time by Redis's clock, never before, and their completes go
+// together. A job held so is processing before its handler runs: a
+// cancel of it is a request, as of a running job (its handler's context
+// is cancelled when the worker hears of it); at the stop it goes back to
+// wait for its time.
+//
 // # Logs, progress and artifacts
 //
 // A handler's context carries its run, fenced by its claim token:

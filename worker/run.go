@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/batch"
+	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/chronoq/chronoq/queue"
 	"go.opentelemetry.io/otel/trace"
@@ -22,7 +24,10 @@ type run struct {
 	cancel context.CancelCauseFunc
 	// state: runRunning until the handler returns (runFinished) or the
 	// stop hands the job back (runHandedBack), whichever comes first.
-	state   atomic.Int32
+	state atomic.Int32
+	// skip: a run claimed ahead whose context ended before its due time:
+	// its handler is not called
+	skip    bool
 	hbStop  chan struct{}
 	hbClose sync.Once
 	// span is the run's span ("process <queue>", see startSpan), nil while
@@ -49,8 +54,10 @@ const (
 func (r *run) stopHeartbeat() { r.hbClose.Do(func() { close(r.hbStop) }) }
 
 // start takes a slot for job and runs it, with its heartbeat, in
-// goroutines of their own. Only the claim loop calls it.
-func (w *Worker) start(q *queueState, job *queue.Job) {
+// goroutines of their own: at once, or, for a job claimed ahead of its due
+// time, at at (an instant of the client's clock). Only the claim loop
+// calls it.
+func (w *Worker) start(q *queueState, job *queue.Job, at time.Time) {
 	ctx, cancel := context.WithCancelCause(w.jobCtx)
 	r := &run{job: job, q: q, cancel: cancel, hbStop: make(chan struct{}),
 		w: w, log: newJobLog(w, job), beat: make(chan struct{}, 1), bg: w.bg}
@@ -62,11 +69,52 @@ func (w *Worker) start(q *queueState, job *queue.Job) {
 	w.free--
 	q.running++
 	w.running[r] = struct{}{}
+	if !at.IsZero() {
+		q.held++
+	}
 	w.mu.Unlock()
 	w.live.Add(1)
 	w.wg.Add(1)
-	go w.heartbeat(ctx, r)
-	go w.execute(ctx, r)
+	if at.IsZero() {
+		go w.heartbeat(ctx, r)
+		go w.execute(ctx, r)
+		return
+	}
+	go func() {
+		held := w.hold(ctx, at)
+		w.mu.Lock()
+		if q.held--; q.held == 0 {
+			q.openGate()
+		}
+		w.mu.Unlock()
+		if !held {
+			// Its context ended first (the stop handed it back): the
+			// handler does not run, and the run settles as one that
+			// returned its context's error at once.
+			r.skip = true
+			w.wg.Done() // no heartbeat
+			w.execute(ctx, r)
+			return
+		}
+		go w.heartbeat(ctx, r)
+		w.execute(ctx, r)
+	}()
+}
+
+// hold waits until at on the client's clock, the time a job claimed ahead
+// may start, and answers true, or false when ctx ends first. The wait is
+// an alarm's: its end on a kernel timer, not a Go timer up to a
+// millisecond late (package alarm).
+func (w *Worker) hold(ctx context.Context, at time.Time) bool {
+	rang := make(chan struct{})
+	a := alarm.New(plumbing.Of(w.client).Clock(), at, func() { close(rang) })
+	defer a.Stop()
+	select {
+	case <-rang:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // startSpan starts the run's span, "process <queue>" (a consumer span of
@@ -96,7 +144,13 @@ func (r *run) startSpan(ctx context.Context, t trace.Tracer) context.Context {
 // execute runs the handler, frees the slot and settles the job.
 func (w *Worker) execute(ctx context.Context, r *run) {
 	start := w.clock.Now()
-	res, err := w.call(ctx, r.job)
+	var res json.RawMessage
+	var err error
+	if r.skip {
+		err = context.Cause(ctx)
+	} else {
+		res, err = w.call(ctx, r.job)
+	}
 	end := w.clock.Now()
 	// Its last log lines and progress reach the store before its outcome
 	// (after it, they would be refused), while its lease is still kept.
@@ -294,6 +348,7 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 // together: their completes then go in one script call.
 func (w *Worker) complete(ctx context.Context, q *queueState, o Outcome, result json.RawMessage) {
 	j := o.Job
+	w.awaitGate(q)
 	var span trace.Span
 	if tr, on := tracing.Tracer(); on && trace.SpanFromContext(ctx).IsRecording() {
 		// The batch's script call is made under a context of its own: the
@@ -312,6 +367,27 @@ func (w *Worker) complete(ctx context.Context, q *queueState, o Outcome, result 
 		return
 	}
 	w.settleAck(o, err)
+}
+
+// awaitGate waits, while runs of q claimed ahead wait for their due time,
+// until the last of them starts, the next claim of q is sent, or the stop:
+// the jobs of one lookahead claim then complete in one call, not one
+// each, a wait of about Config.Lookahead at most.
+func (w *Worker) awaitGate(q *queueState) {
+	w.mu.Lock()
+	if q.held == 0 {
+		w.mu.Unlock()
+		return
+	}
+	if q.gate == nil {
+		q.gate = make(chan struct{})
+	}
+	g := q.gate
+	w.mu.Unlock()
+	select {
+	case <-g:
+	case <-w.quit:
+	}
 }
 
 // newCompletes answers the batcher of the worker's completes, by queue.

@@ -106,6 +106,17 @@ type Config struct {
 	// long for the waits under way, plus up to a tick of Redis's timer
 	// (see queue.ClaimOptions.Wait). Defaults to 1 s.
 	IdleWait time.Duration
+	// Lookahead is how long before their due time the worker claims
+	// scheduled jobs, one claim for all those due meanwhile (up to its
+	// free slots), to start each at its due time: by Redis's clock, never
+	// before, whatever this host's clock says (the wait is measured from
+	// the claim's answer). Jobs with labels or a flow key, jobs of queues
+	// with limits, and jobs behind others pending are claimed when due,
+	// as with no lookahead. A job so held is processing until it starts:
+	// its cancel is a request, as a running job's is. Completes wait
+	// up to about this long to go in one call with those of the jobs
+	// held. At most queue.MaxAhead; negative: none. Defaults to 20 ms.
+	Lookahead time.Duration
 	// Clock is the source of time for heartbeats, timeouts and retry
 	// times. Defaults to the Client's clock.
 	Clock clockwork.Clock
@@ -149,7 +160,12 @@ const (
 	DefaultConcurrency     = 10
 	DefaultIdleWait        = time.Second
 	DefaultShutdownTimeout = 30 * time.Second
-	maxWeight              = 1000
+	DefaultLookahead       = 20 * time.Millisecond
+	// maxLead is the most the claim loop wakes before a due time it was
+	// handed: time for the claim's round trip, so that the jobs are held
+	// when they come due.
+	maxLead   = 5 * time.Millisecond
+	maxWeight = 1000
 	// minHeartbeat keeps a tiny visibility from spinning the heartbeats.
 	minHeartbeat = 10 * time.Millisecond
 )
@@ -198,8 +214,13 @@ type queueState struct {
 	// job. Under Worker.mu, like sinceClaim: the retries asked for while a
 	// claim was under way, which its answer may predate.
 	next, sinceClaim time.Time
-	arm              chan struct{} // start watching (capacity 1)
-	wanted           atomic.Bool   // the claim loop is idle and wants to hear of jobs
+	// held counts the runs claimed ahead that wait for their due time;
+	// while one does, the completes of q wait at gate (see Worker.complete).
+	// Both under Worker.mu.
+	held   int
+	gate   chan struct{}
+	arm    chan struct{} // start watching (capacity 1)
+	wanted atomic.Bool   // the claim loop is idle and wants to hear of jobs
 }
 
 // New checks cfg and fills its defaults.
@@ -235,6 +256,7 @@ func checkConfig(cfg *Config) error {
 	cfg.MaxClaim = cmp.Or(cfg.MaxClaim, min(cfg.Concurrency, queue.MaxBatch))
 	cfg.IdleWait = cmp.Or(cfg.IdleWait, DefaultIdleWait)
 	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	cfg.Lookahead = cmp.Or(cfg.Lookahead, DefaultLookahead)
 	if len(cfg.Queues) == 0 {
 		cfg.Queues = []QueueConfig{{Name: queue.DefaultQueue}}
 	}
@@ -245,6 +267,8 @@ func checkConfig(cfg *Config) error {
 		return fmt.Errorf("worker: Config.MaxClaim must be in [1, %d], got %d", queue.MaxBatch, cfg.MaxClaim)
 	case cfg.IdleWait < time.Millisecond || cfg.IdleWait > queue.MaxClaimWait:
 		return fmt.Errorf("worker: Config.IdleWait must be in [1ms, %s], got %s", queue.MaxClaimWait, cfg.IdleWait)
+	case cfg.Lookahead > queue.MaxAhead:
+		return fmt.Errorf("worker: Config.Lookahead must be at most %s, got %s", queue.MaxAhead, cfg.Lookahead)
 	case cfg.Timeout < 0 || cfg.HeartbeatInterval < 0:
 		return errors.New("worker: Config.Timeout and Config.HeartbeatInterval must not be negative")
 	case cfg.Priority != Weighted && cfg.Priority != Strict:
@@ -488,7 +512,8 @@ func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 		// handed back), not be lost with a cancelled reply.
 		asked := min(room, w.cfg.MaxClaim)
 		w.claimStarting(q)
-		claimed, next, err := plumbing.Of(w.client).ClaimNext(w.bg, q.Name, queue.ClaimOptions{Max: asked, Labels: w.cfg.Labels})
+		claimed, starts, next, err := plumbing.Of(w.client).ClaimNext(w.bg, q.Name,
+			queue.ClaimOptions{Max: asked, Labels: w.cfg.Labels}, max(w.cfg.Lookahead, 0))
 		jobs, _ := claimed.([]*queue.Job) // ClaimNext's jobs are a []*queue.Job
 		if err != nil {
 			w.log.Warn("worker: claim failed", "queue", q.Name, "err", err)
@@ -496,8 +521,12 @@ func (w *Worker) claimRound(free int) (more bool, firstErr error) {
 			continue
 		}
 		w.claimAnswered(q, next)
-		for _, j := range jobs {
-			w.start(q, j)
+		for i, j := range jobs {
+			var at time.Time
+			if starts != nil {
+				at = starts[i]
+			}
+			w.start(q, j, at)
 		}
 		if len(jobs) > 0 {
 			w.reg.heldChanged()
@@ -552,11 +581,22 @@ func earliest(a, b time.Time) time.Time {
 	return b
 }
 
-// claimStarting notes that a claim of q is about to be sent.
+// claimStarting notes that a claim of q is about to be sent; the completes
+// waiting for the runs held go now, beside it.
 func (w *Worker) claimStarting(q *queueState) {
 	w.mu.Lock()
 	q.sinceClaim = time.Time{}
+	q.openGate()
 	w.mu.Unlock()
+}
+
+// openGate lets the completes waiting at q's gate go. Call with Worker.mu
+// held.
+func (q *queueState) openGate() {
+	if q.gate != nil {
+		close(q.gate)
+		q.gate = nil
+	}
 }
 
 // claimAnswered takes next, the due time a claim of q was handed, as the
@@ -612,7 +652,7 @@ func (w *Worker) idle() bool {
 		}
 	}()
 	for {
-		w.setAlarm(w.nextDue())
+		w.setAlarm(w.wakeAt(w.nextDue()))
 		select {
 		case <-w.wake:
 			return true
@@ -638,6 +678,23 @@ func (w *Worker) nextDue() time.Time {
 		}
 	}
 	return due
+}
+
+// wakeAt is when the claim loop wakes for a job due at due (zero: none):
+// with a lookahead, early enough for the claim that holds it to be back
+// before then; and at due itself once that early alarm has rung, as a
+// claim takes nothing ahead from some queues (limits, labels, jobs
+// pending) and must come again when the job is due. The loop owns the
+// alarm.
+func (w *Worker) wakeAt(due time.Time) time.Time {
+	if due.IsZero() || w.cfg.Lookahead <= 0 {
+		return due
+	}
+	early := due.Add(-min(w.cfg.Lookahead/2, maxLead))
+	if a := w.alarm; a != nil && (a.At().Equal(due) || a.At().Equal(early) && a.Rang()) {
+		return due
+	}
+	return early
 }
 
 // setAlarm makes the alarm ring wake at due (none when due is zero),

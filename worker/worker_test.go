@@ -450,6 +450,63 @@ func TestScheduledJobRunsAtItsTimeWithNoPromoter(t *testing.T) {
 	require.Equal(t, queue.StatusCompleted, o.Status)
 }
 
+// On the real clock, scheduled jobs due a few ms apart, which the worker
+// claims ahead (Config.Lookahead): every handler starts when its job is
+// due by Redis's clock, never before, read from Redis as it starts.
+func TestJobsClaimedAheadNeverStartEarly(t *testing.T) {
+	t.Parallel()
+	rdb := testutil.Redis(t)
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	const n = 40
+	type start struct{ due, redis time.Time }
+	starts := make(chan start, n)
+	handler := worker.HandlerFunc(func(ctx context.Context, j *queue.Job) (json.RawMessage, error) {
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			return nil, err
+		}
+		var due time.Time
+		if err := json.Unmarshal(j.Payload, &due); err != nil {
+			return nil, err
+		}
+		if !due.IsZero() {
+			starts <- start{due, now}
+		}
+		return nil, nil
+	})
+	w, err := worker.New(worker.Config{Client: c, Handler: handler, Queues: []worker.QueueConfig{{Name: "q1"}},
+		Lookahead: queue.MaxAhead, IdleWait: 50 * time.Millisecond, DisableRegistry: true})
+	require.NoError(t, err)
+	run := lifecycle.Start(ctx, w)
+	t.Cleanup(func() { require.NoError(t, run.Stop(context.Background())) })
+	now, err := rdb.Time(ctx).Result()
+	require.NoError(t, err)
+	first := now.Add(300 * time.Millisecond)
+	for i := range n {
+		due := first.Add(time.Duration(i)*3*time.Millisecond + time.Duration(i)*17*time.Microsecond)
+		p, err := json.Marshal(due)
+		require.NoError(t, err)
+		_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q1", Kind: "at", RunAt: due, Payload: p})
+		require.NoError(t, err)
+	}
+	// No promoter runs: the worker hears of the first due time from the
+	// claim this job wakes it for, and of each next from the claim before.
+	_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q1", Kind: "at", Payload: json.RawMessage(`"0001-01-01T00:00:00Z"`)})
+	require.NoError(t, err)
+	for range n {
+		select {
+		case s := <-starts:
+			require.False(t, s.redis.Before(s.due), "started at %s by Redis's clock, due at %s", s.redis, s.due)
+		case <-ctx.Done():
+			t.Fatal("not every job ran")
+		}
+	}
+}
+
 func TestStrictPriorityServesTheFirstQueueFirst(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -614,6 +671,7 @@ func TestConfigIsChecked(t *testing.T) {
 		{Client: b.client, Handler: b.mux, IdleWait: time.Hour},
 		{Client: b.client, Handler: b.mux, MaxClaim: queue.MaxBatch + 1},
 		{Client: b.client, Handler: b.mux, KindTimeouts: map[string]time.Duration{"k": -1}},
+		{Client: b.client, Handler: b.mux, Lookahead: queue.MaxAhead + time.Millisecond},
 	} {
 		_, err := worker.New(cfg)
 		require.Error(t, err, "%+v", cfg)

@@ -52,8 +52,11 @@ type Client interface {
 	// calls that see the same earliest due time, only the first is
 	// answered it, so that of many idle workers one wakes for each due
 	// time; the others get the zero time, as when nothing is scheduled
-	// or the queue is paused.
-	ClaimNext(ctx context.Context, queue string, o any) (jobs any, next time.Time, err error)
+	// or the queue is paused. With ahead (at most queue.MaxAhead), a
+	// claim that takes due jobs straight from the scheduled set also takes
+	// those due within ahead: starts[i], an instant of Clock, is when
+	// jobs[i] may start (zero: at once; starts is nil when all may).
+	ClaimNext(ctx context.Context, queue string, o any, ahead time.Duration) (jobs any, starts []time.Time, next time.Time, err error)
 	// Dump reads the whole of queue (a *queue.Dump): every job and every
 	// entry of its sets and lists. It is O(jobs), for the chaos
 	// battery's checker and tests, not for serving requests; it reads

@@ -56,9 +56,9 @@ func TestReplyIsReadThroughItsDeclaration(t *testing.T) {
 	_, err = Release.Reply("2")
 	require.ErrorAs(t, err, &re, "a scalar of another type")
 
-	cl, err := Claim.Reply([]any{"L123", "", int64(99), "j1", "j2"})
+	cl, err := Claim.Reply([]any{"L123", "", int64(99), "0,5", "j1", "j2"})
 	require.NoError(t, err)
-	require.Equal(t, ClaimReply{Paused: "L123", Next: "", NowUs: 99, Jobs: []any{"j1", "j2"}}, cl)
+	require.Equal(t, ClaimReply{Paused: "L123", Next: "", NowUs: 99, Starts: "0,5", Jobs: []any{"j1", "j2"}}, cl)
 
 	w, err := Wait.Reply([]any{int64(0), int64(3)})
 	require.NoError(t, err)

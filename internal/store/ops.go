@@ -89,14 +89,17 @@ type (
 		VisibilityMs int64  `arg:"visibility_ms"`
 		WantNext     bool   `arg:"want_next"`
 		WaitMs       int64  `arg:"wait_ms"`
+		AheadMs      int64  `arg:"ahead_ms"`
 		Eligible     string `arg:"eligible"`
 	}
 	// ClaimReply is claim.lua's reply: Paused is 1 (paused), 0, or "L<ms>" (held back by the
-	// queue's limits).
+	// queue's limits); Starts "" (every job starts at once) or, job by job, the µs after
+	// NowUs before which it must not start, comma-joined (a job claimed ahead).
 	ClaimReply struct {
 		Paused any   `reply:"paused"`
 		Next   any   `reply:"next"`
 		NowUs  int64 `reply:"now_us"`
+		Starts any   `reply:"starts"`
 		Jobs   []any `reply:"jobs,rest"`
 	}
 	// WaitArgs are the arguments of wait.lua.
@@ -309,7 +312,7 @@ var (
 	Heartbeat = declare[HeartbeatArgs, HeartbeatReply]("heartbeat",
 		KeyJobs, KeyLeases)
 	Release = declare[ReleaseArgs, Code]("release",
-		withFlow(KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)...)
+		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)...)
 	Reclaim = declare[ReclaimArgs, ReclaimReply]("reclaim",
 		withFlow(KeyMeta, KeyJobs, KeyData, KeyPending, KeyLeases, KeyDead, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)...)
 	Cancel = declare[CancelArgs, CodeStatusJob]("cancel",

@@ -12,7 +12,11 @@
 -- want_next "1": answer a due time for the caller to wake at. wait_ms > 0:
 -- when nothing is claimed the caller will wait that long on the wake
 -- stream, so jobs that become pending until then add an entry to it.
--- Returns: { paused, next, now_us, job_1, ..., job_k } (the last
+-- ahead_ms > 0: a claim that takes due jobs directly (see direct below)
+-- also takes those of them due within ahead_ms from now, each under a
+-- lease from its due time: the caller holds it and starts it only then
+-- (starts, below). A caller that cannot wait must send 0.
+-- Returns: { paused, next, now_us, starts, job_1, ..., job_k } (the last
 --          one through reply(): a lease earlier than all is a sweep mark): paused 1
 --          when the queue is paused (then nothing is promoted or claimed),
 --          "L<ms>" when the queue's limits held the claim back while jobs
@@ -21,19 +25,21 @@
 --          next the score of the earliest scheduled job when asked for
 --          and the claim took fewer jobs than it could (it has room),
 --          unless another claim was handed that score first ("" then);
+--          starts "" when every job may start at once, else job by job
+--          the µs after now_us before which it must not start, comma-joined;
 --          job_i is packed (see common.lua). A claimer that found nothing
 --          waits on the wake stream through its group (see wakeGroup in
 --          layout.go).
 -- Safe to run twice: a claim's ids are kept under its token base until one
 -- of its jobs is acked or taken back, and a rerun answers the same jobs.
-local max, vis, wait_ms = tonumber(A_max), tonumber(A_visibility_ms), tonumber(A_wait_ms)
+local max, vis, wait_ms, ahead = tonumber(A_max), tonumber(A_visibility_ms), tonumber(A_wait_ms), tonumber(A_ahead_ms)
 local wants_next = A_want_next == '1'
-if not max or not vis or not wait_ms then
+if not max or not vis or not wait_ms or not ahead then
   return redis.error_reply('ERR chronoq claim: malformed arguments')
 end
 local meta = redis.call('HMGET', K_meta, M_created_ms, M_paused, M_lsets, M_waiting_until, M_flow_on, unpack(LIMIT_FIELDS))
 if not meta[1] then
-  return { 0, '', now_us } -- no such queue
+  return { 0, '', now_us, '' } -- no such queue
 end
 if not sets_current(meta[3]) then
   return redis.error_reply(STALE_SETS)
@@ -41,7 +47,7 @@ end
 
 local prior = redis.call('HGET', K_claims, A_token_base)
 if prior then
-  local out = { 0, '', now_us }
+  local out, starts, waits = { 0, '', now_us, '' }, {}, false
   if wants_next and select(2, string.gsub(prior, ',', '')) + 1 < max then
     out[2] = next_due() -- the same caller, whose reply was lost (it had room)
   end
@@ -49,12 +55,20 @@ if prior then
     local f = load(id)
     if f and string.sub(f[R_token], 1, #A_token_base + 1) == A_token_base .. '.' then
       out[#out + 1] = packed(id, f)
+      -- a job claimed ahead starts at its due time, which is before its
+      -- claimed_at (see below)
+      local wait = (tonumber(f[R_claimed_at_ms]) or 0) * 1000 - 1 - now_us
+      starts[#starts + 1] = wait > 0 and int_str(wait) or '0'
+      waits = waits or wait > 0
     end
+  end
+  if waits then
+    out[4] = table.concat(starts, ',')
   end
   return rerun_reply(out, nil, { K_leases })
 end
 if meta[2] == '1' then
-  return { 1, '', now_us }
+  return { 1, '', now_us, '' }
 end
 
 -- take_wake hands next to this claim unless an earlier claim was handed
@@ -95,16 +109,21 @@ end
 -- the list held none before them (promote_due): the same jobs in the same
 -- order, without the round trip through the list and a second read and
 -- write of their records.
+-- With ahead, direct also takes the jobs due within ahead ms, as promote_due
+-- says: direct.start[id] is the µs such a job is due at.
 local direct = nil
 if #lists == 1 and meta[5] ~= '1' and not meta[6] and not meta[8] then
-  direct = { rec = {} }
+  direct = { rec = {}, start = {} }
+  if ahead > 0 then
+    direct.upto = score_of_us(now_us + math.floor(ahead) * 1000)
+  end
 end
 promote_due(max, mine, meta[4], direct)
 local flows = meta[5] == '1' or FLOW_MADE -- the queue has had jobs with flow keys
 if flows then
   flow_release()
 end
-local out = { 0, '', now_us }
+local out = { 0, '', now_us, '' }
 -- The queue's limits cap the claim: max becomes what they let it take.
 local asked, tokens, rate = max, nil, nil
 max, tokens, rate = limit_room(max, { meta[6], meta[7], meta[8], meta[9], meta[10] })
@@ -157,11 +176,14 @@ local function lease_for(spec)
   end
   return lease_str
 end
+-- starts: by claimed job, the µs until it may start ('0': at once)
+local starts, waits = {}, false
 -- claimed notes job id claimed, its record rec as stored and whether its
 -- answer reads the data hash
 local function claimed(id, rec, kind, attempts, lease_str, data)
   taken[id] = true
   ids[#ids + 1] = id
+  starts[#ids] = '0'
   stored[#ids] = rec
   reads_data[#ids] = data
   saves[#saves + 1] = id
@@ -173,15 +195,30 @@ end
 -- the jobs promote_due handed this claim (at most max: it promoted no more)
 for _, id in ipairs(direct or {}) do
   local f = direct.rec[id]
-  local lease_str = lease_for(f[R_spec])
+  local start, lease_str, claimed_at = direct.start[id], nil, now_str
+  if start then
+    -- Claimed ahead: its claim takes effect, and its lease runs, from the
+    -- end of the ms it is due in. That claimed_at after now is how a
+    -- release (and this claim's rerun) tells it from a job claimed due.
+    local at = math.floor(start / 1000) + 1
+    local lease = at + (vis > 0 and vis or spec_visibility(f[R_spec]))
+    note_sweep(K_leases, lease, lease)
+    lease_str, claimed_at = int_str(lease), int_str(at)
+  else
+    lease_str = lease_for(f[R_spec])
+  end
   f[R_status] = 'processing'
   f[R_attempts] = int_str(tonumber(f[R_attempts]) + 1)
   f[R_fence] = int_str(tonumber(f[R_fence]) + 1)
   f[R_token] = A_token_base .. '.' .. int_str(#ids + 1)
-  f[R_claimed_at_ms] = now_str
+  f[R_claimed_at_ms] = claimed_at
   f[R_lease_until_ms] = lease_str
   -- the upstream of a workflow's node is in the data hash (see below)
   claimed(id, encode(f), f[R_kind], f[R_attempts], lease_str, not f.p or f[R_workflow] ~= '')
+  if start then
+    starts[#ids] = int_str(start - now_us)
+    waits = true
+  end
 end
 local stale_budget = 1000
 local li = 1
@@ -256,6 +293,9 @@ if #ids > 0 then
     end
     out[#out + 1] = pack_job(id, payload, '', upstream, '', stored[k])
   end
+end
+if waits then
+  out[4] = table.concat(starts, ',')
 end
 if wants_next and #ids < max then
   out[2] = take_wake(next_due())

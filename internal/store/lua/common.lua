@@ -1210,26 +1210,58 @@ end
 -- into K_pending itself (see claim.lua). When K_pending holds no job
 -- before them, the due jobs without labels or flow key are not pushed
 -- there: their ids go to direct, in order, and their records (decode's
--- tables, status "pending", not written) to direct.rec by id.
+-- tables, status "pending", not written) to direct.rec by id. With
+-- direct.upto (a score after cutoff), such jobs due up to it go to direct
+-- too, direct.start[id] the µs each is due at; the other jobs not yet due
+-- stay where they are.
 local function promote_due(limit, wakes, waiting_until, direct)
-  local ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', '0', int_str(limit))
+  local upto, ids, scores, gone = direct and direct.upto, nil, nil, nil
+  if upto and list_len(K_pending) > 0 then
+    upto, direct = nil, nil -- older jobs wait in the list: these go behind them
+  end
+  if upto then
+    -- members and scores alternate: split them; what stays is not gone
+    local r = redis.call('ZRANGEBYSCORE', K_sched, '-inf', upto, 'WITHSCORES', 'LIMIT', '0', int_str(limit))
+    ids, scores, gone = {}, {}, {}
+    for k = 1, #r / 2 do
+      ids[k], scores[k] = r[2 * k - 1], r[2 * k]
+    end
+  else
+    ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', '0', int_str(limit))
+    gone = ids
+  end
   if #ids == 0 then
     return 0
   end
-  if direct and list_len(K_pending) > 0 then
+  if direct and not upto and list_len(K_pending) > 0 then
     direct = nil -- older jobs wait in the list: these go behind them
   end
   local due, saves = {}, {}
   local fs = load_many(ids) -- nil where a stale entry's job is gone: no ipairs
+  local now_score = tonumber(cutoff)
   for k = 1, #ids do
-    local f = fs[k]
-    if f and f[R_status] == 'scheduled' then
-      local id = ids[k]
+    local f, id = fs[k], ids[k]
+    local later = scores and tonumber(scores[k]) > now_score
+    if not (f and f[R_status] == 'scheduled') then
+      if scores then
+        gone[#gone + 1] = id -- a stale entry
+      end
+    elseif later and not (direct and f[R_labels] == '' and f[R_flow] == '') then
+      -- not due yet, and not for this claim: it stays scheduled
+    else
       due[#due + 1] = id
+      if scores then
+        gone[#gone + 1] = id
+      end
       f[R_status] = 'pending'
       if direct and f[R_labels] == '' and f[R_flow] == '' then
         direct[#direct + 1] = id
         direct.rec[id] = f
+        if later then
+          -- the score is "<ms>.<µs>" as a double: µs, rounded to the
+          -- whole µs it was written as
+          direct.start[id] = math.floor(tonumber(scores[k]) * 1000 + 0.5)
+        end
       else
         to_pending(id, f[R_labels], f[R_flow]) -- all of them before the first write
         saves[#saves + 1] = id
@@ -1238,7 +1270,9 @@ local function promote_due(limit, wakes, waiting_until, direct)
       emit('promoted', id, f[R_kind], 'pending', f[R_attempts])
     end
   end
-  redis.call('ZREM', K_sched, unpack(ids))
+  if #gone > 0 then
+    redis.call('ZREM', K_sched, unpack(gone))
+  end
   if #saves > 0 then
     redis.call('HSET', K_jobs, unpack(saves))
   end

@@ -1,6 +1,7 @@
 -- release.lua: hands a claimed job whose token is current straight back to
--- the head of pending. A job whose cancellation was requested is canceled
--- instead. Keys and arguments: store.Release in internal/store/ops.go.
+-- the head of pending, or, when it was claimed ahead of its due time (see
+-- claim.lua) and that time has not come, to the scheduled set at it. A job
+-- whose cancellation was requested is canceled instead. Keys and arguments: store.Release in internal/store/ops.go.
 -- Returns: 1 released (or canceled), through reply(); 2 released before
 --          with this token (a repeated call), 0 lease lost, -1 no such job.
 if not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
@@ -35,6 +36,15 @@ f[R_ack] = 'r' .. A_token
 f[R_lease_until_ms] = ''
 if f[R_cancel_requested] == '1' then
   cancel_now(A_id, f, '', A_retention_ms)
+  publish_events()
+  return reply(1)
+end
+-- A job claimed ahead has a claimed_at after its due time (see claim.lua):
+-- before that it waits for it again, never earlier.
+local due_us = (tonumber(f[R_claimed_at_ms]) or 0) * 1000 - 1
+if due_us > now_us then
+  schedule(A_id, f, score_of_us(due_us))
+  emit('released', A_id, f[R_kind], 'scheduled', f[R_attempts])
   publish_events()
   return reply(1)
 end
