@@ -292,10 +292,10 @@ func (c *Client) claimOnce(ctx context.Context, queue string, k store.Keys, o Cl
 }
 
 // startsOf reads claim.lua's starts for n jobs: "" (nil: all at once) or
-// the µs each must wait after nowUs, comma-joined. It answers each as the
-// instant of the client's clock at which Redis's clock has reached it,
-// by the bound f, which it first gives the claim's own reading (nowUs,
-// seen at t1).
+// Redis's µs as the script ended and the µs each job must wait after
+// nowUs. It answers each as the instant of the client's clock at which
+// Redis's clock has reached it, by the bound f, which it first gives the
+// claim's own readings (seen at t1: the later one bounds closer).
 func startsOf(reply any, n int, f *redisFloor, nowUs int64, t1 time.Time) ([]time.Time, error) {
 	s, ok := reply.(string)
 	if !ok {
@@ -305,7 +305,13 @@ func startsOf(reply any, n int, f *redisFloor, nowUs int64, t1 time.Time) ([]tim
 	if s == "" {
 		return nil, nil
 	}
-	waits := strings.Split(s, ",")
+	end, list, ok := strings.Cut(s, " ")
+	endUs, err := strconv.ParseInt(end, 10, 64)
+	if !ok || err != nil || endUs < nowUs {
+		return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: "Redis's µs at the end, a space, waits"}
+	}
+	f.observe(endUs, t1)
+	waits := strings.Split(list, ",")
 	if len(waits) != n {
 		return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: fmt.Sprintf("%d waits", n)}
 	}

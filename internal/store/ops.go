@@ -93,8 +93,9 @@ type (
 		Eligible     string `arg:"eligible"`
 	}
 	// ClaimReply is claim.lua's reply: Paused is 1 (paused), 0, or "L<ms>" (held back by the
-	// queue's limits); Starts "" (every job starts at once) or, job by job, the µs after
-	// NowUs before which it must not start, comma-joined (a job claimed ahead).
+	// queue's limits); Starts "" (every job starts at once) or Redis's µs at the script's
+	// end, a space, and job by job the µs after NowUs before which it must not start,
+	// comma-joined (a job claimed ahead).
 	ClaimReply struct {
 		Paused any   `reply:"paused"`
 		Next   any   `reply:"next"`

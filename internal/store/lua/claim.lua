@@ -25,8 +25,10 @@
 --          next the score of the earliest scheduled job when asked for
 --          and the claim took fewer jobs than it could (it has room),
 --          unless another claim was handed that score first ("" then);
---          starts "" when every job may start at once, else job by job
---          the µs after now_us before which it must not start, comma-joined;
+--          starts "" when every job may start at once, else Redis's µs as
+--          the script ends (a later reading of its clock than now_us, for
+--          the caller's bound of it), a space, and job by job the µs after
+--          now_us before which it must not start, comma-joined;
 --          job_i is packed (see common.lua). A claimer that found nothing
 --          waits on the wake stream through its group (see wakeGroup in
 --          layout.go).
@@ -43,6 +45,12 @@ if not meta[1] then
 end
 if not sets_current(meta[3]) then
   return redis.error_reply(STALE_SETS)
+end
+
+-- starts_of answers the waits t as the reply's starts (see Returns)
+local function starts_of(t)
+  local c = redis.call('TIME')
+  return int_str(tonumber(c[1]) * 1000000 + tonumber(c[2]) + tonumber(A_offset_us)) .. ' ' .. table.concat(t, ',')
 end
 
 local prior = redis.call('HGET', K_claims, A_token_base)
@@ -63,7 +71,7 @@ if prior then
     end
   end
   if waits then
-    out[4] = table.concat(starts, ',')
+    out[4] = starts_of(starts)
   end
   return rerun_reply(out, nil, { K_leases })
 end
@@ -294,9 +302,6 @@ if #ids > 0 then
     out[#out + 1] = pack_job(id, payload, '', upstream, '', stored[k])
   end
 end
-if waits then
-  out[4] = table.concat(starts, ',')
-end
 if wants_next and #ids < max then
   out[2] = take_wake(next_due())
 end
@@ -327,4 +332,7 @@ elseif wait_ms > 0 then
   mark_waiting(wait_ms) -- held back at MaxInFlight too: an ended lease writes to the stream
 end
 publish_events()
+if waits then
+  out[4] = starts_of(starts) -- last: the latest reading of Redis's clock
+end
 return reply(out)
