@@ -121,9 +121,9 @@ end
 -- says: direct.start[id] is the µs such a job is due at.
 local direct = nil
 if #lists == 1 and meta[5] ~= '1' and not meta[6] and not meta[8] then
-  direct = { rec = {}, start = {} }
+  direct = { rec = {} }
   if ahead > 0 then
-    direct.upto = score_of_us(now_us + math.floor(ahead) * 1000)
+    direct.upto, direct.start = score_of_us(now_us + math.floor(ahead) * 1000), {}
   end
 end
 promote_due(max, mine, meta[4], direct)
@@ -184,14 +184,14 @@ local function lease_for(spec)
   end
   return lease_str
 end
--- starts: by claimed job, the µs until it may start ('0': at once)
+-- starts: by claimed job held until its due time, the µs until then (the
+-- others, nil here, may start at once)
 local starts, waits = {}, false
 -- claimed notes job id claimed, its record rec as stored and whether its
 -- answer reads the data hash
 local function claimed(id, rec, kind, attempts, lease_str, data)
   taken[id] = true
   ids[#ids + 1] = id
-  starts[#ids] = '0'
   stored[#ids] = rec
   reads_data[#ids] = data
   saves[#saves + 1] = id
@@ -203,7 +203,7 @@ end
 -- the jobs promote_due handed this claim (at most max: it promoted no more)
 for _, id in ipairs(direct or {}) do
   local f = direct.rec[id]
-  local start, lease_str, claimed_at = direct.start[id], nil, now_str
+  local start, lease_str, claimed_at = direct.start and direct.start[id], nil, now_str
   if start then
     -- Claimed ahead: its claim takes effect, and its lease runs, from the
     -- end of the ms it is due in. That claimed_at after now is how a
@@ -333,6 +333,9 @@ elseif wait_ms > 0 then
 end
 publish_events()
 if waits then
+  for i = 1, #ids do
+    starts[i] = starts[i] or '0'
+  end
   out[4] = starts_of(starts) -- last: the latest reading of Redis's clock
 end
 return reply(out)
