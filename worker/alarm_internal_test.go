@@ -18,12 +18,18 @@ import (
 
 func idleWorker(t *testing.T) (*Worker, *queueState, *clockwork.FakeClock, context.Context) {
 	t.Helper()
+	return idleWorkerOf(t, HandlerFunc(func(context.Context, *queue.Job) (json.RawMessage, error) { return nil, nil }))
+}
+
+// idleWorkerOf is idleWorker running h, whose heartbeats do not come
+// within a test's run.
+func idleWorkerOf(t *testing.T, h Handler) (*Worker, *queueState, *clockwork.FakeClock, context.Context) {
+	t.Helper()
 	clock := testutil.FakeClock()
 	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	w, err := New(Config{Client: c, Queues: []QueueConfig{{Name: "q1"}},
-		Handler: HandlerFunc(func(context.Context, *queue.Job) (json.RawMessage, error) { return nil, nil })})
+	w, err := New(Config{Client: c, Queues: []QueueConfig{{Name: "q1"}}, HeartbeatInterval: time.Hour, Handler: h})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/queue"
-	"github.com/chronoq/chronoq/testutil"
 )
 
 // Runs of jobs claimed ahead of their due time, driven by hand on a worker
@@ -17,24 +16,16 @@ import (
 // completes of a queue wait while one of its runs is held.
 func TestHeldRunsStartAtTheirTimeAndCompleteTogether(t *testing.T) {
 	t.Parallel()
-	clock := testutil.FakeClock()
-	c, err := queue.NewClient(queue.Config{Redis: testutil.Redis(t), Namespace: testutil.Namespace(t), Clock: clock, FollowClock: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
 	started := make(chan string, 10)
-	w, err := New(Config{Client: c, Queues: []QueueConfig{{Name: "q1"}}, HeartbeatInterval: time.Hour,
-		Handler: HandlerFunc(func(_ context.Context, j *queue.Job) (json.RawMessage, error) {
-			started <- j.ID
-			return nil, nil
-		})})
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
+	w, q, clock, ctx := idleWorkerOf(t, HandlerFunc(func(_ context.Context, j *queue.Job) (json.RawMessage, error) {
+		started <- j.ID
+		return nil, nil
+	}))
+	c := w.client
 	// begin's contexts, without its claim loop and watchers
 	w.bg = context.WithoutCancel(ctx)
 	w.runCtx, w.cancelRun = context.WithCancel(w.bg)
 	w.jobCtx, w.cancelJobs = context.WithCancelCause(w.bg)
-	q := w.queues[0]
 
 	for range 3 {
 		_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q1", Kind: "k"})
