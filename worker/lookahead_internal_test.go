@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 // Runs of jobs claimed ahead of their due time, driven by hand on a worker
@@ -22,18 +24,7 @@ func TestHeldRunsStartAtTheirTimeAndCompleteTogether(t *testing.T) {
 		return nil, nil
 	}))
 	c := w.client
-	// begin's contexts, without its claim loop and watchers
-	w.bg = context.WithoutCancel(ctx)
-	w.runCtx, w.cancelRun = context.WithCancel(w.bg)
-	w.jobCtx, w.cancelJobs = context.WithCancelCause(w.bg)
-
-	for range 3 {
-		_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q1", Kind: "k"})
-		require.NoError(t, err)
-	}
-	jobs, err := c.Claim(ctx, "q1", queue.ClaimOptions{Max: 3})
-	require.NoError(t, err)
-	require.Len(t, jobs, 3)
+	jobs := claimedBy(t, ctx, w, 3)
 	status := func(j *queue.Job) queue.Status {
 		got, err := c.Get(ctx, "q1", j.ID)
 		require.NoError(t, err)
@@ -70,4 +61,51 @@ func TestHeldRunsStartAtTheirTimeAndCompleteTogether(t *testing.T) {
 	w.wg.Wait()
 	require.Empty(t, started)
 	require.Equal(t, queue.StatusPending, status(jobs[2]))
+}
+
+// claimedBy gives w begin's contexts, without its claim loop and
+// watchers, and answers n jobs of q1 claimed (due now) for it to start
+// by hand.
+func claimedBy(t *testing.T, ctx context.Context, w *Worker, n int) []*queue.Job {
+	t.Helper()
+	w.bg = context.WithoutCancel(ctx)
+	w.runCtx, w.cancelRun = context.WithCancel(w.bg)
+	w.jobCtx, w.cancelJobs = context.WithCancelCause(w.bg)
+	for range n {
+		_, err := w.client.Enqueue(ctx, queue.NewJob{Queue: "q1", Kind: "k"})
+		require.NoError(t, err)
+	}
+	jobs, err := w.client.Claim(ctx, "q1", queue.ClaimOptions{Max: n})
+	require.NoError(t, err)
+	require.Len(t, jobs, n)
+	return jobs
+}
+
+// A held run's span ("process q1") starts with its handler, not with its
+// claim: its length is the run's. (Not parallel: it sets the process's
+// tracer provider.)
+func TestAHeldRunsSpanStartsWhenItStarts(t *testing.T) {
+	rec := testutil.RecordSpans(t)
+	spans := make(chan trace.SpanContext, 1)
+	w, q, clock, ctx := idleWorkerOf(t, HandlerFunc(func(ctx context.Context, _ *queue.Job) (json.RawMessage, error) {
+		spans <- trace.SpanContextFromContext(ctx)
+		return nil, nil
+	}))
+	jobs := claimedBy(t, ctx, w, 1)
+	w.start(q, jobs[0], clock.Now().Add(10*time.Millisecond))
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	held := time.Now() // the spans' clock is the real one
+	clock.Advance(10 * time.Millisecond)
+	sc := <-spans
+	require.True(t, sc.IsValid(), "the handler runs in its span")
+	w.live.Wait()
+	found := false
+	for _, s := range rec.Ended() {
+		if s.SpanContext().SpanID() == sc.SpanID() {
+			found = true
+			require.Equal(t, "process q1", s.Name())
+			require.False(t, s.StartTime().Before(held), "started while the job was held")
+		}
+	}
+	require.True(t, found, "the run's span ended")
 }

@@ -62,8 +62,10 @@ func (w *Worker) start(q *queueState, job *queue.Job, at time.Time) {
 	r := &run{job: job, q: q, cancel: cancel, hbStop: make(chan struct{}),
 		w: w, log: newJobLog(w, job), beat: make(chan struct{}, 1), bg: w.bg}
 	ctx = context.WithValue(ctx, runKey{}, r)
-	if t, on := tracing.Tracer(); on {
-		ctx = r.startSpan(ctx, t)
+	// The run's span starts with its handler: a held job's when it starts.
+	tr, traced := tracing.Tracer()
+	if traced && at.IsZero() {
+		ctx = r.startSpan(ctx, tr)
 	}
 	w.mu.Lock()
 	w.free--
@@ -95,6 +97,9 @@ func (w *Worker) start(q *queueState, job *queue.Job, at time.Time) {
 			w.wg.Done() // no heartbeat
 			w.execute(ctx, r)
 			return
+		}
+		if traced {
+			ctx = r.startSpan(ctx, tr)
 		}
 		go w.heartbeat(ctx, r)
 		w.execute(ctx, r)
