@@ -1,7 +1,8 @@
 -- release.lua: hands a claimed job whose token is current straight back to
 -- the head of pending, or, when it was claimed ahead of its due time (see
 -- claim.lua) and that time has not come, to the scheduled set at it. A job
--- whose cancellation was requested is canceled instead. Keys and arguments: store.Release in internal/store/ops.go.
+-- whose cancellation was requested is canceled instead. Keys and
+-- arguments: store.Release in internal/store/ops.go.
 -- Returns: 1 released (or canceled), through reply(); 2 released before
 --          with this token (a repeated call), 0 lease lost, -1 no such job.
 if not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
