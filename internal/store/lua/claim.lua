@@ -47,15 +47,22 @@ if not sets_current(meta[3]) then
   return redis.error_reply(STALE_SETS)
 end
 
--- starts_of answers the waits t as the reply's starts (see Returns)
-local function starts_of(t)
+-- starts_of answers the reply's starts (see Returns) of n jobs, t holding
+-- by index the waits of those held: "" when none is.
+local function starts_of(t, n)
+  if next(t) == nil then
+    return ''
+  end
+  for i = 1, n do
+    t[i] = t[i] or '0'
+  end
   local c = redis.call('TIME')
   return int_str(tonumber(c[1]) * 1000000 + tonumber(c[2]) + tonumber(A_offset_us)) .. ' ' .. table.concat(t, ',')
 end
 
 local prior = redis.call('HGET', K_claims, A_token_base)
 if prior then
-  local out, starts, waits = { 0, '', now_us, '' }, {}, false
+  local out, starts, n = { 0, '', now_us, '' }, {}, 0
   if wants_next and select(2, string.gsub(prior, ',', '')) + 1 < max then
     out[2] = next_due() -- the same caller, whose reply was lost (it had room)
   end
@@ -63,16 +70,16 @@ if prior then
     local f = load(id)
     if f and string.sub(f[R_token], 1, #A_token_base + 1) == A_token_base .. '.' then
       out[#out + 1] = packed(id, f)
+      n = n + 1
       -- a job claimed ahead starts at its due time, which is before its
       -- claimed_at (see below)
       local wait = (tonumber(f[R_claimed_at_ms]) or 0) * 1000 - 1 - now_us
-      starts[#starts + 1] = wait > 0 and int_str(wait) or '0'
-      waits = waits or wait > 0
+      if wait > 0 then
+        starts[n] = int_str(wait)
+      end
     end
   end
-  if waits then
-    out[4] = starts_of(starts)
-  end
+  out[4] = starts_of(starts, n)
   return rerun_reply(out, nil, { K_leases })
 end
 if meta[2] == '1' then
@@ -169,24 +176,24 @@ local saves, reads_data, stored = {}, {}, {}
 -- taken: the ids claimed so far; an id listed twice (requeued while a
 -- stale copy of it waited) is claimed once, its other copy is stale
 local taken = {}
--- lease_for answers the lease deadline of a job of spec, as a string
-local function lease_for(spec)
-  local lease_str = lease_strs[spec]
+-- lease_for answers the lease deadline, as a string, of a job of spec
+-- whose claim takes effect at at (ms), or now: the jobs of a claim that
+-- start now share one a spec
+local function lease_for(spec, at)
+  local lease_str = not at and lease_strs[spec]
   if not lease_str then
-    local v = vis
-    if v <= 0 then
-      v = spec_visibility(spec)
-    end
-    local lease = now + v
+    local lease = (at or now) + (vis > 0 and vis or spec_visibility(spec))
     note_sweep(K_leases, lease, lease)
     lease_str = int_str(lease)
-    lease_strs[spec] = lease_str
+    if not at then
+      lease_strs[spec] = lease_str
+    end
   end
   return lease_str
 end
 -- starts: by claimed job held until its due time, the µs until then (the
 -- others, nil here, may start at once)
-local starts, waits = {}, false
+local starts = {}
 -- claimed notes job id claimed, its record rec as stored and whether its
 -- answer reads the data hash
 local function claimed(id, rec, kind, attempts, lease_str, data)
@@ -203,29 +210,22 @@ end
 -- the jobs promote_due handed this claim (at most max: it promoted no more)
 for _, id in ipairs(direct or {}) do
   local f = direct.rec[id]
-  local start, lease_str, claimed_at = direct.start and direct.start[id], nil, now_str
-  if start then
-    -- Claimed ahead: its claim takes effect, and its lease runs, from the
-    -- end of the ms it is due in. That claimed_at after now is how a
-    -- release (and this claim's rerun) tells it from a job claimed due.
-    local at = math.floor(start / 1000) + 1
-    local lease = at + (vis > 0 and vis or spec_visibility(f[R_spec]))
-    note_sweep(K_leases, lease, lease)
-    lease_str, claimed_at = int_str(lease), int_str(at)
-  else
-    lease_str = lease_for(f[R_spec])
-  end
+  -- Claimed ahead, its claim takes effect, and its lease runs, from the end
+  -- of the ms it is due in (at). That claimed_at after now is how a
+  -- release (and this claim's rerun) tells it from a job claimed due.
+  local start = direct.start and direct.start[id]
+  local at = start and math.floor(start / 1000) + 1
+  local lease_str = lease_for(f[R_spec], at)
   f[R_status] = 'processing'
   f[R_attempts] = int_str(tonumber(f[R_attempts]) + 1)
   f[R_fence] = int_str(tonumber(f[R_fence]) + 1)
   f[R_token] = A_token_base .. '.' .. int_str(#ids + 1)
-  f[R_claimed_at_ms] = claimed_at
+  f[R_claimed_at_ms] = at and int_str(at) or now_str
   f[R_lease_until_ms] = lease_str
   -- the upstream of a workflow's node is in the data hash (see below)
   claimed(id, encode(f), f[R_kind], f[R_attempts], lease_str, not f.p or f[R_workflow] ~= '')
   if start then
     starts[#ids] = int_str(start - now_us)
-    waits = true
   end
 end
 local stale_budget = 1000
@@ -332,10 +332,5 @@ elseif wait_ms > 0 then
   mark_waiting(wait_ms) -- held back at MaxInFlight too: an ended lease writes to the stream
 end
 publish_events()
-if waits then
-  for i = 1, #ids do
-    starts[i] = starts[i] or '0'
-  end
-  out[4] = starts_of(starts) -- last: the latest reading of Redis's clock
-end
+out[4] = starts_of(starts, #ids) -- last: the latest reading of Redis's clock
 return reply(out)

@@ -1215,44 +1215,36 @@ end
 -- too, direct.start[id] the µs each is due at; the other jobs not yet due
 -- stay where they are.
 local function promote_due(limit, wakes, waiting_until, direct)
-  local upto, ids, scores, gone = direct and direct.upto, nil, nil, nil
-  if upto and list_len(K_pending) > 0 then
-    upto, direct = nil, nil -- older jobs wait in the list: these go behind them
-  end
+  -- with upto, members and scores alternate: split them
+  local upto, ids, scores = direct and direct.upto, nil, nil
   if upto then
-    -- members and scores alternate: split them; what stays is not gone
     local r = redis.call('ZRANGEBYSCORE', K_sched, '-inf', upto, 'WITHSCORES', 'LIMIT', '0', int_str(limit))
-    ids, scores, gone = {}, {}, {}
+    ids, scores = {}, {}
     for k = 1, #r / 2 do
       ids[k], scores[k] = r[2 * k - 1], r[2 * k]
     end
   else
     ids = redis.call('ZRANGEBYSCORE', K_sched, '-inf', cutoff, 'LIMIT', '0', int_str(limit))
-    gone = ids
   end
   if #ids == 0 then
     return 0
   end
-  if direct and not upto and list_len(K_pending) > 0 then
-    direct = nil -- older jobs wait in the list: these go behind them
+  if direct and list_len(K_pending) > 0 then
+    direct = nil -- older jobs wait in the list: these go behind them, none ahead
   end
-  local due, saves = {}, {}
+  local due, saves, gone = {}, {}, {} -- gone: the ids that leave the set
   local fs = load_many(ids) -- nil where a stale entry's job is gone: no ipairs
   local now_score = tonumber(cutoff)
   for k = 1, #ids do
     local f, id = fs[k], ids[k]
     local later = scores and tonumber(scores[k]) > now_score
     if not (f and f[R_status] == 'scheduled') then
-      if scores then
-        gone[#gone + 1] = id -- a stale entry
-      end
+      gone[#gone + 1] = id -- a stale entry
     elseif later and not (direct and f[R_labels] == '' and f[R_flow] == '') then
       -- not due yet, and not for this claim: it stays scheduled
     else
       due[#due + 1] = id
-      if scores then
-        gone[#gone + 1] = id
-      end
+      gone[#gone + 1] = id
       f[R_status] = 'pending'
       if direct and f[R_labels] == '' and f[R_flow] == '' then
         direct[#direct + 1] = id
