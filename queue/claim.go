@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chronoq/chronoq/internal/names"
@@ -63,7 +61,6 @@ const MaxAhead = 50 * time.Millisecond
 // falls due during the wait is promoted by the promoter, whose promotion
 // ends the wait.)
 func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Job, error) {
-	o.ahead = 0
 	cl, err := c.claim(ctx, queue, o, false)
 	return cl.jobs, err
 }
@@ -81,9 +78,9 @@ func (c *Client) Claim(ctx context.Context, queue string, o ClaimOptions) ([]*Jo
 // due jobs straight from the scheduled set (see claim.lua) also takes
 // those due within ahead, each under a lease from its due time:
 // starts[i], an instant of the client's clock, is when jobs[i] may start
-// (zero: at once). It is measured from the reply's arrival, so it is
-// never before the job is due by Redis's clock, however the two clocks
-// stand.
+// (zero: at once), by a lower bound of the queue's Redis clock
+// (store.Floor), so it is never before the job is due by Redis's clock,
+// however the two clocks stand.
 func (in *inside) ClaimNext(ctx context.Context, queue string, o any, ahead time.Duration) (any, []time.Time, time.Time, error) {
 	opts, ok := o.(ClaimOptions)
 	if !ok {
@@ -284,11 +281,22 @@ func (c *Client) claimOnce(ctx context.Context, queue string, k store.Keys, o Cl
 		}
 		cl.jobs = append(cl.jobs, j)
 	}
-	f, _ := c.floors.LoadOrStore(queue, &redisFloor{})
-	if cl.starts, err = startsOf(res.Starts, len(cl.jobs), f.(*redisFloor), res.NowUs, t1); err != nil {
-		return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
+	if o.ahead > 0 || res.Starts != "" {
+		if cl.starts, err = startsOf(res.Starts, len(cl.jobs), c.floorOf(queue), res.NowUs, t1); err != nil {
+			return claimed{}, fmt.Errorf("queue: claim from %s: %w", queue, err)
+		}
 	}
 	return cl, nil
+}
+
+// floorOf answers the bound of queue's Redis clock that its claims ahead
+// keep (one a queue: a cluster's nodes keep clocks of their own).
+func (c *Client) floorOf(queue string) *store.Floor {
+	if f, ok := c.floors.Load(queue); ok {
+		return f.(*store.Floor)
+	}
+	f, _ := c.floors.LoadOrStore(queue, &store.Floor{})
+	return f.(*store.Floor)
 }
 
 // startsOf reads claim.lua's starts for n jobs: "" (nil: all at once) or
@@ -296,12 +304,12 @@ func (c *Client) claimOnce(ctx context.Context, queue string, k store.Keys, o Cl
 // nowUs. It answers each as the instant of the client's clock at which
 // Redis's clock has reached it, by the bound f, which it first gives the
 // claim's own readings (seen at t1: the later one bounds closer).
-func startsOf(reply any, n int, f *redisFloor, nowUs int64, t1 time.Time) ([]time.Time, error) {
+func startsOf(reply any, n int, f *store.Floor, nowUs int64, t1 time.Time) ([]time.Time, error) {
 	s, ok := reply.(string)
 	if !ok {
 		return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: "a string"}
 	}
-	f.observe(nowUs, t1)
+	f.Observe(nowUs, t1)
 	if s == "" {
 		return nil, nil
 	}
@@ -310,7 +318,7 @@ func startsOf(reply any, n int, f *redisFloor, nowUs int64, t1 time.Time) ([]tim
 	if !ok || err != nil || endUs < nowUs {
 		return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: "Redis's µs at the end, a space, waits"}
 	}
-	f.observe(endUs, t1)
+	f.Observe(endUs, t1)
 	waits := strings.Split(list, ",")
 	if len(waits) != n {
 		return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: fmt.Sprintf("%d waits", n)}
@@ -322,57 +330,10 @@ func startsOf(reply any, n int, f *redisFloor, nowUs int64, t1 time.Time) ([]tim
 			return nil, &store.ReplyError{Script: "claim", Field: "starts", Reply: reply, Want: "waits in µs"}
 		}
 		if us > 0 {
-			out[i] = f.reaches(nowUs + us)
+			out[i] = f.Reaches(nowUs + us)
 		}
 	}
 	return out, nil
-}
-
-// redisFloor is a lower bound of a queue's Redis clock, from the claims'
-// readings of it: a claim that read Redis's now R answered at T on the
-// client's clock, so at any later X Redis's clock reads at least
-// R + (X − T)·(1 − floorDrift), the two clocks' rates being within
-// floorDrift of each other (NTP slews a clock by at most 500 ppm). Of its
-// readings, the one that gives the highest bound is kept: the claim whose
-// answer came back quickest, within floorFresh: after that any reading
-// replaces it, so that a queue whose Redis changed (a failover to a node
-// with a clock of its own) is bound by the new clock within a second. A
-// job claimed ahead then starts as soon as Redis's clock has certainly
-// reached its due time, whatever the offset between the clocks, and never
-// before: the bound is measured on the client's monotonic clock, from
-// readings of Redis's own. Safe for concurrent use; one a queue, as a
-// cluster's nodes keep clocks of their own.
-type redisFloor struct {
-	mu  sync.Mutex
-	r   int64     // Redis's µs read
-	t   time.Time // when it was read, on the client's clock (its answer's arrival)
-	set bool
-}
-
-// floorDrift is the most the rates of the client's clock and Redis's may
-// differ by (1,000 ppm, twice NTP's largest slew), as a fraction.
-const floorDrift = 0.001
-
-// floorFresh is how long a redisFloor keeps a reading against the later
-// ones that bound Redis's clock lower.
-const floorFresh = time.Second
-
-// observe takes a reading: Redis's now rUs, answered at t.
-func (f *redisFloor) observe(rUs int64, t time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.set || t.Sub(f.t) > floorFresh || float64(rUs) > float64(f.r)+float64(t.Sub(f.t).Microseconds())*(1-floorDrift) {
-		f.r, f.t, f.set = rUs, t, true
-	}
-}
-
-// reaches answers the instant of the client's clock from which Redis's
-// clock reads at least dueUs, by the bound.
-func (f *redisFloor) reaches(dueUs int64) time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	wait := math.Ceil(float64(dueUs-f.r) / (1 - floorDrift))
-	return f.t.Add(time.Duration(wait) * time.Microsecond)
 }
 
 // errWaitEnded is a wait on the wake stream that Redis ended because the

@@ -170,7 +170,7 @@ type Client struct {
 	enqueues *batch.Batcher[prepared, Enqueued] // single enqueues, by queue (coalesce.go)
 
 	labelSets sync.Map // queue name -> *setView: its label sets as last read (labels.go)
-	floors    sync.Map // queue name -> *redisFloor: a bound of its Redis's clock, for claims ahead (claim.go)
+	floors    sync.Map // queue name -> *store.Floor: a bound of its Redis's clock, for claims ahead (claim.go)
 
 	hubs     wakeHubs                     // the wake hubs of the waits (wakehub.go)
 	ends     endHub                       // the waits for job ends (endwait.go)
