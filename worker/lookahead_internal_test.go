@@ -25,6 +25,16 @@ func TestHeldRunsStartAtTheirTimeAndCompleteTogether(t *testing.T) {
 	}))
 	c := w.client
 	jobs := claimedBy(t, ctx, w, 3)
+	next := func() string { // the next handler to start, within ctx
+		t.Helper()
+		select {
+		case id := <-started:
+			return id
+		case <-ctx.Done():
+			t.Fatal("no handler started")
+			return ""
+		}
+	}
 	status := func(j *queue.Job) queue.Status {
 		got, err := c.Get(ctx, "q1", j.ID)
 		require.NoError(t, err)
@@ -37,7 +47,7 @@ func TestHeldRunsStartAtTheirTimeAndCompleteTogether(t *testing.T) {
 	require.Empty(t, started, "no handler before its time")
 
 	clock.Advance(10 * time.Millisecond)
-	require.Equal(t, jobs[0].ID, <-started)
+	require.Equal(t, jobs[0].ID, next())
 	// Its complete waits at the gate while the other run is held.
 	require.Eventually(t, func() bool {
 		w.mu.Lock()
@@ -48,7 +58,7 @@ func TestHeldRunsStartAtTheirTimeAndCompleteTogether(t *testing.T) {
 	require.Empty(t, started)
 
 	clock.Advance(10 * time.Millisecond)
-	require.Equal(t, jobs[1].ID, <-started)
+	require.Equal(t, jobs[1].ID, next())
 	w.live.Wait() // both settled: the last held run's start opened the gate
 	require.Equal(t, queue.StatusCompleted, status(jobs[0]))
 	require.Equal(t, queue.StatusCompleted, status(jobs[1]))
@@ -96,7 +106,12 @@ func TestAHeldRunsSpanStartsWhenItStarts(t *testing.T) {
 	require.NoError(t, clock.BlockUntilContext(ctx, 1))
 	held := time.Now() // the spans' clock is the real one
 	clock.Advance(10 * time.Millisecond)
-	sc := <-spans
+	var sc trace.SpanContext
+	select {
+	case sc = <-spans:
+	case <-ctx.Done():
+		t.Fatal("the handler did not start")
+	}
 	require.True(t, sc.IsValid(), "the handler runs in its span")
 	w.live.Wait()
 	found := false

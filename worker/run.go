@@ -62,11 +62,6 @@ func (w *Worker) start(q *queueState, job *queue.Job, at time.Time) {
 	r := &run{job: job, q: q, cancel: cancel, hbStop: make(chan struct{}),
 		w: w, log: newJobLog(w, job), beat: make(chan struct{}, 1), bg: w.bg}
 	ctx = context.WithValue(ctx, runKey{}, r)
-	// The run's span starts with its handler: a held job's when it starts.
-	tr, traced := tracing.Tracer()
-	if traced && at.IsZero() {
-		ctx = r.startSpan(ctx, tr)
-	}
 	w.mu.Lock()
 	w.free--
 	q.running++
@@ -77,29 +72,27 @@ func (w *Worker) start(q *queueState, job *queue.Job, at time.Time) {
 	w.mu.Unlock()
 	w.live.Add(1)
 	w.wg.Add(1)
-	if at.IsZero() {
-		go w.heartbeat(ctx, r)
-		go w.execute(ctx, r)
-		return
-	}
 	go func() {
-		held := w.hold(ctx, at)
-		w.mu.Lock()
-		if q.held--; q.held == 0 {
-			q.openGate()
+		if !at.IsZero() {
+			held := w.hold(ctx, at)
+			w.mu.Lock()
+			if q.held--; q.held == 0 {
+				q.openGate()
+			}
+			w.mu.Unlock()
+			if !held {
+				// Its context ended first (the stop handed it back): the
+				// handler does not run, and the run settles as one that
+				// returned its context's error at once.
+				r.skip = true
+				w.wg.Done() // no heartbeat
+				w.execute(ctx, r)
+				return
+			}
 		}
-		w.mu.Unlock()
-		if !held {
-			// Its context ended first (the stop handed it back): the
-			// handler does not run, and the run settles as one that
-			// returned its context's error at once.
-			r.skip = true
-			w.wg.Done() // no heartbeat
-			w.execute(ctx, r)
-			return
-		}
-		if traced {
-			ctx = r.startSpan(ctx, tr)
+		// The run's span starts with its handler: a held job's when it starts.
+		if t, on := tracing.Tracer(); on {
+			ctx = r.startSpan(ctx, t)
 		}
 		go w.heartbeat(ctx, r)
 		w.execute(ctx, r)
