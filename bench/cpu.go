@@ -18,10 +18,19 @@ type profiler struct{ dir string }
 // function answered ends it, once however often it is called. With no
 // directory, or when a profile cannot start, it does nothing.
 func (p profiler) start(side string, f flow) func() {
-	if p.dir == "" || f.split {
+	if f.split {
 		return func() {}
 	}
-	path := filepath.Join(p.dir, side+"-"+strings.ReplaceAll(f.name(), " ", "-")+".pprof")
+	return p.named(side + "-" + f.name())
+}
+
+// named begins a profile written to <name>.pprof, spaces made dashes;
+// the function answered ends it, once however often it is called.
+func (p profiler) named(name string) func() {
+	if p.dir == "" {
+		return func() {}
+	}
+	path := filepath.Join(p.dir, strings.ReplaceAll(name, " ", "-")+".pprof")
 	out, err := os.Create(path)
 	if err != nil {
 		logf("cpuprofile: %v", err)

@@ -143,7 +143,7 @@ func (b *bench) parseFlags() runFlags {
 	flag.IntVar(&b.fairKeys, "fair-keys", 1000, "cold keys in the fairness scenario, 5 jobs each, enqueued while the hot key's jobs drain")
 	flag.DurationVar(&b.deadline, "deadline", 120*time.Second, "the most one side of one scenario may run; then it stops and reports what it got (marked *)")
 	flag.StringVar(&b.runtime, "runtime", runtimeWorker, "chronoq's consumer: worker (package worker, concurrency 50) or loop (50 goroutines: Claim(Max 32, Wait 50 ms) + CompleteMany)")
-	flag.StringVar(&b.prof.dir, "cpuprofile", "", "a directory to write a CPU profile of this process into for each timed end-to-end and drain pass (<side>-<flow>.pprof)")
+	flag.StringVar(&b.prof.dir, "cpuprofile", "", "a directory to write a CPU profile of this process into for each timed end-to-end, drain and enqueue pass (<side>-<flow>.pprof)")
 	flag.Parse()
 	return f
 }

@@ -333,9 +333,11 @@ func (b *bench) enqueueRun(ctx context.Context, name string, send sendFunc) thro
 		return res
 	}
 	cpu0 := b.cpu()
+	endProfile := b.prof.named(name + " enqueue")
 	start := time.Now()
 	n, err := produce(ctx, fillProducers, b.n, enqueueBatch, send)
 	res.elapsed = time.Since(start)
+	endProfile()
 	res.cpu = b.cpu() - cpu0
 	res.done, res.incomplete = n, err != nil
 	if err != nil {
