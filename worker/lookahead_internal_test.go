@@ -43,7 +43,12 @@ func TestHeldRunsStartAtTheirTimeAndCompleteTogether(t *testing.T) {
 	now := clock.Now()
 	w.start(q, jobs[0], now.Add(10*time.Millisecond))
 	w.start(q, jobs[1], now.Add(20*time.Millisecond))
-	require.NoError(t, clock.BlockUntilContext(ctx, 2)) // both held on their timers
+	require.NoError(t, clock.BlockUntilContext(ctx, 1)) // both held on one alarm, for the first
+	require.Eventually(t, func() bool {
+		w.holds.mu.Lock()
+		defer w.holds.mu.Unlock()
+		return len(w.holds.q) == 2
+	}, 10*time.Second, time.Millisecond)
 	require.Empty(t, started, "no handler before its time")
 
 	clock.Advance(10 * time.Millisecond)

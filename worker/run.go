@@ -9,9 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chronoq/chronoq/internal/alarm"
 	"github.com/chronoq/chronoq/internal/batch"
-	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/chronoq/chronoq/queue"
 	"go.opentelemetry.io/otel/trace"
@@ -74,7 +72,7 @@ func (w *Worker) start(q *queueState, job *queue.Job, at time.Time) {
 	w.wg.Add(1)
 	go func() {
 		if !at.IsZero() {
-			held := w.hold(ctx, at)
+			held := w.holds.wait(ctx, at)
 			w.mu.Lock()
 			if q.held--; q.held == 0 {
 				q.openGate()
@@ -97,22 +95,6 @@ func (w *Worker) start(q *queueState, job *queue.Job, at time.Time) {
 		go w.heartbeat(ctx, r)
 		w.execute(ctx, r)
 	}()
-}
-
-// hold waits until at on the client's clock, the time a job claimed ahead
-// may start, and answers true, or false when ctx ends first. The wait is
-// an alarm's: its end on a kernel timer, not a Go timer up to a
-// millisecond late (package alarm).
-func (w *Worker) hold(ctx context.Context, at time.Time) bool {
-	rang := make(chan struct{})
-	a := alarm.New(plumbing.Of(w.client).Clock(), at, func() { close(rang) })
-	defer a.Stop()
-	select {
-	case <-rang:
-		return ctx.Err() == nil
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // startSpan starts the run's span, "process <queue>" (a consumer span of

@@ -193,6 +193,7 @@ type Worker struct {
 	wake         chan struct{} // a watched queue has jobs, or a job is due (capacity 1)
 	rearm        chan struct{} // a run asked for a retry sooner than any known (capacity 1)
 	alarm        *alarm.Alarm  // rings wake when the earliest known job is due; the claim loop owns it
+	holds        holds         // the runs claimed ahead, until their time
 
 	bg         context.Context // Run's ctx without its cancellation: store calls that must finish
 	runCtx     context.Context // cancelled at the stop: idle waits
@@ -231,7 +232,8 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, client: cfg.Client, completes: newCompletes(cfg.Client), free: cfg.Concurrency, running: map[*run]struct{}{},
 		clock: cmp.Or[clockwork.Clock](cfg.Clock, plumbing.Of(cfg.Client).Clock()), log: cmp.Or(cfg.Logger, slog.Default()),
 		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
-		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1)}
+		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1),
+		holds: holds{clock: plumbing.Of(cfg.Client).Clock()}}
 	var err error
 	if w.queues, err = queueStates(cfg); err != nil {
 		return nil, err
