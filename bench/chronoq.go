@@ -8,17 +8,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 	"github.com/chronoq/chronoq/worker"
 )
 
 // chronoq's side: a queue.Client with its defaults, a worker.Worker (or,
 // with -runtime loop, plain claim loops) and, where jobs are scheduled, a
-// delayed.Promoter over the same client.
+// delayed.Promoter on a client of its own.
 
 const (
 	chronoqQueue = "bench"
@@ -179,10 +181,25 @@ func (s *chronoqSide) consumeLoop(ctx context.Context, jobs int, h handler, comp
 	}, nil
 }
 
-// promote starts a delayed.Promoter over the client, for the queue.
-func (s *chronoqSide) promote(ctx context.Context) (stop func(), err error) {
-	p, err := delayed.NewPromoter(delayed.Config{Source: s.c.Source(), Queues: []string{chronoqQueue}})
+// promote starts a delayed.Promoter for the queue, an instance of its own
+// (its own client and connections, as in `chronoq serve`) on a clock off
+// the true time by skew (none when 0). chronoq decides what is due by
+// Redis's clock, so the skew must not make a job early or later.
+func promote(ctx context.Context, addr string, skew time.Duration) (stop func(), err error) {
+	var clock clockwork.Clock
+	if skew != 0 {
+		clock = testutil.SkewedClock(skew)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	c, err := queue.NewClient(queue.Config{Redis: rdb, Clock: clock})
 	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	side := &chronoqSide{rdb: rdb, c: c}
+	p, err := delayed.NewPromoter(delayed.Config{Source: c.Source(), Queues: []string{chronoqQueue}, Clock: clock})
+	if err != nil {
+		side.close()
 		return nil, err
 	}
 	promoting := lifecycle.Start(ctx, p)
@@ -190,6 +207,7 @@ func (s *chronoqSide) promote(ctx context.Context) (stop func(), err error) {
 		sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		defer cancel()
 		_ = promoting.Stop(sctx)
+		side.close()
 	}, nil
 }
 

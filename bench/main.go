@@ -72,6 +72,8 @@ type bench struct {
 	fairKeys int    // scenario 7: cold keys, fairPerKey jobs each
 	runtime  string // chronoq's consumer: runtimeWorker or runtimeLoop
 	prof     profiler
+	// promoterSkew is how far the promoter's clock is off the true time.
+	promoterSkew time.Duration
 }
 
 func main() {
@@ -142,6 +144,7 @@ func (b *bench) parseFlags() runFlags {
 	flag.IntVar(&b.fairHot, "fair-hot", 50_000, "jobs of the hot key in the fairness scenario, enqueued first")
 	flag.IntVar(&b.fairKeys, "fair-keys", 1000, "cold keys in the fairness scenario, 5 jobs each, enqueued while the hot key's jobs drain")
 	flag.DurationVar(&b.deadline, "deadline", 120*time.Second, "the most one side of one scenario may run; then it stops and reports what it got (marked *)")
+	flag.DurationVar(&b.promoterSkew, "promoter-skew", 0, "how far chronoq's promoter's clock is off the true time (say 30s) in the scenarios that run one (late, retry); at most 24h either way")
 	flag.StringVar(&b.runtime, "runtime", runtimeWorker, "chronoq's consumer: worker (package worker, concurrency 50) or loop (50 goroutines: Claim(Max 32, Wait 50 ms) + CompleteMany)")
 	flag.StringVar(&b.prof.dir, "cpuprofile", "", "a directory to write a CPU profile of this process into for each timed end-to-end, drain and enqueue pass (<side>-<flow>.pprof)")
 	flag.Parse()
@@ -168,6 +171,9 @@ func (b *bench) check(only string) (map[string]bool, error) {
 	}
 	if b.deadline <= 0 || b.deadline > time.Hour {
 		return nil, errors.New("-deadline must be in (0, 1h]")
+	}
+	if b.promoterSkew < -24*time.Hour || b.promoterSkew > 24*time.Hour {
+		return nil, errors.New("-promoter-skew must be in [-24h, 24h]")
 	}
 	if err := b.prof.check(); err != nil {
 		return nil, err
@@ -221,8 +227,8 @@ func (b *bench) printResults(t *table, srvInfo map[string]string, selected map[s
 		depVersion("github.com/hibiken/asynq"), srvInfo["redis_version"], b.addr, runtime.Version(),
 		runtime.GOMAXPROCS(0), time.Now().Format(time.DateTime))
 	fmt.Printf("chronoq's consumer: %s; asynq: Server{Concurrency: 50}, defaults otherwise\n", chronoqRuntime)
-	fmt.Printf("n=%d late-n=%d retry-n=%d mem-n=%d fair-hot=%d fair-keys=%d deadline=%s\n\n", b.n, b.lateN, b.retryN, b.memN,
-		b.fairHot, b.fairKeys, b.deadline)
+	fmt.Printf("n=%d late-n=%d retry-n=%d mem-n=%d fair-hot=%d fair-keys=%d deadline=%s promoter-skew=%s\n\n", b.n, b.lateN, b.retryN, b.memN,
+		b.fairHot, b.fairKeys, b.deadline, b.promoterSkew)
 	t.print(os.Stdout)
 	fmt.Println()
 	fmt.Println("ratio: how many times better chronoq did. (c/a) = chronoq/asynq, for higher-is-better rows;")

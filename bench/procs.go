@@ -233,7 +233,7 @@ func (b *bench) lateProcs(ctx context.Context, n int, scheduled bool) procRun {
 		return res
 	}
 	defer s.close()
-	stopP, err := s.promote(ctx)
+	stopP, err := promote(ctx, b.addr, b.promoterSkew)
 	if err != nil {
 		logf("chronoq: %v", err)
 		return res

@@ -415,7 +415,7 @@ func (b *bench) chronoqLate(ctx context.Context) delays {
 		return smp.collect(true)
 	}
 	defer s.close()
-	stopP, err := s.promote(ctx)
+	stopP, err := promote(ctx, b.addr, b.promoterSkew)
 	if err != nil {
 		logf("chronoq: %v", err)
 		return smp.collect(true)
@@ -531,7 +531,7 @@ func (b *bench) chronoqRetry(ctx context.Context) delays {
 		return smp.collect(true)
 	}
 	defer s.close()
-	stopP, err := s.promote(ctx)
+	stopP, err := promote(ctx, b.addr, b.promoterSkew)
 	if err != nil {
 		logf("chronoq: %v", err)
 		return smp.collect(true)
