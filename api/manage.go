@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -283,12 +282,16 @@ func (s *Server) rescheduleJob(c echo.Context) error {
 	if err := s.decode(c, &req, false); err != nil {
 		return err
 	}
-	var runAt time.Time
+	var j *queue.Job
 	switch {
 	case req.RunAt != nil && req.Delay != nil:
 		return invalidArg("delay", "give run_at or delay, not both")
 	case req.RunAt != nil:
-		if runAt, err = parseTime("run_at", *req.RunAt); err != nil {
+		runAt, err := parseTime("run_at", *req.RunAt)
+		if err != nil {
+			return err
+		}
+		if j, err = s.manage.Reschedule(c.Request().Context(), q, id, runAt); err != nil {
 			return err
 		}
 	case req.Delay != nil:
@@ -296,13 +299,12 @@ func (s *Server) rescheduleJob(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		runAt = s.clock.Now().Add(d)
+		// after Redis's now, by Redis's clock, as an enqueue's delay
+		if j, err = s.manage.RescheduleIn(c.Request().Context(), q, id, d); err != nil {
+			return err
+		}
 	default:
 		return invalidArg("run_at", "give run_at or delay")
-	}
-	j, err := s.manage.Reschedule(c.Request().Context(), q, id, runAt)
-	if err != nil {
-		return err
 	}
 	return writeJob(c, http.StatusOK, j)
 }

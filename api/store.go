@@ -45,6 +45,7 @@ type Reader interface {
 // the limits of each flow key, keys' overrides, the keys with work.
 type Manager interface {
 	Reschedule(ctx context.Context, queue, id string, runAt time.Time) (*queue.Job, error)
+	RescheduleIn(ctx context.Context, queue, id string, d time.Duration) (*queue.Job, error)
 	Cancel(ctx context.Context, queue, id string) (*queue.Job, error)
 	RunNow(ctx context.Context, queue, id string) (*queue.Job, error)
 	RequeueDead(ctx context.Context, queue, kind string) (int, error)

@@ -194,7 +194,11 @@ func (s *Server) fail(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		o.RetryAt = s.clock.Now().Add(d)
+		// after Redis records the failure, by Redis's clock (a delay added
+		// to this host's now would move by the host clock's error)
+		if o.RetryIn = d; d == 0 {
+			o.RetryIn = -1 // at once
+		}
 	}
 	wid, err := s.workerID(req.WorkerID)
 	if err != nil {

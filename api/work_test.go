@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 func TestWorkerProtocol(t *testing.T) {
@@ -89,6 +90,44 @@ func TestWorkerProtocol(t *testing.T) {
 	})
 }
 
+// A server whose clock is minutes off Redis's: a fail's retry_after and a
+// reschedule's delay count on Redis's clock, as an enqueue's delay does
+// (made instants of the server's clock, they would be minutes off).
+func TestDelaysOfASkewedServerCountOnRedisClock(t *testing.T) {
+	t.Parallel()
+	for _, skew := range []time.Duration{-5 * time.Minute, 5 * time.Minute} {
+		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
+			rdb := testutil.Redis(t)
+			b := setup(t, func(sc *setupConfig) { sc.rdb, sc.clock = rdb, testutil.SkewedClock(skew) })
+			redisNow := func() time.Time {
+				now, err := rdb.Time(b.ctx).Result()
+				require.NoError(t, err)
+				return now
+			}
+			// due requires the job's run_at d after an instant in [from, to],
+			// to the millisecond it keeps.
+			due := func(r response, from, to time.Time, d time.Duration) {
+				t.Helper()
+				require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+				at, err := time.Parse(time.RFC3339Nano, *decodeAs[jobView](t, r).RunAt)
+				require.NoError(t, err)
+				require.False(t, at.Before(from.Add(d).Truncate(time.Millisecond)), "due %s, before %s + %s", at, from, d)
+				require.False(t, at.After(to.Add(d)), "due %s, after %s + %s", at, to, d)
+			}
+			j := b.enqueue(t, map[string]any{"queue": "sk"})
+			tok := b.claim(t, "sk", 1)[0].Token
+			from := redisNow()
+			r := b.do(t, http.MethodPost, "/v1/queues/sk/jobs/"+j.ID+"/fail", map[string]any{"token": tok, "error": "e", "retry_after": "2s"})
+			due(r, from, redisNow(), 2*time.Second)
+
+			from = redisNow()
+			r = b.do(t, http.MethodPatch, "/v1/queues/sk/jobs/"+j.ID, map[string]any{"delay": "1m"})
+			due(r, from, redisNow(), time.Minute)
+		})
+	}
+}
+
 func TestFail(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -109,7 +148,7 @@ func TestFail(t *testing.T) {
 	tok = b.claim(t, "f", 1)[0].Token
 	r = b.do(t, http.MethodPost, "/v1/queues/f/jobs/"+j.ID+"/fail", map[string]any{"token": tok, "error": "later", "retry_after": "1m"})
 	require.Equal(t, http.StatusOK, r.status)
-	require.Equal(t, "2030-01-02T03:05:15.000Z", *decodeAs[jobView](t, r).RunAt)
+	requireSoonAfter(t, "2030-01-02T03:05:15.000Z", decodeAs[jobView](t, r).RunAt, "Redis's now + 1 m")
 
 	// dead: true ends it whatever attempts are left.
 	b.clock.Advance(time.Minute)

@@ -1516,7 +1516,7 @@ type Fail struct {
 	// Error recorded as last_error (at most 64 KiB kept)
 	Error *string `json:"error,omitempty"`
 
-	// RetryAfter Go duration string ("90s", "1m30s", "250ms"). The retry's delay instead of the backoff's; not with dead.
+	// RetryAfter Go duration string ("90s", "1m30s", "250ms"). The retry's delay instead of the backoff's, after Redis's now (its clock, not the server's); not with dead.
 	//
 	// Example: 30s
 	RetryAfter *string `json:"retry_after,omitempty"`
@@ -2162,7 +2162,7 @@ type Requeued struct {
 
 // Reschedule Exactly one of run_at or delay. A field given as null is the same as a field left out.
 type Reschedule struct {
-	// Delay Go duration string ("90s", "1m30s", "250ms").
+	// Delay Go duration string ("90s", "1m30s", "250ms"). After Redis's now (its clock, not the server's).
 	//
 	// Example: 30s
 	Delay *string    `json:"delay,omitempty"`

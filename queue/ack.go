@@ -205,8 +205,15 @@ func (c *Client) checkAck(a Ack) (arts string, err error) {
 type FailOptions struct {
 	// Error is recorded as the job's last error.
 	Error string
-	// RetryAt, when set, is the next run instead of now + backoff.
+	// RetryAt, when set, is the next run instead of now + backoff: an
+	// instant of the caller's clock, taken as it is.
 	RetryAt time.Time
+	// RetryIn, when not zero, is the next run instead of now + backoff:
+	// this long after Redis records the failure, by Redis's clock, so a
+	// host whose clock is off does not move it (a delay made an instant
+	// with RetryAt would move by the host's error). Less than zero: at
+	// once. At most MaxDelay; not with RetryAt.
+	RetryIn time.Duration
 	// Dead sends the job to the dead set whatever attempts are left.
 	Dead bool
 }
@@ -224,7 +231,7 @@ type FailResult struct {
 const MaxErrorBytes = 64 << 10
 
 // Fail records a failed attempt of a claimed job: it retries at now + the
-// job's backoff (or at o.RetryAt), or goes to the dead set when its
+// job's backoff (or at o.RetryAt, or o.RetryIn from now), or goes to the dead set when its
 // attempts are spent or o.Dead is set. It answers ErrLeaseLost, and changes
 // nothing, when token is not the job's current claim.
 func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOptions) (FailResult, error) {
@@ -251,7 +258,14 @@ func (c *Client) fail(ctx context.Context, queue, id, token string, o FailOption
 		msg = strings.ToValidUTF8(msg[:MaxErrorBytes], "") + "…(truncated)"
 	}
 	retryAt := "-1"
-	if !o.RetryAt.IsZero() {
+	switch {
+	case !o.RetryAt.IsZero() && o.RetryIn != 0:
+		return FailResult{}, invalid("retry_in", "give RetryAt or RetryIn, not both")
+	case o.RetryIn > MaxDelay:
+		return FailResult{}, invalid("retry_in", "more than %s ahead", MaxDelay)
+	case o.RetryIn != 0:
+		retryAt = delayWhen(max(o.RetryIn, 0))
+	case !o.RetryAt.IsZero():
 		retryAt = scoreOf(o.RetryAt)
 	}
 	res, err := call(ctx, c, store.Fail, k, &store.FailArgs{ID: id, Token: token, Error: msg, RetryAt: retryAt, Dead: o.Dead,

@@ -226,7 +226,7 @@ func whenOf(nj *NewJob, now time.Time) (string, *FieldError) {
 		return "", invalid("delay", "must be in [0, %s], got %s", MaxDelay, nj.Delay)
 	}
 	if nj.RunAt.IsZero() {
-		return "d" + strconv.FormatInt(nj.Delay.Microseconds(), 10), nil
+		return delayWhen(nj.Delay), nil
 	}
 	if nj.RunAt.After(now.Add(MaxDelay)) {
 		return "", invalid("run_at", "more than %s ahead", MaxDelay)

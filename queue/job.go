@@ -317,6 +317,12 @@ func scoreOf(t time.Time) string {
 	return usScore(ceilMicro(t).UnixMicro())
 }
 
+// delayWhen is a script's "when" of a delay d after Redis's now,
+// "d<µs>", d rounded up to the microsecond (never under what was asked).
+func delayWhen(d time.Duration) string {
+	return "d" + strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
+}
+
 // ceilMicro is t rounded up to the microsecond, as the schedule keeps it.
 func ceilMicro(t time.Time) time.Time {
 	if c := t.Truncate(time.Microsecond); c.Before(t) {

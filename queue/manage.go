@@ -235,6 +235,28 @@ func (c *Client) cancel(ctx context.Context, queue, id, claim string) (*Job, int
 // enqueue, the schedule keeps runAt to the microsecond and the job's
 // RunAt is its millisecond. Jobs in any other status answer ErrConflict.
 func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Time) (*Job, error) {
+	if runAt.IsZero() {
+		return nil, invalid("run_at", "is required")
+	}
+	if runAt.After(c.clock.Now().Add(MaxDelay)) {
+		return nil, invalid("run_at", "more than %s ahead", MaxDelay)
+	}
+	return c.reschedule(ctx, queue, id, "a"+scoreOf(runAt))
+}
+
+// RescheduleIn is Reschedule to d after Redis's now, by Redis's clock: a
+// host whose clock is off does not move it, as it would a run-at made of
+// the host's now and d. d is 0 to MaxDelay.
+func (c *Client) RescheduleIn(ctx context.Context, queue, id string, d time.Duration) (*Job, error) {
+	if d < 0 || d > MaxDelay {
+		return nil, invalid("delay", "must be in [0, %s], got %s", MaxDelay, d)
+	}
+	return c.reschedule(ctx, queue, id, delayWhen(d))
+}
+
+// reschedule runs reschedule.lua for Reschedule and RescheduleIn, with
+// when in its form ("a<score>" or "d<µs>").
+func (c *Client) reschedule(ctx context.Context, queue, id, when string) (*Job, error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
 		return nil, err
@@ -242,14 +264,7 @@ func (c *Client) Reschedule(ctx context.Context, queue, id string, runAt time.Ti
 	if err := names.ValidateID(id); err != nil {
 		return nil, err
 	}
-	now := c.clock.Now()
-	if runAt.IsZero() {
-		return nil, invalid("run_at", "is required")
-	}
-	if runAt.After(now.Add(MaxDelay)) {
-		return nil, invalid("run_at", "more than %s ahead", MaxDelay)
-	}
-	res, err := call(ctx, c, store.Reschedule, k, &store.RescheduleArgs{ID: id, When: "a" + scoreOf(runAt)})
+	res, err := call(ctx, c, store.Reschedule, k, &store.RescheduleArgs{ID: id, When: when})
 	if err != nil {
 		return nil, fmt.Errorf("queue: reschedule %s/%s: %w", queue, id, err)
 	}

@@ -131,3 +131,75 @@ func TestSkewedInstancesAreNeverEarlyAndNeverStealALease(t *testing.T) {
 		})
 	}
 }
+
+// A delay asked of a host whose clock is off is counted on Redis's clock:
+// a retry RetryIn from now, and a reschedule RescheduleIn from now, fall
+// due that long after Redis's now whatever the host's clock says (a run-at
+// made of the host's now and the delay would be off by the skew: a job
+// due at once, or minutes late).
+func TestDelaysFromASkewedHostCountOnRedisClock(t *testing.T) {
+	t.Parallel()
+	for _, skew := range []time.Duration{-5 * time.Minute, 5 * time.Minute} {
+		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
+			rdb := testutil.Redis(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: testutil.SkewedClock(skew)})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			redisNow := func() time.Time {
+				now, err := rdb.Time(ctx).Result()
+				require.NoError(t, err)
+				return now
+			}
+			// within answers whether at is d after an instant in [from, to],
+			// to the millisecond a job's RunAt keeps.
+			within := func(at, from, to time.Time, d time.Duration) {
+				t.Helper()
+				require.False(t, at.Before(from.Add(d).Truncate(time.Millisecond)), "due %s, before %s + %s", at, from, d)
+				require.False(t, at.After(to.Add(d)), "due %s, after %s + %s", at, to, d)
+			}
+			const q = "skewed"
+			_, err = c.Enqueue(ctx, queue.NewJob{Queue: q, Kind: "k"})
+			require.NoError(t, err)
+			jobs, err := c.Claim(ctx, q, queue.ClaimOptions{})
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+
+			from := redisNow()
+			res, err := c.Fail(ctx, q, jobs[0].ID, jobs[0].Token, queue.FailOptions{Error: "e", RetryIn: 2 * time.Second})
+			require.NoError(t, err)
+			to := redisNow()
+			require.Equal(t, queue.StatusScheduled, res.Status)
+			within(res.Due, from, to, 2*time.Second)
+
+			from = redisNow()
+			j, err := c.RescheduleIn(ctx, q, jobs[0].ID, time.Minute)
+			require.NoError(t, err)
+			within(j.RunAt, from, redisNow(), time.Minute)
+
+			// At once: due now by Redis's clock, so pending.
+			j, err = c.RescheduleIn(ctx, q, jobs[0].ID, 0)
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusPending, j.Status)
+			jobs, err = c.Claim(ctx, q, queue.ClaimOptions{})
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			res, err = c.Fail(ctx, q, jobs[0].ID, jobs[0].Token, queue.FailOptions{Error: "e", RetryIn: -1})
+			require.NoError(t, err)
+			require.Equal(t, queue.StatusPending, res.Status, "a RetryIn below zero retries at once")
+
+			// Refused: both forms at once, and a delay past MaxDelay.
+			jobs, err = c.Claim(ctx, q, queue.ClaimOptions{})
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			_, err = c.Fail(ctx, q, jobs[0].ID, jobs[0].Token, queue.FailOptions{RetryIn: time.Second, RetryAt: time.Now()})
+			require.ErrorIs(t, err, queue.ErrInvalid)
+			_, err = c.Fail(ctx, q, jobs[0].ID, jobs[0].Token, queue.FailOptions{RetryIn: queue.MaxDelay + time.Second})
+			require.ErrorIs(t, err, queue.ErrInvalid)
+			_, err = c.RescheduleIn(ctx, q, jobs[0].ID, -time.Second)
+			require.ErrorIs(t, err, queue.ErrInvalid)
+		})
+	}
+}

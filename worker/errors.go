@@ -38,7 +38,10 @@ func (e *skipRetryError) Unwrap() error { return e.err }
 // RetryAfter fails the attempt and asks for the next one d after the
 // handler returns, instead of after the job's backoff (rate limits,
 // Retry-After headers). The job still dies when its attempts are spent. A
-// negative d means now.
+// negative d means now; a d over queue.MaxDelay is MaxDelay. The delay is
+// counted on Redis's clock from when the store records the failure, less
+// the time since the handler returned, so a host clock that is off does
+// not move it.
 func RetryAfter(d time.Duration, err error) error {
 	if err == nil {
 		err = errors.New("retry requested")

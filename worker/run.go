@@ -210,7 +210,12 @@ func (w *Worker) fail(ctx context.Context, q *queueState, o Outcome, msg string,
 	case errors.As(o.Err, &skip):
 		fo.Dead = true
 	case errors.As(o.Err, &after):
-		fo.RetryAt = at.Add(after.delay)
+		// The time since at passes on this host's clock, the rest of the
+		// delay after Redis records the failure, on Redis's: a host clock
+		// that is off moves neither.
+		if fo.RetryIn = min(after.delay, queue.MaxDelay) - w.clock.Since(at); fo.RetryIn <= 0 {
+			fo.RetryIn = -1 // passed already: at once
+		}
 	}
 	res, err := w.client.Fail(ctx, j.Queue, j.ID, j.Token, fo)
 	if err != nil {

@@ -394,8 +394,10 @@ func TestErrorsDecideTheRetry(t *testing.T) {
 	require.Equal(t, "bad input", got.LastError)
 
 	require.Equal(t, queue.StatusScheduled, byID[later.ID].Status)
-	require.Equal(t, now.Add(90*time.Second), byID[later.ID].RunAt, "RetryAfter sets run_at")
-	require.Equal(t, now.Add(90*time.Second), b.get(t, "q1", later.ID).RunAt)
+	// 90 s after the failure, by Redis's clock (which follows the fake one
+	// and runs on in real time between its steps)
+	requireSoonAfter(t, now.Add(90*time.Second), byID[later.ID].RunAt, "RetryAfter sets run_at")
+	require.Equal(t, byID[later.ID].RunAt, b.get(t, "q1", later.ID).RunAt)
 
 	requireSoonAfter(t, now.Add(4*time.Second), byID[flaky.ID].RunAt, "a plain error takes the backoff")
 	require.ErrorIs(t, byID[unknown.ID].Err, worker.ErrUnknownKind)
@@ -421,9 +423,12 @@ func TestRetryRunsAtItsTimeWithNoPromoter(t *testing.T) {
 	first := recv(t, b.ctx, runs)
 	o := b.outcome(t)
 	require.Equal(t, queue.StatusScheduled, o.Status)
-	due := first.Add(time.Second + 300*time.Microsecond)
-	b.clock.Advance(due.Sub(b.clock.Now()))
-	require.Equal(t, due, recv(t, b.ctx, runs), "run again at its due time")
+	// Due 1.0003 s after Redis recorded the failure, by Redis's clock
+	// (which follows the fake one and runs on in real time meanwhile):
+	// in the millisecond o.RunAt.
+	requireSoonAfter(t, first.Add(time.Second+300*time.Microsecond), o.RunAt)
+	b.clock.Advance(o.RunAt.Add(time.Millisecond).Sub(b.clock.Now()))
+	require.Equal(t, o.RunAt.Add(time.Millisecond), recv(t, b.ctx, runs), "run again once due")
 	require.Equal(t, j.ID, o.Job.ID)
 	require.Equal(t, queue.StatusCompleted, b.outcome(t).Status)
 }
@@ -504,6 +509,49 @@ func TestJobsClaimedAheadNeverStartEarly(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("not every job ran")
 		}
+	}
+}
+
+// A worker on a host whose clock is off by minutes: a RetryAfter delay
+// counts on Redis's clock, so the retry falls due that long after the
+// handler returned, not at once (a clock behind) or minutes late (ahead).
+func TestRetryAfterCountsOnRedisClockOnASkewedHost(t *testing.T) {
+	t.Parallel()
+	for _, skew := range []time.Duration{-5 * time.Minute, 5 * time.Minute} {
+		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
+			rdb := testutil.Redis(t)
+			c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: testutil.SkewedClock(skew)})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			t.Cleanup(cancel)
+			returned := make(chan time.Time, 1) // Redis's time as the handler returns
+			handler := worker.HandlerFunc(func(ctx context.Context, j *queue.Job) (json.RawMessage, error) {
+				now, err := rdb.Time(ctx).Result()
+				if err != nil {
+					return nil, err
+				}
+				returned <- now
+				return nil, worker.RetryAfter(2*time.Second, errors.New("later"))
+			})
+			outcomes := make(chan worker.Outcome, 1)
+			w, err := worker.New(worker.Config{Client: c, Handler: handler, Queues: []worker.QueueConfig{{Name: "q1"}},
+				DisableRegistry: true, OnOutcome: func(o worker.Outcome) { outcomes <- o }})
+			require.NoError(t, err)
+			run := lifecycle.Start(ctx, w)
+			t.Cleanup(func() { require.NoError(t, run.Stop(context.Background())) })
+			_, err = c.Enqueue(ctx, queue.NewJob{Queue: "q1", Kind: "k"})
+			require.NoError(t, err)
+			from := recv(t, ctx, returned)
+			o := recv(t, ctx, outcomes)
+			to, err := rdb.Time(ctx).Result()
+			require.NoError(t, err)
+			require.NoError(t, o.StoreErr)
+			require.Equal(t, queue.StatusScheduled, o.Status)
+			require.False(t, o.RunAt.Before(from.Add(2*time.Second).Truncate(time.Millisecond)), "due %s, asked 2 s after %s", o.RunAt, from)
+			require.False(t, o.RunAt.After(to.Add(2*time.Second)), "due %s, asked 2 s before %s", o.RunAt, to)
+		})
 	}
 }
 

@@ -2,8 +2,9 @@
 -- current: a retry after the job's backoff (or at retry_at), the dead set
 -- when its attempts are spent or dead is "1", or canceled when its
 -- cancellation was requested. Keys and arguments: specFail in
--- internal/store/layout.go; retry_at is a due score, or "-1" for now + the backoff;
--- jitter a number in [0, 1) for the backoff's jitter.
+-- internal/store/layout.go; retry_at is "-1" for now + the backoff, a due
+-- score, or "d<µs>" a delay after Redis's now (see due_of); jitter a
+-- number in [0, 1) for the backoff's jitter.
 -- Returns: { code, status, run_at_ms, due } (through reply() once it
 --          writes): code 1 done, 2 this token's failure was recorded
 --          before (a repeated call; status is the job's status now), 0
@@ -11,6 +12,9 @@
 -- The backoff formula is queue.Backoff.Delay's; a test holds them equal.
 local retry_at, jitter = A_retry_at, tonumber(A_jitter)
 local dead_max, dead_age = tonumber(A_dead_max), tonumber(A_dead_age_ms)
+if retry_at ~= '-1' and string.sub(retry_at, 1, 1) == 'd' then
+  retry_at = due_of(retry_at) or 'malformed'
+end
 if not jitter or not dead_max or not dead_age or (retry_at ~= '-1' and not tonumber(retry_at))
     or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq fail: malformed arguments')
