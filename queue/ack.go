@@ -246,44 +246,139 @@ func (c *Client) Fail(ctx context.Context, queue, id, token string, o FailOption
 
 // fail is Fail without its span.
 func (c *Client) fail(ctx context.Context, queue, id, token string, o FailOptions) (FailResult, error) {
+	res, errs, err := c.failMany(ctx, queue, []Failed{{ID: id, Token: token, FailOptions: o}})
+	if err != nil {
+		return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
+	}
+	return res[0], errs[0]
+}
+
+// Failed is one failed attempt, for FailMany: the job, its claim's
+// token, and what Fail's options say.
+type Failed struct {
+	ID, Token string
+	FailOptions
+}
+
+// FailMany records failed attempts of claimed jobs of one queue, each as
+// Fail does, in one script call: res and errs hold an entry a failure,
+// its result and its error (ErrLeaseLost, ErrNotFound, or what is wrong
+// with its options: such a failure is left out of the call). err is an
+// error of the call as a whole, every failure's. At most MaxBatch.
+func (c *Client) FailMany(ctx context.Context, queue string, fails []Failed) (res []FailResult, errs []error, err error) {
+	if t, on := tracing.Tracer(); on {
+		sctx, span := tracing.Start(ctx, t, queue, "fail", tracing.OpSettle, trace.SpanKindClient, tracing.AttrBatchCount.Int(len(fails)))
+		if len(fails) == 1 {
+			span.SetAttributes(tracing.AttrMessageID.String(fails[0].ID))
+		}
+		res, errs, err = c.failMany(sctx, queue, fails)
+		tracing.End(span, err)
+		return res, errs, err
+	}
+	return c.failMany(ctx, queue, fails)
+}
+
+// codeMalformed is fail.lua's answer for a job whose record it cannot read:
+// nothing changed.
+const codeMalformed = -4
+
+// failMany is FailMany without its span, its call's error unwrapped.
+func (c *Client) failMany(ctx context.Context, queue string, fails []Failed) (res []FailResult, errs []error, err error) {
 	k, err := c.keysFor(queue)
 	if err != nil {
-		return FailResult{}, err
+		return nil, nil, err
 	}
-	if err := names.ValidateID(id); err != nil {
-		return FailResult{}, err
+	if len(fails) == 0 || len(fails) > MaxBatch {
+		return nil, nil, invalid("fails", "a batch holds 1 to %d, got %d", MaxBatch, len(fails))
 	}
-	msg := strings.ToValidUTF8(strings.ReplaceAll(o.Error, "\x00", "\uFFFD"), "\uFFFD")
+	res, errs = make([]FailResult, len(fails)), make([]error, len(fails))
+	// The failures refused here stay out of the call: sent[k] is the index
+	// of the k-th failure sent.
+	sent := make([]int, 0, len(fails))
+	p := store.FailArgs{DeadMax: c.cfg.DeadMaxJobs, DeadAgeMs: c.cfg.DeadMaxAge.Milliseconds(),
+		RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs(), Fails: make([]store.FailItem, 0, len(fails))}
+	for i, f := range fails {
+		item, err := failItem(f)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		sent = append(sent, i)
+		p.Fails = append(p.Fails, item)
+	}
+	if len(sent) == 0 {
+		return res, errs, nil
+	}
+	reply, err := call(ctx, c, store.Fail, k, &p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := readFailed(queue, reply.Rows, fails, sent, res, errs); err != nil {
+		return nil, nil, err
+	}
+	return res, errs, nil
+}
+
+// failItem checks f and answers it as fail.lua takes it.
+func failItem(f Failed) (store.FailItem, error) {
+	if err := names.ValidateID(f.ID); err != nil {
+		return store.FailItem{}, err
+	}
+	msg := strings.ToValidUTF8(strings.ReplaceAll(f.Error, "\x00", "\uFFFD"), "\uFFFD")
 	if len(msg) > MaxErrorBytes {
 		msg = strings.ToValidUTF8(msg[:MaxErrorBytes], "") + "…(truncated)"
 	}
 	retryAt := "-1"
 	switch {
-	case !o.RetryAt.IsZero() && o.RetryIn != 0:
-		return FailResult{}, invalid("retry_in", "give RetryAt or RetryIn, not both")
-	case o.RetryIn > MaxDelay:
-		return FailResult{}, invalid("retry_in", "more than %s ahead", MaxDelay)
-	case o.RetryIn != 0:
-		retryAt = delayWhen(max(o.RetryIn, 0))
-	case !o.RetryAt.IsZero():
-		retryAt = scoreOf(o.RetryAt)
+	case !f.RetryAt.IsZero() && f.RetryIn != 0:
+		return store.FailItem{}, invalid("retry_in", "give RetryAt or RetryIn, not both")
+	case f.RetryIn > MaxDelay:
+		return store.FailItem{}, invalid("retry_in", "more than %s ahead", MaxDelay)
+	case f.RetryIn != 0:
+		retryAt = delayWhen(max(f.RetryIn, 0))
+	case !f.RetryAt.IsZero():
+		retryAt = scoreOf(f.RetryAt)
 	}
-	res, err := call(ctx, c, store.Fail, k, &store.FailArgs{ID: id, Token: token, Error: msg, RetryAt: retryAt, Dead: o.Dead,
-		Jitter: rand.Float64(), DeadMax: c.cfg.DeadMaxJobs, DeadAgeMs: c.cfg.DeadMaxAge.Milliseconds(),
-		RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs()})
-	if err != nil {
-		return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
+	return store.FailItem{ID: f.ID, Token: f.Token, Error: msg, RetryAt: retryAt, Dead: f.Dead, Jitter: rand.Float64()}, nil
+}
+
+// readFailed reads fail.lua's reply rows, four a failure sent (their
+// indexes into fails), into res and errs.
+func readFailed(queue string, rows []any, fails []Failed, sent []int, res []FailResult, errs []error) error {
+	if len(rows) != 4*len(sent) {
+		return &store.ReplyError{Script: "fail", Reply: rows, Want: fmt.Sprintf("%d elements", 4*len(sent))}
 	}
-	if err := codeErr(res.Code, queue, id); err != nil {
-		return FailResult{}, err
-	}
-	r := FailResult{Status: Status(res.Status), RunAt: time.UnixMilli(res.RunAtMs).UTC()}
-	if r.Status == StatusScheduled {
-		if r.Due, err = nextOfReply(res.Due); err != nil {
-			return FailResult{}, fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
+	for k, i := range sent {
+		id := fails[i].ID
+		code, err := store.Int("fail", rows, 4*k, "code")
+		if err != nil {
+			return err
 		}
+		if code == codeMalformed {
+			errs[i] = fmt.Errorf("queue: fail %s/%s: its stored record is malformed (left as it is)", queue, id)
+			continue
+		}
+		if errs[i] = codeErr(code, queue, id); errs[i] != nil {
+			continue
+		}
+		status, err := store.Str("fail", rows, 4*k+1, "status")
+		if err != nil {
+			return err
+		}
+		runAt, err := store.Int("fail", rows, 4*k+2, "run_at_ms")
+		if err != nil {
+			return err
+		}
+		r := FailResult{Status: Status(status), RunAt: time.UnixMilli(runAt).UTC()}
+		if r.Status == StatusScheduled {
+			if r.Due, err = nextOfReply(rows[4*k+3]); err != nil {
+				errs[i] = fmt.Errorf("queue: fail %s/%s: %w", queue, id, err)
+				continue
+			}
+		}
+		res[i] = r
 	}
-	return r, nil
+	return nil
 }
 
 // Lease is the answer to a heartbeat.

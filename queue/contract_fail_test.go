@@ -99,6 +99,57 @@ func contractFail(t *testing.T, setup setupFunc) {
 		require.Equal(t, 2, b.get(t, j.ID).Attempts)
 	})
 
+	// One call records several failures, each with its own answer: a
+	// retry at a time, one after a delay, one to the dead set, a stale
+	// token, a job named twice (the second reads it as the first left it:
+	// recorded already), and a failure refused before the call.
+	t.Run("FailManyAnswersEachFailure", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for range 3 {
+			b.enqueue(t, queue.NewJob{MaxAttempts: 10})
+		}
+		cs := b.running(t, 3)
+		at := b.clock.Now().Add(1500 * time.Millisecond)
+		fails := []queue.Failed{
+			{ID: cs[0].ID, Token: cs[0].Token, FailOptions: queue.FailOptions{Error: "later", RetryAt: at}},
+			{ID: cs[1].ID, Token: cs[1].Token, FailOptions: queue.FailOptions{Error: "soon", RetryIn: time.Minute}},
+			{ID: cs[2].ID, Token: "stale", FailOptions: queue.FailOptions{Error: "x"}},
+			{ID: cs[2].ID, Token: cs[2].Token, FailOptions: queue.FailOptions{Error: "fatal", Dead: true}},
+			{ID: cs[0].ID, Token: cs[0].Token, FailOptions: queue.FailOptions{Error: "later", RetryAt: at}},
+			{ID: cs[1].ID, Token: cs[1].Token, FailOptions: queue.FailOptions{RetryAt: at, RetryIn: time.Second}},
+		}
+		res, errs, err := b.client.FailMany(b.ctx, b.queue, fails)
+		require.NoError(t, err)
+		require.NoError(t, errs[0])
+		require.Equal(t, queue.FailResult{Status: queue.StatusScheduled, RunAt: at, Due: at}, res[0])
+		require.NoError(t, errs[1])
+		require.Equal(t, queue.StatusScheduled, res[1].Status)
+		// a minute after Redis's now, which runs on a little past the fake clock
+		require.False(t, res[1].Due.Before(b.clock.Now().Add(time.Minute)))
+		require.Less(t, res[1].Due.Sub(b.clock.Now().Add(time.Minute)), time.Second)
+		require.ErrorIs(t, errs[2], queue.ErrLeaseLost)
+		require.NoError(t, errs[3])
+		require.Equal(t, queue.StatusDead, res[3].Status)
+		require.NoError(t, errs[4], "the same failure again: recorded already")
+		require.Equal(t, res[0], res[4])
+		require.ErrorIs(t, errs[5], queue.ErrInvalid, "RetryAt and RetryIn together")
+		require.Equal(t, int64(3), b.stats(t).FailedTotal)
+		require.Equal(t, "later", b.get(t, cs[0].ID).LastError)
+		require.Equal(t, queue.StatusDead, b.get(t, cs[2].ID).Status)
+
+		// The whole call again (a retried command) changes nothing.
+		again, errs2, err := b.client.FailMany(b.ctx, b.queue, fails)
+		require.NoError(t, err)
+		require.Equal(t, res[:2], again[:2])
+		require.Equal(t, res[3].Status, again[3].Status)
+		require.NoError(t, errs2[3])
+		require.Equal(t, int64(3), b.stats(t).FailedTotal)
+
+		_, _, err = b.client.FailMany(b.ctx, b.queue, nil)
+		require.ErrorIs(t, err, queue.ErrInvalid)
+	})
+
 	t.Run("ReclaimSpentAttemptsGoesDead", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -9,10 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/chronoq/chronoq/internal/batch"
 	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/chronoq/chronoq/queue"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // run is one claimed job on its way through a handler.
@@ -206,18 +208,18 @@ func (w *Worker) fail(ctx context.Context, q *queueState, o Outcome, msg string,
 	fo := queue.FailOptions{Error: msg}
 	var skip *skipRetryError
 	var after *retryAfterError
+	var by time.Time
 	switch {
 	case errors.As(o.Err, &skip):
 		fo.Dead = true
 	case errors.As(o.Err, &after):
-		// The time since at passes on this host's clock, the rest of the
-		// delay after Redis records the failure, on Redis's: a host clock
-		// that is off moves neither.
-		if fo.RetryIn = min(after.delay, queue.MaxDelay) - w.clock.Since(at); fo.RetryIn <= 0 {
-			fo.RetryIn = -1 // passed already: at once
-		}
+		by = at.Add(min(after.delay, queue.MaxDelay))
 	}
-	res, err := w.client.Fail(ctx, j.Queue, j.ID, j.Token, fo)
+	span := settleSpan(ctx, j, "fail")
+	res, err := w.fails.Do(w.bg, q.Name, failure{Failed: queue.Failed{ID: j.ID, Token: j.Token, FailOptions: fo}, by: by})
+	if span != nil {
+		tracing.End(span, err)
+	}
 	if err != nil {
 		o.StoreErr = err
 	} else {
@@ -334,12 +336,7 @@ func (w *Worker) heartbeat(ctx context.Context, r *run) {
 func (w *Worker) complete(ctx context.Context, q *queueState, o Outcome, result json.RawMessage) {
 	j := o.Job
 	w.awaitGate(q)
-	var span trace.Span
-	if tr, on := tracing.Tracer(); on && trace.SpanFromContext(ctx).IsRecording() {
-		// The batch's script call is made under a context of its own: the
-		// run's trace gets a span of its wait for it.
-		_, span = tracing.Start(ctx, tr, j.Queue, "complete", tracing.OpSettle, trace.SpanKindClient, tracing.AttrMessageID.String(j.ID))
-	}
+	span := settleSpan(ctx, j, "complete")
 	_, err := w.completes.Do(w.bg, q.Name, queue.Ack{ID: j.ID, Token: j.Token, Result: result})
 	if span != nil {
 		tracing.End(span, err)
@@ -382,6 +379,48 @@ func newCompletes(c *queue.Client) *batch.Batcher[queue.Ack, struct{}] {
 		return nil, errs, err
 	}
 	return batch.New(send, batch.Config[queue.Ack]{Size: func(a queue.Ack) int { return len(a.Result) }})
+}
+
+// settleSpan starts, when the run's trace records, a span of its wait for
+// the batched call that settles j (op "complete" or "fail"): the batch's
+// script call is made under a context of its own. Nil when none starts.
+func settleSpan(ctx context.Context, j *queue.Job, op string) trace.Span {
+	tr, on := tracing.Tracer()
+	if !on || !trace.SpanFromContext(ctx).IsRecording() {
+		return nil
+	}
+	_, span := tracing.Start(ctx, tr, j.Queue, op, tracing.OpSettle, trace.SpanKindClient, tracing.AttrMessageID.String(j.ID))
+	return span
+}
+
+// failure is a failed run on its way to the store: by, when set, is the
+// instant of the worker's clock its retry was asked for (RetryAfter).
+type failure struct {
+	queue.Failed
+	by time.Time
+}
+
+// newFails answers the batcher of the worker's failures, by queue: the
+// runs of one claim often fail together (a dependency down), and their
+// failures then go in one script call. A retry asked for by an instant
+// goes as what is left of its delay as the call is sent (RetryIn): the
+// time until then passes on this host's clock, the rest after Redis
+// records the failure, on Redis's, so neither a host clock that is off
+// nor the wait for the batch moves it.
+func newFails(c *queue.Client, clock clockwork.Clock) *batch.Batcher[failure, queue.FailResult] {
+	send := func(ctx context.Context, q string, fs []failure) ([]queue.FailResult, []error, error) {
+		items := make([]queue.Failed, len(fs))
+		for i, f := range fs {
+			items[i] = f.Failed
+			if !f.by.IsZero() {
+				if items[i].RetryIn = clock.Until(f.by); items[i].RetryIn <= 0 {
+					items[i].RetryIn = -1 // passed already: at once
+				}
+			}
+		}
+		return c.FailMany(ctx, q, items)
+	}
+	return batch.New(send, batch.Config[failure]{Size: func(f failure) int { return len(f.Error) }})
 }
 
 func (w *Worker) settleAck(o Outcome, err error) {

@@ -181,6 +181,8 @@ type Worker struct {
 	reg    *registration // nil: Config.DisableRegistry
 	// completes batches the completes of finished runs, by queue (run.go).
 	completes *batch.Batcher[queue.Ack, struct{}]
+	// fails batches the failures of finished runs, by queue (run.go).
+	fails *batch.Batcher[failure, queue.FailResult]
 
 	mu      sync.Mutex
 	started bool // Run has been called
@@ -234,6 +236,7 @@ func New(cfg Config) (*Worker, error) {
 		quit: make(chan struct{}), dispatchDone: make(chan struct{}),
 		slotFreed: make(chan struct{}, 1), wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1),
 		holds: holds{clock: plumbing.Of(cfg.Client).Clock()}}
+	w.fails = newFails(cfg.Client, w.clock)
 	var err error
 	if w.queues, err = queueStates(cfg); err != nil {
 		return nil, err

@@ -7,7 +7,7 @@
 // item in the same call costs. Several paths send one item a call, at
 // rates where that cost adds up: the Go client's single enqueues (package
 // queue), the HTTP server's single enqueues, claims and completes (package
-// api), the Go worker's completes (package worker) and the push
+// api), the Go worker's completes and failures (package worker) and the push
 // dispatcher's attempt notes (package dispatch). They all batch through a
 // [Batcher], so that batching has one meaning and one set of limits.
 //

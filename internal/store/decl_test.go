@@ -19,10 +19,9 @@ func TestArgvFollowsTheDeclaration(t *testing.T) {
 	require.Equal(t, []string{"retention_ms", "history", "tomb_ms", "answer", "n", "id", "token", "result", "artifacts"}, Complete.spec.args)
 	require.Equal(t, 4+4+1, Complete.spec.fixedArgs())
 	require.Equal(t, 4, Complete.spec.groupSize())
-	argv = Fail.Argv(Common{}, &FailArgs{ID: "j", Token: "t", Error: "e", RetryAt: "-1", Dead: false, Jitter: 0.5, DeadMax: 10,
-		DeadAgeMs: 20, RetentionMs: 30, TombMs: 40})
-	require.Equal(t, []any{int64(0), "", "", "", "j", "t", "e", "-1", "0", 0.5, int64(10), int64(20), int64(30), int64(40)}, argv)
-	require.Len(t, argv, Fail.spec.fixedArgs())
+	argv = Heartbeat.Argv(Common{}, &HeartbeatArgs{ID: "j", Token: "t", ExtendMs: 500, Progress: "p"})
+	require.Equal(t, []any{int64(0), "", "", "", "j", "t", int64(500), "p"}, argv)
+	require.Len(t, argv, Heartbeat.spec.fixedArgs())
 }
 
 // A reply is read through its declaration: each element checked, a

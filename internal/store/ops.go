@@ -129,25 +129,24 @@ type (
 		Result    string `arg:"result"`
 		Artifacts string `arg:"artifacts"`
 	}
-	// FailArgs are the arguments of fail.lua.
+	// FailArgs are the arguments of fail.lua: the failed attempts, a
+	// group each.
 	FailArgs struct {
-		ID          string  `arg:"id"`
-		Token       string  `arg:"token"`
-		Error       string  `arg:"error"`
-		RetryAt     string  `arg:"retry_at"`
-		Dead        bool    `arg:"dead"`
-		Jitter      float64 `arg:"jitter"`
-		DeadMax     int     `arg:"dead_max"`
-		DeadAgeMs   int64   `arg:"dead_age_ms"`
-		RetentionMs int64   `arg:"retention_ms"`
-		TombMs      int64   `arg:"tomb_ms"`
+		DeadMax     int        `arg:"dead_max"`
+		DeadAgeMs   int64      `arg:"dead_age_ms"`
+		RetentionMs int64      `arg:"retention_ms"`
+		TombMs      int64      `arg:"tomb_ms"`
+		Fails       []FailItem `arg:"n"`
 	}
-	// FailReply is the reply of fail.lua.
-	FailReply struct {
-		Code    int64  `reply:"code"`
-		Status  string `reply:"status"`
-		RunAtMs int64  `reply:"run_at_ms"`
-		Due     any    `reply:"due"`
+	// FailItem is one element of FailArgs's batch: retry_at is "-1" (the
+	// backoff), a due score, or "d<µs>" after Redis's now.
+	FailItem struct {
+		ID      string  `arg:"id"`
+		Token   string  `arg:"token"`
+		Error   string  `arg:"error"`
+		RetryAt string  `arg:"retry_at"`
+		Dead    bool    `arg:"dead"`
+		Jitter  float64 `arg:"jitter"`
 	}
 	// HeartbeatArgs are the arguments of heartbeat.lua.
 	HeartbeatArgs struct {
@@ -308,7 +307,8 @@ var (
 	// Complete answers a code per ack, then with Answer each job packed.
 	Complete = declare[CompleteArgs, Rows]("complete",
 		withFlow(KeyMeta, KeyJobs, KeyData, KeyLeases, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending, KeyHooks)...)
-	Fail = declare[FailArgs, FailReply]("fail",
+	// Fail answers four rows a failure: code, status, run_at_ms, due.
+	Fail = declare[FailArgs, Rows]("fail",
 		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)...)
 	Heartbeat = declare[HeartbeatArgs, HeartbeatReply]("heartbeat",
 		KeyJobs, KeyLeases)
