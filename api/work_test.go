@@ -100,20 +100,14 @@ func TestDelaysOfASkewedServerCountOnRedisClock(t *testing.T) {
 			t.Parallel()
 			rdb := testutil.Redis(t)
 			b := setup(t, func(sc *setupConfig) { sc.rdb, sc.clock = rdb, testutil.SkewedClock(skew) })
-			redisNow := func() time.Time {
-				now, err := rdb.Time(b.ctx).Result()
-				require.NoError(t, err)
-				return now
-			}
-			// due requires the job's run_at d after an instant in [from, to],
-			// to the millisecond it keeps.
+			redisNow := func() time.Time { return testutil.RedisTime(t, rdb) }
+			// due requires the job's run_at d after an instant in [from, to].
 			due := func(r response, from, to time.Time, d time.Duration) {
 				t.Helper()
 				require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 				at, err := time.Parse(time.RFC3339Nano, *decodeAs[jobView](t, r).RunAt)
 				require.NoError(t, err)
-				require.False(t, at.Before(from.Add(d).Truncate(time.Millisecond)), "due %s, before %s + %s", at, from, d)
-				require.False(t, at.After(to.Add(d)), "due %s, after %s + %s", at, to, d)
+				testutil.RequireDueAfter(t, at, from, to, d)
 			}
 			j := b.enqueue(t, map[string]any{"queue": "sk"})
 			tok := b.claim(t, "sk", 1)[0].Token

@@ -18,7 +18,8 @@ const (
 	codeNotFound  = -1
 	codeLeaseLost = 0
 	codeDone      = 1
-	codeRepeated  = 2 // the same token's call was done before: idempotent
+	codeRepeated  = 2  // the same token's call was done before: idempotent
+	codeMalformed = -4 // the job's stored record could not be read: nothing changed
 )
 
 func codeErr(code int64, queue, id string) error {
@@ -29,6 +30,8 @@ func codeErr(code int64, queue, id string) error {
 		return fmt.Errorf("%w: job %s/%s", ErrLeaseLost, queue, id)
 	case codeNotFound:
 		return fmt.Errorf("%w: %s/%s", ErrNotFound, queue, id)
+	case codeMalformed:
+		return fmt.Errorf("queue: job %s/%s: its stored record is malformed (left as it is)", queue, id)
 	}
 	return fmt.Errorf("queue: job %s/%s: unexpected script answer %d", queue, id, code)
 }
@@ -278,10 +281,6 @@ func (c *Client) FailMany(ctx context.Context, queue string, fails []Failed) (re
 	return c.failMany(ctx, queue, fails)
 }
 
-// codeMalformed is fail.lua's answer for a job whose record it cannot read:
-// nothing changed.
-const codeMalformed = -4
-
 // failMany is FailMany without its span, its call's error unwrapped.
 func (c *Client) failMany(ctx context.Context, queue string, fails []Failed) (res []FailResult, errs []error, err error) {
 	k, err := c.keysFor(queue)
@@ -353,10 +352,6 @@ func readFailed(queue string, rows []any, fails []Failed, sent []int, res []Fail
 		code, err := store.Int("fail", rows, 4*k, "code")
 		if err != nil {
 			return err
-		}
-		if code == codeMalformed {
-			errs[i] = fmt.Errorf("queue: fail %s/%s: its stored record is malformed (left as it is)", queue, id)
-			continue
 		}
 		if errs[i] = codeErr(code, queue, id); errs[i] != nil {
 			continue

@@ -148,18 +148,7 @@ func TestDelaysFromASkewedHostCountOnRedisClock(t *testing.T) {
 			c, err := queue.NewClient(queue.Config{Redis: rdb, Namespace: testutil.Namespace(t), Clock: testutil.SkewedClock(skew)})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
-			redisNow := func() time.Time {
-				now, err := rdb.Time(ctx).Result()
-				require.NoError(t, err)
-				return now
-			}
-			// within answers whether at is d after an instant in [from, to],
-			// to the millisecond a job's RunAt keeps.
-			within := func(at, from, to time.Time, d time.Duration) {
-				t.Helper()
-				require.False(t, at.Before(from.Add(d).Truncate(time.Millisecond)), "due %s, before %s + %s", at, from, d)
-				require.False(t, at.After(to.Add(d)), "due %s, after %s + %s", at, to, d)
-			}
+			redisNow := func() time.Time { return testutil.RedisTime(t, rdb) }
 			const q = "skewed"
 			_, err = c.Enqueue(ctx, queue.NewJob{Queue: q, Kind: "k"})
 			require.NoError(t, err)
@@ -172,12 +161,12 @@ func TestDelaysFromASkewedHostCountOnRedisClock(t *testing.T) {
 			require.NoError(t, err)
 			to := redisNow()
 			require.Equal(t, queue.StatusScheduled, res.Status)
-			within(res.Due, from, to, 2*time.Second)
+			testutil.RequireDueAfter(t, res.Due, from, to, 2*time.Second)
 
 			from = redisNow()
 			j, err := c.RescheduleIn(ctx, q, jobs[0].ID, time.Minute)
 			require.NoError(t, err)
-			within(j.RunAt, from, redisNow(), time.Minute)
+			testutil.RequireDueAfter(t, j.RunAt, from, redisNow(), time.Minute)
 
 			// At once: due now by Redis's clock, so pending.
 			j, err = c.RescheduleIn(ctx, q, jobs[0].ID, 0)

@@ -259,3 +259,23 @@ func FakeClock() *clockwork.FakeClock {
 // timers run in real time. (The chaos battery's skewed processes use the
 // same clock, package internal/clockskew.)
 func SkewedClock(skew time.Duration) clockwork.Clock { return clockskew.New(skew) }
+
+// RedisTime reads Redis's clock (TIME), the one that decides what is due.
+func RedisTime(t testing.TB, rdb redis.UniversalClient) time.Time {
+	t.Helper()
+	now, err := rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("testutil: TIME: %v", err)
+	}
+	return now
+}
+
+// RequireDueAfter fails t unless due, a due time kept to the millisecond,
+// is d after an instant in [from, to]: readings of Redis's clock taken
+// before and after the call that set it.
+func RequireDueAfter(t testing.TB, due, from, to time.Time, d time.Duration) {
+	t.Helper()
+	if due.Before(from.Add(d).Truncate(time.Millisecond)) || due.After(to.Add(d)) {
+		t.Fatalf("due %s: not %s after an instant in [%s, %s] (Redis's clock)", due, d, from, to)
+	}
+}

@@ -1285,6 +1285,19 @@ local function finish_claim(token)
   end
 end
 
+-- end_claim ends the lease of job id (record f) that token holds, for a
+-- fail or a release: its lease, its in-flight count and its claim's retry
+-- marker go, and the record notes the ack ("f" or "r") with the token.
+-- The caller saves f.
+local function end_claim(id, f, token, ack)
+  redis.call('ZREM', K_leases, id)
+  lease_ended(id, f)
+  lease_freed(1)
+  finish_claim(token)
+  f[R_ack] = ack .. token
+  f[R_lease_until_ms] = ''
+end
+
 -- Idempotency records ---------------------------------------------------------
 -- A record is "<job id>|<expires ms>" in K_idem: it answers for its job
 -- until then (a record read past its time counts as none), and it goes

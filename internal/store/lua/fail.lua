@@ -25,7 +25,7 @@ for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local j = { id = ARGV[b + G_id], token = ARGV[b + G_token], error = ARGV[b + G_error],
     retry_at = ARGV[b + G_retry_at], dead = ARGV[b + G_dead], jitter = tonumber(ARGV[b + G_jitter]) }
-  if j.retry_at ~= '-1' and string.sub(j.retry_at, 1, 1) == 'd' then
+  if string.sub(j.retry_at, 1, 1) == 'd' then
     j.retry_at = due_of(j.retry_at) or 'malformed'
   end
   if not j.jitter or (j.retry_at ~= '-1' and not tonumber(j.retry_at)) then
@@ -64,16 +64,11 @@ local function fail_one(j)
   local attempts, max_attempts = tonumber(f[R_attempts]), spec_max_attempts(f[R_spec])
   local initial, factor, maxd, jit = spec_backoff(f[R_spec])
   if not attempts or not max_attempts or not initial or not factor or not maxd or not jit then
-    return -4, f[R_status], 0, '' -- its record is malformed: left as it is
+    return -4, f[R_status], 0, '' -- its record is malformed: left as it is (queue's codeMalformed)
   end
 
-  redis.call('ZREM', K_leases, id)
-  lease_ended(id, f)
-  lease_freed(1)
-  finish_claim(token)
-  f[R_ack] = 'f' .. token
+  end_claim(id, f, token, 'f')
   f[R_last_error] = j.error
-  f[R_lease_until_ms] = ''
   count(M_failed, 1)
   if f[R_cancel_requested] == '1' then
     cancel_now(id, f, '', A_retention_ms)

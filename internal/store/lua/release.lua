@@ -29,12 +29,7 @@ end
 if f[R_token] ~= A_token or f[R_status] ~= 'processing' then
   return 0
 end
-redis.call('ZREM', K_leases, A_id)
-lease_ended(A_id, f)
-lease_freed(1)
-finish_claim(A_token)
-f[R_ack] = 'r' .. A_token
-f[R_lease_until_ms] = ''
+end_claim(A_id, f, A_token, 'r')
 if f[R_cancel_requested] == '1' then
   cancel_now(A_id, f, '', A_retention_ms)
   publish_events()
