@@ -108,13 +108,31 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 // BenchmarkHTTPWork measures the path of a worker that speaks HTTP only,
 // one job a call: jobs are pending, and 32 × GOMAXPROCS clients, each on
 // a keep-alive connection of its own, claim one (POST
-// /v1/queues/{queue}/claim, max 1) and complete it (POST
-// .../jobs/{id}/complete), which answers the completed job. An op is a job
-// claimed and completed: two requests. It reports jobs/s and Redis's and
+// /v1/queues/{queue}/claim, max 1) and end it: complete it (POST
+// .../jobs/{id}/complete, sub-benchmark complete), which answers the
+// completed job, or fail it with a retry an hour later (POST .../fail,
+// sub-benchmark fail), which answers the job scheduled again. An op is a
+// job claimed and ended: two requests. It reports jobs/s and Redis's and
 // this process's CPU a job.
 //
 //	go test -run '^$' -bench HTTPWork -benchtime 20000x ./api/
 func BenchmarkHTTPWork(b *testing.B) {
+	for _, end := range []struct {
+		name, status string
+		body         func(token string) string
+	}{
+		{"complete", "completed", func(token string) string { return `{"token":"` + token + `"}` }},
+		{"fail", "scheduled", func(token string) string {
+			return `{"token":"` + token + `","error":"smtp: 421 try again","retry_after":"1h"}`
+		}},
+	} {
+		b.Run(end.name, func(b *testing.B) { httpWork(b, end.name, end.status, end.body) })
+	}
+}
+
+// httpWork is BenchmarkHTTPWork ending each job with a POST to
+// .../jobs/{id}/<path>, of body(token), that answers the job in status.
+func httpWork(b *testing.B, path, status string, body func(token string) string) {
 	client, rdb, hs := benchServer(b)
 	addr := strings.TrimPrefix(hs.URL, "http://")
 	const q = "work"
@@ -154,12 +172,12 @@ func BenchmarkHTTPWork(b *testing.B) {
 				return err
 			}
 			j := claimed.Jobs[0]
-			err = c.post(rawRequest(addr, "/v1/queues/"+q+"/jobs/"+j.ID+"/complete", `{"token":"`+j.Token+`"}`), http.StatusOK)
+			err = c.post(rawRequest(addr, "/v1/queues/"+q+"/jobs/"+j.ID+"/"+path, body(j.Token)), http.StatusOK)
 			if err == nil {
 				err = json.Unmarshal(c.answer.Bytes(), &done)
 			}
-			if err == nil && done.Status != "completed" {
-				err = fmt.Errorf("complete answered status %q", done.Status)
+			if err == nil && done.Status != status {
+				err = fmt.Errorf("%s answered status %q", path, done.Status)
 			}
 			if err != nil {
 				return err

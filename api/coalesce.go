@@ -16,9 +16,10 @@ import (
 	"github.com/chronoq/chronoq/queue"
 )
 
-// The server batches three calls of concurrent requests through package
+// The server batches four calls of concurrent requests through package
 // batch, each per key: single enqueues per queue (coalescer), claims that
-// ask alike (claimer) and completes per queue (completer). While one
+// ask alike (claimer), and completes (completer) and failures (failer)
+// per queue. While one
 // call of a key is in flight, the next ones wait and then go together in
 // one script call; nothing waits on purpose, and each request still gets
 // exactly its own answer. Config.DisableCoalescing sends each alone.
@@ -184,6 +185,39 @@ func (c *completer) Complete(ctx context.Context, q string, a queue.Ack) (*queue
 		return storeComplete(c.s)(ctx, q, a) // the store names the error
 	}
 	return c.b.do(ctx, q, a)
+}
+
+// failer batches the failures (POST .../fail) of each queue into one
+// FailMany, which also answers each job as its failure left it (the
+// answer of the request): one script call for several requests, and no
+// read after it, as completer does for completes. The store answers
+// each failure on its own (a lost lease, options it refused); an error of
+// the call as a whole concerns the queue, and every request of the
+// batch gets it.
+type failer struct {
+	s failStore
+	b batcher[queue.Failed, queue.FailResult]
+}
+
+// failStore is what the failer needs of the engine ([Store]).
+type failStore interface {
+	FailMany(ctx context.Context, queue string, fails []queue.Failed) ([]queue.FailResult, []error, error)
+}
+
+func newFailer(s failStore, log *slog.Logger) *failer {
+	return &failer{s: s, b: newBatcher(log, "FailMany", s.FailMany, batch.Config[queue.Failed]{Size: func(f queue.Failed) int { return len(f.Error) }})}
+}
+
+// Fail records f, a failure of a job of queue q, in a batch with the
+// failures of q that arrive meanwhile, and answers where the job went
+// and the job as the failure left it (FailResult.Job, nil when it is not
+// kept), as queue.Failed.ReturnJob asks.
+func (f *failer) Fail(ctx context.Context, q string, x queue.Failed) (queue.FailResult, error) {
+	x.ReturnJob = true
+	if names.ValidateQueue(q) != nil {
+		return storeFail(f.s)(ctx, q, x) // the store names the error
+	}
+	return f.b.do(ctx, q, x)
 }
 
 // claimer batches the claims (POST /v1/queues/{queue}/claim) that ask

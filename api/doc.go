@@ -39,9 +39,9 @@
 //
 // Single enqueues that arrive while another of the same queue is in flight
 // go to Redis together, in one script call, and each request still gets
-// exactly its own answer; so do claims that ask alike, and completes,
-// whose script also answers each job, without a read after (see
-// coalesce.go; Config.DisableCoalescing turns all three off). The Job
+// exactly its own answer; so do claims that ask alike, and completes and
+// failures, whose scripts also answer each job, without a read after
+// (see coalesce.go; Config.DisableCoalescing turns all four off). The Job
 // resource is written by hand, not by reflection.
 //
 // # Streams

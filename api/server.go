@@ -88,8 +88,8 @@ type Config struct {
 	// "paths" and "components" only, merged into the one the server
 	// serves (see [Server.OpenAPI]). Defaults to none.
 	RoutesOpenAPI []byte
-	// DisableCoalescing sends each single enqueue (POST /v1/jobs), claim
-	// and complete to the store in a script call of its own, instead of
+	// DisableCoalescing sends each single enqueue (POST /v1/jobs), claim,
+	// complete and failure to the store in a script call of its own, instead of
 	// batching, per queue, those that arrive while one is in flight. It is
 	// for measuring what the batching gives; nothing waits on purpose
 	// either way. Defaults to false.
@@ -153,10 +153,13 @@ type Server struct {
 	// completeJob completes a job and answers it as the completion left
 	// it (nil when not kept): through a completer, or alone.
 	completeJob func(ctx context.Context, q string, a queue.Ack) (*queue.Job, error)
-	started     time.Time    // when New made the server, on its clock
-	streams     atomic.Int64 // event streams open
-	waits       atomic.Int64 // requests waiting for a job's end
-	doc         []byte       // the OpenAPI document served
+	// failJob records a failure and answers the job as it left it (in
+	// FailResult.Job): through a failer, or alone.
+	failJob func(ctx context.Context, q string, f queue.Failed) (queue.FailResult, error)
+	started time.Time    // when New made the server, on its clock
+	streams atomic.Int64 // event streams open
+	waits   atomic.Int64 // requests waiting for a job's end
+	doc     []byte       // the OpenAPI document served
 
 	// traced is the router wrapped in OpenTelemetry's HTTP server
 	// instrumentation, when tracing was on at New (see tracing.go); nil
@@ -214,11 +217,12 @@ func New(cfg Config) (*Server, error) {
 	if s.workers != nil {
 		s.metrics.reg.MustRegister(&workersCollector{r: s.workers})
 	}
-	s.enqueue, s.claimJobs, s.completeJob = enqueueAlone(cfg.Store), cfg.Store.Claim, storeComplete(cfg.Store)
+	s.enqueue, s.claimJobs, s.completeJob, s.failJob = enqueueAlone(cfg.Store), cfg.Store.Claim, storeComplete(cfg.Store), storeFail(cfg.Store)
 	if !cfg.DisableCoalescing {
 		s.enqueue = newCoalescer(cfg.Store, s.log).Enqueue
 		s.claimJobs = newClaimer(cfg.Store, s.log).Claim
 		s.completeJob = newCompleter(cfg.Store, s.log).Complete
+		s.failJob = newFailer(cfg.Store, s.log).Fail
 	}
 
 	e := echo.New()
@@ -612,6 +616,18 @@ func (s *Server) signIn(c echo.Context, wrong bool) error {
 	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="chronoq"`)
 	dashboard.SignIn(c.Response(), c.Request(), wrong)
 	return nil
+}
+
+// storeFail records one failure at a time, in a call of its own.
+func storeFail(st failStore) func(context.Context, string, queue.Failed) (queue.FailResult, error) {
+	return func(ctx context.Context, q string, f queue.Failed) (queue.FailResult, error) {
+		f.ReturnJob = true
+		res, errs, err := st.FailMany(ctx, q, []queue.Failed{f})
+		if err != nil {
+			return queue.FailResult{}, err
+		}
+		return res[0], errs[0]
+	}
 }
 
 // storeComplete completes one job at a time, in a call of its own.

@@ -77,7 +77,7 @@ type Manager interface {
 type Consumer interface {
 	Claim(ctx context.Context, queue string, o queue.ClaimOptions) ([]*queue.Job, error)
 	CompleteMany(ctx context.Context, queue string, acks []queue.Ack) ([]*queue.Job, []error, error)
-	Fail(ctx context.Context, queue, id, token string, o queue.FailOptions) (queue.FailResult, error)
+	FailMany(ctx context.Context, queue string, fails []queue.Failed) ([]queue.FailResult, []error, error)
 	Heartbeat(ctx context.Context, queue, id, token string, o queue.HeartbeatOptions) (queue.Lease, error)
 	CancelClaimed(ctx context.Context, queue, id, token string) error
 }

@@ -204,13 +204,17 @@ func (s *Server) fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.consume.Fail(c.Request().Context(), q, id, req.Token, o)
+	// The job as the failure left it comes back with it, from the same
+	// script call (see failer): no read after.
+	res, err := s.failJob(c.Request().Context(), q, queue.Failed{ID: id, Token: req.Token, FailOptions: o})
 	s.released(c.Request().Context(), wid, q, id, err)
 	if err != nil {
 		return err
 	}
-	_, err = s.afterJob(c, q, id)
-	return err
+	if res.Job == nil {
+		return c.NoContent(http.StatusNoContent) // not kept (a canceled job on a server that deletes finished jobs at once)
+	}
+	return writeJob(c, http.StatusOK, res.Job)
 }
 
 type heartbeatRequest struct {

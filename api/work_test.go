@@ -268,6 +268,56 @@ func TestConcurrentCompletesEachGetTheirJob(t *testing.T) {
 	require.Equal(t, float64(n), r.object(t)["completed_total"])
 }
 
+// Concurrent failures of one queue go to Redis in batches (see failer);
+// each request still gets its own job as its failure left it, or its own
+// error, coalesced or sent alone, and a repeated request answers the job
+// again.
+func TestConcurrentFailsEachGetTheirJob(t *testing.T) {
+	t.Parallel()
+	for _, alone := range []bool{false, true} {
+		b := setup(t, func(sc *setupConfig) { sc.api.DisableCoalescing = alone })
+		const n = 24
+		for i := range n {
+			b.enqueue(t, map[string]any{"queue": "cf", "payload": i, "max_attempts": 3})
+		}
+		jobs := b.claim(t, "cf", n)
+		require.Len(t, jobs, n)
+		body := func(i int, tok string) map[string]any {
+			if i%2 == 0 {
+				return map[string]any{"token": tok, "error": fmt.Sprintf("boom %d", i), "retry_after": "1m"}
+			}
+			return map[string]any{"token": tok, "error": fmt.Sprintf("boom %d", i), "dead": true}
+		}
+		var wg sync.WaitGroup
+		res := make([]response, n+1)
+		for i, j := range jobs {
+			wg.Go(func() { res[i] = b.do(t, http.MethodPost, "/v1/queues/cf/jobs/"+j.ID+"/fail", body(i, j.Token)) })
+		}
+		wg.Go(func() { // a stale token among them: its own 409
+			res[n] = b.do(t, http.MethodPost, "/v1/queues/cf/jobs/"+jobs[0].ID+"/fail", map[string]any{"token": "stale", "error": "x"})
+		})
+		wg.Wait()
+		for i, j := range jobs {
+			require.Equal(t, http.StatusOK, res[i].status, "body: %s", res[i].body)
+			got := decodeAs[jobView](t, res[i])
+			require.Equal(t, j.ID, got.ID)
+			require.Equal(t, map[bool]string{true: "scheduled", false: "dead"}[i%2 == 0], got.Status)
+			require.Equal(t, fmt.Sprintf("boom %d", i), *got.LastError)
+			require.JSONEq(t, string(j.Payload), string(got.Payload))
+			require.Equal(t, 1, got.Attempts)
+			if i < 2 { // the same request again: the same job, nothing recorded twice
+				again := b.do(t, http.MethodPost, "/v1/queues/cf/jobs/"+j.ID+"/fail", body(i, j.Token))
+				require.Equal(t, http.StatusOK, again.status, "body: %s", again.body)
+				require.JSONEq(t, string(res[i].body), string(again.body))
+			}
+		}
+		requireError(t, res[n], 409, "lease_lost", "")
+		r := b.do(t, http.MethodGet, "/v1/queues/cf", nil)
+		require.Equal(t, http.StatusOK, r.status)
+		require.Equal(t, float64(n), r.object(t)["failed_total"])
+	}
+}
+
 // A server whose engine keeps no finished job answers a complete 204, the
 // first and a repeated one, coalesced or not.
 func TestCompleteAnswersNoContentWhenNothingIsKept(t *testing.T) {

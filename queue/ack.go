@@ -228,6 +228,9 @@ type FailResult struct {
 	// Due is a scheduled retry's due time as the schedule keeps it, to the
 	// microsecond (RunAt is the millisecond it falls in, as a job shows).
 	Due time.Time
+	// Job is the job as the failure left it, when FailMany was asked for
+	// it (Failed.ReturnJob); nil otherwise, or when it is not kept.
+	Job *Job
 }
 
 // MaxErrorBytes caps the error message stored with a job.
@@ -261,13 +264,21 @@ func (c *Client) fail(ctx context.Context, queue, id, token string, o FailOption
 type Failed struct {
 	ID, Token string
 	FailOptions
+	// ReturnJob asks for the job as the failure left it (FailResult.Job),
+	// read in the same script call: what Get would answer right after
+	// (its token not), without a second round trip. It is nil when the
+	// job is no longer kept (a canceled job on a Client whose Retention is
+	// negative).
+	ReturnJob bool
 }
 
 // FailMany records failed attempts of claimed jobs of one queue, each as
 // Fail does, in one script call: res and errs hold an entry a failure,
 // its result and its error (ErrLeaseLost, ErrNotFound, or what is wrong
 // with its options: such a failure is left out of the call). err is an
-// error of the call as a whole, every failure's. At most MaxBatch.
+// error of the call as a whole, every failure's. At most MaxBatch. A
+// failure that asks for its job (Failed.ReturnJob) gets it in its
+// result, also when the failure was recorded before (a repeated call).
 func (c *Client) FailMany(ctx context.Context, queue string, fails []Failed) (res []FailResult, errs []error, err error) {
 	if t, on := tracing.Tracer(); on {
 		sctx, span := tracing.Start(ctx, t, queue, "fail", tracing.OpSettle, trace.SpanKindClient, tracing.AttrBatchCount.Int(len(fails)))
@@ -296,6 +307,9 @@ func (c *Client) failMany(ctx context.Context, queue string, fails []Failed) (re
 	sent := make([]int, 0, len(fails))
 	p := store.FailArgs{DeadMax: c.cfg.DeadMaxJobs, DeadAgeMs: c.cfg.DeadMaxAge.Milliseconds(),
 		RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs(), Fails: make([]store.FailItem, 0, len(fails))}
+	for _, f := range fails {
+		p.Answer = p.Answer || f.ReturnJob
+	}
 	for i, f := range fails {
 		item, err := failItem(f)
 		if err != nil {
@@ -312,7 +326,7 @@ func (c *Client) failMany(ctx context.Context, queue string, fails []Failed) (re
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := readFailed(queue, reply.Rows, fails, sent, res, errs); err != nil {
+	if err := readFailed(queue, reply.Rows, fails, sent, p.Answer, res, errs); err != nil {
 		return nil, nil, err
 	}
 	return res, errs, nil
@@ -342,10 +356,15 @@ func failItem(f Failed) (store.FailItem, error) {
 }
 
 // readFailed reads fail.lua's reply rows, four a failure sent (their
-// indexes into fails), into res and errs.
-func readFailed(queue string, rows []any, fails []Failed, sent []int, res []FailResult, errs []error) error {
-	if len(rows) != 4*len(sent) {
-		return &store.ReplyError{Script: "fail", Reply: rows, Want: fmt.Sprintf("%d elements", 4*len(sent))}
+// indexes into fails), then, when answered, a job each, into res and
+// errs.
+func readFailed(queue string, rows []any, fails []Failed, sent []int, answered bool, res []FailResult, errs []error) error {
+	want := 4 * len(sent)
+	if answered {
+		want += len(sent)
+	}
+	if len(rows) != want {
+		return &store.ReplyError{Script: "fail", Reply: rows, Want: fmt.Sprintf("%d elements", want)}
 	}
 	for k, i := range sent {
 		id := fails[i].ID
@@ -372,6 +391,27 @@ func readFailed(queue string, rows []any, fails []Failed, sent []int, res []Fail
 			}
 		}
 		res[i] = r
+	}
+	if !answered {
+		return nil
+	}
+	for k, i := range sent {
+		if !fails[i].ReturnJob || errs[i] != nil {
+			continue
+		}
+		s, err := store.Str("fail", rows, 4*len(sent)+k, "job")
+		if err != nil {
+			return err
+		}
+		if s == "" {
+			continue
+		}
+		j, err := parsePacked(queue, s)
+		if err != nil {
+			return err
+		}
+		j.Token = "" // as Get answers it
+		res[i].Job = j
 	}
 	return nil
 }

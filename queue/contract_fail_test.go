@@ -1,7 +1,9 @@
 package queue_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,6 +150,78 @@ func contractFail(t *testing.T, setup setupFunc) {
 
 		_, _, err = b.client.FailMany(b.ctx, b.queue, nil)
 		require.ErrorIs(t, err, queue.ErrInvalid)
+	})
+
+	// A failure that asks for its job (Failed.ReturnJob) gets it as Get
+	// reads it right after, from the same script call: retried, dead,
+	// recorded before (a repeated call), and not when its lease is lost or
+	// the job is no longer kept.
+	t.Run("FailManyAnswersTheJobAsGetReadsIt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// a second client on the same Redis that keeps no finished job
+		dropping, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: b.clock, Retention: -1})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = dropping.Close() })
+		// one payload kept in the record, one in the data hash
+		small := json.RawMessage(`{"n":1}`)
+		large := json.RawMessage(`{"s":"` + strings.Repeat("x", 300) + `"}`)
+		b.enqueue(t, queue.NewJob{Payload: small, MaxAttempts: 5})
+		b.enqueue(t, queue.NewJob{Payload: large, MaxAttempts: 5})
+		b.enqueue(t, queue.NewJob{})
+		cs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 3})
+		require.NoError(t, err)
+		require.Len(t, cs, 3)
+		require.NoError(t, b.client.AttachArtifacts(b.ctx, b.queue, cs[0].ID, cs[0].Token,
+			map[string]json.RawMessage{"report": json.RawMessage(`"r.txt"`)}))
+		_, err = b.client.Cancel(b.ctx, b.queue, cs[2].ID) // running: a cancel request
+		require.NoError(t, err)
+		fails := []queue.Failed{
+			{ID: cs[0].ID, Token: cs[0].Token, FailOptions: queue.FailOptions{Error: "again", RetryIn: time.Minute}, ReturnJob: true},
+			{ID: cs[1].ID, Token: cs[1].Token, FailOptions: queue.FailOptions{Error: "fatal", Dead: true}, ReturnJob: true},
+			{ID: cs[1].ID, Token: "stale", FailOptions: queue.FailOptions{Error: "x"}, ReturnJob: true},
+			{ID: "nosuchjob", Token: "t", ReturnJob: true},
+		}
+		res, errs, err := b.client.FailMany(b.ctx, b.queue, fails)
+		require.NoError(t, err)
+		for i, want := range []json.RawMessage{small, large} {
+			require.NoError(t, errs[i])
+			j := res[i].Job
+			require.NotNil(t, j)
+			require.Equal(t, b.get(t, cs[i].ID), j)
+			require.JSONEq(t, string(want), string(j.Payload))
+			require.Empty(t, j.Token)
+		}
+		require.Equal(t, queue.StatusScheduled, res[0].Job.Status)
+		require.Equal(t, "again", res[0].Job.LastError)
+		require.Equal(t, res[0].RunAt, res[0].Job.RunAt)
+		require.JSONEq(t, `{"report":"r.txt"}`, string(res[0].Job.Artifacts))
+		require.Equal(t, queue.StatusDead, res[1].Job.Status)
+		require.ErrorIs(t, errs[2], queue.ErrLeaseLost)
+		require.Nil(t, res[2].Job)
+		require.ErrorIs(t, errs[3], queue.ErrNotFound)
+		require.Nil(t, res[3].Job)
+
+		// The call again (a retried command) answers the same jobs, and a
+		// failure that does not ask gets none.
+		fails[1].ReturnJob = false
+		again, errs, err := b.client.FailMany(b.ctx, b.queue, fails[:2])
+		require.NoError(t, err)
+		require.NoError(t, errs[0])
+		require.Equal(t, res[0].Job, again[0].Job)
+		require.NoError(t, errs[1])
+		require.Nil(t, again[1].Job)
+		require.Equal(t, int64(2), b.stats(t).FailedTotal)
+
+		// A job whose cancellation was requested ends canceled; a client
+		// that keeps no finished job drops it, and answers none.
+		gone, errs, err := dropping.FailMany(b.ctx, b.queue, []queue.Failed{{ID: cs[2].ID, Token: cs[2].Token, ReturnJob: true}})
+		require.NoError(t, err)
+		require.NoError(t, errs[0])
+		require.Equal(t, queue.StatusCanceled, gone[0].Status)
+		require.Nil(t, gone[0].Job)
+		_, err = b.client.Get(b.ctx, b.queue, cs[2].ID)
+		require.ErrorIs(t, err, queue.ErrNotFound)
 	})
 
 	t.Run("ReclaimSpentAttemptsGoesDead", func(t *testing.T) {

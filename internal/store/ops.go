@@ -136,6 +136,7 @@ type (
 		DeadAgeMs   int64      `arg:"dead_age_ms"`
 		RetentionMs int64      `arg:"retention_ms"`
 		TombMs      int64      `arg:"tomb_ms"`
+		Answer      bool       `arg:"answer"`
 		Fails       []FailItem `arg:"n"`
 	}
 	// FailItem is one element of FailArgs's batch: retry_at is "-1" (the
@@ -307,7 +308,8 @@ var (
 	// Complete answers a code per ack, then with Answer each job packed.
 	Complete = declare[CompleteArgs, Rows]("complete",
 		withFlow(KeyMeta, KeyJobs, KeyData, KeyLeases, KeyDone, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyPending, KeyHooks)...)
-	// Fail answers four rows a failure: code, status, run_at_ms, due.
+	// Fail answers four rows a failure: code, status, run_at_ms, due;
+	// with Answer, then a row a failure: the job packed, or "".
 	Fail = declare[FailArgs, Rows]("fail",
 		withFlow(KeyMeta, KeyJobs, KeyData, KeySched, KeyPending, KeyLeases, KeyDead, KeyIdem, KeyExpiry, KeyClaims, KeyWake, KeyOutbox, KeyHooks)...)
 	Heartbeat = declare[HeartbeatArgs, HeartbeatReply]("heartbeat",

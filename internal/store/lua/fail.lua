@@ -11,6 +11,9 @@
 --          before (a repeated call; status is the job's status now), 0
 --          lease lost, -1 no such job, -4 its record is malformed
 --          (nothing changed); due the retry's due score ("" none).
+--          With answer "1", n more follow: job_i, job i packed with its
+--          artifacts (see packed) as the call left it, when its code is 1
+--          or 2 and the job is kept; "" otherwise.
 -- The backoff formula is queue.Backoff.Delay's; a test holds them equal.
 -- Safe to run twice: the second run answers 2 and changes nothing.
 local n, dead_max, dead_age = tonumber(A_n), tonumber(A_dead_max), tonumber(A_dead_age_ms)
@@ -34,7 +37,7 @@ for i = 0, n - 1 do
   jobs[#jobs + 1] = j
 end
 
-local rerun = false
+local rerun, answer = false, A_answer == '1'
 -- fail_one records j's failure and answers its code, status, run_at_ms
 -- and due.
 local function fail_one(j)
@@ -91,13 +94,22 @@ local function fail_one(j)
   return 1, status, tonumber(f[R_run_at_ms]), score
 end
 
-local out = {}
-for _, j in ipairs(jobs) do
+local out, answered = {}, {}
+for i, j in ipairs(jobs) do
   local code, status, run_at, due = fail_one(j)
   out[#out + 1] = code
   out[#out + 1] = status
   out[#out + 1] = run_at
   out[#out + 1] = due
+  answered[i] = code == 1 or code == 2
+end
+if answer then
+  -- read once every failure is recorded: a job named twice is answered
+  -- as the call left it
+  for i, j in ipairs(jobs) do
+    local f = answered[i] and load(j.id)
+    out[#out + 1] = f and packed(j.id, f, nil, true) or ''
+  end
 end
 publish_events()
 if rerun then
