@@ -34,7 +34,10 @@ import (
 //   - enqueue-now, enqueue-later: Enqueue of one job due now, or in 3 s;
 //   - claim-due: the Claim that promotes one of those, once due, and
 //     claims it (the scheduled path: no promoter runs here);
-//   - complete: Complete of that job, right after its claim.
+//   - complete: Complete of that job, right after its claim;
+//   - fail: Fail of a claimed job, its retry an hour later;
+//   - fail-of-50: the same failure, of 50 jobs in one FailMany (its
+//     figure is a job's share of the call).
 //
 // Each reported figure is instructions a call (x1000, "kinstr"). The
 // counts need valgrind (Debian's package of that name) and are skipped
@@ -54,7 +57,7 @@ func BenchmarkCallInstructions(b *testing.B) {
 	}
 	for range b.N {
 		kinstr := callInstructions(b, vg, ctl, srvBin)
-		for _, step := range []string{"enqueue-now", "enqueue-later", "claim-due", "complete"} {
+		for _, step := range []string{"enqueue-now", "enqueue-later", "claim-due", "complete", "fail", "fail-of-50"} {
 			b.ReportMetric(kinstr[step], step+"-kinstr")
 		}
 		b.ReportMetric(kinstr["claim-due"]+kinstr["complete"], "due-job-kinstr")
@@ -129,6 +132,9 @@ func callInstructions(b *testing.B, vg, ctl, srvBin string) map[string]float64 {
 		v, err := strconv.ParseInt(string(m[1]), 10, 64)
 		require.NoError(b, err)
 		total[step] += v
+		if step == "fail" {
+			_ = os.WriteFile(os.Getenv("CG_KEEP"), text, 0o644)
+		}
 	}
 	dump("setup")
 	const calls = 40
@@ -159,10 +165,49 @@ func callInstructions(b *testing.B, vg, ctl, srvBin string) map[string]float64 {
 		require.NoError(b, c.Complete(ctx, "q", js[0].ID, js[0].Token, queue.CompleteOptions{}))
 		dump("complete")
 	}
+	for i := range calls {
+		_, err := c.Enqueue(ctx, queue.NewJob{Queue: "q", Kind: "bench", Payload: payload(i)})
+		require.NoError(b, err)
+	}
+	js, err = c.Claim(ctx, "q", queue.ClaimOptions{Max: calls})
+	require.NoError(b, err)
+	require.Len(b, js, calls)
+	dump("setup")
+	for _, j := range js {
+		res, err := c.Fail(ctx, "q", j.ID, j.Token, queue.FailOptions{Error: "smtp: 421 try again", RetryIn: time.Hour})
+		require.NoError(b, err)
+		require.Equal(b, queue.StatusScheduled, res.Status)
+	}
+	dump("fail")
+	const batch = 50
+	for range calls / 10 {
+		jobs := make([]queue.NewJob, batch)
+		for i := range jobs {
+			jobs[i] = queue.NewJob{Queue: "q", Kind: "bench", Payload: payload(i)}
+		}
+		_, err := c.EnqueueBatch(ctx, jobs)
+		require.NoError(b, err)
+		js, err := c.Claim(ctx, "q", queue.ClaimOptions{Max: batch})
+		require.NoError(b, err)
+		require.Len(b, js, batch)
+		fails := make([]queue.Failed, len(js))
+		for i, j := range js {
+			fails[i] = queue.Failed{ID: j.ID, Token: j.Token, FailOptions: queue.FailOptions{Error: "smtp: 421 try again", RetryIn: time.Hour}}
+		}
+		dump("setup")
+		res, errs, err := c.FailMany(ctx, "q", fails)
+		require.NoError(b, err)
+		for i := range res {
+			require.NoError(b, errs[i])
+			require.Equal(b, queue.StatusScheduled, res[i].Status)
+		}
+		dump("fail-of-50")
+	}
 
 	per := map[string]float64{}
 	for step, v := range total {
 		per[step] = float64(v) / calls / 1000
 	}
+	per["fail-of-50"] = float64(total["fail-of-50"]) / (calls / 10 * batch) / 1000
 	return per
 }

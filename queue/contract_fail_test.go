@@ -152,6 +152,63 @@ func contractFail(t *testing.T, setup setupFunc) {
 		require.ErrorIs(t, err, queue.ErrInvalid)
 	})
 
+	// One call ends jobs every way a failure can, and names each of them
+	// again: a retry due at once (pending again, in its list or its label
+	// set's), one later, one to the dead set, and one whose cancellation
+	// was requested. Each lease ends, and each job named again answers
+	// the end the call gave it.
+	t.Run("FailManyEndsEveryKindInOneCall", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.enqueue(t, queue.NewJob{MaxAttempts: 5})
+		b.enqueue(t, queue.NewJob{MaxAttempts: 5})
+		b.enqueue(t, queue.NewJob{MaxAttempts: 5})
+		b.enqueue(t, queue.NewJob{MaxAttempts: 5})
+		gpu := b.enqueue(t, queue.NewJob{MaxAttempts: 5, Labels: []string{"gpu"}})
+		cs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 4})
+		require.NoError(t, err)
+		require.Len(t, cs, 4)
+		gs, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 1, Labels: []string{"gpu"}})
+		require.NoError(t, err)
+		require.Len(t, gs, 1)
+		require.Equal(t, gpu.ID, gs[0].ID)
+		_, err = b.client.Cancel(b.ctx, b.queue, cs[3].ID) // running: a cancel request
+		require.NoError(t, err)
+		fails := []queue.Failed{
+			{ID: cs[0].ID, Token: cs[0].Token, FailOptions: queue.FailOptions{Error: "now", RetryIn: -1}},
+			{ID: cs[1].ID, Token: cs[1].Token, FailOptions: queue.FailOptions{Error: "later", RetryIn: time.Hour}},
+			{ID: cs[2].ID, Token: cs[2].Token, FailOptions: queue.FailOptions{Error: "fatal", Dead: true}},
+			{ID: cs[3].ID, Token: cs[3].Token, FailOptions: queue.FailOptions{Error: "stop"}},
+			{ID: gs[0].ID, Token: gs[0].Token, FailOptions: queue.FailOptions{Error: "gpu now", RetryIn: -1}},
+		}
+		res, errs, err := b.client.FailMany(b.ctx, b.queue, append(fails, fails...))
+		require.NoError(t, err)
+		for i, want := range []queue.Status{queue.StatusPending, queue.StatusScheduled, queue.StatusDead, queue.StatusCanceled, queue.StatusPending} {
+			require.NoError(t, errs[i])
+			require.Equal(t, want, res[i].Status, "failure %d", i)
+			require.NoError(t, errs[len(fails)+i], "named again: recorded already")
+			require.Equal(t, want, b.get(t, fails[i].ID).Status)
+			_, err := b.client.Heartbeat(b.ctx, b.queue, fails[i].ID, fails[i].Token, queue.HeartbeatOptions{})
+			require.ErrorIs(t, err, queue.ErrLeaseLost, "failure %d: its lease ended", i)
+		}
+		require.Equal(t, res[1], res[len(fails)+1], "the later retry named again answers its due time")
+		s := b.stats(t)
+		require.Equal(t, int64(5), s.FailedTotal)
+		require.Equal(t, int64(3), s.RetriedTotal)
+		require.Equal(t, int64(0), s.Processing)
+		require.Equal(t, int64(1), s.Dead)
+		// the retries due at once are claimable again, each from its list
+		again, err := b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 4})
+		require.NoError(t, err)
+		require.Len(t, again, 1)
+		require.Equal(t, cs[0].ID, again[0].ID)
+		require.Equal(t, 2, again[0].Attempts)
+		again, err = b.client.Claim(b.ctx, b.queue, queue.ClaimOptions{Max: 4, Labels: []string{"gpu"}})
+		require.NoError(t, err)
+		require.Len(t, again, 1)
+		require.Equal(t, gpu.ID, again[0].ID)
+	})
+
 	// A failure that asks for its job (Failed.ReturnJob) gets it as Get
 	// reads it right after, from the same script call: retried, dead,
 	// recorded before (a repeated call), and not when its lease is lost or

@@ -1034,19 +1034,21 @@ end
 -- its events (see hook_open), read once a call; nil until then.
 local hooks_on
 
--- lease_bind is for a script that ends leases and makes no job pending
--- (complete, cancel): only lease_freed needs the queue's label sets, and
--- only on a queue with a MaxInFlight limit, so only then are they bound.
--- Answers whether the client's sets are current (false: STALE_SETS, before
--- any write), and whether the queue has the limit, for lease_freed. It
--- reads hooks_on in the same HMGET.
-local function lease_bind()
+-- lease_bind is for a script that ends leases (complete, cancel, fail):
+-- when it makes no job pending (pends false), only lease_freed needs the
+-- queue's label sets, and only on a queue with a MaxInFlight limit, so
+-- only then are they bound; with pends, always. Answers whether the
+-- client's sets are current (false: STALE_SETS, before any write), and
+-- whether the queue has the limit, for lease_freed. It reads hooks_on in
+-- the same HMGET.
+local function lease_bind(pends)
   local m = redis.call('HMGET', K_meta, M_limit_inflight, M_lsets, M_hooks)
   hooks_on = m[3] == '1' -- hook_open's read, in the same call
-  if not m[1] then
+  local limited = m[1] and true or false
+  if not limited and not pends then
     return true, false
   end
-  return sets_current(m[2] or false), true
+  return sets_current(m[2] or false), limited
 end
 
 -- next_due is the score of the earliest scheduled job, as a string, ""

@@ -20,10 +20,11 @@ local n, dead_max, dead_age = tonumber(A_n), tonumber(A_dead_max), tonumber(A_de
 if not n or not dead_max or not dead_age or not tonumber(A_retention_ms) or not tonumber(A_tomb_ms) then
   return redis.error_reply('ERR chronoq fail: malformed arguments')
 end
-if not sets_current() then
+local sets_ok, limited = lease_bind(true) -- a retry due now is made pending
+if not sets_ok then
   return redis.error_reply(STALE_SETS)
 end
-local jobs = {}
+local jobs, ids = {}, {}
 for i = 0, n - 1 do
   local b = GROUP_START + i * GROUP
   local j = { id = ARGV[b + G_id], token = ARGV[b + G_token], error = ARGV[b + G_error],
@@ -35,79 +36,159 @@ for i = 0, n - 1 do
     return redis.error_reply('ERR chronoq fail: malformed job ' .. i)
   end
   jobs[#jobs + 1] = j
+  ids[#ids + 1] = j.id
 end
 
 local rerun, answer = false, A_answer == '1'
--- fail_one records j's failure and answers its code, status, run_at_ms
--- and due.
-local function fail_one(j)
-  local id, token = j.id, j.token
-  local f = load(id)
-  if not f then
-    local tomb = tomb_of(id)
-    if tomb == 'f' .. token then
-      rerun = true
-      return 2, '', 0, ''
-    elseif tomb then
-      return 0, '', 0, ''
-    end
-    return -1, '', 0, ''
-  end
-  if f[R_ack] == 'f' .. token and f[R_token] == token then
-    rerun = true
-    local due = ''
-    if f[R_status] == 'scheduled' then
-      due = redis.call('ZSCORE', K_sched, id) or ''
-    end
-    return 2, f[R_status], tonumber(f[R_run_at_ms]) or 0, due
-  end
-  if f[R_token] ~= token or f[R_status] ~= 'processing' then
-    return 0, f[R_status], 0, ''
-  end
-  local attempts, max_attempts = tonumber(f[R_attempts]), spec_max_attempts(f[R_spec])
-  local initial, factor, maxd, jit = spec_backoff(f[R_spec])
-  if not attempts or not max_attempts or not initial or not factor or not maxd or not jit then
-    return -4, f[R_status], 0, '' -- its record is malformed: left as it is (queue's codeMalformed)
-  end
+-- Every job's record in one HMGET. The writes of the retries, the most
+-- common end, are gathered into one command each after the loop: the
+-- records (saves), the schedule (sched), the leases ended (ended) and
+-- their claims' retry markers (bases), and the counters. A job named
+-- again reads what the call made of it (seen): a retried one its table
+-- (its score in f.due, not yet written), a dead or canceled one, written
+-- as it ended (kill, cancel_now), read again (false).
+local loaded, seen = load_many(ids), {}
+local saves, sched, ended, bases = {}, {}, {}, {}
+local failed, retried, pended, cut = 0, 0, false, tonumber(cutoff)
+-- specs: a spec's attempts and backoff, read once a spec (most jobs of a
+-- batch share one): { max_attempts, initial, factor, max, jitter }, false
+-- when malformed
+local specs = {}
 
-  end_claim(id, f, token, 'f')
-  f[R_last_error] = j.error
-  count(M_failed, 1)
-  if f[R_cancel_requested] == '1' then
-    cancel_now(id, f, '', A_retention_ms)
-    return 1, 'canceled', now, ''
-  end
-  if j.dead == '1' or attempts >= max_attempts then
-    kill(id, f, j.error, dead_max, dead_age)
-    return 1, 'dead', now, ''
-  end
-  local score = j.retry_at
-  if score == '-1' then
-    local d = math.min(initial * factor ^ (attempts - 1), maxd)
-    d = math.min(d * (1 + jit * (2 * j.jitter - 1)), maxd)
-    score = score_of_us(now_us + math.floor(d) * 1000)
-  end
-  local status = schedule(id, f, score) -- wakes its claimers when pending
-  count(M_retried, 1)
-  hook('retried', id, f, status)
-  emit('retried', id, f[R_kind], status, f[R_attempts])
-  return 1, status, tonumber(f[R_run_at_ms]), score
-end
-
-local out, answered = {}, {}
+-- The loop is written out, without a function a job: a closure over
+-- these locals would cost each call its upvalues.
+local out = {}
 for i, j in ipairs(jobs) do
-  local code, status, run_at, due = fail_one(j)
+  local id, token = j.id, j.token
+  local f, s = loaded[i], seen[id]
+  if s == false then
+    f = load(id)
+  elseif s then
+    f = s
+  end
+  -- j's answer: code, status, run_at_ms and due
+  local code, status, run_at, due = 1, '', 0, ''
+  repeat
+    if not f then
+      local tomb = tomb_of(id)
+      if tomb == 'f' .. token then
+        code, rerun = 2, true
+      elseif tomb then
+        code = 0
+      else
+        code = -1
+      end
+      break
+    end
+    if f[R_ack] == 'f' .. token and f[R_token] == token then
+      code, status, run_at, rerun = 2, f[R_status], tonumber(f[R_run_at_ms]) or 0, true
+      if status == 'scheduled' then
+        due = f.due or redis.call('ZSCORE', K_sched, id) or ''
+      end
+      break
+    end
+    if f[R_token] ~= token or f[R_status] ~= 'processing' then
+      code, status = 0, f[R_status]
+      break
+    end
+    local attempts, sp = tonumber(f[R_attempts]), specs[f[R_spec]]
+    if sp == nil then
+      local initial, factor, maxd, jit = spec_backoff(f[R_spec])
+      sp = { spec_max_attempts(f[R_spec]), initial, factor, maxd, jit }
+      if not (sp[1] and initial and factor and maxd and jit) then
+        sp = false
+      end
+      specs[f[R_spec]] = sp
+    end
+    if not attempts or not sp then
+      code, status = -4, f[R_status] -- its record is malformed: left as it is (queue's codeMalformed)
+      break
+    end
+
+    -- its lease ends (end_claim's steps, the writes gathered)
+    ended[#ended + 1] = id
+    lease_ended(id, f)
+    local base = token_base(token)
+    if base then
+      bases[#bases + 1] = base
+    end
+    f[R_ack] = 'f' .. token
+    f[R_lease_until_ms] = ''
+    f[R_last_error] = j.error
+    failed = failed + 1
+    if f[R_cancel_requested] == '1' then
+      cancel_now(id, f, '', A_retention_ms)
+      seen[id] = false
+      status, run_at = 'canceled', now
+      break
+    end
+    if j.dead == '1' or attempts >= sp[1] then
+      kill(id, f, j.error, dead_max, dead_age)
+      seen[id] = false
+      status, run_at = 'dead', now
+      break
+    end
+    local score = j.retry_at
+    if score == '-1' then
+      local d = math.min(sp[2] * sp[3] ^ (attempts - 1), sp[4])
+      d = math.min(d * (1 + sp[5] * (2 * j.jitter - 1)), sp[4])
+      score = score_of_us(now_us + math.floor(d) * 1000)
+    end
+    -- schedule's steps, the writes gathered
+    local at = tonumber(score)
+    if at <= cut then
+      status, pended, run_at = 'pending', true, now
+      f[R_run_at_ms] = now_str -- due already: it runs from now
+      to_pending(id, f[R_labels], f[R_flow])
+    else
+      status, run_at, due = 'scheduled', math.floor(at), score
+      f[R_run_at_ms] = int_str(run_at)
+      note_due(at)
+      sched[#sched + 1] = score
+      sched[#sched + 1] = id
+      if n > 1 then
+        f.due = score
+      end
+    end
+    f[R_status] = status
+    saves[#saves + 1] = id
+    saves[#saves + 1] = encode(f)
+    if n > 1 then
+      seen[id] = f
+    end
+    retried = retried + 1
+    hook('retried', id, f, status)
+    emit('retried', id, f[R_kind], status, f[R_attempts])
+  until true
   out[#out + 1] = code
   out[#out + 1] = status
   out[#out + 1] = run_at
   out[#out + 1] = due
-  answered[i] = code == 1 or code == 2
 end
+if #saves > 0 then
+  redis.call('HSET', K_jobs, unpack(saves))
+end
+if #sched > 0 then
+  redis.call('ZADD', K_sched, unpack(sched))
+end
+if pended then
+  flush_pending(false, true) -- the retries due now, waking their claimers
+end
+if #ended > 0 then
+  redis.call('ZREM', K_leases, unpack(ended))
+  lease_freed(#ended, limited)
+  if #bases > 0 then
+    redis.call('HDEL', K_claims, unpack(bases))
+  end
+end
+count(M_failed, failed)
+count(M_retried, retried)
 if answer then
   -- read once every failure is recorded: a job named twice is answered
   -- as the call left it
   for i, j in ipairs(jobs) do
-    local f = answered[i] and load(j.id)
+    local code = out[4 * i - 3]
+    local f = (code == 1 or code == 2) and load(j.id)
     out[#out + 1] = f and packed(j.id, f, nil, true) or ''
   end
 end
