@@ -360,3 +360,22 @@ func TestConcurrentClaimsShareTheJobsOut(t *testing.T) {
 	}
 	require.Len(t, seen, jobs)
 }
+
+// A failure whose job is no longer kept answers 204: a job whose
+// cancellation was requested ends canceled, which a server that keeps no
+// finished jobs deletes at once; the first request and a repeated one,
+// coalesced or not.
+func TestFailAnswersNoContentWhenNothingIsKept(t *testing.T) {
+	t.Parallel()
+	for _, alone := range []bool{false, true} {
+		b := setup(t, func(sc *setupConfig) { sc.queue.Retention = -1; sc.api.DisableCoalescing = alone })
+		j := b.running(t, "gone")
+		_, err := b.client.Cancel(b.ctx, "gone", j.ID) // running: a cancel request
+		require.NoError(t, err)
+		for range 2 {
+			r := b.do(t, http.MethodPost, "/v1/queues/gone/jobs/"+j.ID+"/fail", map[string]any{"token": j.Token, "error": "x"})
+			require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
+		}
+		requireError(t, b.do(t, http.MethodGet, "/v1/queues/gone/jobs/"+j.ID, nil), 404, "not_found", "")
+	}
+}
