@@ -1287,6 +1287,20 @@ local function finish_claim(token)
   end
 end
 
+-- end_leases ends, in one command each, the leases of ids that a batch
+-- ended (complete, fail), and forgets bases, the retry markers of their
+-- claims (see finish_claim); limited as lease_bind answered it.
+local function end_leases(ids, bases, limited)
+  if #ids == 0 then
+    return
+  end
+  redis.call('ZREM', K_leases, unpack(ids))
+  lease_freed(#ids, limited)
+  if #bases > 0 then
+    redis.call('HDEL', K_claims, unpack(bases))
+  end
+end
+
 -- end_claim ends the lease of job id (record f) that token holds, for a
 -- fail or a release: its lease, its in-flight count and its claim's retry
 -- marker go, and the record notes the ack ("f" or "r") with the token.

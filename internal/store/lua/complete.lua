@@ -113,11 +113,7 @@ if answer then
   end
 end
 if #finished > 0 then
-  redis.call('ZREM', K_leases, unpack(finished))
-  lease_freed(#finished, limited)
-  if #bases > 0 then
-    redis.call('HDEL', K_claims, unpack(bases))
-  end
+  end_leases(finished, bases, limited)
   if #expiring > 0 then
     redis.call('ZADD', K_expiry, unpack(expiring))
   end

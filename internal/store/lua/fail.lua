@@ -174,13 +174,7 @@ end
 if pended then
   flush_pending(false, true) -- the retries due now, waking their claimers
 end
-if #ended > 0 then
-  redis.call('ZREM', K_leases, unpack(ended))
-  lease_freed(#ended, limited)
-  if #bases > 0 then
-    redis.call('HDEL', K_claims, unpack(bases))
-  end
-end
+end_leases(ended, bases, limited)
 count(M_failed, failed)
 count(M_retried, retried)
 if answer then
