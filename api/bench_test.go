@@ -25,6 +25,7 @@ import (
 	"github.com/chronoq/chronoq/delayed"
 	"github.com/chronoq/chronoq/internal/lifecycle"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/registry"
 	"github.com/chronoq/chronoq/testutil"
 )
 
@@ -40,7 +41,13 @@ func benchServer(b *testing.B) (*queue.Client, *redis.Client, *httptest.Server) 
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = client.Close() })
-	srv, err := api.New(api.Config{Store: client, Logger: slog.New(slog.DiscardHandler)})
+	// a registry, as chronoq serve has: the workers that name themselves
+	// are recorded in it
+	workers, err := registry.New(client, registry.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := api.New(api.Config{Store: client, Workers: workers, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,28 +118,34 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 // /v1/queues/{queue}/claim, max 1) and end it: complete it (POST
 // .../jobs/{id}/complete, sub-benchmark complete), which answers the
 // completed job, or fail it with a retry an hour later (POST .../fail,
-// sub-benchmark fail), which answers the job scheduled again. An op is a
-// job claimed and ended: two requests. It reports jobs/s and Redis's and
-// this process's CPU a job.
+// sub-benchmark fail), which answers the job scheduled again. In
+// sub-benchmark named, the clients complete their jobs as 8 workers of 8
+// connections each that name themselves in every call (worker_id), as
+// the example workers do: the registry records each claim's jobs and
+// each complete. An op is a job claimed and ended: two requests. It
+// reports jobs/s and Redis's and this process's CPU a job.
 //
 //	go test -run '^$' -bench HTTPWork -benchtime 20000x ./api/
 func BenchmarkHTTPWork(b *testing.B) {
 	for _, end := range []struct {
-		name, status string
-		body         func(token string) string
+		name, path, status string
+		named              bool
+		body               func(token string) string
 	}{
-		{"complete", "completed", func(token string) string { return `{"token":"` + token + `"}` }},
-		{"fail", "scheduled", func(token string) string {
-			return `{"token":"` + token + `","error":"smtp: 421 try again","retry_after":"1h"}`
+		{"complete", "complete", "completed", false, func(token string) string { return `{"token":"` + token + `"` }},
+		{"fail", "fail", "scheduled", false, func(token string) string {
+			return `{"token":"` + token + `","error":"smtp: 421 try again","retry_after":"1h"`
 		}},
+		{"named", "complete", "completed", true, func(token string) string { return `{"token":"` + token + `"` }},
 	} {
-		b.Run(end.name, func(b *testing.B) { httpWork(b, end.name, end.status, end.body) })
+		b.Run(end.name, func(b *testing.B) { httpWork(b, end.path, end.status, end.named, end.body) })
 	}
 }
 
 // httpWork is BenchmarkHTTPWork ending each job with a POST to
-// .../jobs/{id}/<path>, of body(token), that answers the job in status.
-func httpWork(b *testing.B, path, status string, body func(token string) string) {
+// .../jobs/{id}/<path>, of body(token) and the worker's id when named and
+// a closing brace, that answers the job in status.
+func httpWork(b *testing.B, path, status string, named bool, body func(token string) string) {
 	client, rdb, hs := benchServer(b)
 	addr := strings.TrimPrefix(hs.URL, "http://")
 	const q = "work"
@@ -146,11 +159,16 @@ func httpWork(b *testing.B, path, status string, body func(token string) string)
 			b.Fatal(err)
 		}
 	}
-	claimReq := rawRequest(addr, "/v1/queues/"+q+"/claim", `{"max":1}`)
+	var clients atomic.Int64
 	redisCPU0, procCPU0 := redisCPU(b, rdb), processCPU()
 	b.ResetTimer()
 	start := time.Now()
 	eachClient(b, addr, func(c *rawConn, pb *testing.PB) error {
+		claimReq, who := rawRequest(addr, "/v1/queues/"+q+"/claim", `{"max":1}`), ""
+		if named {
+			who = fmt.Sprintf(`,"worker_id":"w%d"`, clients.Add(1)%8)
+			claimReq = rawRequest(addr, "/v1/queues/"+q+"/claim", `{"max":1`+who+`}`)
+		}
 		var claimed struct {
 			Jobs []struct {
 				ID    string `json:"id"`
@@ -172,7 +190,7 @@ func httpWork(b *testing.B, path, status string, body func(token string) string)
 				return err
 			}
 			j := claimed.Jobs[0]
-			err = c.post(rawRequest(addr, "/v1/queues/"+q+"/jobs/"+j.ID+"/"+path, body(j.Token)), http.StatusOK)
+			err = c.post(rawRequest(addr, "/v1/queues/"+q+"/jobs/"+j.ID+"/"+path, body(j.Token)+who+"}"), http.StatusOK)
 			if err == nil {
 				err = json.Unmarshal(c.answer.Bytes(), &done)
 			}

@@ -14,12 +14,13 @@ import (
 
 	"github.com/chronoq/chronoq/internal/batch"
 	"github.com/chronoq/chronoq/queue"
+	"github.com/chronoq/chronoq/registry"
 )
 
-// The server batches four calls of concurrent requests through package
+// The server batches five calls of concurrent requests through package
 // batch, each per key: single enqueues per queue (coalescer), claims that
-// ask alike (claimer), and completes (completer) and failures (failer)
-// per queue. While one
+// ask alike (claimer), completes (completer) and failures (failer) per
+// queue, and the worker registry's sightings per worker (toucher). While one
 // call of a key is in flight, the next ones wait and then go together in
 // one script call; nothing waits on purpose, and each request still gets
 // exactly its own answer. Config.DisableCoalescing sends each alone.
@@ -218,6 +219,98 @@ func (f *failer) Fail(ctx context.Context, q string, x queue.Failed) (queue.Fail
 		return storeFail(f.s)(ctx, q, x) // the store names the error
 	}
 	return f.b.do(ctx, q, x)
+}
+
+// toucher batches the registry's sightings of each worker (see
+// registry.Touch): the worker calls that carry a worker_id record it
+// before a claim (its queue and labels), after a claim (the jobs it now
+// holds), a heartbeat (the job it holds), and a complete or a failure
+// (the job it no longer holds). Each was a registry script call of its
+// own, about as costly as the job call it followed: an HTTP worker that
+// names itself, as the example workers do, paid three for each job. The
+// sightings of one worker that arrive while one of its calls is in
+// flight go together: a job's last sighting says whether it is held
+// (held, then released in the same batch: released), the queues it
+// claimed from are each recorded, and the last labels given are the
+// ones recorded. An error is every sighting's of the batch: they are the
+// same worker's (the registry refused it, or Redis failed).
+type toucher struct {
+	b batcher[registry.Touch, struct{}]
+}
+
+// touchStore is what the toucher needs of the registry.
+type touchStore interface {
+	Touch(ctx context.Context, id string, t registry.Touch) error
+}
+
+func newToucher(r touchStore, log *slog.Logger) *toucher {
+	send := func(ctx context.Context, id string, ts []registry.Touch) ([]struct{}, []error, error) {
+		for _, t := range mergeTouches(ts) {
+			if err := r.Touch(ctx, id, t); err != nil {
+				return nil, nil, err
+			}
+		}
+		return nil, nil, nil
+	}
+	return &toucher{b: newBatcher(log, "Touch", send, batch.Config[registry.Touch]{
+		Items: func(t registry.Touch) int { return max(len(t.Add)+len(t.Drop), 1) }, // at most registry.MaxHeldJobs
+	})}
+}
+
+// Touch records t, a sighting of worker id, in a batch with the sightings
+// of id that arrive meanwhile.
+func (t *toucher) Touch(ctx context.Context, id string, x registry.Touch) error {
+	_, err := t.b.do(ctx, id, x)
+	return err
+}
+
+// mergeTouches answers the registry calls that record ts, one worker's
+// sightings in the order they came: one a queue claimed from beyond the
+// first, then one with the first queue, the last labels given, the jobs
+// whose last sighting holds them (Add) and those whose last sighting
+// released them (Drop). A TTL, which the server's sightings never give,
+// is the last one given.
+func mergeTouches(ts []registry.Touch) []registry.Touch {
+	if len(ts) == 1 {
+		return ts
+	}
+	var out []registry.Touch
+	var m registry.Touch
+	held := map[registry.JobRef]bool{}
+	var order []registry.JobRef
+	note := func(refs []registry.JobRef, h bool) {
+		for _, j := range refs {
+			if _, ok := held[j]; !ok {
+				order = append(order, j)
+			}
+			held[j] = h
+		}
+	}
+	for _, t := range ts {
+		switch {
+		case t.Queue == "" || t.Queue == m.Queue:
+		case m.Queue == "":
+			m.Queue = t.Queue
+		case !slices.ContainsFunc(out, func(o registry.Touch) bool { return o.Queue == t.Queue }):
+			out = append(out, registry.Touch{Queue: t.Queue})
+		}
+		if len(t.Labels) > 0 {
+			m.Labels = t.Labels
+		}
+		if t.TTL != 0 {
+			m.TTL = t.TTL
+		}
+		note(t.Add, true)
+		note(t.Drop, false)
+	}
+	for _, j := range order {
+		if held[j] {
+			m.Add = append(m.Add, j)
+		} else {
+			m.Drop = append(m.Drop, j)
+		}
+	}
+	return append(out, m)
 }
 
 // claimer batches the claims (POST /v1/queues/{queue}/claim) that ask

@@ -39,9 +39,10 @@
 //
 // Single enqueues that arrive while another of the same queue is in flight
 // go to Redis together, in one script call, and each request still gets
-// exactly its own answer; so do claims that ask alike, and completes and
-// failures, whose scripts also answer each job, without a read after
-// (see coalesce.go; Config.DisableCoalescing turns all four off). The Job
+// exactly its own answer; so do claims that ask alike, completes and
+// failures, whose scripts also answer each job, without a read after,
+// and the registry's sightings of a worker that names itself (see
+// coalesce.go; Config.DisableCoalescing turns all five off). The Job
 // resource is written by hand, not by reflection.
 //
 // # Streams

@@ -89,8 +89,9 @@ type Config struct {
 	// serves (see [Server.OpenAPI]). Defaults to none.
 	RoutesOpenAPI []byte
 	// DisableCoalescing sends each single enqueue (POST /v1/jobs), claim,
-	// complete and failure to the store in a script call of its own, instead of
-	// batching, per queue, those that arrive while one is in flight. It is
+	// complete and failure to the store, and each sighting of a worker to
+	// the registry, in a script call of its own, instead of batching, per
+	// queue (per worker), those that arrive while one is in flight. It is
 	// for measuring what the batching gives; nothing waits on purpose
 	// either way. Defaults to false.
 	DisableCoalescing bool
@@ -156,6 +157,9 @@ type Server struct {
 	// failJob records a failure and answers the job as it left it (in
 	// FailResult.Job): through a failer, or alone.
 	failJob func(ctx context.Context, q string, f queue.Failed) (queue.FailResult, error)
+	// touch records a sighting of a worker in the registry (nil without
+	// one): through a toucher, or alone.
+	touch   func(ctx context.Context, id string, t registry.Touch) error
 	started time.Time    // when New made the server, on its clock
 	streams atomic.Int64 // event streams open
 	waits   atomic.Int64 // requests waiting for a job's end
@@ -223,6 +227,12 @@ func New(cfg Config) (*Server, error) {
 		s.claimJobs = newClaimer(cfg.Store, s.log).Claim
 		s.completeJob = newCompleter(cfg.Store, s.log).Complete
 		s.failJob = newFailer(cfg.Store, s.log).Fail
+	}
+	if s.workers != nil {
+		s.touch = s.workers.Touch
+		if !cfg.DisableCoalescing {
+			s.touch = newToucher(s.workers, s.log).Touch
+		}
 	}
 
 	e := echo.New()

@@ -196,7 +196,7 @@ func (s *Server) sighted(ctx context.Context, id string, t registry.Touch) error
 	if id == "" {
 		return nil
 	}
-	return s.workers.Touch(ctx, id, t)
+	return s.touch(ctx, id, t)
 }
 
 // sightedAfter records a sighting of worker id after a job call: a
@@ -207,7 +207,7 @@ func (s *Server) sightedAfter(ctx context.Context, id string, t registry.Touch) 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registryTimeout)
 	defer cancel()
-	if err := s.workers.Touch(ctx, id, t); err != nil {
+	if err := s.touch(ctx, id, t); err != nil {
 		s.log.Warn("api: recording a worker's jobs in the registry failed", "worker_id", id, "err", err)
 	}
 }
