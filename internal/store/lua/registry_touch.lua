@@ -29,13 +29,18 @@ if not is_live then
   end
 end
 -- The keys exist from the first registration on (see keys.go): a slot
--- migration then never finds some of them and not the others.
-redis.call('HSETNX', K_info, SENTINEL, '')
-redis.call('HSETNX', K_state, SENTINEL, '')
-redis.call('HSETNX', K_queues, SENTINEL, '')
-redis.call('HSETNX', K_held, SENTINEL, '')
-redis.call('ZADD', K_expiry, 'NX', '+inf', SENTINEL)
-redis.call('ZADD', K_ids, 'NX', 0, SENTINEL)
+-- migration then never finds some of them and not the others. This
+-- script writes the six sentinels together, so the expiry's stands for
+-- all of them: a worker's sighting that finds it (most, and every one of
+-- a live worker) writes none.
+if not is_live or not redis.call('ZSCORE', K_expiry, SENTINEL) then
+  redis.call('HSETNX', K_info, SENTINEL, '')
+  redis.call('HSETNX', K_state, SENTINEL, '')
+  redis.call('HSETNX', K_queues, SENTINEL, '')
+  redis.call('HSETNX', K_held, SENTINEL, '')
+  redis.call('ZADD', K_expiry, 'NX', '+inf', SENTINEL)
+  redis.call('ZADD', K_ids, 'NX', 0, SENTINEL)
+end
 local started, own_ttl = now, default_ttl
 if is_live then
   local s, t = string.match(redis.call('HGET', K_state, id) or '', '^(%d+) %d+ (%d+)$')
@@ -57,8 +62,8 @@ if q ~= '' then
   local arr, set = items(redis.call('HGET', K_queues, id))
   if not set[q] and #arr < max_queues then
     arr[#arr + 1] = q
+    redis.call('HSET', K_queues, id, join(arr))
   end
-  redis.call('HSET', K_queues, id, join(arr))
 end
 if mode == 'set' then
   redis.call('HSET', K_held, id, join(given))
