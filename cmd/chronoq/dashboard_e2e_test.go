@@ -81,6 +81,18 @@ func (b *browser) click(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Click(chromedp.CSS(sel))
 }
 
+// clickLive clicks the element sel in the page's own script, on the
+// element as it is then, once there is one (within 5 s). The live lists
+// draw themselves again as they change: a mouse click lands where the
+// element was when chromedp found it, or on a node gone since ("Could not
+// find node with given id", which failed a race run on a row of #jobs).
+func (b *browser) clickLive(sel string) {
+	b.t.Helper()
+	b.waitFor("an element to click: "+sel,
+		fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel),
+		5*time.Second)
+}
+
 // waitFor waits, within timeout, until the JavaScript predicate holds; on
 // timeout the test fails with what the page shows.
 func (b *browser) waitFor(what, predicate string, timeout time.Duration) {
@@ -171,7 +183,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.Equal(t, "demo", b.eval(`document.getElementById("queue-select").value`))
 	// Open one: its page shows its payload; run it now from there; back to
 	// the list.
-	b.do(b.click("#jobs tr.job"))
+	b.clickLive("#jobs tr.job")
 	b.waitFor("the job's page", `!document.querySelector("[data-view=job]").hidden && document.getElementById("detail-payload").textContent.includes("user")`, 5*time.Second)
 	require.Contains(t, b.eval(`location.hash`), "#/queues/demo/jobs/")
 	b.waitFor("the scheduled job's status", `document.getElementById("job-status").dataset.status === "scheduled"`, 5*time.Second)
@@ -179,17 +191,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.waitFor("the job run now", `document.getElementById("job-status").dataset.status === "pending"`, 5*time.Second)
 	b.do(b.click("#job-back"))
 	b.waitFor("the other jobs again", `!document.querySelector("[data-view=queues]").hidden && `+rows("scheduled", "===", 3), 5*time.Second)
-	// The other three, run now from their rows. Clicked in the page's own
-	// script, on the row as it is then: a mouse click lands where the row
-	// was when it was found, and the live list may have drawn itself again
-	// since (on a loaded machine it did, and the click missed).
+	// The other three, run now from their rows. (Every click on a row of
+	// a live list is clickLive's: on a loaded machine a mouse click missed
+	// a row the list had drawn again.)
 	for left := 2; left >= 0; left-- {
-		require.Equal(t, "clicked", b.eval(`(() => {
-			const run = document.querySelector('#jobs tr.job[data-status=scheduled] button[data-act="run now"]');
-			if (!run) return "no row";
-			run.click();
-			return "clicked";
-		})()`))
+		b.clickLive(`#jobs tr.job[data-status=scheduled] button[data-act="run now"]`)
 		b.waitFor("a scheduled job run now", rows("scheduled", "===", left), 5*time.Second)
 	}
 	// And two due in a second, which the promoter moves when due.
@@ -234,7 +240,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.do(b.set("demo-size", "0"), b.click("#demo-apply"))
 	b.waitFor("the workers to stop", text("demo-running", "0"), 10*time.Second)
 	id := b.eval(`document.querySelector('#jobs tr.job[data-status=dead]').dataset.id`)
-	b.do(b.click(`#jobs tr.job[data-id="` + id + `"]`))
+	b.clickLive(`#jobs tr.job[data-id="` + id + `"]`)
 	b.waitFor("the dead job's error", `document.getElementById("detail-error").textContent.includes("simulated")`, 5*time.Second)
 	b.waitFor("the dead job's status", `document.getElementById("job-status").dataset.status === "dead"`, 5*time.Second)
 	b.do(b.click(`#detail-actions button[data-act=retry]`))
@@ -347,7 +353,7 @@ func TestDashboardPushInBrowser(t *testing.T) {
 
 	b.do(b.click(`#tabs button[data-tab=completed]`))
 	b.waitFor("the job completed after its retry", rows("completed", "===", 1), 20*time.Second)
-	b.do(b.click("#jobs tr.job"))
+	b.clickLive("#jobs tr.job")
 	b.waitFor("two deliveries", `document.querySelectorAll("#detail-deliveries tr.delivery").length === 2`, 5*time.Second)
 	require.Equal(t, "429,200", b.eval(`[...document.querySelectorAll("#detail-deliveries tr.delivery")].map(r => r.dataset.status).join()`))
 	require.Contains(t, b.eval(`document.getElementById("detail-deliveries").innerText`), "retry_after")
@@ -552,7 +558,7 @@ func TestDashboardWorkers(t *testing.T) {
 	b.waitFor("the job held", `!!document.querySelector('`+held+`')`, 10*time.Second)
 	require.Equal(t, "1", b.eval(`document.querySelector('`+held+`').closest("tr").dataset.jobs`))
 	b.screenshot("dashboard-workers.png")
-	b.do(b.click(held))
+	b.clickLive(held)
 	b.waitFor("the job's page, with its worker", `document.getElementById("job-status").dataset.status === "processing" && `+
 		`!document.getElementById("job-holder").hidden`, 5*time.Second)
 	require.Equal(t, s.base+"/#/queues/demo/jobs/"+id, b.eval(`location.href`))
@@ -1059,7 +1065,7 @@ func TestDashboardWebhooks(t *testing.T) {
 	require.Equal(t, "*", b.eval(row+`.querySelector("td.h-kinds").textContent`))
 	require.Equal(t, "job.canceled", b.eval(row+`.querySelector("td.h-events").textContent`))
 
-	b.do(b.click(`#webhooks tr.webhook[data-id="` + id + `"] td.h-url`))
+	b.clickLive(`#webhooks tr.webhook[data-id="` + id + `"] td.h-url`)
 	b.waitFor("its dead delivery", `document.querySelectorAll("#webhook-dead tr.dead-delivery").length === 1`, 10*time.Second)
 	require.Equal(t, s.base+"/#/webhooks/"+id, b.eval(`location.href`))
 	require.Equal(t, "job.canceled", b.eval(`document.querySelector("#webhook-dead td.d-event").textContent`))
