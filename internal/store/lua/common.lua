@@ -1287,6 +1287,18 @@ local function finish_claim(token)
   end
 end
 
+-- lease_ending notes, for end_leases, that a batch ends the lease of job
+-- id (record f) that token holds: id goes to ids, its claim's retry
+-- marker to bases, and its flow key's slot is freed (lease_ended).
+local function lease_ending(id, f, token, ids, bases)
+  ids[#ids + 1] = id
+  lease_ended(id, f)
+  local base = token_base(token)
+  if base then
+    bases[#bases + 1] = base
+  end
+end
+
 -- end_leases ends, in one command each, the leases of ids that a batch
 -- ended (complete, fail), and forgets bases, the retry markers of their
 -- claims (see finish_claim); limited as lease_bind answered it.

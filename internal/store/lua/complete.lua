@@ -74,13 +74,9 @@ for i = 0, n - 1 do
     if result ~= '' then
       redis.call('HSET', K_data, id .. '.r', result)
     end
-    finished[#finished + 1] = id
-    lease_ended(id, f)
-    -- the claim's retry marker goes (see finish_claim), once a call
-    local base = token_base(token)
-    if base then
-      bases[#bases + 1] = base
-    end
+    -- its lease ends, and its claim's retry marker goes, once a call
+    -- (end_leases)
+    lease_ending(id, f, token, finished, bases)
     emit('completed', id, f[R_kind], 'completed', f[R_attempts])
     -- workflows: a node's job leaves its outbox entry (see wf_ended)
     wf_ended(id, f, 'completed')

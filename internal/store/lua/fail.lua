@@ -106,12 +106,7 @@ for i, j in ipairs(jobs) do
     end
 
     -- its lease ends (end_claim's steps, the writes gathered)
-    ended[#ended + 1] = id
-    lease_ended(id, f)
-    local base = token_base(token)
-    if base then
-      bases[#bases + 1] = base
-    end
+    lease_ending(id, f, token, ended, bases)
     f[R_ack] = 'f' .. token
     f[R_lease_until_ms] = ''
     f[R_last_error] = j.error
