@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
 
@@ -110,6 +111,26 @@ func TestToucherMergesAWorkersSightingsThatArriveMeanwhile(t *testing.T) {
 		{Queue: "q2", Labels: []string{"gpu"}, Add: []registry.JobRef{ref("b"), ref("c")}, Drop: []registry.JobRef{ref("a")}}},
 		g.calls["w"], "the first alone, then one call for the four that came meanwhile")
 	require.Equal(t, []registry.Touch{{Queue: "q"}}, g.calls["v"], "another worker's, apart")
+}
+
+// A sighting the registry would refuse for what it carries is refused
+// alone, before it joins a batch whose other sightings it would fail.
+func TestToucherRefusesABadSightingAlone(t *testing.T) {
+	t.Parallel()
+	g := &gatedRegistry{storeGate: newStoreGate(100), calls: map[string][]registry.Touch{}}
+	close(g.gate)
+	tc := newToucher(g, slog.New(slog.DiscardHandler))
+	err := tc.Touch(context.Background(), "w", registry.Touch{Queue: "q", Labels: []string{"no spaces"}})
+	var fe *queue.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "labels[0]", fe.Field)
+	err = tc.Touch(context.Background(), "w", registry.Touch{Queue: "Bad Queue"})
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "queue", fe.Field)
+	require.NoError(t, tc.Touch(context.Background(), "w", registry.Touch{Queue: "q"}))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	require.Equal(t, []registry.Touch{{Queue: "q"}}, g.calls["w"], "the refused ones never reached the registry")
 }
 
 func TestToucherErrorReachesEverySightingOfTheBatch(t *testing.T) {
