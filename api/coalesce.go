@@ -234,7 +234,7 @@ func (f *failer) Fail(ctx context.Context, q string, x queue.Failed) (queue.Fail
 // claimed from are each recorded, and the last labels given are the
 // ones recorded. An error of the call is every sighting's of the batch:
 // they are the same worker's (the registry's cap refused it, or Redis
-// failed); a sighting whose queue or labels the registry would refuse is
+// failed); a sighting the registry would refuse for what it carries is
 // refused alone, before it joins one.
 type toucher struct {
 	b batcher[registry.Touch, struct{}]
@@ -260,19 +260,12 @@ func newToucher(r touchStore, log *slog.Logger) *toucher {
 }
 
 // Touch records t, a sighting of worker id, in a batch with the sightings
-// of id that arrive meanwhile. A sighting whose queue or labels the
-// registry would refuse is refused here, alone: in a batch, its error
-// would be every sighting's.
+// of id that arrive meanwhile. A sighting the registry would refuse for
+// what it carries (registry.Touch.Check) is refused here, alone: in a
+// batch, its error would be every sighting's.
 func (t *toucher) Touch(ctx context.Context, id string, x registry.Touch) error {
-	if x.Queue != "" {
-		if err := names.ValidateQueue(x.Queue); err != nil {
-			return &queue.FieldError{Index: -1, Field: "queue", Err: err}
-		}
-	}
-	if len(x.Labels) > 0 {
-		if _, err := registry.CheckLabels("labels", x.Labels); err != nil {
-			return err
-		}
+	if err := x.Check(); err != nil {
+		return err
 	}
 	_, err := t.b.do(ctx, id, x)
 	return err

@@ -50,6 +50,45 @@ func (g *storeGate) release(t *testing.T, waiting func() int, n int, set func())
 	close(g.gate)
 }
 
+// heldResult is one call's answer in heldBatch.
+type heldResult[R any] struct {
+	res R
+	err error
+}
+
+// heldBatch sends first through do and, while it is held at g, items,
+// each a call of its own; then it lets them all go, set (run with g.mu
+// held) putting the store's answer in force, and answers each call's
+// result by its id. waiting counts the calls waiting for the next batch.
+func heldBatch[I, R any](t *testing.T, g *storeGate, do func(I) (R, error), waiting func() int, id func(I) string,
+	first I, items []I, set func()) map[string]heldResult[R] {
+	t.Helper()
+	type answer struct {
+		id string
+		heldResult[R]
+	}
+	out := make(chan answer, len(items)+1)
+	send := func(x I) {
+		go func() {
+			r, err := do(x)
+			out <- answer{id(x), heldResult[R]{r, err}}
+		}()
+	}
+	send(first)
+	<-g.entered // the first goes alone, at once
+	for _, x := range items {
+		send(x)
+	}
+	g.release(t, waiting, len(items), set)
+	got := map[string]heldResult[R]{}
+	for range len(items) + 1 {
+		a := <-out
+		got[a.id] = a.heldResult
+	}
+	require.Equal(t, 0, waiting())
+	return got
+}
+
 // gatedProducer records the batches it gets, at its gate.
 type gatedProducer struct {
 	storeGate

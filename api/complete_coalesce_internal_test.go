@@ -48,38 +48,17 @@ func (g *gatedAcker) CompleteMany(_ context.Context, q string, acks []queue.Ack)
 	return jobs, errs, nil
 }
 
-type ackResult struct {
-	id  string
-	job *queue.Job
-	err error
-}
-
 // heldCompletes completes "first" of queue q, and, while it is in
 // flight, acks; then it lets them all go with fail in force, and answers
 // the results by id.
-func heldCompletes(t *testing.T, acks []queue.Ack, fail func() error) (*gatedAcker, map[string]ackResult) {
+func heldCompletes(t *testing.T, acks []queue.Ack, fail func() error) (*gatedAcker, map[string]heldResult[*queue.Job]) {
 	t.Helper()
 	g := &gatedAcker{storeGate: newStoreGate(100)}
 	c := newCompleter(g, slog.New(slog.DiscardHandler))
-	out := make(chan ackResult, len(acks)+1)
-	complete := func(a queue.Ack) {
-		go func() {
-			j, err := c.Complete(context.Background(), "q", a)
-			out <- ackResult{a.ID, j, err}
-		}()
-	}
-	complete(queue.Ack{ID: "first", Token: "t"})
-	<-g.entered // the first goes alone, at once
-	for _, a := range acks {
-		complete(a)
-	}
-	g.release(t, func() int { return c.b.waiting("q") }, len(acks), func() { g.fail = fail })
-	got := map[string]ackResult{}
-	for range len(acks) + 1 {
-		r := <-out
-		got[r.id] = r
-	}
-	require.Equal(t, 0, c.b.waiting("q"))
+	got := heldBatch(t, &g.storeGate,
+		func(a queue.Ack) (*queue.Job, error) { return c.Complete(context.Background(), "q", a) },
+		func() int { return c.b.waiting("q") }, func(a queue.Ack) string { return a.ID },
+		queue.Ack{ID: "first", Token: "t"}, acks, func() { g.fail = fail })
 	return g, got
 }
 
@@ -88,10 +67,10 @@ func TestCompleterBatchesWhatArrivesMeanwhile(t *testing.T) {
 	g, got := heldCompletes(t, []queue.Ack{{ID: "a", Token: "t"}, {ID: "b", Token: "lost"}, {ID: "c", Token: "t"}}, nil)
 	for _, id := range []string{"first", "a", "c"} {
 		require.NoError(t, got[id].err)
-		require.Equal(t, id, got[id].job.ID) // each caller its own job
+		require.Equal(t, id, got[id].res.ID) // each caller its own job
 	}
 	require.ErrorIs(t, got["b"].err, queue.ErrLeaseLost) // and its own error
-	require.Nil(t, got["b"].job)
+	require.Nil(t, got["b"].res)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	require.Len(t, g.batches, 2)
@@ -104,13 +83,13 @@ func TestCompleterAnswersARefusedAckAlone(t *testing.T) {
 	g, got := heldCompletes(t, []queue.Ack{{ID: "a", Token: "t"}, {ID: "bad", Token: "t", Result: []byte("bad")}, {ID: "b", Token: "t"}}, nil)
 	for _, id := range []string{"a", "b"} {
 		require.NoError(t, got[id].err)
-		require.Equal(t, id, got[id].job.ID)
+		require.Equal(t, id, got[id].res.ID)
 	}
 	var fe *queue.FieldError
 	require.ErrorAs(t, got["bad"].err, &fe)
 	require.ErrorIs(t, got["bad"].err, queue.ErrInvalid)
 	require.Equal(t, "result", fe.Field)
-	require.Nil(t, got["bad"].job)
+	require.Nil(t, got["bad"].res)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	require.Len(t, g.batches, 2) // the first, then one batch for the three: nothing sent again

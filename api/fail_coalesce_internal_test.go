@@ -47,38 +47,17 @@ func (g *gatedFailer) FailMany(_ context.Context, q string, fails []queue.Failed
 	return res, errs, nil
 }
 
-type failResult struct {
-	id  string
-	res queue.FailResult
-	err error
-}
-
 // heldFails fails "first" of queue q, and, while it is in flight, fails;
 // then it lets them all go with fail in force, and answers the results
 // by id.
-func heldFails(t *testing.T, fails []queue.Failed, fail func() error) (*gatedFailer, map[string]failResult) {
+func heldFails(t *testing.T, fails []queue.Failed, fail func() error) (*gatedFailer, map[string]heldResult[queue.FailResult]) {
 	t.Helper()
 	g := &gatedFailer{storeGate: newStoreGate(100)}
 	f := newFailer(g, slog.New(slog.DiscardHandler))
-	out := make(chan failResult, len(fails)+1)
-	send := func(x queue.Failed) {
-		go func() {
-			r, err := f.Fail(context.Background(), "q", x)
-			out <- failResult{x.ID, r, err}
-		}()
-	}
-	send(queue.Failed{ID: "first", Token: "t"})
-	<-g.entered // the first goes alone, at once
-	for _, x := range fails {
-		send(x)
-	}
-	g.release(t, func() int { return f.b.waiting("q") }, len(fails), func() { g.fail = fail })
-	got := map[string]failResult{}
-	for range len(fails) + 1 {
-		r := <-out
-		got[r.id] = r
-	}
-	require.Equal(t, 0, f.b.waiting("q"))
+	got := heldBatch(t, &g.storeGate,
+		func(x queue.Failed) (queue.FailResult, error) { return f.Fail(context.Background(), "q", x) },
+		func() int { return f.b.waiting("q") }, func(x queue.Failed) string { return x.ID },
+		queue.Failed{ID: "first", Token: "t"}, fails, func() { g.fail = fail })
 	return g, got
 }
 

@@ -307,10 +307,8 @@ func (c *Client) failMany(ctx context.Context, queue string, fails []Failed) (re
 	sent := make([]int, 0, len(fails))
 	p := store.FailArgs{DeadMax: c.cfg.DeadMaxJobs, DeadAgeMs: c.cfg.DeadMaxAge.Milliseconds(),
 		RetentionMs: max(c.cfg.Retention.Milliseconds(), 0), TombMs: c.tombMs(), Fails: make([]store.FailItem, 0, len(fails))}
-	for _, f := range fails {
-		p.Answer = p.Answer || f.ReturnJob
-	}
 	for i, f := range fails {
+		p.Answer = p.Answer || f.ReturnJob
 		item, err := failItem(f)
 		if err != nil {
 			errs[i] = err

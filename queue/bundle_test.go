@@ -30,6 +30,16 @@ type testBundle struct {
 	newRDB func(t *testing.T) redis.UniversalClient
 }
 
+// dropping is a second client on the bundle's Redis and namespace that
+// keeps no finished job (Retention -1): it deletes a job as it ends.
+func (b *testBundle) dropping(t *testing.T) *queue.Client {
+	t.Helper()
+	c, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: b.clock, Retention: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // key is a raw key of the bundle's queue (a queue.Key* name), for checks
 // below the API.
 func (b *testBundle) key(name string) string { return queue.QueueKey(b.ns, b.queue, name) }

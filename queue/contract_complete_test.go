@@ -32,10 +32,7 @@ func contractComplete(t *testing.T, setup setupFunc) {
 	t.Run("CompleteManyNamingAJobTwiceCompletesItOnce", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		// a second client on the same Redis that keeps no completed job
-		dropping, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: b.clock, Retention: -1})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = dropping.Close() })
+		dropping := b.dropping(t)
 		b.enqueue(t, queue.NewJob{})
 		b.enqueue(t, queue.NewJob{})
 		cs := b.running(t, 2)

@@ -216,10 +216,7 @@ func contractFail(t *testing.T, setup setupFunc) {
 	t.Run("FailManyAnswersTheJobAsGetReadsIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		// a second client on the same Redis that keeps no finished job
-		dropping, err := queue.NewClient(queue.Config{Redis: b.rdb, Namespace: b.ns, Clock: b.clock, Retention: -1})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = dropping.Close() })
+		dropping := b.dropping(t)
 		// one payload kept in the record, one in the data hash
 		small := json.RawMessage(`{"n":1}`)
 		large := json.RawMessage(`{"s":"` + strings.Repeat("x", 300) + `"}`)

@@ -196,15 +196,38 @@ type Touch struct {
 	TTL time.Duration
 }
 
+// Check answers what [Registry.Touch] would refuse in t, whoever the
+// worker: a queue name, labels, jobs or a TTL not valid (a
+// *queue.FieldError naming it); nil when nothing.
+func (t Touch) Check() error {
+	if t.Queue != "" {
+		if err := names.ValidateQueue(t.Queue); err != nil {
+			return fieldErr("queue", err)
+		}
+	}
+	if len(t.Labels) > 0 {
+		if _, err := CheckLabels("labels", t.Labels); err != nil {
+			return err
+		}
+	}
+	for _, jobs := range [][]JobRef{t.Add, t.Drop} {
+		if _, err := checkJobs("jobs", jobs); err != nil {
+			return err
+		}
+	}
+	if t.TTL != 0 {
+		return checkTTL("ttl", t.TTL)
+	}
+	return nil
+}
+
 // Touch records a sighting of worker id (see [Touch]).
 func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	if t.Queue != "" {
-		if err := names.ValidateQueue(t.Queue); err != nil {
-			return fieldErr("queue", err)
-		}
+	if err := t.Check(); err != nil {
+		return err
 	}
 	ttl, err := r.ttlOf(t.TTL)
 	if err != nil {

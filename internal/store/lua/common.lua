@@ -1314,15 +1314,13 @@ local function end_leases(ids, bases, limited)
 end
 
 -- end_claim ends the lease of job id (record f) that token holds, for a
--- fail or a release: its lease, its in-flight count and its claim's retry
--- marker go, and the record notes the ack ("f" or "r") with the token.
--- The caller saves f.
-local function end_claim(id, f, token, ack)
-  redis.call('ZREM', K_leases, id)
-  lease_ended(id, f)
-  lease_freed(1)
-  finish_claim(token)
-  f[R_ack] = ack .. token
+-- release: a batch of one of lease_ending and end_leases, and the record
+-- notes the release ("r") with the token. The caller saves f.
+local function end_claim(id, f, token)
+  local ids, bases = {}, {}
+  lease_ending(id, f, token, ids, bases)
+  end_leases(ids, bases)
+  f[R_ack] = 'r' .. token
   f[R_lease_until_ms] = ''
 end
 

@@ -105,7 +105,7 @@ for i, j in ipairs(jobs) do
       break
     end
 
-    -- its lease ends (end_claim's steps, the writes gathered)
+    -- its lease ends (with end_leases after the loop)
     lease_ending(id, f, token, ended, bases)
     f[R_ack] = 'f' .. token
     f[R_lease_until_ms] = ''
@@ -141,16 +141,12 @@ for i, j in ipairs(jobs) do
       note_due(at)
       sched[#sched + 1] = score
       sched[#sched + 1] = id
-      if n > 1 then
-        f.due = score
-      end
+      f.due = score
     end
     f[R_status] = status
     saves[#saves + 1] = id
     saves[#saves + 1] = encode(f)
-    if n > 1 then
-      seen[id] = f
-    end
+    seen[id] = f
     retried = retried + 1
     hook('retried', id, f, status)
     emit('retried', id, f[R_kind], status, f[R_attempts])

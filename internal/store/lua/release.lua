@@ -29,7 +29,7 @@ end
 if f[R_token] ~= A_token or f[R_status] ~= 'processing' then
   return 0
 end
-end_claim(A_id, f, A_token, 'r')
+end_claim(A_id, f, A_token)
 if f[R_cancel_requested] == '1' then
   cancel_now(A_id, f, '', A_retention_ms)
   publish_events()
