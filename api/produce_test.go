@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronoq/chronoq/internal/names"
 )
 
 const fakeNow = "2030-01-02T03:04:05.000Z" // testutil.FakeClock's instant
@@ -23,7 +25,7 @@ func TestEnqueueJobResource(t *testing.T) {
 	got := r.object(t)
 	asAnswered := r.object(t)
 	id, _ := got["id"].(string)
-	require.Len(t, id, 32)
+	require.Len(t, id, names.IDLen)
 	require.Equal(t, "/v1/queues/mail/jobs/"+id, r.header.Get("Location"))
 	require.Empty(t, r.header.Get("Idempotent-Replayed"))
 	// Exactly the Job resource of API.md. Its times are Redis's.

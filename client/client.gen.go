@@ -1185,7 +1185,9 @@ type ClaimedJob struct {
 	Fence int64 `json:"fence"`
 
 	// FlowKey the job's flow key: present only when it has one
-	FlowKey        *string `json:"flow_key,omitempty"`
+	FlowKey *string `json:"flow_key,omitempty"`
+
+	// Id the job's id, opaque: the server makes 26 characters of [0-9a-z] that sort in enqueue order (an earlier release made 32 hex digits)
 	Id             string  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
 
@@ -1687,7 +1689,9 @@ type Job struct {
 	Fence int64 `json:"fence"`
 
 	// FlowKey the job's flow key: present only when it has one
-	FlowKey        *string `json:"flow_key,omitempty"`
+	FlowKey *string `json:"flow_key,omitempty"`
+
+	// Id the job's id, opaque: the server makes 26 characters of [0-9a-z] that sort in enqueue order (an earlier release made 32 hex digits)
 	Id             string  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/store"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronoq/chronoq/internal/names"
+	"github.com/chronoq/chronoq/internal/store"
 	"github.com/chronoq/chronoq/queue"
 )
 
@@ -27,7 +28,8 @@ func contractEnqueue(t *testing.T, setup setupFunc) {
 		b := setup(t)
 		j := b.enqueue(t, queue.NewJob{Kind: "email", Payload: json.RawMessage(`{"to":"a@example.com"}`)})
 		require.Equal(t, queue.StatusPending, j.Status)
-		require.Len(t, j.ID, 32)
+		require.Len(t, j.ID, names.IDLen)
+		require.NoError(t, names.ValidateID(j.ID))
 		got := b.claimOne(t)
 		require.Equal(t, j.ID, got.ID)
 		require.Equal(t, "email", got.Kind)

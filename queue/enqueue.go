@@ -17,8 +17,6 @@ import (
 	"github.com/chronoq/chronoq/internal/tracing"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/google/uuid"
 )
 
 // NewJob is what a producer asks for. Only Kind is required.
@@ -174,11 +172,11 @@ func (c *Client) prepare(nj NewJob, now time.Time, i int) (prepared, error) {
 		}
 		nj.TraceParent = tracing.Format(sc) // stored in version 00's form, whatever version was given
 	}
-	id, err := uuid.NewV7()
+	id, err := names.NewID()
 	if err != nil {
-		return prepared{}, fmt.Errorf("queue: new job id: %w", err)
+		return prepared{}, fmt.Errorf("queue: %w", err)
 	}
-	j := &Job{ID: hexID(id), Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
+	j := &Job{ID: id, Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Status: StatusScheduled,
 		MaxAttempts: maxAttempts, Backoff: bo, Visibility: vis, ResultTTL: nj.ResultTTL,
 		IdempotencyKey: nj.IdempotencyKey, Labels: labels, TraceParent: nj.TraceParent, FlowKey: nj.FlowKey}
 	lab := joinLabels(labels)
@@ -327,15 +325,6 @@ func (c *Client) enqueueItem(j *Job, ownBackoff bool, when, lab string) store.En
 func (c *Client) Validate(nj NewJob) error {
 	_, err := c.prepare(nj, c.clock.Now(), -1)
 	return err
-}
-
-func hexID(u uuid.UUID) string {
-	var b [32]byte
-	const digits = "0123456789abcdef"
-	for i, x := range u {
-		b[2*i], b[2*i+1] = digits[x>>4], digits[x&15]
-	}
-	return string(b[:])
 }
 
 // EnqueueBatch adds up to MaxBatch jobs, validated as a whole: one invalid

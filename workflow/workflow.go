@@ -27,9 +27,6 @@ import (
 	"time"
 
 	"github.com/chronoq/chronoq/internal/names"
-
-	"github.com/google/uuid"
-
 	"github.com/chronoq/chronoq/internal/plumbing"
 	"github.com/chronoq/chronoq/queue"
 )
@@ -304,11 +301,10 @@ func (c *Client) Enqueue(ctx context.Context, s Spec) (*Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	u, err := uuid.NewV7()
+	id, err := names.NewID()
 	if err != nil {
-		return nil, fmt.Errorf("workflow: new id: %w", err)
+		return nil, fmt.Errorf("workflow: %w", err)
 	}
-	id := strings.ReplaceAll(u.String(), "-", "")
 	preps := make([]plumbing.PreparedNode, len(s.Nodes))
 	specs := make([]plumbing.NodeSpec, len(s.Nodes))
 	for i, n := range s.Nodes {
@@ -516,7 +512,7 @@ const MaxDependsOn = MaxNodes - 1
 
 // jobNode is the node name of the job EnqueueAfter enqueues; its parents'
 // nodes are named by their job ids (which cannot be "job": a job id is
-// 32 hex digits).
+// 26 characters, or 32 hex digits when an earlier release made it).
 const jobNode = "job"
 
 // EnqueueAfter enqueues nj to run once the existing jobs parents have
@@ -531,15 +527,14 @@ const jobNode = "job"
 // workflow of its own; it may have ended already. An unknown one is
 // queue.ErrNotFound.
 func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []queue.JobRef, policy Policy) (*queue.Job, error) {
-	names, err := checkDependsOn(parents, policy)
+	nodes, err := checkDependsOn(parents, policy)
 	if err != nil {
 		return nil, err
 	}
-	u, err := uuid.NewV7()
+	id, err := names.NewID()
 	if err != nil {
-		return nil, fmt.Errorf("workflow: new id: %w", err)
+		return nil, fmt.Errorf("workflow: %w", err)
 	}
-	id := strings.ReplaceAll(u.String(), "-", "")
 	if nj.Debounce != nil {
 		return nil, &queue.FieldError{Index: -1, Field: "debounce", Err: errNoDebounce}
 	}
@@ -558,7 +553,7 @@ func (c *Client) EnqueueAfter(ctx context.Context, nj queue.NewJob, parents []qu
 	if err := checkParents(parents, jobs); err != nil {
 		return nil, err
 	}
-	specs := afterSpecs(parents, names, prep)
+	specs := afterSpecs(parents, nodes, prep)
 	mark, err := c.st.MarkWorkflowDirty(ctx, id, "create")
 	if err != nil {
 		return nil, fmt.Errorf("workflow: enqueue: %w", err)

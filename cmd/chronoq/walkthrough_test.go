@@ -36,7 +36,7 @@ var walkthroughs = []walkthrough{{
 	doc: "README.md", first: "# schedule a job 10 seconds from now",
 	want: []string{
 		`"status":"scheduled"`,
-		`(?s)"jobs":\[\{"id":"[0-9a-f]+","queue":"emails","kind":"welcome".*?"token":`,
+		`(?s)"jobs":\[\{"id":"[0-9a-z]+","queue":"emails","kind":"welcome".*?"token":`,
 		`"status":"completed".*?"result":\{"sent":true\}`,
 		`"completed_total":1`,
 		`"code":"lease_lost"`,
@@ -58,7 +58,7 @@ var walkthroughs = []walkthrough{{
 }, {
 	doc: "README.md", first: "go run ./cmd/chronoq enqueue --queue emails --kind welcome --in 10s --payload '{\"to\":\"a@example.com\"}'",
 	want: []string{
-		`[0-9a-f]+\s+scheduled`,
+		`[0-9a-z]+\s+scheduled`,
 		`emails`,
 		`scheduled`,
 		`requeued 0`,
@@ -67,17 +67,17 @@ var walkthroughs = []walkthrough{{
 	doc: "README.md", first: "# fetch, then transform, then load: each a job, here all in the queue \"etl\"",
 	want: []string{
 		`"status":"running"`,
-		`"kind":"fetch".*?"workflow":\{"id":"[0-9a-f]+","node":"fetch"\}`,
+		`"kind":"fetch".*?"workflow":\{"id":"[0-9a-z]+","node":"fetch"\}`,
 		`"status":"completed".*?"result":\{"rows":42\}`,
 		`"kind":"transform".*?"upstream":\{"fetch":\{[^}]*"result":\{"rows":42\}`,
-		`"nodes":\[\{"name":"fetch","depends_on":\[\],"queue":"etl","job_id":"[0-9a-f]+","status":"completed"`,
-		`\{"name":"transform","depends_on":\["fetch"\],"queue":"etl","job_id":"[0-9a-f]+","status":"processing"`,
+		`"nodes":\[\{"name":"fetch","depends_on":\[\],"queue":"etl","job_id":"[0-9a-z]+","status":"completed"`,
+		`\{"name":"transform","depends_on":\["fetch"\],"queue":"etl","job_id":"[0-9a-z]+","status":"processing"`,
 	},
 }, {
 	doc: "docs/API.md", first: "# a job due in 10 seconds",
 	want: []string{
 		`"status":"scheduled"`,
-		`"jobs":\[\{"id":"[0-9a-f]+","queue":"emails"`,
+		`"jobs":\[\{"id":"[0-9a-z]+","queue":"emails"`,
 		`"status":"completed".*?"result":\{"sent":true\}`,
 		`"completed_total":1`,
 	},
