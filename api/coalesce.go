@@ -5,14 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronoq/chronoq/internal/names"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/chronoq/chronoq/internal/batch"
+	"github.com/chronoq/chronoq/internal/names"
 	"github.com/chronoq/chronoq/queue"
 	"github.com/chronoq/chronoq/registry"
 )
@@ -237,38 +238,43 @@ func (f *failer) Fail(ctx context.Context, q string, x queue.Failed) (queue.Fail
 // failed); a sighting the registry would refuse for what it carries is
 // refused alone, before it joins one.
 type toucher struct {
-	b batcher[registry.Touch, struct{}]
+	b batcher[registry.Touch, time.Duration]
 }
 
 // touchStore is what the toucher needs of the registry.
 type touchStore interface {
-	Touch(ctx context.Context, id string, t registry.Touch) error
+	TouchTTL(ctx context.Context, id string, t registry.Touch) (time.Duration, error)
 }
 
 func newToucher(r touchStore, log *slog.Logger) *toucher {
-	send := func(ctx context.Context, id string, ts []registry.Touch) ([]struct{}, []error, error) {
+	send := func(ctx context.Context, id string, ts []registry.Touch) ([]time.Duration, []error, error) {
+		var ttl time.Duration
 		for _, t := range mergeTouches(ts) {
-			if err := r.Touch(ctx, id, t); err != nil {
+			var err error
+			if ttl, err = r.TouchTTL(ctx, id, t); err != nil {
 				return nil, nil, err
 			}
 		}
-		return nil, nil, nil
+		res := make([]time.Duration, len(ts))
+		for i := range res {
+			res[i] = ttl
+		}
+		return res, nil, nil
 	}
 	return &toucher{b: newBatcher(log, "Touch", send, batch.Config[registry.Touch]{
 		Items: func(t registry.Touch) int { return max(len(t.Add)+len(t.Drop), 1) }, // at most registry.MaxHeldJobs
 	})}
 }
 
-// Touch records t, a sighting of worker id, in a batch with the sightings
-// of id that arrive meanwhile. A sighting the registry would refuse for
-// what it carries (registry.Touch.Check) is refused here, alone: in a
-// batch, its error would be every sighting's.
-func (t *toucher) Touch(ctx context.Context, id string, x registry.Touch) error {
+// Touch records x, a sighting of worker id, in a batch with the sightings
+// of id that arrive meanwhile, and answers the worker's TTL. A sighting
+// the registry would refuse for what it carries (registry.Touch.Check) is
+// refused here, alone: in a batch, its error would be every sighting's.
+func (t *toucher) Touch(ctx context.Context, id string, x registry.Touch) (time.Duration, error) {
 	if err := x.Check(); err != nil {
-		return err
+		return 0, err
 	}
-	_, err := t.b.do(ctx, id, x)
-	return err
+	return t.b.do(ctx, id, x)
 }
 
 // mergeTouches answers the registry calls that record ts, one worker's

@@ -42,8 +42,10 @@
 // exactly its own answer; so do claims that ask alike, completes and
 // failures, whose scripts also answer each job, without a read after,
 // and the registry's sightings of a worker that names itself (see
-// coalesce.go; Config.DisableCoalescing turns all five off). The Job
-// resource is written by hand, not by reflection.
+// coalesce.go), which also wait up to a second to be written together,
+// as a Go worker's do (sightings.go; [Server.Close] writes what waits).
+// Config.DisableCoalescing turns all of it off. The Job resource is
+// written by hand, not by reflection.
 //
 // # Streams
 //

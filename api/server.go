@@ -157,13 +157,16 @@ type Server struct {
 	// failJob records a failure and answers the job as it left it (in
 	// FailResult.Job): through a failer, or alone.
 	failJob func(ctx context.Context, q string, f queue.Failed) (queue.FailResult, error)
-	// touch records a sighting of a worker in the registry (nil without
-	// one): through a toucher, or alone.
-	touch   func(ctx context.Context, id string, t registry.Touch) error
-	started time.Time    // when New made the server, on its clock
-	streams atomic.Int64 // event streams open
-	waits   atomic.Int64 // requests waiting for a job's end
-	doc     []byte       // the OpenAPI document served
+	// touch records a sighting of a worker in the registry and answers its
+	// TTL (nil without one): through a toucher, or alone.
+	touch func(ctx context.Context, id string, t registry.Touch) (time.Duration, error)
+	// sightings keeps the HTTP workers' sightings a second before they
+	// are written (nil without a registry, or without coalescing).
+	sightings *sightings
+	started   time.Time    // when New made the server, on its clock
+	streams   atomic.Int64 // event streams open
+	waits     atomic.Int64 // requests waiting for a job's end
+	doc       []byte       // the OpenAPI document served
 
 	// traced is the router wrapped in OpenTelemetry's HTTP server
 	// instrumentation, when tracing was on at New (see tracing.go); nil
@@ -229,9 +232,10 @@ func New(cfg Config) (*Server, error) {
 		s.failJob = newFailer(cfg.Store, s.log).Fail
 	}
 	if s.workers != nil {
-		s.touch = s.workers.Touch
+		s.touch = s.workers.TouchTTL
 		if !cfg.DisableCoalescing {
 			s.touch = newToucher(s.workers, s.log).Touch
+			s.sightings = newSightings(s.touch, s.clock, s.log)
 		}
 	}
 
@@ -267,6 +271,16 @@ func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
 // delayed.Config.OnPromote.
 func (s *Server) ObservePromote(queue string, moved int) {
 	s.metrics.promoted.WithLabelValues(queue).Observe(float64(moved))
+}
+
+// Close writes to the registry the HTTP workers' sightings this server
+// still keeps (see sightings): call it once the HTTP server has shut
+// down, so that no request adds one after.
+func (s *Server) Close(ctx context.Context) error {
+	if s.sightings == nil {
+		return nil
+	}
+	return s.sightings.flushAll(ctx)
 }
 
 // Drain ends the event streams and long-polling claims under way, and

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/queue"
@@ -48,10 +49,26 @@ type gatedRegistry struct {
 	fail  error
 }
 
-func (g *gatedRegistry) Touch(_ context.Context, id string, t registry.Touch) error {
+// gatedTTL is the TTL a gatedRegistry answers for every worker.
+const gatedTTL = 42 * time.Second
+
+func (g *gatedRegistry) TouchTTL(_ context.Context, id string, t registry.Touch) (time.Duration, error) {
 	var fail error
 	g.pass(func() { g.calls[id], fail = append(g.calls[id], t), g.fail })
-	return fail
+	if fail != nil {
+		return 0, fail
+	}
+	return gatedTTL, nil
+}
+
+// touchErr is tc.Touch's error, and fails t when a touch that succeeded
+// did not answer the registry's TTL.
+func touchErr(t *testing.T, tc *toucher, id string, x registry.Touch) error {
+	ttl, err := tc.Touch(context.Background(), id, x)
+	if err == nil {
+		assert.Equal(t, gatedTTL, ttl, "the TTL the registry answered")
+	}
+	return err
 }
 
 // heldTouches records a sighting of worker "w" and, while it is in
@@ -67,13 +84,13 @@ func heldTouches(t *testing.T, touches []struct {
 	g := &gatedRegistry{storeGate: newStoreGate(100), calls: map[string][]registry.Touch{}}
 	tc := newToucher(g, slog.New(slog.DiscardHandler))
 	first := make(chan error, 1)
-	go func() { first <- tc.Touch(context.Background(), "w", registry.Touch{Queue: "q"}) }()
+	go func() { first <- touchErr(t, tc, "w", registry.Touch{Queue: "q"}) }()
 	<-g.entered // the first goes alone, at once
 	errs := make([]chan error, len(touches))
 	waiting := 0
 	for i, x := range touches {
 		errs[i] = make(chan error, 1)
-		go func() { errs[i] <- tc.Touch(context.Background(), x.id, x.t) }()
+		go func() { errs[i] <- touchErr(t, tc, x.id, x.t) }()
 		if x.id != "w" {
 			<-g.entered // another worker's goes at once, alone, and waits at the gate
 			continue
@@ -120,14 +137,14 @@ func TestToucherRefusesABadSightingAlone(t *testing.T) {
 	g := &gatedRegistry{storeGate: newStoreGate(100), calls: map[string][]registry.Touch{}}
 	close(g.gate)
 	tc := newToucher(g, slog.New(slog.DiscardHandler))
-	err := tc.Touch(context.Background(), "w", registry.Touch{Queue: "q", Labels: []string{"no spaces"}})
+	err := touchErr(t, tc, "w", registry.Touch{Queue: "q", Labels: []string{"no spaces"}})
 	var fe *queue.FieldError
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, "labels[0]", fe.Field)
-	err = tc.Touch(context.Background(), "w", registry.Touch{Queue: "Bad Queue"})
+	err = touchErr(t, tc, "w", registry.Touch{Queue: "Bad Queue"})
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, "queue", fe.Field)
-	require.NoError(t, tc.Touch(context.Background(), "w", registry.Touch{Queue: "q"}))
+	require.NoError(t, touchErr(t, tc, "w", registry.Touch{Queue: "q"}))
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	require.Equal(t, []registry.Touch{{Queue: "q"}}, g.calls["w"], "the refused ones never reached the registry")

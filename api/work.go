@@ -99,9 +99,7 @@ func (s *Server) claimed(ctx context.Context, q, wid string, jobs []*queue.Job) 
 		}
 		held = append(held, registry.JobRef{Queue: q, ID: j.ID})
 	}
-	if len(held) > 0 {
-		s.sightedAfter(ctx, wid, registry.Touch{Add: held})
-	}
+	s.holds(ctx, wid, held, true)
 }
 
 type completeRequest struct {
@@ -282,7 +280,7 @@ func (s *Server) heartbeat(c echo.Context) error {
 		s.released(c.Request().Context(), wid, q, id, err)
 		return err
 	}
-	s.sightedAfter(c.Request().Context(), wid, registry.Touch{Add: []registry.JobRef{{Queue: q, ID: id}}})
+	s.holds(c.Request().Context(), wid, []registry.JobRef{{Queue: q, ID: id}}, true)
 	return writeJSON(c, http.StatusOK, leaseJSON{LeaseUntil: wire.Time(l.Until), CancelRequested: l.CancelRequested})
 }
 

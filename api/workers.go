@@ -84,6 +84,7 @@ func (s *Server) listWorkers(c echo.Context) error {
 	if o.Cursor != "" && registry.ValidateID(o.Cursor) != nil {
 		return invalidArg("cursor", "not a cursor of this list: give the next_cursor of the page before")
 	}
+	s.sightingsWritten(c.Request().Context(), "")
 	p, err := s.workers.List(c.Request().Context(), o)
 	if err != nil {
 		return err
@@ -110,6 +111,7 @@ func (s *Server) getWorker(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.sightingsWritten(c.Request().Context(), id)
 	w, err := s.workers.Get(c.Request().Context(), id)
 	if err != nil {
 		return err
@@ -155,6 +157,7 @@ func (s *Server) putWorker(c echo.Context) error {
 			reg.Jobs[i] = registry.JobRef{Queue: j.Queue, ID: j.ID}
 		}
 	}
+	s.sightingsForgotten(c.Request().Context(), id)
 	w, err := s.workers.Register(c.Request().Context(), reg)
 	if err != nil {
 		return err
@@ -168,6 +171,7 @@ func (s *Server) deleteWorker(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.sightingsForgotten(c.Request().Context(), id)
 	ok, err := s.workers.Deregister(c.Request().Context(), id)
 	if err != nil {
 		return err
@@ -191,23 +195,38 @@ func (s *Server) workerID(id *string) (string, error) {
 }
 
 // sighted records a sighting of worker id before a claim (see
-// registry.Touch); its error is the call's.
+// registry.Touch, and sightings for when it is not written); its error is
+// the call's.
 func (s *Server) sighted(ctx context.Context, id string, t registry.Touch) error {
-	if id == "" {
+	switch {
+	case id == "":
 		return nil
+	case s.sightings != nil:
+		return s.sightings.beforeClaim(ctx, id, t)
 	}
-	return s.touch(ctx, id, t)
+	_, err := s.touch(ctx, id, t)
+	return err
 }
 
-// sightedAfter records a sighting of worker id after a job call: a
-// failure is logged, not answered.
-func (s *Server) sightedAfter(ctx context.Context, id string, t registry.Touch) {
-	if id == "" {
+// holds records that worker id holds jobs (h), or no longer does, after
+// a job call: with the worker's other sightings within a second (see
+// sightings), or at once without coalescing; a failure is logged, not
+// answered.
+func (s *Server) holds(ctx context.Context, id string, jobs []registry.JobRef, h bool) {
+	switch {
+	case id == "" || len(jobs) == 0:
 		return
+	case s.sightings != nil:
+		s.sightings.heldJobs(id, jobs, h)
+		return
+	}
+	t := registry.Touch{Drop: jobs}
+	if h {
+		t = registry.Touch{Add: jobs}
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registryTimeout)
 	defer cancel()
-	if err := s.touch(ctx, id, t); err != nil {
+	if _, err := s.touch(ctx, id, t); err != nil {
 		s.log.Warn("api: recording a worker's jobs in the registry failed", "worker_id", id, "err", err)
 	}
 }
@@ -220,7 +239,36 @@ const registryTimeout = 5 * time.Second
 // gone).
 func (s *Server) released(ctx context.Context, id, q, jobID string, err error) {
 	if err == nil || errors.Is(err, queue.ErrLeaseLost) || errors.Is(err, queue.ErrNotFound) {
-		s.sightedAfter(ctx, id, registry.Touch{Drop: []registry.JobRef{{Queue: q, ID: jobID}}})
+		s.holds(ctx, id, []registry.JobRef{{Queue: q, ID: jobID}}, false)
+	}
+}
+
+// sightingsWritten writes the sightings this server keeps of worker id
+// (every worker's for ""), before a read of the registry, so that its
+// answer is current; a failure is logged, and the read goes on.
+func (s *Server) sightingsWritten(ctx context.Context, id string) {
+	if s.sightings == nil {
+		return
+	}
+	var err error
+	if id == "" {
+		err = s.sightings.flushAll(ctx)
+	} else {
+		err = s.sightings.flush(ctx, id)
+	}
+	if err != nil {
+		s.log.Warn("api: recording the workers' jobs in the registry failed", "worker_id", id, "err", err)
+	}
+}
+
+// sightingsForgotten writes the sightings this server keeps of worker id
+// and forgets it, before a PUT or DELETE of it; a failure is logged.
+func (s *Server) sightingsForgotten(ctx context.Context, id string) {
+	if s.sightings == nil {
+		return
+	}
+	if err := s.sightings.forget(ctx, id); err != nil {
+		s.log.Warn("api: recording a worker's jobs in the registry failed", "worker_id", id, "err", err)
 	}
 }
 

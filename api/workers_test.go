@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +164,36 @@ func testWorkersHTTP(t *testing.T, b *testBundle) {
 	r = b.do(t, http.MethodDelete, "/v1/workers/http-2", nil)
 	require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
 	require.Empty(t, b.workers(t, "").Workers)
+}
+
+// An HTTP worker's held jobs reach the registry within a second of its
+// calls (a reader on another instance sees them then), and at once in
+// what this server answers; its claims within that second skip the
+// registry.
+func TestWorkersHeldJobsReachTheRegistryWithinASecond(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other, err := registry.New(b.client, registry.Config{}) // as another instance reads it
+	require.NoError(t, err)
+	held := func() []registry.JobRef {
+		w, err := other.Get(b.ctx, "w")
+		require.NoError(t, err)
+		return w.Jobs
+	}
+	j := b.enqueue(t, map[string]any{"queue": "q1"})
+	r := b.do(t, http.MethodPost, "/v1/queues/q1/claim", map[string]any{"worker_id": "w"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	tok := decodeAs[jobsView](t, r).Jobs[0].Token
+	require.Empty(t, held(), "registered before its claim; the job it holds not written yet")
+	b.clock.Advance(time.Second)
+	require.Eventually(t, func() bool { return slices.Equal(held(), []registry.JobRef{{Queue: "q1", ID: j.ID}}) },
+		5*time.Second, time.Millisecond)
+
+	r = b.do(t, http.MethodPost, "/v1/queues/q1/jobs/"+j.ID+"/complete", map[string]any{"token": tok, "worker_id": "w"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Len(t, held(), 1, "the complete's sighting waits")
+	require.Empty(t, b.worker(t, "w").Jobs, "this server's answer writes it first")
+	require.Empty(t, held())
 }
 
 // A job reclaimed from a worker, then acked or heartbeated by it, answers

@@ -1137,7 +1137,7 @@ type Claim struct {
 	// Example: 30s
 	Wait *string `json:"wait,omitempty"`
 
-	// WorkerId The calling worker's id in the registry (GET /v1/workers): the claim registers or refreshes it before it claims (409 conflict when the registry is full: nothing claimed), notes the queue among its queues, and records the jobs it answers as held. Optional.
+	// WorkerId The calling worker's id in the registry (GET /v1/workers): the claim registers or refreshes it before it claims, unless the server recorded the same worker, queue and labels within the second before (409 conflict when the registry is full: nothing claimed), notes the queue among its queues, and records the jobs it answers as held, within a second. Optional.
 	WorkerId *string `json:"worker_id,omitempty"`
 }
 
@@ -2412,7 +2412,7 @@ type Worker struct {
 	Jobs   []JobRef `json:"jobs"`
 	Labels []string `json:"labels"`
 
-	// LastSeenAt its last registration or call with its worker_id; RFC 3339, milliseconds, UTC; Redis's clock
+	// LastSeenAt its last registration or call with its worker_id as written to the registry (an HTTP worker's calls within a second of them); RFC 3339, milliseconds, UTC; Redis's clock
 	LastSeenAt time.Time `json:"last_seen_at"`
 
 	// Queues the queues it registered with, then those it claimed from over HTTP

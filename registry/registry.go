@@ -223,22 +223,30 @@ func (t Touch) Check() error {
 
 // Touch records a sighting of worker id (see [Touch]).
 func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
+	_, err := r.TouchTTL(ctx, id, t)
+	return err
+}
+
+// TouchTTL is Touch, and answers the worker's TTL after it: the API's
+// sightings of an HTTP worker use it to tell how long their record of it
+// stays fresh.
+func (r *Registry) TouchTTL(ctx context.Context, id string, t Touch) (time.Duration, error) {
 	if err := ValidateID(id); err != nil {
-		return err
+		return 0, err
 	}
 	if err := t.Check(); err != nil {
-		return err
+		return 0, err
 	}
 	ttl, err := r.ttlOf(t.TTL)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if len(t.Add) > 0 && len(t.Drop) > 0 {
 		// One script call does one of them: add first, then drop.
-		if err := r.Touch(ctx, id, Touch{Queue: t.Queue, Labels: t.Labels, Add: t.Add, TTL: ttl}); err != nil {
-			return err
+		if _, err := r.TouchTTL(ctx, id, Touch{Queue: t.Queue, Labels: t.Labels, Add: t.Add, TTL: ttl}); err != nil {
+			return 0, err
 		}
-		return r.Touch(ctx, id, Touch{Drop: t.Drop, TTL: ttl})
+		return r.TouchTTL(ctx, id, Touch{Drop: t.Drop, TTL: ttl})
 	}
 	mode, jobs := "keep", t.Add
 	switch {
@@ -248,22 +256,22 @@ func (r *Registry) Touch(ctx context.Context, id string, t Touch) error {
 		mode, jobs = "del", t.Drop
 	}
 	if jobs, err = checkJobs("jobs", jobs); err != nil {
-		return err
+		return 0, err
 	}
 	info := ""
 	if len(t.Labels) > 0 {
 		labels, err := CheckLabels("labels", t.Labels)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		data, err := json.Marshal(infoJSON{Labels: labels})
 		if err != nil {
-			return fmt.Errorf("registry: %w", err)
+			return 0, fmt.Errorf("registry: %w", err)
 		}
 		info = string(data)
 	}
-	_, _, _, err = r.touch(ctx, id, ttl, info, true, t.Queue, mode, jobs)
-	return err
+	_, _, ttl, err = r.touch(ctx, id, ttl, info, true, t.Queue, mode, jobs)
+	return ttl, err
 }
 
 // Deregister removes worker id. It answers whether it was live.

@@ -674,6 +674,9 @@ func (p *serveParts) shutdown(ctx context.Context, c serveConfig, hs *http.Serve
 	if err := hs.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
+	if err := p.srv.Close(sctx); err != nil {
+		log.Warn("recording the HTTP workers' last sightings", "err", err)
+	}
 	if p.pool != nil {
 		if err := p.pool.Stop(sctx); err != nil {
 			log.Warn("demo pool stop", "err", err)

@@ -1,0 +1,263 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/chronoq/chronoq/registry"
+)
+
+// sightingGap is the longest this server keeps an HTTP worker's sighting
+// before the registry hears of it, and how long a sighting it recorded
+// stands for the worker's next ones: a Go worker refreshes its held jobs
+// within a second of a change too (package worker).
+const sightingGap = time.Second
+
+// maxPendingJobs is how many jobs' changes a worker's unwritten sightings
+// hold before they are written without waiting for the gap: a worker
+// busy enough to reach it costs a registry call that many jobs, and one
+// call never carries more than registry.MaxHeldJobs.
+const maxPendingJobs = 256
+
+// sightings is what this server recorded, and has still to record, of
+// the HTTP workers that name themselves (worker_id). Each call of such a
+// worker is a sighting: a claim's before it claims (its queue and
+// labels), and the jobs it holds after a claim or heartbeat and no longer
+// holds after a complete, failure or cancel. Written one a call, even in
+// batches (toucher), a busy worker's sightings cost Redis about as much
+// as its jobs. So:
+//
+//   - a claim's sighting is written before the claim (it is the
+//     registry's cap on live workers) unless this server wrote one of the
+//     same worker within its gap (a third of the worker's TTL, at most
+//     sightingGap) that recorded the same queue and labels: the worker
+//     is live and nothing would change;
+//   - the changes of its held jobs wait, merged (each job's last sighting
+//     decides whether it is held), until the gap after the last write of
+//     the worker, or until maxPendingJobs jobs changed, and are then
+//     written in one call; the request does not wait for them;
+//   - a read of the registry through this server (GET /v1/workers and
+//     /v1/workers/{id}), a PUT or DELETE of a worker and the server's
+//     Close write what waits first, so this server's own answers are
+//     current.
+//
+// The registry is what a worker is seen doing, never what decides who
+// may ack a job (see registry's package doc): a list up to a second
+// behind is what a Go worker's already is. The writes of one worker go
+// one after another, in the order they were taken.
+type sightings struct {
+	touch func(ctx context.Context, id string, t registry.Touch) (time.Duration, error)
+	clock clockwork.Clock
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	ws      map[string]*sighting
+	sweepAt int // the number of workers at which those with nothing to keep are forgotten
+}
+
+// sighting is one worker's.
+type sighting struct {
+	write sync.Mutex // held by a write of its sightings, so that they go in order
+
+	// under sightings.mu:
+	at     time.Time     // when the last write that recorded it started (zero: none)
+	gap    time.Duration // how long after at a sighting like the last stands for the next
+	queues []string      // the queues claims of it were recorded with
+	labels []string      // the labels last recorded
+	held   map[registry.JobRef]bool
+	order  []registry.JobRef // the keys of held in the order they were first seen
+	timer  clockwork.Timer   // the write of held's changes, when one is due
+}
+
+// minSweep is the fewest workers kept before the first sweep of those
+// with nothing to keep.
+const minSweep = 1024
+
+func newSightings(touch func(context.Context, string, registry.Touch) (time.Duration, error), clock clockwork.Clock, log *slog.Logger) *sightings {
+	return &sightings{touch: touch, clock: clock, log: log, ws: map[string]*sighting{}, sweepAt: minSweep}
+}
+
+// entry answers worker id's sighting, made when there is none. s.mu is held.
+func (s *sightings) entry(id string) *sighting {
+	w := s.ws[id]
+	if w != nil {
+		return w
+	}
+	if len(s.ws) >= s.sweepAt {
+		now := s.clock.Now()
+		for k, x := range s.ws {
+			if x.idle() && now.Sub(x.at) >= x.gap {
+				delete(s.ws, k)
+			}
+		}
+		s.sweepAt = max(minSweep, 2*len(s.ws))
+	}
+	w = &sighting{held: map[registry.JobRef]bool{}}
+	s.ws[id] = w
+	return w
+}
+
+// beforeClaim records the sighting of a claim of worker id (t: its queue
+// and labels) before the claim: at once, unless a write of this server
+// recorded the same within the worker's gap. Its error is the claim's.
+func (s *sightings) beforeClaim(ctx context.Context, id string, t registry.Touch) error {
+	s.mu.Lock()
+	w := s.ws[id]
+	fresh := w != nil && !w.at.IsZero() && s.clock.Since(w.at) < w.gap &&
+		slices.Contains(w.queues, t.Queue) && (len(t.Labels) == 0 || slices.Equal(w.labels, t.Labels))
+	s.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	start := s.clock.Now()
+	ttl, err := s.touch(ctx, id, t)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w = s.entry(id)
+	s.wrote(w, start, ttl)
+	if t.Queue != "" && !slices.Contains(w.queues, t.Queue) && len(w.queues) < registry.MaxQueues {
+		w.queues = append(w.queues, t.Queue)
+	}
+	if len(t.Labels) > 0 {
+		w.labels = slices.Clone(t.Labels)
+	}
+	return nil
+}
+
+// wrote notes a write of w's that started at start and answered the
+// worker's TTL. s.mu is held.
+func (s *sightings) wrote(w *sighting, start time.Time, ttl time.Duration) {
+	if start.After(w.at) {
+		w.at = start
+	}
+	w.gap = min(sightingGap, ttl/3)
+}
+
+// held records that worker id holds (or, h false, no longer holds) jobs,
+// to be written within the worker's gap (see sightings).
+func (s *sightings) heldJobs(id string, jobs []registry.JobRef, h bool) {
+	if len(jobs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.entry(id)
+	for _, j := range jobs {
+		if _, ok := w.held[j]; !ok {
+			w.order = append(w.order, j)
+		}
+		w.held[j] = h
+	}
+	wait := time.Duration(0)
+	if !w.at.IsZero() && len(w.order) < maxPendingJobs {
+		wait = max(0, w.gap-s.clock.Since(w.at))
+	}
+	switch {
+	case w.timer == nil:
+		w.timer = s.clock.AfterFunc(wait, func() { s.flushLater(id) })
+	case wait == 0:
+		w.timer.Reset(0)
+	}
+}
+
+// flushLater writes worker id's waiting sightings, when its timer fires;
+// a failure is logged, as a sighting after a job call's is.
+func (s *sightings) flushLater(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
+	defer cancel()
+	if err := s.flush(ctx, id); err != nil {
+		s.log.Warn("api: recording a worker's jobs in the registry failed", "worker_id", id, "err", err)
+	}
+}
+
+// flush writes worker id's waiting sightings now.
+func (s *sightings) flush(ctx context.Context, id string) error {
+	s.mu.Lock()
+	w := s.ws[id]
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	w.write.Lock()
+	defer w.write.Unlock()
+	s.mu.Lock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	var t registry.Touch
+	for _, j := range w.order {
+		if w.held[j] {
+			t.Add = append(t.Add, j)
+		} else {
+			t.Drop = append(t.Drop, j)
+		}
+	}
+	w.order, w.held = nil, map[registry.JobRef]bool{}
+	s.mu.Unlock()
+	if len(t.Add) == 0 && len(t.Drop) == 0 {
+		return nil
+	}
+	start := s.clock.Now()
+	ttl, err := s.touch(ctx, id, t)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.wrote(w, start, ttl)
+	s.mu.Unlock()
+	return nil
+}
+
+// flushAll writes every worker's waiting sightings now; it answers the
+// first error, after trying them all.
+func (s *sightings) flushAll(ctx context.Context) error {
+	s.mu.Lock()
+	var ids []string
+	for id, w := range s.ws {
+		if len(w.order) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	var first error
+	for _, id := range ids {
+		if err := s.flush(ctx, id); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// forget writes worker id's waiting sightings and forgets what this
+// server recorded of it: a PUT or DELETE of it follows, after which its
+// next claim is recorded before it claims again.
+func (s *sightings) forget(ctx context.Context, id string) error {
+	err := s.flush(ctx, id)
+	s.mu.Lock()
+	if w := s.ws[id]; w != nil && w.idle() {
+		delete(s.ws, id)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// idle reports whether w has nothing to write and no write under way,
+// so that forgetting it loses nothing and reorders no write (a write of
+// a worker forgotten could otherwise overtake one of the same worker's
+// made after). sightings.mu is held.
+func (w *sighting) idle() bool {
+	if w.timer != nil || len(w.order) > 0 || !w.write.TryLock() {
+		return false
+	}
+	w.write.Unlock()
+	return true
+}
