@@ -163,7 +163,7 @@ func TestDashboardFlowKeys(t *testing.T) {
 	require.Equal(t, "true", b.eval(`String(document.getElementById("flow-key-box").hidden)`))
 
 	// A key clicked: its jobs, each a link to its page.
-	b.do(b.click(`#flow-keys tr[data-key=tenant-03] td:nth-child(2)`))
+	b.clickLive(`#flow-keys tr[data-key=tenant-03] td:nth-child(2)`)
 	b.waitFor("the key's jobs", `!document.getElementById("flow-key-box").hidden`, 10*time.Second)
 	require.Equal(t, "#/queues/flows/flow/tenant-03", b.eval(`location.hash`))
 	require.Contains(t, f.seen(), "/v1/queues/flows/flow/keys/tenant-03?limit=50")
