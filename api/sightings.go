@@ -114,6 +114,20 @@ func (s *sightings) beforeClaim(ctx context.Context, id string, t registry.Touch
 	if fresh {
 		return nil
 	}
+	return s.write(ctx, id, t, func(w *sighting) {
+		if t.Queue != "" && !slices.Contains(w.queues, t.Queue) && len(w.queues) < registry.MaxQueues {
+			w.queues = append(w.queues, t.Queue)
+		}
+		if len(t.Labels) > 0 {
+			w.labels = slices.Clone(t.Labels)
+		}
+	})
+}
+
+// write writes t, a sighting of worker id, and notes in id's record when
+// it started, the gap its TTL gives, and (note, when given, under s.mu)
+// what else it recorded.
+func (s *sightings) write(ctx context.Context, id string, t registry.Touch, note func(*sighting)) error {
 	start := s.clock.Now()
 	ttl, err := s.touch(ctx, id, t)
 	if err != nil {
@@ -121,24 +135,15 @@ func (s *sightings) beforeClaim(ctx context.Context, id string, t registry.Touch
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w = s.entry(id)
-	s.wrote(w, start, ttl)
-	if t.Queue != "" && !slices.Contains(w.queues, t.Queue) && len(w.queues) < registry.MaxQueues {
-		w.queues = append(w.queues, t.Queue)
-	}
-	if len(t.Labels) > 0 {
-		w.labels = slices.Clone(t.Labels)
-	}
-	return nil
-}
-
-// wrote notes a write of w's that started at start and answered the
-// worker's TTL. s.mu is held.
-func (s *sightings) wrote(w *sighting, start time.Time, ttl time.Duration) {
+	w := s.entry(id)
 	if start.After(w.at) {
 		w.at = start
 	}
 	w.gap = min(sightingGap, ttl/3)
+	if note != nil {
+		note(w)
+	}
+	return nil
 }
 
 // held records that worker id holds (or, h false, no longer holds) jobs,
@@ -206,15 +211,7 @@ func (s *sightings) flush(ctx context.Context, id string) error {
 	if len(t.Add) == 0 && len(t.Drop) == 0 {
 		return nil
 	}
-	start := s.clock.Now()
-	ttl, err := s.touch(ctx, id, t)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.wrote(w, start, ttl)
-	s.mu.Unlock()
-	return nil
+	return s.write(ctx, id, t, nil)
 }
 
 // flushAll writes every worker's waiting sightings now; it answers the

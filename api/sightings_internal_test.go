@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronoq/chronoq/registry"
+	"github.com/chronoq/chronoq/testutil"
 )
 
 // touchLog is a registry for sightings: it records each write, answers
@@ -48,28 +48,10 @@ func (l *touchLog) written() []registry.Touch {
 	return append([]registry.Touch(nil), l.calls...)
 }
 
-// lockedBuffer is a log's output that a test reads while timers write it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func newTestSightings(ttl time.Duration) (*sightings, *touchLog, *clockwork.FakeClock, *lockedBuffer) {
+func newTestSightings(ttl time.Duration) (*sightings, *touchLog, *clockwork.FakeClock, *testutil.LogBuffer) {
 	l := &touchLog{ttl: ttl}
 	clock := clockwork.NewFakeClock()
-	logs := &lockedBuffer{}
+	logs := &testutil.LogBuffer{}
 	return newSightings(l.touch, clock, slog.New(slog.NewTextHandler(logs, nil))), l, clock, logs
 }
 

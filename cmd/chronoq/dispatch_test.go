@@ -20,7 +20,7 @@ import (
 // of its context.
 func TestDispatchCommand(t *testing.T) {
 	t.Parallel()
-	var stderr syncBuffer
+	var stderr testutil.LogBuffer
 	require.Equal(t, 2, runDispatch(t.Context(), nil, env(), io.Discard, &stderr), "no --redis-url")
 	require.Contains(t, stderr.String(), "--redis-url")
 
@@ -37,7 +37,7 @@ func TestDispatchCommand(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	go func() {
 		done <- runDispatch(ctx, []string{"--redis-url", redisURL, "--namespace", ns, "--dispatch-allow", "127.0.0.1"}, env(), io.Discard, &logs)
 	}()

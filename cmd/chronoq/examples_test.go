@@ -109,7 +109,7 @@ func TestExampleWorkers(t *testing.T) {
 // the events it logs (one JSON object a line on stdout).
 type workerProcess struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.LogBuffer
 	exited chan struct{} // closed when it has exited
 	err    error         // its exit, once exited is closed
 
@@ -124,7 +124,7 @@ func startWorker(t *testing.T, w exampleWorker, env ...string) *workerProcess {
 	cmd := exec.CommandContext(t.Context(), w.command[0], w.command[1:]...)
 	cmd.Dir = w.dir
 	cmd.Env = append(os.Environ(), append([]string{"NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1"}, env...)...)
-	p := &workerProcess{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{}), changed: make(chan struct{})}
+	p := &workerProcess{cmd: cmd, stderr: &testutil.LogBuffer{}, exited: make(chan struct{}), changed: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -170,28 +170,10 @@ func TestRun(t *testing.T) {
 	require.Contains(t, out.String(), "refusing to listen")
 }
 
-// syncBuffer is a log sink the test reads while serve writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type served struct {
 	base  string
 	token string
-	logs  *syncBuffer
+	logs  *testutil.LogBuffer
 	stop  func() // ends serve and waits for it
 }
 
@@ -213,7 +195,7 @@ func startServeAs(t *testing.T, name string, args []string, clock clockwork.Cloc
 	}
 	c, err := parseServeFlags(name, append([]string{"--listen", "127.0.0.1:0"}, args...), env(), io.Discard)
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)

@@ -232,7 +232,7 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr, done := make(chan string, 1), make(chan int, 1)
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	go func() {
 		done <- runServeHooked(ctx, "serve", []string{"--listen", "127.0.0.1:0", "--redis-url", redisURL, "--namespace", ns,
 			"--dispatch-allow", "127.0.0.1"}, getenv, &logs, serveHooks{onListen: func(a string) { addr <- a }})
