@@ -146,7 +146,7 @@ func (s *sightings) write(ctx context.Context, id string, t registry.Touch, note
 	return nil
 }
 
-// held records that worker id holds (or, h false, no longer holds) jobs,
+// heldJobs records that worker id holds (or, h false, no longer holds) jobs,
 // to be written within the worker's gap (see sightings).
 func (s *sightings) heldJobs(id string, jobs []registry.JobRef, h bool) {
 	if len(jobs) == 0 {
