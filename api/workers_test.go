@@ -196,6 +196,25 @@ func TestWorkersHeldJobsReachTheRegistryWithinASecond(t *testing.T) {
 	require.Empty(t, held())
 }
 
+// Server.Close writes the sightings the server still keeps: a worker's
+// held jobs reach the registry without waiting for the gap.
+func TestWorkersCloseWritesTheSightingsThatWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other, err := registry.New(b.client, registry.Config{})
+	require.NoError(t, err)
+	j := b.enqueue(t, map[string]any{"queue": "q1"})
+	r := b.do(t, http.MethodPost, "/v1/queues/q1/claim", map[string]any{"worker_id": "w"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	w, err := other.Get(b.ctx, "w")
+	require.NoError(t, err)
+	require.Empty(t, w.Jobs, "the claimed job's sighting waits for the gap")
+	require.NoError(t, b.srv.Close(b.ctx))
+	w, err = other.Get(b.ctx, "w")
+	require.NoError(t, err)
+	require.Equal(t, []registry.JobRef{{Queue: "q1", ID: j.ID}}, w.Jobs)
+}
+
 // A job reclaimed from a worker, then acked or heartbeated by it, answers
 // lease_lost, and leaves the worker's list.
 func TestWorkersLeaseLostDropsTheJob(t *testing.T) {
