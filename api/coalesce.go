@@ -226,13 +226,12 @@ func (f *failer) Fail(ctx context.Context, q string, x queue.Failed) (queue.Fail
 // registry.Touch): the worker calls that carry a worker_id record it
 // before a claim (its queue and labels), after a claim (the jobs it now
 // holds), a heartbeat (the job it holds), and a complete or a failure
-// (the job it no longer holds). Each was a registry script call of its
-// own, about as costly as the job call it followed: an HTTP worker that
-// names itself, as the example workers do, paid three for each job. The
-// sightings of one worker that arrive while one of its calls is in
-// flight go together: a job's last sighting says whether it is held
-// (held, then released in the same batch: released), the queues it
-// claimed from are each recorded, and the last labels given are the
+// (the job it no longer holds). Each is a registry script call about as
+// costly as the job call it follows, and sightings waits to write most of
+// them (see sightings.go); those it writes of one worker while one of its
+// calls is in flight go together: a job's last sighting says whether it
+// is held (held, then released in the same batch: released), the queues
+// it claimed from are each recorded, and the last labels given are the
 // ones recorded. An error of the call is every sighting's of the batch:
 // they are the same worker's (the registry's cap refused it, or Redis
 // failed); a sighting the registry would refuse for what it carries is

@@ -28,19 +28,20 @@ const maxPendingJobs = 256
 // the HTTP workers that name themselves (worker_id). Each call of such a
 // worker is a sighting: a claim's before it claims (its queue and
 // labels), and the jobs it holds after a claim or heartbeat and no longer
-// holds after a complete, failure or cancel. Written one a call, even in
-// batches (toucher), a busy worker's sightings cost Redis about as much
-// as its jobs. So:
+// holds after a complete, failure or cancel. Each written as it comes
+// (even in batches: toucher), a busy worker's sightings would cost Redis
+// about as much as its jobs. So:
 //
 //   - a claim's sighting is written before the claim (it is the
 //     registry's cap on live workers) unless this server wrote one of the
 //     same worker within its gap (a third of the worker's TTL, at most
 //     sightingGap) that recorded the same queue and labels: the worker
 //     is live and nothing would change;
-//   - the changes of its held jobs wait, merged (each job's last sighting
-//     decides whether it is held), until the gap after the last write of
-//     the worker, or until maxPendingJobs jobs changed, and are then
-//     written in one call; the request does not wait for them;
+//   - the changes of its held jobs wait until the gap after the last
+//     write of the worker, or until maxPendingJobs jobs changed, and are
+//     then written merged as the toucher merges a batch (mergeTouches:
+//     each job's last sighting decides whether it is held); the request
+//     does not wait for them;
 //   - a read of the registry through this server (GET /v1/workers and
 //     /v1/workers/{id}), a PUT or DELETE of a worker and the server's
 //     Close write what waits first, so this server's own answers are
@@ -65,13 +66,13 @@ type sighting struct {
 	write sync.Mutex // held by a write of its sightings, so that they go in order
 
 	// under sightings.mu:
-	at     time.Time     // when the last write that recorded it started (zero: none)
-	gap    time.Duration // how long after at a sighting like the last stands for the next
-	queues []string      // the queues claims of it were recorded with
-	labels []string      // the labels last recorded
-	held   map[registry.JobRef]bool
-	order  []registry.JobRef // the keys of held in the order they were first seen
-	timer  clockwork.Timer   // the write of held's changes, when one is due
+	at      time.Time        // when the last write that recorded it started (zero: none)
+	gap     time.Duration    // how long after at a sighting like the last stands for the next
+	queues  []string         // the queues claims of it were recorded with
+	labels  []string         // the labels last recorded
+	pending []registry.Touch // the held-job changes not written yet, in order
+	jobs    int              // the jobs pending names, repeats counted
+	timer   clockwork.Timer  // the write of pending, when one is due
 }
 
 // minSweep is the fewest workers kept before the first sweep of those
@@ -97,7 +98,7 @@ func (s *sightings) entry(id string) *sighting {
 		}
 		s.sweepAt = max(minSweep, 2*len(s.ws))
 	}
-	w = &sighting{held: map[registry.JobRef]bool{}}
+	w = &sighting{}
 	s.ws[id] = w
 	return w
 }
@@ -152,17 +153,17 @@ func (s *sightings) heldJobs(id string, jobs []registry.JobRef, h bool) {
 	if len(jobs) == 0 {
 		return
 	}
+	t := registry.Touch{Drop: jobs}
+	if h {
+		t = registry.Touch{Add: jobs}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.entry(id)
-	for _, j := range jobs {
-		if _, ok := w.held[j]; !ok {
-			w.order = append(w.order, j)
-		}
-		w.held[j] = h
-	}
+	w.pending = append(w.pending, t)
+	w.jobs += len(jobs)
 	wait := time.Duration(0)
-	if !w.at.IsZero() && len(w.order) < maxPendingJobs {
+	if !w.at.IsZero() && w.jobs < maxPendingJobs {
 		wait = max(0, w.gap-s.clock.Since(w.at))
 	}
 	switch {
@@ -198,20 +199,27 @@ func (s *sightings) flush(ctx context.Context, id string) error {
 		w.timer.Stop()
 		w.timer = nil
 	}
-	var t registry.Touch
-	for _, j := range w.order {
-		if w.held[j] {
-			t.Add = append(t.Add, j)
-		} else {
-			t.Drop = append(t.Drop, j)
-		}
-	}
-	w.order, w.held = nil, map[registry.JobRef]bool{}
+	pending := w.pending
+	w.pending, w.jobs = nil, 0
 	s.mu.Unlock()
-	if len(t.Add) == 0 && len(t.Drop) == 0 {
+	if len(pending) == 0 {
 		return nil
 	}
-	return s.write(ctx, id, t, nil)
+	// One touch (the sightings carry no queue), in pieces of at most
+	// registry.MaxHeldJobs: a claim's jobs may come on top of the
+	// maxPendingJobs that wait.
+	t := mergeTouches(pending)[0]
+	for len(t.Add) > 0 || len(t.Drop) > 0 {
+		var part registry.Touch
+		n := min(len(t.Add), registry.MaxHeldJobs)
+		part.Add, t.Add = t.Add[:n:n], t.Add[n:]
+		n = min(len(t.Drop), registry.MaxHeldJobs-len(part.Add))
+		part.Drop, t.Drop = t.Drop[:n:n], t.Drop[n:]
+		if err := s.write(ctx, id, part, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flushAll writes every worker's waiting sightings now; it answers the
@@ -220,7 +228,7 @@ func (s *sightings) flushAll(ctx context.Context) error {
 	s.mu.Lock()
 	var ids []string
 	for id, w := range s.ws {
-		if len(w.order) > 0 {
+		if len(w.pending) > 0 {
 			ids = append(ids, id)
 		}
 	}
@@ -252,7 +260,7 @@ func (s *sightings) forget(ctx context.Context, id string) error {
 // a worker forgotten could otherwise overtake one of the same worker's
 // made after). sightings.mu is held.
 func (w *sighting) idle() bool {
-	if w.timer != nil || len(w.order) > 0 || !w.write.TryLock() {
+	if w.timer != nil || len(w.pending) > 0 || !w.write.TryLock() {
 		return false
 	}
 	w.write.Unlock()

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -177,6 +178,34 @@ func TestSightingsHeldJobsOfAnUnknownWorkerOrManyGoAtOnce(t *testing.T) {
 	require.Equal(t, many, l.written()[2].Add)
 }
 
+// A claim's jobs on top of those that wait may pass what one registry
+// call takes: they are written in pieces, every job once.
+func TestSightingsWriteManyJobsInPieces(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, l, _, _ := newTestSightings(time.Minute)
+	require.NoError(t, s.beforeClaim(ctx, "w", registry.Touch{Queue: "q"}))
+	ids := func(from, to int) []registry.JobRef {
+		out := make([]registry.JobRef, 0, to-from)
+		for i := from; i < to; i++ {
+			out = append(out, ref(fmt.Sprint(i)))
+		}
+		return out
+	}
+	s.heldJobs("w", ids(0, maxPendingJobs-11), true)
+	s.heldJobs("w", ids(0, 10), false) // 255 wait: not written yet
+	s.heldJobs("w", ids(maxPendingJobs, maxPendingJobs+registry.MaxHeldJobs), true)
+	settle(t, s, "w")
+	var add, drop []registry.JobRef
+	for _, w := range l.written()[1:] {
+		require.LessOrEqual(t, len(w.Add)+len(w.Drop), registry.MaxHeldJobs)
+		add, drop = append(add, w.Add...), append(drop, w.Drop...)
+	}
+	require.Len(t, l.written(), 3, "the claim's sighting, then two pieces")
+	require.Equal(t, append(ids(10, maxPendingJobs-11), ids(maxPendingJobs, maxPendingJobs+registry.MaxHeldJobs)...), add)
+	require.Equal(t, ids(0, 10), drop)
+}
+
 // A read, a PUT or DELETE and Close write what waits at once; forget
 // also drops the record, so the worker's next claim is written.
 func TestSightingsFlushAndForget(t *testing.T) {
@@ -200,7 +229,7 @@ func TestSightingsFlushAndForget(t *testing.T) {
 }
 
 // A write that fails is logged; the sightings it carried are not tried
-// again (the worker's next calls set the registry right, as before).
+// again: the worker's next calls set the registry right.
 func TestSightingsAFailedWriteIsLogged(t *testing.T) {
 	t.Parallel()
 	s, l, _, logs := newTestSightings(time.Minute)
@@ -224,7 +253,7 @@ func TestSightingsWritesOfAWorkerKeepTheirOrder(t *testing.T) {
 	require.Eventually(t, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.ws["w"].order) == 0
+		return len(s.ws["w"].pending) == 0
 	}, 5*time.Second, time.Millisecond, "the first write took its sightings")
 	s.heldJobs("w", []registry.JobRef{ref("a")}, false)
 	second := make(chan error, 1)

@@ -168,8 +168,7 @@ func testWorkersHTTP(t *testing.T, b *testBundle) {
 
 // An HTTP worker's held jobs reach the registry within a second of its
 // calls (a reader on another instance sees them then), and at once in
-// what this server answers; its claims within that second skip the
-// registry.
+// what this server answers.
 func TestWorkersHeldJobsReachTheRegistryWithinASecond(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

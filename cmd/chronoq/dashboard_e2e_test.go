@@ -85,7 +85,7 @@ func (b *browser) click(sel string) chromedp.Action[chromedp.Void] {
 // element as it is then, once there is one (within 5 s). The live lists
 // draw themselves again as they change: a mouse click lands where the
 // element was when chromedp found it, or on a node gone since ("Could not
-// find node with given id", which failed a race run on a row of #jobs).
+// find node with given id").
 func (b *browser) clickLive(sel string) {
 	b.t.Helper()
 	b.waitFor("an element to click: "+sel,
@@ -191,9 +191,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.waitFor("the job run now", `document.getElementById("job-status").dataset.status === "pending"`, 5*time.Second)
 	b.do(b.click("#job-back"))
 	b.waitFor("the other jobs again", `!document.querySelector("[data-view=queues]").hidden && `+rows("scheduled", "===", 3), 5*time.Second)
-	// The other three, run now from their rows. (Every click on a row of
-	// a live list is clickLive's: on a loaded machine a mouse click missed
-	// a row the list had drawn again.)
+	// The other three, run now from their rows (with clickLive, as every
+	// click on a row of a live list).
 	for left := 2; left >= 0; left-- {
 		b.clickLive(`#jobs tr.job[data-status=scheduled] button[data-act="run now"]`)
 		b.waitFor("a scheduled job run now", rows("scheduled", "===", left), 5*time.Second)

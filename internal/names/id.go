@@ -22,8 +22,8 @@ var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadd
 // NewID makes the id of a new job or workflow: a UUIDv7 (a millisecond
 // timestamp, then random bits; ordered within a process) in 26
 // characters of [0-9a-z]. The id is held in several keys (the jobs hash,
-// the schedule, the lists): 26 characters fit Redis's allocations of 32
-// bytes, where the UUID's 32 hex digits took 48.
+// the schedule, the lists): 26 characters fit a 32-byte allocation in
+// Redis, where 32 hex digits would take 48.
 func NewID() (string, error) {
 	u, err := uuid.NewV7()
 	if err != nil {
