@@ -147,31 +147,36 @@ func (s *sightings) write(ctx context.Context, id string, t registry.Touch, note
 	return nil
 }
 
-// heldJobs records that worker id holds (or, h false, no longer holds) jobs,
-// to be written within the worker's gap (see sightings).
-func (s *sightings) heldJobs(id string, jobs []registry.JobRef, h bool) {
+// heldJobs records that worker id holds (or, h false, no longer holds)
+// jobs. When this server wrote the worker within its gap (and fewer than
+// maxPendingJobs wait), the change waits for the gap's end (see
+// sightings); otherwise it is written now, with what waits, under ctx: a
+// worker's calls keep it live in the registry as they always do, however
+// long it was quiet.
+func (s *sightings) heldJobs(ctx context.Context, id string, jobs []registry.JobRef, h bool) error {
 	if len(jobs) == 0 {
-		return
+		return nil
 	}
 	t := registry.Touch{Drop: jobs}
 	if h {
 		t = registry.Touch{Add: jobs}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	w := s.entry(id)
 	w.pending = append(w.pending, t)
 	w.jobs += len(jobs)
 	wait := time.Duration(0)
 	if !w.at.IsZero() && w.jobs < maxPendingJobs {
-		wait = max(0, w.gap-s.clock.Since(w.at))
+		wait = w.gap - s.clock.Since(w.at)
 	}
-	switch {
-	case w.timer == nil:
+	if wait > 0 && w.timer == nil {
 		w.timer = s.clock.AfterFunc(wait, func() { s.flushLater(id) })
-	case wait == 0:
-		w.timer.Reset(0)
 	}
+	s.mu.Unlock()
+	if wait > 0 {
+		return nil
+	}
+	return s.flush(ctx, id)
 }
 
 // flushLater writes worker id's waiting sightings, when its timer fires;

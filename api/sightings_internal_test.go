@@ -133,11 +133,11 @@ func TestSightingsHeldJobsWaitForTheGapMerged(t *testing.T) {
 	s, l, clock, _ := newTestSightings(time.Minute)
 	require.NoError(t, s.beforeClaim(ctx, "w", registry.Touch{Queue: "q"}))
 	clock.Advance(300 * time.Millisecond)
-	s.heldJobs("w", []registry.JobRef{ref("a"), ref("b")}, true)
-	s.heldJobs("w", []registry.JobRef{ref("a")}, false)
-	s.heldJobs("w", []registry.JobRef{ref("c")}, true)
-	s.heldJobs("w", []registry.JobRef{ref("c")}, false)
-	s.heldJobs("w", []registry.JobRef{ref("c")}, true)
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("a"), ref("b")}, true))
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("a")}, false))
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("c")}, true))
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("c")}, false))
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("c")}, true))
 	clock.Advance(sightingGap - 300*time.Millisecond - time.Millisecond)
 	require.Len(t, l.written(), 1, "nothing written before the gap")
 	clock.Advance(time.Millisecond)
@@ -146,7 +146,7 @@ func TestSightingsHeldJobsWaitForTheGapMerged(t *testing.T) {
 	require.Equal(t, want, l.written())
 
 	// The next changes wait for the gap after that write.
-	s.heldJobs("w", []registry.JobRef{ref("b")}, false)
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("b")}, false))
 	require.NoError(t, clock.BlockUntilContext(ctx, 1))
 	clock.Advance(sightingGap - time.Millisecond)
 	require.Len(t, l.written(), 2)
@@ -162,7 +162,7 @@ func TestSightingsHeldJobsOfAnUnknownWorkerOrManyGoAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, l, _, _ := newTestSightings(time.Minute)
-	s.heldJobs("w", []registry.JobRef{ref("a")}, true)
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("a")}, true))
 	settle(t, s, "w")
 	require.Equal(t, []registry.Touch{{Add: []registry.JobRef{ref("a")}}}, l.written())
 
@@ -171,9 +171,9 @@ func TestSightingsHeldJobsOfAnUnknownWorkerOrManyGoAtOnce(t *testing.T) {
 	for i := range many {
 		many[i] = ref(strings.Repeat("x", i+1))
 	}
-	s.heldJobs("w", many[:maxPendingJobs-1], true)
+	require.NoError(t, s.heldJobs(ctx, "w", many[:maxPendingJobs-1], true))
 	require.Never(t, func() bool { return len(l.written()) > 2 }, 50*time.Millisecond, time.Millisecond)
-	s.heldJobs("w", many[maxPendingJobs-1:], true)
+	require.NoError(t, s.heldJobs(ctx, "w", many[maxPendingJobs-1:], true))
 	require.Eventually(t, func() bool { return len(l.written()) == 3 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, many, l.written()[2].Add)
 }
@@ -192,9 +192,9 @@ func TestSightingsWriteManyJobsInPieces(t *testing.T) {
 		}
 		return out
 	}
-	s.heldJobs("w", ids(0, maxPendingJobs-11), true)
-	s.heldJobs("w", ids(0, 10), false) // 255 wait: not written yet
-	s.heldJobs("w", ids(maxPendingJobs, maxPendingJobs+registry.MaxHeldJobs), true)
+	require.NoError(t, s.heldJobs(ctx, "w", ids(0, maxPendingJobs-11), true))
+	require.NoError(t, s.heldJobs(ctx, "w", ids(0, 10), false)) // 255 wait: not written yet
+	require.NoError(t, s.heldJobs(ctx, "w", ids(maxPendingJobs, maxPendingJobs+registry.MaxHeldJobs), true))
 	settle(t, s, "w")
 	var add, drop []registry.JobRef
 	for _, w := range l.written()[1:] {
@@ -213,56 +213,65 @@ func TestSightingsFlushAndForget(t *testing.T) {
 	ctx := context.Background()
 	s, l, _, _ := newTestSightings(time.Minute)
 	require.NoError(t, s.beforeClaim(ctx, "w", registry.Touch{Queue: "q"}))
-	s.heldJobs("w", []registry.JobRef{ref("a")}, true)
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("a")}, true))
 	require.NoError(t, s.flush(ctx, "w"))
 	require.Equal(t, []registry.Touch{{Queue: "q"}, {Add: []registry.JobRef{ref("a")}}}, l.written())
 	require.NoError(t, s.flush(ctx, "w"), "nothing waits: nothing written")
 	require.NoError(t, s.flush(ctx, "unknown"))
-	s.heldJobs("w", []registry.JobRef{ref("a")}, false)
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("a")}, false))
 	require.NoError(t, s.flushAll(ctx))
 	require.Len(t, l.written(), 3)
-	s.heldJobs("w", []registry.JobRef{ref("b")}, true)
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("b")}, true))
 	require.NoError(t, s.forget(ctx, "w"))
 	require.Len(t, l.written(), 4)
 	require.NoError(t, s.beforeClaim(ctx, "w", registry.Touch{Queue: "q"}))
 	require.Equal(t, registry.Touch{Queue: "q"}, l.written()[4], "forgotten: the claim is written again")
 }
 
-// A write that fails is logged; the sightings it carried are not tried
-// again: the worker's next calls set the registry right.
+// A write that waited and fails is logged; the sightings it carried are
+// not tried again: the worker's next calls set the registry right.
 func TestSightingsAFailedWriteIsLogged(t *testing.T) {
 	t.Parallel()
-	s, l, _, logs := newTestSightings(time.Minute)
+	ctx := context.Background()
+	s, l, clock, logs := newTestSightings(time.Minute)
+	require.NoError(t, s.beforeClaim(ctx, "w", registry.Touch{Queue: "q"}))
 	l.mu.Lock()
 	l.fail = errors.New("redis gone")
 	l.mu.Unlock()
-	s.heldJobs("w", []registry.JobRef{ref("a")}, true)
+	require.NoError(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("a")}, true), "it waits for the gap")
+	clock.Advance(sightingGap)
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "redis gone") }, 5*time.Second, time.Millisecond)
 	settle(t, s, "w")
-	require.Empty(t, l.written())
+	require.Len(t, l.written(), 1, "the claim's only")
+	require.ErrorContains(t, s.heldJobs(ctx, "w", []registry.JobRef{ref("b")}, true), "redis gone",
+		"past the gap, a change is written at once and answers its error")
 }
 
 // The writes of one worker go one after another, in the order their
-// sightings were taken: a read's write waits for the timer's under way.
+// sightings were taken: a write waits for the one under way.
 func TestSightingsWritesOfAWorkerKeepTheirOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, l, _, _ := newTestSightings(time.Minute)
 	l.gate = make(chan struct{})
-	s.heldJobs("w", []registry.JobRef{ref("a")}, true) // written at once: waits at the gate
+	first := make(chan error, 1)
+	go func() { first <- s.heldJobs(ctx, "w", []registry.JobRef{ref("a")}, true) }() // written at once: waits at the gate
 	require.Eventually(t, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.ws["w"].pending) == 0
+		return s.ws["w"] != nil && len(s.ws["w"].pending) == 0 && s.ws["w"].jobs == 0
 	}, 5*time.Second, time.Millisecond, "the first write took its sightings")
-	s.heldJobs("w", []registry.JobRef{ref("a")}, false)
 	second := make(chan error, 1)
-	go func() { second <- s.flush(ctx, "w") }()
+	go func() { second <- s.heldJobs(ctx, "w", []registry.JobRef{ref("a")}, false) }()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.ws["w"].jobs == 1
+	}, 5*time.Second, time.Millisecond, "the second taken while the first is under way: due at once too")
 	l.gate <- struct{}{} // one write passes: it must be the first
-	require.Eventually(t, func() bool { return len(l.written()) == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, <-first)
 	require.Equal(t, []registry.Touch{{Add: []registry.JobRef{ref("a")}}}, l.written())
 	close(l.gate)
 	require.NoError(t, <-second)
-	require.Eventually(t, func() bool { return len(l.written()) == 2 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, registry.Touch{Drop: []registry.JobRef{ref("a")}}, l.written()[1])
+	require.Equal(t, []registry.Touch{{Add: []registry.JobRef{ref("a")}}, {Drop: []registry.JobRef{ref("a")}}}, l.written())
 }

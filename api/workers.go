@@ -209,24 +209,25 @@ func (s *Server) sighted(ctx context.Context, id string, t registry.Touch) error
 }
 
 // holds records that worker id holds jobs (h), or no longer does, after
-// a job call: with the worker's other sightings within a second (see
-// sightings), or at once without coalescing; a failure is logged, not
-// answered.
+// a job call: with the worker's other sightings within a second when
+// this server wrote it within that second (see sightings), else at once;
+// a failure is logged, not answered.
 func (s *Server) holds(ctx context.Context, id string, jobs []registry.JobRef, h bool) {
-	switch {
-	case id == "" || len(jobs) == 0:
+	if id == "" || len(jobs) == 0 {
 		return
-	case s.sightings != nil:
-		s.sightings.heldJobs(id, jobs, h)
-		return
-	}
-	t := registry.Touch{Drop: jobs}
-	if h {
-		t = registry.Touch{Add: jobs}
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registryTimeout)
 	defer cancel()
-	if _, err := s.touch(ctx, id, t); err != nil {
+	var err error
+	switch {
+	case s.sightings != nil:
+		err = s.sightings.heldJobs(ctx, id, jobs, h)
+	case h:
+		_, err = s.touch(ctx, id, registry.Touch{Add: jobs})
+	default:
+		_, err = s.touch(ctx, id, registry.Touch{Drop: jobs})
+	}
+	if err != nil {
 		s.log.Warn("api: recording a worker's jobs in the registry failed", "worker_id", id, "err", err)
 	}
 }
