@@ -37,11 +37,12 @@ const maxPendingJobs = 256
 //     same worker within its gap (a third of the worker's TTL, at most
 //     sightingGap) that recorded the same queue and labels: the worker
 //     is live and nothing would change;
-//   - the changes of its held jobs wait until the gap after the last
-//     write of the worker, or until maxPendingJobs jobs changed, and are
-//     then written merged as the toucher merges a batch (mergeTouches:
-//     each job's last sighting decides whether it is held); the request
-//     does not wait for them;
+//   - a change of its held jobs made within the gap after the last write
+//     of the worker waits for the gap's end (unless maxPendingJobs jobs
+//     wait), and the request does not wait for it; one made past the gap
+//     is written by its request, with what waits (see heldJobs). Either
+//     way they go merged as the toucher merges a batch (mergeTouches:
+//     each job's last sighting decides whether it is held);
 //   - a read of the registry through this server (GET /v1/workers and
 //     /v1/workers/{id}), a PUT or DELETE of a worker and the server's
 //     Close write what waits first, so this server's own answers are
